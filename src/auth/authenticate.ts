@@ -1,0 +1,66 @@
+/**
+ * Authentication (gaps.md §3): picks the method per request, checks it, and
+ * issues tokens at POST /api/authenticate/. Runs on the main thread, which
+ * owns the users.
+ */
+import { Errors, type ErrorMessage } from '../errors.js';
+import type { Config } from '../config.js';
+import type { UserDirectory, UserRecord } from '../model/user.js';
+import { isValidEmail } from './email.js';
+import { sameSecret, TokenSigner } from './secrets.js';
+
+export interface AuthHeaders { authorization: string; email: string | undefined }
+
+export class Authenticator {
+  constructor(private readonly users: UserDirectory, private readonly signer: TokenSigner, private readonly config: Config) {}
+
+  /** The caller, or an ApiError. `verifyRoute`: only tokens count, and token checks answer 400. */
+  async authenticate(h: AuthHeaders, verifyRoute = false): Promise<UserRecord> {
+    const auth = h.authorization.trim();
+    const parts = auth.split(/\s+/);
+    if (auth !== '' && parts[0].toLowerCase() === 'authtoken') return this.byToken(parts, verifyRoute);
+    if (verifyRoute || h.email === undefined) throw Errors.notAuthenticated();
+    const email = h.email.trim();
+    if (!isValidEmail(email)) throw Errors.invalidEmailHeader();
+    return this.users.byEmailAddress(email) ?? this.users.create(email, this.config.newUsersAsSuperuser);
+  }
+
+  private byToken(parts: string[], verifyRoute: boolean): UserRecord {
+    if (parts.length === 1) throw Errors.authFailed('Invalid token header. No credentials provided.');
+    if (parts.length > 2) throw Errors.authFailed('Invalid token header. Token should not contain spaces.');
+    const credential = parts[1];
+    const colon = credential.indexOf(':');
+    if (colon < 0) throw Errors.authFailed('Invalid token header. Credentials must be in the form <email>:<auth_token>.');
+    const email = credential.slice(0, colon);
+    const token = credential.slice(colon + 1);
+    const fail = (message: ErrorMessage) => Errors.authFailed(message, verifyRoute ? 400 : 401);
+    const user = this.users.byEmailAddress(email);
+    if (!user) throw fail({ auth_token: 'Invalid user when verifying token' });
+    const check = this.signer.verify(token, email, user.keyGeneration);
+    if (!check.ok) {
+      if (check.reason === 'undeserializable') throw fail({ auth_token: 'Token could not be deserialized.' });
+      if (check.reason === 'wrong-user') throw fail({ auth_token: 'Invalid user when deserializing.' });
+      throw fail({ auth_token: 'Invalid/expired auth_token.' });
+    }
+    return user;
+  }
+
+  /** POST /api/authenticate/: `{email, secret_key}` → `{auth_token}`. */
+  login(body: unknown): { auth_token: string } {
+    const b = body !== null && typeof body === 'object' && !Array.isArray(body) ? (body as Record<string, unknown>) : {};
+    const errors: Record<string, string[]> = {};
+    const read = (name: string): string => {
+      const v = b[name];
+      if (v === undefined || v === null) { errors[name] = ['This field is required.']; return ''; }
+      const s = String(v).trim();
+      if (s === '') errors[name] = ['This field may not be blank.'];
+      return s;
+    };
+    const email = read('email');
+    const secret = read('secret_key');
+    if (Object.keys(errors).length > 0) throw Errors.authFailed(errors);
+    const user = this.users.byEmailAddress(email);
+    if (!user || !sameSecret(user.secretKey, secret)) throw Errors.authFailed('Invalid email/secret_key');
+    return { auth_token: this.signer.issue(user.email, user.keyGeneration) };
+  }
+}

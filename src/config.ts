@@ -1,0 +1,121 @@
+/**
+ * Settings (gaps.md §23): environment variables, each mirrored by a CLI flag
+ * (`--data-dir` ↔ DATA_DIR). An invalid value stops start-up with a message
+ * naming the setting, never a stack trace.
+ */
+import { availableParallelism } from 'node:os';
+
+export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
+
+export interface Config {
+  host: string;
+  port: number;
+  dataDir: string;
+  shards: number;
+  userAuthHeader: string;
+  authTokenExpiry: number;
+  compressIpv6: boolean;
+  newUsersAsSuperuser: boolean;
+  interconnectPrefixes: { v4: number; v6: number };
+  hostPrefixes: { v4: number; v6: number };
+  interfaceDefaultType: number;
+  interfaceDefaultSpeed: number;
+  nextNumMax: number;
+  maxBodyBytes: number;
+  logLevel: LogLevel;
+}
+
+export class ConfigError extends Error {}
+
+const BOOLEAN_WORDS: Record<string, boolean> = {
+  true: true, '1': true, yes: true, on: true,
+  false: false, '0': false, no: false, off: false,
+};
+
+export const INTERFACE_TYPE_CODES = [6, 1, 135, 136, 161, 24, 150, 53, 131] as const;
+
+type Source = Record<string, string | undefined>;
+
+function readString(src: Source, name: string, fallback: string): string {
+  const v = src[name];
+  return v === undefined || v === '' ? fallback : v;
+}
+
+function readInt(src: Source, name: string, fallback: number, min: number, max: number): number {
+  const v = src[name];
+  if (v === undefined || v === '') return fallback;
+  if (!/^-?\d+$/.test(v.trim())) throw new ConfigError(`${name} must be an integer, got '${v}'`);
+  const n = Number(v);
+  if (n < min || n > max) throw new ConfigError(`${name} must be between ${min} and ${max}, got ${n}`);
+  return n;
+}
+
+function readBool(src: Source, name: string, fallback: boolean): boolean {
+  const v = src[name];
+  if (v === undefined || v === '') return fallback;
+  const b = BOOLEAN_WORDS[v.trim().toLowerCase()];
+  if (b === undefined) throw new ConfigError(`${name} must be one of true false 1 0 yes no on off, got '${v}'`);
+  return b;
+}
+
+function readPrefixPair(src: Source, name: string, fallback: { v4: number; v6: number }) {
+  const v = src[name];
+  if (v === undefined || v === '') return fallback;
+  const m = /^\s*(\d+)\s*,\s*(\d+)\s*$/.exec(v);
+  if (!m) throw new ConfigError(`${name} must be '<v4>,<v6>', got '${v}'`);
+  const pair = { v4: Number(m[1]), v6: Number(m[2]) };
+  if (pair.v4 > 32 || pair.v6 > 128) throw new ConfigError(`${name} prefixes must be at most 32 and 128, got '${v}'`);
+  return pair;
+}
+
+/** Maps CLI flags (`--data-dir D`) onto their environment-variable names. */
+export function flagsToSource(argv: string[]): Source {
+  const out: Source = {};
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i];
+    if (!arg.startsWith('--')) throw new ConfigError(`unexpected argument '${arg}'`);
+    let name = arg.slice(2);
+    let value: string | undefined;
+    const eq = name.indexOf('=');
+    if (eq >= 0) { value = name.slice(eq + 1); name = name.slice(0, eq); }
+    else { value = argv[++i]; }
+    if (value === undefined) throw new ConfigError(`flag --${name} needs a value`);
+    out[name.replace(/-/g, '_').toUpperCase()] = value;
+  }
+  return out;
+}
+
+export function loadConfig(env: Source = process.env, flags: Source = {}): Config {
+  const src: Source = { ...env, ...flags };
+  const known = new Set(['HOST', 'PORT', 'DATA_DIR', 'SHARDS', 'USER_AUTH_HEADER', 'AUTH_TOKEN_EXPIRY',
+    'SERVICE_COMPRESS_IPV6', 'SERVICE_NEW_USERS_AS_SUPERUSER', 'NETWORK_INTERCONNECT_PREFIXES',
+    'NETWORK_HOST_PREFIXES', 'INTERFACE_DEFAULT_TYPE', 'INTERFACE_DEFAULT_SPEED', 'NEXT_NUM_MAX',
+    'MAX_BODY_BYTES', 'LOG_LEVEL']);
+  for (const k of Object.keys(flags)) if (!known.has(k)) throw new ConfigError(`unknown flag --${k.toLowerCase().replace(/_/g, '-')}`);
+
+  const logLevel = readString(src, 'LOG_LEVEL', 'info');
+  if (!['debug', 'info', 'warn', 'error'].includes(logLevel)) throw new ConfigError(`LOG_LEVEL must be debug, info, warn or error, got '${logLevel}'`);
+  const interfaceDefaultType = readInt(src, 'INTERFACE_DEFAULT_TYPE', 6, 0, 1000);
+  if (!(INTERFACE_TYPE_CODES as readonly number[]).includes(interfaceDefaultType)) {
+    throw new ConfigError(`INTERFACE_DEFAULT_TYPE must be one of ${INTERFACE_TYPE_CODES.join(', ')}`);
+  }
+  const header = readString(src, 'USER_AUTH_HEADER', 'X-Service-Email');
+  if (!/^[A-Za-z0-9-]+$/.test(header)) throw new ConfigError(`USER_AUTH_HEADER must be a header name, got '${header}'`);
+  return {
+    host: readString(src, 'HOST', '127.0.0.1'),
+    port: readInt(src, 'PORT', 8990, 0, 65535),
+    dataDir: readString(src, 'DATA_DIR', './data'),
+    shards: readInt(src, 'SHARDS', availableParallelism(), 1, 64),
+    userAuthHeader: header.toLowerCase(),
+    authTokenExpiry: readInt(src, 'AUTH_TOKEN_EXPIRY', 600, 1, 10 * 365 * 86400),
+    compressIpv6: readBool(src, 'SERVICE_COMPRESS_IPV6', true),
+    newUsersAsSuperuser: readBool(src, 'SERVICE_NEW_USERS_AS_SUPERUSER', true),
+    interconnectPrefixes: readPrefixPair(src, 'NETWORK_INTERCONNECT_PREFIXES', { v4: 31, v6: 127 }),
+    hostPrefixes: readPrefixPair(src, 'NETWORK_HOST_PREFIXES', { v4: 32, v6: 128 }),
+    interfaceDefaultType,
+    interfaceDefaultSpeed: readInt(src, 'INTERFACE_DEFAULT_SPEED', 1000, 0, Number.MAX_SAFE_INTEGER),
+    nextNumMax: readInt(src, 'NEXT_NUM_MAX', 10000, 1, 10_000_000),
+    maxBodyBytes: readInt(src, 'MAX_BODY_BYTES', 64 * 1024 * 1024, 1, 2 ** 31 - 1),
+    logLevel: logLevel as LogLevel,
+  };
+}

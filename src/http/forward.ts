@@ -1,0 +1,102 @@
+/**
+ * Main thread → shard: turns a resource route into ShardRequests. A nested
+ * route goes to its site's shard; a top-level detail by id goes to the shard
+ * the id index names; a natural key is resolved on every shard first; a
+ * top-level list is scattered to all shards and merged by its order.
+ */
+import { Errors } from '../errors.js';
+import type { HttpMethod, ResourceModel } from '../model/model.js';
+import { pageEnvelope, pageLinks, readPage, type LinkBase } from '../query/pagination.js';
+import { QueryParams } from '../query/params.js';
+import { mergeParts, type ShardPool } from '../shard/pool.js';
+import type { Op, Principal, ShardReply, ShardRequest } from '../shard/protocol.js';
+import type { RouteMatch } from './router.js';
+
+type ResourceMatch = Extract<RouteMatch, { kind: 'resource' }>;
+
+export interface Forwarded { status: number; body: string; headers?: Record<string, string>; directory?: ShardReply['directory'] }
+
+export function opFor(match: ResourceMatch, method: string): Op {
+  const m = (method === 'HEAD' ? 'GET' : method) as HttpMethod;
+  switch (match.target) {
+    case 'list': return m === 'GET' ? 'list' : m === 'POST' ? 'create' : m === 'DELETE' ? 'bulk-delete' : 'bulk-update';
+    case 'list-route': return 'list-route';
+    case 'detail': return m === 'GET' ? 'detail' : m === 'PUT' ? 'replace' : m === 'PATCH' ? 'patch' : 'delete';
+    case 'detail-route': return 'detail-route';
+  }
+}
+
+export interface ForwardInput {
+  match: ResourceMatch;
+  model: ResourceModel<any>;
+  method: string;
+  query: string;
+  body: unknown;
+  principal: Principal;
+  link: LinkBase;
+  hint?: Record<string, unknown>;
+}
+
+export class Forwarder {
+  constructor(private readonly pool: ShardPool) {}
+
+  async forward(input: ForwardInput): Promise<Forwarded> {
+    const { match, model } = input;
+    const op = opFor(match, input.method);
+    const req: Omit<ShardRequest, 'seq'> = {
+      op, method: input.method === 'HEAD' ? 'GET' : input.method, collection: match.collection, site: match.site,
+      key: match.key, route: match.route, query: input.query, body: input.body,
+      principal: input.principal, link: input.link, hint: input.hint,
+    };
+    if (match.site !== null) return this.pool.send(this.pool.shardOfSite(match.site), req);
+
+    if (match.key !== undefined) return this.pool.send(await this.shardOfKey(model, match.key), req);
+
+    if (op === 'create') return this.pool.send(this.shardOfCreate(model, input.body, input.hint), req);
+    if (op === 'list' || op === 'list-route') return this.scatterList(req);
+    throw Errors.methodNotAllowed(input.method, 'GET');
+  }
+
+  /** The shard that holds a top-level detail key, resolving natural keys everywhere. */
+  private async shardOfKey(model: ResourceModel<any>, key: string): Promise<number> {
+    if (/^\d+$/.test(key)) {
+      const id = Number(key);
+      const shard = model.siteKeyed ? this.pool.shardOfSite(id) : this.pool.shardOfId(model.kind, id);
+      if (shard < 0) throw Errors.noSuch(model.name, null, key);
+      return shard;
+    }
+    if (!model.naturalKey) throw Errors.noSuch(model.name, null, key);
+    const replies = await this.pool.all({
+      op: 'resolve', method: 'GET', collection: model.collection, site: null, key, query: '',
+      principal: { id: 0, email: '', superuser: true, grants: {} }, link: { scheme: 'http', host: '', path: '' },
+    });
+    const owners: number[] = [];
+    let total = 0;
+    replies.forEach((r, shard) => { const n = r.matches?.length ?? 0; total += n; if (n > 0) owners.push(shard); });
+    if (total === 0) throw Errors.noSuch(model.name, null, key);
+    if (total > 1) throw Errors.multipleMatched(model.plural, model.naturalKey.field, key);
+    return owners[0];
+  }
+
+  private shardOfCreate(model: ResourceModel<any>, body: unknown, hint?: Record<string, unknown>): number {
+    if (model.siteKeyed) return this.pool.shardOfSite(Number(hint?.siteId));
+    const site = body && typeof body === 'object' && !Array.isArray(body) ? (body as Record<string, unknown>).site_id : undefined;
+    const n = typeof site === 'number' ? site : typeof site === 'string' && /^\d+$/.test(site.trim()) ? Number(site) : NaN;
+    // No usable site: any shard reports the validation error.
+    return Number.isSafeInteger(n) && n >= 0 ? this.pool.shardOfSite(n) : 0;
+  }
+
+  private async scatterList(req: Omit<ShardRequest, 'seq'>): Promise<Forwarded> {
+    const replies = await this.pool.all({ ...req, scatter: true });
+    const failed = replies.find((r) => r.status >= 400);
+    if (failed) return failed;
+    const parts = replies.map((r) => r.part!);
+    const newestFirst = parts.some((p) => p.newestFirst);
+    const { count, items } = mergeParts(parts, newestFirst);
+    const q = new QueryParams(req.query);
+    const page = readPage(q);
+    if (!page) return { status: 200, body: `[${items.join(',')}]` };
+    const slice = items.slice(page.offset, page.offset + page.limit);
+    return { status: 200, body: pageEnvelope(count, pageLinks(req.link, q, page, count), slice) };
+  }
+}

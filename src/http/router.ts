@@ -1,0 +1,93 @@
+/**
+ * Path parsing (gaps.md §1.1–1.3): `/api/…` → a RouteMatch, built from each
+ * collection's RouteSpec. The path is split on `/` first and each segment
+ * percent-decoded, so `%2F` is an ordinary key character; network and
+ * interface keys may span several segments.
+ */
+import type { HttpMethod, RouteSpec } from '../model/model.js';
+
+export interface CollectionRoutes { collection: string; routes: RouteSpec }
+
+export type Target = 'list' | 'list-route' | 'detail' | 'detail-route';
+
+export type RouteMatch =
+  | { kind: 'index' }
+  | { kind: 'authenticate' }
+  | { kind: 'verify_token' }
+  | {
+    kind: 'resource';
+    collection: string;
+    site: number | null;
+    target: Target;
+    key?: string;
+    route?: string;
+    methods: HttpMethod[];
+  };
+
+const DIGITS = /^\d+$/;
+
+export class Router {
+  private readonly specs = new Map<string, RouteSpec>();
+
+  constructor(collections: CollectionRoutes[]) {
+    for (const c of collections) this.specs.set(c.collection, c.routes);
+  }
+
+  /** null: no such endpoint. */
+  match(path: string): RouteMatch | null {
+    if (path !== '/api' && !path.startsWith('/api/')) return null;
+    const raw = path.slice(5).split('/');
+    if (raw.length > 0 && raw[raw.length - 1] === '') raw.pop();
+    const segs: string[] = [];
+    for (const s of raw) {
+      if (s === '') return null;
+      try { segs.push(decodeURIComponent(s)); } catch { return null; }
+    }
+    if (segs.length === 0) return { kind: 'index' };
+    if (segs.length === 1 && segs[0] === 'authenticate') return { kind: 'authenticate' };
+    if (segs.length === 1 && segs[0] === 'verify_token') return { kind: 'verify_token' };
+
+    if (segs[0] === 'sites' && segs.length >= 3) {
+      if (!DIGITS.test(segs[1])) return null;
+      const spec = this.specs.get(segs[2]);
+      if (!spec || !spec.nested) return null;
+      return this.within(segs[2], spec, Number(segs[1]), segs.slice(3));
+    }
+    const spec = this.specs.get(segs[0]);
+    if (!spec || !spec.topLevel) return null;
+    return this.within(segs[0], spec, null, segs.slice(1));
+  }
+
+  private within(collection: string, spec: RouteSpec, site: number | null, rest: string[]): RouteMatch | null {
+    const base = { kind: 'resource' as const, collection, site };
+    if (rest.length === 0) return { ...base, target: 'list', methods: spec.list };
+    if (rest.length === 1 && rest[0] in spec.listRoutes) {
+      return { ...base, target: 'list-route', route: rest[0], methods: spec.listRoutes[rest[0]] };
+    }
+    let key: string;
+    let route: string | undefined;
+    if (spec.multiSegmentKey) {
+      const last = rest[rest.length - 1];
+      if (rest.length >= 2 && last in spec.detailRoutes) { route = last; key = rest.slice(0, -1).join('/'); }
+      else key = rest.join('/');
+    } else {
+      if (rest.length > 2) return null;
+      key = rest[0];
+      if (rest.length === 2) {
+        if (!(rest[1] in spec.detailRoutes)) return null;
+        route = rest[1];
+      }
+    }
+    if (spec.keyPattern && !spec.keyPattern.test(key)) return null;
+    if (route) return { ...base, target: 'detail-route', key, route, methods: spec.detailRoutes[route] };
+    return { ...base, target: 'detail', key, methods: spec.detail };
+  }
+}
+
+/** Allow header value: the route's methods plus HEAD (with GET) and OPTIONS. */
+export function allowHeader(methods: readonly string[]): string {
+  const out = [...methods];
+  if (methods.includes('GET')) out.push('HEAD');
+  out.push('OPTIONS');
+  return out.join(', ');
+}

@@ -1,0 +1,174 @@
+/**
+ * The front end: uWebSockets.js on the main thread. Each request runs this
+ * lifecycle, in the order of gaps.md §1.6:
+ *
+ *   route → authenticate (401) → unknown route (404) → method (405)
+ *   → Accept (406) → body size / type / parse (413/415/400)
+ *   → handler: users and auth here, resources on their shard → response
+ */
+import type { Config } from '../config.js';
+import { Errors } from '../errors.js';
+import type { Logger } from '../log.js';
+import { Authenticator } from '../auth/authenticate.js';
+import { loadServerKey, TokenSigner } from '../auth/secrets.js';
+import { MODELS, modelByCollection } from '../model/registry.js';
+import { SiteDirectory } from '../model/site-directory.js';
+import { UserDirectory, userRoutes, userSchema, type UserRecord } from '../model/user.js';
+import type { HttpMethod } from '../model/model.js';
+import { optionsBody } from '../schema/describe.js';
+import { QueryParams } from '../query/params.js';
+import { isAllowed } from '../auth/permissions.js';
+import { ShardPool } from '../shard/pool.js';
+import { createSharedIdState, IdCounters } from '../store/ids.js';
+import { Store } from '../store/lmdb.js';
+import { negotiate, parseBody } from './body.js';
+import { Forwarder, type Forwarded } from './forward.js';
+import { Exchange } from './respond.js';
+import { allowHeader, Router, type RouteMatch } from './router.js';
+import { loadUws, type us_listen_socket } from './uws.js';
+import { docsPage, openApiDocument } from './docs.js';
+
+const INDEX_ORDER = ['sites', 'attributes', 'changes', 'circuits', 'devices', 'interfaces', 'networks', 'protocols', 'protocol_types', 'users', 'values'];
+
+export interface RunningServer { port: number; close(): Promise<void> }
+
+export async function startServer(config: Config, log: Logger): Promise<RunningServer> {
+  const uws = loadUws();
+  const store = new Store(config.dataDir);
+  const shared = createSharedIdState(store.highWaterMarks());
+  const ids = new IdCounters(shared);
+  const sites = new SiteDirectory(store);
+  const users = new UserDirectory(store, sites, () => ids.next('user'));
+  const auth = new Authenticator(users, new TokenSigner(loadServerKey(config.dataDir), config.authTokenExpiry), config);
+  const pool = await ShardPool.start(config, shared);
+  const forwarder = new Forwarder(pool);
+  const router = new Router([...MODELS.map((m) => ({ collection: m.collection, routes: m.routes })), { collection: 'users', routes: userRoutes }]);
+
+  const methodsOf = (m: RouteMatch): HttpMethod[] =>
+    m.kind === 'index' ? ['GET'] : m.kind === 'resource' ? m.methods : ['POST'];
+
+  async function lifecycle(x: Exchange): Promise<void> {
+    if (x.path === '/docs' || x.path.startsWith('/docs/')) return serveDocs(x);
+    const match = router.match(x.path);
+    const isPublic = match?.kind === 'index' || match?.kind === 'authenticate';
+    const user = isPublic ? null : await auth.authenticate({ authorization: x.authorization, email: x.emailHeader }, match?.kind === 'verify_token');
+    if (!match) throw Errors.endpointNotFound();
+    const methods = methodsOf(match);
+    x.allow = allowHeader(methods);
+    const method = x.method === 'HEAD' ? 'GET' : x.method;
+    if (method !== 'OPTIONS' && !methods.includes(method as HttpMethod)) throw Errors.methodNotAllowed(x.method, x.allow);
+    const accepted = negotiate(x.accept);
+    if (!accepted) throw Errors.notAcceptable();
+    x.representation = accepted.representation;
+    const raw = await x.body;
+    if (raw === 'too-large') return x.fail(Errors.bodyTooLarge(), true);
+    const body = raw.length > 0 ? parseBody(raw, x.contentType) : undefined;
+    if (x.aborted) return;
+
+    if (method === 'OPTIONS') return x.send(200, await options(match, user));
+    switch (match.kind) {
+      case 'index': return x.send(200, indexBody(x));
+      case 'authenticate': return x.send(200, wrap(accepted.version, JSON.stringify(auth.login(body))));
+      case 'verify_token': return x.send(200, wrap(accepted.version, 'true'));
+      case 'resource': {
+        const reply = match.collection === 'users'
+          ? await usersRoute(match, user!, x.method, x.query, body)
+          : await resourceRoute(match, user!, x, body);
+        return x.send(reply.status, reply.body, reply.headers);
+      }
+    }
+  }
+
+  function wrap(version: string, payload: string): string {
+    return version === '1.0' ? payload : `{"status":"ok","data":${payload}}`;
+  }
+
+  function indexBody(x: Exchange): string {
+    const out: Record<string, string> = {};
+    for (const c of INDEX_ORDER) out[c] = `http://${x.host}/api/${c}/`;
+    return JSON.stringify(out);
+  }
+
+  async function usersRoute(match: Extract<RouteMatch, { kind: 'resource' }>, user: UserRecord, method: string, query: string, body: unknown): Promise<Forwarded> {
+    const q = new QueryParams(query);
+    if (match.target === 'list') return method === 'POST' ? users.post(user, body ?? {}) : users.list(q);
+    if (match.target === 'detail-route') return users.rotate(user, match.key!);
+    return method === 'PATCH' ? users.patch(user, match.key!, body ?? {}) : users.detail(user, match.key!, q);
+  }
+
+  async function resourceRoute(match: Extract<RouteMatch, { kind: 'resource' }>, user: UserRecord, x: Exchange, body: unknown): Promise<Forwarded> {
+    const model = modelByCollection(match.collection)!;
+    const link = { scheme: 'http', host: x.host, path: x.path };
+    const input = { match, model, method: x.method, query: x.query, body: body ?? {}, principal: users.principal(user), link };
+    if (model.kind !== 'site' || (match.target === 'detail' && x.method !== 'PUT' && x.method !== 'PATCH') || (match.target === 'list' && x.method !== 'POST')) {
+      return applyDirectory(await forwarder.forward(input));
+    }
+    // Site creates and renames: names are unique across shards, so claim the name here first.
+    const name = body && typeof body === 'object' && !Array.isArray(body) ? (body as Record<string, unknown>).name : undefined;
+    const claimed = typeof name === 'string' ? name.trim() : null;
+    const siteId = match.target === 'list' ? ids.next('site') : Number(match.key);
+    if (claimed && !sites.reserve(claimed, match.target === 'list' ? null : siteId)) throw Errors.field('name', 'site with this name already exists.');
+    try {
+      return applyDirectory(await forwarder.forward({ ...input, hint: { siteId } }));
+    } finally {
+      if (claimed) sites.release(claimed);
+    }
+  }
+
+  function applyDirectory(reply: Forwarded): Forwarded {
+    sites.apply(reply.directory);
+    return reply;
+  }
+
+  async function options(match: RouteMatch, user: UserRecord | null): Promise<string> {
+    if (match.kind !== 'resource') {
+      const name = match.kind === 'index' ? 'Api Root' : match.kind === 'authenticate' ? 'Authenticate' : 'Verify Token';
+      return JSON.stringify({ name, description: '', renders: ['application/json', 'text/html'], parses: ['application/json', 'application/x-www-form-urlencoded', 'multipart/form-data'] });
+    }
+    const list = match.target === 'list';
+    const principal = users.principal(user!);
+    if (match.collection === 'users') {
+      return optionsBody(userSchema, list, { POST: list && principal.superuser });
+    }
+    const model = modelByCollection(match.collection)!;
+    const actions: { POST?: boolean; PUT?: boolean } = {};
+    const type = model.permissionType;
+    if (list && type) {
+      actions.POST = match.methods.includes('POST') && (model.kind === 'site' ? principal.superuser : principal.superuser || (match.site !== null && isAllowed(principal, 'add', type, match.site)));
+      actions.PUT = match.methods.includes('PUT') && actions.POST;
+    }
+    if (match.target === 'detail' && type && match.methods.includes('PUT')) {
+      const exists = await forwarder.forward({ match, model, method: 'GET', query: '', body: undefined, principal, link: { scheme: 'http', host: '', path: '' } })
+        .then((r) => r.status === 200, () => false);
+      actions.PUT = exists;
+    }
+    return optionsBody(model.schema, list, actions);
+  }
+
+  function serveDocs(x: Exchange): void {
+    x.allow = 'GET, HEAD, OPTIONS';
+    if (x.method !== 'GET' && x.method !== 'HEAD') return x.fail(Errors.methodNotAllowed(x.method, x.allow));
+    if (x.path === '/docs/openapi.json') return x.send(200, JSON.stringify(openApiDocument()));
+    if (x.path === '/docs' || x.path === '/docs/') { x.representation = 'json'; return x.sendHtml(200, docsPage()); }
+    return x.fail(Errors.endpointNotFound());
+  }
+
+  const app = uws.App();
+  app.any('/*', (res, req) => {
+    const x = new Exchange(res, req, config.userAuthHeader, config.maxBodyBytes, log);
+    lifecycle(x).catch((err) => x.fail(err));
+  });
+
+  const listenSocket = await new Promise<us_listen_socket>((resolve, reject) => {
+    app.listen(config.host, config.port, (s) => (s ? resolve(s) : reject(new Error(`cannot listen on ${config.host}:${config.port}`))));
+  });
+  const port = uws.us_socket_local_port(listenSocket);
+  return {
+    port,
+    async close() {
+      uws.us_listen_socket_close(listenSocket);
+      await pool.stop();
+      await store.close();
+    },
+  };
+}

@@ -1,0 +1,30 @@
+/**
+ * Loads uWebSockets.js's native binary directly. The npm package quietly
+ * falls back to a slow pure-JS server when its binary does not load; by
+ * requiring the binary ourselves there is no fallback to fall into, and
+ * start-up fails with a message saying why (see native-notes.md).
+ */
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import type * as UWS from 'uWebSockets.js';
+
+export type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket } from 'uWebSockets.js';
+
+const require = createRequire(import.meta.url);
+
+export class NativeLoadError extends Error {}
+
+export function loadUws(): typeof UWS {
+  const pkgDir = dirname(require.resolve('uWebSockets.js/package.json'));
+  const file = `uws_${process.platform}_${process.arch}_${process.versions.modules}.node`;
+  const path = join(pkgDir, 'binaries', file);
+  try {
+    return require(path) as typeof UWS;
+  } catch (err) {
+    throw new NativeLoadError(
+      `uWebSockets.js native binary ${file} did not load (Node ${process.version}, ABI ${process.versions.modules}, ` +
+      `${process.platform}/${process.arch}): ${(err as Error).message}\n` +
+      'netsot refuses to run on the slow JS fallback. Use Node 18 or 20 on glibc >= 2.28 (see native-notes.md).',
+    );
+  }
+}

@@ -1,0 +1,72 @@
+/**
+ * Change (spec §2.12, §6; gaps.md §10): the immutable log. Rows live in the
+ * shard's ChangeLog index; the full record (resource payload and diff, as
+ * JSON text fixed at write time) is read from LMDB when rendered.
+ */
+import { Type } from '@sinclair/typebox';
+import { defineSchema, Field } from '../schema/fields.js';
+import { SchemaWriters } from '../schema/serialize.js';
+import { CHANGE_RESOURCES, EVENTS, type ChangeRow } from '../shard/changelog.js';
+import type { RequestContext } from '../shard/context.js';
+import type { ResourceModel } from './model.js';
+import { render as renderSite } from './site.js';
+
+export const changeSchema = defineSchema('Change', 'Read-only API endpoint that allows Changes to be viewed.', {
+  id: Field.id(),
+  site: Field.json(Type.Object({}), { readOnly: true }),
+  user: Field.json(Type.Object({}), { readOnly: true }),
+  change_at: Field.integer({ readOnly: true }),
+  event: Field.choice(EVENTS, { readOnly: true }),
+  resource_name: Field.choice(CHANGE_RESOURCES, { readOnly: true }),
+  resource_id: Field.integer({ readOnly: true }),
+  resource: Field.json(Type.Object({}), { readOnly: true }),
+});
+
+function storedRecord(ctx: RequestContext, row: ChangeRow) {
+  const rec = ctx.shard.store.change(row.siteId, row.id);
+  if (!rec) throw new Error(`change ${row.id} indexed but not stored`);
+  return rec;
+}
+
+export const changeModel: ResourceModel<ChangeRow> = {
+  kind: 'change',
+  name: 'Change',
+  plural: 'Changes',
+  collection: 'changes',
+  schema: changeSchema,
+  writers: new SchemaWriters(changeSchema),
+  routes: {
+    topLevel: true, nested: true,
+    list: ['GET'], detail: ['GET'],
+    listRoutes: {}, detailRoutes: { diff: ['GET'] },
+  },
+
+  render(row) {
+    return { id: row.id, change_at: row.at, event: EVENTS[row.event], resource_name: CHANGE_RESOURCES[row.resource], resource_id: row.resourceId };
+  },
+
+  find(ctx, id) { return ctx.shard.changes.find(id); },
+
+  list(ctx, site) {
+    const event = ctx.query.choice('event', EVENTS);
+    const resourceName = ctx.query.choice('resource_name', CHANGE_RESOURCES);
+    const resourceId = ctx.query.integer('resource_id');
+    const e = event === undefined ? -1 : EVENTS.indexOf(event);
+    const r = resourceName === undefined ? -1 : CHANGE_RESOURCES.indexOf(resourceName);
+    const records = ctx.shard.changes.newestFirst((s, ev, res, rid) =>
+      (site === null || s === site) && (e < 0 || ev === e) && (r < 0 || res === r) && (resourceId === undefined || rid === resourceId));
+    return { records, newestFirst: true };
+  },
+
+  serialize(ctx, row, detail) {
+    const rec = storedRecord(ctx, row);
+    const site = ctx.site(row.siteId);
+    const head = `{"id":${row.id},"site":${JSON.stringify(site ? renderSite(site) : null)},"user":${JSON.stringify({ id: rec.userId, email: rec.email })},` +
+      `"change_at":${rec.at},"event":"${rec.event}","resource_name":"${rec.resourceName}","resource_id":${rec.resourceId},"resource":${rec.resource}`;
+    return detail ? `${head},"resource_diff":${rec.diff}}` : `${head}}`;
+  },
+
+  detailRoute: {
+    diff: (ctx, row) => ({ kind: 'raw', status: 200, body: storedRecord(ctx, row).diff }),
+  },
+};

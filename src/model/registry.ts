@@ -1,0 +1,21 @@
+/**
+ * The resources this service serves. Adding one is: write its module, list it
+ * here. Routes, shard dispatch and persistence all follow from this list.
+ */
+import type { Kind } from '../store/kinds.js';
+import type { ResourceModel } from './model.js';
+import { siteModel } from './site.js';
+import { changeModel } from './change.js';
+
+export const MODELS: ResourceModel<any>[] = [siteModel, changeModel];
+
+const byCollection = new Map(MODELS.map((m) => [m.collection, m]));
+const byKind = new Map(MODELS.map((m) => [m.kind, m]));
+
+export function modelByCollection(collection: string): ResourceModel<any> | undefined { return byCollection.get(collection); }
+export function modelByKind(kind: Kind): ResourceModel<any> {
+  const m = byKind.get(kind);
+  if (!m) throw new Error(`no model registered for kind ${kind}`);
+  return m;
+}
+

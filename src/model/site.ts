@@ -1,0 +1,96 @@
+/**
+ * Site (spec §2.2, gaps.md §19): a namespace and the unit of placement — a
+ * site and everything in it live on shard `id % SHARDS`. Names are unique
+ * across all sites, which the main thread enforces (it sees every shard).
+ */
+import { demand, demandSuperuser } from '../auth/permissions.js';
+import { Errors } from '../errors.js';
+import { defineSchema, Field } from '../schema/fields.js';
+import { SchemaWriters } from '../schema/serialize.js';
+import { validateFields } from '../schema/validate.js';
+import type { RequestContext, SiteRecord } from '../shard/context.js';
+import type { ShardState } from '../shard/state.js';
+import type { ResourceModel } from './model.js';
+import type { Kind } from '../store/kinds.js';
+
+export const siteSchema = defineSchema('Site', 'API endpoint that allows Sites to be viewed or edited.', {
+  id: Field.id(),
+  name: Field.string({ maxLength: 255, requiredOn: ['POST', 'PUT'], help: 'The name of the Site.' }),
+  description: Field.string({ maxLength: 255, allowBlank: true, help: 'A helpful description for the Site.' }),
+});
+
+/** What blocks deleting a site, checked in this order (gaps.md §9.9). */
+const SITE_GUARDS: [Kind, string][] = [
+  ['attribute', 'Attribute'], ['circuit', 'Circuit'], ['device', 'Device'], ['interface', 'Interface'],
+  ['network', 'Network'], ['protocol', 'Protocol'], ['protocoltype', 'ProtocolType'], ['value', 'Value'],
+];
+
+export const render = (s: SiteRecord) => ({ id: s.id, name: s.name, description: s.description });
+
+export const siteModel: ResourceModel<SiteRecord> = {
+  kind: 'site',
+  name: 'Site',
+  plural: 'Sites',
+  collection: 'sites',
+  permissionType: 'site',
+  schema: siteSchema,
+  writers: new SchemaWriters(siteSchema),
+  storeDb: 'sites',
+  siteKeyed: true,
+  routes: {
+    topLevel: true, nested: false,
+    list: ['GET', 'POST'], detail: ['GET', 'PUT', 'PATCH', 'DELETE'],
+    listRoutes: {}, detailRoutes: {},
+  },
+  render,
+
+  list(ctx) {
+    const name = ctx.query.string('name');
+    const all = ctx.shard.table<SiteRecord>('site').all();
+    return { records: name === undefined ? all : filter(all, (s) => s.name === name) };
+  },
+
+  create(ctx, body) {
+    demandSuperuser(ctx.principal);
+    const v = validateFields(siteSchema, body, 'POST');
+    const id = Number(ctx.req.hint?.siteId);
+    const site: SiteRecord = { id, siteId: id, name: v.name as string, description: (v.description as string | undefined) ?? '' };
+    ctx.tx.insert(siteModel, site);
+    ctx.tx.change('Create', siteModel, id, id, null, render(site));
+    ctx.directory.upsertSites = [{ id, name: site.name }];
+    return site;
+  },
+
+  update(ctx, current, body, method) {
+    demand(ctx.principal, 'change', 'site', current.id);
+    const v = validateFields(siteSchema, body, method);
+    const next: SiteRecord = {
+      ...current,
+      name: (v.name as string | undefined) ?? current.name,
+      description: (v.description as string | undefined) ?? current.description,
+    };
+    ctx.tx.replace(siteModel, current, next);
+    ctx.tx.change('Update', siteModel, next.id, next.id, render(current), render(next));
+    ctx.directory.upsertSites = [{ id: next.id, name: next.name }];
+    return next;
+  },
+
+  remove(ctx, site) {
+    demand(ctx.principal, 'delete', 'site', site.id);
+    for (const [kind, name] of SITE_GUARDS) {
+      if (ctx.shard.table(kind).countInSite(site.id) > 0) throw Errors.protectedReference('Site', `${name}.site`);
+    }
+    // The site's Changes go with it, this Delete included (gaps.md §9.9).
+    ctx.tx.dropChanges(site.id);
+    ctx.tx.remove(siteModel, site);
+    ctx.directory.deleteSites = [site.id];
+  },
+};
+
+function* filter<T>(items: Iterable<T>, keep: (t: T) => boolean): Iterable<T> {
+  for (const t of items) if (keep(t)) yield t;
+}
+
+export function siteOf(shard: ShardState, id: number): SiteRecord | undefined {
+  return shard.table<SiteRecord>('site').get(id);
+}

@@ -1,0 +1,161 @@
+/**
+ * User (spec §2.13, gaps.md §4): lives on the main thread, which
+ * authenticates every request. Users are persisted in LMDB but write no
+ * Changes.
+ */
+import { isValidEmail } from '../auth/email.js';
+import { demandSuperuser, VALID_GRANTS } from '../auth/permissions.js';
+import { newSecretKey } from '../auth/secrets.js';
+import { Errors, pyType } from '../errors.js';
+import { defineSchema, Field } from '../schema/fields.js';
+import { Type } from '@sinclair/typebox';
+import { coerceBoolean } from '../schema/validate.js';
+import { highWaterOp, type Store } from '../store/lmdb.js';
+import type { Principal } from '../shard/protocol.js';
+import type { RouteSpec } from './model.js';
+import type { SiteDirectory } from './site-directory.js';
+import { QueryParams } from '../query/params.js';
+
+export interface UserRecord {
+  id: number;
+  email: string;
+  secretKey: string;
+  /** Bumped by every key rotation; tokens carry it, so rotation revokes them. */
+  keyGeneration: number;
+  superuser: boolean;
+  grants: Record<string, string[]>;
+}
+
+export const userSchema = defineSchema('User', 'API endpoint that allows Users to be viewed or edited.', {
+  id: Field.id(),
+  email: Field.string({ maxLength: 255, requiredOn: ['POST'], help: 'The email address of the User.' }),
+  permissions: Field.json(Type.Object({}), { readOnly: true }),
+});
+
+export const userRoutes: RouteSpec = {
+  topLevel: true, nested: false,
+  list: ['GET', 'POST'], detail: ['GET', 'PATCH'],
+  listRoutes: {}, detailRoutes: { rotate_secret_key: ['POST'] },
+};
+
+export interface Reply { status: number; body: string; headers?: Record<string, string> }
+const json = (status: number, value: unknown): Reply => ({ status, body: JSON.stringify(value) });
+
+export class UserDirectory {
+  private readonly byId = new Map<number, UserRecord>();
+  private readonly byEmail = new Map<string, UserRecord>();
+  /** Emails being created right now, so two first requests make one user. */
+  private readonly creating = new Map<string, Promise<UserRecord>>();
+
+  constructor(private readonly store: Store, private readonly sites: SiteDirectory, private readonly nextId: () => number) {
+    for (const { value } of store.db('users').getRange()) this.add(value as UserRecord);
+  }
+
+  private add(u: UserRecord): void { this.byId.set(u.id, u); this.byEmail.set(u.email, u); }
+  get(id: number): UserRecord | undefined { return this.byId.get(id); }
+  byEmailAddress(email: string): UserRecord | undefined { return this.byEmail.get(email); }
+
+  private async save(u: UserRecord): Promise<void> {
+    await this.store.commit({ ops: [{ db: 'users', key: u.id, value: u }, highWaterOp('user', 'main', u.id)] });
+    this.add(u);
+  }
+
+  async create(email: string, superuser: boolean): Promise<UserRecord> {
+    const existing = this.byEmail.get(email) ?? (await this.creating.get(email));
+    if (existing) return existing;
+    const u: UserRecord = { id: this.nextId(), email, secretKey: newSecretKey(), keyGeneration: 0, superuser, grants: {} };
+    const p = this.save(u).then(() => u).finally(() => this.creating.delete(email));
+    this.creating.set(email, p);
+    return p;
+  }
+
+  principal(u: UserRecord): Principal {
+    return { id: u.id, email: u.email, superuser: u.superuser, grants: u.grants };
+  }
+
+  render(u: UserRecord, withSecret = false): Record<string, unknown> {
+    const permissions: Record<string, unknown> = {};
+    for (const siteId of this.sites.ids()) {
+      permissions[String(siteId)] = { user_id: u.id, site_id: siteId, permissions: u.superuser ? ['admin'] : u.grants[String(siteId)] ?? [] };
+    }
+    const out: Record<string, unknown> = { id: u.id, email: u.email, permissions };
+    if (withSecret) out.secret_key = u.secretKey;
+    return out;
+  }
+
+  // ---- the /api/users/ resource ----
+
+  list(q: QueryParams): Reply {
+    const email = q.string('email');
+    const users = [...this.byId.values()].sort((a, b) => a.id - b.id).filter((u) => email === undefined || u.email === email);
+    return { status: 200, body: `[${users.map((u) => JSON.stringify(this.render(u))).join(',')}]` };
+  }
+
+  private lookup(caller: UserRecord, key: string): UserRecord {
+    const u = /^\d+$/.test(key) ? (Number(key) === 0 ? caller : this.byId.get(Number(key))) : undefined;
+    if (!u) throw Errors.noSuch('User', null, key);
+    return u;
+  }
+
+  detail(caller: UserRecord, key: string, q: QueryParams): Reply {
+    const u = this.lookup(caller, key);
+    let withSecret = false;
+    if (q.has('with_secret_key')) {
+      if (u.id !== caller.id) throw Errors.notYourSecret();
+      withSecret = q.flag('with_secret_key', false);
+    }
+    return json(200, this.render(u, withSecret));
+  }
+
+  async rotate(caller: UserRecord, key: string): Promise<Reply> {
+    const u = this.lookup(caller, key);
+    if (u.id !== caller.id) throw Errors.notYourSecret();
+    const next = { ...u, secretKey: newSecretKey(), keyGeneration: u.keyGeneration + 1 };
+    await this.save(next);
+    return json(200, next.secretKey);
+  }
+
+  async post(caller: UserRecord, body: unknown): Promise<Reply> {
+    demandSuperuser(this.principal(caller));
+    if (body === null || typeof body !== 'object' || Array.isArray(body)) throw Errors.expectedDict(pyType(body));
+    const raw = (body as Record<string, unknown>).email;
+    if (raw === undefined) throw Errors.field('email', 'This field is required.');
+    if (raw === null) throw Errors.field('email', 'This field may not be null.');
+    const email = String(raw).trim();
+    if (email === '') throw Errors.field('email', 'This field may not be blank.');
+    if (email.length > 255) throw Errors.field('email', 'Ensure this field has no more than 255 characters.');
+    if (!isValidEmail(email)) throw Errors.field('email', 'Enter a valid email address.');
+    if (this.byEmail.has(email) || this.creating.has(email)) throw Errors.field('email', 'user with this email address already exists.');
+    const u = await this.create(email, false);
+    return json(201, this.render(u));
+  }
+
+  async patch(caller: UserRecord, key: string, body: unknown): Promise<Reply> {
+    demandSuperuser(this.principal(caller));
+    const u = this.lookup(caller, key);
+    if (body === null || typeof body !== 'object' || Array.isArray(body)) throw Errors.expectedDict(pyType(body));
+    const b = body as Record<string, unknown>;
+    const next: UserRecord = { ...u, grants: { ...u.grants } };
+    if (b.is_superuser !== undefined) {
+      const s = coerceBoolean(b.is_superuser);
+      if (s === undefined) throw Errors.field('is_superuser', 'Must be a valid boolean.');
+      next.superuser = s;
+    }
+    if (b.permissions !== undefined) {
+      if (b.permissions === null || typeof b.permissions !== 'object' || Array.isArray(b.permissions)) {
+        throw Errors.fieldPlain('permissions', `Expected dictionary but received <type '${pyType(b.permissions)}'>.`);
+      }
+      for (const [siteKey, value] of Object.entries(b.permissions as Record<string, unknown>)) {
+        if (!/^\d+$/.test(siteKey) || !this.sites.has(Number(siteKey))) throw Errors.siteMissing(siteKey);
+        const list = Array.isArray(value) ? value
+          : value && typeof value === 'object' && Array.isArray((value as { permissions?: unknown }).permissions) ? (value as { permissions: unknown[] }).permissions
+          : null;
+        if (list === null) throw Errors.fieldPlain('permissions', `Invalid permission: '${JSON.stringify(value)}'`);
+        for (const p of list) if (typeof p !== 'string' || !VALID_GRANTS.has(p)) throw Errors.fieldPlain('permissions', `Invalid permission: '${String(p)}'`);
+        next.grants[String(Number(siteKey))] = [...new Set(list as string[])];
+      }
+    }
+    await this.save(next);
+    return json(200, this.render(next));
+  }
+}

@@ -1,0 +1,83 @@
+/**
+ * Query-string parameters and their typed readers (gaps.md §7.3). Invalid
+ * typed values are a 400 `{"<param>":["<reason>"]}`; unknown parameters are
+ * ignored; a repeated single-valued parameter takes its last value.
+ */
+import { Errors } from '../errors.js';
+
+const BOOL: Record<string, boolean> = { true: true, '1': true, yes: true, on: true, false: false, '0': false, no: false, off: false };
+
+function decode(s: string): string {
+  const plus = s.replace(/\+/g, ' ');
+  try { return decodeURIComponent(plus); } catch { return plus; }
+}
+
+export class QueryParams {
+  private readonly map = new Map<string, string[]>();
+
+  constructor(readonly raw: string) {
+    if (!raw) return;
+    for (const part of raw.split('&')) {
+      if (!part) continue;
+      const eq = part.indexOf('=');
+      const name = decode(eq < 0 ? part : part.slice(0, eq));
+      const value = eq < 0 ? '' : decode(part.slice(eq + 1));
+      const list = this.map.get(name);
+      if (list) list.push(value); else this.map.set(name, [value]);
+    }
+  }
+
+  has(name: string): boolean { return this.map.has(name); }
+  get(name: string): string | undefined { const l = this.map.get(name); return l ? l[l.length - 1] : undefined; }
+  all(name: string): string[] { return this.map.get(name) ?? []; }
+  entries(): [string, string[]][] { return [...this.map.entries()]; }
+
+  /** Integer filter: absent or empty → undefined; otherwise must be `[+-]?\d+`. */
+  integer(name: string): number | undefined {
+    const v = this.get(name);
+    if (v === undefined || v === '') return undefined;
+    if (!/^[-+]?\d+$/.test(v)) throw Errors.field(name, 'A valid integer is required.');
+    return Number(v);
+  }
+
+  /** Boolean filter: absent or empty means "not applied". */
+  filterBoolean(name: string): boolean | undefined {
+    const v = this.get(name);
+    if (v === undefined || v === '') return undefined;
+    const b = BOOL[v.toLowerCase()];
+    if (b === undefined) throw Errors.field(name, 'Must be a valid boolean.');
+    return b;
+  }
+
+  /** Route flag: absent → fallback; empty or bare → true. */
+  flag(name: string, fallback: boolean): boolean {
+    const v = this.get(name);
+    if (v === undefined) return fallback;
+    if (v === '') return true;
+    const b = BOOL[v.toLowerCase()];
+    if (b === undefined) throw Errors.field(name, 'Must be a valid boolean.');
+    return b;
+  }
+
+  /** String filter: absent → undefined (an empty value is an exact match on ""). */
+  string(name: string): string | undefined { return this.get(name); }
+
+  choice<T extends string>(name: string, choices: readonly T[]): T | undefined {
+    const v = this.get(name);
+    if (v === undefined || v === '') return undefined;
+    if (!(choices as readonly string[]).includes(v)) throw Errors.field(name, `"${v}" is not a valid choice.`);
+    return v as T;
+  }
+
+  /** Comma-separated list parameter (fields, omit, expand); null when absent. */
+  list(name: string): string[] | null {
+    const v = this.get(name);
+    if (v === undefined) return null;
+    return v.split(',').map((s) => s.trim()).filter(Boolean);
+  }
+}
+
+/** Python's quote_plus, which existing clients see in next/previous links. */
+export function quotePlus(s: string): string {
+  return encodeURIComponent(s).replace(/[!'()*]/g, (c) => '%' + c.charCodeAt(0).toString(16).toUpperCase()).replace(/%20/g, '+');
+}

@@ -1,0 +1,93 @@
+/**
+ * Field schemas: TypeBox schemas carrying the few extra facts the API needs
+ * (which methods require the field, label, help text, how it is validated).
+ * One ResourceSchema per resource is the single source for input validation
+ * (schema/validate.ts), output serialisation (schema/serialize.ts), OPTIONS and
+ * the OpenAPI document (schema/describe.ts).
+ */
+import { Type, type TSchema } from '@sinclair/typebox';
+
+/** How OPTIONS names a field's type (gaps.md §22). */
+export type FieldType = 'string' | 'integer' | 'boolean' | 'choice' | 'field';
+export type WriteMethod = 'POST' | 'PUT';
+
+export interface FieldMeta {
+  fieldType: FieldType;
+  readOnly: boolean;
+  requiredOn: WriteMethod[];
+  label: string;
+  helpText?: string;
+  /** Absent from input: this value (create only). */
+  defaultValue?: unknown;
+  nullable: boolean;
+  allowBlank: boolean;
+  choices?: readonly (string | number)[];
+  /** Settable on create only (the site field): absent from PUT's OPTIONS. */
+  createOnly: boolean;
+}
+
+export type FieldSchema = TSchema & { 'x-field': FieldMeta };
+
+export interface ResourceSchema {
+  /** Type words for OPTIONS names: 'Protocol Type'. */
+  typeWords: string;
+  description: string;
+  fields: Record<string, FieldSchema>;
+  /** Canonical output key order. */
+  order: string[];
+}
+
+interface Common {
+  readOnly?: boolean;
+  requiredOn?: WriteMethod[];
+  label?: string;
+  help?: string;
+  nullable?: boolean;
+  default?: unknown;
+  createOnly?: boolean;
+}
+
+function labelFor(name: string): string {
+  if (name === 'id') return 'ID';
+  if (name === 'site_id' || name === 'site') return 'Site';
+  if (name === 'cidr') return 'CIDR';
+  const words = name.replace(/_/g, ' ');
+  return words.charAt(0).toUpperCase() + words.slice(1);
+}
+
+function withMeta(base: TSchema, fieldType: FieldType, o: Common & { allowBlank?: boolean; choices?: readonly (string | number)[] }): FieldSchema {
+  const meta: FieldMeta = {
+    fieldType,
+    readOnly: o.readOnly ?? false,
+    requiredOn: o.requiredOn ?? [],
+    label: o.label ?? '',
+    helpText: o.help,
+    defaultValue: o.default,
+    nullable: o.nullable ?? false,
+    allowBlank: o.allowBlank ?? false,
+    choices: o.choices,
+    createOnly: o.createOnly ?? false,
+  };
+  const schema = o.nullable ? Type.Union([base, Type.Null()]) : base;
+  return Object.assign(schema, { 'x-field': meta }) as FieldSchema;
+}
+
+export const Field = {
+  id: () => withMeta(Type.Integer(), 'integer', { readOnly: true }),
+  integer: (o: Common & { minimum?: number; maximum?: number } = {}) =>
+    withMeta(Type.Integer({ minimum: o.minimum, maximum: o.maximum }), 'integer', o),
+  string: (o: Common & { maxLength?: number; allowBlank?: boolean } = {}) =>
+    withMeta(Type.String({ maxLength: o.maxLength }), 'string', o),
+  boolean: (o: Common = {}) => withMeta(Type.Boolean(), 'boolean', o),
+  choice: (choices: readonly (string | number)[], o: Common = {}) =>
+    withMeta(typeof choices[0] === 'number' ? Type.Integer() : Type.String(), 'choice', { ...o, choices }),
+  /** JSON-valued or related field: validated by the resource's own rules. */
+  json: (output: TSchema, o: Common = {}) => withMeta(output, 'field', o),
+};
+
+export function defineSchema(typeWords: string, description: string, fields: Record<string, FieldSchema>): ResourceSchema {
+  for (const [name, f] of Object.entries(fields)) if (!f['x-field'].label) f['x-field'].label = labelFor(name);
+  return { typeWords, description, fields, order: Object.keys(fields) };
+}
+
+export const meta = (f: FieldSchema): FieldMeta => f['x-field'];

@@ -1,0 +1,98 @@
+/**
+ * ChangeLog: a shard's index of its Change records, kept as typed-array
+ * columns (about 25 bytes a Change) while the records themselves, with their
+ * resource payloads, stay in LMDB and are read when rendered.
+ *
+ * Rows are kept in id order. Ids come from a global counter and change_at is
+ * clamped never to go backwards within a shard (and starts at the newest
+ * stored one after a restart), so id order is also (change_at, id) order and
+ * the newest-first list is a backwards walk. The loader sorts rows by id.
+ *
+ * | operation              | cost |
+ * |------------------------|------|
+ * | append                 | amortised O(1) |
+ * | find by id             | O(log n) |
+ * | newest-first walk      | O(rows visited) |
+ * | drop a site            | O(n) (site deletes are rare) |
+ */
+export const EVENTS = ['Create', 'Update', 'Delete'] as const;
+export type ChangeEvent = (typeof EVENTS)[number];
+export const CHANGE_RESOURCES = ['Site', 'Network', 'Attribute', 'Device', 'Interface', 'Circuit', 'Protocol', 'ProtocolType'] as const;
+
+export interface ChangeRow { id: number; siteId: number; at: number; event: number; resource: number; resourceId: number }
+
+export class ChangeLog {
+  private ids = new Int32Array(1024);
+  private siteIds = new Int32Array(1024);
+  private ats = new Float64Array(1024);
+  private events = new Uint8Array(1024);
+  private resources = new Uint8Array(1024);
+  private resourceIds = new Int32Array(1024);
+  private n = 0;
+  private lastAt = 0;
+
+  get length(): number { return this.n; }
+
+  /** change_at for a new Change: the wall clock, never earlier than the last one. */
+  stamp(nowMs = Date.now()): number {
+    this.lastAt = Math.max(this.lastAt, Math.floor(nowMs / 1000));
+    return this.lastAt;
+  }
+
+  private grow(): void {
+    const size = this.ids.length * 2;
+    const copy = <T extends Int32Array | Float64Array | Uint8Array>(a: T, make: (n: number) => T): T => { const b = make(size); b.set(a); return b; };
+    this.ids = copy(this.ids, (k) => new Int32Array(k));
+    this.siteIds = copy(this.siteIds, (k) => new Int32Array(k));
+    this.ats = copy(this.ats, (k) => new Float64Array(k));
+    this.events = copy(this.events, (k) => new Uint8Array(k));
+    this.resources = copy(this.resources, (k) => new Uint8Array(k));
+    this.resourceIds = copy(this.resourceIds, (k) => new Int32Array(k));
+  }
+
+  append(row: ChangeRow): void {
+    if (this.n === this.ids.length) this.grow();
+    if (this.n > 0 && row.id <= this.ids[this.n - 1]) throw new Error(`change ${row.id} appended out of id order`);
+    const i = this.n;
+    this.ids[i] = row.id; this.siteIds[i] = row.siteId; this.ats[i] = row.at;
+    this.events[i] = row.event; this.resources[i] = row.resource; this.resourceIds[i] = row.resourceId;
+    this.n++;
+    this.lastAt = Math.max(this.lastAt, row.at);
+  }
+
+  /** Removes the last `count` rows (a rolled-back transaction appended them). */
+  truncate(count: number): void { this.n = Math.max(0, this.n - count); }
+
+  row(i: number): ChangeRow {
+    return { id: this.ids[i], siteId: this.siteIds[i], at: this.ats[i], event: this.events[i], resource: this.resources[i], resourceId: this.resourceIds[i] };
+  }
+
+  /** Newest first, filtered; rows are materialised only when they match. */
+  *newestFirst(match: (siteId: number, event: number, resource: number, resourceId: number) => boolean): Iterable<ChangeRow> {
+    for (let i = this.n - 1; i >= 0; i--) {
+      if (match(this.siteIds[i], this.events[i], this.resources[i], this.resourceIds[i])) yield this.row(i);
+    }
+  }
+
+  find(id: number): ChangeRow | undefined {
+    let lo = 0, hi = this.n - 1;
+    while (lo <= hi) {
+      const mid = (lo + hi) >> 1;
+      const v = this.ids[mid];
+      if (v === id) return this.row(mid);
+      if (v < id) lo = mid + 1; else hi = mid - 1;
+    }
+    return undefined;
+  }
+
+  dropSite(siteId: number): void {
+    let w = 0;
+    for (let r = 0; r < this.n; r++) {
+      if (this.siteIds[r] === siteId) continue;
+      this.ids[w] = this.ids[r]; this.siteIds[w] = this.siteIds[r]; this.ats[w] = this.ats[r];
+      this.events[w] = this.events[r]; this.resources[w] = this.resources[r]; this.resourceIds[w] = this.resourceIds[r];
+      w++;
+    }
+    this.n = w;
+  }
+}

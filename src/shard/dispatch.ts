@@ -1,0 +1,140 @@
+/**
+ * The shard side of the request path: one ShardRequest in, one ShardReply out.
+ * Looks the object up, runs the model's operation, commits its Transaction,
+ * and answers only after the commit is durable. Reads also wait for the
+ * shard's latest commit, so nothing uncommitted is ever reported.
+ */
+import { Errors, errorEnvelope, isApiError } from '../errors.js';
+import type { ResourceModel, RouteResult } from '../model/model.js';
+import { modelByCollection } from '../model/registry.js';
+import { requireObject, type Method } from '../schema/validate.js';
+import { RequestContext } from './context.js';
+import type { ShardReply, ShardRequest } from './protocol.js';
+import { listBody, objectBody } from './render.js';
+import type { ShardState } from './state.js';
+import type { StoredObject } from './table.js';
+
+type Reply = Omit<ShardReply, 'seq'>;
+
+const isId = (key: string) => /^\d+$/.test(key);
+
+export function lookup(ctx: RequestContext, model: ResourceModel<any>, key: string): StoredObject {
+  const site = ctx.urlSite;
+  const notFound = () => Errors.noSuch(model.name, site, key);
+  if (isId(key)) {
+    const id = Number(key);
+    const r = model.find ? model.find(ctx, id) : ctx.shard.table(model.kind).get(id);
+    if (!r || (site !== null && r.siteId !== site)) throw notFound();
+    return r;
+  }
+  if (!model.naturalKey) throw notFound();
+  const normalized = model.naturalKey.normalize ? model.naturalKey.normalize(key) : key;
+  const index = ctx.shard.table(model.kind).keys[0];
+  if (site !== null) {
+    const r = index.inSite(site, normalized);
+    if (!r) throw notFound();
+    return r;
+  }
+  const matches = index.everywhere(normalized);
+  if (matches.length === 0) throw notFound();
+  if (matches.length > 1) throw Errors.multipleMatched(model.plural, model.naturalKey.field, key);
+  return matches[0];
+}
+
+function fromResult(ctx: RequestContext, result: RouteResult): Reply {
+  switch (result.kind) {
+    case 'raw': return { status: result.status, body: result.body, headers: result.headers };
+    case 'object': return { status: 200, body: objectBody(ctx, result.model, result.record) };
+    case 'list': { const l = listBody(ctx, result.model, result.records, result.newestFirst); return { status: 200, body: l.body, part: l.part }; }
+  }
+}
+
+function locationOf(ctx: RequestContext, id: number): string {
+  const path = ctx.req.link.path.endsWith('/') ? ctx.req.link.path : `${ctx.req.link.path}/`;
+  return `${path}${id}/`;
+}
+
+function run(ctx: RequestContext, model: ResourceModel<any>): Reply {
+  const req = ctx.req;
+  switch (req.op) {
+    case 'list': {
+      const { records, newestFirst } = model.list(ctx, ctx.urlSite);
+      const l = listBody(ctx, model, records, newestFirst);
+      return { status: 200, body: l.body, part: l.part };
+    }
+    case 'list-route': {
+      const handler = model.listRoute?.[req.route!];
+      if (!handler) throw Errors.endpointNotFound();
+      return fromResult(ctx, handler(ctx));
+    }
+    case 'detail':
+      return { status: 200, body: objectBody(ctx, model, lookup(ctx, model, req.key!)) };
+    case 'detail-route': {
+      const handler = model.detailRoute?.[req.route!];
+      if (!handler) throw Errors.endpointNotFound();
+      return fromResult(ctx, handler(ctx, lookup(ctx, model, req.key!)));
+    }
+    case 'create': {
+      if (!model.create) throw Errors.methodNotAllowed('POST', 'GET');
+      const r = model.create(ctx, requireObject(req.body));
+      return { status: 201, body: objectBody(ctx, model, r), headers: { Location: locationOf(ctx, r.id) } };
+    }
+    case 'replace':
+    case 'patch': {
+      const current = lookup(ctx, model, req.key!);
+      const next = model.update!(ctx, current, requireObject(req.body), req.method as Method);
+      return { status: 200, body: objectBody(ctx, model, next) };
+    }
+    case 'delete': {
+      model.remove!(ctx, lookup(ctx, model, req.key!));
+      return { status: 204, body: '' };
+    }
+    case 'resolve': {
+      const key = model.naturalKey?.normalize ? model.naturalKey.normalize(req.key!) : req.key!;
+      const index = ctx.shard.table(model.kind).keys[0];
+      return { status: 200, body: '', matches: index ? index.everywhere(key).map((r) => r.id) : [] };
+    }
+    case 'exists':
+      lookup(ctx, model, req.key!);
+      return { status: 200, body: '' };
+    default:
+      throw Errors.endpointNotFound();
+  }
+}
+
+export async function handle(shard: ShardState, req: ShardRequest): Promise<ShardReply> {
+  const ctx = new RequestContext(shard, req);
+  const model = modelByCollection(req.collection);
+  let reply: Reply;
+  try {
+    if (!model) throw Errors.endpointNotFound();
+    reply = run(ctx, model);
+  } catch (err) {
+    if (ctx.hasTx) ctx.tx.rollback();
+    if (shard.failed) await recover(shard);
+    return { seq: req.seq, ...errorReply(err) };
+  }
+  try {
+    if (ctx.hasTx) await ctx.tx.commit(); else await shard.tail;
+  } catch (err) {
+    console.error(`shard ${shard.shardIndex}: commit failed, reloading from the store:`, err);
+    shard.failed = true;
+    await recover(shard);
+    return { seq: req.seq, ...errorReply(Errors.internal()) };
+  }
+  return { seq: req.seq, ...reply, directory: ctx.directory };
+}
+
+function errorReply(err: unknown): Reply {
+  if (isApiError(err)) return { status: err.status, body: errorEnvelope(err), headers: err.headers };
+  console.error('internal error in shard:', err);
+  const e = Errors.internal();
+  return { status: e.status, body: errorEnvelope(e) };
+}
+
+/** Memory may disagree with disk: wait for in-flight commits, then rebuild from LMDB. */
+async function recover(shard: ShardState): Promise<void> {
+  await shard.tail;
+  shard.load();
+  shard.failed = false;
+}

@@ -1,0 +1,65 @@
+/**
+ * Messages between the main thread and a shard worker, over a raw MessagePort.
+ * One request in, one reply out, matched by `seq`. Kept small: the main thread
+ * sends the parsed route and body, the shard answers with a finished body.
+ */
+import type { LinkBase } from '../query/pagination.js';
+
+export interface Principal {
+  id: number;
+  email: string;
+  superuser: boolean;
+  /** Site grants keyed by site id. */
+  grants: Record<string, string[]>;
+}
+
+export type Op =
+  | 'list' | 'create' | 'bulk-update' | 'bulk-delete' | 'list-route'
+  | 'detail' | 'replace' | 'patch' | 'delete' | 'detail-route'
+  | 'resolve' | 'exists';
+
+export interface ShardRequest {
+  seq: number;
+  op: Op;
+  method: string;
+  collection: string;
+  /** Site from the URL, or null on top-level routes. */
+  site: number | null;
+  key?: string;
+  route?: string;
+  query: string;
+  body?: unknown;
+  principal: Principal;
+  link: LinkBase;
+  /** Top-level list: answer with a ListPart for the main thread to merge. */
+  scatter?: boolean;
+  /** Extra facts the main thread decided (e.g. the id it allocated for a new site). */
+  hint?: Record<string, unknown>;
+}
+
+/** One shard's share of a top-level list, already in list order. */
+export interface ListPart {
+  count: number;
+  /** Primary and secondary sort keys per item. */
+  keys: number[];
+  keys2: number[];
+  items: string[];
+  newestFirst: boolean;
+}
+
+/** Facts the main thread mirrors (site names for uniqueness and permissions). */
+export interface DirectoryUpdate {
+  upsertSites?: { id: number; name: string }[];
+  deleteSites?: number[];
+}
+
+export interface ShardReply {
+  seq: number;
+  status: number;
+  body: string;
+  headers?: Record<string, string>;
+  part?: ListPart;
+  /** resolve: ids matching a natural key across this shard's sites. */
+  matches?: number[];
+  directory?: DirectoryUpdate;
+}

@@ -1,0 +1,74 @@
+/**
+ * Turning records into response bodies inside a shard: one object, or a list
+ * (bare array, page envelope, or a scatter part for the main thread to merge).
+ * fields/omit/expand apply to GET responses only (gaps.md §20.2).
+ */
+import type { ResourceModel } from '../model/model.js';
+import { pageEnvelope, pageLinks, readPage } from '../query/pagination.js';
+import type { RequestContext } from './context.js';
+import type { ListPart } from './protocol.js';
+import type { StoredObject } from './table.js';
+
+interface Selection { keys: string[] | null; expand: string[] | null }
+
+function selection(ctx: RequestContext, model: ResourceModel<any>): Selection {
+  if (ctx.req.method !== 'GET' && ctx.req.method !== 'HEAD') return { keys: null, expand: null };
+  const fields = ctx.query.list('fields');
+  const omit = ctx.query.list('omit');
+  const expand = ctx.query.list('expand');
+  const keys = fields || omit ? model.writers.select(fields, omit) : null;
+  const usable = expand?.filter((e) => model.expand && e.split('.')[0] in model.expand) ?? [];
+  return { keys, expand: usable.length > 0 ? usable : null };
+}
+
+function expanded(ctx: RequestContext, model: ResourceModel<any>, r: StoredObject, keys: string[], expand: string[]): Record<string, unknown> {
+  const obj = model.render(r, ctx.shard);
+  const out: Record<string, unknown> = {};
+  for (const k of keys) out[k] = obj[k];
+  for (const path of expand) {
+    const [head, ...rest] = path.split('.');
+    if (!(head in out) || !model.expand?.[head]) continue;
+    const target = model.expand[head](r, ctx.shard);
+    if (!target) { out[head] = null; continue; }
+    const deeper = rest.length ? [rest.join('.')] : [];
+    out[head] = expanded(ctx, target.model, target.record, target.model.schema.order, deeper);
+  }
+  return out;
+}
+
+export function objectBody(ctx: RequestContext, model: ResourceModel<any>, r: StoredObject, detail = true): string {
+  if (model.serialize) return model.serialize(ctx, r, detail);
+  const sel = selection(ctx, model);
+  const keys = sel.keys ?? model.schema.order;
+  if (sel.expand) return JSON.stringify(expanded(ctx, model, r, keys, sel.expand));
+  return model.writers.writer(keys)(model.render(r, ctx.shard));
+}
+
+/** Serialises a list as this request asks: a scatter part, an envelope, or a bare array. */
+export function listBody(ctx: RequestContext, model: ResourceModel<any>, records: Iterable<StoredObject>, newestFirst = false): { body: string; part?: ListPart } {
+  const page = readPage(ctx.query);
+  const one = (r: StoredObject) => objectBody(ctx, model, r, false);
+  const items: string[] = [];
+  let count = 0;
+  const wanted = page ? page.offset + page.limit : Infinity;
+  if (ctx.req.scatter) {
+    const keys: number[] = [];
+    const keys2: number[] = [];
+    for (const r of records) {
+      if (count < wanted) {
+        items.push(one(r));
+        const rendered = newestFirst ? model.render(r, ctx.shard) : null;
+        keys.push(rendered ? (rendered.change_at as number) : r.id);
+        keys2.push(r.id);
+      }
+      count++;
+    }
+    return { body: '', part: { count, keys, keys2, items, newestFirst } };
+  }
+  for (const r of records) {
+    if (page ? count >= page.offset && count < wanted : true) items.push(one(r));
+    count++;
+  }
+  if (!page) return { body: `[${items.join(',')}]` };
+  return { body: pageEnvelope(count, pageLinks(ctx.req.link, ctx.query, page, count), items) };
+}

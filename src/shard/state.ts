@@ -1,0 +1,89 @@
+/**
+ * ShardState: everything one shard worker holds in memory for the sites it
+ * owns, rebuilt from LMDB at start-up (and after a failed commit).
+ */
+import type { Config } from '../config.js';
+import { IdCounters, IdShardIndex, type SharedIdState } from '../store/ids.js';
+import type { Kind } from '../store/kinds.js';
+import { Store, type ChangeRecord } from '../store/lmdb.js';
+import type { ResourceModel } from '../model/model.js';
+import { MODELS, modelByKind } from '../model/registry.js';
+import { ChangeLog, CHANGE_RESOURCES, EVENTS } from './changelog.js';
+import { NaturalKeyIndex, ObjectTable, type StoredObject } from './table.js';
+
+export class ShardState {
+  readonly ids: IdCounters;
+  readonly index: IdShardIndex;
+  readonly tables = new Map<Kind, ObjectTable<StoredObject>>();
+  changes = new ChangeLog();
+  /** Settles when the latest commit issued by this shard is durable. */
+  tail: Promise<void> = Promise.resolve();
+  /** Set while memory is being rebuilt after a failed commit. */
+  failed = false;
+
+  constructor(
+    readonly shardIndex: number,
+    readonly shardCount: number,
+    readonly config: Config,
+    readonly store: Store,
+    shared: SharedIdState,
+  ) {
+    this.ids = new IdCounters(shared);
+    this.index = new IdShardIndex(shared);
+    this.reset();
+  }
+
+  get writerName(): string { return `shard${this.shardIndex}`; }
+
+  ownsSite(siteId: number): boolean { return siteId % this.shardCount === this.shardIndex; }
+
+  /** The table of a kind; kinds without a registered model get an empty one. */
+  table<R extends StoredObject>(kind: Kind): ObjectTable<R> {
+    if (!this.tables.has(kind)) this.tables.set(kind, new ObjectTable());
+    return this.tables.get(kind) as unknown as ObjectTable<R>;
+  }
+
+  private reset(): void {
+    this.tables.clear();
+    for (const model of MODELS) {
+      const t = new ObjectTable<StoredObject>();
+      if (model.naturalKey) t.keys.push(new NaturalKeyIndex(model.naturalKey.of));
+      this.tables.set(model.kind, t);
+    }
+    this.changes = new ChangeLog();
+  }
+
+  /** Loads every site this shard owns, its objects and its Change index. */
+  load(): void {
+    this.reset();
+    const byKind = new Map<Kind, StoredObject[]>();
+    const rows: ChangeRecord[] = [];
+    for (const siteId of this.store.siteIds()) {
+      if (!this.ownsSite(siteId)) continue;
+      const site = this.store.site<StoredObject>(siteId)!;
+      push(byKind, 'site', decode(modelByKind('site'), site));
+      for (const { kind, value } of this.store.scanSite(siteId)) push(byKind, kind, decode(modelByKind(kind), value));
+      for (const c of this.store.scanChanges(siteId)) rows.push(c);
+    }
+    for (const [kind, records] of byKind) {
+      records.sort((a, b) => a.id - b.id);
+      const table = this.table(kind);
+      for (const r of records) { table.insert(r); this.index.set(kind, r.id, this.shardIndex); }
+    }
+    rows.sort((a, b) => a.id - b.id);
+    for (const c of rows) {
+      this.changes.append({ id: c.id, siteId: c.siteId, at: c.at, event: EVENTS.indexOf(c.event), resource: CHANGE_RESOURCES.indexOf(c.resourceName as never), resourceId: c.resourceId });
+      this.index.set('change', c.id, this.shardIndex);
+    }
+    for (const model of MODELS) model.afterLoad?.(this);
+  }
+}
+
+function decode(model: ResourceModel<any>, value: unknown): StoredObject {
+  return model.decode ? model.decode(value) : (value as StoredObject);
+}
+
+function push<K, V>(m: Map<K, V[]>, k: K, v: V): void {
+  const l = m.get(k);
+  if (l) l.push(v); else m.set(k, [v]);
+}

@@ -1,0 +1,106 @@
+/**
+ * Transaction: one request's unit of work in a shard. Each call applies its
+ * change to memory at once (so the shard's next request sees it), queues the
+ * matching LMDB write, and remembers how to undo it. `commit` writes objects,
+ * Changes and id high-water marks in one LMDB transaction; `rollback` undoes
+ * memory when the request fails before committing.
+ */
+import { highWaterOp, type ChangeRecord, type WriteSet, type WriteOp } from '../store/lmdb.js';
+import type { Kind } from '../store/kinds.js';
+import type { ResourceModel } from '../model/model.js';
+import type { Principal } from './protocol.js';
+import type { ShardState } from './state.js';
+import type { StoredObject } from './table.js';
+import { CHANGE_RESOURCES, EVENTS, type ChangeEvent } from './changelog.js';
+import { resourceDiff } from './diff.js';
+
+export class Transaction {
+  private readonly writes: WriteSet = { ops: [], removeRanges: [] };
+  private readonly undo: (() => void)[] = [];
+  private readonly highWater = new Map<Kind, number>();
+  private changeRows = 0;
+  private done = false;
+
+  constructor(private readonly shard: ShardState, private readonly principal: Principal) {}
+
+  get isEmpty(): boolean { return this.writes.ops.length === 0 && this.writes.removeRanges!.length === 0; }
+
+  newId(kind: Kind): number {
+    const id = this.shard.ids.next(kind);
+    this.highWater.set(kind, Math.max(this.highWater.get(kind) ?? 0, id));
+    return id;
+  }
+
+  private put(model: ResourceModel<any>, r: StoredObject | undefined, key: StoredObject): void {
+    const op: WriteOp = model.storeDb === 'sites'
+      ? { db: 'sites', key: key.id, value: r }
+      : { db: 'objects', key: [key.siteId, model.kind, key.id], value: r };
+    this.writes.ops.push(op);
+  }
+
+  insert<R extends StoredObject>(model: ResourceModel<R>, r: R): void {
+    const table = this.shard.table<R>(model.kind);
+    table.insert(r);
+    this.shard.index.set(model.kind, r.id, this.shard.shardIndex);
+    this.undo.push(() => { table.remove(r); this.shard.index.clear(model.kind, r.id); });
+    this.put(model, r, r);
+  }
+
+  replace<R extends StoredObject>(model: ResourceModel<R>, before: R, after: R): void {
+    const table = this.shard.table<R>(model.kind);
+    table.replace(before, after);
+    this.undo.push(() => table.replace(after, before));
+    this.put(model, after, after);
+  }
+
+  remove<R extends StoredObject>(model: ResourceModel<R>, r: R): void {
+    const table = this.shard.table<R>(model.kind);
+    table.remove(r);
+    this.shard.index.clear(model.kind, r.id);
+    this.undo.push(() => { table.insert(r); this.shard.index.set(model.kind, r.id, this.shard.shardIndex); });
+    this.put(model, undefined, r);
+  }
+
+  /** Records one Change; `before`/`after` are API shapes (null on create/delete). */
+  change(event: ChangeEvent, model: ResourceModel<any>, siteId: number, resourceId: number,
+    before: Record<string, unknown> | null, after: Record<string, unknown> | null): void {
+    const id = this.newId('change');
+    const at = this.shard.changes.stamp();
+    const record: ChangeRecord = {
+      id, siteId, at, event,
+      resourceName: model.name, resourceId,
+      userId: this.principal.id, email: this.principal.email,
+      resource: JSON.stringify(after ?? before),
+      diff: JSON.stringify(resourceDiff(before, after)),
+    };
+    this.writes.ops.push({ db: 'changes', key: [siteId, id], value: record });
+    this.shard.changes.append({ id, siteId, at, event: EVENTS.indexOf(event), resource: CHANGE_RESOURCES.indexOf(model.name as never), resourceId });
+    this.shard.index.set('change', id, this.shard.shardIndex);
+    this.changeRows++;
+    this.undo.push(() => { this.shard.changes.truncate(1); this.shard.index.clear('change', id); });
+  }
+
+  /** Removes every Change of a site (the site is being deleted). */
+  dropChanges(siteId: number): void {
+    this.writes.removeRanges!.push({ db: 'changes', prefix: siteId });
+    this.shard.changes.dropSite(siteId);
+    // Not undoable in memory: a failure after this point reloads the shard from disk.
+    this.undo.push(() => { this.shard.failed = true; });
+  }
+
+  rollback(): void {
+    if (this.done) return;
+    this.done = true;
+    for (let i = this.undo.length - 1; i >= 0; i--) this.undo[i]();
+  }
+
+  /** Durable commit; the shard's tail moves to this commit. */
+  commit(): Promise<void> {
+    this.done = true;
+    if (this.isEmpty) return this.shard.tail;
+    for (const [kind, id] of this.highWater) this.writes.ops.push(highWaterOp(kind, this.shard.writerName, id));
+    const p = this.shard.store.commit(this.writes);
+    this.shard.tail = p.catch(() => undefined);
+    return p;
+  }
+}

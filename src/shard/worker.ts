@@ -1,0 +1,23 @@
+/**
+ * Shard worker entry: opens the store, rebuilds its sites in memory, then
+ * serves ShardRequests from its MessagePort one after another.
+ */
+import { workerData, parentPort, type MessagePort } from 'node:worker_threads';
+import type { Config } from '../config.js';
+import type { SharedIdState } from '../store/ids.js';
+import { Store } from '../store/lmdb.js';
+import { handle } from './dispatch.js';
+import type { ShardRequest } from './protocol.js';
+import { ShardState } from './state.js';
+
+interface ShardWorkerData { shardIndex: number; shardCount: number; config: Config; shared: SharedIdState; port: MessagePort }
+
+const data = workerData as ShardWorkerData;
+const store = new Store(data.config.dataDir);
+const shard = new ShardState(data.shardIndex, data.shardCount, data.config, store, data.shared);
+const started = performance.now();
+shard.load();
+data.port.on('message', (req: ShardRequest) => {
+  handle(shard, req).then((reply) => data.port.postMessage(reply));
+});
+parentPort!.postMessage({ ready: true, loadMs: performance.now() - started });

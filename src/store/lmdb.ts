@@ -1,0 +1,129 @@
+/**
+ * The LMDB layout. One environment in DATA_DIR, opened by every thread
+ * (lmdb-js is thread safe; LMDB serialises writers).
+ *
+ * | database  | key                          | value (msgpack)                  |
+ * |-----------|------------------------------|----------------------------------|
+ * | sites     | siteId                       | site record                      |
+ * | objects   | [siteId, kind, id]           | object record of that kind       |
+ * | changes   | [siteId, changeId]           | ChangeRecord (resource as JSON)  |
+ * | users     | userId                       | user record                      |
+ * | meta      | ['hw', kind, writer]         | highest id `writer` ever used    |
+ *
+ * Everything a site owns sits under keys that start with its id, so a shard
+ * loads a site with one range scan, and deleting a site's Changes is one range.
+ * The store is deliberately narrow (commit a write set, scan a site, read one
+ * record, high-water marks) so another engine keyed by site can replace it.
+ *
+ * Durability: a commit resolves only once LMDB reports the transaction flushed
+ * to disk (`flushed`), so a 2xx is never sent for a write that a crash could lose.
+ */
+import { open, type RootDatabase, type Database } from 'lmdb';
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Kind } from './kinds.js';
+
+export type Key = number | string | (number | string)[];
+
+export interface ChangeRecord {
+  id: number;
+  siteId: number;
+  at: number;
+  event: 'Create' | 'Update' | 'Delete';
+  resourceName: string;
+  resourceId: number;
+  userId: number;
+  email: string;
+  /** The resource's API shape as JSON text, rendered at write time. */
+  resource: string;
+  /** resource_diff as JSON text. */
+  diff: string;
+}
+
+export type DbName = 'sites' | 'objects' | 'changes' | 'users' | 'meta';
+
+export interface WriteOp { db: DbName; key: Key; value?: unknown }
+
+export interface WriteSet {
+  ops: WriteOp[];
+  /** Key prefixes whose whole range is removed, e.g. a deleted site's Changes. */
+  removeRanges?: { db: DbName; prefix: number }[];
+}
+
+export class Store {
+  readonly root: RootDatabase;
+  private readonly dbs: Record<DbName, Database>;
+
+  constructor(dataDir: string) {
+    mkdirSync(dataDir, { recursive: true });
+    this.root = open({
+      path: join(dataDir, 'netsot.mdb'),
+      noSubdir: true,
+      overlappingSync: true,
+      maxDbs: 16,
+    });
+    this.dbs = {
+      sites: this.root.openDB({ name: 'sites' }),
+      objects: this.root.openDB({ name: 'objects' }),
+      changes: this.root.openDB({ name: 'changes' }),
+      users: this.root.openDB({ name: 'users' }),
+      meta: this.root.openDB({ name: 'meta' }),
+    };
+  }
+
+  db(name: DbName): Database { return this.dbs[name]; }
+
+  /** Applies a write set atomically; resolves once it is durable on disk. */
+  async commit(writes: WriteSet): Promise<void> {
+    const ok = await this.root.transaction(() => {
+      for (const range of writes.removeRanges ?? []) {
+        const db = this.dbs[range.db];
+        for (const key of db.getKeys({ start: [range.prefix], end: [range.prefix + 1] })) db.remove(key);
+      }
+      for (const op of writes.ops) {
+        const db = this.dbs[op.db];
+        if (op.value === undefined) db.remove(op.key); else db.put(op.key, op.value);
+      }
+      return true;
+    });
+    if (ok !== true) throw new Error('LMDB transaction did not commit');
+    await this.root.flushed;
+  }
+
+  siteIds(): number[] {
+    return Array.from(this.dbs.sites.getKeys() as Iterable<number>);
+  }
+
+  site<T>(siteId: number): T | undefined { return this.dbs.sites.get(siteId) as T | undefined; }
+
+  /** Every object of one site, in key order: kind, then id. */
+  *scanSite(siteId: number): Iterable<{ kind: Kind; id: number; value: unknown }> {
+    for (const { key, value } of this.dbs.objects.getRange({ start: [siteId], end: [siteId + 1] })) {
+      const k = key as [number, Kind, number];
+      yield { kind: k[1], id: k[2], value };
+    }
+  }
+
+  *scanChanges(siteId: number): Iterable<ChangeRecord> {
+    for (const { value } of this.dbs.changes.getRange({ start: [siteId], end: [siteId + 1] })) yield value as ChangeRecord;
+  }
+
+  change(siteId: number, id: number): ChangeRecord | undefined {
+    return this.dbs.changes.get([siteId, id]) as ChangeRecord | undefined;
+  }
+
+  /** Highest id ever handed out per kind, over every writer's mark. */
+  highWaterMarks(): Partial<Record<Kind, number>> {
+    const out: Partial<Record<Kind, number>> = {};
+    for (const { key, value } of this.dbs.meta.getRange({ start: ['hw'], end: ['hw\u0000'] })) {
+      const kind = (key as [string, Kind, string])[1];
+      out[kind] = Math.max(out[kind] ?? 0, value as number);
+    }
+    return out;
+  }
+
+  async close(): Promise<void> { await this.root.close(); }
+}
+
+export const highWaterOp = (kind: Kind, writer: string, id: number): WriteOp =>
+  ({ db: 'meta', key: ['hw', kind, writer], value: id });
