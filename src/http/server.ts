@@ -18,6 +18,7 @@ import type { HttpMethod } from '../model/model.js';
 import { optionsBody } from '../schema/describe.js';
 import { QueryParams } from '../query/params.js';
 import { isAllowed } from '../auth/permissions.js';
+import { siteCreateCheck } from '../model/site.js';
 import { ShardPool } from '../shard/pool.js';
 import { createSharedIdState, IdCounters } from '../store/ids.js';
 import { Store } from '../store/lmdb.js';
@@ -103,11 +104,15 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     if (model.kind !== 'site' || (match.target === 'detail' && x.method !== 'PUT' && x.method !== 'PATCH') || (match.target === 'list' && x.method !== 'POST')) {
       return applyDirectory(await forwarder.forward(input));
     }
-    // Site creates and renames: names are unique across shards, so claim the name here first.
-    const name = body && typeof body === 'object' && !Array.isArray(body) ? (body as Record<string, unknown>).name : undefined;
+    // Site creates and renames: names are unique across shards, so the main thread claims the
+    // name first. A create also needs its id here (the id picks the shard), so it is checked
+    // first, to spend ids only on creates that can succeed.
+    const isCreate = match.target === 'list';
+    const fields = isCreate ? siteCreateCheck(input.principal, body ?? {}) : null;
+    const name = fields ? fields.name : body && typeof body === 'object' && !Array.isArray(body) ? (body as Record<string, unknown>).name : undefined;
     const claimed = typeof name === 'string' ? name.trim() : null;
-    const siteId = match.target === 'list' ? ids.next('site') : Number(match.key);
-    if (claimed && !sites.reserve(claimed, match.target === 'list' ? null : siteId)) throw Errors.field('name', 'site with this name already exists.');
+    const siteId = isCreate ? ids.next('site') : Number(match.key);
+    if (claimed && !sites.reserve(claimed, isCreate ? null : siteId)) throw Errors.field('name', 'site with this name already exists.');
     try {
       return applyDirectory(await forwarder.forward({ ...input, hint: { siteId } }));
     } finally {

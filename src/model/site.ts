@@ -7,7 +7,8 @@ import { demand, demandSuperuser } from '../auth/permissions.js';
 import { Errors } from '../errors.js';
 import { defineSchema, Field } from '../schema/fields.js';
 import { SchemaWriters } from '../schema/serialize.js';
-import { validateFields } from '../schema/validate.js';
+import { requireObject, validateFields } from '../schema/validate.js';
+import type { Principal } from '../shard/protocol.js';
 import type { RequestContext, SiteRecord } from '../shard/context.js';
 import type { ShardState } from '../shard/state.js';
 import type { ResourceModel } from './model.js';
@@ -51,8 +52,7 @@ export const siteModel: ResourceModel<SiteRecord> = {
   },
 
   create(ctx, body) {
-    demandSuperuser(ctx.principal);
-    const v = validateFields(siteSchema, body, 'POST');
+    const v = siteCreateCheck(ctx.principal, body);
     const id = Number(ctx.req.hint?.siteId);
     const site: SiteRecord = { id, siteId: id, name: v.name as string, description: (v.description as string | undefined) ?? '' };
     ctx.tx.insert(siteModel, site);
@@ -86,6 +86,12 @@ export const siteModel: ResourceModel<SiteRecord> = {
     ctx.directory.deleteSites = [site.id];
   },
 };
+
+/** Who may create a site and with what: checked before the main thread spends an id on it. */
+export function siteCreateCheck(principal: Principal, body: unknown): Record<string, unknown> {
+  demandSuperuser(principal);
+  return validateFields(siteSchema, requireObject(body), 'POST');
+}
 
 function* filter<T>(items: Iterable<T>, keep: (t: T) => boolean): Iterable<T> {
   for (const t of items) if (keep(t)) yield t;

@@ -1,0 +1,77 @@
+/**
+ * Test harness: the real server (`node dist/main.js serve`) as a child
+ * process on a random port with a temporary data dir, and a small client.
+ * Run `npm run build` first (npm test does).
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+
+const MAIN = resolve(__dirname, '../../dist/main.js');
+
+export interface Response { status: number; headers: Headers; text: string; json: any }
+
+export interface StartOptions { dataDir?: string; shards?: number; env?: Record<string, string> }
+
+export class TestServer {
+  private constructor(readonly proc: ChildProcess, readonly port: number, readonly dataDir: string, private readonly ownsDir: boolean, readonly output: string[]) {}
+
+  static async start(opts: StartOptions = {}): Promise<TestServer> {
+    const dataDir = opts.dataDir ?? mkdtempSync(join(tmpdir(), 'netsot-test-'));
+    const proc = spawn(process.execPath, [MAIN, 'serve', '--port', '0', '--data-dir', dataDir, '--shards', String(opts.shards ?? 2)], {
+      env: { ...process.env, LOG_LEVEL: 'warn', ...opts.env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const output: string[] = [];
+    const port = await new Promise<number>((ok, fail) => {
+      const timer = setTimeout(() => fail(new Error(`server did not start:\n${output.join('')}`)), 20_000);
+      const onData = (d: Buffer) => {
+        output.push(d.toString());
+        const m = /listening on http:\/\/[^:]+:(\d+)/.exec(output.join(''));
+        if (m) { clearTimeout(timer); ok(Number(m[1])); }
+      };
+      proc.stdout!.on('data', onData);
+      proc.stderr!.on('data', (d: Buffer) => output.push(d.toString()));
+      proc.once('exit', (code) => { clearTimeout(timer); fail(new Error(`server exited with ${code}:\n${output.join('')}`)); });
+    });
+    return new TestServer(proc, port, dataDir, opts.dataDir === undefined, output);
+  }
+
+  get base(): string { return `http://127.0.0.1:${this.port}`; }
+
+  async request(method: string, path: string, opts: { body?: unknown; rawBody?: string | Buffer; headers?: Record<string, string>; as?: string | null } = {}): Promise<Response> {
+    const headers: Record<string, string> = { ...opts.headers };
+    if (opts.as !== null) headers['X-Service-Email'] = opts.as ?? 'admin@localhost';
+    let body: string | Buffer | undefined = opts.rawBody;
+    if (opts.body !== undefined) { body = JSON.stringify(opts.body); headers['Content-Type'] ??= 'application/json'; }
+    const res = await fetch(this.base + path, { method, headers, body });
+    const text = await res.text();
+    let json: unknown;
+    try { json = text ? JSON.parse(text) : undefined; } catch { json = undefined; }
+    return { status: res.status, headers: res.headers, text, json };
+  }
+
+  get = (path: string, opts?: Parameters<TestServer['request']>[2]) => this.request('GET', path, opts);
+  post = (path: string, body?: unknown, opts?: Parameters<TestServer['request']>[2]) => this.request('POST', path, { ...opts, body });
+  put = (path: string, body?: unknown, opts?: Parameters<TestServer['request']>[2]) => this.request('PUT', path, { ...opts, body });
+  patch = (path: string, body?: unknown, opts?: Parameters<TestServer['request']>[2]) => this.request('PATCH', path, { ...opts, body });
+  delete = (path: string, opts?: Parameters<TestServer['request']>[2]) => this.request('DELETE', path, opts);
+
+  /** Graceful stop (SIGTERM); keeps the data dir unless `cleanup`. */
+  async stop(cleanup = true): Promise<void> {
+    if (this.proc.exitCode === null) {
+      const exited = new Promise((ok) => this.proc.once('exit', ok));
+      this.proc.kill('SIGTERM');
+      await exited;
+    }
+    if (cleanup && this.ownsDir) rmSync(this.dataDir, { recursive: true, force: true });
+  }
+
+  /** SIGKILL: no chance to flush anything. */
+  async kill(): Promise<void> {
+    const exited = new Promise((ok) => this.proc.once('exit', ok));
+    this.proc.kill('SIGKILL');
+    await exited;
+  }
+}
