@@ -3,7 +3,7 @@
  * issues tokens at POST /api/authenticate/. Runs on the main thread, which
  * owns the users.
  */
-import { Errors, type ErrorMessage } from '../errors.js';
+import { Errors, pyType, type ErrorMessage } from '../errors.js';
 import type { Config } from '../config.js';
 import type { UserDirectory, UserRecord } from '../model/user.js';
 import { isValidEmail } from './email.js';
@@ -36,7 +36,7 @@ export class Authenticator {
     const fail = (message: ErrorMessage) => Errors.authFailed(message, verifyRoute ? 400 : 401);
     const user = this.users.byEmailAddress(email);
     if (!user) throw fail({ auth_token: 'Invalid user when verifying token' });
-    const check = this.signer.verify(token, email, user.keyGeneration);
+    const check = this.signer.verify(token, email, (e) => this.users.byEmailAddress(e)?.keyGeneration);
     if (!check.ok) {
       if (check.reason === 'undeserializable') throw fail({ auth_token: 'Token could not be deserialized.' });
       if (check.reason === 'wrong-user') throw fail({ auth_token: 'Invalid user when deserializing.' });
@@ -47,11 +47,16 @@ export class Authenticator {
 
   /** POST /api/authenticate/: `{email, secret_key}` → `{auth_token}`. */
   login(body: unknown): { auth_token: string } {
-    const b = body !== null && typeof body === 'object' && !Array.isArray(body) ? (body as Record<string, unknown>) : {};
+    if (body !== undefined && (body === null || typeof body !== 'object' || Array.isArray(body))) {
+      throw Errors.authFailed({ non_field_errors: [`Invalid data. Expected a dictionary, but got ${pyType(body)}.`] });
+    }
+    const b = (body ?? {}) as Record<string, unknown>;
     const errors: Record<string, string[]> = {};
     const read = (name: string): string => {
       const v = b[name];
-      if (v === undefined || v === null) { errors[name] = ['This field is required.']; return ''; }
+      if (v === undefined) { errors[name] = ['This field is required.']; return ''; }
+      if (v === null) { errors[name] = ['This field may not be null.']; return ''; }
+      if (typeof v !== 'string' && typeof v !== 'number') { errors[name] = ['Not a valid string.']; return ''; }
       const s = String(v).trim();
       if (s === '') errors[name] = ['This field may not be blank.'];
       return s;

@@ -2,12 +2,12 @@
  * Secret keys and auth tokens (gaps.md §3.3, §3.4).
  *
  * A token is `<payload>.<mac>`, both base64url: the payload is JSON
- * `{"e":email,"t":issued-at seconds,"g":key generation}`, the mac is
+ * `{"e":email,"t":issued-at milliseconds,"g":key generation}`, the mac is
  * HMAC-SHA256 over the payload text under a 32-byte server key kept in
  * DATA_DIR. Rotating a user's secret key bumps the generation, which revokes
  * every older token.
  */
-import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
@@ -16,14 +16,17 @@ export function newSecretKey(): string {
   return randomBytes(32).toString('base64').replace(/\+/g, '-').replace(/\//g, '_');
 }
 
+/** Constant-time comparison: both sides are hashed first, so neither content nor length leaks. */
 export function sameSecret(a: string, b: string): boolean {
-  const x = Buffer.from(a);
-  const y = Buffer.from(b);
-  return x.length === y.length && timingSafeEqual(x, y);
+  const x = createHash('sha256').update(a, 'utf8').digest();
+  const y = createHash('sha256').update(b, 'utf8').digest();
+  return timingSafeEqual(x, y) && a === b;
 }
 
+export const SERVER_KEY_FILE = 'token-signing.key';
+
 export function loadServerKey(dataDir: string): Buffer {
-  const path = join(dataDir, 'token-signing.key');
+  const path = join(dataDir, SERVER_KEY_FILE);
   if (existsSync(path)) {
     const key = readFileSync(path);
     if (key.length === 32) return key;
@@ -37,6 +40,12 @@ export type TokenCheck =
   | { ok: true; email: string }
   | { ok: false; reason: 'invalid' | 'undeserializable' | 'wrong-user' };
 
+/** The current key generation of the user with this email; undefined when there is none. */
+export type GenerationOf = (email: string) => number | undefined;
+
+/** Tokens stamped further than this into the future are refused. */
+export const MAX_FUTURE_MS = 60_000;
+
 export class TokenSigner {
   constructor(private readonly key: Buffer, private readonly expirySeconds: number) {}
 
@@ -44,13 +53,22 @@ export class TokenSigner {
     return createHmac('sha256', this.key).update(payload).digest('base64url');
   }
 
-  issue(email: string, generation: number, now = Date.now()): string {
-    const payload = Buffer.from(JSON.stringify({ e: email, t: Math.floor(now / 1000), g: generation })).toString('base64url');
+  /** Signs an arbitrary payload text (already base64url); `issue` is the normal way in. */
+  sign(payload: string): string {
     return `${payload}.${this.mac(payload)}`;
   }
 
-  /** The checks after "does the user exist", in the order of gaps.md §3.3. */
-  verify(token: string, email: string, generation: number, now = Date.now()): TokenCheck {
+  issue(email: string, generation: number, now = Date.now()): string {
+    return this.sign(Buffer.from(JSON.stringify({ e: email, t: Math.floor(now), g: generation })).toString('base64url'));
+  }
+
+  /**
+   * The checks after "does the user exist", in the order of gaps.md §3.3:
+   * signature, readability, age, revocation (against the generation of the
+   * user the token was issued to), then the email of the header.
+   * `generation` is that user's current generation, or a lookup by email.
+   */
+  verify(token: string, email: string, generation: number | GenerationOf, now = Date.now()): TokenCheck {
     const dot = token.indexOf('.');
     if (dot <= 0) return { ok: false, reason: 'invalid' };
     const payload = token.slice(0, dot);
@@ -59,11 +77,13 @@ export class TokenSigner {
     if (given.length !== expected.length || !timingSafeEqual(given, expected)) return { ok: false, reason: 'invalid' };
     let data: { e?: unknown; t?: unknown; g?: unknown };
     try { data = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')); } catch { return { ok: false, reason: 'undeserializable' }; }
-    if (typeof data !== 'object' || data === null || typeof data.e !== 'string' || typeof data.t !== 'number' || typeof data.g !== 'number') {
+    if (typeof data !== 'object' || data === null || Array.isArray(data) || typeof data.e !== 'string'
+      || typeof data.t !== 'number' || !Number.isFinite(data.t) || typeof data.g !== 'number' || !Number.isInteger(data.g)) {
       return { ok: false, reason: 'undeserializable' };
     }
-    const nowS = Math.floor(now / 1000);
-    if (nowS - data.t > this.expirySeconds || data.t - nowS > 60 || data.g < generation) return { ok: false, reason: 'invalid' };
+    if (now - data.t > this.expirySeconds * 1000 || data.t - now > MAX_FUTURE_MS) return { ok: false, reason: 'invalid' };
+    const current = typeof generation === 'number' ? generation : generation(data.e);
+    if (current === undefined || data.g < current) return { ok: false, reason: 'invalid' };
     if (data.e !== email) return { ok: false, reason: 'wrong-user' };
     return { ok: true, email };
   }

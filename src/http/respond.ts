@@ -27,7 +27,6 @@ export class Exchange {
   readonly emailHeader: string | undefined;
   readonly host: string;
   readonly forwardedFor: string;
-  readonly remote: string;
   readonly body: Promise<BodyResult>;
   aborted = false;
   allow = '';
@@ -45,7 +44,6 @@ export class Exchange {
     this.emailHeader = email === '' && !hasHeader(req, emailHeaderName) ? undefined : email;
     this.host = req.getHeader('host') || 'localhost';
     this.forwardedFor = req.getHeader('x-forwarded-for');
-    this.remote = Buffer.from(res.getRemoteAddressAsText()).toString();
     res.onAborted(() => { this.aborted = true; });
     const length = req.getHeader('content-length');
     const chunked = req.getHeader('transfer-encoding') !== '';
@@ -62,6 +60,8 @@ export class Exchange {
     let payload = body;
     let type = 'application/json';
     if (this.representation === 'html' && status !== 204) { payload = htmlView(this.fullPath, status, body); type = 'text/html; charset=utf-8'; }
+    // The response object is unusable once ended: read the peer address first.
+    const remote = this.log.enabled('info') ? Buffer.from(this.res.getRemoteAddressAsText()).toString() : '';
     this.res.cork(() => {
       this.res.writeStatus(`${status} ${STATUS_TEXT[status] ?? ''}`);
       if (status !== 204 && !('Content-Type' in headers)) this.res.writeHeader('Content-Type', type);
@@ -72,7 +72,7 @@ export class Exchange {
       else this.res.end(payload, closeConnection);
     });
     if (this.log.enabled('info')) {
-      const from = this.forwardedFor ? `${this.remote}, ${this.forwardedFor}` : this.remote;
+      const from = this.forwardedFor ? `${remote}, ${this.forwardedFor}` : remote;
       this.log.info(`${status} ${this.method} ${this.fullPath} (${from}) ${(performance.now() - this.started).toFixed(1)}ms`);
     }
   }

@@ -15,6 +15,7 @@ import type { Principal } from '../shard/protocol.js';
 import type { RouteSpec } from './model.js';
 import type { SiteDirectory } from './site-directory.js';
 import { QueryParams } from '../query/params.js';
+import { pageEnvelope, pageLinks, readPage, type LinkBase } from '../query/pagination.js';
 
 export interface UserRecord {
   id: number;
@@ -85,9 +86,15 @@ export class UserDirectory {
 
   // ---- the /api/users/ resource ----
 
-  list(q: QueryParams): Reply {
+  /** Ordered by id; paginated (gaps.md §7.1) when `limit` is given and the caller passes the link base. */
+  list(q: QueryParams, link?: LinkBase): Reply {
     const email = q.string('email');
     const users = [...this.byId.values()].sort((a, b) => a.id - b.id).filter((u) => email === undefined || u.email === email);
+    const page = link ? readPage(q) : null;
+    if (page) {
+      const items = users.slice(page.offset, page.offset + page.limit).map((u) => JSON.stringify(this.render(u)));
+      return { status: 200, body: pageEnvelope(users.length, pageLinks(link!, q, page, users.length), items) };
+    }
     return { status: 200, body: `[${users.map((u) => JSON.stringify(this.render(u))).join(',')}]` };
   }
 
@@ -131,8 +138,8 @@ export class UserDirectory {
   }
 
   async patch(caller: UserRecord, key: string, body: unknown): Promise<Reply> {
+    const u = this.lookup(caller, key); // 404 before 403 (gaps.md §1.6)
     demandSuperuser(this.principal(caller));
-    const u = this.lookup(caller, key);
     if (body === null || typeof body !== 'object' || Array.isArray(body)) throw Errors.expectedDict(pyType(body));
     const b = body as Record<string, unknown>;
     const next: UserRecord = { ...u, grants: { ...u.grants } };

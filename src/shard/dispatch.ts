@@ -94,9 +94,6 @@ function run(ctx: RequestContext, model: ResourceModel<any>): Reply {
       const index = ctx.shard.table(model.kind).keys[0];
       return { status: 200, body: '', matches: index ? index.everywhere(key).map((r) => r.id) : [] };
     }
-    case 'exists':
-      lookup(ctx, model, req.key!);
-      return { status: 200, body: '' };
     default:
       throw Errors.endpointNotFound();
   }

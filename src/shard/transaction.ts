@@ -27,8 +27,13 @@ export class Transaction {
 
   newId(kind: Kind): number {
     const id = this.shard.ids.next(kind);
-    this.highWater.set(kind, Math.max(this.highWater.get(kind) ?? 0, id));
+    this.noteId(kind, id);
     return id;
+  }
+
+  /** Every id this transaction writes raises the stored high-water mark, so no id is reused after a restart. */
+  private noteId(kind: Kind, id: number): void {
+    if (id > (this.highWater.get(kind) ?? 0)) this.highWater.set(kind, id);
   }
 
   private put(model: ResourceModel<any>, r: StoredObject | undefined, key: StoredObject): void {
@@ -41,6 +46,7 @@ export class Transaction {
   insert<R extends StoredObject>(model: ResourceModel<R>, r: R): void {
     const table = this.shard.table<R>(model.kind);
     table.insert(r);
+    this.noteId(model.kind, r.id);
     this.shard.index.set(model.kind, r.id, this.shard.shardIndex);
     this.undo.push(() => { table.remove(r); this.shard.index.clear(model.kind, r.id); });
     this.put(model, r, r);
