@@ -1,0 +1,60 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, test, vi } from 'vitest';
+import { loadConfig } from '../../src/config.js';
+import { handle } from '../../src/shard/dispatch.js';
+import type { ShardRequest } from '../../src/shard/protocol.js';
+import { ShardState } from '../../src/shard/state.js';
+import { createSharedIdState } from '../../src/store/ids.js';
+import { Store, type WriteSet } from '../../src/store/lmdb.js';
+
+/** A real LMDB store whose next commit fails, as a full disk would. */
+class FailingStore extends Store {
+  failNext = false;
+  override async commit(writes: WriteSet): Promise<void> {
+    if (this.failNext) { this.failNext = false; throw new Error('MDB_MAP_FULL (injected)'); }
+    return super.commit(writes);
+  }
+}
+
+let dir: string;
+let store: FailingStore;
+let shard: ShardState;
+let seq = 0;
+const req = (over: Partial<ShardRequest>): ShardRequest => ({
+  seq: ++seq, op: 'list', method: 'GET', collection: 'sites', site: null, query: '',
+  principal: { id: 1, email: 'admin@localhost', superuser: true, grants: {} },
+  link: { scheme: 'http', host: 'h', path: '/api/sites/' }, ...over,
+});
+const create = (id: number, name: string) => handle(shard, req({ op: 'create', method: 'POST', body: { name }, hint: { siteId: id } }));
+
+beforeAll(() => {
+  dir = mkdtempSync(join(tmpdir(), 'netsot-commitfail-'));
+  store = new FailingStore(dir);
+  shard = new ShardState(0, 1, loadConfig({ DATA_DIR: dir }), store, createSharedIdState({}));
+  shard.load();
+});
+afterAll(async () => { await store.close(); rmSync(dir, { recursive: true, force: true }); });
+
+describe('a failed commit', () => {
+  test('a failed commit answers 500 and leaves memory equal to disk', async () => {
+    expect((await create(1, 'kept')).status).toBe(201);
+    store.failNext = true;
+    const errors = vi.spyOn(console, 'error').mockImplementation(() => undefined);
+    const failed = await create(2, 'lost');
+    errors.mockRestore();
+    expect(failed.status).toBe(500);
+    expect(JSON.parse(failed.body)).toEqual({ error: { code: 500, message: 'Internal server error.' } });
+    const list = await handle(shard, req({}));
+    expect(JSON.parse(list.body).map((s: { name: string }) => s.name)).toEqual(['kept']);
+    const changes = await handle(shard, req({ collection: 'changes', link: { scheme: 'http', host: 'h', path: '/api/changes/' } }));
+    expect(JSON.parse(changes.body).map((c: { resource: { name: string } }) => c.resource.name)).toEqual(['kept']);
+  });
+
+  test('the shard keeps serving writes after a failed commit', async () => {
+    expect((await create(3, 'after')).status).toBe(201);
+    const list = await handle(shard, req({}));
+    expect(JSON.parse(list.body).map((s: { name: string }) => s.name)).toEqual(['kept', 'after']);
+  });
+});
