@@ -1,50 +1,107 @@
 /**
  * Request bodies (gaps.md §1.4): JSON (or no Content-Type), urlencoded and
  * multipart forms; anything else is 415. Form fields are strings, except the
- * object-valued fields, which may carry JSON text.
+ * object-valued fields, which may carry JSON text. And Accept negotiation
+ * (§1.4, §2): JSON, the browsable HTML view or 406, plus the API version.
  */
 import { Errors } from '../errors.js';
+import { formDecode } from '../query/params.js';
 
+/** Form fields whose value may be JSON text (gaps.md §1.4). */
 const JSON_FIELDS = new Set(['attributes', 'constraints', 'default', 'addresses', 'required_attributes', 'permissions']);
+/** List-valued form fields: repeated occurrences collect into one list, as HTML forms send them. */
+const LIST_FIELDS = new Set(['addresses', 'required_attributes']);
+
+/**
+ * Deepest container nesting a body may have. Deeper bodies are refused as a
+ * parse error: they cannot be handed to a shard (structured clone recurses)
+ * and no API body comes near it.
+ */
+export const MAX_BODY_DEPTH = 1000;
+
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+
+/** True when `value` nests objects/arrays more than `limit` deep (iterative: no recursion on hostile input). */
+export function nestedDeeperThan(value: unknown, limit: number): boolean {
+  if (value === null || typeof value !== 'object') return false;
+  const stack: object[] = [value];
+  const depths: number[] = [1];
+  while (stack.length > 0) {
+    const node = stack.pop()!;
+    const depth = depths.pop()!;
+    if (depth > limit) return true;
+    const children = Array.isArray(node) ? node : Object.values(node);
+    for (const c of children) {
+      if (c !== null && typeof c === 'object') { stack.push(c); depths.push(depth + 1); }
+    }
+  }
+  return false;
+}
 
 function formValue(name: string, value: string): unknown {
   if (!JSON_FIELDS.has(name)) return value;
-  try { return JSON.parse(value); } catch { return value; }
+  let parsed: unknown;
+  try { parsed = JSON.parse(value); } catch { return value; }
+  return nestedDeeperThan(parsed, MAX_BODY_DEPTH) ? value : parsed;
 }
 
-function parseUrlencoded(text: string): Record<string, unknown> {
+/** Builds the form object; own properties only, so `__proto__` is an ordinary field name. */
+function formObject(fields: [string, string][]): Record<string, unknown> {
   const out: Record<string, unknown> = {};
-  for (const part of text.split('&')) {
-    if (!part) continue;
-    const eq = part.indexOf('=');
-    const dec = (s: string) => { try { return decodeURIComponent(s.replace(/\+/g, ' ')); } catch { return s; } };
-    const name = dec(eq < 0 ? part : part.slice(0, eq));
-    out[name] = formValue(name, dec(eq < 0 ? '' : part.slice(eq + 1)));
+  const set = (k: string, v: unknown) => Object.defineProperty(out, k, { value: v, enumerable: true, writable: true, configurable: true });
+  const lists = new Map<string, unknown[]>();
+  for (const [name, raw] of fields) {
+    const value = formValue(name, raw);
+    if (LIST_FIELDS.has(name)) {
+      let list = lists.get(name);
+      if (!list) { list = []; lists.set(name, list); set(name, list); }
+      if (Array.isArray(value)) list.push(...value); else list.push(value);
+    } else {
+      set(name, value);
+    }
   }
   return out;
 }
 
+function parseUrlencoded(text: string): Record<string, unknown> {
+  const fields: [string, string][] = [];
+  for (const part of text.split('&')) {
+    if (!part) continue;
+    const eq = part.indexOf('=');
+    fields.push([formDecode(eq < 0 ? part : part.slice(0, eq)), formDecode(eq < 0 ? '' : part.slice(eq + 1))]);
+  }
+  return formObject(fields);
+}
+
 function parseMultipart(body: Buffer, contentType: string): Record<string, unknown> {
-  const m = /boundary="?([^";]+)"?/i.exec(contentType);
-  if (!m) throw Errors.validation('Multipart form parse error - Invalid boundary in multipart: None');
-  const delimiter = Buffer.from(`--${m[1]}`);
-  const out: Record<string, unknown> = {};
+  const m = /boundary=(?:"([^"]+)"|([^";\s]+))/i.exec(contentType);
+  const boundary = m ? (m[1] ?? m[2]) : undefined;
+  if (!boundary) throw Errors.validation('Multipart form parse error - Invalid boundary in multipart: None');
+  const delimiter = Buffer.from(`--${boundary}`);
+  const fields: [string, string][] = [];
   let pos = body.indexOf(delimiter);
   while (pos >= 0) {
     const start = pos + delimiter.length;
     if (body.subarray(start, start + 2).toString() === '--') break;
     const next = body.indexOf(delimiter, start);
     if (next < 0) break;
-    const part = body.subarray(start + 2, next - 2); // skip CRLF after delimiter and before the next one
-    const split = part.indexOf('\r\n\r\n');
+    // The part sits between the line break after this delimiter and the one before the next.
+    let from = start;
+    if (body[from] === 0x0d && body[from + 1] === 0x0a) from += 2; else if (body[from] === 0x0a) from += 1;
+    let to = next;
+    if (body[to - 2] === 0x0d && body[to - 1] === 0x0a) to -= 2; else if (body[to - 1] === 0x0a) to -= 1;
+    const part = body.subarray(from, Math.max(from, to));
+    let split = part.indexOf('\r\n\r\n');
+    let sep = 4;
+    if (split < 0) { split = part.indexOf('\n\n'); sep = 2; }
     if (split >= 0) {
       const head = part.subarray(0, split).toString('utf8');
-      const name = /name="([^"]*)"/i.exec(head)?.[1];
-      if (name !== undefined && !/filename=/i.test(head)) out[name] = formValue(name, part.subarray(split + 4).toString('utf8'));
+      const name = /\bname="([^"]*)"/i.exec(head)?.[1];
+      if (name !== undefined && !/filename\*?=/i.test(head)) fields.push([name, part.subarray(split + sep).toString('utf8')]);
     }
     pos = next;
   }
-  return out;
+  return formObject(fields);
 }
 
 /** The parsed body; `undefined` for an empty one (handlers read that as `{}`). */
@@ -52,7 +109,12 @@ export function parseBody(body: Buffer, contentType: string): unknown {
   if (body.length === 0) return undefined;
   const type = contentType.split(';')[0].trim().toLowerCase();
   if (type === '' || type === 'application/json') {
-    try { return JSON.parse(body.toString('utf8')); } catch (err) { throw Errors.jsonParse((err as Error).message); }
+    let text: string;
+    try { text = utf8.decode(body); } catch { throw Errors.jsonParse('Invalid UTF-8 in request body.'); }
+    let value: unknown;
+    try { value = JSON.parse(text); } catch (err) { throw Errors.jsonParse((err as Error).message); }
+    if (nestedDeeperThan(value, MAX_BODY_DEPTH)) throw Errors.jsonParse(`Nesting deeper than ${MAX_BODY_DEPTH} levels.`);
+    return value;
   }
   if (type === 'application/x-www-form-urlencoded') return parseUrlencoded(body.toString('utf8'));
   if (type === 'multipart/form-data') return parseMultipart(body, contentType);
@@ -61,23 +123,70 @@ export function parseBody(body: Buffer, contentType: string): unknown {
 
 export type Representation = 'json' | 'html';
 
-/** Accept → JSON, the browsable HTML view, or 406; plus the requested API version. */
-export function negotiate(accept: string): { representation: Representation; version: string } | null {
-  let version = '1.0';
-  let best: { rep: Representation; q: number } | null = null;
-  if (accept.trim() === '') return { representation: 'json', version };
-  for (const item of accept.split(',')) {
+interface AcceptItem { type: string; q: number; version: string | undefined; specificity: number; index: number }
+
+function parseAccept(accept: string): AcceptItem[] {
+  const items: AcceptItem[] = [];
+  accept.split(',').forEach((item, index) => {
     const [rawType, ...params] = item.split(';').map((s) => s.trim());
     const type = rawType.toLowerCase();
+    if (type === '') return;
     let q = 1;
+    let version: string | undefined;
+    let hasParams = false;
     for (const p of params) {
-      const [k, v] = p.split('=').map((s) => s.trim());
-      if (k === 'q') q = Number(v) || 0;
-      if (k === 'version' && v) version = v.replace(/^"|"$/g, '');
+      const eq = p.indexOf('=');
+      if (eq < 0) continue;
+      const k = p.slice(0, eq).trim();
+      const v = p.slice(eq + 1).trim();
+      if (k.toLowerCase() === 'q') { const n = Number(v); q = v !== '' && Number.isFinite(n) ? n : 0; continue; }
+      hasParams = true;
+      if (k === 'version' && v) version = v.replace(/^"(.*)"$/, '$1');
     }
-    const rep: Representation | null = type === 'application/json' || type === '*/*' || type === 'application/*' ? 'json'
-      : type === 'text/html' ? 'html' : null;
-    if (rep && q > 0 && (!best || q > best.q)) best = { rep, q };
+    const [main, sub] = type.split('/');
+    const specificity = main === '*' ? 0 : sub === '*' ? 1 : hasParams ? 3 : 2;
+    items.push({ type, q, version, specificity, index });
+  });
+  return items;
+}
+
+function representationOf(type: string): Representation | null {
+  if (type === 'application/json' || type === 'application/*' || type === '*/*' || type === '*') return 'json';
+  if (type === 'text/html' || type === 'text/*') return 'html';
+  return null;
+}
+
+/**
+ * Accept → JSON, the browsable HTML view, or 406 (null); plus the requested
+ * API version, read from the `version=` parameter of the media range that was
+ * chosen (`1.0` without one). Any version is accepted. Preference is by q,
+ * then by how specific the range is, then by position. `query` (the raw query
+ * string) may carry `format=json` or `format=api`, which force the
+ * representation whatever Accept says.
+ */
+export function negotiate(accept: string, query = ''): { representation: Representation; version: string } | null {
+  const forced = formatOverride(query);
+  const items = parseAccept(accept ?? '');
+  const ranked = items.filter((i) => i.q > 0).sort((a, b) => b.q - a.q || b.specificity - a.specificity || a.index - b.index);
+  if (forced) {
+    const match = ranked.find((i) => representationOf(i.type) === forced);
+    return { representation: forced, version: match?.version ?? '1.0' };
   }
-  return best ? { representation: best.rep, version } : null;
+  if (items.length === 0) return { representation: 'json', version: '1.0' };
+  for (const item of ranked) {
+    const rep = representationOf(item.type);
+    if (rep) return { representation: rep, version: item.version ?? '1.0' };
+  }
+  return null;
+}
+
+/** `?format=json` forces JSON and `?format=api` the HTML view (gaps.md §1.3); other values change nothing. */
+function formatOverride(query: string): Representation | null {
+  if (!query || !query.includes('format')) return null;
+  let found: string | undefined;
+  for (const part of query.split('&')) {
+    const eq = part.indexOf('=');
+    if (formDecode(eq < 0 ? part : part.slice(0, eq)) === 'format') found = formDecode(eq < 0 ? '' : part.slice(eq + 1));
+  }
+  return found === 'json' ? 'json' : found === 'api' ? 'html' : null;
 }

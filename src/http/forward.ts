@@ -35,6 +35,8 @@ export interface ForwardInput {
   principal: Principal;
   link: LinkBase;
   hint?: Record<string, unknown>;
+  /** Overrides the operation the route and method imply (OPTIONS asks 'permits'). */
+  op?: Op;
 }
 
 export class Forwarder {
@@ -42,7 +44,7 @@ export class Forwarder {
 
   async forward(input: ForwardInput): Promise<Forwarded> {
     const { match, model } = input;
-    const op = opFor(match, input.method);
+    const op = input.op ?? opFor(match, input.method);
     const req: Omit<ShardRequest, 'seq'> = {
       op, method: input.method === 'HEAD' ? 'GET' : input.method, collection: match.collection, site: match.site,
       key: match.key, route: match.route, query: input.query, body: input.body,

@@ -68,7 +68,9 @@ export class Exchange {
       if (this.allow && !('Allow' in headers)) this.res.writeHeader('Allow', this.allow);
       this.res.writeHeader('Vary', 'Accept');
       for (const [k, v] of Object.entries(headers)) this.res.writeHeader(k, v);
-      if (isHead) this.res.endWithoutBody(Buffer.byteLength(payload), closeConnection);
+      // uWS 20.30's endWithoutBody(length) leaves a keep-alive connection unusable; an explicit
+      // Content-Length header with endWithoutBody() does not.
+      if (isHead) { this.res.writeHeader('Content-Length', String(Buffer.byteLength(payload))); this.res.endWithoutBody(); }
       else this.res.end(payload, closeConnection);
     });
     if (this.log.enabled('info')) {

@@ -26,6 +26,9 @@ export type RouteMatch =
 
 const DIGITS = /^\d+$/;
 
+/** Own keys only: `constructor` or `toString` in a path is not a route. */
+const owns = (o: object, k: string): boolean => Object.prototype.hasOwnProperty.call(o, k);
+
 export class Router {
   private readonly specs = new Map<string, RouteSpec>();
 
@@ -61,20 +64,20 @@ export class Router {
   private within(collection: string, spec: RouteSpec, site: number | null, rest: string[]): RouteMatch | null {
     const base = { kind: 'resource' as const, collection, site };
     if (rest.length === 0) return { ...base, target: 'list', methods: spec.list };
-    if (rest.length === 1 && rest[0] in spec.listRoutes) {
+    if (rest.length === 1 && owns(spec.listRoutes, rest[0])) {
       return { ...base, target: 'list-route', route: rest[0], methods: spec.listRoutes[rest[0]] };
     }
     let key: string;
     let route: string | undefined;
     if (spec.multiSegmentKey) {
       const last = rest[rest.length - 1];
-      if (rest.length >= 2 && last in spec.detailRoutes) { route = last; key = rest.slice(0, -1).join('/'); }
+      if (rest.length >= 2 && owns(spec.detailRoutes, last)) { route = last; key = rest.slice(0, -1).join('/'); }
       else key = rest.join('/');
     } else {
       if (rest.length > 2) return null;
       key = rest[0];
       if (rest.length === 2) {
-        if (!(rest[1] in spec.detailRoutes)) return null;
+        if (!owns(spec.detailRoutes, rest[1])) return null;
         route = rest[1];
       }
     }
@@ -84,9 +87,12 @@ export class Router {
   }
 }
 
-/** Allow header value: the route's methods plus HEAD (with GET) and OPTIONS. */
+const METHOD_ORDER = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'];
+
+/** Allow header value: the route's methods in the usual order, plus HEAD (with GET) and OPTIONS. */
 export function allowHeader(methods: readonly string[]): string {
-  const out = [...methods];
+  const out = METHOD_ORDER.filter((m) => methods.includes(m));
+  for (const m of methods) if (!out.includes(m) && m !== 'HEAD' && m !== 'OPTIONS') out.push(m);
   if (methods.includes('GET')) out.push('HEAD');
   out.push('OPTIONS');
   return out.join(', ');

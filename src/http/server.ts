@@ -18,7 +18,7 @@ import type { HttpMethod } from '../model/model.js';
 import { optionsBody } from '../schema/describe.js';
 import { QueryParams } from '../query/params.js';
 import { isAllowed } from '../auth/permissions.js';
-import { siteCreateCheck } from '../model/site.js';
+import { duplicateName, siteCreateCheck } from '../model/site.js';
 import { ShardPool } from '../shard/pool.js';
 import { createSharedIdState, IdCounters } from '../store/ids.js';
 import { Store } from '../store/lmdb.js';
@@ -51,14 +51,18 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
   async function lifecycle(x: Exchange): Promise<void> {
     if (x.path === '/docs' || x.path.startsWith('/docs/')) return serveDocs(x);
     const match = router.match(x.path);
-    const isPublic = match?.kind === 'index' || match?.kind === 'authenticate';
+    const method = x.method === 'HEAD' ? 'GET' : x.method;
+    const methods = match ? methodsOf(match) : [];
+    if (match) x.allow = allowHeader(methods);
+    // Public: GET /api/ and POST /api/authenticate/ only; OPTIONS on them still needs credentials.
+    const isPublic = (match?.kind === 'index' && method === 'GET') || (match?.kind === 'authenticate' && method === 'POST');
     const user = isPublic ? null : await auth.authenticate({ authorization: x.authorization, email: x.emailHeader }, match?.kind === 'verify_token');
     if (!match) throw Errors.endpointNotFound();
-    const methods = methodsOf(match);
-    x.allow = allowHeader(methods);
-    const method = x.method === 'HEAD' ? 'GET' : x.method;
     if (method !== 'OPTIONS' && !methods.includes(method as HttpMethod)) throw Errors.methodNotAllowed(x.method, x.allow);
-    const accepted = negotiate(x.accept);
+    const format = new QueryParams(x.query).get('format');
+    const accepted = format === 'json' ? { representation: 'json' as const, version: negotiate(x.accept)?.version ?? '1.0' }
+      : format === 'api' ? { representation: 'html' as const, version: negotiate(x.accept)?.version ?? '1.0' }
+      : negotiate(x.accept);
     if (!accepted) throw Errors.notAcceptable();
     x.representation = accepted.representation;
     const raw = await x.body;
@@ -73,7 +77,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
       case 'verify_token': return x.send(200, wrap(accepted.version, 'true'));
       case 'resource': {
         const reply = match.collection === 'users'
-          ? await usersRoute(match, user!, x.method, x.query, body)
+          ? await usersRoute(match, user!, x, body)
           : await resourceRoute(match, user!, x, body);
         return x.send(reply.status, reply.body, reply.headers);
       }
@@ -90,9 +94,11 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     return JSON.stringify(out);
   }
 
-  async function usersRoute(match: Extract<RouteMatch, { kind: 'resource' }>, user: UserRecord, method: string, query: string, body: unknown): Promise<Forwarded> {
-    const q = new QueryParams(query);
-    if (match.target === 'list') return method === 'POST' ? users.post(user, body ?? {}) : users.list(q);
+  async function usersRoute(match: Extract<RouteMatch, { kind: 'resource' }>, user: UserRecord, x: Exchange, body: unknown): Promise<Forwarded> {
+    const q = new QueryParams(x.query);
+    const method = x.method;
+    const link = { scheme: 'http', host: x.host, path: x.path };
+    if (match.target === 'list') return method === 'POST' ? users.post(user, body ?? {}) : users.list(q, link);
     if (match.target === 'detail-route') return users.rotate(user, match.key!);
     return method === 'PATCH' ? users.patch(user, match.key!, body ?? {}) : users.detail(user, match.key!, q);
   }
@@ -104,19 +110,22 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     if (model.kind !== 'site' || (match.target === 'detail' && x.method !== 'PUT' && x.method !== 'PATCH') || (match.target === 'list' && x.method !== 'POST')) {
       return applyDirectory(await forwarder.forward(input));
     }
-    // Site creates and renames: names are unique across shards, so the main thread claims the
-    // name first. A create also needs its id here (the id picks the shard), so it is checked
-    // first, to spend ids only on creates that can succeed.
+    // Site creates and renames: names are unique across shards, so the main thread judges
+    // uniqueness and claims the name while the write is in flight. A create's id picks its
+    // shard, so the create is checked first, to spend ids only on creates that can succeed.
+    // A rename's verdict travels to the shard as `nameTaken`, reported there after lookup,
+    // permission and validation (gaps.md §1.6).
     const isCreate = match.target === 'list';
     const fields = isCreate ? siteCreateCheck(input.principal, body ?? {}) : null;
-    const name = fields ? fields.name : body && typeof body === 'object' && !Array.isArray(body) ? (body as Record<string, unknown>).name : undefined;
-    const claimed = typeof name === 'string' ? name.trim() : null;
+    const rawName = fields ? fields.name : body && typeof body === 'object' && !Array.isArray(body) ? (body as Record<string, unknown>).name : undefined;
+    const name = typeof rawName === 'string' || typeof rawName === 'number' ? String(rawName).trim() : null;
     const siteId = isCreate ? ids.next('site') : Number(match.key);
-    if (claimed && !sites.reserve(claimed, isCreate ? null : siteId)) throw Errors.field('name', 'site with this name already exists.');
+    const claimed = name !== null && sites.reserve(name, isCreate ? null : siteId);
+    if (isCreate && name !== null && !claimed) throw duplicateName();
     try {
-      return applyDirectory(await forwarder.forward({ ...input, hint: { siteId } }));
+      return applyDirectory(await forwarder.forward({ ...input, hint: { siteId, nameTaken: name !== null && !claimed } }));
     } finally {
-      if (claimed) sites.release(claimed);
+      if (claimed) sites.release(name!);
     }
   }
 
@@ -143,9 +152,9 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
       actions.PUT = match.methods.includes('PUT') && actions.POST;
     }
     if (match.target === 'detail' && type && match.methods.includes('PUT')) {
-      const exists = await forwarder.forward({ match, model, method: 'GET', query: '', body: undefined, principal, link: { scheme: 'http', host: '', path: '' } })
-        .then((r) => r.status === 200, () => false);
-      actions.PUT = exists;
+      const permits = await forwarder.forward({ match, model, method: 'GET', query: '', body: undefined, principal, link: { scheme: 'http', host: '', path: '' }, op: 'permits' })
+        .then((r) => r.status === 200 && r.body === 'true', () => false);
+      actions.PUT = permits;
     }
     return optionsBody(model.schema, list, actions);
   }

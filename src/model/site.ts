@@ -17,7 +17,8 @@ import type { Kind } from '../store/kinds.js';
 export const siteSchema = defineSchema('Site', 'API endpoint that allows Sites to be viewed or edited.', {
   id: Field.id(),
   name: Field.string({ maxLength: 255, requiredOn: ['POST', 'PUT'], help: 'The name of the Site.' }),
-  description: Field.string({ maxLength: 255, allowBlank: true, help: 'A helpful description for the Site.' }),
+  // No length limit: gaps.md §19 gives none (the reference field is a TextField), unlike the ≤255 descriptions elsewhere.
+  description: Field.string({ allowBlank: true, help: 'A helpful description for the Site.' }),
 });
 
 /** What blocks deleting a site, checked in this order (gaps.md §9.9). */
@@ -64,6 +65,9 @@ export const siteModel: ResourceModel<SiteRecord> = {
   update(ctx, current, body, method) {
     demand(ctx.principal, 'change', 'site', current.id);
     const v = validateFields(siteSchema, body, method);
+    // The main thread judges name uniqueness (it sees every shard) but leaves the verdict to be
+    // reported here, after lookup (404), permission (403) and field validation (400) (gaps.md §1.6).
+    if (v.name !== undefined && v.name !== current.name && ctx.req.hint?.nameTaken === true) throw duplicateName();
     const next: SiteRecord = {
       ...current,
       name: (v.name as string | undefined) ?? current.name,
@@ -86,6 +90,8 @@ export const siteModel: ResourceModel<SiteRecord> = {
     ctx.directory.deleteSites = [site.id];
   },
 };
+
+export const duplicateName = () => Errors.field('name', 'site with this name already exists.');
 
 /** Who may create a site and with what: checked before the main thread spends an id on it. */
 export function siteCreateCheck(principal: Principal, body: unknown): Record<string, unknown> {

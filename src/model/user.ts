@@ -128,6 +128,7 @@ export class UserDirectory {
     const raw = (body as Record<string, unknown>).email;
     if (raw === undefined) throw Errors.field('email', 'This field is required.');
     if (raw === null) throw Errors.field('email', 'This field may not be null.');
+    if (typeof raw !== 'string' && typeof raw !== 'number') throw Errors.field('email', 'Not a valid string.');
     const email = String(raw).trim();
     if (email === '') throw Errors.field('email', 'This field may not be blank.');
     if (email.length > 255) throw Errors.field('email', 'Ensure this field has no more than 255 characters.');
@@ -157,7 +158,7 @@ export class UserDirectory {
         const list = Array.isArray(value) ? value
           : value && typeof value === 'object' && Array.isArray((value as { permissions?: unknown }).permissions) ? (value as { permissions: unknown[] }).permissions
           : null;
-        if (list === null) throw Errors.fieldPlain('permissions', `Invalid permission: '${JSON.stringify(value)}'`);
+        if (list === null) throw Errors.fieldPlain('permissions', `Invalid permission: '${typeof value === 'string' ? value : JSON.stringify(value)}'`);
         for (const p of list) if (typeof p !== 'string' || !VALID_GRANTS.has(p)) throw Errors.fieldPlain('permissions', `Invalid permission: '${String(p)}'`);
         next.grants[String(Number(siteKey))] = [...new Set(list as string[])];
       }

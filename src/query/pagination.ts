@@ -7,12 +7,21 @@ import { QueryParams, quotePlus } from './params.js';
 
 export interface Page { limit: number; offset: number }
 
+/** A non-negative integer parameter (optional `+`, decimal digits); huge values are capped so links stay plain digits. */
+function nonNegative(v: string | undefined): number | null {
+  if (v === undefined || !/^\+?\d+$/.test(v)) return null;
+  return Math.min(Number(v), Number.MAX_SAFE_INTEGER);
+}
+
+/**
+ * The page a list request asks for, or null for the bare array: `limit` must
+ * be a strictly positive integer (0, negative or non-integer count as
+ * absent); `offset` is a non-negative integer, anything else counts as 0.
+ */
 export function readPage(q: QueryParams): Page | null {
-  const l = q.get('limit');
-  if (l === undefined || !/^\+?\d+$/.test(l) || Number(l) <= 0) return null;
-  const o = q.get('offset');
-  const offset = o !== undefined && /^\+?\d+$/.test(o) ? Number(o) : 0;
-  return { limit: Number(l), offset };
+  const limit = nonNegative(q.get('limit'));
+  if (limit === null || limit <= 0) return null;
+  return { limit, offset: nonNegative(q.get('offset')) ?? 0 };
 }
 
 export interface LinkBase { scheme: string; host: string; path: string }

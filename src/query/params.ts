@@ -7,9 +7,16 @@ import { Errors } from '../errors.js';
 
 const BOOL: Record<string, boolean> = { true: true, '1': true, yes: true, on: true, false: false, '0': false, no: false, off: false };
 
-function decode(s: string): string {
-  const plus = s.replace(/\+/g, ' ');
-  try { return decodeURIComponent(plus); } catch { return plus; }
+/**
+ * Query-string and form decoding as existing clients rely on it (Python's
+ * unquote_plus): `+` is a space, valid `%XX` runs are UTF-8 (U+FFFD for bad
+ * bytes), and a malformed `%` escape stays as text.
+ */
+export function formDecode(s: string): string {
+  const plus = s.includes('+') ? s.replace(/\+/g, ' ') : s;
+  if (!plus.includes('%')) return plus;
+  try { return decodeURIComponent(plus); } catch { /* fall through */ }
+  return plus.replace(/(?:%[0-9A-Fa-f]{2})+/g, (run) => Buffer.from(run.replace(/%/g, ''), 'hex').toString('utf8'));
 }
 
 export class QueryParams {
@@ -20,8 +27,8 @@ export class QueryParams {
     for (const part of raw.split('&')) {
       if (!part) continue;
       const eq = part.indexOf('=');
-      const name = decode(eq < 0 ? part : part.slice(0, eq));
-      const value = eq < 0 ? '' : decode(part.slice(eq + 1));
+      const name = formDecode(eq < 0 ? part : part.slice(0, eq));
+      const value = eq < 0 ? '' : formDecode(part.slice(eq + 1));
       const list = this.map.get(name);
       if (list) list.push(value); else this.map.set(name, [value]);
     }
@@ -79,5 +86,9 @@ export class QueryParams {
 
 /** Python's quote_plus, which existing clients see in next/previous links. */
 export function quotePlus(s: string): string {
-  return encodeURIComponent(s).replace(/[!'()*]/g, (c) => '%' + c.charCodeAt(0).toString(16).toUpperCase()).replace(/%20/g, '+');
+  let encoded: string;
+  try { encoded = encodeURIComponent(s); } catch { encoded = encodeURIComponent(s.replace(LONE_SURROGATE, '\uFFFD')); }
+  return encoded.replace(/[!'()*]/g, (c) => '%' + c.charCodeAt(0).toString(16).toUpperCase()).replace(/%20/g, '+');
 }
+
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;

@@ -11,7 +11,7 @@ function descriptor(name: string, f: FieldSchema, method: 'POST' | 'PUT'): Recor
   const m = meta(f);
   const limits = ((f as { anyOf?: object[] }).anyOf?.[0] ?? f) as { maxLength?: number; minLength?: number; minimum?: number; maximum?: number };
   const d: Record<string, unknown> = { type: m.fieldType };
-  if (!m.readOnly) d.required = m.requiredOn.includes(method);
+  d.required = !m.readOnly && m.requiredOn.includes(method);
   d.read_only = m.readOnly;
   d.label = m.label;
   if (m.helpText) d.help_text = m.helpText;

@@ -5,14 +5,19 @@
  *
  * Rows are kept in id order. Ids come from a global counter and change_at is
  * clamped never to go backwards within a shard (and starts at the newest
- * stored one after a restart), so id order is also (change_at, id) order and
- * the newest-first list is a backwards walk. The loader sorts rows by id.
+ * stored one after a restart), so rows this shard writes are also in
+ * (change_at, id) order and the newest-first list is a backwards walk. The
+ * loader appends rows by id; rows written by different shards (a restart with
+ * another shard count, a clock step) can then disagree with (change_at, id)
+ * order. Such a loaded prefix is sorted once into a permutation; rows
+ * appended later are never older than anything before them, so they stay a
+ * plain tail.
  *
  * | operation              | cost |
  * |------------------------|------|
  * | append                 | amortised O(1) |
  * | find by id             | O(log n) |
- * | newest-first walk      | O(rows visited) |
+ * | newest-first walk      | O(rows visited) (+ one O(k log k) sort of k out-of-order loaded rows) |
  * | drop a site            | O(n) (site deletes are rare) |
  */
 export const EVENTS = ['Create', 'Update', 'Delete'] as const;
@@ -30,6 +35,15 @@ export class ChangeLog {
   private resourceIds = new Int32Array(1024);
   private n = 0;
   private lastAt = 0;
+  /** Largest change_at of the rows held (0 when none). */
+  private maxAt = 0;
+  /**
+   * Rows [orderedFrom, n) are in (change_at, id) order and none is older than
+   * a row before it; rows [0, orderedFrom) need `perm` to be walked in order.
+   */
+  private orderedFrom = 0;
+  /** Indices of rows [0, orderedFrom) sorted by (change_at, id); null until needed. */
+  private perm: Int32Array | null = null;
 
   get length(): number { return this.n; }
 
@@ -58,10 +72,38 @@ export class ChangeLog {
     this.events[i] = row.event; this.resources[i] = row.resource; this.resourceIds[i] = row.resourceId;
     this.n++;
     this.lastAt = Math.max(this.lastAt, row.at);
+    if (row.at < this.maxAt) { this.orderedFrom = this.n; this.perm = null; } else this.maxAt = row.at;
   }
 
   /** Removes the last `count` rows (a rolled-back transaction appended them). */
-  truncate(count: number): void { this.n = Math.max(0, this.n - count); }
+  truncate(count: number): void {
+    this.n = Math.max(0, this.n - count);
+    // Rows come off the ordered tail: the sorted prefix stands, and a maxAt left high is
+    // harmless (stamps never go below it). Only a cut into the prefix needs a rescan.
+    if (this.n < this.orderedFrom) this.reorder();
+  }
+
+  /** Recomputes maxAt and orderedFrom from the rows (after rows were removed). */
+  private reorder(): void {
+    let max = 0;
+    let from = 0;
+    for (let i = 0; i < this.n; i++) {
+      if (this.ats[i] < max) from = i + 1; else max = this.ats[i];
+    }
+    this.maxAt = max;
+    if (from !== this.orderedFrom) { this.orderedFrom = from; this.perm = null; }
+    else if (this.perm && this.perm.length !== from) this.perm = null;
+  }
+
+  private sortedPrefix(): Int32Array {
+    if (this.perm && this.perm.length === this.orderedFrom) return this.perm;
+    const perm = new Int32Array(this.orderedFrom);
+    for (let i = 0; i < perm.length; i++) perm[i] = i;
+    const ats = this.ats, ids = this.ids;
+    perm.sort((a, b) => (ats[a] - ats[b]) || (ids[a] - ids[b]));
+    this.perm = perm;
+    return perm;
+  }
 
   row(i: number): ChangeRow {
     return { id: this.ids[i], siteId: this.siteIds[i], at: this.ats[i], event: this.events[i], resource: this.resources[i], resourceId: this.resourceIds[i] };
@@ -69,7 +111,14 @@ export class ChangeLog {
 
   /** Newest first, filtered; rows are materialised only when they match. */
   *newestFirst(match: (siteId: number, event: number, resource: number, resourceId: number) => boolean): Iterable<ChangeRow> {
-    for (let i = this.n - 1; i >= 0; i--) {
+    const from = this.orderedFrom;
+    for (let i = this.n - 1; i >= from; i--) {
+      if (match(this.siteIds[i], this.events[i], this.resources[i], this.resourceIds[i])) yield this.row(i);
+    }
+    if (from === 0) return;
+    const perm = this.sortedPrefix();
+    for (let k = perm.length - 1; k >= 0; k--) {
+      const i = perm[k];
       if (match(this.siteIds[i], this.events[i], this.resources[i], this.resourceIds[i])) yield this.row(i);
     }
   }
@@ -94,5 +143,7 @@ export class ChangeLog {
       w++;
     }
     this.n = w;
+    this.perm = null;
+    this.reorder();
   }
 }

@@ -5,6 +5,7 @@
  * shard's latest commit, so nothing uncommitted is ever reported.
  */
 import { Errors, errorEnvelope, isApiError } from '../errors.js';
+import { isAllowed } from '../auth/permissions.js';
 import type { ResourceModel, RouteResult } from '../model/model.js';
 import { modelByCollection } from '../model/registry.js';
 import { requireObject, type Method } from '../schema/validate.js';
@@ -93,6 +94,12 @@ function run(ctx: RequestContext, model: ResourceModel<any>): Reply {
       const key = model.naturalKey?.normalize ? model.naturalKey.normalize(req.key!) : req.key!;
       const index = ctx.shard.table(model.kind).keys[0];
       return { status: 200, body: '', matches: index ? index.everywhere(key).map((r) => r.id) : [] };
+    }
+    case 'permits': {
+      // OPTIONS shows PUT only to callers allowed to change this object.
+      const r = lookup(ctx, model, req.key!);
+      const allowed = model.permissionType !== undefined && isAllowed(ctx.principal, 'change', model.permissionType, r.siteId);
+      return { status: 200, body: String(allowed) };
     }
     default:
       throw Errors.endpointNotFound();

@@ -16,7 +16,7 @@ export interface Principal {
 export type Op =
   | 'list' | 'create' | 'bulk-update' | 'bulk-delete' | 'list-route'
   | 'detail' | 'replace' | 'patch' | 'delete' | 'detail-route'
-  | 'resolve';
+  | 'resolve' | 'permits';
 
 export interface ShardRequest {
   seq: number;

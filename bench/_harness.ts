@@ -1,0 +1,292 @@
+/**
+ * Shared bench plumbing: the real server (`node dist/main.js serve`) and a raw
+ * uWS baseline as child processes, autocannon run in this process, and
+ * reporting. The client and the servers share the machine's cores, so the
+ * servers always run as separate processes and the client stays here.
+ *
+ * Every child and temp dir is registered and removed on exit, Ctrl-C or error.
+ */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { availableParallelism, tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import autocannon from 'autocannon';
+
+const HERE = dirname(fileURLToPath(import.meta.url)); // dist-bench/bench
+export const ROOT = resolve(HERE, '../..');
+export const MAIN = join(ROOT, 'dist/main.js');
+const RAW_UWS = join(HERE, '_raw-uws.js');
+
+/** A scenario file exports `run(args)`; a non-zero result becomes the exit code. */
+export type Scenario = (args: string[]) => Promise<number | void>;
+
+// ---------------------------------------------------------------- settings
+
+export function envNumber(name: string, fallback: number, min = 0): number {
+  const v = process.env[name];
+  if (v === undefined || v === '') return fallback;
+  const n = Number(v);
+  if (!Number.isFinite(n) || n < min) throw new Error(`${name} must be a number >= ${min}, got '${v}'`);
+  return n;
+}
+
+// ---------------------------------------------------------------- cleanup
+
+const cleanups = new Set<() => void>();
+let exiting = false;
+
+function cleanupAll(): void {
+  for (const fn of [...cleanups].reverse()) { try { fn(); } catch { /* best effort */ } }
+  cleanups.clear();
+}
+
+process.once('exit', cleanupAll);
+for (const sig of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(sig, () => {
+    if (exiting) return;
+    exiting = true;
+    process.stderr.write(`\nbench: ${sig}, stopping servers\n`);
+    cleanupAll();
+    process.exit(130);
+  });
+}
+
+// ---------------------------------------------------------------- child servers
+
+export interface ChildServer {
+  name: string;
+  port: number;
+  pid: number;
+  base: string;
+  output: string[];
+  /** SIGTERM, then SIGKILL after 5 s; removes its temp dir. */
+  stop(): Promise<void>;
+}
+
+function waitForListening(proc: ChildProcess, name: string, pattern: RegExp, output: string[], timeoutMs: number): Promise<number> {
+  return new Promise<number>((ok, fail) => {
+    const timer = setTimeout(() => fail(new Error(`${name} did not start within ${timeoutMs} ms:\n${output.join('')}`)), timeoutMs);
+    let stdout = '';
+    proc.stdout!.on('data', (d: Buffer) => {
+      output.push(d.toString());
+      stdout += d.toString();
+      const m = pattern.exec(stdout);
+      if (m) { clearTimeout(timer); ok(Number(m[1])); }
+    });
+    proc.stderr!.on('data', (d: Buffer) => output.push(d.toString()));
+    proc.once('exit', (code, signal) => {
+      clearTimeout(timer);
+      fail(new Error(`${name} exited during start-up (code ${code}, signal ${signal}):\n${output.join('')}`));
+    });
+  });
+}
+
+async function spawnServer(name: string, args: string[], env: NodeJS.ProcessEnv, pattern: RegExp, tempDir?: string): Promise<ChildServer> {
+  const proc = spawn(process.execPath, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const output: string[] = [];
+  const kill = () => { if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGKILL'); };
+  const removeDir = () => { if (tempDir) rmSync(tempDir, { recursive: true, force: true }); };
+  const cleanup = () => { kill(); removeDir(); };
+  cleanups.add(cleanup);
+  let port: number;
+  try {
+    port = await waitForListening(proc, name, pattern, output, 30_000);
+  } catch (err) {
+    cleanup();
+    cleanups.delete(cleanup);
+    throw err;
+  }
+  // Drain output so a chatty child never blocks on a full pipe; keep the tail for diagnostics.
+  const keepTail = () => { if (output.length > 200) output.splice(0, output.length - 200); };
+  proc.stdout!.on('data', keepTail);
+  proc.stderr!.on('data', keepTail);
+  return {
+    name,
+    port,
+    pid: proc.pid!,
+    base: `http://127.0.0.1:${port}`,
+    output,
+    async stop() {
+      if (proc.exitCode === null && proc.signalCode === null) {
+        const exited = new Promise<void>((ok) => proc.once('exit', () => ok()));
+        proc.kill('SIGTERM');
+        const timer = setTimeout(kill, 5_000);
+        await exited;
+        clearTimeout(timer);
+      }
+      removeDir();
+      cleanups.delete(cleanup);
+    },
+  };
+}
+
+export interface NetsotOptions { shards?: number; env?: Record<string, string> }
+
+/** The real server on 127.0.0.1, a random port and a fresh temp data dir; LOG_LEVEL=warn. */
+export function startNetsot(opts: NetsotOptions = {}): Promise<ChildServer> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'netsot-bench-'));
+  const args = [MAIN, 'serve', '--host', '127.0.0.1', '--port', '0', '--data-dir', dataDir];
+  if (opts.shards !== undefined) args.push('--shards', String(opts.shards));
+  return spawnServer('netsot', args, { ...process.env, LOG_LEVEL: 'warn', ...opts.env },
+    /netsot listening on http:\/\/[^\s:]+:(\d+)/, dataDir);
+}
+
+export interface RawUwsOptions { status?: string; headers: [string, string][]; body: string }
+
+/**
+ * The baseline: uWS (native binary loaded exactly as src/http/uws.ts does)
+ * answering every request synchronously with a fixed status, headers and body.
+ */
+export function startRawUws(opts: RawUwsOptions): Promise<ChildServer> {
+  const config = JSON.stringify({ status: opts.status ?? '200 OK', headers: opts.headers, body: opts.body });
+  return spawnServer('raw uWS', [RAW_UWS], { ...process.env, BENCH_RAW_UWS: config },
+    /raw uws listening on http:\/\/[^\s:]+:(\d+)/);
+}
+
+// ---------------------------------------------------------------- HTTP helper
+
+export interface Reply { status: number; headers: Headers; text: string; json: any }
+
+export async function request(base: string, method: string, path: string, opts: { body?: unknown; headers?: Record<string, string> } = {}): Promise<Reply> {
+  const headers: Record<string, string> = { ...opts.headers };
+  let body: string | undefined;
+  if (opts.body !== undefined) { body = JSON.stringify(opts.body); headers['Content-Type'] ??= 'application/json'; }
+  const res = await fetch(base + path, { method, headers, body });
+  const text = await res.text();
+  let json: unknown;
+  try { json = text ? JSON.parse(text) : undefined; } catch { json = undefined; }
+  return { status: res.status, headers: res.headers, text, json };
+}
+
+/** Headers uWS writes itself (or the transport owns); the baseline must not repeat them. */
+const TRANSPORT_HEADERS = new Set(['date', 'uwebsockets', 'content-length', 'connection', 'keep-alive', 'transfer-encoding']);
+
+/** The application headers of a reply, names in canonical case, for the baseline to copy. */
+export function applicationHeaders(reply: Reply): [string, string][] {
+  const out: [string, string][] = [];
+  reply.headers.forEach((value, name) => {
+    if (!TRANSPORT_HEADERS.has(name)) out.push([name.replace(/(^|-)([a-z])/g, (_, d: string, c: string) => d + c.toUpperCase()), value]);
+  });
+  return out;
+}
+
+// ---------------------------------------------------------------- load
+
+const CLK_TCK = (() => {
+  try { return Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim()) || 100; } catch { return 100; }
+})();
+
+/** CPU seconds (all threads) a process has used so far, from /proc; null off Linux. */
+function processCpuSeconds(pid: number): number | null {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / CLK_TCK; // utime, stime
+  } catch { return null; }
+}
+
+export interface LoadOptions {
+  url: string;
+  connections: number;
+  seconds: number;
+  headers?: Record<string, string>;
+  /** Server pid, to report its CPU use over the run. */
+  serverPid?: number;
+}
+
+export interface LoadSummary {
+  requests: number;
+  seconds: number;
+  rps: number;
+  latencyMs: { avg: number; p50: number; p90: number; p99: number; max: number };
+  bytesPerResponse: number;
+  non2xx: number;
+  errors: number;
+  timeouts: number;
+  /** CPU used over the run, in cores (1.0 = one core busy the whole time). */
+  clientCores: number;
+  serverCores: number | null;
+}
+
+/** One autocannon run in this process: keep-alive connections, no pipelining. */
+export async function runLoad(opts: LoadOptions): Promise<LoadSummary> {
+  const cpu0 = process.cpuUsage();
+  const srv0 = opts.serverPid ? processCpuSeconds(opts.serverPid) : null;
+  const t0 = performance.now();
+  const r = await autocannon({
+    url: opts.url,
+    connections: opts.connections,
+    pipelining: 1,
+    duration: opts.seconds,
+    headers: opts.headers,
+    timeout: 10,
+  });
+  const wall = (performance.now() - t0) / 1000;
+  const cpu = process.cpuUsage(cpu0);
+  const srv1 = opts.serverPid ? processCpuSeconds(opts.serverPid) : null;
+  const seconds = r.duration || wall;
+  const requests = r.requests.total;
+  return {
+    requests,
+    seconds,
+    rps: requests / seconds,
+    latencyMs: { avg: r.latency.average, p50: r.latency.p50, p90: r.latency.p90, p99: r.latency.p99, max: r.latency.max },
+    bytesPerResponse: requests > 0 ? r.throughput.total / requests : 0,
+    non2xx: r.non2xx,
+    errors: r.errors,
+    timeouts: r.timeouts,
+    clientCores: (cpu.user + cpu.system) / 1e6 / wall,
+    serverCores: srv0 !== null && srv1 !== null ? (srv1 - srv0) / wall : null,
+  };
+}
+
+/** Several runs of one target as one: summed requests and time, worst p99, summed failures. */
+export function combine(runs: LoadSummary[]): LoadSummary {
+  const requests = runs.reduce((a, r) => a + r.requests, 0);
+  const seconds = runs.reduce((a, r) => a + r.seconds, 0);
+  const weighted = (f: (r: LoadSummary) => number) => runs.reduce((a, r) => a + f(r) * r.seconds, 0) / seconds;
+  const servers = runs.map((r) => r.serverCores);
+  return {
+    requests,
+    seconds,
+    rps: requests / seconds,
+    latencyMs: {
+      avg: weighted((r) => r.latencyMs.avg),
+      p50: Math.max(...runs.map((r) => r.latencyMs.p50)),
+      p90: Math.max(...runs.map((r) => r.latencyMs.p90)),
+      p99: Math.max(...runs.map((r) => r.latencyMs.p99)),
+      max: Math.max(...runs.map((r) => r.latencyMs.max)),
+    },
+    bytesPerResponse: weighted((r) => r.bytesPerResponse),
+    non2xx: runs.reduce((a, r) => a + r.non2xx, 0),
+    errors: runs.reduce((a, r) => a + r.errors, 0),
+    timeouts: runs.reduce((a, r) => a + r.timeouts, 0),
+    clientCores: weighted((r) => r.clientCores),
+    serverCores: servers.every((s) => s !== null) ? weighted((r) => r.serverCores!) : null,
+  };
+}
+
+export function failures(s: LoadSummary): number { return s.non2xx + s.errors + s.timeouts; }
+
+// ---------------------------------------------------------------- output
+
+export function machine(): { node: string; cores: number; platform: string } {
+  return { node: process.version, cores: availableParallelism(), platform: `${process.platform}/${process.arch}` };
+}
+
+export function table(header: string[], rows: (string | number)[][]): string {
+  const cells = [header, ...rows.map((r) => r.map(String))];
+  const widths = header.map((_, i) => Math.max(...cells.map((r) => r[i].length)));
+  const line = (r: string[]) => r.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('  ');
+  return [line(cells[0]), widths.map((w) => '-'.repeat(w)).join('  '), ...cells.slice(1).map(line)].join('\n');
+}
+
+export const fmt = {
+  int: (n: number) => Math.round(n).toLocaleString('en-US'),
+  ms: (n: number) => n.toFixed(2),
+  pct: (n: number) => `${(n * 100).toFixed(1)} %`,
+  cores: (n: number | null) => (n === null ? '-' : n.toFixed(2)),
+};
+
+export function log(msg: string): void { process.stdout.write(`${msg}\n`); }
