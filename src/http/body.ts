@@ -55,7 +55,7 @@ function formObject(fields: [string, string][]): Record<string, unknown> {
     if (LIST_FIELDS.has(name)) {
       let list = lists.get(name);
       if (!list) { list = []; lists.set(name, list); set(name, list); }
-      if (Array.isArray(value)) list.push(...value); else list.push(value);
+      if (Array.isArray(value)) { for (const v of value) list.push(v); } else list.push(value);
     } else {
       set(name, value);
     }

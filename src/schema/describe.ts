@@ -24,9 +24,17 @@ function descriptor(name: string, f: FieldSchema, method: 'POST' | 'PUT'): Recor
   return d;
 }
 
+/**
+ * The descriptors of one action. POST lists the writable fields, PUT `id` and
+ * the fields an update may set. Fields are in canonical order, except that
+ * create-only fields (the site field) come last, as the Device example of
+ * gaps.md §22 shows: hostname, attributes, site_id.
+ */
 export function actionFields(schema: ResourceSchema, method: 'POST' | 'PUT'): Record<string, unknown> {
   const out: Record<string, unknown> = {};
-  for (const name of schema.order) {
+  const createOnly = schema.order.filter((n) => meta(schema.fields[n]).createOnly);
+  const order = [...schema.order.filter((n) => !createOnly.includes(n)), ...createOnly];
+  for (const name of order) {
     const f = schema.fields[name];
     const m = meta(f);
     if (method === 'POST' && m.readOnly) continue;

@@ -134,10 +134,11 @@ export class ChangeLog {
     return undefined;
   }
 
-  dropSite(siteId: number): void {
+  /** Removes a site's rows; calls `dropped` with each removed change id. */
+  dropSite(siteId: number, dropped: (id: number) => void = () => undefined): void {
     let w = 0;
     for (let r = 0; r < this.n; r++) {
-      if (this.siteIds[r] === siteId) continue;
+      if (this.siteIds[r] === siteId) { dropped(this.ids[r]); continue; }
       this.ids[w] = this.ids[r]; this.siteIds[w] = this.siteIds[r]; this.ats[w] = this.ats[r];
       this.events[w] = this.events[r]; this.resources[w] = this.resources[r]; this.resourceIds[w] = this.resourceIds[r];
       w++;

@@ -89,7 +89,7 @@ export class Transaction {
   /** Removes every Change of a site (the site is being deleted). */
   dropChanges(siteId: number): void {
     this.writes.removeRanges!.push({ db: 'changes', prefix: siteId });
-    this.shard.changes.dropSite(siteId);
+    this.shard.changes.dropSite(siteId, (id) => this.shard.index.clear('change', id));
     // Not undoable in memory: a failure after this point reloads the shard from disk.
     this.undo.push(() => { this.shard.failed = true; });
   }

@@ -137,7 +137,7 @@ describe('restart', () => {
     let dir: string | undefined;
     const seenSites = new Set<number>();
     const seenChanges = new Set<number>();
-    for (let round = 0; round < 3; round++) {
+    for (let round = 0; round < 2; round++) {
       const s = await start({ dataDir: dir });
       dir = s.dataDir;
       const a = (await s.post('/api/sites/', { name: `round-${round}-a` })).json as Site;
@@ -151,7 +151,7 @@ describe('restart', () => {
       await s.stop(false);
     }
     const s = await start({ dataDir: dir });
-    expect(((await s.get('/api/sites/')).json as Site[]).map((x) => x.name)).toEqual(['round-0-a', 'round-1-a', 'round-2-a']);
+    expect(((await s.get('/api/sites/')).json as Site[]).map((x) => x.name)).toEqual(['round-0-a', 'round-1-a']);
   });
 });
 
@@ -250,7 +250,7 @@ describe('reshard', () => {
     const allChanges = JSON.parse(before.changes) as Change[];
     await s1.stop(false);
 
-    for (const shards of [3, 1, 4]) {
+    for (const shards of [3, 1]) {
       const s = await start({ dataDir: s1.dataDir, shards });
       const after = await snapshot(s);
       expect(after.sites, `shards=${shards}`).toBe(before.sites);

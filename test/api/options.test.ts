@@ -2,7 +2,10 @@
  * OPTIONS (gaps.md §22) over real HTTP, and the public /docs/ pages.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { Type } from '@sinclair/typebox';
 import { TestServer } from '../helpers/server.js';
+import { actionFields, optionsBody } from '../../src/schema/describe.js';
+import { defineSchema, Field } from '../../src/schema/fields.js';
 
 const RENDERS = ['application/json', 'text/html'];
 const PARSES = ['application/json', 'application/x-www-form-urlencoded', 'multipart/form-data'];
@@ -80,9 +83,8 @@ describe('OPTIONS on sites', () => {
     expect(r.json.actions).toEqual({ PUT: { id: ID, name: SITE_NAME, description: SITE_DESCRIPTION } });
   });
 
-  // gaps §22: actions hold PUT "only where the route allows the method and the caller has the
-  // permission". server.ts options() sets actions.PUT from existence alone.
-  test.fails('OPTIONS on a site omits PUT for a caller without change permission there', async () => {
+  // gaps §22: PUT only where the route allows it and the caller has the permission.
+  test('OPTIONS on a site omits PUT for a caller without change permission there', async () => {
     const plain = await options(`/api/sites/${siteId}/`, PLAIN);
     expect(plain.status).toBe(200);
     expect(plain.json.actions).toBeUndefined();
@@ -148,9 +150,8 @@ describe('OPTIONS protocol', () => {
   });
 
   // gaps §3.1: the public endpoints are GET /api/, POST /api/authenticate/ and /docs/;
-  // "everything else, OPTIONS included, requires authentication". server.ts treats every
-  // method on the index and on authenticate as public.
-  test.fails('OPTIONS on the index requires authentication', async () => {
+  // "everything else, OPTIONS included, requires authentication".
+  test('OPTIONS on the index requires authentication', async () => {
     const r = await options('/api/', null);
     expect(r.status).toBe(401);
   });
@@ -242,5 +243,60 @@ describe('docs', () => {
     const r = await s.get('/docs/nope', { as: null });
     expect(r.status).toBe(404);
     expect(r.json).toEqual({ error: { code: 404, message: 'Endpoint not found.' } });
+  });
+});
+
+describe('OPTIONS descriptors from a schema', () => {
+  // A Device-shaped schema (canonical output order id, site_id, hostname, attributes), built the
+  // way resource modules build theirs, to pin the gaps §22 example before devices exist.
+  const deviceLike = defineSchema('Device', 'API endpoint that allows Devices to be viewed or edited.', {
+    id: Field.id(),
+    site_id: Field.integer({ requiredOn: ['POST'], createOnly: true, help: 'Unique ID of the Site this object is under.' }),
+    hostname: Field.string({ maxLength: 255, requiredOn: ['POST', 'PUT'], help: 'The hostname of the Device.' }),
+    attributes: Field.json(Type.Object({}), { requiredOn: ['PUT'], help: 'Dictionary of attributes to set.' }),
+  });
+  const HOSTNAME = { type: 'string', required: true, read_only: false, label: 'Hostname', help_text: 'The hostname of the Device.', max_length: 255 };
+  const ATTRIBUTES = { type: 'field', required: false, read_only: false, label: 'Attributes', help_text: 'Dictionary of attributes to set.' };
+
+  test('actionFields gives the Device POST example of gaps §22 in its field order', () => {
+    expect(JSON.stringify(actionFields(deviceLike, 'POST'))).toBe(JSON.stringify({
+      hostname: HOSTNAME,
+      attributes: ATTRIBUTES,
+      site_id: { type: 'integer', required: true, read_only: false, label: 'Site', help_text: 'Unique ID of the Site this object is under.' },
+    }));
+  });
+
+  test('actionFields gives the Device PUT example of gaps §22 with attributes required', () => {
+    expect(JSON.stringify(actionFields(deviceLike, 'PUT'))).toBe(JSON.stringify({
+      id: { type: 'integer', required: false, read_only: true, label: 'ID' },
+      hostname: HOSTNAME,
+      attributes: { ...ATTRIBUTES, required: true },
+    }));
+  });
+
+  test('actionFields describes limits and writable choices', () => {
+    const schema = defineSchema('Thing', 'd', {
+      id: Field.id(),
+      mtu: Field.integer({ minimum: 68, maximum: 65535, nullable: true }),
+      kind: Field.choice(['a', 'b']),
+      state: Field.choice(['x'], { readOnly: true }),
+      cidr: Field.string(),
+      is_ip: Field.boolean(),
+    });
+    expect(JSON.stringify(actionFields(schema, 'POST'))).toBe(JSON.stringify({
+      mtu: { type: 'integer', required: false, read_only: false, label: 'Mtu', min_value: 68, max_value: 65535 },
+      kind: { type: 'choice', required: false, read_only: false, label: 'Kind', choices: [{ value: 'a', display_name: 'a' }, { value: 'b', display_name: 'b' }] },
+      cidr: { type: 'string', required: false, read_only: false, label: 'CIDR' },
+      is_ip: { type: 'boolean', required: false, read_only: false, label: 'Is ip' },
+    }));
+  });
+
+  test('optionsBody names list and instance routes and omits empty actions', () => {
+    expect(JSON.parse(optionsBody(deviceLike, true, { POST: true, PUT: true }))).toMatchObject({ name: 'Device List' });
+    expect(Object.keys(JSON.parse(optionsBody(deviceLike, true, { POST: true, PUT: true })).actions)).toEqual(['POST', 'PUT']);
+    expect(JSON.parse(optionsBody(deviceLike, false, {}))).toEqual({
+      name: 'Device Instance', description: 'API endpoint that allows Devices to be viewed or edited.', renders: RENDERS, parses: PARSES,
+    });
+    expect(JSON.parse(optionsBody(defineSchema('Protocol Type', 'd', { id: Field.id() }), false, {})).name).toBe('Protocol Type Instance');
   });
 });

@@ -236,3 +236,12 @@ describe('negotiate', () => {
     expect(negotiate('text/plain', 'formats=json')).toBeNull();
   });
 });
+
+describe('parseBody large form lists', () => {
+  test('parseBody collects a very long JSON list in a list-valued form field', () => {
+    const ids = Array.from({ length: 300_000 }, (_, i) => i);
+    const body = parse(`required_attributes=${encodeURIComponent(JSON.stringify(ids))}`, 'application/x-www-form-urlencoded') as { required_attributes: number[] };
+    expect(body.required_attributes).toHaveLength(300_000);
+    expect(body.required_attributes[299_999]).toBe(299_999);
+  });
+});
