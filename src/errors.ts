@@ -21,7 +21,7 @@ export const isApiError = (e: unknown): e is ApiError => e instanceof ApiError;
 const WWW_AUTHENTICATE = { 'WWW-Authenticate': 'AuthToken' };
 
 /** `None` where the URL names no site, as existing clients expect. */
-export const siteLabel = (site: number | null | undefined): string => (site == null ? 'None' : String(site));
+export const siteLabel = (site: number | string | null | undefined): string => (site == null ? 'None' : String(site));
 
 export const Errors = {
   // 400
@@ -49,7 +49,7 @@ export const Errors = {
 
   // 404
   endpointNotFound: () => new ApiError(404, 'Endpoint not found.'),
-  noSuch: (model: string, site: number | null | undefined, key: string | number | null) =>
+  noSuch: (model: string, site: number | string | null | undefined, key: string | number | null) =>
     new ApiError(404, `No such ${model} found at (site_id, id) = (${siteLabel(site)}, ${key === null ? 'None' : key})`),
 
   // 405 / 406 / 409 / 413 / 415

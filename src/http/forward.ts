@@ -46,7 +46,7 @@ export class Forwarder {
     const { match, model } = input;
     const op = input.op ?? opFor(match, input.method);
     const req: Omit<ShardRequest, 'seq'> = {
-      op, method: input.method === 'HEAD' ? 'GET' : input.method, collection: match.collection, site: match.site,
+      op, method: input.method === 'HEAD' ? 'GET' : input.method, collection: match.collection, site: match.site, siteText: match.siteText,
       key: match.key, route: match.route, query: input.query, body: input.body,
       principal: input.principal, link: input.link, hint: input.hint,
     };

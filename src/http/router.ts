@@ -18,6 +18,8 @@ export type RouteMatch =
     kind: 'resource';
     collection: string;
     site: number | null;
+    /** The site segment as written, for messages (a huge one is not exactly a Number). */
+    siteText?: string;
     target: Target;
     key?: string;
     route?: string;
@@ -54,7 +56,8 @@ export class Router {
       if (!DIGITS.test(segs[1])) return null;
       const spec = this.specs.get(segs[2]);
       if (!spec || !spec.nested) return null;
-      return this.within(segs[2], spec, Number(segs[1]), segs.slice(3));
+      const m = this.within(segs[2], spec, Number(segs[1]), segs.slice(3));
+      return m && m.kind === 'resource' ? { ...m, siteText: segs[1] } : m;
     }
     const spec = this.specs.get(segs[0]);
     if (!spec || !spec.topLevel) return null;

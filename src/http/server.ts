@@ -54,8 +54,8 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     const method = x.method === 'HEAD' ? 'GET' : x.method;
     const methods = match ? methodsOf(match) : [];
     if (match) x.allow = allowHeader(methods);
-    // Public: GET /api/ and POST /api/authenticate/ only; OPTIONS on them still needs credentials.
-    const isPublic = (match?.kind === 'index' && method === 'GET') || (match?.kind === 'authenticate' && method === 'POST');
+    // Public: GET /api/ and /api/authenticate/ (so a wrong method there is a 405); OPTIONS needs credentials.
+    const isPublic = (match?.kind === 'index' && method === 'GET') || (match?.kind === 'authenticate' && method !== 'OPTIONS');
     const user = isPublic ? null : await auth.authenticate({ authorization: x.authorization, email: x.emailHeader }, match?.kind === 'verify_token');
     if (!match) throw Errors.endpointNotFound();
     if (method !== 'OPTIONS' && !methods.includes(method as HttpMethod)) throw Errors.methodNotAllowed(x.method, x.allow);
@@ -160,7 +160,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
   }
 
   function serveDocs(x: Exchange): void {
-    x.allow = 'GET, HEAD, OPTIONS';
+    x.allow = 'GET, HEAD';
     if (x.method !== 'GET' && x.method !== 'HEAD') return x.fail(Errors.methodNotAllowed(x.method, x.allow));
     if (x.path === '/docs/openapi.json') return x.send(200, JSON.stringify(openApiDocument()));
     if (x.path === '/docs' || x.path === '/docs/') { x.representation = 'json'; return x.sendHtml(200, docsPage()); }

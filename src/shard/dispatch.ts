@@ -21,7 +21,7 @@ const isId = (key: string) => /^\d+$/.test(key);
 
 export function lookup(ctx: RequestContext, model: ResourceModel<any>, key: string): StoredObject {
   const site = ctx.urlSite;
-  const notFound = () => Errors.noSuch(model.name, site, key);
+  const notFound = () => Errors.noSuch(model.name, ctx.req.siteText ?? site, key);
   if (isId(key)) {
     const id = Number(key);
     const r = model.find ? model.find(ctx, id) : ctx.shard.table(model.kind).get(id);

@@ -25,6 +25,8 @@ export interface ShardRequest {
   collection: string;
   /** Site from the URL, or null on top-level routes. */
   site: number | null;
+  /** The site segment as written in the URL, for 404 messages. */
+  siteText?: string;
   key?: string;
   route?: string;
   query: string;

@@ -144,10 +144,10 @@ describe('Router top-level collections', () => {
 
 describe('Router nested collections', () => {
   test('router matches nested lists with the site id', () => {
-    expect(shape('/api/sites/12/devices/')).toEqual({ kind: 'resource', collection: 'devices', site: 12, target: 'list' });
-    expect(shape('/api/sites/1/changes')).toEqual({ kind: 'resource', collection: 'changes', site: 1, target: 'list' });
-    expect(shape('/api/sites/1/changes/5/diff/')).toEqual({ kind: 'resource', collection: 'changes', site: 1, target: 'detail-route', key: '5', route: 'diff' });
-    expect(shape('/api/sites/1/devices/query/')).toEqual({ kind: 'resource', collection: 'devices', site: 1, target: 'list-route', route: 'query' });
+    expect(shape('/api/sites/12/devices/')).toEqual({ kind: 'resource', collection: 'devices', site: 12, siteText: '12', target: 'list' });
+    expect(shape('/api/sites/1/changes')).toEqual({ kind: 'resource', collection: 'changes', site: 1, siteText: '1', target: 'list' });
+    expect(shape('/api/sites/1/changes/5/diff/')).toEqual({ kind: 'resource', collection: 'changes', site: 1, siteText: '1', target: 'detail-route', key: '5', route: 'diff' });
+    expect(shape('/api/sites/1/devices/query/')).toEqual({ kind: 'resource', collection: 'devices', site: 1, siteText: '1', target: 'list-route', route: 'query' });
   });
 
   test('router requires an all-digit site segment', () => {
@@ -157,7 +157,7 @@ describe('Router nested collections', () => {
   });
 
   test('router reads a percent-encoded digit site segment', () => {
-    expect(shape('/api/sites/%31/devices/')).toEqual({ kind: 'resource', collection: 'devices', site: 1, target: 'list' });
+    expect(shape('/api/sites/%31/devices/')).toEqual({ kind: 'resource', collection: 'devices', site: 1, siteText: '1', target: 'list' });
   });
 
   test('router rejects unknown nested collections', () => {
@@ -189,7 +189,7 @@ describe('Router path decoding', () => {
 
 describe('Router multi-segment keys', () => {
   test('router joins network key segments and splits off a final sub-route', () => {
-    expect(shape('/api/sites/1/networks/10.0.0.0/24/parent/')).toEqual({ kind: 'resource', collection: 'networks', site: 1, target: 'detail-route', key: '10.0.0.0/24', route: 'parent' });
+    expect(shape('/api/sites/1/networks/10.0.0.0/24/parent/')).toEqual({ kind: 'resource', collection: 'networks', site: 1, siteText: '1', target: 'detail-route', key: '10.0.0.0/24', route: 'parent' });
     expect(shape('/api/networks/10.0.0.0/24/')).toEqual({ kind: 'resource', collection: 'networks', site: null, target: 'detail', key: '10.0.0.0/24' });
     expect(shape('/api/networks/10.0.0.0/24')).toEqual({ kind: 'resource', collection: 'networks', site: null, target: 'detail', key: '10.0.0.0/24' });
     expect(shape('/api/networks/10.0.0.1/')).toMatchObject({ target: 'detail', key: '10.0.0.1' });
@@ -200,7 +200,7 @@ describe('Router multi-segment keys', () => {
 
   test('router joins interface key segments', () => {
     expect(shape('/api/interfaces/r1:xe-1/2/3/')).toEqual({ kind: 'resource', collection: 'interfaces', site: null, target: 'detail', key: 'r1:xe-1/2/3' });
-    expect(shape('/api/sites/2/interfaces/r1:xe-1/2/3/addresses/')).toEqual({ kind: 'resource', collection: 'interfaces', site: 2, target: 'detail-route', key: 'r1:xe-1/2/3', route: 'addresses' });
+    expect(shape('/api/sites/2/interfaces/r1:xe-1/2/3/addresses/')).toEqual({ kind: 'resource', collection: 'interfaces', site: 2, siteText: '2', target: 'detail-route', key: 'r1:xe-1/2/3', route: 'addresses' });
     expect(shape('/api/interfaces/r1:ge-0%2F0%2F0/')).toMatchObject({ target: 'detail', key: 'r1:ge-0/0/0' });
   });
 
