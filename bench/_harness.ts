@@ -186,6 +186,25 @@ function processCpuSeconds(pid: number): number | null {
   } catch { return null; }
 }
 
+/**
+ * Cores the rest of the machine keeps busy: samples /proc/stat for `ms` while
+ * the bench itself is idle. null off Linux.
+ */
+export async function foreignBusyCores(ms = 1000): Promise<number | null> {
+  const sample = (): number[] | null => {
+    try {
+      const f = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number);
+      const idle = f[3] + (f[4] ?? 0);
+      return [f.slice(0, 8).reduce((a, v) => a + v, 0), idle];
+    } catch { return null; }
+  };
+  const a = sample();
+  await new Promise((ok) => setTimeout(ok, ms));
+  const b = sample();
+  if (!a || !b || b[0] === a[0]) return null;
+  return (1 - (b[1] - a[1]) / (b[0] - a[0])) * availableParallelism();
+}
+
 export interface LoadOptions {
   url: string;
   connections: number;

@@ -10,9 +10,8 @@
  * raw then netsot), BENCH_WARMUP_SECONDS (per server, not reported, default 2),
  * BENCH_CONNECTIONS (default 64). The server runs with its default shard count.
  */
-import { loadavg } from 'node:os';
 import {
-  applicationHeaders, combine, envNumber, failures, fmt, log, machine, request, runLoad, startNetsot, startRawUws, table,
+  applicationHeaders, combine, envNumber, failures, fmt, foreignBusyCores, log, machine, request, runLoad, startNetsot, startRawUws, table,
   type ChildServer, type LoadSummary,
 } from './_harness.js';
 
@@ -55,8 +54,9 @@ export async function run(): Promise<number> {
     log(`get-site (P1): GET ${path} (${sample.text.length}-byte body, headers ${headers.map(([k]) => k).join(', ')})`);
     log(`${connections} keep-alive connections, pipelining 1, ${slice * rounds} s measured per server, ${warmup} s warm-up per server; ${orderText}`);
     log(`client: autocannon in the bench process; servers: child processes (netsot pid ${netsot.pid}, default shards; raw uWS pid ${raw.pid}); ${machine().cores} cores, Node ${process.version}`);
-    const loadBefore = loadavg()[0];
-    log(`load average (1 min) before: ${loadBefore.toFixed(2)}${loadBefore > 0.5 ? ' — the machine is not idle; figures will be noisy' : ''}`);
+    const busyBefore = await foreignBusyCores();
+    const busyNote = (busy: number | null) => (busy === null ? 'unknown' : `${busy.toFixed(2)} cores${busy > 0.2 ? ' — machine not idle, figures will be noisy' : ''}`);
+    log(`other CPU use before the load (1 s sample, servers idle): ${busyNote(busyBefore)}`);
 
     if (warmup > 0) { await load('netsot', warmup); await load('raw', warmup); }
 
@@ -69,6 +69,8 @@ export async function run(): Promise<number> {
       }
     }
 
+    const busyAfter = await foreignBusyCores();
+    log(`other CPU use after the load: ${busyNote(busyAfter)}`);
     const after = await request(netsot.base, 'GET', path, { headers: AUTH });
     if (after.text !== sample.text) throw new Error(`GET ${path} changed during the run: ${after.text}`);
 
@@ -99,7 +101,8 @@ export async function run(): Promise<number> {
       order: orders.map((o) => o.join(',')), raw: summary(b), netsot: summary(n),
       rps_by_round: { raw: results.raw.map((r) => Math.round(r.rps)), netsot: results.netsot.map((r) => Math.round(r.rps)) },
       ratio: Number(ratio.toFixed(4)), target: TARGET, meets_target: ratio >= TARGET, ...machine(),
-      loadavg_before: Number(loadBefore.toFixed(2)), loadavg_after: Number(loadavg()[0].toFixed(2)),
+      other_busy_cores_before: busyBefore === null ? null : Number(busyBefore.toFixed(2)),
+      other_busy_cores_after: busyAfter === null ? null : Number(busyAfter.toFixed(2)),
     }));
 
     const failed = failures(n) + failures(b);
