@@ -38,8 +38,21 @@ export class Router {
     for (const c of collections) this.specs.set(c.collection, c.routes);
   }
 
+  /** Matches are pure functions of the path and never mutated, so recent ones are reused. */
+  private readonly recent = new Map<string, RouteMatch | null>();
+
   /** null: no such endpoint. */
   match(path: string): RouteMatch | null {
+    let m = this.recent.get(path);
+    if (m === undefined) {
+      m = this.parse(path);
+      if (this.recent.size >= 4096) this.recent.clear();
+      this.recent.set(path, m);
+    }
+    return m;
+  }
+
+  private parse(path: string): RouteMatch | null {
     if (path !== '/api' && !path.startsWith('/api/')) return null;
     const raw = path.slice(5).split('/');
     if (raw.length > 0 && raw[raw.length - 1] === '') raw.pop();
@@ -93,7 +106,16 @@ export class Router {
 const METHOD_ORDER = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'];
 
 /** Allow header value: the route's methods in the usual order, plus HEAD (with GET) and OPTIONS. */
+const allowCache = new Map<string, string>();
+
 export function allowHeader(methods: readonly string[]): string {
+  const key = methods.join(',');
+  let header = allowCache.get(key);
+  if (header === undefined) allowCache.set(key, (header = buildAllow(methods)));
+  return header;
+}
+
+function buildAllow(methods: readonly string[]): string {
   const out = METHOD_ORDER.filter((m) => methods.includes(m));
   for (const m of methods) if (!out.includes(m) && m !== 'HEAD' && m !== 'OPTIONS') out.push(m);
   if (methods.includes('GET')) out.push('HEAD');

@@ -45,6 +45,15 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
   const forwarder = new Forwarder(pool);
   const router = new Router([...MODELS.map((m) => ({ collection: m.collection, routes: m.routes })), { collection: 'users', routes: userRoutes }]);
 
+  // Most clients send one of a few Accept headers; the parse is cached unless ?format= may apply.
+  const negotiations = new Map<string, ReturnType<typeof negotiate>>();
+  const negotiateCached = (accept: string, query: string) => {
+    if (query.includes('format')) return negotiate(accept, query);
+    let n = negotiations.get(accept);
+    if (n === undefined) { n = negotiate(accept); if (negotiations.size < 256) negotiations.set(accept, n); }
+    return n;
+  };
+
   const methodsOf = (m: RouteMatch): HttpMethod[] =>
     m.kind === 'index' ? ['GET'] : m.kind === 'resource' ? m.methods : ['POST'];
 
@@ -59,10 +68,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     const user = isPublic ? null : await auth.authenticate({ authorization: x.authorization, email: x.emailHeader }, match?.kind === 'verify_token');
     if (!match) throw Errors.endpointNotFound();
     if (method !== 'OPTIONS' && !methods.includes(method as HttpMethod)) throw Errors.methodNotAllowed(x.method, x.allow);
-    const format = new QueryParams(x.query).get('format');
-    const accepted = format === 'json' ? { representation: 'json' as const, version: negotiate(x.accept)?.version ?? '1.0' }
-      : format === 'api' ? { representation: 'html' as const, version: negotiate(x.accept)?.version ?? '1.0' }
-      : negotiate(x.accept);
+    const accepted = negotiateCached(x.accept, x.query);
     if (!accepted) throw Errors.notAcceptable();
     x.representation = accepted.representation;
     const raw = await x.body;

@@ -70,9 +70,13 @@ export class UserDirectory {
     return p;
   }
 
+  /** The caller as shards see it; records are replaced on every change, so it is cached per record. */
   principal(u: UserRecord): Principal {
-    return { id: u.id, email: u.email, superuser: u.superuser, grants: u.grants };
+    let p = this.principals.get(u);
+    if (!p) this.principals.set(u, (p = { id: u.id, email: u.email, superuser: u.superuser, grants: u.grants }));
+    return p;
   }
+  private readonly principals = new WeakMap<UserRecord, Principal>();
 
   render(u: UserRecord, withSecret = false): Record<string, unknown> {
     const permissions: Record<string, unknown> = {};

@@ -11,22 +11,40 @@ import type { ListPart, ShardReply, ShardRequest } from './protocol.js';
 
 type Pending = (reply: ShardReply) => void;
 
+/**
+ * Messages are batched per event-loop turn in both directions: requests that
+ * arrive in one turn travel to a shard as one array, and its replies come back
+ * the same way. A postMessage wakes the other thread, and that wake-up, not
+ * the work, is the cost of a small request, so this is what lets a shard hop
+ * stay cheap under many parallel clients.
+ */
 class ShardHandle {
   private seq = 0;
   private readonly pending = new Map<number, Pending>();
+  private outbox: ShardRequest[] = [];
   constructor(readonly worker: Worker, private readonly port: MessagePort) {
-    port.on('message', (reply: ShardReply) => {
-      const done = this.pending.get(reply.seq);
-      if (done) { this.pending.delete(reply.seq); done(reply); }
+    port.on('message', (replies: ShardReply[]) => {
+      for (const reply of replies) {
+        const done = this.pending.get(reply.seq);
+        if (done) { this.pending.delete(reply.seq); done(reply); }
+      }
     });
   }
+  /** Queues `req` (stamping its seq on it) for this turn's batch. */
   send(req: Omit<ShardRequest, 'seq'>): Promise<ShardReply> {
     const seq = ++this.seq;
     return new Promise((resolve) => {
       this.pending.set(seq, resolve);
-      this.port.postMessage({ ...req, seq });
+      if (this.outbox.length === 0) setImmediate(this.flush);
+      (req as ShardRequest).seq = seq;
+      this.outbox.push(req as ShardRequest);
     });
   }
+  private readonly flush = (): void => {
+    const batch = this.outbox;
+    this.outbox = [];
+    this.port.postMessage(batch);
+  };
   get inFlight(): number { return this.pending.size; }
 }
 
@@ -57,7 +75,8 @@ export class ShardPool {
 
   send(shard: number, req: Omit<ShardRequest, 'seq'>): Promise<ShardReply> { return this.shards[shard].send(req); }
 
-  all(req: Omit<ShardRequest, 'seq'>): Promise<ShardReply[]> { return Promise.all(this.shards.map((s) => s.send(req))); }
+  /** One copy per shard: `send` stamps its sequence number on the object it queues. */
+  all(req: Omit<ShardRequest, 'seq'>): Promise<ShardReply[]> { return Promise.all(this.shards.map((s) => s.send({ ...req }))); }
 
   async stop(): Promise<void> { await Promise.all(this.shards.map((s) => s.worker.terminate())); }
 }

@@ -7,7 +7,7 @@ import type { Config } from '../config.js';
 import type { SharedIdState } from '../store/ids.js';
 import { Store } from '../store/lmdb.js';
 import { handle } from './dispatch.js';
-import type { ShardRequest } from './protocol.js';
+import type { ShardReply, ShardRequest } from './protocol.js';
 import { ShardState } from './state.js';
 
 interface ShardWorkerData { shardIndex: number; shardCount: number; config: Config; shared: SharedIdState; port: MessagePort }
@@ -17,7 +17,11 @@ const store = new Store(data.config.dataDir);
 const shard = new ShardState(data.shardIndex, data.shardCount, data.config, store, data.shared);
 const started = performance.now();
 shard.load();
-data.port.on('message', (req: ShardRequest) => {
-  handle(shard, req).then((reply) => data.port.postMessage(reply));
+// Replies leave in batches, one postMessage per event-loop turn (see ShardHandle in pool.ts).
+let outbox: ShardReply[] = [];
+const flush = () => { const batch = outbox; outbox = []; data.port.postMessage(batch); };
+const reply = (r: ShardReply) => { if (outbox.length === 0) setImmediate(flush); outbox.push(r); };
+data.port.on('message', (batch: ShardRequest[]) => {
+  for (const req of batch) handle(shard, req).then(reply);
 });
 parentPort!.postMessage({ ready: true, loadMs: performance.now() - started });
