@@ -1,9 +1,8 @@
 #!/usr/bin/env node
 /** CLI: `node dist/main.js serve [--host H] [--port P] [--data-dir D] [--shards N] …` */
 import { ConfigError, flagsToSource, loadConfig } from './config.js';
-import { NativeLoadError } from './http/uws.js';
-import { startServer } from './http/server.js';
 import { Logger } from './log.js';
+import { NativeLoadError, verifyNativeModules } from './native.js';
 
 async function main(argv: string[]): Promise<void> {
   const [command, ...rest] = argv;
@@ -19,6 +18,9 @@ async function main(argv: string[]): Promise<void> {
   const log = new Logger(config.logLevel);
   try {
     const started = performance.now();
+    await verifyNativeModules(log);
+    // Imported only now: the server pulls in lmdb, whose load failure verifyNativeModules reports.
+    const { startServer } = await import('./http/server.js');
     const server = await startServer(config, log);
     log.log('warn', `netsot listening on http://${config.host}:${server.port} (data ${config.dataDir}, ${config.shards} shards, ready in ${(performance.now() - started).toFixed(0)}ms)`);
     log.flush();

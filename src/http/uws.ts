@@ -24,7 +24,7 @@ export function loadUws(): typeof UWS {
     throw new NativeLoadError(
       `uWebSockets.js native binary ${file} did not load (Node ${process.version}, ABI ${process.versions.modules}, ` +
       `${process.platform}/${process.arch}): ${(err as Error).message}\n` +
-      'netsot refuses to run on the slow JS fallback. Use Node 18 or 20 on glibc >= 2.28 (see native-notes.md).',
+      'netsot refuses to run on the slow JS fallback. Use Node 20 on Linux with glibc >= 2.34 (see native-notes.md).',
     );
   }
 }
