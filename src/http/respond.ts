@@ -44,10 +44,14 @@ export class Exchange {
     this.emailHeader = email === '' && !hasHeader(req, emailHeaderName) ? undefined : email;
     this.host = req.getHeader('host') || 'localhost';
     this.forwardedFor = req.getHeader('x-forwarded-for');
-    res.onAborted(() => { this.aborted = true; });
     const length = req.getHeader('content-length');
     const chunked = req.getHeader('transfer-encoding') !== '';
-    this.body = (length !== '' && length !== '0') || chunked ? readBody(res, maxBody, Number(length) || 0) : Promise.resolve(EMPTY);
+    let settle: (b: BodyResult) => void = () => undefined;
+    this.body = (length !== '' && length !== '0') || chunked
+      ? new Promise<BodyResult>((resolve) => { settle = resolve; readBody(res, maxBody, Number(length) || 0, resolve); })
+      : Promise.resolve(EMPTY);
+    // A client that goes away mid-body must not leave its request waiting forever.
+    res.onAborted(() => { this.aborted = true; settle(EMPTY); });
   }
 
   get fullPath(): string { return this.query ? `${this.path}?${this.query}` : this.path; }
@@ -103,19 +107,17 @@ function hasHeader(req: HttpRequest, name: string): boolean {
 }
 
 /** Collects the body, copying each chunk (uWS reuses its buffer after the callback). */
-function readBody(res: HttpResponse, max: number, declared: number): Promise<BodyResult> {
-  return new Promise((resolve) => {
-    if (declared > max) { resolve('too-large'); res.onData(() => undefined); return; }
-    const chunks: Buffer[] = [];
-    let size = 0;
-    let over = false;
-    res.onData((chunk, isLast) => {
-      if (over) return;
-      size += chunk.byteLength;
-      if (size > max) { over = true; resolve('too-large'); return; }
-      chunks.push(Buffer.from(new Uint8Array(chunk)));
-      if (isLast) resolve(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks));
-    });
+function readBody(res: HttpResponse, max: number, declared: number, resolve: (b: BodyResult) => void): void {
+  if (declared > max) { resolve('too-large'); res.onData(() => undefined); return; }
+  const chunks: Buffer[] = [];
+  let size = 0;
+  let over = false;
+  res.onData((chunk, isLast) => {
+    if (over) return;
+    size += chunk.byteLength;
+    if (size > max) { over = true; resolve('too-large'); return; }
+    chunks.push(Buffer.from(new Uint8Array(chunk)));
+    if (isLast) resolve(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks));
   });
 }
 
