@@ -36,6 +36,7 @@ export const Errors = {
     new ApiError(400, { [field]: `Site in body (${body}) does not match site in URL (${url}).` }),
   multipleMatched: (plural: string, keyField: string, key: string) =>
     new ApiError(400, `Multiple ${plural} matched ${keyField}='${key}'. Use a site-specific endpoint or lookup by ID.`),
+  bulkAcrossSites: () => new ApiError(400, { non_field_errors: ['A bulk request must keep to one site: send one request per site, or use /api/sites/<site_id>/<collection>/.'] }),
   invalidEmailHeader: () => new ApiError(400, 'Username must contain a valid email address'),
 
   // 401

@@ -9,7 +9,7 @@ import type { HttpMethod, ResourceModel } from '../model/model.js';
 import { pageEnvelope, pageLinks, readPage, type LinkBase } from '../query/pagination.js';
 import { QueryParams } from '../query/params.js';
 import { mergeParts, type ShardPool } from '../shard/pool.js';
-import type { Op, Principal, ShardReply, ShardRequest } from '../shard/protocol.js';
+import type { ListPart, Op, Principal, ShardReply, ShardRequest } from '../shard/protocol.js';
 import type { RouteMatch } from './router.js';
 
 type ResourceMatch = Extract<RouteMatch, { kind: 'resource' }>;
@@ -24,6 +24,17 @@ export function opFor(match: ResourceMatch, method: string): Op {
     case 'detail': return m === 'GET' ? 'detail' : m === 'PUT' ? 'replace' : m === 'PATCH' ? 'patch' : 'delete';
     case 'detail-route': return 'detail-route';
   }
+}
+
+/** The lowest-order error every shard reported, if any (see ListChecks). */
+function unanimousError(parts: ListPart[]): Forwarded | null {
+  type Verdict = { status: number; body: string };
+  const maps = parts.map((p) => new Map<number, Verdict>((p.checks?.unanimous ?? []).map((e) => [e.order, e])));
+  const common = maps.reduce((acc, m) => new Map([...acc].filter((entry) => m.has(entry[0]))));
+  if (common.size === 0) return null;
+  const first = Math.min(...common.keys());
+  const v = common.get(first)!;
+  return { status: v.status, body: v.body };
 }
 
 export interface ForwardInput {
@@ -54,7 +65,15 @@ export class Forwarder {
 
     if (match.key !== undefined) return this.pool.send(await this.shardOfKey(model, match.key), req);
 
-    if (op === 'create') return this.pool.send(this.shardOfCreate(model, input.body, input.hint), req);
+    if (op === 'create') {
+      const shard = Array.isArray(input.body) ? this.shardOfItems(input.body.map((item) => this.siteShardOf(item))) : this.shardOfCreate(model, input.body, input.hint);
+      return this.pool.send(shard, req);
+    }
+    if (op === 'bulk-update') {
+      const items = Array.isArray(input.body) ? input.body : [];
+      return this.pool.send(this.shardOfItems(items.map((item) => this.idShardOf(model, item && typeof item === 'object' ? (item as Record<string, unknown>).id : undefined))), req);
+    }
+    if (op === 'bulk-delete') return this.pool.send(this.shardOfDeletes(model, input.body), req);
     if (op === 'list' || op === 'list-route') return this.scatterList(req);
     throw Errors.methodNotAllowed(input.method, 'GET');
   }
@@ -80,6 +99,40 @@ export class Forwarder {
     return owners[0];
   }
 
+  /**
+   * A top-level bulk write goes to the one shard its items name; items on two
+   * shards are two sites, which one transaction never spans. Items naming no
+   * usable site or id leave the verdict to the shard's own validation.
+   */
+  private shardOfItems(shards: number[]): number {
+    const distinct = new Set(shards.filter((s) => s >= 0));
+    if (distinct.size > 1) throw Errors.bulkAcrossSites();
+    return distinct.size === 1 ? [...distinct][0] : 0;
+  }
+
+  private siteShardOf(item: unknown): number {
+    const site = item && typeof item === 'object' && !Array.isArray(item) ? (item as Record<string, unknown>).site_id : undefined;
+    const n = typeof site === 'number' ? site : typeof site === 'string' && /^\d+$/.test(site.trim()) ? Number(site) : NaN;
+    return Number.isSafeInteger(n) && n >= 0 ? this.pool.shardOfSite(n) : -1;
+  }
+
+  private idShardOf(model: ResourceModel<any, any>, id: unknown): number {
+    const n = typeof id === 'number' ? id : typeof id === 'string' && /^\d+$/.test(id) ? Number(id) : NaN;
+    return Number.isSafeInteger(n) ? this.pool.shardOfId(model.kind, n) : -1;
+  }
+
+  /** Bulk delete at top level: malformed lists to any shard (it reports them); the first unknown id is a 404 here. */
+  private shardOfDeletes(model: ResourceModel<any, any>, body: unknown): number {
+    if (!Array.isArray(body) || body.length === 0 || body.some((v) => typeof v !== 'number' || !Number.isInteger(v))) return 0;
+    const shards: number[] = [];
+    for (const id of body as number[]) {
+      const shard = this.pool.shardOfId(model.kind, id);
+      if (shard < 0) throw Errors.noSuch(model.name, null, id);
+      shards.push(shard);
+    }
+    return this.shardOfItems(shards);
+  }
+
   private shardOfCreate(model: ResourceModel<any>, body: unknown, hint?: Record<string, unknown>): number {
     if (model.siteKeyed) return this.pool.shardOfSite(Number(hint?.siteId));
     const site = body && typeof body === 'object' && !Array.isArray(body) ? (body as Record<string, unknown>).site_id : undefined;
@@ -93,8 +146,12 @@ export class Forwarder {
     const failed = replies.find((r) => r.status >= 400);
     if (failed) return failed;
     const parts = replies.map((r) => r.part!);
+    const verdict = unanimousError(parts);
+    if (verdict) return verdict;
     const newestFirst = parts.some((p) => p.newestFirst);
     const { count, items } = mergeParts(parts, newestFirst);
+    const expectOne = parts.find((p) => p.checks?.expectOne)?.checks?.expectOne;
+    if (expectOne && count !== 1) throw Errors.validation({ [expectOne.field]: expectOne.template.replace('{n}', String(count)) });
     const q = new QueryParams(req.query);
     const page = readPage(q);
     if (!page) return { status: 200, body: `[${items.join(',')}]` };

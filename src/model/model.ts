@@ -9,9 +9,11 @@ import type { Kind } from '../store/kinds.js';
 import type { ResourceSchema } from '../schema/fields.js';
 import type { SchemaWriters } from '../schema/serialize.js';
 import type { StoredObject } from '../shard/table.js';
-import type { RequestContext } from '../shard/context.js';
+import type { RequestContext, SiteRecord } from '../shard/context.js';
 import type { ShardState } from '../shard/state.js';
 import type { Method } from '../schema/validate.js';
+import type { FilterSpec } from '../query/filters.js';
+import type { ListChecks } from '../shard/protocol.js';
 
 export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 
@@ -40,7 +42,17 @@ export interface ListResult<R> {
   newestFirst?: boolean;
 }
 
-export interface ResourceModel<R extends StoredObject = StoredObject> {
+/**
+ * An index derived from records (attribute values, prefix trees…), kept in
+ * step by the Transaction on every insert/replace/remove (and undone with
+ * it), and rebuilt by the loader.
+ */
+export interface DerivedIndex<R> {
+  add(shard: ShardState, r: R): void;
+  remove(shard: ShardState, r: R): void;
+}
+
+export interface ResourceModel<R extends StoredObject = StoredObject, D = Record<string, unknown>> {
   kind: Kind;
   /** Model name in messages and Change resource_name: 'ProtocolType'. */
   name: string;
@@ -54,36 +66,53 @@ export interface ResourceModel<R extends StoredObject = StoredObject> {
   /** Where the object lives on disk; default `objects` under [siteId, kind, id]. */
   storeDb?: 'sites' | 'objects';
   naturalKey?: { field: string; of(r: R): string; normalize?(key: string): string };
+  /** Further per-site unique keys, each an index on the table under its name. */
+  uniqueKeys?: Record<string, (r: R) => string>;
+  derived?: DerivedIndex<R>[];
+  /** The body field naming the site: `site_id`, or `site` (ProtocolType, Protocol). */
+  siteField?: 'site_id' | 'site';
   /** The detail key is the site id itself (sites). */
   siteKeyed?: boolean;
+  /** List filters of gaps.md §7.4 (plain lists and query/). */
+  filters?: FilterSpec<R>[];
+  /** Attribute values, for resources that carry them (set queries, `attributes` filter). */
+  attributesOf?(r: R): Record<string, string | string[]>;
 
   /** The API shape, keys in canonical order. */
   render(r: R, shard: ShardState): Record<string, unknown>;
   /** expand=: field → the nested object, or null. */
-  expand?: Record<string, (r: R, shard: ShardState) => { model: ResourceModel<any>; record: StoredObject } | null>;
+  expand?: Record<string, (r: R, shard: ShardState) => { model: ResourceModel<any, any>; record: StoredObject } | null>;
 
-  /** Lookup by id where the model keeps no ObjectTable (Changes). */
-  find?(ctx: RequestContext, id: number): R | undefined;
   /** Records of a list in list order; `site` is the URL site or null for all of this shard's sites. */
   list(ctx: RequestContext, site: number | null): ListResult<R>;
+  /** Lookup by id where the model keeps no ObjectTable (Changes). */
+  find?(ctx: RequestContext, id: number): R | undefined;
   /** Custom serialisation (Changes render from stored text). */
   serialize?(ctx: RequestContext, r: R, detail: boolean): string;
 
-  create?(ctx: RequestContext, body: Record<string, unknown>): R;
-  update?(ctx: RequestContext, current: R, body: Record<string, unknown>, method: Method): R;
-  remove?(ctx: RequestContext, r: R): void;
+  /**
+   * Stage 1 of a write (gaps.md §9.1): the schema checks, no side effects, all
+   * failing fields at once. Bulk writes run it for every item before any item
+   * is applied.
+   */
+  parse?(ctx: RequestContext, body: Record<string, unknown>, method: Method): D;
+  /** Later stages (domain rules, attributes) and the write itself, through ctx.tx. */
+  create?(ctx: RequestContext, draft: D, site: SiteRecord | null): R;
+  update?(ctx: RequestContext, current: R, draft: D, method: Method): R;
+  /** Checks protections (409) and removes, with cascades; `batch` holds the ids a bulk delete removes together. */
+  remove?(ctx: RequestContext, r: R, batch?: ReadonlySet<number>): void;
 
   /** Detail sub-routes: return a finished reply body (a list or an object). */
   detailRoute?: Record<string, (ctx: RequestContext, r: R) => RouteResult>;
   listRoute?: Record<string, (ctx: RequestContext) => RouteResult>;
 
-  /** Rebuild derived indexes after a site was loaded from the store. */
+  /** Rebuild whatever `derived` cannot, after the shard's sites were loaded. */
   afterLoad?(shard: ShardState): void;
   /** Stored value → in-memory record. */
   decode?(value: unknown): R;
 }
 
 export type RouteResult =
-  | { kind: 'list'; model: ResourceModel<any>; records: Iterable<StoredObject>; newestFirst?: boolean }
+  | { kind: 'list'; model: ResourceModel<any, any>; records: Iterable<StoredObject>; newestFirst?: boolean; checks?: ListChecks }
   | { kind: 'object'; model: ResourceModel<any>; record: StoredObject }
   | { kind: 'raw'; status: number; body: string; headers?: Record<string, string> };

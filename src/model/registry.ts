@@ -6,14 +6,18 @@ import type { Kind } from '../store/kinds.js';
 import type { ResourceModel } from './model.js';
 import { siteModel } from './site.js';
 import { changeModel } from './change.js';
+import { attributeModel } from './attribute.js';
+import { valueModel } from './value.js';
+import { deviceModel } from './device.js';
 
-export const MODELS: ResourceModel<any>[] = [siteModel, changeModel];
+/** In load order: a kind's derived indexes may consult kinds listed before it. */
+export const MODELS: ResourceModel<any, any>[] = [siteModel, attributeModel, deviceModel, valueModel, changeModel];
 
 const byCollection = new Map(MODELS.map((m) => [m.collection, m]));
 const byKind = new Map(MODELS.map((m) => [m.kind, m]));
 
-export function modelByCollection(collection: string): ResourceModel<any> | undefined { return byCollection.get(collection); }
-export function modelByKind(kind: Kind): ResourceModel<any> {
+export function modelByCollection(collection: string): ResourceModel<any, any> | undefined { return byCollection.get(collection); }
+export function modelByKind(kind: Kind): ResourceModel<any, any> {
   const m = byKind.get(kind);
   if (!m) throw new Error(`no model registered for kind ${kind}`);
   return m;

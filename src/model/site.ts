@@ -52,8 +52,12 @@ export const siteModel: ResourceModel<SiteRecord> = {
     return { records: name === undefined ? all : filter(all, (s) => s.name === name) };
   },
 
-  create(ctx, body) {
-    const v = siteCreateCheck(ctx.principal, body);
+  parse(ctx, body, method) {
+    if (method === 'POST') demandSuperuser(ctx.principal);
+    return validateFields(siteSchema, body, method);
+  },
+
+  create(ctx, v) {
     const id = Number(ctx.req.hint?.siteId);
     const site: SiteRecord = { id, siteId: id, name: v.name as string, description: (v.description as string | undefined) ?? '' };
     ctx.tx.insert(siteModel, site);
@@ -62,9 +66,7 @@ export const siteModel: ResourceModel<SiteRecord> = {
     return site;
   },
 
-  update(ctx, current, body, method) {
-    demand(ctx.principal, 'change', 'site', current.id);
-    const v = validateFields(siteSchema, body, method);
+  update(ctx, current, v) {
     // The main thread judges name uniqueness (it sees every shard) but leaves the verdict to be
     // reported here, after lookup (404), permission (403) and field validation (400) (gaps.md §1.6).
     if (v.name !== undefined && v.name !== current.name && ctx.req.hint?.nameTaken === true) throw duplicateName();
@@ -80,7 +82,6 @@ export const siteModel: ResourceModel<SiteRecord> = {
   },
 
   remove(ctx, site) {
-    demand(ctx.principal, 'delete', 'site', site.id);
     for (const [kind, name] of SITE_GUARDS) {
       if (ctx.shard.table(kind).countInSite(site.id) > 0) throw Errors.protectedReference('Site', `${name}.site`);
     }

@@ -52,6 +52,8 @@ export function validateFields(schema: ResourceSchema, body: Record<string, unkn
   for (const name of schema.order) {
     const m = meta(schema.fields[name]);
     if (m.readOnly) continue;
+    // The site of an object never changes: its field is read on create only (gaps.md §9.2).
+    if (m.createOnly && method !== 'POST') continue;
     if (!(name in body) || body[name] === undefined) {
       if (method !== 'PATCH' && m.requiredOn.includes(method)) errors[name] = ['This field is required.'];
       continue;

@@ -8,7 +8,8 @@ import { Errors, errorEnvelope, isApiError } from '../errors.js';
 import { isAllowed } from '../auth/permissions.js';
 import type { ResourceModel, RouteResult } from '../model/model.js';
 import { modelByCollection } from '../model/registry.js';
-import { requireObject, type Method } from '../schema/validate.js';
+import type { Method } from '../schema/validate.js';
+import { createMany, createOne, deleteMany, deleteOne, updateMany, updateOne } from './writes.js';
 import { RequestContext } from './context.js';
 import type { ShardReply, ShardRequest } from './protocol.js';
 import { listBody, objectBody } from './render.js';
@@ -30,7 +31,7 @@ export function lookup(ctx: RequestContext, model: ResourceModel<any>, key: stri
   }
   if (!model.naturalKey) throw notFound();
   const normalized = model.naturalKey.normalize ? model.naturalKey.normalize(key) : key;
-  const index = ctx.shard.table(model.kind).keys[0];
+  const index = ctx.shard.table(model.kind).key('natural')!;
   if (site !== null) {
     const r = index.inSite(site, normalized);
     if (!r) throw notFound();
@@ -46,7 +47,7 @@ function fromResult(ctx: RequestContext, result: RouteResult): Reply {
   switch (result.kind) {
     case 'raw': return { status: result.status, body: result.body, headers: result.headers };
     case 'object': return { status: 200, body: objectBody(ctx, result.model, result.record) };
-    case 'list': { const l = listBody(ctx, result.model, result.records, result.newestFirst); return { status: 200, body: l.body, part: l.part }; }
+    case 'list': { const l = listBody(ctx, result.model, result.records, result.newestFirst, result.checks); return { status: 200, body: l.body, part: l.part }; }
   }
 }
 
@@ -77,22 +78,32 @@ function run(ctx: RequestContext, model: ResourceModel<any>): Reply {
     }
     case 'create': {
       if (!model.create) throw Errors.methodNotAllowed('POST', 'GET');
-      const r = model.create(ctx, requireObject(req.body));
+      if (Array.isArray(req.body) && model.routes.list.includes('PUT')) {
+        const created = createMany(ctx, model, req.body);
+        return { status: 201, body: `[${created.map((r) => objectBody(ctx, model, r)).join(',')}]` };
+      }
+      const r = createOne(ctx, model, req.body);
       return { status: 201, body: objectBody(ctx, model, r), headers: { Location: locationOf(ctx, r.id) } };
     }
+    case 'bulk-update': {
+      const updated = updateMany(ctx, model, req.body, req.method as Method);
+      return { status: 200, body: `[${updated.map((r) => objectBody(ctx, model, r)).join(',')}]` };
+    }
+    case 'bulk-delete':
+      deleteMany(ctx, model, req.body);
+      return { status: 204, body: '' };
     case 'replace':
     case 'patch': {
-      const current = lookup(ctx, model, req.key!);
-      const next = model.update!(ctx, current, requireObject(req.body), req.method as Method);
+      const next = updateOne(ctx, model, lookup(ctx, model, req.key!), req.body, req.method as Method);
       return { status: 200, body: objectBody(ctx, model, next) };
     }
     case 'delete': {
-      model.remove!(ctx, lookup(ctx, model, req.key!));
+      deleteOne(ctx, model, lookup(ctx, model, req.key!));
       return { status: 204, body: '' };
     }
     case 'resolve': {
       const key = model.naturalKey?.normalize ? model.naturalKey.normalize(req.key!) : req.key!;
-      const index = ctx.shard.table(model.kind).keys[0];
+      const index = ctx.shard.table(model.kind).key('natural');
       return { status: 200, body: '', matches: index ? index.everywhere(key).map((r) => r.id) : [] };
     }
     case 'permits': {

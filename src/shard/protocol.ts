@@ -47,6 +47,19 @@ export interface ListPart {
   keys2: number[];
   items: string[];
   newestFirst: boolean;
+  checks?: ListChecks;
+}
+
+/**
+ * Verdicts a shard cannot reach alone on a top-level list: the main thread
+ * applies them to the merged result (a nested list applies them in the shard).
+ */
+export interface ListChecks {
+  /** Errors that hold only if every shard reports the same `order` (a set-query
+   * attribute that exists in no site anywhere); the lowest common order wins. */
+  unanimous?: { order: number; status: number; body: string }[];
+  /** The merged count must be exactly 1, else 400 `{field: template with {n}}`. */
+  expectOne?: { field: string; template: string };
 }
 
 /** Facts the main thread mirrors (site names for uniqueness and permissions). */

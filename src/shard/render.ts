@@ -6,7 +6,8 @@
 import type { ResourceModel } from '../model/model.js';
 import { pageEnvelope, pageLinks, readPage } from '../query/pagination.js';
 import type { RequestContext } from './context.js';
-import type { ListPart } from './protocol.js';
+import type { ListChecks, ListPart } from './protocol.js';
+import { ApiError } from '../errors.js';
 import type { StoredObject } from './table.js';
 
 interface Selection { keys: string[] | null; expand: string[] | null }
@@ -45,7 +46,11 @@ export function objectBody(ctx: RequestContext, model: ResourceModel<any>, r: St
 }
 
 /** Serialises a list as this request asks: a scatter part, an envelope, or a bare array. */
-export function listBody(ctx: RequestContext, model: ResourceModel<any>, records: Iterable<StoredObject>, newestFirst = false): { body: string; part?: ListPart } {
+export function listBody(ctx: RequestContext, model: ResourceModel<any, any>, records: Iterable<StoredObject>, newestFirst = false, checks?: ListChecks): { body: string; part?: ListPart } {
+  if (!ctx.req.scatter && checks?.unanimous?.length) {
+    const first = checks.unanimous.reduce((a, b) => (a.order <= b.order ? a : b));
+    throw new ApiError(first.status, JSON.parse(first.body));
+  }
   const page = readPage(ctx.query);
   const one = (r: StoredObject) => objectBody(ctx, model, r, false);
   const items: string[] = [];
@@ -63,12 +68,13 @@ export function listBody(ctx: RequestContext, model: ResourceModel<any>, records
       }
       count++;
     }
-    return { body: '', part: { count, keys, keys2, items, newestFirst } };
+    return { body: '', part: { count, keys, keys2, items, newestFirst, checks } };
   }
   for (const r of records) {
     if (page ? count >= page.offset && count < wanted : true) items.push(one(r));
     count++;
   }
+  if (checks?.expectOne && count !== 1) throw new ApiError(400, { [checks.expectOne.field]: checks.expectOne.template.replace('{n}', String(count)) });
   if (!page) return { body: `[${items.join(',')}]` };
   return { body: pageEnvelope(count, pageLinks(ctx.req.link, ctx.query, page, count), items) };
 }

@@ -8,14 +8,18 @@ import type { Kind } from '../store/kinds.js';
 import { Store, type ChangeRecord } from '../store/lmdb.js';
 import type { ResourceModel } from '../model/model.js';
 import { MODELS, modelByKind } from '../model/registry.js';
+import { AttributeIndex } from '../query/attribute-index.js';
+import { ValueOwners } from './value-owners.js';
 import { ChangeLog, CHANGE_RESOURCES, EVENTS } from './changelog.js';
-import { NaturalKeyIndex, ObjectTable, type StoredObject } from './table.js';
+import { ObjectTable, type StoredObject } from './table.js';
 
 export class ShardState {
   readonly ids: IdCounters;
   readonly index: IdShardIndex;
   readonly tables = new Map<Kind, ObjectTable<StoredObject>>();
   changes = new ChangeLog();
+  attributeIndex = new AttributeIndex();
+  values = new ValueOwners();
   /** Settles when the latest commit issued by this shard is durable. */
   tail: Promise<void> = Promise.resolve();
   /** Set while memory is being rebuilt after a failed commit. */
@@ -47,10 +51,13 @@ export class ShardState {
     this.tables.clear();
     for (const model of MODELS) {
       const t = new ObjectTable<StoredObject>();
-      if (model.naturalKey) t.keys.push(new NaturalKeyIndex(model.naturalKey.of));
+      if (model.naturalKey) t.addKey('natural', model.naturalKey.of);
+      for (const [name, keyOf] of Object.entries(model.uniqueKeys ?? {})) t.addKey(name, keyOf);
       this.tables.set(model.kind, t);
     }
     this.changes = new ChangeLog();
+    this.attributeIndex = new AttributeIndex();
+    this.values = new ValueOwners();
   }
 
   /** Loads every site this shard owns, its objects and its Change index. */
@@ -65,10 +72,17 @@ export class ShardState {
       for (const { kind, value } of this.store.scanSite(siteId)) push(byKind, kind, decode(modelByKind(kind), value));
       for (const c of this.store.scanChanges(siteId)) rows.push(c);
     }
-    for (const [kind, records] of byKind) {
+    // Kinds load in registry order, so a derived index may look up kinds registered before its own.
+    for (const model of MODELS) {
+      const records = byKind.get(model.kind);
+      if (!records) continue;
       records.sort((a, b) => a.id - b.id);
-      const table = this.table(kind);
-      for (const r of records) { table.insert(r); this.index.set(kind, r.id, this.shardIndex); }
+      const table = this.table(model.kind);
+      for (const r of records) {
+        table.insert(r);
+        for (const d of model.derived ?? []) d.add(this, r);
+        this.index.set(model.kind, r.id, this.shardIndex);
+      }
     }
     rows.sort((a, b) => a.id - b.id);
     for (const c of rows) {

@@ -44,7 +44,17 @@ export class NaturalKeyIndex<R extends StoredObject> {
 export class ObjectTable<R extends StoredObject> {
   private byId = new Map<number, R>();
   private bySite = new Map<number, Map<number, R>>();
-  readonly keys: NaturalKeyIndex<R>[] = [];
+  /** Key indexes by name: 'natural' for the resource's natural key, others as models declare. */
+  private readonly keyIndexes = new Map<string, NaturalKeyIndex<R>>();
+  private keys: NaturalKeyIndex<R>[] = [];
+
+  addKey(name: string, keyOf: (r: R) => string): void {
+    const index = new NaturalKeyIndex(keyOf);
+    this.keyIndexes.set(name, index);
+    this.keys = [...this.keyIndexes.values()];
+  }
+
+  key(name: string): NaturalKeyIndex<R> | undefined { return this.keyIndexes.get(name); }
   private maxId = 0;
   /** Set when an insert arrived below maxId (a rolled-back delete): re-sort before iterating. */
   private outOfOrder = false;

@@ -46,24 +46,40 @@ export class Transaction {
   insert<R extends StoredObject>(model: ResourceModel<R>, r: R): void {
     const table = this.shard.table<R>(model.kind);
     table.insert(r);
+    for (const d of model.derived ?? []) d.add(this.shard, r);
     this.noteId(model.kind, r.id);
     this.shard.index.set(model.kind, r.id, this.shard.shardIndex);
-    this.undo.push(() => { table.remove(r); this.shard.index.clear(model.kind, r.id); });
+    this.undo.push(() => {
+      for (const d of model.derived ?? []) d.remove(this.shard, r);
+      table.remove(r);
+      this.shard.index.clear(model.kind, r.id);
+    });
     this.put(model, r, r);
   }
 
   replace<R extends StoredObject>(model: ResourceModel<R>, before: R, after: R): void {
     const table = this.shard.table<R>(model.kind);
+    for (const d of model.derived ?? []) d.remove(this.shard, before);
     table.replace(before, after);
-    this.undo.push(() => table.replace(after, before));
+    for (const d of model.derived ?? []) d.add(this.shard, after);
+    this.undo.push(() => {
+      for (const d of model.derived ?? []) d.remove(this.shard, after);
+      table.replace(after, before);
+      for (const d of model.derived ?? []) d.add(this.shard, before);
+    });
     this.put(model, after, after);
   }
 
   remove<R extends StoredObject>(model: ResourceModel<R>, r: R): void {
     const table = this.shard.table<R>(model.kind);
+    for (const d of model.derived ?? []) d.remove(this.shard, r);
     table.remove(r);
     this.shard.index.clear(model.kind, r.id);
-    this.undo.push(() => { table.insert(r); this.shard.index.set(model.kind, r.id, this.shard.shardIndex); });
+    this.undo.push(() => {
+      table.insert(r);
+      for (const d of model.derived ?? []) d.add(this.shard, r);
+      this.shard.index.set(model.kind, r.id, this.shard.shardIndex);
+    });
     this.put(model, undefined, r);
   }
 

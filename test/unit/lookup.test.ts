@@ -10,7 +10,7 @@ import { RequestContext } from '../../src/shard/context.js';
 import { lookup } from '../../src/shard/dispatch.js';
 import { objectBody } from '../../src/shard/render.js';
 import { ShardState } from '../../src/shard/state.js';
-import { NaturalKeyIndex, type StoredObject } from '../../src/shard/table.js';
+import type { StoredObject } from '../../src/shard/table.js';
 import { createSharedIdState } from '../../src/store/ids.js';
 import { Store } from '../../src/store/lmdb.js';
 import type { ShardRequest } from '../../src/shard/protocol.js';
@@ -44,7 +44,7 @@ beforeAll(() => {
   store = new Store(dir);
   shard = new ShardState(0, 1, loadConfig({ DATA_DIR: dir }), store, createSharedIdState({}));
   const t = shard.table<Dev>('device');
-  t.keys.push(new NaturalKeyIndex<Dev>((d) => d.hostname));
+  if (!t.key('natural')) t.addKey('natural', (d) => d.hostname);
   t.insert({ id: 1, siteId: 1, hostname: 'r1' });
   t.insert({ id: 2, siteId: 2, hostname: 'r1' });
   t.insert({ id: 3, siteId: 2, hostname: 'r2' });

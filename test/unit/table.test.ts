@@ -1,11 +1,11 @@
 import { describe, expect, test } from 'vitest';
-import { NaturalKeyIndex, ObjectTable } from '../../src/shard/table.js';
+import { ObjectTable } from '../../src/shard/table.js';
 
 interface Dev { id: number; siteId: number; hostname: string }
 
 function table() {
   const t = new ObjectTable<Dev>();
-  t.keys.push(new NaturalKeyIndex<Dev>((d) => d.hostname));
+  t.addKey('natural', (d) => d.hostname);
   return t;
 }
 
@@ -34,17 +34,17 @@ describe('ObjectTable', () => {
     t.insert(a); t.insert({ id: 2, siteId: 1, hostname: 'b' });
     t.replace(a, { ...a, hostname: 'z' });
     expect([...t.all()].map((d) => d.hostname)).toEqual(['z', 'b']);
-    expect(t.keys[0].inSite(1, 'a')).toBeUndefined();
-    expect(t.keys[0].inSite(1, 'z')?.id).toBe(1);
+    expect(t.key('natural')!.inSite(1, 'a')).toBeUndefined();
+    expect(t.key('natural')!.inSite(1, 'z')?.id).toBe(1);
   });
 
   test('NaturalKeyIndex finds a key in one site or across sites', () => {
     const t = table();
     t.insert({ id: 1, siteId: 1, hostname: 'r1' });
     t.insert({ id: 2, siteId: 2, hostname: 'r1' });
-    expect(t.keys[0].inSite(2, 'r1')?.id).toBe(2);
-    expect(t.keys[0].everywhere('r1').map((d) => d.id).sort()).toEqual([1, 2]);
+    expect(t.key('natural')!.inSite(2, 'r1')?.id).toBe(2);
+    expect(t.key('natural')!.everywhere('r1').map((d) => d.id).sort()).toEqual([1, 2]);
     t.remove(t.get(1)!);
-    expect(t.keys[0].everywhere('r1').map((d) => d.id)).toEqual([2]);
+    expect(t.key('natural')!.everywhere('r1').map((d) => d.id)).toEqual([2]);
   });
 });

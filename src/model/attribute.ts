@@ -1,0 +1,143 @@
+/**
+ * Attribute (spec §2.3, gaps.md §11.1): the declared attributes a resource
+ * type may carry in a site, with flags, constraints and a default. Name,
+ * resource type and site are fixed at creation; flag and constraint changes
+ * apply to objects only when they are next written.
+ */
+import { Type } from '@sinclair/typebox';
+import { Errors, pyType } from '../errors.js';
+import { defineSchema, Field } from '../schema/fields.js';
+import { SchemaWriters } from '../schema/serialize.js';
+import { validateFields } from '../schema/validate.js';
+import type { Kind } from '../store/kinds.js';
+import { catalogKey, RESOURCE_NAMES, valueProblem, type AttributeRecord, type Constraints, type ResourceName } from './_attributes.js';
+import { filtered } from './_resource.js';
+import type { ResourceModel } from './model.js';
+import { siteModel } from './site.js';
+import { siteIdField } from './device.js';
+
+export const attributeSchema = defineSchema('Attribute', 'API endpoint that allows Attributes to be viewed or edited.', {
+  id: Field.id(),
+  site_id: siteIdField(),
+  description: Field.string({ maxLength: 255, allowBlank: true, help: 'The description of the Attribute.' }),
+  name: Field.string({ maxLength: 64, requiredOn: ['POST'], help: 'The name of the Attribute.' }),
+  resource_name: Field.choice(RESOURCE_NAMES, { requiredOn: ['POST'], help: 'The name of the Resource to which this Attribute is bound.' }),
+  required: Field.boolean({ help: 'Whether this Attribute is required.' }),
+  display: Field.boolean({ help: 'Whether this Attribute should be be displayed by default in UIs. If required is set, this is also set.' }),
+  multi: Field.boolean({ help: 'Whether the Attribute should be treated as a list type.' }),
+  constraints: Field.json(Type.Object({ allow_empty: Type.Boolean(), pattern: Type.String(), valid_values: Type.Array(Type.String()) }),
+    { help: 'Dictionary of Attribute constraints.' }),
+  default: Field.json(Type.Union([Type.String(), Type.Array(Type.String()), Type.Null()]), { help: 'Default value set on resources when the Attribute is not given.' }),
+});
+
+const NAME = /^[a-z][a-z0-9_]*$/;
+
+/** The kind whose objects carry attributes of this resource type. */
+export const KIND_OF: Record<ResourceName, Kind> = { Device: 'device', Network: 'network', Interface: 'interface', Circuit: 'circuit', Protocol: 'protocol' };
+
+export const render = (a: AttributeRecord) => ({
+  id: a.id, site_id: a.siteId, description: a.description, name: a.name, resource_name: a.resourceName,
+  required: a.required, display: a.display, multi: a.multi,
+  constraints: { allow_empty: a.constraints.allow_empty, pattern: a.constraints.pattern, valid_values: a.constraints.valid_values },
+  default: a.default,
+});
+
+const bad = (text: string) => Errors.fieldPlain('constraints', text);
+
+/** Normalises `constraints` to exactly {allow_empty, pattern, valid_values} (§11.1). */
+export function normalizeConstraints(raw: unknown): Constraints {
+  let v = raw;
+  if (typeof v === 'string' && v !== '') {
+    try { v = JSON.parse(v); } catch { throw bad(`Expected dictionary but received <type '${pyType(raw)}'>.`); }
+  }
+  if (!v) return { allow_empty: false, pattern: '', valid_values: [] };
+  if (typeof v !== 'object' || Array.isArray(v)) throw bad(`Expected dictionary but received <type '${pyType(v)}'>.`);
+  const c = v as Record<string, unknown>;
+  const allowEmpty = c.allow_empty ?? false;
+  const pattern = c.pattern ?? '';
+  const validValues = c.valid_values ?? [];
+  if (typeof allowEmpty !== 'boolean') throw bad('allow_empty expected type bool.');
+  if (typeof pattern !== 'string') throw bad('pattern expected type string.');
+  if (!Array.isArray(validValues)) throw bad('valid_values expected type list.');
+  if (pattern) { try { new RegExp(pattern); } catch { throw bad(`Invalid pattern: '${pattern}'`); } }
+  return { allow_empty: allowEmpty, pattern, valid_values: validValues.map(String) };
+}
+
+function checkedDefault(a: AttributeRecord, raw: unknown): string | string[] | null {
+  if (raw === null || raw === undefined) return null;
+  const problem = valueProblem(a, raw);
+  if (problem) throw Errors.fieldPlain('default', problem);
+  return Array.isArray(raw) ? [...(raw as string[])] : (raw as string);
+}
+
+export const attributeModel: ResourceModel<AttributeRecord> = {
+  kind: 'attribute',
+  name: 'Attribute',
+  plural: 'Attributes',
+  collection: 'attributes',
+  permissionType: 'attribute',
+  schema: attributeSchema,
+  writers: new SchemaWriters(attributeSchema),
+  routes: {
+    topLevel: true, nested: true,
+    list: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'], detail: ['GET', 'PUT', 'PATCH', 'DELETE'],
+    listRoutes: {}, detailRoutes: {},
+  },
+  uniqueKeys: { catalog: (a) => catalogKey(a.resourceName, a.name) },
+  filters: [
+    { param: 'name', type: 'string', value: (a) => a.name },
+    { param: 'resource_name', type: 'choice', choices: RESOURCE_NAMES, value: (a) => a.resourceName },
+    { param: 'required', type: 'boolean', value: (a) => a.required },
+    { param: 'display', type: 'boolean', value: (a) => a.display },
+    { param: 'multi', type: 'boolean', value: (a) => a.multi },
+  ],
+  render,
+  expand: { site_id: (a, shard) => ({ model: siteModel, record: shard.table('site').get(a.siteId)! }) },
+
+  list: (ctx) => ({ records: filtered<AttributeRecord>(ctx, attributeModel, null) }),
+
+  parse: (ctx, body, method) => validateFields(attributeSchema, method === 'POST' ? body : { ...body, name: undefined, resource_name: undefined }, method),
+
+  create(ctx, v, site) {
+    const name = v.name as string;
+    if (!NAME.test(name)) throw Errors.fieldPlain('name', `Invalid name: '${name}'.`);
+    const resourceName = v.resource_name as ResourceName;
+    if (ctx.shard.table<AttributeRecord>('attribute').key('catalog')!.inSite(site!.id, catalogKey(resourceName, name))) {
+      throw Errors.validation({ __all__: ['Attribute with this Site, Resource Name and Name already exists.'] });
+    }
+    const required = (v.required as boolean | undefined) ?? false;
+    const a: AttributeRecord = {
+      id: 0, siteId: site!.id, name, resourceName,
+      description: (v.description as string | undefined) ?? '',
+      required, display: required || ((v.display as boolean | undefined) ?? false), multi: (v.multi as boolean | undefined) ?? false,
+      constraints: normalizeConstraints(v.constraints), default: null,
+    };
+    a.default = checkedDefault(a, v.default);
+    a.id = ctx.tx.newId('attribute');
+    ctx.tx.insert(attributeModel, a);
+    ctx.tx.change('Create', attributeModel, a.siteId, a.id, null, render(a));
+    return a;
+  },
+
+  update(ctx, current, v) {
+    const next: AttributeRecord = { ...current };
+    if (v.description !== undefined) next.description = v.description as string;
+    if (v.required !== undefined) next.required = v.required as boolean;
+    if (v.display !== undefined) next.display = v.display as boolean;
+    if (v.multi !== undefined) next.multi = v.multi as boolean;
+    if ('constraints' in v) next.constraints = normalizeConstraints(v.constraints);
+    if (next.required) next.display = true;
+    next.default = 'default' in v ? checkedDefault(next, v.default) : checkedDefault(next, current.default);
+    ctx.tx.replace(attributeModel, current, next);
+    ctx.tx.change('Update', attributeModel, next.siteId, next.id, render(current), render(next));
+    return next;
+  },
+
+  remove(ctx, a) {
+    if (ctx.shard.attributeIndex.values(KIND_OF[a.resourceName], a.siteId, a.name).size > 0) {
+      throw Errors.protectedReference('Attribute', 'Value.attribute');
+    }
+    ctx.tx.remove(attributeModel, a);
+    ctx.tx.change('Delete', attributeModel, a.siteId, a.id, render(a), null);
+  },
+};

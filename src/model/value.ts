@@ -1,0 +1,77 @@
+/**
+ * Value (spec §2.4, gaps.md §11.2): one attribute value of one object,
+ * read-only. Values live inside their object's record (see _attributes.ts);
+ * ValueOwners maps a value id to its holder, so these records are assembled
+ * when read and never stored on their own.
+ */
+import { Type } from '@sinclair/typebox';
+import { defineSchema, Field } from '../schema/fields.js';
+import { SchemaWriters } from '../schema/serialize.js';
+import type { RequestContext } from '../shard/context.js';
+import type { StoredObject } from '../shard/table.js';
+import { KINDS } from '../store/kinds.js';
+import { findAttribute, RESOURCE_NAMES, valuesOf, type AttributeCarrier } from './_attributes.js';
+import { filtered } from './_resource.js';
+import type { ResourceModel } from './model.js';
+
+export interface ValueRecord extends StoredObject { name: string; value: string; attribute: number; resourceName: string; resourceId: number }
+
+export const valueSchema = defineSchema('Value', 'Read-only API endpoint that allows Attribute Values to be viewed.', {
+  id: Field.id(),
+  name: Field.string({ readOnly: true }),
+  value: Field.string({ readOnly: true }),
+  attribute: Field.integer({ readOnly: true }),
+  resource_name: Field.string({ readOnly: true }),
+  resource_id: Field.integer({ readOnly: true }),
+});
+void Type;
+
+const RESOURCE_OF_KIND: Record<string, string> = { device: 'Device', network: 'Network', interface: 'Interface', circuit: 'Circuit', protocol: 'Protocol' };
+
+/** The Value with this id, assembled from its holder. */
+function valueById(ctx: RequestContext, id: number): ValueRecord | undefined {
+  const owner = ctx.shard.values.owner(id);
+  if (!owner) return undefined;
+  const kind = KINDS[owner.kindSlot];
+  const holder = ctx.shard.table<AttributeCarrier>(kind).get(owner.id);
+  if (!holder) return undefined;
+  for (const v of valuesOf(holder)) {
+    if (v.id !== id) continue;
+    const resourceName = RESOURCE_OF_KIND[kind];
+    return {
+      id, siteId: holder.siteId, name: v.name, value: v.value,
+      attribute: findAttribute(ctx.shard, holder.siteId, resourceName, v.name)?.id ?? 0,
+      resourceName, resourceId: holder.id,
+    };
+  }
+  return undefined;
+}
+
+export const valueModel: ResourceModel<ValueRecord> = {
+  kind: 'value',
+  name: 'Value',
+  plural: 'Values',
+  collection: 'values',
+  schema: valueSchema,
+  writers: new SchemaWriters(valueSchema),
+  routes: { topLevel: true, nested: true, list: ['GET'], detail: ['GET'], listRoutes: {}, detailRoutes: {} },
+  filters: [
+    { param: 'name', type: 'string', value: (v) => v.name },
+    { param: 'value', type: 'string', value: (v) => v.value },
+    { param: 'resource_name', type: 'choice', choices: RESOURCE_NAMES, value: (v) => v.resourceName },
+    { param: 'resource_id', type: 'integer', value: (v) => v.resourceId },
+  ],
+  render: (v) => ({ id: v.id, name: v.name, value: v.value, attribute: v.attribute, resource_name: v.resourceName, resource_id: v.resourceId }),
+
+  find: (ctx, id) => valueById(ctx, id),
+
+  list(ctx, site) {
+    const all = (function* () {
+      for (const id of ctx.shard.values.ids()) {
+        const v = valueById(ctx, id);
+        if (v && (site === null || v.siteId === site)) yield v;
+      }
+    })();
+    return { records: filtered<ValueRecord>(ctx, valueModel, all) };
+  },
+};

@@ -1,0 +1,147 @@
+/**
+ * The write operations every resource shares, single and bulk (gaps.md §9):
+ * check order (lookup 404 → permission 403 → validation 400 → conflict 409),
+ * site binding (§9.2), the two validation phases of bulk writes (§9.7), and
+ * one Change per object, all in the request's one Transaction.
+ */
+import { demand } from '../auth/permissions.js';
+import { ApiError, Errors, isApiError, pyType, type ErrorMessage } from '../errors.js';
+import type { ResourceModel } from '../model/model.js';
+import { requireObject, type Method } from '../schema/validate.js';
+import type { RequestContext, SiteRecord } from './context.js';
+import { lookup } from './dispatch.js';
+import type { StoredObject } from './table.js';
+
+type Model = ResourceModel<any, any>;
+type Body = Record<string, unknown>;
+
+const siteFieldOf = (model: Model): 'site_id' | 'site' => (model.siteField ?? 'site_id');
+
+/** A request body as an integer site id, or null when it does not name one. */
+function siteIdIn(raw: unknown): number | null {
+  if (typeof raw === 'number' && Number.isSafeInteger(raw) && raw >= 0) return raw;
+  if (typeof raw === 'string' && /^\d+$/.test(raw.trim())) return Number(raw.trim());
+  return null;
+}
+
+/**
+ * Binds a create body to its site (§9.2): on a nested route the URL site fills
+ * the site field (a different body value is a 400); the caller's `add`
+ * permission is checked as soon as the site is known, before validation.
+ */
+function bindSite(ctx: RequestContext, model: Model, body: Body): Body {
+  if (model.siteKeyed) return body;
+  const field = siteFieldOf(model);
+  const url = ctx.urlSite;
+  if (url !== null) {
+    const given = body[field];
+    if (given !== undefined && given !== null && String(given) !== String(url)) throw Errors.siteMismatch(field, given, url);
+    body = { ...body, [field]: url };
+  }
+  const site = siteIdIn(body[field]);
+  if (site !== null && ctx.site(site) && model.permissionType) demand(ctx.principal, 'add', model.permissionType, site);
+  return body;
+}
+
+function siteOfDraft(ctx: RequestContext, model: Model, draft: Body): SiteRecord | null {
+  if (model.siteKeyed) return null;
+  const id = siteIdIn(draft[siteFieldOf(model)]);
+  const site = id === null ? undefined : ctx.site(id);
+  if (!site) throw Errors.siteMissing(id ?? draft[siteFieldOf(model)]);
+  return site;
+}
+
+export function createOne(ctx: RequestContext, model: Model, raw: unknown): StoredObject {
+  const body = bindSite(ctx, model, requireObject(raw));
+  const draft = model.parse!(ctx, body, 'POST');
+  return model.create!(ctx, draft, siteOfDraft(ctx, model, draft));
+}
+
+export function updateOne(ctx: RequestContext, model: Model, current: StoredObject, raw: unknown, method: Method): StoredObject {
+  if (model.permissionType) demand(ctx.principal, 'change', model.permissionType, current.siteId);
+  const draft = model.parse!(ctx, requireObject(raw), method);
+  return model.update!(ctx, current, draft, method);
+}
+
+export function deleteOne(ctx: RequestContext, model: Model, r: StoredObject): void {
+  if (model.permissionType) demand(ctx.principal, 'delete', model.permissionType, r.siteId);
+  model.remove!(ctx, r);
+}
+
+/** Runs `fn` per item; an item's error becomes `{"<index>": <its message>}`. */
+function perItem<T, U>(items: T[], fn: (item: T, index: number) => U, collectAll: boolean): U[] {
+  const out: U[] = [];
+  const errors: Record<string, ErrorMessage> = {};
+  let status = 400;
+  items.forEach((item, i) => {
+    if (!collectAll && Object.keys(errors).length > 0) return;
+    try { out.push(fn(item, i)); } catch (err) {
+      if (!isApiError(err)) throw err;
+      // Permission and lookup failures keep their own status; they stop the request at once.
+      if (err.status !== 400) throw err;
+      errors[String(i)] = err.body;
+      status = err.status;
+    }
+  });
+  if (Object.keys(errors).length > 0) throw new ApiError(status, errors);
+  return out;
+}
+
+function requireList(raw: unknown): unknown[] {
+  if (!Array.isArray(raw)) throw Errors.expectedList(pyType(raw));
+  return raw;
+}
+
+/** POST a list (§9.3, §9.7): stage 1 for every item, then the rest item by item. */
+export function createMany(ctx: RequestContext, model: Model, raw: unknown[]): StoredObject[] {
+  const drafts = perItem(raw, (item) => {
+    const body = bindSite(ctx, model, requireObject(item));
+    return model.parse!(ctx, body, 'POST');
+  }, true);
+  return perItem(drafts, (draft) => model.create!(ctx, draft, siteOfDraft(ctx, model, draft)), false);
+}
+
+/** PUT or PATCH a list (§9.6): every item names an existing object of this site by id. */
+export function updateMany(ctx: RequestContext, model: Model, raw: unknown, method: Method): StoredObject[] {
+  const items = requireList(raw);
+  const seen = new Set<number>();
+  const targets: StoredObject[] = [];
+  for (const item of items) {
+    const id = item && typeof item === 'object' && !Array.isArray(item) ? (item as Body).id : undefined;
+    const r = typeof id === 'number' && Number.isSafeInteger(id) ? ctx.shard.table(model.kind).get(id)
+      : typeof id === 'string' && /^\d+$/.test(id) ? ctx.shard.table(model.kind).get(Number(id)) : undefined;
+    if (!r || (ctx.urlSite !== null && r.siteId !== ctx.urlSite)) throw Errors.validation('Could not find all objects to update.');
+    if (seen.has(r.id)) throw Errors.validation(`Duplicate id in bulk update: ${r.id}`);
+    seen.add(r.id);
+    targets.push(r);
+  }
+  oneSite(targets);
+  for (const r of targets) if (model.permissionType) demand(ctx.principal, 'change', model.permissionType, r.siteId);
+  const drafts = perItem(items, (item) => model.parse!(ctx, requireObject(item), method), true);
+  const updated = perItem(drafts, (draft, i) => model.update!(ctx, ctx.shard.table(model.kind).get(targets[i].id)!, draft, method), false);
+  return updated.sort((a, b) => a.id - b.id);
+}
+
+/** DELETE a list of ids (§9.8); protections are judged against what the whole list leaves. */
+export function deleteMany(ctx: RequestContext, model: Model, raw: unknown): void {
+  if (!Array.isArray(raw)) throw Errors.validation('Expected a list of ids.');
+  if (raw.length === 0) throw Errors.validation('No ids provided.');
+  const ids: number[] = [];
+  for (const v of raw) {
+    if (typeof v !== 'number' || !Number.isInteger(v)) throw Errors.validation(`Invalid id: ${JSON.stringify(v)}. Ids must be integers.`);
+    if (!ids.includes(v)) ids.push(v);
+  }
+  const targets = ids.map((id) => lookup(ctx, model, String(id)));
+  oneSite(targets);
+  for (const r of targets) if (model.permissionType) demand(ctx.principal, 'delete', model.permissionType, r.siteId);
+  const batch = new Set(ids);
+  for (const r of targets) {
+    const current = ctx.shard.table(model.kind).get(r.id);
+    if (current) model.remove!(ctx, current, batch); // already gone: removed by an earlier item's cascade
+  }
+}
+
+/** A transaction never spans sites (design.md): a top-level bulk write keeps to one. */
+export function oneSite(records: { siteId: number }[]): void {
+  if (new Set(records.map((r) => r.siteId)).size > 1) throw Errors.bulkAcrossSites();
+}
