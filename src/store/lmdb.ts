@@ -10,6 +10,10 @@
  * | users     | userId                       | user record                      |
  * | meta      | ['hw', kind, writer]         | highest id `writer` ever used    |
  *
+ * Attribute Values have no rows of their own: an object's record carries its
+ * `attributes` and their `valueIds`, and shards rebuild the inverted index and
+ * the value-owner table from those at load.
+ *
  * Everything a site owns sits under keys that start with its id, so a shard
  * loads a site with one range scan, and deleting a site's Changes is one range.
  * The store is deliberately narrow (commit a write set, scan a site, read one
