@@ -52,6 +52,14 @@ for (const sig of ['SIGINT', 'SIGTERM'] as const) {
   });
 }
 
+/** A fresh temp dir, removed on exit (also on Ctrl-C or error) or when `remove()` is called. */
+export function tempDir(prefix: string): { path: string; remove(): void } {
+  const path = mkdtempSync(join(tmpdir(), prefix));
+  const remove = () => { rmSync(path, { recursive: true, force: true }); cleanups.delete(remove); };
+  cleanups.add(remove);
+  return { path, remove };
+}
+
 // ---------------------------------------------------------------- child servers
 
 export interface ChildServer {
@@ -123,10 +131,16 @@ async function spawnServer(name: string, args: string[], env: NodeJS.ProcessEnv,
 
 export interface NetsotOptions { shards?: number; env?: Record<string, string> }
 
-/** The real server on 127.0.0.1, a random port and a fresh temp data dir; LOG_LEVEL=warn. */
+/**
+ * The real server on 127.0.0.1, a random port and a fresh temp data dir; LOG_LEVEL=warn.
+ * BENCH_SERVER_NODE_ARGS, when set, are node flags for the server (split on spaces),
+ * e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof` for one profile per thread, written
+ * when the server stops (NODE_OPTIONS does not accept --cpu-prof).
+ */
 export function startNetsot(opts: NetsotOptions = {}): Promise<ChildServer> {
   const dataDir = mkdtempSync(join(tmpdir(), 'netsot-bench-'));
-  const args = [MAIN, 'serve', '--host', '127.0.0.1', '--port', '0', '--data-dir', dataDir];
+  const nodeArgs = (process.env.BENCH_SERVER_NODE_ARGS ?? '').split(' ').filter(Boolean);
+  const args = [...nodeArgs, MAIN, 'serve', '--host', '127.0.0.1', '--port', '0', '--data-dir', dataDir];
   if (opts.shards !== undefined) args.push('--shards', String(opts.shards));
   return spawnServer('netsot', args, { ...process.env, LOG_LEVEL: 'warn', ...opts.env },
     /netsot listening on http:\/\/[^\s:]+:(\d+)/, dataDir);
@@ -147,6 +161,14 @@ export function startRawUws(opts: RawUwsOptions): Promise<ChildServer> {
 // ---------------------------------------------------------------- HTTP helper
 
 export interface Reply { status: number; headers: Headers; text: string; json: any }
+
+/** The bootstrap superuser of a fresh data dir, by service header. */
+export const AUTH = { 'X-Service-Email': 'admin@localhost' };
+
+/** Throws unless the reply has this status; `what` names the request. */
+export function expectStatus(reply: Reply, status: number, what: string): void {
+  if (reply.status !== status) throw new Error(`${what} answered ${reply.status}, expected ${status}: ${reply.text.slice(0, 500)}`);
+}
 
 export async function request(base: string, method: string, path: string, opts: { body?: unknown; headers?: Record<string, string> } = {}): Promise<Reply> {
   const headers: Record<string, string> = { ...opts.headers };
@@ -178,7 +200,7 @@ const CLK_TCK = (() => {
 })();
 
 /** CPU seconds (all threads) a process has used so far, from /proc; null off Linux. */
-function processCpuSeconds(pid: number): number | null {
+export function processCpuSeconds(pid: number): number | null {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
@@ -288,6 +310,23 @@ export function combine(runs: LoadSummary[]): LoadSummary {
 
 export function failures(s: LoadSummary): number { return s.non2xx + s.errors + s.timeouts; }
 
+// ---------------------------------------------------------------- samples
+
+export interface Stats { n: number; mean: number; p50: number; p99: number; min: number; max: number }
+
+/** Mean, nearest-rank p50/p99, min and max of timing samples. */
+export function stats(samples: number[]): Stats {
+  const s = [...samples].sort((a, b) => a - b);
+  const rank = (p: number) => s[Math.min(s.length - 1, Math.max(0, Math.ceil(p * s.length) - 1))];
+  return { n: s.length, mean: s.reduce((a, v) => a + v, 0) / s.length, p50: rank(0.5), p99: rank(0.99), min: s[0], max: s[s.length - 1] };
+}
+
+export function median(values: number[]): number {
+  const s = [...values].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+}
+
 // ---------------------------------------------------------------- output
 
 export function machine(): { node: string; cores: number; platform: string } {
@@ -306,6 +345,7 @@ export const fmt = {
   ms: (n: number) => n.toFixed(2),
   pct: (n: number) => `${(n * 100).toFixed(1)} %`,
   cores: (n: number | null) => (n === null ? '-' : n.toFixed(2)),
+  mb: (bytes: number) => `${(bytes / 2 ** 20).toFixed(1)} MB`,
 };
 
 export function log(msg: string): void { process.stdout.write(`${msg}\n`); }

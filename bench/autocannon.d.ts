@@ -11,6 +11,17 @@ declare module 'autocannon' {
       headers?: Record<string, string>;
       body?: string;
       title?: string;
+      /** Stop after this many requests (overrides duration). */
+      amount?: number;
+      requests?: Request[];
+    }
+    interface Request {
+      method?: string;
+      path?: string;
+      headers?: Record<string, string>;
+      body?: string;
+      /** Mutates the request before it is sent; the bench uses it for unique bodies. */
+      setupRequest?: (req: Request, context: Record<string, unknown>) => Request;
     }
     interface Histogram {
       average: number; mean: number; stddev: number; min: number; max: number; total: number;

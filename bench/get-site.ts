@@ -1,114 +1,14 @@
 /**
- * P1 (design.md "Budgets"): GET one resource by id, keep-alive, 64 connections,
- * as a ratio of raw uWS serving a fixed body of the same size with the same
- * headers, same client, same run. Target: netsot/raw >= 60 %.
- *
- * Settings (env): BENCH_SECONDS (measured seconds per server, default 10),
- * BENCH_ROUNDS (slices those seconds are split into, alternating which server
- * goes first: raw→netsot, netsot→raw, ...; default 2, i.e. raw, netsot,
- * netsot, raw, which cancels a steady drift in machine load; 1 = fixed order
- * raw then netsot), BENCH_WARMUP_SECONDS (per server, not reported, default 2),
- * BENCH_CONNECTIONS (default 64). The server runs with its default shard count.
+ * P1 on a site (`npm run bench -- get-site`): GET /api/sites/{id}/. Kept next
+ * to get-device as the smallest object the service serves. See _get-one.ts.
  */
-import {
-  applicationHeaders, combine, envNumber, failures, fmt, foreignBusyCores, log, machine, request, runLoad, startNetsot, startRawUws, table,
-  type ChildServer, type LoadSummary,
-} from './_harness.js';
+import { AUTH, expectStatus, request } from './_harness.js';
+import { runGetOne } from './_get-one.js';
 
-const TARGET = 0.6;
-const AUTH = { 'X-Service-Email': 'admin@localhost' };
-
-type Side = 'raw' | 'netsot';
-
-export async function run(): Promise<number> {
-  const seconds = envNumber('BENCH_SECONDS', 10, 1);
-  const warmup = envNumber('BENCH_WARMUP_SECONDS', 2, 0);
-  const rounds = Math.floor(envNumber('BENCH_ROUNDS', 2, 1));
-  const slice = Math.max(1, Math.round(seconds / rounds));
-  const connections = Math.floor(envNumber('BENCH_CONNECTIONS', 64, 1));
-
-  let netsot: ChildServer | undefined;
-  let raw: ChildServer | undefined;
-  try {
-    netsot = await startNetsot();
-    const created = await request(netsot.base, 'POST', '/api/sites/', { body: { name: 'bench' }, headers: AUTH });
-    if (created.status !== 201) throw new Error(`POST /api/sites/ answered ${created.status}: ${created.text}`);
-    const path = `/api/sites/${created.json.id}/`;
-    const sample = await request(netsot.base, 'GET', path, { headers: AUTH });
-    if (sample.status !== 200) throw new Error(`GET ${path} answered ${sample.status}: ${sample.text}`);
-
-    const headers = applicationHeaders(sample);
-    raw = await startRawUws({ headers, body: sample.text });
-    const rawSample = await request(raw.base, 'GET', path, { headers: AUTH });
-    if (rawSample.status !== 200 || rawSample.text !== sample.text) throw new Error(`raw uWS answered ${rawSample.status} ${rawSample.text}`);
-
-    const servers: Record<Side, ChildServer> = { raw, netsot };
-    const load = (side: Side, secs: number) => runLoad({
-      url: servers[side].base + path, connections, seconds: secs, headers: AUTH, serverPid: servers[side].pid,
-    });
-    const orders: Side[][] = Array.from({ length: rounds }, (_, i) => (i % 2 === 0 ? ['raw', 'netsot'] : ['netsot', 'raw']));
-    const orderText = rounds === 1
-      ? 'fixed order: raw uWS first, then netsot'
-      : `alternating, ${rounds} rounds of ${slice} s: ${orders.map((o) => o.join('→')).join(', ')}`;
-
-    log(`get-site (P1): GET ${path} (${sample.text.length}-byte body, headers ${headers.map(([k]) => k).join(', ')})`);
-    log(`${connections} keep-alive connections, pipelining 1, ${slice * rounds} s measured per server, ${warmup} s warm-up per server; ${orderText}`);
-    log(`client: autocannon in the bench process; servers: child processes (netsot pid ${netsot.pid}, default shards; raw uWS pid ${raw.pid}); ${machine().cores} cores, Node ${process.version}`);
-    const busyBefore = await foreignBusyCores();
-    const busyNote = (busy: number | null) => (busy === null ? 'unknown' : `${busy.toFixed(2)} cores${busy > 0.2 ? ' — machine not idle, figures will be noisy' : ''}`);
-    log(`other CPU use before the load (1 s sample, servers idle): ${busyNote(busyBefore)}`);
-
-    if (warmup > 0) { await load('netsot', warmup); await load('raw', warmup); }
-
-    const results: Record<Side, LoadSummary[]> = { raw: [], netsot: [] };
-    for (const [i, order] of orders.entries()) {
-      for (const side of order) {
-        const r = await load(side, slice);
-        results[side].push(r);
-        if (rounds > 1) log(`  round ${i + 1} ${side.padEnd(6)} ${fmt.int(r.rps)} req/s, p99 ${fmt.ms(r.latencyMs.p99)} ms`);
-      }
-    }
-
-    const busyAfter = await foreignBusyCores();
-    log(`other CPU use after the load: ${busyNote(busyAfter)}`);
-    const after = await request(netsot.base, 'GET', path, { headers: AUTH });
-    if (after.text !== sample.text) throw new Error(`GET ${path} changed during the run: ${after.text}`);
-
-    const n = combine(results.netsot);
-    const b = combine(results.raw);
-    const ratio = n.rps / b.rps;
-    const row = (name: string, s: LoadSummary) => [name, fmt.int(s.rps), fmt.ms(s.latencyMs.p50), fmt.ms(s.latencyMs.p99), fmt.ms(s.latencyMs.max),
-      s.bytesPerResponse.toFixed(0), failures(s), fmt.cores(s.serverCores), fmt.cores(s.clientCores)];
-    log('');
-    log(table(['target', 'req/s', 'p50 ms', 'p99 ms', 'max ms', 'bytes/resp', 'failed', 'server cores', 'client cores'],
-      [row('raw uWS', b), row('netsot', n)]));
-    log('');
-    log(`netsot/raw = ${fmt.pct(ratio)} (target >= ${fmt.pct(TARGET)}): ${ratio >= TARGET ? 'meets target' : 'BELOW TARGET'}` +
-      (rounds > 1 ? ` — req/s over all rounds, p99 = worst round` : ''));
-    log('latencies are autocannon\'s, in whole milliseconds (sub-millisecond values read as 0).');
-    if (b.clientCores >= 0.9) {
-      log(`note: the client used ${fmt.cores(b.clientCores)} cores against raw uWS, so that figure is autocannon's one-thread ceiling, ` +
-        'not uWS\'s; against a faster client the ratio would be lower.');
-    }
-    const summary = (s: LoadSummary) => ({
-      rps: Math.round(s.rps), p50_ms: s.latencyMs.p50, p99_ms: s.latencyMs.p99, max_ms: s.latencyMs.max,
-      requests: s.requests, seconds: s.seconds, bytes_per_response: Math.round(s.bytesPerResponse),
-      non2xx: s.non2xx, errors: s.errors, timeouts: s.timeouts,
-      server_cores: s.serverCores === null ? null : Number(s.serverCores.toFixed(2)), client_cores: Number(s.clientCores.toFixed(2)),
-    });
-    log(JSON.stringify({
-      scenario: 'get-site', budget: 'P1', path, connections, pipelining: 1, seconds_per_server: slice * rounds, warmup_seconds: warmup, rounds,
-      order: orders.map((o) => o.join(',')), raw: summary(b), netsot: summary(n),
-      rps_by_round: { raw: results.raw.map((r) => Math.round(r.rps)), netsot: results.netsot.map((r) => Math.round(r.rps)) },
-      ratio: Number(ratio.toFixed(4)), target: TARGET, meets_target: ratio >= TARGET, ...machine(),
-      other_busy_cores_before: busyBefore === null ? null : Number(busyBefore.toFixed(2)),
-      other_busy_cores_after: busyAfter === null ? null : Number(busyAfter.toFixed(2)),
-    }));
-
-    const failed = failures(n) + failures(b);
-    if (failed > 0) { process.stderr.write(`get-site: ${failed} failed requests (non-2xx, errors or timeouts); figures are not valid\n`); return 1; }
-    return 0;
-  } finally {
-    await Promise.all([netsot?.stop(), raw?.stop()]);
-  }
+export function run(): Promise<number> {
+  return runGetOne('get-site', async (base) => {
+    const site = await request(base, 'POST', '/api/sites/', { body: { name: 'bench' }, headers: AUTH });
+    expectStatus(site, 201, 'POST /api/sites/');
+    return { path: `/api/sites/${site.json.id}/` };
+  });
 }

@@ -50,8 +50,9 @@ export interface PrefixTree<V> {
   entries(): Iterable<Entry<V>>;
   /**
    * The first `num` free `len`-aligned blocks inside the stored prefix
-   * (addr, plen), ascending, as block start addresses (gaps.md §14.2, without
-   * the special case len === plen, which the caller decides).
+   * (addr, plen), ascending, as block start addresses (gaps.md §14.2). With
+   * len === plen the only block is the parent itself, free exactly when
+   * nothing is stored inside it.
    */
   freeBlocks(addr: bigint, plen: number, query: FreeBlockQuery): bigint[];
 }

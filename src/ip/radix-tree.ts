@@ -256,7 +256,10 @@ export class RadixTree<V> implements PrefixTree<V> {
     };
 
     addr = maskTo(addr, plen, W);
-    if (L === plen) return out; // the caller decides the parent-itself case
+    if (L === plen) {
+      if (!this.hasDescendants(addr, plen) && !exclude.includes(addr)) out.push(addr);
+      return out;
+    }
     const node = this.find(addr, plen);
     if (node) visit(node);
     else span(addr, plen, this.locate(addr, plen));

@@ -34,6 +34,9 @@ export interface AttributeRecord extends StoredObject {
 /** A resource that carries attributes; `valueIds` follow the canonical order (name, then element). */
 export interface AttributeCarrier extends StoredObject { attributes: Attrs; valueIds: number[] }
 
+/** Detail keys other than `query`, which on a collection without set queries is an unknown endpoint (gaps.md §1.3, §21). */
+export const NOT_QUERY = /^(?!query$)/;
+
 export const catalogKey = (resourceName: string, name: string) => `${resourceName}:${name}`;
 
 export function findAttribute(shard: ShardState, site: number, resourceName: string, name: string): AttributeRecord | undefined {
@@ -117,14 +120,15 @@ export function resolveAttributes(ctx: RequestContext, resourceName: ResourceNam
   }
   if (method !== 'PATCH') {
     for (const a of known.values()) {
-      if (a.default !== null && !(a.name in result) && !nulled.has(a.name)) result[a.name] = a.default;
+      if (a.default !== null && !Object.hasOwn(result, a.name) && !nulled.has(a.name)) result[a.name] = a.default;
     }
   }
   // An empty list leaves a multi attribute without a value.
   for (const [name, value] of Object.entries(result)) {
     if (Array.isArray(value) && value.length === 0 && known.get(name)?.multi) delete result[name];
   }
-  const missing = [...known.values()].filter((a) => a.required && !(a.name in result)).map((a) => a.name).sort();
+  // hasOwn: an attribute may be called `constructor`, which `in` finds on every object.
+  const missing = [...known.values()].filter((a) => a.required && !Object.hasOwn(result, a.name)).map((a) => a.name).sort();
   if (missing.length > 0) throw fail(`Missing required attributes: ${missing.join(', ')}`);
 
   const out: Attrs = {};

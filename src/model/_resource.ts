@@ -7,7 +7,7 @@
 import { compileFilters, where } from '../query/filters.js';
 import { postingIds } from '../query/attribute-index.js';
 import { parseSetQuery } from '../query/setquery-parse.js';
-import { emptyQueryError, evaluateSetQuery, UNIQUE_TEMPLATE, unknownAttributeError, type IdSet } from '../query/setquery.js';
+import { compileTermRegexes, emptyQueryError, evaluateSetQuery, UNIQUE_TEMPLATE, unknownAttributeError, type IdSet } from '../query/setquery.js';
 import type { RequestContext } from '../shard/context.js';
 import type { ListChecks } from '../shard/protocol.js';
 import type { StoredObject } from '../shard/table.js';
@@ -82,12 +82,17 @@ export function setQueryRoute(model: Model, resourceName: ResourceName): (ctx: R
       if (unique) throw emptyQueryError(model.name);
       return { kind: 'list', model, records: [], checks };
     }
+    // Regexes first, so a query with both faults answers alike nested and top level.
+    compileTermRegexes(terms);
     // An attribute unknown here may exist in a site on another shard: on a top-level route
     // the main thread reports it only if every shard does (ListChecks.unanimous).
     const unknown = terms.map((t, order) => ({ order, t }))
-      .filter(({ t }) => !attributeExists(ctx.shard, ctx.urlSite, resourceName, t.name))
-      .map(({ order, t }) => { const e = unknownAttributeError(t.name); return { order, status: e.status, body: errorEnvelope(e) }; });
-    if (unknown.length > 0) checks.unanimous = unknown;
+      .filter(({ t }) => !attributeExists(ctx.shard, ctx.urlSite, resourceName, t.name));
+    if (unknown.length > 0) {
+      // A nested query (or a top-level one answered by a single shard) knows every site it covers.
+      if (!ctx.req.scatter) throw unknownAttributeError(unknown[0].t.name);
+      checks.unanimous = unknown.map(({ order, t }) => { const e = unknownAttributeError(t.name); return { order, status: e.status, body: errorEnvelope(e) }; });
+    }
     const sites = sitesOf(ctx, model);
     const table = ctx.shard.table(model.kind);
     const { perSite } = evaluateSetQuery(ctx.shard, {

@@ -10,7 +10,7 @@ import { defineSchema, Field } from '../schema/fields.js';
 import { SchemaWriters } from '../schema/serialize.js';
 import { validateFields } from '../schema/validate.js';
 import type { Kind } from '../store/kinds.js';
-import { catalogKey, RESOURCE_NAMES, valueProblem, type AttributeRecord, type Constraints, type ResourceName } from './_attributes.js';
+import { catalogKey, NOT_QUERY, RESOURCE_NAMES, valueProblem, type AttributeRecord, type Constraints, type ResourceName } from './_attributes.js';
 import { filtered } from './_resource.js';
 import type { ResourceModel } from './model.js';
 import { siteModel } from './site.js';
@@ -50,7 +50,8 @@ export function normalizeConstraints(raw: unknown): Constraints {
   if (typeof v === 'string' && v !== '') {
     try { v = JSON.parse(v); } catch { throw bad(`Expected dictionary but received <type '${pyType(raw)}'>.`); }
   }
-  if (!v) return { allow_empty: false, pattern: '', valid_values: [] };
+  // Falsy as Python reads it: null, false, 0, "", and an empty list or object.
+  if (!v || (Array.isArray(v) && v.length === 0)) return { allow_empty: false, pattern: '', valid_values: [] };
   if (typeof v !== 'object' || Array.isArray(v)) throw bad(`Expected dictionary but received <type '${pyType(v)}'>.`);
   const c = v as Record<string, unknown>;
   const allowEmpty = c.allow_empty ?? false;
@@ -82,6 +83,8 @@ export const attributeModel: ResourceModel<AttributeRecord> = {
     topLevel: true, nested: true,
     list: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'], detail: ['GET', 'PUT', 'PATCH', 'DELETE'],
     listRoutes: {}, detailRoutes: {},
+    // `attributes/query/` names a list route attributes do not have (gaps.md §1.3, §21).
+    keyPattern: NOT_QUERY,
   },
   uniqueKeys: { catalog: (a) => catalogKey(a.resourceName, a.name) },
   filters: [
@@ -96,7 +99,17 @@ export const attributeModel: ResourceModel<AttributeRecord> = {
 
   list: (ctx) => ({ records: filtered<AttributeRecord>(ctx, attributeModel, null) }),
 
-  parse: (ctx, body, method) => validateFields(attributeSchema, method === 'POST' ? body : { ...body, name: undefined, resource_name: undefined }, method),
+  parse(ctx, body, method) {
+    // name and resource_name are fixed once created (§11.1).
+    const input: Record<string, unknown> = method === 'POST' ? { ...body } : { ...body, name: undefined, resource_name: undefined };
+    // `default: null` means no default, and a null `constraints` is falsy (all defaults): both are
+    // what a GET payload carries, so it can be sent back unchanged (§9.1).
+    const nulls = (['default', 'constraints'] as const).filter((f) => input[f] === null);
+    for (const f of nulls) input[f] = undefined;
+    const v = validateFields(attributeSchema, input, method);
+    for (const f of nulls) v[f] = null;
+    return v;
+  },
 
   create(ctx, v, site) {
     const name = v.name as string;

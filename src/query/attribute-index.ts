@@ -32,6 +32,8 @@ export class AttributeIndex {
 
   add(kind: Kind, site: number, id: number, attrs: Attrs): void {
     for (const [name, v] of Object.entries(attrs)) {
+      // An empty multi list holds no value: no entry, so `values()` of an unused name stays empty.
+      if (Array.isArray(v) && v.length === 0) continue;
       const k = keyOf(kind, site, name);
       let values = this.byName.get(k);
       if (!values) this.byName.set(k, (values = new Map()));

@@ -60,7 +60,7 @@ function union(a: IdSet, b: IdSet): IdSet {
 }
 
 /** The ids the terms select, per site merged; 'all' when no term narrowed anything. */
-export function evaluateSetQuery(shard: ShardState, scope: SetQueryScope, terms: SetTerm[]): { perSite: Map<number, Acc> } {
+export function evaluateSetQuery(shard: Pick<ShardState, 'attributeIndex'>, scope: SetQueryScope, terms: SetTerm[]): { perSite: Map<number, Acc> } {
   const regexes = compileTermRegexes(terms);
   const perSite = new Map<number, Acc>();
   for (const site of scope.sites) {

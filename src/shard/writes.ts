@@ -94,6 +94,11 @@ function requireList(raw: unknown): unknown[] {
 
 /** POST a list (§9.3, §9.7): stage 1 for every item, then the rest item by item. */
 export function createMany(ctx: RequestContext, model: Model, raw: unknown[]): StoredObject[] {
+  // Top level: the main thread keeps a list to one shard; two sites of that shard are refused here.
+  if (ctx.urlSite === null && !model.siteKeyed) {
+    const named = raw.map((item) => (item && typeof item === 'object' && !Array.isArray(item) ? siteIdIn((item as Body)[siteFieldOf(model)]) : null));
+    oneSite(named.filter((site): site is number => site !== null).map((siteId) => ({ siteId })));
+  }
   const drafts = perItem(raw, (item) => {
     const body = bindSite(ctx, model, requireObject(item));
     return model.parse!(ctx, body, 'POST');
