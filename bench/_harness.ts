@@ -1,5 +1,5 @@
 /**
- * Shared bench plumbing: the real server (`node dist/main.js serve`) and a raw
+ * Shared bench plumbing: the real server (`node dist-bench/src/main.js serve`) and a raw
  * uWS baseline as child processes, autocannon run in this process, and
  * reporting. The client and the servers share the machine's cores, so the
  * servers always run as separate processes and the client stays here.
@@ -15,7 +15,13 @@ import autocannon from 'autocannon';
 
 const HERE = dirname(fileURLToPath(import.meta.url)); // dist-bench/bench
 export const ROOT = resolve(HERE, '../..');
-export const MAIN = join(ROOT, 'dist/main.js');
+/**
+ * The server as compiled by bench/tsconfig.json alongside the scenarios, not
+ * dist/: a concurrent `npm run build` (e.g. `npm test`) rewriting dist/ must
+ * not break a server the bench is starting, and in-process scenarios and the
+ * server then run the very same build.
+ */
+export const MAIN = join(ROOT, 'dist-bench/src/main.js');
 const RAW_UWS = join(HERE, '_raw-uws.js');
 
 /** A scenario file exports `run(args)`; a non-zero result becomes the exit code. */

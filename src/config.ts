@@ -53,7 +53,7 @@ function readInt(src: Source, name: string, fallback: number, min: number, max: 
 function readBool(src: Source, name: string, fallback: boolean): boolean {
   const v = src[name];
   if (v === undefined || v === '') return fallback;
-  const b = BOOLEAN_WORDS[v.trim().toLowerCase()];
+  const b = Object.hasOwn(BOOLEAN_WORDS, v.trim().toLowerCase()) ? BOOLEAN_WORDS[v.trim().toLowerCase()] : undefined;
   if (b === undefined) throw new ConfigError(`${name} must be one of true false 1 0 yes no on off, got '${v}'`);
   return b;
 }

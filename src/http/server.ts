@@ -104,15 +104,15 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     const q = new QueryParams(x.query);
     const method = x.method;
     const link = { scheme: 'http', host: x.host, path: x.path };
-    if (match.target === 'list') return method === 'POST' ? users.post(user, body ?? {}) : users.list(q, link);
+    if (match.target === 'list') return method === 'POST' ? users.post(user, (body === undefined ? {} : body)) : users.list(q, link);
     if (match.target === 'detail-route') return users.rotate(user, match.key!);
-    return method === 'PATCH' ? users.patch(user, match.key!, body ?? {}) : users.detail(user, match.key!, q);
+    return method === 'PATCH' ? users.patch(user, match.key!, (body === undefined ? {} : body)) : users.detail(user, match.key!, q);
   }
 
   async function resourceRoute(match: Extract<RouteMatch, { kind: 'resource' }>, user: UserRecord, x: Exchange, body: unknown): Promise<Forwarded> {
     const model = modelByCollection(match.collection)!;
     const link = { scheme: 'http', host: x.host, path: x.path };
-    const input = { match, model, method: x.method, query: x.query, body: body ?? {}, principal: users.principal(user), link };
+    const input = { match, model, method: x.method, query: x.query, body: (body === undefined ? {} : body), principal: users.principal(user), link };
     if (model.kind !== 'site' || (match.target === 'detail' && x.method !== 'PUT' && x.method !== 'PATCH') || (match.target === 'list' && x.method !== 'POST')) {
       return applyDirectory(await forwarder.forward(input));
     }
@@ -122,7 +122,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     // A rename's verdict travels to the shard as `nameTaken`, reported there after lookup,
     // permission and validation (gaps.md §1.6).
     const isCreate = match.target === 'list';
-    const fields = isCreate ? siteCreateCheck(input.principal, body ?? {}) : null;
+    const fields = isCreate ? siteCreateCheck(input.principal, (body === undefined ? {} : body)) : null;
     const rawName = fields ? fields.name : body && typeof body === 'object' && !Array.isArray(body) ? (body as Record<string, unknown>).name : undefined;
     const name = typeof rawName === 'string' || typeof rawName === 'number' ? String(rawName).trim() : null;
     const siteId = isCreate ? ids.next('site') : Number(match.key);

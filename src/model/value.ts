@@ -9,7 +9,7 @@ import { defineSchema, Field } from '../schema/fields.js';
 import { SchemaWriters } from '../schema/serialize.js';
 import type { RequestContext } from '../shard/context.js';
 import type { StoredObject } from '../shard/table.js';
-import { KINDS } from '../store/kinds.js';
+import { KINDS, type Kind } from '../store/kinds.js';
 import { findAttribute, NOT_QUERY, RESOURCE_NAMES, valuesOf, type AttributeCarrier } from './_attributes.js';
 import { filtered } from './_resource.js';
 import type { ResourceModel } from './model.js';
@@ -28,6 +28,15 @@ void Type;
 
 const RESOURCE_OF_KIND: Record<string, string> = { device: 'Device', network: 'Network', interface: 'Interface', circuit: 'Circuit', protocol: 'Protocol' };
 
+function toRecord(ctx: RequestContext, kind: string, holder: AttributeCarrier, v: { id: number; name: string; value: string }): ValueRecord {
+  const resourceName = RESOURCE_OF_KIND[kind];
+  return {
+    id: v.id, siteId: holder.siteId, name: v.name, value: v.value,
+    attribute: findAttribute(ctx.shard, holder.siteId, resourceName, v.name)?.id ?? 0,
+    resourceName, resourceId: holder.id,
+  };
+}
+
 /** The Value with this id, assembled from its holder. */
 function valueById(ctx: RequestContext, id: number): ValueRecord | undefined {
   const owner = ctx.shard.values.owner(id);
@@ -35,16 +44,28 @@ function valueById(ctx: RequestContext, id: number): ValueRecord | undefined {
   const kind = KINDS[owner.kindSlot];
   const holder = ctx.shard.table<AttributeCarrier>(kind).get(owner.id);
   if (!holder) return undefined;
-  for (const v of valuesOf(holder)) {
-    if (v.id !== id) continue;
-    const resourceName = RESOURCE_OF_KIND[kind];
-    return {
-      id, siteId: holder.siteId, name: v.name, value: v.value,
-      attribute: findAttribute(ctx.shard, holder.siteId, resourceName, v.name)?.id ?? 0,
-      resourceName, resourceId: holder.id,
-    };
-  }
+  for (const v of valuesOf(holder)) if (v.id === id) return toRecord(ctx, kind, holder, v);
   return undefined;
+}
+
+/**
+ * `?resource_id=<n>` names at most one holder per resource type: read their
+ * values directly instead of walking every value id. Null when the parameter
+ * is absent or not a plain integer (the filter then reports it as usual).
+ */
+function valuesOfResource(ctx: RequestContext, site: number | null): ValueRecord[] | null {
+  const rid = ctx.query.get('resource_id');
+  if (rid === undefined || !/^[-+]?\d+$/.test(rid)) return null;
+  const id = Number(rid);
+  const out: ValueRecord[] = [];
+  for (const [kind, resourceName] of Object.entries(RESOURCE_OF_KIND)) {
+    const rn = ctx.query.get('resource_name');
+    if (rn && rn !== resourceName) continue;
+    const holder = ctx.shard.table<AttributeCarrier>(kind as Kind).get(id);
+    if (!holder || !holder.valueIds || (site !== null && holder.siteId !== site)) continue;
+    for (const v of valuesOf(holder)) out.push(toRecord(ctx, kind, holder, v));
+  }
+  return out.sort((a, b) => a.id - b.id);
 }
 
 export const valueModel: ResourceModel<ValueRecord> = {
@@ -67,6 +88,8 @@ export const valueModel: ResourceModel<ValueRecord> = {
   find: (ctx, id) => valueById(ctx, id),
 
   list(ctx, site) {
+    const direct = valuesOfResource(ctx, site);
+    if (direct) return { records: filtered<ValueRecord>(ctx, valueModel, direct) };
     const all = (function* () {
       for (const id of ctx.shard.values.ids()) {
         const v = valueById(ctx, id);

@@ -5,7 +5,8 @@
  */
 import { Errors } from '../errors.js';
 
-const BOOL: Record<string, boolean> = { true: true, '1': true, yes: true, on: true, false: false, '0': false, no: false, off: false };
+// A Map, not an object literal: `constructor` or `__proto__` must not read as a boolean.
+const BOOL = new Map<string, boolean>([['true', true], ['1', true], ['yes', true], ['on', true], ['false', false], ['0', false], ['no', false], ['off', false]]);
 
 /**
  * Query-string and form decoding as existing clients rely on it (Python's
@@ -51,7 +52,7 @@ export class QueryParams {
   filterBoolean(name: string): boolean | undefined {
     const v = this.get(name);
     if (v === undefined || v === '') return undefined;
-    const b = BOOL[v.toLowerCase()];
+    const b = BOOL.get(v.toLowerCase());
     if (b === undefined) throw Errors.field(name, 'Must be a valid boolean.');
     return b;
   }
@@ -61,7 +62,7 @@ export class QueryParams {
     const v = this.get(name);
     if (v === undefined) return fallback;
     if (v === '') return true;
-    const b = BOOL[v.toLowerCase()];
+    const b = BOOL.get(v.toLowerCase());
     if (b === undefined) throw Errors.field(name, 'Must be a valid boolean.');
     return b;
   }

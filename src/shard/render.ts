@@ -49,7 +49,7 @@ export function objectBody(ctx: RequestContext, model: ResourceModel<any>, r: St
 export function listBody(ctx: RequestContext, model: ResourceModel<any, any>, records: Iterable<StoredObject>, newestFirst = false, checks?: ListChecks): { body: string; part?: ListPart } {
   if (!ctx.req.scatter && checks?.unanimous?.length) {
     const first = checks.unanimous.reduce((a, b) => (a.order <= b.order ? a : b));
-    throw new ApiError(first.status, JSON.parse(first.body));
+    throw new ApiError(first.status, JSON.parse(first.body).error.message);
   }
   const page = readPage(ctx.query);
   const one = (r: StoredObject) => objectBody(ctx, model, r, false);

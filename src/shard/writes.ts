@@ -131,11 +131,12 @@ export function updateMany(ctx: RequestContext, model: Model, raw: unknown, meth
 export function deleteMany(ctx: RequestContext, model: Model, raw: unknown): void {
   if (!Array.isArray(raw)) throw Errors.validation('Expected a list of ids.');
   if (raw.length === 0) throw Errors.validation('No ids provided.');
-  const ids: number[] = [];
+  const unique = new Set<number>();
   for (const v of raw) {
     if (typeof v !== 'number' || !Number.isInteger(v)) throw Errors.validation(`Invalid id: ${JSON.stringify(v)}. Ids must be integers.`);
-    if (!ids.includes(v)) ids.push(v);
+    unique.add(v); // a Set keeps first-occurrence order
   }
+  const ids = [...unique];
   const targets = ids.map((id) => lookup(ctx, model, String(id)));
   oneSite(targets);
   for (const r of targets) if (model.permissionType) demand(ctx.principal, 'delete', model.permissionType, r.siteId);

@@ -210,6 +210,26 @@ describe('bulk create', () => {
     expect(ok.status, ok.text).toBe(201);
   });
 
+  test('bulk create that fails late leaves no trace of the ids it used', async () => {
+    const site = await mkSite();
+    const before = await mkDevice(site.id);
+    expectError(await s.post(`/api/sites/${site.id}/devices/`, [{ hostname: 'g1' }, { hostname: 'g2' }, { hostname: 'g_3' }]), 400,
+      { 2: { name: "Invalid name: 'g_3'." } });
+    const after = await mkDevice(site.id);
+    expect(after.id).toBeGreaterThan(before.id);
+    for (let id = before.id + 1; id < after.id; id++) {
+      expectError(await s.get(`/api/devices/${id}/`), 404, `No such Device found at (site_id, id) = (None, ${id})`);
+    }
+    expect((await s.get('/api/devices/g1/')).status).toBe(404);
+    expect(await devicesOf(site.id)).toEqual([before, after]);
+  });
+
+  test('top-level bulk create reports an unknown site per item', async () => {
+    const site = await mkSite();
+    expectError(await s.post('/api/devices/', [{ site_id: 999979, hostname: 'u1' }]), 400, { 0: 'Site with id number 999979 does not exist' });
+    expect(await devicesOf(site.id)).toEqual([]);
+  });
+
   test('nested bulk create rejects an item naming another site, keyed by index', async () => {
     const [a, b] = await sitesOnTwoShards();
     expectError(await s.post(`/api/sites/${a.id}/devices/`, [{ hostname: 'n1' }, { hostname: 'n2', site_id: b.id }]), 400,

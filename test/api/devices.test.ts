@@ -175,7 +175,7 @@ describe('device create', () => {
 
   // gaps.md §9.3: "Any other non-object body gives the same message with its <type>". src/http/server.ts
   // passes `body ?? {}` to the shard, so a JSON `null` body is read as `{}` (and reports the missing hostname).
-  test.fails('device create with a JSON null body gives the dictionary text with NoneType', async () => {
+  test('device create with a JSON null body gives the dictionary text with NoneType', async () => {
     const site = await mkSite();
     expectError(await s.post(`/api/sites/${site.id}/devices/`, null), 400, { non_field_errors: ['Invalid data. Expected a dictionary, but got NoneType.'] });
   });
@@ -284,6 +284,18 @@ describe('device hostname rules', () => {
     await mkDevice(a.id, 'shared-name');
     await mkDevice(b.id, 'shared-name');
     await mkDevice(c.id, 'shared-name');
+  });
+
+  test('hostname uniqueness holds under concurrent creates, nested and top level', async () => {
+    const x = await mkSite();
+    const replies = await Promise.all(Array.from({ length: 12 }, (_, i) => (i % 2 === 0
+      ? s.post(`/api/sites/${x.id}/devices/`, { hostname: 'race' })
+      : s.post('/api/devices/', { site_id: x.id, hostname: 'race' }))));
+    expect(replies.filter((r) => r.status === 201).length).toBe(1);
+    for (const r of replies.filter((r) => r.status !== 201)) {
+      expectError(r, 400, { non_field_errors: ['The fields site, hostname must make a unique set.'] });
+    }
+    expect((await s.get(`/api/sites/${x.id}/devices/`)).json.length).toBe(1);
   });
 
   test('hostname validity is checked before uniqueness', async () => {

@@ -176,6 +176,33 @@ describe('value filters', () => {
     expectError(await s.get(`/api/sites/${site}/values/?resource_name=Site`), 400, { resource_name: ['"Site" is not a valid choice.'] });
     expectError(await s.get('/api/values/?resource_id=x'), 400, { resource_id: ['A valid integer is required.'] });
     expectError(await s.get(`/api/sites/${site}/values/?resource_id=1.0`), 400, { resource_id: ['A valid integer is required.'] });
+    expectError(await s.get(`/api/values/?resource_id=${d1.id}&resource_name=device`), 400, { resource_name: ['"device" is not a valid choice.'] });
+  });
+
+  test('value list by resource_id keeps to the URL site and spans shards at the top level', async () => {
+    const [a, b] = await twoSites();
+    await mkAttr(a, 'owner');
+    await mkAttr(b, 'owner');
+    const da = await mkDevice(a, { owner: 'ra' });
+    const db = await mkDevice(b, { owner: 'rb' });
+    expect((await s.get(`/api/values/?resource_id=${db.id}`)).json.map((v: Value) => v.value)).toEqual(['rb']);
+    expect((await s.get(`/api/values/?resource_id=${da.id}&resource_name=Device`)).json.map((v: Value) => v.value)).toEqual(['ra']);
+    expect((await s.get(`/api/values/?resource_id=${da.id}&resource_name=Network`)).json).toEqual([]);
+    expect((await s.get(`/api/sites/${b}/values/?resource_id=${da.id}`)).json).toEqual([]);
+    expect((await s.get(`/api/sites/${a}/values/?resource_id=${da.id}&value=rb`)).json).toEqual([]);
+    expect((await s.get('/api/values/?resource_id=-1')).json).toEqual([]);
+  });
+
+  test('value list by resource_id is in id order after the values changed', async () => {
+    const own = await mkSite();
+    await mkAttr(own, 'owner');
+    await mkAttr(own, 'role', { multi: true });
+    const d = await mkDevice(own, { owner: 'first', role: ['x', 'y'] });
+    await s.patch(`/api/devices/${d.id}/`, { attributes: { owner: 'second' } });
+    const r = (await s.get(`/api/values/?resource_id=${d.id}`)).json as Value[];
+    expect(r.map((v) => `${v.name}=${v.value}`)).toEqual(['role=x', 'role=y', 'owner=second']);
+    expect(r.map((v) => v.id)).toEqual(byId(r).map((v) => v.id));
+    expect((await s.get(`/api/values/?resource_id=${d.id}&limit=1&offset=2`)).json.results).toEqual([r[2]]);
   });
 
   test('value list ignores unknown parameters and the attributes filter', async () => {
