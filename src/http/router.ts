@@ -83,6 +83,10 @@ export class Router {
     if (rest.length === 1 && owns(spec.listRoutes, rest[0])) {
       return { ...base, target: 'list-route', route: rest[0], methods: spec.listRoutes[rest[0]] };
     }
+    // A key that is exactly `query` selects the list route (gaps.md §1.3); where the collection
+    // has none (sites/query/, attributes/query/), there is no endpoint. (`reserved` is special on
+    // networks only, which have that route.)
+    if (rest.length === 1 && rest[0] === 'query') return null;
     let key: string;
     let route: string | undefined;
     if (spec.multiSegmentKey) {

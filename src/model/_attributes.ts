@@ -34,8 +34,6 @@ export interface AttributeRecord extends StoredObject {
 /** A resource that carries attributes; `valueIds` follow the canonical order (name, then element). */
 export interface AttributeCarrier extends StoredObject { attributes: Attrs; valueIds: number[] }
 
-/** Detail keys other than `query`, which on a collection without set queries is an unknown endpoint (gaps.md §1.3, §21). */
-export const NOT_QUERY = /^(?!query$)/;
 
 export const catalogKey = (resourceName: string, name: string) => `${resourceName}:${name}`;
 

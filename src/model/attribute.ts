@@ -10,7 +10,7 @@ import { defineSchema, Field } from '../schema/fields.js';
 import { SchemaWriters } from '../schema/serialize.js';
 import { validateFields } from '../schema/validate.js';
 import type { Kind } from '../store/kinds.js';
-import { catalogKey, NOT_QUERY, RESOURCE_NAMES, valueProblem, type AttributeRecord, type Constraints, type ResourceName } from './_attributes.js';
+import { catalogKey, RESOURCE_NAMES, valueProblem, type AttributeRecord, type Constraints, type ResourceName } from './_attributes.js';
 import { filtered } from './_resource.js';
 import type { ResourceModel } from './model.js';
 import { siteModel } from './site.js';
@@ -84,7 +84,6 @@ export const attributeModel: ResourceModel<AttributeRecord> = {
     list: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'], detail: ['GET', 'PUT', 'PATCH', 'DELETE'],
     listRoutes: {}, detailRoutes: {},
     // `attributes/query/` names a list route attributes do not have (gaps.md §1.3, §21).
-    keyPattern: NOT_QUERY,
   },
   uniqueKeys: { catalog: (a) => catalogKey(a.resourceName, a.name) },
   filters: [

@@ -10,7 +10,7 @@ import { SchemaWriters } from '../schema/serialize.js';
 import type { RequestContext } from '../shard/context.js';
 import type { StoredObject } from '../shard/table.js';
 import { KINDS, type Kind } from '../store/kinds.js';
-import { findAttribute, NOT_QUERY, RESOURCE_NAMES, valuesOf, type AttributeCarrier } from './_attributes.js';
+import { findAttribute, RESOURCE_NAMES, valuesOf, type AttributeCarrier } from './_attributes.js';
 import { filtered } from './_resource.js';
 import type { ResourceModel } from './model.js';
 
@@ -76,7 +76,7 @@ export const valueModel: ResourceModel<ValueRecord> = {
   schema: valueSchema,
   writers: new SchemaWriters(valueSchema),
   // `values/query/` names a list route values do not have (gaps.md §1.3).
-  routes: { topLevel: true, nested: true, list: ['GET'], detail: ['GET'], listRoutes: {}, detailRoutes: {}, keyPattern: NOT_QUERY },
+  routes: { topLevel: true, nested: true, list: ['GET'], detail: ['GET'], listRoutes: {}, detailRoutes: {} },
   filters: [
     { param: 'name', type: 'string', value: (v) => v.name },
     { param: 'value', type: 'string', value: (v) => v.value },

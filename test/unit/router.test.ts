@@ -126,8 +126,10 @@ describe('Router top-level collections', () => {
     expect(shape('/api/devices/reserved/')).toEqual({ kind: 'resource', collection: 'devices', site: null, target: 'detail', key: 'reserved' });
   });
 
-  test('router gives attributes no query route', () => {
-    expect(shape('/api/attributes/query/')).toEqual({ kind: 'resource', collection: 'attributes', site: null, target: 'detail', key: 'query' });
+  test('router gives collections without a query route no endpoint at query/', () => {
+    expect(match('/api/attributes/query/')).toBeNull();
+    expect(match('/api/sites/query/')).toBeNull();
+    expect(match('/api/sites/1/changes/query/')).toBeNull();
   });
 
   test('router does not treat inherited object properties as routes', () => {
