@@ -22,6 +22,8 @@ declare module 'autocannon' {
       body?: string;
       /** Mutates the request before it is sent; the bench uses it for unique bodies. */
       setupRequest?: (req: Request, context: Record<string, unknown>) => Request;
+      /** Called with each response (autocannon then reads the body). */
+      onResponse?: (status: number, body: string, context: Record<string, unknown>, headers: Record<string, string>) => void;
     }
     interface Histogram {
       average: number; mean: number; stddev: number; min: number; max: number; total: number;
