@@ -1,75 +1,123 @@
 /**
  * What Resources (objects that carry attributes: devices, networks,
  * interfaces, circuits, protocols) share for reading: the plain list with its
- * filters and the `attributes` filter, and the set-query route. Both answer
- * from the inverted index and return records in id order.
+ * filters and the `attributes` filter, and the set-query route. Both narrow
+ * the list with per-site answers from the inverted index (sorted id arrays,
+ * see query/setquery.ts) and yield records in id order; when no other filter
+ * applies they also know the count without walking the records, so a page of
+ * a huge result costs the page.
  */
 import { compileFilters, where } from '../query/filters.js';
-import { postingIds } from '../query/attribute-index.js';
+import { postingView } from '../query/attribute-index.js';
 import { parseSetQuery } from '../query/setquery-parse.js';
-import { compileTermRegexes, emptyQueryError, evaluateSetQuery, UNIQUE_TEMPLATE, unknownAttributeError, type IdSet } from '../query/setquery.js';
+import { compileTermRegexes, emptyQueryError, evaluateSetQuery, UNIQUE_TEMPLATE, unknownAttributeError, type SiteAnswer } from '../query/setquery.js';
+import { intersectSorted, minusSorted, unionSorted } from '../query/sorted-ids.js';
 import type { RequestContext } from '../shard/context.js';
 import type { ListChecks } from '../shard/protocol.js';
-import type { StoredObject } from '../shard/table.js';
+import type { ObjectTable, StoredObject } from '../shard/table.js';
 import { errorEnvelope } from '../errors.js';
 import { attributeExists, type ResourceName } from './_attributes.js';
-import type { ResourceModel, RouteResult } from './model.js';
+import type { ListResult, ResourceModel, RouteResult } from './model.js';
 
 type Model = ResourceModel<any, any>;
+type Answers = Map<number, SiteAnswer>;
 
 /** The sites a list covers: the URL site, or every site of this shard holding the kind. */
 function sitesOf(ctx: RequestContext, model: Model): number[] {
   return ctx.urlSite !== null ? [ctx.urlSite] : [...ctx.shard.table(model.kind).sites()];
 }
 
-/**
- * Records of the given ids in id order: sorting the ids when they are few,
- * walking the table (already in id order) when they are many.
- */
-function inIdOrder<R extends StoredObject>(ctx: RequestContext, model: Model, ids: IdSet, site: number | null): Iterable<R> {
-  const table = ctx.shard.table<R>(model.kind);
-  const total = site === null ? table.size : table.countInSite(site);
-  if (ids.size * 16 < total) {
-    const sorted = Int32Array.from(ids).sort();
-    return (function* () { for (const id of sorted) { const r = table.get(id); if (r) yield r; } })();
+/** One site's answer as records in id order. */
+function* siteRecords<R extends StoredObject>(table: ObjectTable<R>, site: number, a: SiteAnswer): Iterable<R> {
+  if (!a.all) {
+    for (const id of a.ids) { const r = table.get(id); if (r) yield r; }
+    return;
   }
-  return where(site === null ? table.all() : table.inSite(site), (r) => ids.has(r.id));
+  let j = 0;
+  const x = a.except;
+  for (const r of table.inSite(site)) {
+    while (j < x.length && x[j] < r.id) j++;
+    if (j < x.length && x[j] === r.id) continue;
+    yield r;
+  }
 }
 
-/** `?attributes=k=v` (repeatable, ANDed, exact; an unknown name matches nothing). */
-function attributeFilterIds(ctx: RequestContext, model: Model, items: string[]): Set<number> {
+/** Several id-ordered streams as one, by id. */
+function* mergeById<R extends StoredObject>(streams: Iterable<R>[]): Iterable<R> {
+  if (streams.length === 1) { yield* streams[0]; return; }
+  const its = streams.map((s) => s[Symbol.iterator]());
+  const heads = its.map((it) => it.next());
+  for (;;) {
+    let best = -1;
+    for (let i = 0; i < heads.length; i++) if (!heads[i].done && (best < 0 || heads[i].value.id < heads[best].value.id)) best = i;
+    if (best < 0) return;
+    yield heads[best].value;
+    heads[best] = its[best].next();
+  }
+}
+
+function answerSize(table: ObjectTable<StoredObject>, site: number, a: SiteAnswer): number {
+  return a.all ? table.countInSite(site) - a.except.length : a.ids.length;
+}
+
+function intersectAnswer(a: SiteAnswer, b: SiteAnswer): SiteAnswer {
+  if (a.all && b.all) return { all: true, except: unionSorted(a.except, b.except) };
+  if (a.all) return { all: false, ids: minusSorted((b as { ids: Int32Array }).ids, a.except) };
+  if (b.all) return { all: false, ids: minusSorted(a.ids, b.except) };
+  return { all: false, ids: intersectSorted(a.ids, b.ids) };
+}
+
+/** `?attributes=k=v` (repeatable, ANDed, exact; an unknown name matches nothing), per site. */
+function attributeFilterAnswers(ctx: RequestContext, model: Model, items: string[]): Answers {
   const pairs = items.map((item) => { const eq = item.indexOf('='); return eq < 0 ? [item, ''] : [item.slice(0, eq), item.slice(eq + 1)]; });
-  const out = new Set<number>();
+  const out: Answers = new Map();
   for (const site of sitesOf(ctx, model)) {
-    let acc: number[] | null = null;
+    let ids: Int32Array | null = null;
     for (const [name, value] of pairs) {
-      const hits = new Set(postingIds(ctx.shard.attributeIndex.matching(model.kind, site, name, value)));
-      acc = acc === null ? [...hits] : acc.filter((id) => hits.has(id));
-      if (acc.length === 0) break;
+      const hits = postingView(ctx.shard.attributeIndex.matching(model.kind, site, name, value));
+      ids = ids === null ? hits : intersectSorted(ids, hits);
+      if (ids.length === 0) break;
     }
-    for (const id of acc ?? []) out.add(id);
+    out.set(site, { all: false, ids: ids ?? new Int32Array(0) });
   }
   return out;
 }
 
-/** Applies the list filters of §7.4 (and `attributes`) to records already in id order. */
-export function filtered<R extends StoredObject>(ctx: RequestContext, model: Model, records: Iterable<R> | null): Iterable<R> {
+/** List filters of §7.4 over any records (for models without attributes). */
+export function applyFilters<R extends StoredObject>(ctx: RequestContext, model: Model, records: Iterable<R>): Iterable<R> {
+  return where(records, compileFilters(ctx.query, model.filters ?? []));
+}
+
+/**
+ * A resource list over the scope, narrowed by per-site answers (a set query)
+ * and the `attributes` filter, then the other filters; with the count when no
+ * record-level filter applies.
+ */
+function resourceRecords<R extends StoredObject>(ctx: RequestContext, model: Model, answers: Answers | null): ListResult<R> {
   const keep = compileFilters(ctx.query, model.filters ?? []);
   const items = ctx.query.all('attributes');
-  let source: Iterable<R>;
   if (items.length > 0 && model.attributesOf) {
-    const ids = attributeFilterIds(ctx, model, items);
-    source = records === null ? inIdOrder<R>(ctx, model, ids, ctx.urlSite) : where(records, (r) => ids.has(r.id));
-  } else {
-    const table = ctx.shard.table<R>(model.kind);
-    source = records ?? (ctx.urlSite === null ? table.all() : table.inSite(ctx.urlSite));
+    const byAttributes = attributeFilterAnswers(ctx, model, items);
+    answers = answers === null ? byAttributes
+      : new Map([...answers].filter(([site]) => byAttributes.has(site)).map(([site, a]) => [site, intersectAnswer(a, byAttributes.get(site)!)]));
   }
-  return where(source, keep);
+  const table = ctx.shard.table<R>(model.kind);
+  let records: Iterable<R>;
+  let count: number;
+  if (answers === null) {
+    records = ctx.urlSite === null ? table.all() : table.inSite(ctx.urlSite);
+    count = ctx.urlSite === null ? table.size : table.countInSite(ctx.urlSite);
+  } else {
+    const sites = [...answers.keys()].sort((a, b) => a - b);
+    records = mergeById(sites.map((site) => siteRecords(table, site, answers!.get(site)!)));
+    count = sites.reduce((n, site) => n + answerSize(table as unknown as ObjectTable<StoredObject>, site, answers!.get(site)!), 0);
+  }
+  return keep ? { records: where(records, keep) } : { records, count };
 }
 
 /** The plain list of a resource: every object of the scope, filtered. */
-export function resourceList<R extends StoredObject>(ctx: RequestContext, model: Model): { records: Iterable<R> } {
-  return { records: filtered<R>(ctx, model, null) };
+export function resourceList<R extends StoredObject>(ctx: RequestContext, model: Model): ListResult<R> {
+  return resourceRecords<R>(ctx, model, null);
 }
 
 /** `{collection}/query/` for a Resource type (spec §4.5, gaps.md §21). */
@@ -93,20 +141,8 @@ export function setQueryRoute(model: Model, resourceName: ResourceName): (ctx: R
       if (!ctx.req.scatter) throw unknownAttributeError(unknown[0].t.name);
       checks.unanimous = unknown.map(({ order, t }) => { const e = unknownAttributeError(t.name); return { order, status: e.status, body: errorEnvelope(e) }; });
     }
-    const sites = sitesOf(ctx, model);
-    const table = ctx.shard.table(model.kind);
-    const { perSite } = evaluateSetQuery(ctx.shard, {
-      kind: model.kind, sites,
-      allIn: (site) => (function* () { for (const r of table.inSite(site)) yield r.id; })(),
-    }, terms);
-    let records: Iterable<StoredObject> | null = null;
-    if ([...perSite.values()].some((acc) => acc !== 'all')) {
-      const ids = new Set<number>();
-      for (const [site, acc] of perSite) {
-        if (acc === 'all') { for (const r of table.inSite(site)) ids.add(r.id); } else { for (const id of acc) ids.add(id); }
-      }
-      records = inIdOrder(ctx, model, ids, ctx.urlSite);
-    }
-    return { kind: 'list', model, records: filtered(ctx, model, records), checks };
+    const answers = evaluateSetQuery(ctx.shard, { kind: model.kind, sites: sitesOf(ctx, model) }, terms);
+    const { records, count } = resourceRecords(ctx, model, answers);
+    return { kind: 'list', model, records, count, checks };
   };
 }

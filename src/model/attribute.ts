@@ -11,7 +11,7 @@ import { SchemaWriters } from '../schema/serialize.js';
 import { validateFields } from '../schema/validate.js';
 import type { Kind } from '../store/kinds.js';
 import { catalogKey, RESOURCE_NAMES, valueProblem, type AttributeRecord, type Constraints, type ResourceName } from './_attributes.js';
-import { filtered } from './_resource.js';
+import { applyFilters } from './_resource.js';
 import type { ResourceModel } from './model.js';
 import { siteModel } from './site.js';
 import { siteIdField } from './device.js';
@@ -96,7 +96,10 @@ export const attributeModel: ResourceModel<AttributeRecord> = {
   render,
   expand: { site_id: (a, shard) => ({ model: siteModel, record: shard.table('site').get(a.siteId)! }) },
 
-  list: (ctx) => ({ records: filtered<AttributeRecord>(ctx, attributeModel, null) }),
+  list: (ctx, site) => {
+    const table = ctx.shard.table<AttributeRecord>('attribute');
+    return { records: applyFilters(ctx, attributeModel, site === null ? table.all() : table.inSite(site)) };
+  },
 
   parse(ctx, body, method) {
     // name and resource_name are fixed once created (§11.1).

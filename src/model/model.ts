@@ -31,13 +31,10 @@ export interface RouteSpec {
   keyPattern?: RegExp;
 }
 
-export interface ListOptions {
-  /** Filters of §7.4 apply (plain lists and query/, not sub-route lists). */
-  filtered: boolean;
-}
-
 export interface ListResult<R> {
   records: Iterable<R>;
+  /** How many `records` yields, when known without walking them (lets a page stop early). */
+  count?: number;
   /** Sort keys for merging shards' parts: ascending id unless `newestFirst`. */
   newestFirst?: boolean;
 }
@@ -113,6 +110,6 @@ export interface ResourceModel<R extends StoredObject = StoredObject, D = Record
 }
 
 export type RouteResult =
-  | { kind: 'list'; model: ResourceModel<any, any>; records: Iterable<StoredObject>; newestFirst?: boolean; checks?: ListChecks }
+  | { kind: 'list'; model: ResourceModel<any, any>; records: Iterable<StoredObject>; count?: number; newestFirst?: boolean; checks?: ListChecks }
   | { kind: 'object'; model: ResourceModel<any>; record: StoredObject }
   | { kind: 'raw'; status: number; body: string; headers?: Record<string, string> };

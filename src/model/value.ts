@@ -11,7 +11,7 @@ import type { RequestContext } from '../shard/context.js';
 import type { StoredObject } from '../shard/table.js';
 import { KINDS, type Kind } from '../store/kinds.js';
 import { findAttribute, RESOURCE_NAMES, valuesOf, type AttributeCarrier } from './_attributes.js';
-import { filtered } from './_resource.js';
+import { applyFilters } from './_resource.js';
 import type { ResourceModel } from './model.js';
 
 export interface ValueRecord extends StoredObject { name: string; value: string; attribute: number; resourceName: string; resourceId: number }
@@ -89,13 +89,13 @@ export const valueModel: ResourceModel<ValueRecord> = {
 
   list(ctx, site) {
     const direct = valuesOfResource(ctx, site);
-    if (direct) return { records: filtered<ValueRecord>(ctx, valueModel, direct) };
+    if (direct) return { records: applyFilters(ctx, valueModel, direct) };
     const all = (function* () {
       for (const id of ctx.shard.values.ids()) {
         const v = valueById(ctx, id);
         if (v && (site === null || v.siteId === site)) yield v;
       }
     })();
-    return { records: filtered<ValueRecord>(ctx, valueModel, all) };
+    return { records: applyFilters(ctx, valueModel, all) };
   },
 };

@@ -1,26 +1,33 @@
 /**
  * Set-query evaluation (spec §4.5, gaps.md §21) on the AttributeIndex. Terms
- * apply left to right to a start set of every object of the type; the start
- * set stays symbolic ("all") until a difference needs it, so a query costs
- * the sizes of the postings it touches, not the size of the collection.
- * Sites are disjoint, so a query over several sites is the union of its
- * per-site answers.
+ * apply left to right to a start set of every object of the type. Postings
+ * are sorted id arrays, so every step is a linear merge (or a gallop when one
+ * side is small), and the start set stays symbolic — "every object except
+ * these" — so a leading difference or union never touches the collection: a
+ * query costs the sizes of the postings it reads. Sites are disjoint, so a
+ * query over several sites is the union of its per-site answers.
+ *
+ * | step (acc op M)            | result                         | cost |
+ * |----------------------------|--------------------------------|------|
+ * | all∖X  ∩ M                 | M ∖ X                          | O(M + X) |
+ * | all∖X  − M                 | all ∖ (X ∪ M)                  | O(M + X) |
+ * | all∖X  + M                 | all ∖ (X ∖ M)                  | O(M + X) |
+ * | S ∩ M, S − M, S + M        | merges                         | O(S + M), galloping when unbalanced |
  */
 import { ApiError, Errors } from '../errors.js';
 import type { ShardState } from '../shard/state.js';
 import type { Kind } from '../store/kinds.js';
-import { postingIds, type AttributeIndex } from './attribute-index.js';
+import { postingView, type AttributeIndex } from './attribute-index.js';
 import type { SetTerm } from './setquery-parse.js';
+import { intersectSorted, minusSorted, unionMany, unionSorted } from './sorted-ids.js';
 
-export type IdSet = ReadonlySet<number>;
-type Acc = IdSet | 'all';
+/** One site's answer: ids ascending, or every object of the site except some. */
+export type SiteAnswer = { all: false; ids: Int32Array } | { all: true; except: Int32Array };
 
 export interface SetQueryScope {
   kind: Kind;
   /** Sites to evaluate in (the URL site, or every site of this shard). */
   sites: Iterable<number>;
-  /** Every id of the kind in one site, for a difference against "all". */
-  allIn(site: number): Iterable<number>;
 }
 
 export function compileTermRegexes(terms: SetTerm[]): (RegExp | null)[] {
@@ -30,50 +37,34 @@ export function compileTermRegexes(terms: SetTerm[]): (RegExp | null)[] {
   });
 }
 
-function matches(index: AttributeIndex, kind: Kind, site: number, term: SetTerm, re: RegExp | null): IdSet {
-  if (!re) {
-    const p = index.matching(kind, site, term.name, term.value);
-    return p === undefined ? new Set() : typeof p === 'number' ? new Set([p]) : p;
+function matches(index: AttributeIndex, kind: Kind, site: number, term: SetTerm, re: RegExp | null): Int32Array {
+  if (!re) return postingView(index.matching(kind, site, term.name, term.value));
+  const hits: Int32Array[] = [];
+  for (const [value, p] of index.values(kind, site, term.name)) if (re.test(value)) hits.push(postingView(p));
+  return hits.length === 1 ? hits[0] : unionMany(hits);
+}
+
+function apply(acc: SiteAnswer, term: SetTerm, m: Int32Array): SiteAnswer {
+  if (acc.all) {
+    if (term.op === 'intersect') return { all: false, ids: minusSorted(m, acc.except) };
+    if (term.op === 'difference') return { all: true, except: unionSorted(acc.except, m) };
+    return { all: true, except: minusSorted(acc.except, m) };
   }
-  const out = new Set<number>();
-  for (const [value, p] of index.values(kind, site, term.name)) if (re.test(value)) for (const id of postingIds(p)) out.add(id);
-  return out;
+  if (term.op === 'intersect') return { all: false, ids: intersectSorted(acc.ids, m) };
+  if (term.op === 'difference') return { all: false, ids: minusSorted(acc.ids, m) };
+  return { all: false, ids: unionSorted(acc.ids, m) };
 }
 
-function intersect(a: IdSet, b: IdSet): IdSet {
-  const [small, large] = a.size <= b.size ? [a, b] : [b, a];
-  const out = new Set<number>();
-  for (const id of small) if (large.has(id)) out.add(id);
-  return out;
-}
-
-function minus(a: Iterable<number>, b: IdSet): IdSet {
-  const out = new Set<number>();
-  for (const id of a) if (!b.has(id)) out.add(id);
-  return out;
-}
-
-function union(a: IdSet, b: IdSet): IdSet {
-  const out = new Set(a);
-  for (const id of b) out.add(id);
-  return out;
-}
-
-/** The ids the terms select, per site merged; 'all' when no term narrowed anything. */
-export function evaluateSetQuery(shard: Pick<ShardState, 'attributeIndex'>, scope: SetQueryScope, terms: SetTerm[]): { perSite: Map<number, Acc> } {
+/** Each site's answer to the terms. The arrays may be views into the index: read them before it changes. */
+export function evaluateSetQuery(shard: Pick<ShardState, 'attributeIndex'>, scope: SetQueryScope, terms: SetTerm[]): Map<number, SiteAnswer> {
   const regexes = compileTermRegexes(terms);
-  const perSite = new Map<number, Acc>();
+  const perSite = new Map<number, SiteAnswer>();
   for (const site of scope.sites) {
-    let acc: Acc = 'all';
-    terms.forEach((term, i) => {
-      const m = matches(shard.attributeIndex, scope.kind, site, term, regexes[i]);
-      if (term.op === 'intersect') acc = acc === 'all' ? m : intersect(acc, m);
-      else if (term.op === 'difference') acc = minus(acc === 'all' ? scope.allIn(site) : acc, m);
-      else if (acc !== 'all') acc = union(acc, m);
-    });
+    let acc: SiteAnswer = { all: true, except: new Int32Array(0) };
+    terms.forEach((term, i) => { acc = apply(acc, term, matches(shard.attributeIndex, scope.kind, site, term, regexes[i])); });
     perSite.set(site, acc);
   }
-  return { perSite };
+  return perSite;
 }
 
 export const emptyQueryError = (modelName: string) => Errors.fieldPlain('query', `Query empty, unable to provide ${modelName}`);

@@ -47,7 +47,7 @@ function fromResult(ctx: RequestContext, result: RouteResult): Reply {
   switch (result.kind) {
     case 'raw': return { status: result.status, body: result.body, headers: result.headers };
     case 'object': return { status: 200, body: objectBody(ctx, result.model, result.record) };
-    case 'list': { const l = listBody(ctx, result.model, result.records, result.newestFirst, result.checks); return { status: 200, body: l.body, part: l.part }; }
+    case 'list': { const l = listBody(ctx, result.model, result.records, result.newestFirst, result.checks, result.count); return { status: 200, body: l.body, part: l.part }; }
   }
 }
 
@@ -60,8 +60,8 @@ function run(ctx: RequestContext, model: ResourceModel<any>): Reply {
   const req = ctx.req;
   switch (req.op) {
     case 'list': {
-      const { records, newestFirst } = model.list(ctx, ctx.urlSite);
-      const l = listBody(ctx, model, records, newestFirst);
+      const { records, newestFirst, count } = model.list(ctx, ctx.urlSite);
+      const l = listBody(ctx, model, records, newestFirst, undefined, count);
       return { status: 200, body: l.body, part: l.part };
     }
     case 'list-route': {

@@ -46,7 +46,8 @@ export function objectBody(ctx: RequestContext, model: ResourceModel<any>, r: St
 }
 
 /** Serialises a list as this request asks: a scatter part, an envelope, or a bare array. */
-export function listBody(ctx: RequestContext, model: ResourceModel<any, any>, records: Iterable<StoredObject>, newestFirst = false, checks?: ListChecks): { body: string; part?: ListPart } {
+export function listBody(ctx: RequestContext, model: ResourceModel<any, any>, records: Iterable<StoredObject>, newestFirst = false,
+  checks?: ListChecks, knownCount?: number): { body: string; part?: ListPart } {
   if (!ctx.req.scatter && checks?.unanimous?.length) {
     const first = checks.unanimous.reduce((a, b) => (a.order <= b.order ? a : b));
     throw new ApiError(first.status, JSON.parse(first.body).error.message);
@@ -54,26 +55,25 @@ export function listBody(ctx: RequestContext, model: ResourceModel<any, any>, re
   const page = readPage(ctx.query);
   const one = (r: StoredObject) => objectBody(ctx, model, r, false);
   const items: string[] = [];
+  // A scatter part carries the first offset+limit items; a page here, just the page.
+  const from = ctx.req.scatter || !page ? 0 : page.offset;
+  const to = page ? page.offset + page.limit : Infinity;
+  const keys: number[] = [];
+  const keys2: number[] = [];
   let count = 0;
-  const wanted = page ? page.offset + page.limit : Infinity;
-  if (ctx.req.scatter) {
-    const keys: number[] = [];
-    const keys2: number[] = [];
-    for (const r of records) {
-      if (count < wanted) {
-        items.push(one(r));
-        const rendered = newestFirst ? model.render(r, ctx.shard) : null;
-        keys.push(rendered ? (rendered.change_at as number) : r.id);
+  for (const r of records) {
+    if (count >= to && knownCount !== undefined) break; // the count is known: no need to walk the rest
+    if (count >= from && count < to) {
+      items.push(one(r));
+      if (ctx.req.scatter) {
+        keys.push(newestFirst ? (model.render(r, ctx.shard).change_at as number) : r.id);
         keys2.push(r.id);
       }
-      count++;
     }
-    return { body: '', part: { count, keys, keys2, items, newestFirst, checks } };
-  }
-  for (const r of records) {
-    if (page ? count >= page.offset && count < wanted : true) items.push(one(r));
     count++;
   }
+  if (knownCount !== undefined) count = knownCount;
+  if (ctx.req.scatter) return { body: '', part: { count, keys, keys2, items, newestFirst, checks } };
   if (checks?.expectOne && count !== 1) throw new ApiError(400, { [checks.expectOne.field]: checks.expectOne.template.replace('{n}', String(count)) });
   if (!page) return { body: `[${items.join(',')}]` };
   return { body: pageEnvelope(count, pageLinks(ctx.req.link, ctx.query, page, count), items) };

@@ -1,4 +1,5 @@
 import { describe, expect, test } from 'vitest';
+import { SortedIds } from '../../src/query/sorted-ids.js';
 import { AttributeIndex, postingIds, postingSize } from '../../src/query/attribute-index.js';
 
 const ids = (p: Parameters<typeof postingIds>[0]) => [...postingIds(p)].sort((a, b) => a - b);
@@ -16,13 +17,14 @@ describe('AttributeIndex', () => {
     expect(ix.matching('device', 1, 'nope', 'jathan')).toBeUndefined();
   });
 
-  test('AttributeIndex keeps a single holder as a bare id and several as a set', () => {
+  test('AttributeIndex keeps a single holder as a bare id and several as sorted ids', () => {
     const ix = new AttributeIndex();
     ix.add('device', 1, 7, { serial: 'abc' });
     expect(ix.matching('device', 1, 'serial', 'abc')).toBe(7);
     ix.add('device', 1, 8, { serial: 'abc' });
     const p = ix.matching('device', 1, 'serial', 'abc');
-    expect(p).toBeInstanceOf(Set);
+    expect(p).toBeInstanceOf(SortedIds);
+    expect([...postingIds(p)]).toEqual([7, 8]);
     expect(postingSize(p)).toBe(2);
     ix.remove('device', 1, 7, { serial: 'abc' });
     expect(ix.matching('device', 1, 'serial', 'abc')).toBe(8);
@@ -144,10 +146,10 @@ describe('AttributeIndex', () => {
   test('AttributeIndex postingIds and postingSize read both posting forms', () => {
     expect([...postingIds(undefined)]).toEqual([]);
     expect([...postingIds(4)]).toEqual([4]);
-    expect([...postingIds(new Set([4, 5]))]).toEqual([4, 5]);
+    expect([...postingIds(SortedIds.of(5, 4))]).toEqual([4, 5]);
     expect(postingSize(undefined)).toBe(0);
     expect(postingSize(4)).toBe(1);
-    expect(postingSize(new Set([1, 2, 3]))).toBe(3);
+    expect(postingSize(SortedIds.of(1, 2, 3))).toBe(3);
   });
 
   test('AttributeIndex stays exact under many random adds and removes', () => {

@@ -43,14 +43,16 @@ function build(): AttributeIndex {
 
 const index = build();
 
-/** Ids the query selects per site, 'all' kept symbolic, sets sorted. */
+/** Ids the query selects per site: 'all' while the answer is still every object, else the ids. */
 function run(query: string, sites: number[] = [1], idx: AttributeIndex = index): Record<number, number[] | 'all'> {
-  const { perSite } = evaluateSetQuery({ attributeIndex: idx }, {
-    kind: 'device', sites,
-    allIn: (site) => Object.keys(WORLD[site] ?? {}).map(Number),
-  }, parseSetQuery(query));
+  const perSite = evaluateSetQuery({ attributeIndex: idx }, { kind: 'device', sites }, parseSetQuery(query));
   const out: Record<number, number[] | 'all'> = {};
-  for (const [site, acc] of perSite) out[site] = acc === 'all' ? 'all' : [...acc].sort((a, b) => a - b);
+  for (const [site, acc] of perSite) {
+    if (!acc.all) { out[site] = [...acc.ids]; continue; }
+    // "every object except": the site's objects minus those.
+    const except = new Set(acc.except);
+    out[site] = Object.keys(WORLD[site] ?? {}).map(Number).filter((id) => !except.has(id));
+  }
   return out;
 }
 
@@ -88,12 +90,16 @@ describe('evaluateSetQuery on the example of gaps.md §21', () => {
 
 describe('evaluateSetQuery operations', () => {
   test('evaluateSetQuery does keep a leading union symbolic as all', () => {
-    expect(in1('+role=br')).toBe('all');
-    expect(in1('+nothing=here')).toBe('all');
+    const everything = Object.keys(WORLD[1]).map(Number);
+    expect(in1('+role=br')).toEqual(everything);
+    expect(in1('+nothing=here')).toEqual(everything);
+    // …and symbolic: nothing was read from the collection.
+    const [answer] = evaluateSetQuery({ attributeIndex: index }, { kind: 'device', sites: [1] }, parseSetQuery('+role=br')).values();
+    expect(answer).toEqual({ all: true, except: new Int32Array(0) });
   });
 
   test('evaluateSetQuery does keep no terms as all', () => {
-    expect(in1('')).toBe('all');
+    expect(in1('')).toEqual(Object.keys(WORLD[1]).map(Number));
   });
 
   test('evaluateSetQuery does apply terms left to right', () => {
