@@ -14,9 +14,14 @@
  */
 export interface StoredObject { id: number; siteId: number }
 
+/**
+ * A per-site unique key (a natural key) and, across sites, everything with a
+ * key (top-level lookups detect ambiguity with it). A key held in one site
+ * only — nearly all of them — maps to the record itself, not a collection.
+ */
 export class NaturalKeyIndex<R extends StoredObject> {
   private readonly bySite = new Map<number, Map<string, R>>();
-  private readonly all = new Map<string, Set<R>>();
+  private readonly all = new Map<string, R | R[]>();
   constructor(readonly keyOf: (r: R) => string) {}
 
   add(r: R): void {
@@ -24,21 +29,29 @@ export class NaturalKeyIndex<R extends StoredObject> {
     let m = this.bySite.get(r.siteId);
     if (!m) this.bySite.set(r.siteId, (m = new Map()));
     m.set(k, r);
-    let s = this.all.get(k);
-    if (!s) this.all.set(k, (s = new Set()));
-    s.add(r);
+    const held = this.all.get(k);
+    if (held === undefined) this.all.set(k, r);
+    else if (Array.isArray(held)) { if (!held.includes(r)) held.push(r); }
+    else if (held !== r) this.all.set(k, [held, r]);
   }
 
   remove(r: R): void {
     const k = this.keyOf(r);
     const m = this.bySite.get(r.siteId);
     if (m?.get(k) === r) m.delete(k);
-    const s = this.all.get(k);
-    if (s) { s.delete(r); if (s.size === 0) this.all.delete(k); }
+    const held = this.all.get(k);
+    if (held === r) this.all.delete(k);
+    else if (Array.isArray(held)) {
+      const rest = held.filter((x) => x !== r);
+      this.all.set(k, rest.length === 1 ? rest[0] : rest);
+    }
   }
 
   inSite(site: number, key: string): R | undefined { return this.bySite.get(site)?.get(key); }
-  everywhere(key: string): R[] { return [...(this.all.get(key) ?? [])]; }
+  everywhere(key: string): R[] {
+    const held = this.all.get(key);
+    return held === undefined ? [] : Array.isArray(held) ? [...held] : [held];
+  }
 }
 
 export class ObjectTable<R extends StoredObject> {
