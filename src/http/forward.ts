@@ -63,6 +63,8 @@ export class Forwarder {
     };
     if (match.site !== null) return this.pool.send(this.pool.shardOfSite(match.site), req);
 
+    // A key route (closest_parent) needs no object at the key: every shard proposes its best.
+    if (match.key !== undefined && match.route !== undefined && model.routes.keyRoutes?.includes(match.route)) return this.scatterList(req);
     if (match.key !== undefined) return this.pool.send(await this.shardOfKey(model, match.key), req);
 
     if (op === 'create') {
@@ -152,10 +154,13 @@ export class Forwarder {
     const { count, items } = mergeParts(parts, newestFirst);
     const expectOne = parts.find((p) => p.checks?.expectOne)?.checks?.expectOne;
     if (expectOne && count !== 1) throw Errors.validation({ [expectOne.field]: expectOne.template.replace('{n}', String(count)) });
+    const pickOne = parts.find((p) => p.checks?.pickOne)?.checks?.pickOne;
+    if (pickOne) return items.length > 0 ? { status: 200, body: items[0], headers: replies[0].headers } : pickOne.notFound;
     const q = new QueryParams(req.query);
     const page = readPage(q);
-    if (!page) return { status: 200, body: `[${items.join(',')}]` };
+    const headers = replies[0].headers;
+    if (!page) return { status: 200, body: `[${items.join(',')}]`, headers };
     const slice = items.slice(page.offset, page.offset + page.limit);
-    return { status: 200, body: pageEnvelope(count, pageLinks(req.link, q, page, count), slice) };
+    return { status: 200, body: pageEnvelope(count, pageLinks(req.link, q, page, count), slice), headers };
   }
 }

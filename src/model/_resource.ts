@@ -85,7 +85,7 @@ function attributeFilterAnswers(ctx: RequestContext, model: Model, items: string
 
 /** List filters of §7.4 over any records (for models without attributes). */
 export function applyFilters<R extends StoredObject>(ctx: RequestContext, model: Model, records: Iterable<R>): Iterable<R> {
-  return where(records, compileFilters(ctx.query, model.filters ?? []));
+  return where(records, compileFilters(ctx.query, model.filters ?? [], ctx.shard));
 }
 
 /**
@@ -94,7 +94,7 @@ export function applyFilters<R extends StoredObject>(ctx: RequestContext, model:
  * record-level filter applies.
  */
 function resourceRecords<R extends StoredObject>(ctx: RequestContext, model: Model, answers: Answers | null): ListResult<R> {
-  const keep = compileFilters(ctx.query, model.filters ?? []);
+  const keep = compileFilters(ctx.query, model.filters ?? [], ctx.shard);
   const items = ctx.query.all('attributes');
   if (items.length > 0 && model.attributesOf) {
     const byAttributes = attributeFilterAnswers(ctx, model, items);

@@ -29,6 +29,11 @@ export interface RouteSpec {
   multiSegmentKey?: boolean;
   /** Keys outside this pattern are an unknown endpoint (networks). */
   keyPattern?: RegExp;
+  /**
+   * Detail routes answered for a key that need not exist; on a top-level route
+   * every shard answers and the best candidate wins (ListChecks.pickOne).
+   */
+  keyRoutes?: string[];
 }
 
 export interface ListResult<R> {
@@ -101,15 +106,24 @@ export interface ResourceModel<R extends StoredObject = StoredObject, D = Record
 
   /** Detail sub-routes: return a finished reply body (a list or an object). */
   detailRoute?: Record<string, (ctx: RequestContext, r: R) => RouteResult>;
+  /** Sub-routes on a key that need not name an object (closest_parent); see RouteSpec.keyRoutes. */
+  keyRoute?: Record<string, (ctx: RequestContext, key: string) => RouteResult>;
   listRoute?: Record<string, (ctx: RequestContext) => RouteResult>;
 
   /** Rebuild whatever `derived` cannot, after the shard's sites were loaded. */
   afterLoad?(shard: ShardState): void;
   /** Stored value → in-memory record. */
   decode?(value: unknown): R;
+  /** In-memory record → stored value (when the record holds what msgpack cannot, e.g. 128-bit bigints). */
+  encode?(r: R): unknown;
 }
 
 export type RouteResult =
-  | { kind: 'list'; model: ResourceModel<any, any>; records: Iterable<StoredObject>; count?: number; newestFirst?: boolean; checks?: ListChecks }
+  | {
+    kind: 'list'; model: ResourceModel<any, any>; records: Iterable<StoredObject>; count?: number; newestFirst?: boolean;
+    checks?: ListChecks; headers?: Record<string, string>;
+    /** Merge keys for a top-level answer from several shards, when not by id. */
+    order?: (r: StoredObject) => [number, number];
+  }
   | { kind: 'object'; model: ResourceModel<any>; record: StoredObject }
   | { kind: 'raw'; status: number; body: string; headers?: Record<string, string> };

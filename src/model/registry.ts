@@ -9,9 +9,10 @@ import { changeModel } from './change.js';
 import { attributeModel } from './attribute.js';
 import { valueModel } from './value.js';
 import { deviceModel } from './device.js';
+import { networkModel } from './network.js';
 
 /** In load order: a kind's derived indexes may consult kinds listed before it. */
-export const MODELS: ResourceModel<any, any>[] = [siteModel, attributeModel, deviceModel, valueModel, changeModel];
+export const MODELS: ResourceModel<any, any>[] = [siteModel, attributeModel, deviceModel, networkModel, valueModel, changeModel];
 
 const byCollection = new Map(MODELS.map((m) => [m.collection, m]));
 const byKind = new Map(MODELS.map((m) => [m.kind, m]));

@@ -5,17 +5,20 @@
  * record is visited; then records stream through the compiled predicate.
  */
 import type { QueryParams } from './params.js';
+import type { ShardState } from '../shard/state.js';
 
 export type FilterSpec<R> =
   | { param: string; type: 'string'; value: (r: R) => string | null | undefined }
   | { param: string; type: 'integer'; value: (r: R) => number | null | undefined }
   | { param: string; type: 'boolean'; value: (r: R) => boolean }
-  | { param: string; type: 'choice'; choices: readonly string[]; value: (r: R) => string };
+  | { param: string; type: 'choice'; choices: readonly string[]; value: (r: R) => string }
+  /** Anything else: reads its parameters (400 on bad ones) and returns a predicate, or null when not applied. */
+  | { param: string; type: 'custom'; compile: (q: QueryParams, shard: ShardState) => Predicate<R> | null };
 
 export type Predicate<R> = (r: R) => boolean;
 
 /** The conjunction of every filter the query names; null when none applies. */
-export function compileFilters<R>(q: QueryParams, specs: FilterSpec<R>[]): Predicate<R> | null {
+export function compileFilters<R>(q: QueryParams, specs: FilterSpec<R>[], shard?: ShardState): Predicate<R> | null {
   const tests: Predicate<R>[] = [];
   for (const spec of specs) {
     switch (spec.type) {
@@ -37,6 +40,11 @@ export function compileFilters<R>(q: QueryParams, specs: FilterSpec<R>[]): Predi
       case 'choice': {
         const v = q.choice(spec.param, spec.choices);
         if (v !== undefined) tests.push((r) => spec.value(r) === v);
+        break;
+      }
+      case 'custom': {
+        const t = spec.compile(q, shard!);
+        if (t) tests.push(t);
         break;
       }
     }

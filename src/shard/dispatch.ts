@@ -47,7 +47,10 @@ function fromResult(ctx: RequestContext, result: RouteResult): Reply {
   switch (result.kind) {
     case 'raw': return { status: result.status, body: result.body, headers: result.headers };
     case 'object': return { status: 200, body: objectBody(ctx, result.model, result.record) };
-    case 'list': { const l = listBody(ctx, result.model, result.records, result.newestFirst, result.checks, result.count); return { status: 200, body: l.body, part: l.part }; }
+    case 'list': {
+      const l = listBody(ctx, result.model, result.records, result.newestFirst, result.checks, result.count, result.order);
+      return { status: 200, body: l.body, part: l.part, headers: result.headers };
+    }
   }
 }
 
@@ -72,6 +75,8 @@ function run(ctx: RequestContext, model: ResourceModel<any>): Reply {
     case 'detail':
       return { status: 200, body: objectBody(ctx, model, lookup(ctx, model, req.key!)) };
     case 'detail-route': {
+      const byKey = model.keyRoute?.[req.route!];
+      if (byKey) return fromResult(ctx, byKey(ctx, req.key!));
       const handler = model.detailRoute?.[req.route!];
       if (!handler) throw Errors.endpointNotFound();
       return fromResult(ctx, handler(ctx, lookup(ctx, model, req.key!)));

@@ -60,6 +60,8 @@ export interface ListChecks {
   unanimous?: { order: number; status: number; body: string }[];
   /** The merged count must be exactly 1, else 400 `{field: template with {n}}`. */
   expectOne?: { field: string; template: string };
+  /** The answer is the first item (best first) as an object, or this error when there is none. */
+  pickOne?: { notFound: { status: number; body: string } };
 }
 
 /** Facts the main thread mirrors (site names for uniqueness and permissions). */

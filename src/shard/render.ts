@@ -47,7 +47,7 @@ export function objectBody(ctx: RequestContext, model: ResourceModel<any>, r: St
 
 /** Serialises a list as this request asks: a scatter part, an envelope, or a bare array. */
 export function listBody(ctx: RequestContext, model: ResourceModel<any, any>, records: Iterable<StoredObject>, newestFirst = false,
-  checks?: ListChecks, knownCount?: number): { body: string; part?: ListPart } {
+  checks?: ListChecks, knownCount?: number, order?: (r: StoredObject) => [number, number]): { body: string; part?: ListPart } {
   if (!ctx.req.scatter && checks?.unanimous?.length) {
     const first = checks.unanimous.reduce((a, b) => (a.order <= b.order ? a : b));
     throw new ApiError(first.status, JSON.parse(first.body).error.message);
@@ -66,14 +66,19 @@ export function listBody(ctx: RequestContext, model: ResourceModel<any, any>, re
     if (count >= from && count < to) {
       items.push(one(r));
       if (ctx.req.scatter) {
-        keys.push(newestFirst ? (model.render(r, ctx.shard).change_at as number) : r.id);
-        keys2.push(r.id);
+        const [k1, k2] = order ? order(r) : [newestFirst ? (model.render(r, ctx.shard).change_at as number) : r.id, r.id];
+        keys.push(k1);
+        keys2.push(k2);
       }
     }
     count++;
   }
   if (knownCount !== undefined) count = knownCount;
   if (ctx.req.scatter) return { body: '', part: { count, keys, keys2, items, newestFirst, checks } };
+  if (checks?.pickOne) {
+    if (items.length === 0) throw new ApiError(checks.pickOne.notFound.status, JSON.parse(checks.pickOne.notFound.body).error.message);
+    return { body: items[0] };
+  }
   if (checks?.expectOne && count !== 1) throw new ApiError(400, { [checks.expectOne.field]: checks.expectOne.template.replace('{n}', String(count)) });
   if (!page) return { body: `[${items.join(',')}]` };
   return { body: pageEnvelope(count, pageLinks(ctx.req.link, ctx.query, page, count), items) };

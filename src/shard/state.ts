@@ -9,6 +9,7 @@ import { Store, type ChangeRecord } from '../store/lmdb.js';
 import type { ResourceModel } from '../model/model.js';
 import { MODELS, modelByKind } from '../model/registry.js';
 import { AttributeIndex } from '../query/attribute-index.js';
+import { RadixTree } from '../ip/radix-tree.js';
 import { ValueOwners } from './value-owners.js';
 import { ChangeLog, CHANGE_RESOURCES, EVENTS } from './changelog.js';
 import { ObjectTable, type StoredObject } from './table.js';
@@ -20,6 +21,8 @@ export class ShardState {
   changes = new ChangeLog();
   attributeIndex = new AttributeIndex();
   values = new ValueOwners();
+  /** One prefix tree per site and IP version (gaps.md §13.2), kept by the network model's derived index. */
+  trees = new Map<string, RadixTree<StoredObject>>();
   /** Settles when the latest commit issued by this shard is durable. */
   tail: Promise<void> = Promise.resolve();
   /** Set while memory is being rebuilt after a failed commit. */
@@ -58,6 +61,15 @@ export class ShardState {
     this.changes = new ChangeLog();
     this.attributeIndex = new AttributeIndex();
     this.values = new ValueOwners();
+    this.trees = new Map();
+  }
+
+  /** The prefix tree of a site and IP version, created on first use. */
+  tree<R extends StoredObject>(site: number, version: 4 | 6): RadixTree<R> {
+    const key = `${site}:${version}`;
+    let t = this.trees.get(key);
+    if (!t) this.trees.set(key, (t = new RadixTree<StoredObject>(version === 4 ? 32 : 128)));
+    return t as unknown as RadixTree<R>;
   }
 
   /** Loads every site this shard owns, its objects and its Change index. */

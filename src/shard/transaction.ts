@@ -37,9 +37,10 @@ export class Transaction {
   }
 
   private put(model: ResourceModel<any>, r: StoredObject | undefined, key: StoredObject): void {
+    const value = r !== undefined && model.encode ? model.encode(r) : r;
     const op: WriteOp = model.storeDb === 'sites'
-      ? { db: 'sites', key: key.id, value: r }
-      : { db: 'objects', key: [key.siteId, model.kind, key.id], value: r };
+      ? { db: 'sites', key: key.id, value }
+      : { db: 'objects', key: [key.siteId, model.kind, key.id], value };
     this.writes.ops.push(op);
   }
 

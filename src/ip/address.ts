@@ -1,0 +1,70 @@
+/**
+ * Address text ⇄ numbers. Parsing is strict (gaps.md §13.1): IPv4 as four
+ * decimal octets without leading zeros, IPv6 in any RFC 4291 notation
+ * (embedded IPv4 included) but no zone id; a prefix length of decimal digits
+ * within the width. Tree math never sees text: an address is a bigint.
+ * Output: dotted quad for IPv4; IPv6 compressed (RFC 5952: lowercase, the
+ * longest run of two or more zero groups as `::`, the first on a tie, no
+ * dotted quad) or exploded (8 groups of 4), per SERVICE_COMPRESS_IPV6.
+ */
+import ipaddr from 'ipaddr.js';
+
+export type IpVersion = 4 | 6;
+export const WIDTH: Record<IpVersion, 32 | 128> = { 4: 32, 6: 128 };
+
+export interface Cidr { version: IpVersion; addr: bigint; len: number }
+
+export type ParseFailure = 'invalid' | 'host-bits';
+
+const V4 = /^(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(\.(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)){3}$/;
+
+/** An address without a prefix, or null. */
+export function parseAddress(text: string): { version: IpVersion; addr: bigint } | null {
+  if (V4.test(text)) {
+    return { version: 4, addr: text.split('.').reduce((n, o) => (n << 8n) | BigInt(Number(o)), 0n) };
+  }
+  if (!text.includes(':') || text.includes('%') || !ipaddr.IPv6.isValid(text)) return null;
+  const bytes = ipaddr.IPv6.parse(text).toByteArray();
+  return { version: 6, addr: bytes.reduce((n, b) => (n << 8n) | BigInt(b), 0n) };
+}
+
+/** `a.b.c.d/n`, `x::y/n` or a bare address (a host prefix). */
+export function parseCidr(text: string): Cidr | ParseFailure {
+  const slash = text.indexOf('/');
+  const a = parseAddress(slash < 0 ? text : text.slice(0, slash));
+  if (!a) return 'invalid';
+  const width = WIDTH[a.version];
+  let len: number = width;
+  if (slash >= 0) {
+    const p = text.slice(slash + 1);
+    if (!/^\d{1,3}$/.test(p) || Number(p) > width) return 'invalid';
+    len = Number(p);
+  }
+  const hostBits = len === width ? 0n : a.addr & ((1n << BigInt(width - len)) - 1n);
+  if (hostBits !== 0n) return 'host-bits';
+  return { version: a.version, addr: a.addr, len };
+}
+
+export function formatAddress(version: IpVersion, addr: bigint, compress: boolean): string {
+  if (version === 4) return [24n, 16n, 8n, 0n].map((s) => String((addr >> s) & 255n)).join('.');
+  const groups = [112n, 96n, 80n, 64n, 48n, 32n, 16n, 0n].map((s) => Number((addr >> s) & 0xffffn));
+  if (!compress) return groups.map((g) => g.toString(16).padStart(4, '0')).join(':');
+  let bestAt = -1, bestLen = 1;
+  for (let i = 0; i < 8;) {
+    if (groups[i] !== 0) { i++; continue; }
+    let j = i;
+    while (j < 8 && groups[j] === 0) j++;
+    if (j - i > bestLen) { bestAt = i; bestLen = j - i; }
+    i = j;
+  }
+  const hex = groups.map((g) => g.toString(16));
+  if (bestAt < 0) return hex.join(':');
+  return `${hex.slice(0, bestAt).join(':')}::${hex.slice(bestAt + bestLen).join(':')}`;
+}
+
+export function formatCidr(c: Cidr, compress: boolean): string {
+  return `${formatAddress(c.version, c.addr, compress)}/${c.len}`;
+}
+
+/** A canonical key for a prefix, independent of notation and display settings. */
+export const cidrKey = (c: Cidr): string => `${c.version}|${c.addr.toString(16)}|${c.len}`;

@@ -1,0 +1,333 @@
+/**
+ * Network (spec §2.6, §3, §4.6; gaps.md §13, §14): IPAM. Each site keeps one
+ * prefix tree per IP version (shard.tree); a network's parent, children and
+ * free space are questions to that tree, so reparenting on create and delete
+ * is not a write at all, and next_network / next_address cost O(W · num).
+ */
+import { Type } from '@sinclair/typebox';
+import { demand } from '../auth/permissions.js';
+import { ApiError, Errors, errorEnvelope } from '../errors.js';
+import { cidrKey, formatAddress, formatCidr, parseAddress, parseCidr, WIDTH, type Cidr, type IpVersion } from '../ip/address.js';
+import type { Entry } from '../ip/prefix-tree.js';
+import { defineSchema, Field } from '../schema/fields.js';
+import { SchemaWriters } from '../schema/serialize.js';
+import { validateFields } from '../schema/validate.js';
+import type { RequestContext, SiteRecord } from '../shard/context.js';
+import type { ShardState } from '../shard/state.js';
+import type { StoredObject } from '../shard/table.js';
+import { attributeValuesIndex, resolveAttributes, valueIdsFor, type AttributeCarrier, type Attrs } from './_attributes.js';
+import { resourceList, setQueryRoute } from './_resource.js';
+import { attributesField, siteIdField } from './device.js';
+import type { DerivedIndex, ResourceModel, RouteResult } from './model.js';
+import { siteModel } from './site.js';
+import type { QueryParams } from '../query/params.js';
+
+export const STATES = ['allocated', 'assigned', 'orphaned', 'reserved'] as const;
+export type NetworkState = (typeof STATES)[number];
+
+export interface NetworkRecord extends AttributeCarrier { version: IpVersion; addr: bigint; len: number; state: NetworkState }
+
+export const networkSchema = defineSchema('Network', 'API endpoint that allows Networks to be viewed or edited.', {
+  id: Field.id(),
+  cidr: Field.string({ createOnly: true, help: 'The network address and prefix length (e.g. 10.0.0.0/8).' }),
+  parent_id: Field.integer({ readOnly: true, nullable: true }),
+  parent: Field.string({ readOnly: true, nullable: true }),
+  site_id: siteIdField(),
+  is_ip: Field.boolean({ readOnly: true }),
+  ip_version: Field.choice(['4', '6'], { readOnly: true }),
+  network_address: Field.string({ createOnly: true, help: 'The network address.' }),
+  prefix_length: Field.integer({ createOnly: true, help: 'The prefix length.' }),
+  state: Field.choice(STATES, { help: 'The allocation state of the Network.' }),
+  attributes: attributesField(['PUT']),
+});
+void Type;
+
+const width = (n: { version: IpVersion }) => WIDTH[n.version];
+const compress = (shard: ShardState) => shard.config.compressIpv6;
+const cidrOf = (n: NetworkRecord): Cidr => ({ version: n.version, addr: n.addr, len: n.len });
+export const cidrText = (shard: ShardState, n: NetworkRecord) => formatCidr(cidrOf(n), compress(shard));
+
+const treeOf = (shard: ShardState, n: { siteId: number; version: IpVersion }) => shard.tree<NetworkRecord>(n.siteId, n.version);
+const parentOf = (shard: ShardState, n: NetworkRecord) => treeOf(shard, n).parent(n.addr, n.len)?.value;
+const values = (entries: Iterable<Entry<NetworkRecord>>) => [...entries].map((e) => e.value);
+
+function render(n: NetworkRecord, shard: ShardState) {
+  const parent = parentOf(shard, n);
+  return {
+    id: n.id, cidr: cidrText(shard, n), parent_id: parent?.id ?? null, parent: parent ? cidrText(shard, parent) : null,
+    site_id: n.siteId, is_ip: n.len === width(n), ip_version: String(n.version),
+    network_address: formatAddress(n.version, n.addr, compress(shard)), prefix_length: n.len, state: n.state, attributes: n.attributes,
+  };
+}
+
+/** Keeps each site's prefix trees in step with its networks. */
+const treeIndex: DerivedIndex<NetworkRecord> = {
+  add(shard, n) { treeOf(shard, n).insert(n.addr, n.len, n); },
+  remove(shard, n) { treeOf(shard, n).delete(n.addr, n.len); },
+};
+
+const notAppearNetwork = (v: string) => `'${v}' does not appear to be an IPv4 or IPv6 network`;
+
+/** A path or filter key as a prefix: strict, a bare address meaning the host prefix. */
+function keyCidr(key: string, field = 'cidr', list = false): Cidr {
+  const c = parseCidr(key);
+  if (typeof c === 'string') throw list ? Errors.field(field, notAppearNetwork(key)) : Errors.fieldPlain(field, notAppearNetwork(key));
+  return c;
+}
+
+const duplicate = () => Errors.validation({ __all__: ['Network with this Site, Ip version, Network Address and Prefix Length already exists.'] });
+
+/** Writes one new network (create, next_* POST): base-network rule, uniqueness, attributes, Change. */
+function insertNetwork(ctx: RequestContext, site: SiteRecord, c: Cidr, state: NetworkState, rawAttributes: unknown): NetworkRecord {
+  const tree = ctx.shard.tree<NetworkRecord>(site.id, c.version);
+  if (c.len === WIDTH[c.version] && !tree.parent(c.addr, c.len)) throw Errors.validation('IP Address needs base network.');
+  if (tree.get(c.addr, c.len)) throw duplicate();
+  const attributes: Attrs = resolveAttributes(ctx, 'Network', site.id, rawAttributes, null, 'POST');
+  const n: NetworkRecord = {
+    id: ctx.tx.newId('network'), siteId: site.id, version: c.version, addr: c.addr, len: c.len, state, attributes,
+    valueIds: valueIdsFor(ctx.tx, null, attributes),
+  };
+  ctx.tx.insert(networkModel, n);
+  ctx.tx.change('Create', networkModel, n.siteId, n.id, null, render(n, ctx.shard));
+  return n;
+}
+
+// ---- filters (gaps.md §7.4) ----
+
+function includeFilter(q: QueryParams): ((n: NetworkRecord) => boolean) | null {
+  const ips = q.filterBoolean('include_ips');
+  const nets = q.filterBoolean('include_networks');
+  if (ips === undefined && nets === undefined) return null;
+  // When only one is given, the other counts as false (compat).
+  const wantIps = ips ?? false;
+  const wantNets = nets ?? false;
+  if (wantIps && wantNets) return null;
+  return (n) => (n.len === width(n) ? wantIps : wantNets);
+}
+
+const filters: ResourceModel<NetworkRecord>['filters'] = [
+  { param: 'cidr', type: 'custom', compile: (q) => {
+    const v = q.get('cidr');
+    if (v === undefined || v === '') return null;
+    const c = keyCidr(v, 'cidr', true);
+    return (n) => n.version === c.version && n.addr === c.addr && n.len === c.len;
+  } },
+  { param: 'network_address', type: 'custom', compile: (q) => {
+    const v = q.get('network_address');
+    if (v === undefined || v === '') return null;
+    const a = parseAddress(v);
+    if (!a) throw Errors.field('network_address', `'${v}' does not appear to be an IPv4 or IPv6 address`);
+    return (n) => n.version === a.version && n.addr === a.addr;
+  } },
+  { param: 'prefix_length', type: 'integer', value: (n) => n.len },
+  { param: 'ip_version', type: 'choice', choices: ['4', '6'], value: (n) => String(n.version) },
+  { param: 'state', type: 'choice', choices: STATES, value: (n) => n.state },
+  // `false` applies no filter.
+  { param: 'root_only', type: 'custom', compile: (q, shard) => (q.filterBoolean('root_only') ? (n) => parentOf(shard, n) === undefined : null) },
+  { param: 'include_ips', type: 'custom', compile: includeFilter },
+];
+
+// ---- traversal (gaps.md §13.3) ----
+
+const list = (records: Iterable<StoredObject>, extra: Partial<Extract<RouteResult, { kind: 'list' }>> = {}): RouteResult =>
+  ({ kind: 'list', model: networkModel, records, ...extra });
+
+function noneAbove(ctx: RequestContext) { return Errors.noSuch('Network', ctx.req.siteText ?? ctx.urlSite, null); }
+
+function ancestorsOf(ctx: RequestContext, n: NetworkRecord): NetworkRecord[] {
+  return values(treeOf(ctx.shard, n).ancestors(n.addr, n.len));
+}
+
+function siblingsOf(ctx: RequestContext, n: NetworkRecord): NetworkRecord[] {
+  const parent = parentOf(ctx.shard, n);
+  if (parent) return values(treeOf(ctx.shard, parent).children(parent.addr, parent.len));
+  // Roots are siblings of every root of the site, both versions, IPv4 first.
+  return [...values(ctx.shard.tree<NetworkRecord>(n.siteId, 4).roots()), ...values(ctx.shard.tree<NetworkRecord>(n.siteId, 6).roots())];
+}
+
+// ---- next_network / next_address (gaps.md §14.2) ----
+
+const intError = (field: string, v: string | undefined) => v === undefined
+  ? Errors.fieldPlain(field, "int() argument must be a string or a number, not 'NoneType'")
+  : Errors.fieldPlain(field, `invalid literal for int() with base 10: '${v}'`);
+
+function pyInt(v: string): number | null {
+  const s = v.trim();
+  return /^[-+]?\d+$/.test(s) ? Number(s) : null;
+}
+
+function nextBlocks(ctx: RequestContext, p: NetworkRecord, addresses: boolean): RouteResult {
+  const q = ctx.query;
+  const post = ctx.req.method === 'POST';
+  if (post) demand(ctx.principal, 'add', 'network', p.siteId);
+  const ok = (items: string[]): RouteResult => ({ kind: 'raw', status: 200, body: JSON.stringify(items) });
+  if (p.state === 'reserved') return ok([]);
+  const strict = q.flag('strict_allocation', false);
+  const reserve = post ? q.flag('reserve', false) : false;
+  const W = width(p);
+  let L: number = W;
+  if (!addresses) {
+    const raw = q.get('prefix_length');
+    const n = raw === undefined ? null : pyInt(raw);
+    if (n === null) throw intError('prefix_length', raw);
+    L = n;
+    if (L < p.len) throw Errors.fieldPlain('prefix_length', `New prefix must be longer than ${p.len}`);
+  }
+  const rawNum = q.get('num');
+  const num = rawNum === undefined ? 1 : pyInt(rawNum);
+  if (num === null) throw intError('num', rawNum);
+  const max = ctx.config.nextNumMax;
+  if (num < 1 || num > max) throw Errors.fieldPlain('num', `num must be between 1 and ${max}`);
+  if (L > W) throw Errors.fieldPlain('prefix_length', `prefix length diff ${L} is invalid for netblock ${cidrText(ctx.shard, p)}`);
+
+  const interconnect = p.version === 4 ? ctx.config.interconnectPrefixes.v4 : ctx.config.interconnectPrefixes.v6;
+  const last = p.addr + (1n << BigInt(W - p.len)) - 1n;
+  const exclude = L === W && p.len !== interconnect ? [p.addr, last] : [];
+  const blocks = treeOf(ctx.shard, p).freeBlocks(p.addr, p.len, { len: L, num, strict, exclude });
+  const texts = blocks.map((addr) => formatCidr({ version: p.version, addr, len: L }, compress(ctx.shard)));
+  if (!post) return ok(texts);
+  if (L === p.len && blocks.length > 0) throw duplicate(); // the only block is P itself, which exists
+  const site = ctx.site(p.siteId)!;
+  for (const addr of blocks) insertNetwork(ctx, site, { version: p.version, addr, len: L }, reserve ? 'reserved' : 'allocated', undefined);
+  return ok(texts);
+}
+
+export const networkModel: ResourceModel<NetworkRecord> = {
+  kind: 'network',
+  name: 'Network',
+  plural: 'Networks',
+  collection: 'networks',
+  permissionType: 'network',
+  schema: networkSchema,
+  writers: new SchemaWriters(networkSchema),
+  routes: {
+    topLevel: true, nested: true,
+    list: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'], detail: ['GET', 'PUT', 'PATCH', 'DELETE'],
+    listRoutes: { query: ['GET'], reserved: ['GET'] },
+    detailRoutes: {
+      ancestors: ['GET'], assignments: ['GET'], children: ['GET'], closest_parent: ['GET'], descendants: ['GET'], descendents: ['GET'],
+      next_address: ['GET', 'POST'], next_network: ['GET', 'POST'], parent: ['GET'], root: ['GET'], siblings: ['GET'],
+      subnets: ['GET'], supernets: ['GET'],
+    },
+    multiSegmentKey: true,
+    keyPattern: /^[A-Fa-f0-9:./]+$/,
+    keyRoutes: ['closest_parent'],
+  },
+  naturalKey: { field: 'cidr', of: (n) => cidrKey(cidrOf(n)), normalize: (key) => cidrKey(keyCidr(key)) },
+  derived: [attributeValuesIndex('network'), treeIndex],
+  filters,
+  attributesOf: (n) => n.attributes,
+  render,
+  expand: {
+    site_id: (n, shard) => ({ model: siteModel, record: shard.table('site').get(n.siteId)! }),
+    parent_id: (n, shard) => { const p = parentOf(shard, n); return p ? { model: networkModel, record: p } : null; },
+  },
+  encode: (n) => ({ ...n, addr: n.addr.toString(16) }),
+  decode: (v) => { const r = v as NetworkRecord & { addr: string }; return { ...r, addr: BigInt(`0x${r.addr}`) }; },
+
+  list: (ctx) => resourceList(ctx, networkModel),
+  listRoute: {
+    query: (ctx) => setQueryRoute(networkModel, 'Network')(ctx),
+    reserved: (ctx) => {
+      const table = ctx.shard.table<NetworkRecord>('network');
+      const scope = ctx.urlSite === null ? table.all() : table.inSite(ctx.urlSite);
+      return list([...scope].filter((n) => n.state === 'reserved'));
+    },
+  },
+
+  detailRoute: {
+    parent: (ctx, n) => { const p = parentOf(ctx.shard, n); if (!p) throw noneAbove(ctx); return { kind: 'object', model: networkModel, record: p }; },
+    root: (ctx, n) => { const a = ancestorsOf(ctx, n); if (a.length === 0) throw noneAbove(ctx); return { kind: 'object', model: networkModel, record: a[0] }; },
+    ancestors: (ctx, n) => { const a = ancestorsOf(ctx, n); return list(ctx.query.flag('ascending', false) ? a.reverse() : a); },
+    children: (ctx, n) => list(values(treeOf(ctx.shard, n).children(n.addr, n.len))),
+    descendants: (ctx, n) => list(values(treeOf(ctx.shard, n).descendants(n.addr, n.len))),
+    descendents: (ctx, n) => list(values(treeOf(ctx.shard, n).descendants(n.addr, n.len)), {
+      headers: { Warning: '299 - "The `descendents` API endpoint is pending deprecation. Use the `descendants` API endpoint instead."' },
+    }),
+    siblings: (ctx, n) => {
+      const includeSelf = ctx.query.flag('include_self', false);
+      return list(siblingsOf(ctx, n).filter((s) => includeSelf || s.id !== n.id));
+    },
+    subnets: (ctx, n) => {
+      const nets = ctx.query.flag('include_networks', true);
+      const ips = ctx.query.flag('include_ips', true);
+      const direct = ctx.query.flag('direct', false);
+      if ((!nets && !ips) || n.len === width(n)) return list([]);
+      const t = treeOf(ctx.shard, n);
+      const all = direct ? values(t.children(n.addr, n.len)) : values(t.descendants(n.addr, n.len));
+      return list(all.filter((s) => (s.len === width(s) ? ips : nets)));
+    },
+    supernets: (ctx, n) => {
+      const direct = ctx.query.flag('direct', false);
+      const a = ancestorsOf(ctx, n);
+      return list(direct ? a.slice(-1) : a);
+    },
+    assignments: () => list([]),
+    next_network: (ctx, n) => nextBlocks(ctx, n, false),
+    next_address: (ctx, n) => nextBlocks(ctx, n, true),
+  },
+
+  keyRoute: {
+    closest_parent: (ctx, key) => {
+      const c = parseCidr(key);
+      if (typeof c === 'string') throw Errors.fieldPlain('cidr', notAppearNetwork(key));
+      const raw = ctx.query.get('prefix_length');
+      const min = raw === undefined ? 0 : pyInt(raw);
+      if (min === null || min < 0 || min > c.len) throw Errors.fieldPlain('prefix_length', `Invalid prefix_length: '${raw}'`);
+      const sites = ctx.urlSite !== null ? [ctx.urlSite] : [...ctx.shard.table('network').sites()];
+      const candidates: NetworkRecord[] = [];
+      for (const site of sites) {
+        const p = ctx.shard.tree<NetworkRecord>(site, c.version).parent(c.addr, c.len)?.value;
+        if (p && p.len >= min) candidates.push(p);
+      }
+      // The longest prefix wins, then the lowest id.
+      candidates.sort((a, b) => b.len - a.len || a.id - b.id);
+      const notFound = Errors.noSuch('Network', ctx.req.siteText ?? ctx.urlSite, key);
+      return {
+        kind: 'list', model: networkModel, records: candidates.slice(0, 1),
+        order: (r) => [-(r as NetworkRecord).len, r.id],
+        checks: { pickOne: { notFound: { status: notFound.status, body: errorEnvelope(notFound) } } },
+      };
+    },
+  },
+
+  parse(ctx, body, method) {
+    return validateFields(networkSchema, body, method);
+  },
+
+  create(ctx, v, site) {
+    let text: string;
+    if (v.cidr !== undefined) text = v.cidr as string;
+    else if (v.network_address !== undefined && v.network_address !== null && v.prefix_length !== undefined && v.prefix_length !== null) {
+      text = `${v.network_address}/${v.prefix_length}`;
+    } else throw Errors.validation('Invalid CIDR: None. Must be IPv4/IPv6 notation.');
+    const c = parseCidr(text);
+    if (c === 'invalid') throw Errors.fieldPlain('cidr', notAppearNetwork(text));
+    if (c === 'host-bits') throw Errors.fieldPlain('cidr', `${text} has host bits set`);
+    return insertNetwork(ctx, site!, c, (v.state as NetworkState | undefined) ?? 'allocated', v.attributes);
+  },
+
+  update(ctx, current, v, method) {
+    const attributes = 'attributes' in v ? resolveAttributes(ctx, 'Network', current.siteId, v.attributes, current.attributes, method) : current.attributes;
+    const next: NetworkRecord = { ...current, state: (v.state as NetworkState | undefined) ?? current.state, attributes, valueIds: valueIdsFor(ctx.tx, current, attributes) };
+    ctx.tx.replace(networkModel, current, next);
+    ctx.tx.change('Update', networkModel, next.siteId, next.id, render(current, ctx.shard), render(next, ctx.shard));
+    return next;
+  },
+
+  remove(ctx, n, batch) {
+    const t = treeOf(ctx.shard, n);
+    const children = values(t.children(n.addr, n.len)).filter((c) => !batch?.has(c.id));
+    if (children.length > 0) {
+      // force_delete is a detail-route flag; a bulk delete ignores it (gaps.md §9.8).
+      if (batch || !ctx.query.flag('force_delete', false)) throw Errors.protectedReference('Network', 'Network.parent');
+      const hasParent = parentOf(ctx.shard, n) !== undefined;
+      if (!hasParent && children.some((c) => !t.hasDescendants(c.addr, c.len))) {
+        throw new ApiError(409, 'You cannot forcefully delete a network that does not have a parent, and whose children are leaf nodes.');
+      }
+    }
+    const before = render(n, ctx.shard);
+    ctx.tx.remove(networkModel, n);
+    ctx.tx.change('Delete', networkModel, n.siteId, n.id, before, null);
+  },
+};
