@@ -9,48 +9,18 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { TestServer, type Response } from '../helpers/server.js';
+import { expectError, fixtures, type Attr } from '../helpers/fixtures.js';
 
 let s: TestServer;
 beforeAll(async () => { s = await TestServer.start({ shards: 2 }); });
 afterAll(async () => { await s.stop(); });
 
-interface Attr {
-  id: number; site_id: number; description: string; name: string; resource_name: string;
-  required: boolean; display: boolean; multi: boolean;
-  constraints: { allow_empty: boolean; pattern: string; valid_values: string[] };
-  default: string | string[] | null;
-}
+const { fresh, mkSiteId: mkSite, siteIdsOnTwoShards: twoSites, mkAttrFrom: mkAttr } = fixtures(() => s, { base: 'a', names: 'ident' });
+/** For names built inline in tests. */
+let uniq = 0;
 
 const KEYS = ['id', 'site_id', 'description', 'name', 'resource_name', 'required', 'display', 'multi', 'constraints', 'default'];
 const NO_CONSTRAINTS = { allow_empty: false, pattern: '', valid_values: [] };
-
-const err = (code: number, message: unknown) => ({ error: { code, message } });
-function expectError(r: Response, code: number, message: unknown): void {
-  expect({ status: r.status, body: r.json }).toEqual({ status: code, body: err(code, message) });
-}
-
-let uniq = 0;
-const fresh = (base = 'a') => `${base}${++uniq}_${Math.random().toString(36).slice(2, 7)}`;
-
-async function mkSite(): Promise<number> {
-  const r = await s.post('/api/sites/', { name: fresh('site-') });
-  expect(r.status, r.text).toBe(201);
-  return r.json.id;
-}
-
-/** Two fresh sites on different shards. */
-async function twoSites(): Promise<[number, number]> {
-  const a = await mkSite();
-  let b = await mkSite();
-  while (b % 2 === a % 2) b = await mkSite();
-  return [a, b];
-}
-
-async function mkAttr(site: number, body: Record<string, unknown>): Promise<Attr> {
-  const r = await s.post(`/api/sites/${site}/attributes/`, { resource_name: 'Device', ...body });
-  expect(r.status, r.text).toBe(201);
-  return r.json;
-}
 
 /** The full expected record, from the defaults plus overrides. */
 function attrShape(id: number, site: number, name: string, over: Partial<Attr> = {}): Attr {

@@ -12,6 +12,7 @@ import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { TestServer, type Response } from '../helpers/server.js';
+import { expectJsonError as expectError, freshEmail } from '../helpers/fixtures.js';
 import { TokenSigner } from '../../src/auth/secrets.js';
 
 let s: TestServer;
@@ -25,13 +26,6 @@ beforeAll(async () => {
 });
 afterAll(async () => { await s?.stop(); });
 
-const err = (code: number, message: unknown) => ({ error: { code, message } });
-
-function expectError(r: Response, code: number, message: unknown): void {
-  expect({ status: r.status, body: r.json }).toEqual({ status: code, body: err(code, message) });
-  expect(r.headers.get('content-type')).toBe('application/json');
-}
-
 /** 401 with `WWW-Authenticate: AuthToken`. */
 function expect401(r: Response, message: unknown): void {
   expectError(r, 401, message);
@@ -44,9 +38,6 @@ const NO_USER = { auth_token: 'Invalid user when verifying token' };
 const INVALID_TOKEN = { auth_token: 'Invalid/expired auth_token.' };
 const UNDESERIALIZABLE = { auth_token: 'Token could not be deserialized.' };
 const WRONG_USER = { auth_token: 'Invalid user when deserializing.' };
-
-let uniq = 0;
-const freshEmail = (base = 'user') => `${base}-${++uniq}-${Math.random().toString(36).slice(2, 8)}@example.com`;
 
 /** The caller's own secret key, read through header authentication. */
 async function secretOf(srv: TestServer, email: string, header = 'X-Service-Email'): Promise<string> {

@@ -8,80 +8,21 @@
  * sites on one shard). One server with SHARDS=2.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { TestServer, type Response } from '../helpers/server.js';
+import { TestServer } from '../helpers/server.js';
+import { FORBIDDEN, expectError, fixtures, type Device } from '../helpers/fixtures.js';
 
 let s: TestServer;
 beforeAll(async () => { s = await TestServer.start({ shards: 2 }); });
 afterAll(async () => { await s.stop(); });
 
-interface Site { id: number; name: string; description: string }
-interface Device { id: number; site_id: number; hostname: string; attributes: Record<string, string | string[]> }
-interface Change { id: number; event: string; resource_name: string; resource_id: number; resource: Record<string, unknown> }
-
-const err = (code: number, message: unknown) => ({ error: { code, message } });
-function expectError(r: Response, code: number, message: unknown): void {
-  expect({ status: r.status, body: r.json }).toEqual({ status: code, body: err(code, message) });
-}
-
-let uniq = 0;
-const fresh = (base = 'bulk') => `${base}-${++uniq}-${Math.random().toString(36).slice(2, 8)}`;
-const FORBIDDEN = 'You do not have permission to perform this action.';
+const { fresh, mkSite, sitesOnTwoShards, sitesOnOneShard, mkAttr, mkDevice, mkUser, deviceChanges } = fixtures(() => s, { base: 'bulk' });
 const ONE_SITE = { non_field_errors: ['A bulk request must keep to one site: send one request per site, or use /api/sites/<site_id>/<collection>/.'] };
 const NOT_FOUND_ALL = 'Could not find all objects to update.';
-
-async function mkSite(): Promise<Site> {
-  const r = await s.post('/api/sites/', { name: fresh('site') });
-  expect(r.status, r.text).toBe(201);
-  return r.json;
-}
-
-async function sitesOnTwoShards(): Promise<[Site, Site]> {
-  const a = await mkSite();
-  let b = await mkSite();
-  while (b.id % 2 === a.id % 2) b = await mkSite();
-  return [a, b];
-}
-
-async function sitesOnOneShard(): Promise<[Site, Site]> {
-  const a = await mkSite();
-  let b = await mkSite();
-  while (b.id % 2 !== a.id % 2) b = await mkSite();
-  return [a, b];
-}
-
-async function mkAttr(site: number, name: string, extra: Record<string, unknown> = {}): Promise<void> {
-  const r = await s.post(`/api/sites/${site}/attributes/`, { name, resource_name: 'Device', ...extra });
-  expect(r.status, r.text).toBe(201);
-}
-
-async function mkDevice(site: number, hostname = fresh('h'), attributes?: Record<string, unknown>): Promise<Device> {
-  const r = await s.post(`/api/sites/${site}/devices/`, attributes === undefined ? { hostname } : { hostname, attributes });
-  expect(r.status, r.text).toBe(201);
-  return r.json;
-}
-
-async function mkUser(grants: Record<string, string[]> = {}): Promise<string> {
-  const email = `${fresh('user')}@example.com`;
-  const r = await s.post('/api/users/', { email });
-  expect(r.status, r.text).toBe(201);
-  if (Object.keys(grants).length > 0) {
-    const p = await s.patch(`/api/users/${r.json.id}/`, { permissions: grants });
-    expect(p.status, p.text).toBe(200);
-  }
-  return email;
-}
 
 async function devicesOf(site: number): Promise<Device[]> {
   const r = await s.get(`/api/sites/${site}/devices/`);
   expect(r.status).toBe(200);
   return r.json;
-}
-
-/** The site's Device Changes, oldest first. */
-async function deviceChanges(site: number): Promise<Change[]> {
-  const r = await s.get(`/api/sites/${site}/changes/?resource_name=Device`);
-  expect(r.status, r.text).toBe(200);
-  return (r.json as Change[]).slice().reverse();
 }
 
 /** DELETE with a JSON body. */

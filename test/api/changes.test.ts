@@ -5,31 +5,13 @@
  * lookups, and that the collection is read-only. One server, SHARDS=2.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { TestServer, type Response } from '../helpers/server.js';
+import { TestServer } from '../helpers/server.js';
+import { expectError, fixtures, type Change, type Site } from '../helpers/fixtures.js';
 
 let s: TestServer;
 let host: string;
 
-interface Site { id: number; name: string; description: string }
-interface Change {
-  id: number; site: Site; user: { id: number; email: string }; change_at: number;
-  event: string; resource_name: string; resource_id: number; resource: Record<string, unknown>;
-  resource_diff?: Record<string, { old: unknown; new: unknown }>;
-}
-
-const err = (code: number, message: unknown) => ({ error: { code, message } });
-function expectError(r: Response, code: number, message: unknown): void {
-  expect({ status: r.status, body: r.json }).toEqual({ status: code, body: err(code, message) });
-}
-
-let uniq = 0;
-const fresh = (base = 'chg') => `${base}-${++uniq}-${Math.random().toString(36).slice(2, 8)}`;
-
-async function mkSite(name = fresh(), description = ''): Promise<Site> {
-  const r = await s.post('/api/sites/', { name, description });
-  expect(r.status, r.text).toBe(201);
-  return r.json;
-}
+const { fresh, mkSite } = fixtures(() => s, { base: 'chg' });
 
 async function changesOf(siteId: number): Promise<Change[]> {
   const r = await s.get(`/api/sites/${siteId}/changes/`);

@@ -8,7 +8,8 @@
  * even site ids live on different shards.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { TestServer, type Response } from '../helpers/server.js';
+import { TestServer } from '../helpers/server.js';
+import { FORBIDDEN, err, expectError, fixtures, type Device, type Site } from '../helpers/fixtures.js';
 
 let s: TestServer;
 let host: string;
@@ -18,71 +19,9 @@ beforeAll(async () => {
 });
 afterAll(async () => { await s.stop(); });
 
-interface Site { id: number; name: string; description: string }
-interface Device { id: number; site_id: number; hostname: string; attributes: Record<string, string | string[]> }
-interface Change { id: number; event: string; resource_name: string; resource_id: number; resource: Record<string, unknown>; site: Site; user: { id: number; email: string } }
-
-const err = (code: number, message: unknown) => ({ error: { code, message } });
-function expectError(r: Response, code: number, message: unknown): void {
-  expect({ status: r.status, body: r.json }).toEqual({ status: code, body: err(code, message) });
-}
-
-let uniq = 0;
-const fresh = (base = 'dev') => `${base}-${++uniq}-${Math.random().toString(36).slice(2, 8)}`;
-
-async function mkSite(): Promise<Site> {
-  const r = await s.post('/api/sites/', { name: fresh('site') });
-  expect(r.status, r.text).toBe(201);
-  return r.json;
-}
-
-/** Two sites whose ids differ in parity, so they live on different shards. */
-async function sitesOnTwoShards(): Promise<[Site, Site]> {
-  const a = await mkSite();
-  let b = await mkSite();
-  while (b.id % 2 === a.id % 2) b = await mkSite();
-  return [a, b];
-}
-
-/** Two sites with ids of the same parity, so they share a shard. */
-async function sitesOnOneShard(): Promise<[Site, Site]> {
-  const a = await mkSite();
-  let b = await mkSite();
-  while (b.id % 2 !== a.id % 2) b = await mkSite();
-  return [a, b];
-}
-
-async function mkAttr(site: number, name: string, extra: Record<string, unknown> = {}): Promise<void> {
-  const r = await s.post(`/api/sites/${site}/attributes/`, { name, resource_name: 'Device', ...extra });
-  expect(r.status, r.text).toBe(201);
-}
-
-async function mkDevice(site: number, hostname = fresh('h'), attributes?: Record<string, unknown>): Promise<Device> {
-  const r = await s.post(`/api/sites/${site}/devices/`, attributes === undefined ? { hostname } : { hostname, attributes });
-  expect(r.status, r.text).toBe(201);
-  return r.json;
-}
-
-async function mkUser(grants: Record<string, string[]> = {}): Promise<string> {
-  const email = `${fresh('user')}@example.com`;
-  const r = await s.post('/api/users/', { email });
-  expect(r.status, r.text).toBe(201);
-  if (Object.keys(grants).length > 0) {
-    const p = await s.patch(`/api/users/${r.json.id}/`, { permissions: grants });
-    expect(p.status, p.text).toBe(200);
-  }
-  return email;
-}
-
-/** The site's Device Changes, oldest first. */
-async function deviceChanges(site: number): Promise<Change[]> {
-  const r = await s.get(`/api/sites/${site}/changes/?resource_name=Device`);
-  expect(r.status, r.text).toBe(200);
-  return (r.json as Change[]).slice().reverse();
-}
+const { mkSite, sitesOnTwoShards, sitesOnOneShard, mkAttr, mkDevice, mkUser, deviceChanges } = fixtures(() => s);
 
 const ids = (list: { id: number }[]) => list.map((d) => d.id);
-const FORBIDDEN = 'You do not have permission to perform this action.';
 
 describe('device create', () => {
   test('nested device create returns 201, the canonical text and a relative Location', async () => {

@@ -8,8 +8,8 @@
 import { rmSync } from 'node:fs';
 import { afterEach, describe, expect, test } from 'vitest';
 import { TestServer } from '../helpers/server.js';
+import type { Site } from '../helpers/fixtures.js';
 
-interface Site { id: number; name: string; description: string }
 interface Change { id: number; site: Site; event: string; resource_name: string; resource_id: number; resource: Site; change_at: number }
 
 const running: TestServer[] = [];

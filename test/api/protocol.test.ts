@@ -6,6 +6,7 @@
 import { Agent, request as httpRequest, type IncomingHttpHeaders } from 'node:http';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { TestServer, type Response } from '../helpers/server.js';
+import { err as error, expectErrorWith } from '../helpers/fixtures.js';
 
 const INDEX_ORDER = ['sites', 'attributes', 'changes', 'circuits', 'devices', 'interfaces', 'networks', 'protocols', 'protocol_types', 'users', 'values'];
 const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD', 'OPTIONS'];
@@ -15,6 +16,8 @@ const PLAIN = 'plain.user@example.com';
 let s: TestServer;
 let siteId: number;
 let changeId: number;
+
+const expectError = expectErrorWith({ 'content-type': 'application/json', vary: 'Accept' });
 
 interface Raw { status: number; headers: IncomingHttpHeaders; text: string }
 
@@ -31,15 +34,6 @@ function raw(method: string, path: string, headers: Record<string, string>, body
     if (body !== undefined) req.write(body);
     req.end();
   });
-}
-
-const error = (code: number, message: unknown) => ({ error: { code, message } });
-
-function expectError(r: Response, code: number, message: unknown): void {
-  expect(r.status).toBe(code);
-  expect(r.json).toEqual(error(code, message));
-  expect(r.headers.get('content-type')).toBe('application/json');
-  expect(r.headers.get('vary')).toBe('Accept');
 }
 
 function multipartBody(boundary: string, fields: Record<string, string>): Buffer {

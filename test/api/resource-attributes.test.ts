@@ -7,41 +7,15 @@
  * the inverted index staying in step (and rolled back with failed writes).
  */
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { TestServer, type Response } from '../helpers/server.js';
+import { TestServer } from '../helpers/server.js';
+import { expectError, fixtures, type Attrs, type Device } from '../helpers/fixtures.js';
 
 let s: TestServer;
 beforeAll(async () => { s = await TestServer.start({ shards: 2 }); });
 afterAll(async () => { await s.stop(); });
 
-type Attrs = Record<string, string | string[]>;
-interface Device { id: number; site_id: number; hostname: string; attributes: Attrs }
-
-const err = (code: number, message: unknown) => ({ error: { code, message } });
-function expectError(r: Response, code: number, message: unknown): void {
-  expect({ status: r.status, body: r.json }).toEqual({ status: code, body: err(code, message) });
-}
+const { fresh: host, mkSiteId: mkSite, mkAttr, mkDeviceWith: mkDevice } = fixtures(() => s, { base: 'd' });
 const attrError = (text: string) => ({ attributes: text });
-
-let uniq = 0;
-const host = (base = 'd') => `${base}${++uniq}-${Math.random().toString(36).slice(2, 7)}`;
-
-async function mkSite(): Promise<number> {
-  const r = await s.post('/api/sites/', { name: `site-${++uniq}-${Math.random()}` });
-  expect(r.status, r.text).toBe(201);
-  return r.json.id;
-}
-
-async function mkAttr(site: number, name: string, body: Record<string, unknown> = {}): Promise<{ id: number; name: string }> {
-  const r = await s.post(`/api/sites/${site}/attributes/`, { name, resource_name: 'Device', ...body });
-  expect(r.status, r.text).toBe(201);
-  return r.json;
-}
-
-async function mkDevice(site: number, attributes?: unknown, hostname = host()): Promise<Device> {
-  const r = await s.post(`/api/sites/${site}/devices/`, attributes === undefined ? { hostname } : { hostname, attributes });
-  expect(r.status, r.text).toBe(201);
-  return r.json;
-}
 
 const getDevice = async (id: number): Promise<Device> => (await s.get(`/api/devices/${id}/`)).json;
 const patchAttrs = (id: number, attributes: unknown) => s.patch(`/api/devices/${id}/`, { attributes });

@@ -8,37 +8,12 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { TestServer, type Response } from '../helpers/server.js';
+import { err, expectError, fixtures, type Device, type Site } from '../helpers/fixtures.js';
 
 let s: TestServer;
 let host: string;
 
-interface Site { id: number; name: string; description: string }
-interface Device { id: number; site_id: number; hostname: string; attributes: Record<string, string | string[]> }
-
-const err = (code: number, message: unknown) => ({ error: { code, message } });
-function expectError(r: Response, code: number, message: unknown): void {
-  expect({ status: r.status, body: r.json }).toEqual({ status: code, body: err(code, message) });
-}
-
-let uniq = 0;
-const fresh = (base = 'sq') => `${base}-${++uniq}-${Math.random().toString(36).slice(2, 8)}`;
-
-async function mkSite(): Promise<Site> {
-  const r = await s.post('/api/sites/', { name: fresh('site') });
-  expect(r.status, r.text).toBe(201);
-  return r.json;
-}
-
-async function mkAttr(site: number, name: string, extra: Record<string, unknown> = {}): Promise<void> {
-  const r = await s.post(`/api/sites/${site}/attributes/`, { name, resource_name: 'Device', ...extra });
-  expect(r.status, r.text).toBe(201);
-}
-
-async function mkDevice(site: number, hostname: string, attributes: Record<string, unknown> = {}): Promise<Device> {
-  const r = await s.post(`/api/sites/${site}/devices/`, { hostname, attributes });
-  expect(r.status, r.text).toBe(201);
-  return r.json;
-}
+const { fresh, mkSite, sitesOnTwoShards, mkAttr, mkDevice } = fixtures(() => s, { base: 'sq' });
 
 /** GET …/devices/query/ with `query` encoded, plus extra raw parameters. */
 function q(site: number | null, query: string | null, extra = ''): Promise<Response> {
@@ -64,9 +39,7 @@ let b1: Device; let b2: Device; let b3: Device;
 beforeAll(async () => {
   s = await TestServer.start({ shards: 2 });
   host = `127.0.0.1:${s.port}`;
-  A = await mkSite();
-  B = await mkSite();
-  while (B.id % 2 === A.id % 2) B = await mkSite();
+  [A, B] = await sitesOnTwoShards();
   for (const site of [A, B]) {
     await mkAttr(site.id, 'owner');
     await mkAttr(site.id, 'role');

@@ -5,39 +5,14 @@
  * One server with SHARDS=2, so odd and even site ids live on different shards.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { TestServer, type Response } from '../helpers/server.js';
+import { TestServer } from '../helpers/server.js';
+import { expectError, fixtures } from '../helpers/fixtures.js';
 
 let s: TestServer;
 beforeAll(async () => { s = await TestServer.start({ shards: 2 }); });
 afterAll(async () => { await s.stop(); });
 
-const err = (code: number, message: unknown) => ({ error: { code, message } });
-
-let uniq = 0;
-/** A fresh site name per call, so tests do not depend on each other. */
-const fresh = (base = 'site') => `${base}-${++uniq}-${Math.random().toString(36).slice(2, 8)}`;
-
-async function mkSite(name = fresh(), description?: string): Promise<{ id: number; name: string; description: string }> {
-  const r = await s.post('/api/sites/', description === undefined ? { name } : { name, description });
-  expect(r.status, r.text).toBe(201);
-  return r.json;
-}
-
-function expectError(r: Response, code: number, message: unknown): void {
-  expect({ status: r.status, body: r.json }).toEqual({ status: code, body: err(code, message) });
-}
-
-/** A non-superuser, optionally with site grants. */
-async function mkUser(grants: Record<string, string[]> = {}): Promise<string> {
-  const email = `${fresh('user')}@example.com`;
-  const r = await s.post('/api/users/', { email });
-  expect(r.status, r.text).toBe(201);
-  if (Object.keys(grants).length > 0) {
-    const p = await s.patch(`/api/users/${r.json.id}/`, { permissions: grants });
-    expect(p.status, p.text).toBe(200);
-  }
-  return email;
-}
+const { fresh, mkSite, mkUser } = fixtures(() => s, { base: 'site' });
 
 describe('site create', () => {
   test('site create returns 201, the canonical shape and a relative Location', async () => {

@@ -5,26 +5,18 @@
  * formats, errors), the per-site `permissions` output, and methods.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { TestServer, type Response } from '../helpers/server.js';
+import { TestServer } from '../helpers/server.js';
+import { FORBIDDEN, expectJsonError as expectError, fixtures, freshEmail } from '../helpers/fixtures.js';
 
 let s: TestServer;
 let adminId: number;
 let site1: number;
 let site2: number;
 
-const err = (code: number, message: unknown) => ({ error: { code, message } });
+const { mkUserRecord: mkUser, mkSiteId: mkSite } = fixtures(() => s);
 
-function expectError(r: Response, code: number, message: unknown): void {
-  expect({ status: r.status, body: r.json }).toEqual({ status: code, body: err(code, message) });
-  expect(r.headers.get('content-type')).toBe('application/json');
-}
-
-const FORBIDDEN = 'You do not have permission to perform this action.';
 const NOT_YOURS = "Can't access secret_key of user that isn't you.";
 const KEY = /^[A-Za-z0-9_-]{43}=$/;
-
-let uniq = 0;
-const freshEmail = (base = 'user') => `${base}-${++uniq}-${Math.random().toString(36).slice(2, 8)}@example.com`;
 
 /** Every site id, ascending, as the permissions map must list them. */
 async function siteIds(): Promise<number[]> {
@@ -38,19 +30,6 @@ function perms(userId: number, ids: number[], grants: (site: number) => string[]
   const out: Record<string, unknown> = {};
   for (const id of ids) out[String(id)] = { user_id: userId, site_id: id, permissions: grants(id) };
   return out;
-}
-
-/** A non-superuser created through POST /api/users/. */
-async function mkUser(email = freshEmail()): Promise<{ id: number; email: string }> {
-  const r = await s.post('/api/users/', { email });
-  expect(r.status, r.text).toBe(201);
-  return { id: r.json.id, email };
-}
-
-async function mkSite(name: string): Promise<number> {
-  const r = await s.post('/api/sites/', { name });
-  expect(r.status, r.text).toBe(201);
-  return r.json.id;
 }
 
 /** The keys of the `permissions` object in the order they appear in the response text. */

@@ -8,7 +8,8 @@
  */
 import { rmSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { TestServer, type Response } from '../helpers/server.js';
+import { TestServer } from '../helpers/server.js';
+import { expectError, fixtures, type Device } from '../helpers/fixtures.js';
 
 let s: TestServer;
 let restartedDir: string | null = null;
@@ -19,40 +20,7 @@ afterAll(async () => {
 });
 
 interface Value { id: number; name: string; value: string; attribute: number; resource_name: string; resource_id: number }
-interface Device { id: number; site_id: number; hostname: string; attributes: Record<string, string | string[]> }
-
-const err = (code: number, message: unknown) => ({ error: { code, message } });
-function expectError(r: Response, code: number, message: unknown): void {
-  expect({ status: r.status, body: r.json }).toEqual({ status: code, body: err(code, message) });
-}
-
-let uniq = 0;
-const host = () => `v${++uniq}-${Math.random().toString(36).slice(2, 7)}`;
-
-async function mkSite(): Promise<number> {
-  const r = await s.post('/api/sites/', { name: `site-${++uniq}-${Math.random()}` });
-  expect(r.status, r.text).toBe(201);
-  return r.json.id;
-}
-
-async function twoSites(): Promise<[number, number]> {
-  const a = await mkSite();
-  let b = await mkSite();
-  while (b % 2 === a % 2) b = await mkSite();
-  return [a, b];
-}
-
-async function mkAttr(site: number, name: string, body: Record<string, unknown> = {}): Promise<number> {
-  const r = await s.post(`/api/sites/${site}/attributes/`, { name, resource_name: 'Device', ...body });
-  expect(r.status, r.text).toBe(201);
-  return r.json.id;
-}
-
-async function mkDevice(site: number, attributes: Record<string, unknown>, hostname = host()): Promise<Device> {
-  const r = await s.post(`/api/sites/${site}/devices/`, { hostname, attributes });
-  expect(r.status, r.text).toBe(201);
-  return r.json;
-}
+const { fresh: host, mkSiteId: mkSite, siteIdsOnTwoShards: twoSites, mkAttrId: mkAttr, mkDeviceWith: mkDevice } = fixtures(() => s, { base: 'v' });
 
 async function valuesOf(deviceId: number): Promise<Value[]> {
   const r = await s.get(`/api/values/?resource_name=Device&resource_id=${deviceId}`);
