@@ -74,8 +74,13 @@ export interface ChildServer {
   pid: number;
   base: string;
   output: string[];
-  /** SIGTERM, then SIGKILL after 5 s; removes its temp dir. */
+  /** performance.now() when the process was spawned and when it printed its listening line. */
+  spawnedAt: number;
+  listeningAt: number;
+  /** SIGTERM, then SIGKILL after 5 s; removes its temp dir (not a data dir the caller passed in). */
   stop(): Promise<void>;
+  /** SIGKILL at once (a crash: no shutdown code runs) and waits for the exit; removes its temp dir likewise. */
+  kill(): Promise<void>;
 }
 
 function waitForListening(proc: ChildProcess, name: string, pattern: RegExp, output: string[], timeoutMs: number): Promise<number> {
@@ -96,7 +101,8 @@ function waitForListening(proc: ChildProcess, name: string, pattern: RegExp, out
   });
 }
 
-async function spawnServer(name: string, args: string[], env: NodeJS.ProcessEnv, pattern: RegExp, tempDir?: string): Promise<ChildServer> {
+async function spawnServer(name: string, args: string[], env: NodeJS.ProcessEnv, pattern: RegExp, tempDir?: string, timeoutMs = 30_000): Promise<ChildServer> {
+  const spawnedAt = performance.now();
   const proc = spawn(process.execPath, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
   const output: string[] = [];
   const kill = () => { if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGKILL'); };
@@ -105,13 +111,14 @@ async function spawnServer(name: string, args: string[], env: NodeJS.ProcessEnv,
   cleanups.add(cleanup);
   let port: number;
   try {
-    port = await waitForListening(proc, name, pattern, output, 30_000);
+    port = await waitForListening(proc, name, pattern, output, timeoutMs);
   } catch (err) {
     cleanup();
     cleanups.delete(cleanup);
     throw err;
   }
   // Drain output so a chatty child never blocks on a full pipe; keep the tail for diagnostics.
+  const listeningAt = performance.now();
   const keepTail = () => { if (output.length > 200) output.splice(0, output.length - 200); };
   proc.stdout!.on('data', keepTail);
   proc.stderr!.on('data', keepTail);
@@ -121,6 +128,17 @@ async function spawnServer(name: string, args: string[], env: NodeJS.ProcessEnv,
     pid: proc.pid!,
     base: `http://127.0.0.1:${port}`,
     output,
+    spawnedAt,
+    listeningAt,
+    async kill() {
+      if (proc.exitCode === null && proc.signalCode === null) {
+        const exited = new Promise<void>((ok) => proc.once('exit', () => ok()));
+        proc.kill('SIGKILL');
+        await exited;
+      }
+      removeDir();
+      cleanups.delete(cleanup);
+    },
     async stop() {
       if (proc.exitCode === null && proc.signalCode === null) {
         const exited = new Promise<void>((ok) => proc.once('exit', () => ok()));
@@ -135,7 +153,14 @@ async function spawnServer(name: string, args: string[], env: NodeJS.ProcessEnv,
   };
 }
 
-export interface NetsotOptions { shards?: number; env?: Record<string, string> }
+export interface NetsotOptions {
+  shards?: number;
+  env?: Record<string, string>;
+  /** Serve this data dir (the caller's: never removed) instead of a fresh temp one. */
+  dataDir?: string;
+  /** How long start-up may take before it counts as failed (default 30 s). */
+  startTimeoutMs?: number;
+}
 
 /**
  * The real server on 127.0.0.1, a random port and a fresh temp data dir; LOG_LEVEL=warn.
@@ -144,12 +169,12 @@ export interface NetsotOptions { shards?: number; env?: Record<string, string> }
  * when the server stops (NODE_OPTIONS does not accept --cpu-prof).
  */
 export function startNetsot(opts: NetsotOptions = {}): Promise<ChildServer> {
-  const dataDir = mkdtempSync(join(tmpdir(), 'netsot-bench-'));
+  const dataDir = opts.dataDir ?? mkdtempSync(join(tmpdir(), 'netsot-bench-'));
   const nodeArgs = (process.env.BENCH_SERVER_NODE_ARGS ?? '').split(' ').filter(Boolean);
   const args = [...nodeArgs, MAIN, 'serve', '--host', '127.0.0.1', '--port', '0', '--data-dir', dataDir];
   if (opts.shards !== undefined) args.push('--shards', String(opts.shards));
   return spawnServer('netsot', args, { ...process.env, LOG_LEVEL: 'warn', ...opts.env },
-    /netsot listening on http:\/\/[^\s:]+:(\d+)/, dataDir);
+    /netsot listening on http:\/\/[^\s:]+:(\d+)/, opts.dataDir === undefined ? dataDir : undefined, opts.startTimeoutMs);
 }
 
 export interface RawUwsOptions { status?: string; headers: [string, string][]; body: string }

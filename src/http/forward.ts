@@ -89,6 +89,8 @@ export class Forwarder {
       return shard;
     }
     if (!model.naturalKey) throw Errors.noSuch(model.name, null, key);
+    // A malformed key (a CIDR with host bits) is the caller's 400, not every shard's "no match".
+    model.naturalKey.normalize?.(key);
     const replies = await this.pool.all({
       op: 'resolve', method: 'GET', collection: model.collection, site: null, key, query: '',
       principal: { id: 0, email: '', superuser: true, grants: {} }, link: { scheme: 'http', host: '', path: '' },

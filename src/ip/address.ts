@@ -6,9 +6,11 @@
  * Output: dotted quad for IPv4; IPv6 compressed (RFC 5952: lowercase, the
  * longest run of two or more zero groups as `::`, the first on a tie, no
  * dotted quad) or exploded (8 groups of 4), per SERVICE_COMPRESS_IPV6.
+ *
+ * IPv6 is parsed here rather than by ipaddr.js, which reads the deprecated
+ * IPv4-compatible form `::1.2.3.4` as `::ffff:1.2.3.4` (RFC 4291 §2.5.5.1:
+ * it is `::102:304`) and accepts leading zeros in an embedded IPv4 part.
  */
-import ipaddr from 'ipaddr.js';
-
 export type IpVersion = 4 | 6;
 export const WIDTH: Record<IpVersion, 32 | 128> = { 4: 32, 6: 128 };
 
@@ -18,14 +20,54 @@ export type ParseFailure = 'invalid' | 'host-bits';
 
 const V4 = /^(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(\.(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)){3}$/;
 
+const HEXTET = /^[0-9A-Fa-f]{1,4}$/;
+
+const v4Value = (text: string): bigint => text.split('.').reduce((n, o) => (n << 8n) | BigInt(Number(o)), 0n);
+
+/** Colon-separated hextets (`''` is none), or null when any is malformed. */
+function hextets(text: string): number[] | null {
+  if (text === '') return [];
+  const parts = text.split(':');
+  return parts.every((p) => HEXTET.test(p)) ? parts.map((p) => parseInt(p, 16)) : null;
+}
+
+/** RFC 4291 §2.2 text: 8 hextets, at most one `::` standing for one or more zero hextets, optionally ending in a dotted quad. */
+function parseV6(text: string): bigint | null {
+  const lastColon = text.lastIndexOf(':');
+  if (lastColon < 0) return null;
+  let body = text;
+  const tail: number[] = [];
+  const last = text.slice(lastColon + 1);
+  if (last.includes('.')) {
+    if (!V4.test(last)) return null;
+    const v = Number(v4Value(last));
+    tail.push(v >>> 16, v & 0xffff);
+    body = text.slice(0, lastColon + 1);
+    if (!body.endsWith('::')) body = body.slice(0, -1);
+  }
+  const gap = body.indexOf('::');
+  let groups: number[];
+  if (gap < 0) {
+    const all = hextets(body);
+    if (!all || all.length + tail.length !== 8) return null;
+    groups = [...all, ...tail];
+  } else {
+    if (body.indexOf('::', gap + 1) >= 0) return null;
+    const left = hextets(body.slice(0, gap));
+    const right = hextets(body.slice(gap + 2));
+    if (!left || !right) return null;
+    const zeros = 8 - left.length - right.length - tail.length;
+    if (zeros < 1) return null;
+    groups = [...left, ...new Array<number>(zeros).fill(0), ...right, ...tail];
+  }
+  return groups.reduce((n, g) => (n << 16n) | BigInt(g), 0n);
+}
+
 /** An address without a prefix, or null. */
 export function parseAddress(text: string): { version: IpVersion; addr: bigint } | null {
-  if (V4.test(text)) {
-    return { version: 4, addr: text.split('.').reduce((n, o) => (n << 8n) | BigInt(Number(o)), 0n) };
-  }
-  if (!text.includes(':') || text.includes('%') || !ipaddr.IPv6.isValid(text)) return null;
-  const bytes = ipaddr.IPv6.parse(text).toByteArray();
-  return { version: 6, addr: bytes.reduce((n, b) => (n << 8n) | BigInt(b), 0n) };
+  if (V4.test(text)) return { version: 4, addr: v4Value(text) };
+  const addr = parseV6(text);
+  return addr === null ? null : { version: 6, addr };
 }
 
 /** `a.b.c.d/n`, `x::y/n` or a bare address (a host prefix). */

@@ -35,8 +35,9 @@ export const networkSchema = defineSchema('Network', 'API endpoint that allows N
   site_id: siteIdField(),
   is_ip: Field.boolean({ readOnly: true }),
   ip_version: Field.choice(['4', '6'], { readOnly: true }),
-  network_address: Field.string({ createOnly: true, help: 'The network address.' }),
-  prefix_length: Field.integer({ createOnly: true, help: 'The prefix length.' }),
+  // null counts as absent: `cidr` is built only from a non-null pair (gaps.md §13.1).
+  network_address: Field.string({ createOnly: true, nullable: true, help: 'The network address.' }),
+  prefix_length: Field.integer({ createOnly: true, nullable: true, help: 'The prefix length.' }),
   state: Field.choice(STATES, { help: 'The allocation state of the Network.' }),
   attributes: attributesField(['PUT']),
 });
@@ -98,9 +99,12 @@ function includeFilter(q: QueryParams): ((n: NetworkRecord) => boolean) | null {
   const ips = q.filterBoolean('include_ips');
   const nets = q.filterBoolean('include_networks');
   if (ips === undefined && nets === undefined) return null;
-  // When only one is given, the other counts as false (compat).
-  const wantIps = ips ?? false;
-  const wantNets = nets ?? false;
+  // Compat, per the worked cases of gaps.md §7.4: one flag alone selects by
+  // its value (true: only its kind; false: only the other kind), so
+  // include_ips=false alone gives the networks and include_networks=false
+  // alone the IPs. Both given: each decides for its own kind.
+  const wantIps = ips ?? !nets;
+  const wantNets = nets ?? !ips;
   if (wantIps && wantNets) return null;
   return (n) => (n.len === width(n) ? wantIps : wantNets);
 }
@@ -166,11 +170,13 @@ function nextBlocks(ctx: RequestContext, p: NetworkRecord, addresses: boolean): 
   const reserve = post ? q.flag('reserve', false) : false;
   const W = width(p);
   let L: number = W;
+  let lText = String(W); // L as Python prints it: exact digits, however large
   if (!addresses) {
     const raw = q.get('prefix_length');
     const n = raw === undefined ? null : pyInt(raw);
     if (n === null) throw intError('prefix_length', raw);
     L = n;
+    lText = BigInt(raw!.trim()).toString();
     if (L < p.len) throw Errors.fieldPlain('prefix_length', `New prefix must be longer than ${p.len}`);
   }
   const rawNum = q.get('num');
@@ -178,7 +184,7 @@ function nextBlocks(ctx: RequestContext, p: NetworkRecord, addresses: boolean): 
   if (num === null) throw intError('num', rawNum);
   const max = ctx.config.nextNumMax;
   if (num < 1 || num > max) throw Errors.fieldPlain('num', `num must be between 1 and ${max}`);
-  if (L > W) throw Errors.fieldPlain('prefix_length', `prefix length diff ${L} is invalid for netblock ${cidrText(ctx.shard, p)}`);
+  if (L > W) throw Errors.fieldPlain('prefix_length', `prefix length diff ${lText} is invalid for netblock ${cidrText(ctx.shard, p)}`);
 
   const interconnect = p.version === 4 ? ctx.config.interconnectPrefixes.v4 : ctx.config.interconnectPrefixes.v6;
   const last = p.addr + (1n << BigInt(W - p.len)) - 1n;
@@ -316,11 +322,13 @@ export const networkModel: ResourceModel<NetworkRecord> = {
   },
 
   remove(ctx, n, batch) {
+    // force_delete is a detail-route flag, read (and so validated) on every
+    // detail delete; a bulk delete ignores it (gaps.md §9.8).
+    const force = batch ? false : ctx.query.flag('force_delete', false);
     const t = treeOf(ctx.shard, n);
     const children = values(t.children(n.addr, n.len)).filter((c) => !batch?.has(c.id));
     if (children.length > 0) {
-      // force_delete is a detail-route flag; a bulk delete ignores it (gaps.md §9.8).
-      if (batch || !ctx.query.flag('force_delete', false)) throw Errors.protectedReference('Network', 'Network.parent');
+      if (!force) throw Errors.protectedReference('Network', 'Network.parent');
       const hasParent = parentOf(ctx.shard, n) !== undefined;
       if (!hasParent && children.some((c) => !t.hasDescendants(c.addr, c.len))) {
         throw new ApiError(409, 'You cannot forcefully delete a network that does not have a parent, and whose children are leaf nodes.');

@@ -53,7 +53,7 @@ async function siteWith(cidrs: (string | { cidr: string; state?: string })[], sr
 
 type Route = 'next_network' | 'next_address';
 const nextPath = (site: number | null, key: string | number, route: Route, query = '') =>
-  `${site === null ? '' : `/sites/${site}`}/networks/${key}/${route}/${query ? `?${query}` : ''}`.replace(/^/, '/api');
+  `/api${site === null ? '' : `/sites/${site}`}/networks/${key}/${route}/${query ? `?${query}` : ''}`;
 
 /** GET or POST a next_* route on the nested path. */
 const nextGet = (site: number, key: string | number, route: Route, query = '', srv = s, as?: string) =>
@@ -149,6 +149,8 @@ async function postSaves(site: number, key: string | number, route: Route, query
   await expectSaved(site, before, beforeChanges, blocks, opts);
 }
 
+/** An IPv6 address in full 8-group form (the server accepts any notation). */
+const hex6 = (a: bigint) => a.toString(16).padStart(32, '0').match(/.{4}/g)!.join(':');
 const range = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => from + i);
 const v4 = (prefix: string, ns: number[], len = 32) => ns.map((n) => `${prefix}${n}/${len}`);
 
@@ -297,11 +299,14 @@ describe('E4: host exclusion and interconnects', () => {
     expectBlocks(await nextGet(site, '2001:db8:5::/126', 'next_address', 'num=4'), ['2001:db8:5::1/128', '2001:db8:5::2/128']);
     const r = await nextGet(site, '2001:db8:6::/120', 'next_address', 'num=300');
     expect(r.json).toEqual(range(1, 254).map((n) => `2001:db8:6::${n.toString(16)}/128`));
-    // The last address of a /64 is never offered; fill the rest of the /64 with two /65-long… no: check with strict children.
-    await mkNets(site, ['2001:db8:7::/65', '2001:db8:7:0:8000::/66', '2001:db8:7:0:c000::/67', '2001:db8:7:0:e000::/68']);
-    // Strict: only 2001:db8:7:0:f000::/68 is left, whose last address is the /64's last.
-    const tail = await nextGet(site, '2001:db8:7::/64', 'next_network', 'prefix_length=126&num=1&strict_allocation=true');
-    expectBlocks(tail, ['2001:db8:7:0:f000::/126']);
+    // The last address of a /64: direct children of lengths 65 … 126 fill it but for its last /126.
+    const base = 0x20010db8000700000000000000000000n;
+    const children = range(65, 126).map((k) => `${hex6(base + (1n << 64n) - (1n << BigInt(129 - k)))}/${k}`);
+    await mkNets(site, children);
+    expectBlocks(await nextGet(site, '2001:db8:7::/64', 'next_network', 'prefix_length=126&num=3&strict_allocation=true'),
+      ['2001:db8:7:0:ffff:ffff:ffff:fffc/126']);
+    expectBlocks(await nextGet(site, '2001:db8:7::/64', 'next_address', 'num=5&strict_allocation=true'),
+      ['2001:db8:7:0:ffff:ffff:ffff:fffc/128', '2001:db8:7:0:ffff:ffff:ffff:fffd/128', '2001:db8:7:0:ffff:ffff:ffff:fffe/128']);
   });
 
   test('the interconnect rule is per version: a v6 /31 and a v4 /30 are not interconnects', async () => {
@@ -318,14 +323,14 @@ describe('E4: host exclusion and interconnects', () => {
   });
 
   test('NETWORK_INTERCONNECT_PREFIXES=30,126: /30 and /126 give every address, /31 and /127 none', async () => {
-    const site = await siteWith(['10.0.0.0/30', '10.0.1.0/31', '2001:db8::/126', '2001:db8:1::/127', '2001:db8:2::/30'], t);
+    const site = await siteWith(['10.0.0.0/30', '10.0.1.0/31', '2001:db8::/126', '2001:db8:1::/127', '2001:dc0::/30'], t);
     expectBlocks(await nextGet(site, '10.0.0.0/30', 'next_address', 'num=5', t), v4('10.0.0.', [0, 1, 2, 3]));
     expectBlocks(await nextGet(site, '10.0.1.0/31', 'next_address', 'num=5', t), []);
     expectBlocks(await nextGet(site, '2001:0db8:0000:0000:0000:0000:0000:0000/126', 'next_address', 'num=5', t),
       [0, 1, 2, 3].map((n) => `2001:0db8:0000:0000:0000:0000:0000:000${n}/128`));
     expectBlocks(await nextGet(site, '2001:db8:1::/127', 'next_address', 'num=5', t), []);
     // v4's 30 does not make a v6 /30 an interconnect.
-    expectBlocks(await nextGet(site, '2001:db8:2::/30', 'next_address', 'num=1', t), ['2001:0db8:0000:0000:0000:0000:0000:0001/128']);
+    expectBlocks(await nextGet(site, '2001:dc0::/30', 'next_address', 'num=1', t), ['2001:0dc0:0000:0000:0000:0000:0000:0001/128']);
     await postSaves(site, '10.0.0.0/30', 'next_address', 'num=5', v4('10.0.0.', [0, 1, 2, 3]), { srv: t });
     await expectNothingWritten(site, async () => expectBlocks(await nextPost(site, '10.0.1.0/31', 'next_address', 'num=2', t), []), t);
   });
@@ -366,6 +371,7 @@ describe('checks in order (§14.2 table)', () => {
     ['num negative (network)', 'next_network', P, 'prefix_length=30&num=-5', { num: 'num must be between 1 and 10000' }],
     ['num above NEXT_NUM_MAX', 'next_address', P, 'num=10001', { num: 'num must be between 1 and 10000' }],
     ['num huge', 'next_address', P, 'num=99999999999999999999999', { num: 'num must be between 1 and 10000' }],
+    ['num before the L = P.prefix duplicate', 'next_network', P, 'prefix_length=25&num=0', { num: 'num must be between 1 and 10000' }],
     ['num before L > W', 'next_network', P, 'prefix_length=33&num=0', { num: 'num must be between 1 and 10000' }],
     ['num not an integer before L > W', 'next_network', P, 'prefix_length=40&num=z', { num: literal('z') }],
     // 6: L > W
@@ -417,8 +423,8 @@ describe('checks in order (§14.2 table)', () => {
   });
 
   test('next_address ignores prefix_length', async () => {
-    expectBlocks(await nextGet(site, P, 'next_address', 'prefix_length=abc'), ['10.40.0.16/32']);
-    expectBlocks(await nextGet(site, P, 'next_address', 'prefix_length=8&num=2'), ['10.40.0.16/32', '10.40.0.17/32']);
+    expectBlocks(await nextGet(site, P, 'next_address', 'prefix_length=abc'), ['10.40.0.1/32']);
+    expectBlocks(await nextGet(site, P, 'next_address', 'prefix_length=8&num=2&strict_allocation=true'), ['10.40.0.16/32', '10.40.0.17/32']);
   });
 
   test('num absent means 1; num = NEXT_NUM_MAX is allowed; the last of repeated values wins', async () => {
@@ -515,8 +521,7 @@ describe('L = P.prefix', () => {
     });
   });
 
-  test('with NETWORK_INTERCONNECT_PREFIXES making nothing excluded, a /32 P is offered on GET and a duplicate on POST', async () => {
-    // On `t` the v4 interconnect is 30: a /30 with L = 30 is P itself.
+  test('the same on the second server', async () => {
     const site = await siteWith(['10.62.0.0/30'], t);
     expectBlocks(await nextGet(site, '10.62.0.0/30', 'next_network', 'prefix_length=30', t), ['10.62.0.0/30']);
     await expectNothingWritten(site, async () => {
@@ -539,7 +544,8 @@ describe('taking rules', () => {
     expectBlocks(await nextGet(site, P, 'next_network', 'prefix_length=28&num=3&strict_allocation=true'),
       ['10.70.0.96/28', '10.70.0.112/28', '10.70.0.128/28']);
     expectBlocks(await nextGet(site, P, 'next_address', 'num=3&strict_allocation=true'), v4('10.70.0.', [96, 97, 98]));
-    expectBlocks(await nextGet(site, P, 'next_address', 'num=3'), v4('10.70.0.', [1, 2, 3]).map((x, i) => [x, '10.70.0.2/32', '10.70.0.3/32'][i]));
+    expectBlocks(await nextGet(site, P, 'next_address', 'num=3'), v4('10.70.0.', [1, 2, 3]));
+    expectBlocks(await nextGet(site, P, 'next_address', 'num=3&strict_allocation=false'), v4('10.70.0.', [1, 2, 3]));
     // Searching a child: the reserved /26 answers [], the orphaned /28 has room.
     expectBlocks(await nextGet(site, '10.70.0.0/26', 'next_address'), []);
     expectBlocks(await nextGet(site, '10.70.0.0/28', 'next_address', 'num=2'), ['10.70.0.1/32', '10.70.0.2/32']);
@@ -547,9 +553,12 @@ describe('taking rules', () => {
 
   test('a full parent answers [] on GET and POST, strict or not', async () => {
     const site = await siteWith(['10.71.0.0/24', '10.71.0.0/25', '10.71.0.128/25', '10.71.1.0/30', '10.71.1.1/32', '10.71.1.2/32']);
-    for (const q of ['prefix_length=25', 'prefix_length=26&num=10', 'prefix_length=25&strict_allocation=true', 'prefix_length=30&strict_allocation=true']) {
+    for (const q of ['prefix_length=25', 'prefix_length=25&num=10', 'prefix_length=25&strict_allocation=true', 'prefix_length=30&strict_allocation=true']) {
       expectBlocks(await nextGet(site, '10.71.0.0/24', 'next_network', q), []);
     }
+    // Non-strict, /26s lie inside the shorter /25s and are offered.
+    expectBlocks(await nextGet(site, '10.71.0.0/24', 'next_network', 'prefix_length=26&num=10'),
+      ['10.71.0.0/26', '10.71.0.64/26', '10.71.0.128/26', '10.71.0.192/26']);
     expectBlocks(await nextGet(site, '10.71.0.0/24', 'next_address', 'strict_allocation=true'), []);
     expectBlocks(await nextGet(site, '10.71.1.0/30', 'next_address', 'num=4'), []);
     await expectNothingWritten(site, async () => {
@@ -561,10 +570,12 @@ describe('taking rules', () => {
   test('only the parent\'s own range counts: neighbours and other sites do not take blocks', async () => {
     const [a, b] = await fx.sitesOnOneShard();
     await mkNets(a.id, ['10.72.0.0/24', '10.72.0.0/25', '10.72.1.0/24']);
-    await mkNets(b.id, ['10.72.0.0/24', '10.72.0.128/25', '10.72.0.1/32']);
+    await mkNets(b.id, ['10.72.0.0/24', '10.72.0.128/25', '10.72.0.129/32']);
     expectBlocks(await nextGet(a.id, '10.72.0.0/24', 'next_network', 'prefix_length=25&num=2'), ['10.72.0.128/25']);
     expectBlocks(await nextGet(b.id, '10.72.0.0/24', 'next_network', 'prefix_length=25&num=2'), ['10.72.0.0/25']);
-    expectBlocks(await nextGet(b.id, '10.72.0.0/24', 'next_address', 'num=2'), ['10.72.0.2/32', '10.72.0.3/32']);
+    expectBlocks(await nextGet(b.id, '10.72.0.0/24', 'next_address', 'num=2'), ['10.72.0.1/32', '10.72.0.2/32']);
+    expectBlocks(await nextGet(b.id, '10.72.0.0/24', 'next_address', 'num=2&strict_allocation=true'), ['10.72.0.1/32', '10.72.0.2/32']);
+    expectBlocks(await nextGet(b.id, '10.72.0.128/25', 'next_address', 'num=2'), ['10.72.0.130/32', '10.72.0.131/32']);
     expectBlocks(await nextGet(a.id, '10.72.1.0/24', 'next_address', 'num=1'), ['10.72.1.1/32']);
   });
 });
@@ -591,6 +602,14 @@ describe('IPv6', () => {
     await postSaves(site, '2001:0db8:0080:0000::/48', 'next_network', 'prefix_length=64', [x('0001:0000:0000:0000:0000/64')], { srv: t });
   });
 
+  test('IPv4-mapped parents: output never uses the dotted-quad form', async () => {
+    const site = await siteWith(['::ffff:10.0.0.0/120']);
+    expectBlocks(await nextGet(site, '::ffff:10.0.0.0/120', 'next_address', 'num=2'), ['::ffff:a00:1/128', '::ffff:a00:2/128']);
+    await postSaves(site, '::FFFF:a00:0/120', 'next_network', 'prefix_length=126', ['::ffff:a00:0/126'], { parents: ['::ffff:a00:0/120'] });
+    const site2 = await siteWith(['::ffff:10.0.0.0/120'], t);
+    expectBlocks(await nextGet(site2, '::ffff:10.0.0.0/120', 'next_address', '', t), ['0000:0000:0000:0000:0000:ffff:0a00:0001/128']);
+  });
+
   test('huge ranges answer at once: a /32 and a /64 parent, empty, sparse and full', async () => {
     const site = await siteWith(['2001:db8::/32', '2001:db8::/33', '2001:db8:8000::/34', '2400:cb00::/64', '2400:cb00::/65', '2400:cb00:0:0:8000::/66',
       '2400:cb00:0:0:c000::/66', '2a00::/64']);
@@ -607,11 +626,17 @@ describe('IPv6', () => {
       ['2001:db8:c000::/128', '2001:db8:c000::1/128']);
     // Non-strict: the /33 and /34 are shorter than L and ignored.
     expectBlocks(await timed(() => nextGet(site, '2001:db8::/32', 'next_address', 'num=2')), ['2001:db8::1/128', '2001:db8::2/128']);
-    expectBlocks(await timed(() => nextGet(site, '2001:db8::/32', 'next_network', 'prefix_length=34&num=5')), ['2001:db8:4000::/34', '2001:db8:c000::/34']);
+    // The /34 is as long as L and takes its block; the /33 is shorter and ignored.
+    expectBlocks(await timed(() => nextGet(site, '2001:db8::/32', 'next_network', 'prefix_length=34&num=5')),
+      ['2001:db8::/34', '2001:db8:4000::/34', '2001:db8:c000::/34']);
     // A /64 whose direct children fill it: nothing, in strict mode, however many blocks are walked over.
     expectBlocks(await timed(() => nextGet(site, '2400:cb00::/64', 'next_address', 'num=10000&strict_allocation=true')), []);
     expectBlocks(await timed(() => nextGet(site, '2400:cb00::/64', 'next_network', 'prefix_length=100&num=10000&strict_allocation=true')), []);
-    expectBlocks(await timed(() => nextGet(site, '2400:cb00::/64', 'next_network', 'prefix_length=66&num=10000')), []);
+    // Non-strict at L = 65: the /65 and the two /66s (longer) take both halves.
+    expectBlocks(await timed(() => nextGet(site, '2400:cb00::/64', 'next_network', 'prefix_length=65&num=10000')), []);
+    // At L = 66 the /65 is shorter and ignored.
+    expectBlocks(await timed(() => nextGet(site, '2400:cb00::/64', 'next_network', 'prefix_length=66&num=10000')),
+      ['2400:cb00::/66', '2400:cb00:0:0:4000::/66']);
     await expectNothingWritten(site, async () => {
       expectBlocks(await timed(() => nextPost(site, '2400:cb00::/64', 'next_address', 'num=10000&strict_allocation=true')), []);
     });
@@ -619,12 +644,32 @@ describe('IPv6', () => {
     const r = await timed(() => nextGet(site, '2a00::/64', 'next_address', 'num=10000'));
     expect(r.json).toHaveLength(10000);
     expect([r.json[0], r.json[9999]]).toEqual(['2a00::1/128', '2a00::2710/128']);
+    // Whole address spaces.
+    const whole = await siteWith(['0.0.0.0/0', '::/0']);
+    expectBlocks(await timed(() => nextGet(whole, '0.0.0.0/0', 'next_address', 'num=2')), ['0.0.0.1/32', '0.0.0.2/32']);
+    expectBlocks(await timed(() => nextGet(whole, '::/0', 'next_address', 'num=2')), ['::1/128', '::2/128']);
+    expectBlocks(await timed(() => nextGet(whole, '::/0', 'next_network', 'prefix_length=1&num=3')), ['::/1', '8000::/1']);
+    await postSaves(whole, '::/0', 'next_network', 'prefix_length=127&num=2', ['::/127', '::2/127']);
+    expectBlocks(await timed(() => nextGet(whole, '::/0', 'next_address', 'num=2&strict_allocation=true')), ['::4/128', '::5/128']);
     await postSaves(site, '2001:db8::/32', 'next_network', 'prefix_length=64&num=3&strict_allocation=true',
       ['2001:db8:c000::/64', '2001:db8:c000:1::/64', '2001:db8:c000:2::/64']);
   });
 });
 
 describe('top-level routes and ids', () => {
+  test('next_* allow GET and POST only', async () => {
+    const site = await siteWith(['10.83.0.0/24']);
+    for (const route of ['next_address', 'next_network'] as Route[]) {
+      for (const method of ['PUT', 'PATCH', 'DELETE']) {
+        const r = await s.request(method, nextPath(site, '10.83.0.0/24', route, 'prefix_length=30'));
+        expectError(r, 405, `Method "${method}" not allowed.`);
+        expect(r.headers.get('allow')).toBe('GET, POST, HEAD, OPTIONS');
+      }
+    }
+    expect(await cidrsOf(site)).toEqual(['10.83.0.0/24']);
+  });
+
+
   test('GET and POST by CIDR and by id on /api/networks/ save in P\'s site (sites on both shards)', async () => {
     const [a, b] = await fx.sitesOnTwoShards();
     const [pa] = await mkNets(a.id, ['10.80.0.0/24']);
@@ -692,14 +737,12 @@ describe('Changes and atomicity', () => {
     const before = await changesOf(site);
     expect(before).toHaveLength(2);
     await expectNothingWritten(site, async () => {
-      expectBlocks(await nextGet(site, '10.95.0.0/24', 'next_address', 'num=20'), v4('10.95.0.', [1, 2, 3, ...range(8, 24)]));
+      expectBlocks(await nextGet(site, '10.95.0.0/24', 'next_address', 'num=20&strict_allocation=true'), v4('10.95.0.', [1, 2, 3, ...range(8, 24)]));
       expectError(await nextPost(site, '10.95.0.0/24', 'next_address', 'num=20&strict_allocation=x'), 400, { strict_allocation: ['Must be a valid boolean.'] });
-      expectError(await nextPost(site, '10.95.0.0/24', 'next_network', 'prefix_length=24'), 400, DUPLICATE.__all__ ? { __all__: DUPLICATE.__all__ } : DUPLICATE);
-    }).catch(async (e) => {
-      // The duplicate check only applies when L = P.prefix; /24 on a /24 with descendants is [] instead.
-      throw e;
+      expectError(await nextPost(site, '10.95.0.4/30', 'next_network', 'prefix_length=30'), 400, DUPLICATE);
+      expectBlocks(await nextPost(site, '10.95.0.0/24', 'next_network', 'prefix_length=24'), []);
     });
-    const r = await nextPost(site, '10.95.0.0/24', 'next_address', 'num=5');
+    const r = await nextPost(site, '10.95.0.0/24', 'next_address', 'num=5&strict_allocation=true');
     expectBlocks(r, v4('10.95.0.', [1, 2, 3, 8, 9]));
     const changes = (await changesOf(site)).slice(2);
     expect(changes.map((c) => c.resource.cidr)).toEqual(r.json);

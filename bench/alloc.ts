@@ -1,0 +1,200 @@
+/**
+ * P2 (design.md "Budgets"): POST next_address with reserve=true, 64 concurrent
+ * clients on one parent, durable: ≥ 20k allocations/s, 0 duplicates, every
+ * 2xx survives kill -9. `npm run bench -- alloc`
+ *
+ * Over HTTP against the real server (child process, default shards, its own
+ * data dir): a site holding a parent network (10.0.0.0/8), then 64 keep-alive
+ * connections (autocannon in the bench process) each POSTing
+ * `/api/sites/{id}/networks/10.0.0.0/8/next_address/?reserve=true` (num=1)
+ * back to back. Every 2xx answer's address is recorded; afterwards the
+ * recorded addresses must hold no duplicate, the server is killed with
+ * SIGKILL (no shutdown code runs), restarted on the same data dir, and the
+ * parent's children read back (one unpaginated GET, fields=cidr) must be
+ * exactly the set of recorded addresses: each 2xx was acked only after its
+ * LMDB commit was flushed, so each must have survived.
+ *
+ * Baseline, same run, same client settings (same connections, same POSTs, the
+ * same onResponse recording each body): raw uWS answering a fixed body of the
+ * same size with the same headers — the price of the HTTP exchange alone.
+ * Rounds alternate which side goes first (raw→netsot, netsot→raw, …).
+ *
+ * BENCH_SITES=2 puts one parent in each of two sites (site ids 1 and 2, so on
+ * different shards with the default 2 shards; parents 10.0.0.0/8 and
+ * 11.0.0.0/8, so an address names its parent), the requests alternating
+ * between them: does allocation scale with shards?
+ *
+ * Settings (env): BENCH_SECONDS (measured seconds per server, default 10),
+ * BENCH_ROUNDS (default 2), BENCH_WARMUP_SECONDS (per server, default 2; the
+ * warm-up's allocations are checked like the others), BENCH_CONNECTIONS
+ * (default 64), BENCH_SITES (default 1).
+ */
+import autocannon from 'autocannon';
+import {
+  AUTH, applicationHeaders, combine, envNumber, expectStatus, failures, fmt, foreignBusyCores, log, machine, processCpuSeconds, request,
+  startNetsot, startRawUws, table, tempDir, type ChildServer, type LoadSummary,
+} from './_harness.js';
+
+const TARGET_PER_S = 20_000;
+type Side = 'raw' | 'netsot';
+
+export async function run(): Promise<number> {
+  const seconds = envNumber('BENCH_SECONDS', 10, 1);
+  const warmup = envNumber('BENCH_WARMUP_SECONDS', 2, 0);
+  const rounds = Math.floor(envNumber('BENCH_ROUNDS', 2, 1));
+  const slice = Math.max(1, Math.round(seconds / rounds));
+  const connections = Math.floor(envNumber('BENCH_CONNECTIONS', 64, 1));
+  const siteCount = Math.floor(envNumber('BENCH_SITES', 1, 1));
+  if (siteCount > 200) throw new Error('BENCH_SITES must be at most 200');
+
+  const data = tempDir('netsot-bench-p2-');
+  let netsot: ChildServer | undefined;
+  let raw: ChildServer | undefined;
+  try {
+    netsot = await startNetsot({ dataDir: data.path });
+    const parents: { site: number; cidr: string; path: string }[] = [];
+    for (let i = 0; i < siteCount; i++) {
+      const site = await request(netsot.base, 'POST', '/api/sites/', { body: { name: `bench-${i + 1}` }, headers: AUTH });
+      expectStatus(site, 201, 'POST /api/sites/');
+      const cidr = `${10 + i}.0.0.0/8`;
+      const net = await request(netsot.base, 'POST', `/api/sites/${site.json.id}/networks/`, { body: { cidr }, headers: AUTH });
+      expectStatus(net, 201, `POST /api/sites/${site.json.id}/networks/`);
+      parents.push({ site: site.json.id as number, cidr, path: `/api/sites/${site.json.id}/networks/${cidr}/next_address/?reserve=true` });
+    }
+    // Every address a 2xx handed out, by parent (first octet - 10).
+    const got: string[][] = parents.map(() => []);
+    const record = (body: string) => {
+      const addr = (JSON.parse(body) as string[])[0];
+      got[Number(addr.slice(0, addr.indexOf('.'))) - 10].push(addr);
+    };
+
+    const sample = await request(netsot.base, 'POST', parents[0].path, { headers: AUTH });
+    expectStatus(sample, 200, `POST ${parents[0].path}`);
+    record(sample.text);
+    const headers = applicationHeaders(sample);
+    raw = await startRawUws({ headers, body: sample.text });
+    const rawSample = await request(raw.base, 'POST', parents[0].path, { headers: AUTH });
+    if (rawSample.status !== 200 || rawSample.text !== sample.text) throw new Error(`raw uWS answered ${rawSample.status} ${rawSample.text}`);
+
+    const servers: Record<Side, ChildServer> = { raw, netsot };
+    const load = async (side: Side, secs: number): Promise<LoadSummary> => {
+      const server = servers[side];
+      let next = 0;
+      let ok = 0;
+      const sink: string[] = [];
+      const cpu0 = process.cpuUsage();
+      const srv0 = processCpuSeconds(server.pid);
+      const t0 = performance.now();
+      const r = await autocannon({
+        url: server.base,
+        connections,
+        pipelining: 1,
+        duration: secs,
+        timeout: 10,
+        requests: [{
+          method: 'POST', headers: AUTH,
+          // Parents in turn, request by request (a connection's context is reset after every request).
+          setupRequest: (req) => ({ ...req, path: parents[next++ % parents.length].path }),
+          // The same work on both sides: keep each 200 body; netsot's are parsed and checked below.
+          onResponse: (status, body) => { if (status === 200) { ok++; sink.push(body); } },
+        }],
+      });
+      const wall = (performance.now() - t0) / 1000;
+      const cpu = process.cpuUsage(cpu0);
+      const srv1 = processCpuSeconds(server.pid);
+      if (side === 'netsot') for (const b of sink) record(b);
+      const secsRun = r.duration || wall;
+      return {
+        requests: ok, seconds: secsRun, rps: ok / secsRun,
+        latencyMs: { avg: r.latency.average, p50: r.latency.p50, p90: r.latency.p90, p99: r.latency.p99, max: r.latency.max },
+        bytesPerResponse: r.requests.total > 0 ? r.throughput.total / r.requests.total : 0,
+        non2xx: r.non2xx, errors: r.errors, timeouts: r.timeouts,
+        clientCores: (cpu.user + cpu.system) / 1e6 / wall,
+        serverCores: srv0 !== null && srv1 !== null ? (srv1 - srv0) / wall : null,
+      };
+    };
+
+    const orders: Side[][] = Array.from({ length: rounds }, (_, i) => (i % 2 === 0 ? ['raw', 'netsot'] : ['netsot', 'raw']));
+    log(`alloc (P2): POST ${parents.map((p) => p.path).join(' and ')}` +
+      `${parents.length > 1 ? ' in turn' : ''} (reserve=true, num=1; ${sample.text.length}-byte reply like ${sample.text})`);
+    log(`${connections} keep-alive connections, pipelining 1, ${slice * rounds} s measured per server, ${warmup} s warm-up per server; ` +
+      `${rounds === 1 ? 'raw uWS first, then netsot' : `alternating, ${rounds} rounds of ${slice} s: ${orders.map((o) => o.join('→')).join(', ')}`}`);
+    log(`client: autocannon in the bench process, recording every 200 body; servers: child processes (netsot pid ${netsot.pid}, default shards, ` +
+      `${parents.length} site(s); raw uWS pid ${raw.pid}); ${machine().cores} cores, Node ${process.version}`);
+    const busyNote = (busy: number | null) => (busy === null ? 'unknown' : `${busy.toFixed(2)} cores${busy > 0.2 ? ' — machine not idle, figures will be noisy' : ''}`);
+    const busyBefore = await foreignBusyCores();
+    log(`other CPU use before the load (1 s sample, servers idle): ${busyNote(busyBefore)}`);
+
+    const warm: Record<Side, LoadSummary | null> = { raw: null, netsot: null };
+    if (warmup > 0) { warm.netsot = await load('netsot', warmup); warm.raw = await load('raw', warmup); }
+    const results: Record<Side, LoadSummary[]> = { raw: [], netsot: [] };
+    for (const [i, order] of orders.entries()) {
+      for (const side of order) {
+        const r = await load(side, slice);
+        results[side].push(r);
+        log(`  round ${i + 1} ${side.padEnd(6)} ${fmt.int(r.rps)} ${side === 'netsot' ? 'allocations' : 'replies'}/s, p99 ${fmt.ms(r.latencyMs.p99)} ms` +
+          `${failures(r) > 0 ? `, ${failures(r)} FAILED` : ''}`);
+      }
+    }
+    const busyAfter = await foreignBusyCores();
+    log(`other CPU use after the load: ${busyNote(busyAfter)}`);
+
+    // Duplicates among everything handed out, then durability: kill -9, restart, read back.
+    const handedOut = got.reduce((a, g) => a + g.length, 0);
+    const duplicates = got.reduce((a, g) => a + (g.length - new Set(g).size), 0);
+    await netsot.kill();
+    const t0 = performance.now();
+    netsot = await startNetsot({ dataDir: data.path, startTimeoutMs: 120_000 });
+    const restartMs = performance.now() - t0;
+    let stored = 0;
+    let missing = 0;
+    let extra = 0;
+    for (const [i, p] of parents.entries()) {
+      const children = await request(netsot.base, 'GET', `/api/sites/${p.site}/networks/${p.cidr}/children/?fields=cidr`, { headers: AUTH });
+      expectStatus(children, 200, `GET children of ${p.cidr}`);
+      const onDisk = new Set((children.json as { cidr: string }[]).map((c) => c.cidr));
+      stored += onDisk.size;
+      const acked = new Set(got[i]);
+      for (const a of acked) if (!onDisk.has(a)) missing++;
+      for (const a of onDisk) if (!acked.has(a)) extra++;
+    }
+
+    const n = combine(results.netsot);
+    const b = combine(results.raw);
+    const ratio = n.rps / b.rps;
+    const row = (label: string, s: LoadSummary) => [label, fmt.int(s.rps), fmt.ms(s.latencyMs.p50), fmt.ms(s.latencyMs.p99), fmt.ms(s.latencyMs.max),
+      failures(s), fmt.cores(s.serverCores), fmt.cores(s.clientCores)];
+    log('');
+    log(table(['target', '200s/s', 'p50 ms', 'p99 ms', 'max ms', 'failed', 'server cores', 'client cores'],
+      [row('raw uWS (fixed body)', b), row(`netsot (allocations)`, n)]));
+    log('');
+    const meets = n.rps >= TARGET_PER_S && duplicates === 0 && missing === 0 && failures(n) === 0;
+    log(`netsot: ${fmt.int(n.rps)} allocations/s (target >= ${fmt.int(TARGET_PER_S)}): ${n.rps >= TARGET_PER_S ? 'meets target' : 'BELOW TARGET'}; ` +
+      `netsot/raw = ${fmt.pct(ratio)}`);
+    log(`${fmt.int(handedOut)} addresses handed out in all (warm-up and sample included): ${duplicates} duplicates; ` +
+      `after kill -9 and a restart (${fmt.int(restartMs)} ms): ${fmt.int(stored)} children stored, ${missing} acked but missing, ${extra} stored but never acked ` +
+      '(requests in flight when a slice ended: autocannon drops their replies; not a fault)');
+    log('latencies are autocannon\'s, in whole milliseconds; p99 = worst round.');
+    const summary = (s: LoadSummary) => ({
+      per_s: Math.round(s.rps), p50_ms: s.latencyMs.p50, p99_ms: s.latencyMs.p99, max_ms: s.latencyMs.max, ok: s.requests, seconds: s.seconds,
+      non2xx: s.non2xx, errors: s.errors, timeouts: s.timeouts,
+      server_cores: s.serverCores === null ? null : Number(s.serverCores.toFixed(2)), client_cores: Number(s.clientCores.toFixed(2)),
+    });
+    log(JSON.stringify({
+      scenario: 'alloc', budget: 'P2', sites: parents.length, parents: parents.map((p) => p.cidr), connections, pipelining: 1,
+      seconds_per_server: slice * rounds, warmup_seconds: warmup, rounds, order: orders.map((o) => o.join(',')),
+      raw: summary(b), netsot: summary(n),
+      per_s_by_round: { raw: results.raw.map((r) => Math.round(r.rps)), netsot: results.netsot.map((r) => Math.round(r.rps)) },
+      ratio: Number(ratio.toFixed(4)), handed_out: handedOut, duplicates, stored_after_kill9: stored, missing_after_kill9: missing,
+      unacked_stored: extra, restart_ms: Math.round(restartMs), target_per_s: TARGET_PER_S, meets_target: meets, ...machine(),
+      other_busy_cores_before: busyBefore === null ? null : Number(busyBefore.toFixed(2)),
+      other_busy_cores_after: busyAfter === null ? null : Number(busyAfter.toFixed(2)),
+    }));
+    const bad = duplicates + missing + failures(n) + failures(b) + (warm.netsot ? failures(warm.netsot) : 0);
+    if (bad > 0) { process.stderr.write(`alloc: ${duplicates} duplicates, ${missing} missing, failed requests: netsot ${failures(n)}, raw ${failures(b)}\n`); return 1; }
+    return 0;
+  } finally {
+    await Promise.all([netsot?.stop(), raw?.stop()]);
+    data.remove();
+  }
+}
