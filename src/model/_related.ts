@@ -1,0 +1,28 @@
+/**
+ * Related fields in request bodies (gaps.md §8): an integer or all-digit
+ * string is an id, any other string the related model's natural key; the
+ * candidates are limited to the request's site when it is known. Interface
+ * `device`/`parent_id`, Circuit endpoints, Protocol `type`/`device`/… all
+ * resolve through here, with the documented texts.
+ */
+import { Errors, pyType } from '../errors.js';
+import type { RequestContext } from '../shard/context.js';
+import type { StoredObject } from '../shard/table.js';
+import type { ResourceModel } from './model.js';
+
+export function resolveRelated<R extends StoredObject>(ctx: RequestContext, model: ResourceModel<R, any>, field: string, raw: unknown, site: number | null): R {
+  const isId = (typeof raw === 'number' && Number.isSafeInteger(raw) && raw >= 0) || (typeof raw === 'string' && /^\d+$/.test(raw));
+  if (isId) {
+    const r = ctx.shard.table<R>(model.kind).get(Number(raw));
+    if (!r || (site !== null && r.siteId !== site)) throw Errors.field(field, `Invalid pk "${raw}" - object does not exist.`);
+    return r;
+  }
+  if (typeof raw !== 'string' || !model.naturalKey) throw Errors.field(field, `Incorrect type. Expected pk value, received ${pyType(raw)}.`);
+  const key = model.naturalKey.field;
+  const index = ctx.shard.table<R>(model.kind).key('natural')!;
+  const normalized = model.naturalKey.normalize ? model.naturalKey.normalize(raw) : raw;
+  const matches = site !== null ? [index.inSite(site, normalized)].filter((r): r is R => r !== undefined) : index.everywhere(normalized);
+  if (matches.length > 1) throw Errors.field(field, `Multiple ${model.plural} matched ${key}='${raw}'. Use a site-specific endpoint or lookup by ID.`);
+  if (matches.length === 0) throw Errors.field(field, `Object with ${key}=${raw} does not exist.`);
+  return matches[0];
+}
