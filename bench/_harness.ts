@@ -7,7 +7,7 @@
  * Every child and temp dir is registered and removed on exit, Ctrl-C or error.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -231,12 +231,36 @@ const CLK_TCK = (() => {
 })();
 
 /** CPU seconds (all threads) a process has used so far, from /proc; null off Linux. */
-export function processCpuSeconds(pid: number): number | null {
+export function processCpuSeconds(pid: number, path = `/proc/${pid}/stat`): number | null {
   try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const stat = readFileSync(path, 'utf8');
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
     return (Number(fields[11]) + Number(fields[12])) / CLK_TCK; // utime, stime
   } catch { return null; }
+}
+
+/** CPU seconds each thread of a process has used so far, by thread id, from /proc; null off Linux. */
+export function threadCpuSeconds(pid: number): Map<number, number> | null {
+  try {
+    const out = new Map<number, number>();
+    for (const tid of readdirSync(`/proc/${pid}/task`)) {
+      const cpu = processCpuSeconds(Number(tid), `/proc/${pid}/task/${tid}/stat`);
+      if (cpu !== null) out.set(Number(tid), cpu);
+    }
+    return out;
+  } catch { return null; }
+}
+
+/**
+ * The threads that used the most CPU between two threadCpuSeconds snapshots,
+ * in cores over `seconds`, busiest first, as text: `thread 1 0.42, main 0.22, …`
+ * (`main` is the thread whose id is the pid; others are numbered by busyness).
+ */
+export function busiestThreads(pid: number, a: Map<number, number> | null, b: Map<number, number> | null, seconds: number, top = 4): string {
+  if (!a || !b) return '-';
+  const rows = [...b].map(([tid, cpu]) => [tid, (cpu - (a.get(tid) ?? 0)) / seconds] as const).sort((x, y) => y[1] - x[1]);
+  let i = 0;
+  return rows.slice(0, top).map(([tid, cores]) => `${tid === pid ? 'main' : `thread ${++i}`} ${cores.toFixed(2)}`).join(', ');
 }
 
 /**
@@ -350,6 +374,20 @@ export function stats(samples: number[]): Stats {
   const s = [...samples].sort((a, b) => a - b);
   const rank = (p: number) => s[Math.min(s.length - 1, Math.max(0, Math.ceil(p * s.length) - 1))];
   return { n: s.length, mean: s.reduce((a, v) => a + v, 0) / s.length, p50: rank(0.5), p99: rank(0.99), min: s[0], max: s[s.length - 1] };
+}
+
+/**
+ * Memory of a process in bytes, from /proc/<pid>/status: resident (VmRSS) and
+ * peak resident (VmHWM), and the resident split into anonymous memory (RssAnon:
+ * heaps) and file pages mapped in (RssFile: e.g. an mmapped LMDB file, which the
+ * page cache holds anyway); null off Linux.
+ */
+export function processMemory(pid: number): { rss: number; peak: number; anon: number; file: number } | null {
+  try {
+    const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+    const kb = (name: string) => Number(new RegExp(`^${name}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? NaN) * 1024;
+    return { rss: kb('VmRSS'), peak: kb('VmHWM'), anon: kb('RssAnon'), file: kb('RssFile') };
+  } catch { return null; }
 }
 
 export function median(values: number[]): number {

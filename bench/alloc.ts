@@ -12,7 +12,13 @@
  * SIGKILL (no shutdown code runs), restarted on the same data dir, and the
  * parent's children read back (one unpaginated GET, fields=cidr) must be
  * exactly the set of recorded addresses: each 2xx was acked only after its
- * LMDB commit was flushed, so each must have survived.
+ * LMDB commit was flushed, so each must have survived. (Children stored but
+ * never acked are expected: autocannon drops the replies of requests still in
+ * flight when a slice ends.)
+ *
+ * Also printed: the server's CPU per allocation (/proc, all threads) and its
+ * busiest threads in cores over the measured slices (`main` is the uWS
+ * thread; the shard workers and LMDB's writer are numbered by busyness).
  *
  * Baseline, same run, same client settings (same connections, same POSTs, the
  * same onResponse recording each body): raw uWS answering a fixed body of the
@@ -21,18 +27,20 @@
  *
  * BENCH_SITES=2 puts one parent in each of two sites (site ids 1 and 2, so on
  * different shards with the default 2 shards; parents 10.0.0.0/8 and
- * 11.0.0.0/8, so an address names its parent), the requests alternating
+ * 11.0.0.0/8, so an address names its parent), each connection alternating
  * between them: does allocation scale with shards?
  *
  * Settings (env): BENCH_SECONDS (measured seconds per server, default 10),
  * BENCH_ROUNDS (default 2), BENCH_WARMUP_SECONDS (per server, default 2; the
  * warm-up's allocations are checked like the others), BENCH_CONNECTIONS
- * (default 64), BENCH_SITES (default 1).
+ * (default 64), BENCH_SITES (default 1), BENCH_KILL9 (default 1; 0 stops the
+ * loaded server with SIGTERM, so that BENCH_SERVER_NODE_ARGS="--cpu-prof
+ * --cpu-prof-dir=DIR" profiles of it get written).
  */
 import autocannon from 'autocannon';
 import {
   AUTH, applicationHeaders, combine, envNumber, expectStatus, failures, fmt, foreignBusyCores, log, machine, processCpuSeconds, request,
-  startNetsot, startRawUws, table, tempDir, type ChildServer, type LoadSummary,
+  startNetsot, startRawUws, table, tempDir, threadCpuSeconds, busiestThreads, type ChildServer, type LoadSummary,
 } from './_harness.js';
 
 const TARGET_PER_S = 20_000;
@@ -45,6 +53,8 @@ export async function run(): Promise<number> {
   const slice = Math.max(1, Math.round(seconds / rounds));
   const connections = Math.floor(envNumber('BENCH_CONNECTIONS', 64, 1));
   const siteCount = Math.floor(envNumber('BENCH_SITES', 1, 1));
+  // BENCH_KILL9=0 stops the loaded server with SIGTERM instead, so BENCH_SERVER_NODE_ARGS=--cpu-prof profiles get written.
+  const kill9 = envNumber('BENCH_KILL9', 1) !== 0;
   if (siteCount > 200) throw new Error('BENCH_SITES must be at most 200');
 
   const data = tempDir('netsot-bench-p2-');
@@ -79,7 +89,6 @@ export async function run(): Promise<number> {
     const servers: Record<Side, ChildServer> = { raw, netsot };
     const load = async (side: Side, secs: number): Promise<LoadSummary> => {
       const server = servers[side];
-      let next = 0;
       let ok = 0;
       const sink: string[] = [];
       const cpu0 = process.cpuUsage();
@@ -91,13 +100,12 @@ export async function run(): Promise<number> {
         pipelining: 1,
         duration: secs,
         timeout: 10,
-        requests: [{
-          method: 'POST', headers: AUTH,
-          // Parents in turn, request by request (a connection's context is reset after every request).
-          setupRequest: (req) => ({ ...req, path: parents[next++ % parents.length].path }),
-          // The same work on both sides: keep each 200 body; netsot's are parsed and checked below.
-          onResponse: (status, body) => { if (status === 200) { ok++; sink.push(body); } },
-        }],
+        // One prebuilt request per parent: each connection cycles through them in turn. The same
+        // work on both sides: keep each 200 body (netsot's are parsed and checked afterwards).
+        requests: parents.map((p) => ({
+          method: 'POST', path: p.path, headers: AUTH,
+          onResponse: (status: number, body: string) => { if (status === 200) { ok++; sink.push(body); } },
+        })),
       });
       const wall = (performance.now() - t0) / 1000;
       const cpu = process.cpuUsage(cpu0);
@@ -128,9 +136,17 @@ export async function run(): Promise<number> {
     const warm: Record<Side, LoadSummary | null> = { raw: null, netsot: null };
     if (warmup > 0) { warm.netsot = await load('netsot', warmup); warm.raw = await load('raw', warmup); }
     const results: Record<Side, LoadSummary[]> = { raw: [], netsot: [] };
+    let threadSecs = 0;
+    const threads = new Map<number, number>(); // netsot CPU seconds per thread over its measured slices
     for (const [i, order] of orders.entries()) {
       for (const side of order) {
+        const before = side === 'netsot' ? threadCpuSeconds(netsot.pid) : null;
         const r = await load(side, slice);
+        const after = side === 'netsot' ? threadCpuSeconds(netsot.pid) : null;
+        if (before && after) {
+          threadSecs += r.seconds;
+          for (const [tid, cpu] of after) threads.set(tid, (threads.get(tid) ?? 0) + cpu - (before.get(tid) ?? 0));
+        }
         results[side].push(r);
         log(`  round ${i + 1} ${side.padEnd(6)} ${fmt.int(r.rps)} ${side === 'netsot' ? 'allocations' : 'replies'}/s, p99 ${fmt.ms(r.latencyMs.p99)} ms` +
           `${failures(r) > 0 ? `, ${failures(r)} FAILED` : ''}`);
@@ -142,7 +158,8 @@ export async function run(): Promise<number> {
     // Duplicates among everything handed out, then durability: kill -9, restart, read back.
     const handedOut = got.reduce((a, g) => a + g.length, 0);
     const duplicates = got.reduce((a, g) => a + (g.length - new Set(g).size), 0);
-    await netsot.kill();
+    const loadedPid = netsot.pid;
+    if (kill9) await netsot.kill(); else await netsot.stop();
     const t0 = performance.now();
     netsot = await startNetsot({ dataDir: data.path, startTimeoutMs: 120_000 });
     const restartMs = performance.now() - t0;
@@ -172,8 +189,11 @@ export async function run(): Promise<number> {
     log(`netsot: ${fmt.int(n.rps)} allocations/s (target >= ${fmt.int(TARGET_PER_S)}): ${n.rps >= TARGET_PER_S ? 'meets target' : 'BELOW TARGET'}; ` +
       `netsot/raw = ${fmt.pct(ratio)}`);
     log(`${fmt.int(handedOut)} addresses handed out in all (warm-up and sample included): ${duplicates} duplicates; ` +
-      `after kill -9 and a restart (${fmt.int(restartMs)} ms): ${fmt.int(stored)} children stored, ${missing} acked but missing, ${extra} stored but never acked ` +
+      `after ${kill9 ? 'kill -9' : 'SIGTERM (BENCH_KILL9=0)'} and a restart (${fmt.int(restartMs)} ms): ${fmt.int(stored)} children stored, ${missing} acked but missing, ${extra} stored but never acked ` +
       '(requests in flight when a slice ended: autocannon drops their replies; not a fault)');
+    const perThread = busiestThreads(loadedPid, new Map(), threads, threadSecs);
+    log(`netsot CPU per allocation: ${n.serverCores === null ? '-' : `${fmt.int((n.serverCores / n.rps) * 1e6)} µs`}; ` +
+      `busiest threads over the measured slices (cores): ${perThread}`);
     log('latencies are autocannon\'s, in whole milliseconds; p99 = worst round.');
     const summary = (s: LoadSummary) => ({
       per_s: Math.round(s.rps), p50_ms: s.latencyMs.p50, p99_ms: s.latencyMs.p99, max_ms: s.latencyMs.max, ok: s.requests, seconds: s.seconds,
@@ -186,6 +206,7 @@ export async function run(): Promise<number> {
       raw: summary(b), netsot: summary(n),
       per_s_by_round: { raw: results.raw.map((r) => Math.round(r.rps)), netsot: results.netsot.map((r) => Math.round(r.rps)) },
       ratio: Number(ratio.toFixed(4)), handed_out: handedOut, duplicates, stored_after_kill9: stored, missing_after_kill9: missing,
+      server_us_per_allocation: n.serverCores === null ? null : Math.round((n.serverCores / n.rps) * 1e6), busiest_threads: perThread,
       unacked_stored: extra, restart_ms: Math.round(restartMs), target_per_s: TARGET_PER_S, meets_target: meets, ...machine(),
       other_busy_cores_before: busyBefore === null ? null : Number(busyBefore.toFixed(2)),
       other_busy_cores_after: busyAfter === null ? null : Number(busyAfter.toFixed(2)),

@@ -1,0 +1,365 @@
+/**
+ * P5 (design.md "Budgets"): restart with 1M networks + 1M changes stored —
+ * serving again in < 10 s; RSS < 1.5 GB. `npm run bench -- restart-1m`
+ *
+ * Fill (over HTTP, the real server, default shards): BENCH_SITES sites (default
+ * 2: site ids 1 and 2, one per shard with the default 2 shards), each with two
+ * /8 parents (site 1: 10/8 and 11/8, site 2: 12/8 and 13/8, …), and under each
+ * /8 an equal share of the BENCH_NETWORKS networks (the /8s come on top) as /24s each holding 4 hosts (x.y.z.0/24,
+ * then x.y.z.1–4/32: one /24 in five networks, hosts in their /24, three levels
+ * deep). They are POSTed as lists of BENCH_LIST (default 10k) per request to
+ * /api/sites/{id}/networks/, the /24s before their hosts, one client per site
+ * in parallel; every network is one Create Change, so the store ends with 1M
+ * networks and 1M Changes. The fill is timed too. The counts are then checked
+ * (GET /api/networks/?limit=1 and /api/changes/?limit=1) and the server is
+ * stopped.
+ *
+ * Restart: `node dist-bench/src/main.js serve` on that data dir, timed from
+ * spawn to its first successful GET (`/api/networks/?limit=1`, which every
+ * shard answers), and its memory then, from /proc/<pid>/status: VmRSS (RSS
+ * once serving) and VmHWM (peak RSS during start-up). Every full restart must
+ * count every network and Change again.
+ *
+ * Then, in a child process under --expose-gc, one shard's load (shard 0,
+ * ShardState.load exactly as a worker runs it) with the heap read right after
+ * it and again after forced full collections: live data vs load-time garbage;
+ * and the stored values' mean size, and how many carry their own msgpack
+ * record definition (field names) inline.
+ *
+ * Baseline, same run: the same server restarting on an empty data dir (one
+ * that was started once and stopped, holding nothing else) — the fixed cost of
+ * a start (node, modules, workers, LMDB open) — and restarts alternate:
+ * empty, full, full, empty, … The figure is full minus empty.
+ *
+ * The store is in the page cache when a restart reads it (it was just written
+ * or read); BENCH_DROP_CACHES=1 writes 3 to /proc/sys/vm/drop_caches before
+ * every restart (root only) to time cold reads as well.
+ *
+ * Settings (env): BENCH_NETWORKS (default 1000000), BENCH_LIST (default
+ * 10000), BENCH_SITES (default 2), BENCH_RESTARTS (per side, default 3),
+ * BENCH_SETTLE_SECONDS (idle wait before a second memory reading, default 5),
+ * BENCH_KEEP_DATA (set: keep the filled store between runs and reuse it when
+ * it was filled with the same settings; `1` keeps it in
+ * $TMPDIR/netsot-bench-restart-1m, a path keeps it there).
+ * BENCH_SERVER_NODE_ARGS="--cpu-prof --cpu-prof-dir=DIR" profiles every server
+ * (profiles are written when a server stops).
+ */
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { open } from 'lmdb';
+import { join } from 'node:path';
+import {
+  AUTH, envNumber, expectStatus, fmt, foreignBusyCores, log, machine, median, processMemory, request, startNetsot, table, tempDir,
+  type ChildServer,
+} from './_harness.js';
+
+const BUDGET_MS = 10_000;
+const BUDGET_RSS = 1.5 * 2 ** 30;
+const HOSTS_PER_24 = 4;
+const FILL_LAYOUT = 1; // bump when the fill below changes, so a kept store is refilled
+
+interface Fill { layout: number; networks: number; list: number; sites: number; created: number; changes: number; fillMs: number }
+
+/** The networks under one /8, in creation order: /24s, then their hosts. */
+function networksUnder(octet: number, count: number): string[] {
+  const per24 = 1 + HOSTS_PER_24;
+  const n24 = Math.ceil(count / per24);
+  if (n24 > 65536) throw new Error(`${count} networks do not fit under one /8 as /24s with ${HOSTS_PER_24} hosts`);
+  const out: string[] = [];
+  const net = (i: number) => `${octet}.${i >> 8}.${i & 255}`;
+  for (let i = 0; i < n24 && out.length < count; i++) out.push(`${net(i)}.0/24`);
+  for (let h = 1; h <= HOSTS_PER_24; h++) for (let i = 0; i < n24 && out.length < count; i++) out.push(`${net(i)}.${h}/32`);
+  return out;
+}
+
+async function fill(server: ChildServer, total: number, listSize: number, siteCount: number): Promise<Omit<Fill, 'layout'>> {
+  const t0 = performance.now();
+  const parents = siteCount * 2;
+  const share = (k: number) => Math.floor(total / parents) + (k < total % parents ? 1 : 0); // children of parent k
+  const sites: number[] = [];
+  let created = 0;
+  for (let s = 0; s < siteCount; s++) {
+    const site = await request(server.base, 'POST', '/api/sites/', { body: { name: `bench-${s + 1}` }, headers: AUTH });
+    expectStatus(site, 201, 'POST /api/sites/');
+    sites.push(site.json.id as number);
+    for (const octet of [10 + 2 * s, 11 + 2 * s]) {
+      const p = await request(server.base, 'POST', `/api/sites/${site.json.id}/networks/`, { body: { cidr: `${octet}.0.0.0/8` }, headers: AUTH });
+      expectStatus(p, 201, `POST ${octet}.0.0.0/8`);
+      created++;
+    }
+  }
+  let lists = 0;
+  let lastReport = performance.now();
+  await Promise.all(sites.map(async (site, s) => {
+    for (const [k, octet] of [10 + 2 * s, 11 + 2 * s].entries()) {
+      const nets = networksUnder(octet, share(2 * s + k));
+      for (let i = 0; i < nets.length; i += listSize) {
+        const chunk = nets.slice(i, i + listSize);
+        const res = await fetch(`${server.base}/api/sites/${site}/networks/`, {
+          method: 'POST', headers: { ...AUTH, 'Content-Type': 'application/json' }, body: JSON.stringify(chunk.map((cidr) => ({ cidr }))),
+        });
+        const text = await res.text();
+        if (res.status !== 201) throw new Error(`POST a list of ${chunk.length} networks to site ${site} answered ${res.status}: ${text.slice(0, 300)}`);
+        created += chunk.length;
+        lists++;
+        if (performance.now() - lastReport > 10_000) {
+          lastReport = performance.now();
+          log(`  fill: ${fmt.int(created)} networks after ${((performance.now() - t0) / 1000).toFixed(0)} s`);
+        }
+      }
+    }
+  }));
+  const fillMs = performance.now() - t0;
+  const counts = await countAll(server);
+  if (counts.networks !== created) throw new Error(`after the fill the server counts ${counts.networks} networks, ${created} were created`);
+  log(`  fill: ${fmt.int(created)} networks in ${lists} lists + ${siteCount * 2} parents, ${fmt.int(counts.changes)} Changes, in ${(fillMs / 1000).toFixed(1)} s`);
+  return { networks: total, list: listSize, sites: siteCount, created, changes: counts.changes, fillMs };
+}
+
+async function countAll(server: ChildServer): Promise<{ networks: number; changes: number }> {
+  const n = await request(server.base, 'GET', '/api/networks/?limit=1', { headers: AUTH });
+  expectStatus(n, 200, 'GET /api/networks/?limit=1');
+  const c = await request(server.base, 'GET', '/api/changes/?limit=1', { headers: AUTH });
+  expectStatus(c, 200, 'GET /api/changes/?limit=1');
+  return { networks: n.json.count as number, changes: c.json.count as number };
+}
+
+type Mem = { rss: number; peak: number; anon: number; file: number };
+interface Restart { side: 'empty' | 'full'; listeningMs: number; servingMs: number; mem: Mem; settled: Mem; networks: number; changes: number }
+
+const noMem: Mem = { rss: NaN, peak: NaN, anon: NaN, file: NaN };
+
+async function restart(side: 'empty' | 'full', dataDir: string, dropCaches: boolean, settleMs: number): Promise<Restart> {
+  if (dropCaches) writeFileSync('/proc/sys/vm/drop_caches', '3\n');
+  const server = await startNetsot({ dataDir, startTimeoutMs: 300_000 });
+  try {
+    const first = await request(server.base, 'GET', '/api/networks/?limit=1', { headers: AUTH });
+    const servedAt = performance.now();
+    expectStatus(first, 200, 'first GET /api/networks/?limit=1');
+    const mem = processMemory(server.pid) ?? noMem;
+    await new Promise((ok) => setTimeout(ok, settleMs));
+    const settled = processMemory(server.pid) ?? noMem;
+    const counts = await countAll(server);
+    return { side, listeningMs: server.listeningAt - server.spawnedAt, servingMs: servedAt - server.spawnedAt, mem, settled, ...counts };
+  } finally {
+    await server.stop();
+  }
+}
+
+const LOAD_CHILD = 'BENCH_RESTART1M_LOAD';
+const LOAD_RESULT = 'restart-1m load: ';
+
+interface ValueFigures { db: string; sampled: number; meanBytes: number; inlineDefinitions: number }
+interface LoadFigures {
+  shard: number; shards: number; ms: number; heapUsed: number; heapTotal: number; anon: number; liveHeapUsed: number; anonAfterGc: number;
+  values: ValueFigures[];
+}
+
+/**
+ * Stored values as bytes: the mean size over the first `limit` values of a
+ * database, and how many begin with an inline msgpackr record definition
+ * (0xd4 0x72: the value carries its own field names).
+ */
+function sampleValues(dataDir: string, db: string, limit = 200_000): ValueFigures {
+  const env = open({ path: join(dataDir, 'netsot.mdb'), noSubdir: true, readOnly: true, maxDbs: 16 });
+  try {
+    let sampled = 0;
+    let bytes = 0;
+    let inline = 0;
+    for (const { value } of env.openDB({ name: db, encoding: 'binary' }).getRange({ limit })) {
+      const b = value as Buffer;
+      sampled++;
+      bytes += b.length;
+      if (b[0] === 0xd4 && b[1] === 0x72) inline++;
+    }
+    return { db, sampled, meanBytes: sampled > 0 ? bytes / sampled : NaN, inlineDefinitions: inline };
+  } finally {
+    env.close();
+  }
+}
+
+/**
+ * In a child process under --expose-gc: what one shard's start-up load does to
+ * its heap. Loads shard 0's sites from the store as a worker does
+ * (ShardState.load), then reads the heap right away and again after forced
+ * full collections, so live data and load-time garbage can be told apart.
+ */
+async function loadOneShard(dataDir: string): Promise<void> {
+  const { loadConfig } = await import('../src/config.js');
+  const { ShardState } = await import('../src/shard/state.js');
+  const { createSharedIdState } = await import('../src/store/ids.js');
+  const { Store } = await import('../src/store/lmdb.js');
+  const config = loadConfig({ DATA_DIR: dataDir });
+  const store = new Store(dataDir);
+  const gc = (globalThis as { gc?: () => void }).gc!;
+  const anon = () => processMemory(process.pid)?.anon ?? NaN;
+  try {
+    const shard = new ShardState(0, config.shards, config, store, createSharedIdState(store.highWaterMarks()));
+    const t0 = performance.now();
+    shard.load();
+    const ms = performance.now() - t0;
+    const m1 = process.memoryUsage();
+    const a1 = anon();
+    gc(); gc();
+    await new Promise((ok) => setTimeout(ok, 2000)); // V8 returns freed pages to the OS shortly after a full GC
+    gc();
+    const m2 = process.memoryUsage();
+    const figures: LoadFigures = {
+      shard: 0, shards: config.shards, ms, heapUsed: m1.heapUsed, heapTotal: m1.heapTotal, anon: a1, liveHeapUsed: m2.heapUsed, anonAfterGc: anon(),
+      values: [sampleValues(dataDir, 'objects'), sampleValues(dataDir, 'changes')],
+    };
+    let any = false;
+    for (const _ of shard.table('network').all()) { any = true; break; }
+    if (!any) throw new Error(`shard 0 of ${config.shards} loaded no network`);
+    log(LOAD_RESULT + JSON.stringify(figures));
+  } finally {
+    await store.close();
+  }
+}
+
+export async function run(): Promise<number> {
+  const loadDir = process.env[LOAD_CHILD];
+  if (loadDir) { await loadOneShard(loadDir); return 0; }
+
+  const total = Math.floor(envNumber('BENCH_NETWORKS', 1_000_000, 10));
+  const listSize = Math.floor(envNumber('BENCH_LIST', 10_000, 1));
+  const siteCount = Math.floor(envNumber('BENCH_SITES', 2, 1));
+  const restarts = Math.floor(envNumber('BENCH_RESTARTS', 3, 1));
+  const dropCaches = envNumber('BENCH_DROP_CACHES', 0) !== 0;
+  const keep = process.env.BENCH_KEEP_DATA;
+  const settleMs = envNumber('BENCH_SETTLE_SECONDS', 5) * 1000;
+  let reused = false;
+
+  // The filled store: kept (and reused) with BENCH_KEEP_DATA, else a temp dir removed at the end.
+  let base: string;
+  let removeBase = () => {};
+  if (keep) {
+    base = keep.includes('/') ? keep : join(tmpdir(), 'netsot-bench-restart-1m');
+    mkdirSync(base, { recursive: true });
+  } else {
+    const t = tempDir('netsot-bench-p5-');
+    base = t.path;
+    removeBase = t.remove;
+  }
+  const dataDir = join(base, 'data');
+  const markerPath = join(base, 'fill.json');
+  const empty = tempDir('netsot-bench-p5-empty-');
+
+  try {
+    log(`restart-1m (P5): restart of the real server on a store of ${fmt.int(total)} networks (+ their Create Changes) vs on an empty store`);
+    log(`${machine().cores} cores, Node ${process.version}; default shards; ${restarts} restarts per side, alternating empty/full; ` +
+      `${dropCaches ? 'page cache dropped before every restart' : 'store in the page cache (warm)'}`);
+
+    let filled: Fill | null = null;
+    if (existsSync(markerPath)) {
+      const m = JSON.parse(readFileSync(markerPath, 'utf8')) as Fill;
+      if (m.layout === FILL_LAYOUT && m.networks === total && m.list === listSize && m.sites === siteCount) filled = m;
+    }
+    if (filled) {
+      reused = true;
+      log(`reusing the store kept in ${dataDir} (BENCH_KEEP_DATA; filled earlier in ${(filled.fillMs / 1000).toFixed(1)} s)`);
+    } else {
+      rmSync(dataDir, { recursive: true, force: true });
+      rmSync(markerPath, { force: true });
+      mkdirSync(dataDir, { recursive: true });
+      log(`filling ${dataDir}: ${siteCount} sites × two /8s, /24s with ${HOSTS_PER_24} hosts each, lists of ${fmt.int(listSize)} per POST`);
+      const server = await startNetsot({ dataDir });
+      try {
+        filled = { layout: FILL_LAYOUT, ...(await fill(server, total, listSize, siteCount)) };
+      } finally {
+        await server.stop();
+      }
+      if (keep) writeFileSync(markerPath, JSON.stringify(filled));
+    }
+    const storeFile = join(dataDir, 'netsot.mdb');
+    const st = statSync(storeFile);
+    log(`store: ${storeFile}, ${fmt.mb(st.blocks * 512)} on disk (file size ${fmt.mb(st.size)})`);
+
+    // The empty baseline: a store that was started once (bootstrap admin, server key) and holds nothing else.
+    await (await startNetsot({ dataDir: empty.path })).stop();
+
+    const busy = await foreignBusyCores();
+    log(`other CPU use before the restarts (1 s sample): ${busy === null ? 'unknown' : `${busy.toFixed(2)} cores${busy > 0.2 ? ' — machine not idle, figures will be noisy' : ''}`}`);
+    const results: Restart[] = [];
+    for (let i = 0; i < restarts; i++) {
+      for (const side of i % 2 === 0 ? (['empty', 'full'] as const) : (['full', 'empty'] as const)) {
+        const r = await restart(side, side === 'full' ? dataDir : empty.path, dropCaches, settleMs);
+        if (side === 'full' && (r.networks !== filled.created || r.changes !== filled.changes)) {
+          throw new Error(`after a restart the server counts ${r.networks} networks and ${r.changes} Changes; ${filled.created} and ${filled.changes} were stored`);
+        }
+        results.push(r);
+        log(`  restart ${i + 1} ${side.padEnd(5)}: serving after ${fmt.int(r.servingMs)} ms (listening line at ${fmt.int(r.listeningMs)} ms), ` +
+          `RSS ${fmt.mb(r.mem.rss)} (anon ${fmt.mb(r.mem.anon)} + file ${fmt.mb(r.mem.file)}), peak ${fmt.mb(r.mem.peak)}; ` +
+          `${settleMs / 1000} s later RSS ${fmt.mb(r.settled.rss)} (anon ${fmt.mb(r.settled.anon)})` +
+          `${side === 'full' ? `; counts ${fmt.int(r.networks)} networks, ${fmt.int(r.changes)} Changes` : ''}`);
+      }
+    }
+
+    // One shard's load in process: live data vs load-time garbage.
+    const child = spawnSync(process.execPath, ['--expose-gc', ...process.execArgv, process.argv[1], 'restart-1m'], {
+      env: { ...process.env, [LOAD_CHILD]: dataDir }, stdio: ['ignore', 'pipe', 'inherit'], encoding: 'utf8',
+    });
+    const loadLine = (child.stdout ?? '').split('\n').find((l) => l.startsWith(LOAD_RESULT));
+    const load = loadLine ? (JSON.parse(loadLine.slice(LOAD_RESULT.length)) as LoadFigures) : null;
+    if (load) {
+      log(`  one shard's load in process (shard 0 of ${load.shards}, ShardState.load as a worker runs it): ${fmt.int(load.ms)} ms; ` +
+        `right after: heapUsed ${fmt.mb(load.heapUsed)}, heapTotal ${fmt.mb(load.heapTotal)}, process anon ${fmt.mb(load.anon)}; ` +
+        `after forced full GCs: heapUsed ${fmt.mb(load.liveHeapUsed)} (live), process anon ${fmt.mb(load.anonAfterGc)}`);
+      for (const v of load.values) {
+        log(`  stored values, ${v.db}: ${v.meanBytes.toFixed(0)} bytes on average over the first ${fmt.int(v.sampled)}; ` +
+          `${fmt.int(v.inlineDefinitions)} of them begin with an inline msgpack record definition (their own field names)`);
+      }
+    } else {
+      log(`  one shard's load in process: the child failed (status ${child.status})`);
+    }
+
+    const of = (side: Restart['side']) => results.filter((r) => r.side === side);
+    const med = (side: Restart['side'], f: (r: Restart) => number) => median(of(side).map(f));
+    const emptyMs = med('empty', (r) => r.servingMs);
+    const fullMs = med('full', (r) => r.servingMs);
+    const worstMs = Math.max(...of('full').map((r) => r.servingMs));
+    const worstRss = Math.max(...of('full').map((r) => r.mem.rss));
+    const worstPeak = Math.max(...of('full').map((r) => r.mem.peak));
+    const m = (side: Restart['side'], f: (r: Restart) => number) => fmt.mb(med(side, f));
+    log('');
+    log(table(['store', 'serving after (median)', 'worst', 'RSS serving (median)', 'of which anon', 'of which file', 'worst RSS', 'peak RSS (worst)',
+      `RSS ${settleMs / 1000} s later`, 'anon then'], (['empty', 'full'] as const).map((side) => [
+      side === 'empty' ? 'empty (baseline)' : `${fmt.int(filled!.created)} networks + ${fmt.int(filled!.changes)} Changes`,
+      `${fmt.int(med(side, (r) => r.servingMs))} ms`, `${fmt.int(Math.max(...of(side).map((r) => r.servingMs)))} ms`,
+      m(side, (r) => r.mem.rss), m(side, (r) => r.mem.anon), m(side, (r) => r.mem.file), fmt.mb(Math.max(...of(side).map((r) => r.mem.rss))),
+      fmt.mb(Math.max(...of(side).map((r) => r.mem.peak))), m(side, (r) => r.settled.rss), m(side, (r) => r.settled.anon),
+    ])));
+    log('(anon: the processes\' own memory, V8 heaps above all; file: pages of the mmapped LMDB file the load touched, shared with the page cache)');
+    log('');
+    const meetsTime = worstMs < BUDGET_MS;
+    const meetsRss = worstRss < BUDGET_RSS;
+    log(`restart with the store: ${fmt.int(fullMs)} ms median, ${fmt.int(worstMs)} ms worst (budget < ${fmt.int(BUDGET_MS)} ms): ${meetsTime ? 'meets budget' : 'OVER BUDGET'}; ` +
+      `the data's share (full - empty, medians): ${fmt.int(fullMs - emptyMs)} ms`);
+    log(`RSS once serving: ${fmt.mb(worstRss)} worst (budget < ${fmt.mb(BUDGET_RSS)}): ${meetsRss ? 'meets budget' : 'OVER BUDGET'}; ` +
+      `the data's share (full - empty, medians): ${fmt.mb(med('full', (r) => r.mem.rss) - med('empty', (r) => r.mem.rss))}, ` +
+      `anonymous ${fmt.mb(med('full', (r) => r.mem.anon) - med('empty', (r) => r.mem.anon))}; peak during start-up ${fmt.mb(worstPeak)}`);
+    log(`fill (over HTTP, ${filled.sites} clients in parallel, lists of ${fmt.int(filled.list)}): ${(filled.fillMs / 1000).toFixed(1)} s = ` +
+      `${fmt.int(filled.created / (filled.fillMs / 1000))} networks/s${reused ? ' (recorded when the kept store was filled)' : ''}`);
+    const r0 = (x: number) => Math.round(x);
+    log(JSON.stringify({
+      scenario: 'restart-1m', budget: 'P5', networks: filled.created, changes: filled.changes, sites: filled.sites, list: filled.list,
+      fill_ms: r0(filled.fillMs), store_bytes: st.blocks * 512, drop_caches: dropCaches,
+      restarts: results.map((r) => ({
+        side: r.side, serving_ms: r0(r.servingMs), listening_ms: r0(r.listeningMs), rss_mb: r0(r.mem.rss / 2 ** 20), anon_mb: r0(r.mem.anon / 2 ** 20),
+        file_mb: r0(r.mem.file / 2 ** 20), peak_rss_mb: r0(r.mem.peak / 2 ** 20), settled_rss_mb: r0(r.settled.rss / 2 ** 20), settled_anon_mb: r0(r.settled.anon / 2 ** 20),
+      })),
+      empty_serving_ms: r0(emptyMs), full_serving_ms: r0(fullMs), full_minus_empty_ms: r0(fullMs - emptyMs), worst_full_serving_ms: r0(worstMs),
+      worst_full_rss_mb: r0(worstRss / 2 ** 20), worst_full_peak_rss_mb: r0(worstPeak / 2 ** 20),
+      one_shard_load: load && { shard: load.shard, shards: load.shards, ms: r0(load.ms), heap_used_mb: r0(load.heapUsed / 2 ** 20), heap_total_mb: r0(load.heapTotal / 2 ** 20),
+        anon_mb: r0(load.anon / 2 ** 20), live_heap_used_mb: r0(load.liveHeapUsed / 2 ** 20), anon_after_gc_mb: r0(load.anonAfterGc / 2 ** 20),
+        values: load.values.map((v) => ({ db: v.db, sampled: v.sampled, mean_bytes: r0(v.meanBytes), inline_definitions: v.inlineDefinitions })) },
+      target_ms: BUDGET_MS, target_rss_mb: BUDGET_RSS / 2 ** 20, meets_target: meetsTime && meetsRss, ...machine(),
+      other_busy_cores_before: busy === null ? null : Number(busy.toFixed(2)),
+    }));
+    return 0;
+  } finally {
+    empty.remove();
+    removeBase();
+  }
+}
