@@ -5,13 +5,13 @@
 import type { Config } from '../config.js';
 import { IdCounters, IdShardIndex, type SharedIdState } from '../store/ids.js';
 import type { Kind } from '../store/kinds.js';
-import { Store, type ChangeRecord } from '../store/lmdb.js';
+import { Store } from '../store/lmdb.js';
 import type { ResourceModel } from '../model/model.js';
 import { MODELS, modelByKind } from '../model/registry.js';
 import { AttributeIndex } from '../query/attribute-index.js';
 import { RadixTree } from '../ip/radix-tree.js';
 import { ValueOwners } from './value-owners.js';
-import { ChangeLog, CHANGE_RESOURCES, EVENTS } from './changelog.js';
+import { ChangeLog, CHANGE_RESOURCES, EVENTS, type ChangeRow } from './changelog.js';
 import { ObjectTable, type StoredObject } from './table.js';
 
 export class ShardState {
@@ -76,13 +76,15 @@ export class ShardState {
   load(): void {
     this.reset();
     const byKind = new Map<Kind, StoredObject[]>();
-    const rows: ChangeRecord[] = [];
+    const rows: ChangeRow[] = [];
     for (const siteId of this.store.siteIds()) {
       if (!this.ownsSite(siteId)) continue;
       const site = this.store.site<StoredObject>(siteId)!;
       push(byKind, 'site', decode(modelByKind('site'), site));
       for (const { kind, value } of this.store.scanSite(siteId)) push(byKind, kind, decode(modelByKind(kind), value));
-      for (const c of this.store.scanChanges(siteId)) rows.push(c);
+      for (const { id, row: [at, event, resourceName, resourceId] } of this.store.scanChangeIndex(siteId)) {
+        rows.push({ id, siteId, at, event: EVENTS.indexOf(event as never), resource: CHANGE_RESOURCES.indexOf(resourceName as never), resourceId });
+      }
     }
     // Kinds load in registry order, so a derived index may look up kinds registered before its own.
     for (const model of MODELS) {
@@ -98,7 +100,7 @@ export class ShardState {
     }
     rows.sort((a, b) => a.id - b.id);
     for (const c of rows) {
-      this.changes.append({ id: c.id, siteId: c.siteId, at: c.at, event: EVENTS.indexOf(c.event), resource: CHANGE_RESOURCES.indexOf(c.resourceName as never), resourceId: c.resourceId });
+      this.changes.append(c);
       this.index.set('change', c.id, this.shardIndex);
     }
     for (const model of MODELS) model.afterLoad?.(this);

@@ -97,6 +97,7 @@ export class Transaction {
       diff: JSON.stringify(resourceDiff(before, after)),
     };
     this.writes.ops.push({ db: 'changes', key: [siteId, id], value: record });
+    this.writes.ops.push({ db: 'changeIndex', key: [siteId, id], value: [at, event, model.name, resourceId] });
     this.shard.changes.append({ id, siteId, at, event: EVENTS.indexOf(event), resource: CHANGE_RESOURCES.indexOf(model.name as never), resourceId });
     this.shard.index.set('change', id, this.shard.shardIndex);
     this.changeRows++;
@@ -105,7 +106,7 @@ export class Transaction {
 
   /** Removes every Change of a site (the site is being deleted). */
   dropChanges(siteId: number): void {
-    this.writes.removeRanges!.push({ db: 'changes', prefix: siteId });
+    this.writes.removeRanges!.push({ db: 'changes', prefix: siteId }, { db: 'changeIndex', prefix: siteId });
     this.shard.changes.dropSite(siteId, (id) => this.shard.index.clear('change', id));
     // Not undoable in memory: a failure after this point reloads the shard from disk.
     this.undo.push(() => { this.shard.failed = true; });

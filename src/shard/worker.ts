@@ -9,6 +9,18 @@ import { Store } from '../store/lmdb.js';
 import { handle } from './dispatch.js';
 import type { ShardReply, ShardRequest } from './protocol.js';
 import { ShardState } from './state.js';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
+
+/**
+ * Loading decodes every stored record once and leaves most of that garbage
+ * behind; an idle worker would keep it resident indefinitely, so collect it
+ * now (a full GC, reached through a context created with --expose-gc).
+ */
+function collectGarbage(): void {
+  setFlagsFromString('--expose-gc');
+  (runInNewContext('gc') as () => void)();
+}
 
 interface ShardWorkerData { shardIndex: number; shardCount: number; config: Config; shared: SharedIdState; port: MessagePort }
 
@@ -17,6 +29,7 @@ const store = new Store(data.config.dataDir);
 const shard = new ShardState(data.shardIndex, data.shardCount, data.config, store, data.shared);
 const started = performance.now();
 shard.load();
+collectGarbage();
 // Replies leave in batches, one postMessage per event-loop turn (see ShardHandle in pool.ts).
 let outbox: ShardReply[] = [];
 const flush = () => { const batch = outbox; outbox = []; data.port.postMessage(batch); };

@@ -7,6 +7,7 @@
  * | sites     | siteId                       | site record                      |
  * | objects   | [siteId, kind, id]           | object record of that kind       |
  * | changes   | [siteId, changeId]           | ChangeRecord (resource as JSON)  |
+ * | changeIndex | [siteId, changeId]         | [at, event, resourceName, resourceId] |
  * | users     | userId                       | user record                      |
  * | meta      | ['hw', kind, writer]         | highest id `writer` ever used    |
  *
@@ -44,7 +45,10 @@ export interface ChangeRecord {
   diff: string;
 }
 
-export type DbName = 'sites' | 'objects' | 'changes' | 'users' | 'meta';
+export type DbName = 'sites' | 'objects' | 'changes' | 'changeIndex' | 'users' | 'meta';
+
+/** What a shard keeps of a Change in memory; stored apart so loading never reads the payloads. */
+export type ChangeIndexRow = [at: number, event: string, resourceName: string, resourceId: number];
 
 export interface WriteOp { db: DbName; key: Key; value?: unknown }
 
@@ -70,6 +74,7 @@ export class Store {
       sites: this.root.openDB({ name: 'sites' }),
       objects: this.root.openDB({ name: 'objects' }),
       changes: this.root.openDB({ name: 'changes' }),
+      changeIndex: this.root.openDB({ name: 'changeIndex' }),
       users: this.root.openDB({ name: 'users' }),
       meta: this.root.openDB({ name: 'meta' }),
     };
@@ -108,8 +113,11 @@ export class Store {
     }
   }
 
-  *scanChanges(siteId: number): Iterable<ChangeRecord> {
-    for (const { value } of this.dbs.changes.getRange({ start: [siteId], end: [siteId + 1] })) yield value as ChangeRecord;
+  /** A site's Changes as index rows (id and the fields lists filter on), without their payloads. */
+  *scanChangeIndex(siteId: number): Iterable<{ id: number; row: ChangeIndexRow }> {
+    for (const { key, value } of this.dbs.changeIndex.getRange({ start: [siteId], end: [siteId + 1] })) {
+      yield { id: (key as [number, number])[1], row: value as ChangeIndexRow };
+    }
   }
 
   change(siteId: number, id: number): ChangeRecord | undefined {
