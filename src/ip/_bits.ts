@@ -11,7 +11,7 @@ export function bitLength(x: bigint): number {
 
 /** Bit `i` (0 = most significant) of `addr`. */
 export function bitAt(addr: bigint, i: number, width: number): 0 | 1 {
-  return ((addr >> BigInt(width - 1 - i)) & 1n) === 1n ? 1 : 0;
+  return (addr & POW2[width - 1 - i]) === 0n ? 0 : 1;
 }
 
 /** How many leading bits `a` and `b` share, at most `max`. */
@@ -21,5 +21,12 @@ export function commonLength(a: bigint, b: bigint, max: number, width: number): 
   return Math.min(max, width - bitLength(x));
 }
 
+/** 2^k for k = 0..128, made once: tree walks ask for spans and shifts constantly, and a fresh BigInt per ask is GC churn. */
+const POW2: bigint[] = Array.from({ length: 129 }, (_, k) => 1n << BigInt(k));
+const SHIFT: bigint[] = Array.from({ length: 129 }, (_, k) => BigInt(k));
+
 /** Size of a prefix of length `len`, in addresses. */
-export const spanOf = (len: number, width: number): bigint => 1n << BigInt(width - len);
+export const spanOf = (len: number, width: number): bigint => POW2[width - len];
+
+/** `k` as a BigInt shift count, from the table. */
+export const shiftBy = (k: number): bigint => SHIFT[k];

@@ -8,6 +8,8 @@
  * zero, in a tree of fixed `width` (32 or 128). "Stored" prefixes are the
  * networks; the tree answers questions about containment between them.
  */
+import { shiftBy } from './_bits.js';
+
 export interface Entry<V> { addr: bigint; len: number; value: V }
 
 export interface FreeBlockQuery {
@@ -61,7 +63,7 @@ export interface PrefixTree<V> {
 export function maskTo(addr: bigint, len: number, width: number): bigint {
   if (len <= 0) return 0n;
   if (len >= width) return addr;
-  const shift = BigInt(width - len);
+  const shift = shiftBy(width - len);
   return (addr >> shift) << shift;
 }
 
