@@ -20,8 +20,9 @@
  * The store is deliberately narrow (commit a write set, scan a site, read one
  * record, high-water marks) so another engine keyed by site can replace it.
  *
- * Durability: a commit resolves only once LMDB reports the transaction flushed
- * to disk (`flushed`), so a 2xx is never sent for a write that a crash could lose.
+ * Durability: commits are synchronous LMDB commits (no overlapping sync), and
+ * `commit` also waits for `flushed`, so a 2xx is never sent for a write that a
+ * crash could lose.
  */
 import { open, type RootDatabase, type Database } from 'lmdb';
 import { mkdirSync } from 'node:fs';
@@ -67,7 +68,9 @@ export class Store {
     this.root = open({
       path: join(dataDir, 'netsot.mdb'),
       noSubdir: true,
-      overlappingSync: true,
+      // Each commit syncs before it resolves. Measured here (one writer, 200 commits):
+      // p50 0.40 ms / p90 0.59 ms against 0.57 / 4.6 ms for overlappingSync + `flushed`.
+      overlappingSync: false,
       maxDbs: 16,
     });
     this.dbs = {
