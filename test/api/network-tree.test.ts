@@ -12,7 +12,7 @@
 import { rmSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { TestServer, type Response } from '../helpers/server.js';
-import { expectError, fixtures, type Attrs, type Change } from '../helpers/fixtures.js';
+import { expectError, fixtures, type Attrs, type Change, netShape, expectBody, type Net } from '../helpers/fixtures.js';
 
 let s: TestServer;
 let restartedDir: string | null = null;
@@ -24,25 +24,6 @@ afterAll(async () => {
 
 const { mkSite, sitesOnTwoShards, sitesOnOneShard } = fixtures(() => s, { base: 'tree' });
 
-interface Net {
-  id: number; cidr: string; parent_id: number | null; parent: string | null; site_id: number; is_ip: boolean;
-  ip_version: string; network_address: string; prefix_length: number; state: string; attributes: Attrs;
-}
-
-function shape(id: number, site: number, cidr: string, parent: Pick<Net, 'id' | 'cidr'> | null = null, over: Partial<Net> = {}): Net {
-  const slash = cidr.lastIndexOf('/');
-  const addr = cidr.slice(0, slash);
-  const len = Number(cidr.slice(slash + 1));
-  const v6 = addr.includes(':');
-  return {
-    id, cidr, parent_id: parent?.id ?? null, parent: parent?.cidr ?? null, site_id: site, is_ip: len === (v6 ? 128 : 32),
-    ip_version: v6 ? '6' : '4', network_address: addr, prefix_length: len, state: 'allocated', attributes: {}, ...over,
-  };
-}
-
-function expectBody(r: Response, status: number, body: unknown): void {
-  expect({ status: r.status, text: r.text }).toEqual({ status, text: JSON.stringify(body) });
-}
 
 async function mkNet(site: number, cidr: string, extra: Record<string, unknown> = {}): Promise<Net> {
   const r = await s.post(`/api/sites/${site}/networks/`, { cidr, ...extra });
@@ -87,7 +68,7 @@ describe('trees per site and per version (§13.2)', () => {
     const aIp = await mkNet(a.id, '10.0.0.1');
     const b8 = await mkNet(b.id, '10.0.0.0/8'); // would capture a24 if trees leaked across sites
     expect(b8.parent).toBeNull();
-    expect(await get(a.id, a24.id)).toEqual(shape(a24.id, a.id, '10.0.0.0/24'));
+    expect(await get(a.id, a24.id)).toEqual(netShape(a24.id, a.id, '10.0.0.0/24'));
     expect((await get(a.id, aIp.id)).parent_id).toBe(a24.id);
     expect(await listOf(`/api/sites/${b.id}/networks/${b8.id}/children/`)).toEqual([]);
     expect(await listOf(`/api/sites/${b.id}/networks/${b8.id}/descendants/`)).toEqual([]);
@@ -126,7 +107,7 @@ describe('reparenting on create (§13.2), with no Changes', () => {
     const ip = await mkNet(site, '10.1.0.5');
     const ip8 = await mkNet(site, '10.3.0.1'); // directly under the /8
     const n16 = await mkNet(site, '10.1.0.0/16');
-    expect(n16).toEqual(shape(n16.id, site, '10.1.0.0/16', n8));
+    expect(n16).toEqual(netShape(n16.id, site, '10.1.0.0/16', n8));
     expect(await parents(site)).toEqual({
       '10.0.0.0/8': null, '10.1.0.0/24': '10.1.0.0/16', '10.1.255.0/24': '10.1.0.0/16', '10.2.0.0/24': '10.0.0.0/8',
       '10.1.0.5/32': '10.1.0.0/24', '10.3.0.1/32': '10.0.0.0/8', '10.1.0.0/16': '10.0.0.0/8',
@@ -169,7 +150,7 @@ describe('reparenting on create (§13.2), with no Changes', () => {
     await mkNet(site, '2001:db8:1::/64');
     await mkNet(site, '2001:db8:0:1::1');
     const mid = await mkNet(site, '2001:DB8:0::/48');
-    expect(mid).toEqual(shape(mid.id, site, '2001:db8::/48', top));
+    expect(mid).toEqual(netShape(mid.id, site, '2001:db8::/48', top));
     expect(await parents(site)).toEqual({
       '2001:db8::/32': null, '2001:db8:0:1::/64': '2001:db8::/48', '2001:db8:1::/64': '2001:db8::/32',
       '2001:db8:0:1::1/128': '2001:db8:0:1::/64', '2001:db8::/48': '2001:db8::/32',
@@ -215,20 +196,20 @@ describe('traversal routes (§13.3)', () => {
   });
 
   test('parent: the object; 404 for a root, with the URL site or None', async () => {
-    expectBody(await s.get(route('10.0.0.0/24', 'parent')), 200, shape(at('10.0.0.0/16').id, site, '10.0.0.0/16', at('10.0.0.0/8')));
-    expectBody(await s.get(route(at('10.0.0.9/32').id, 'parent')), 200, shape(at('10.0.0.0/24').id, site, '10.0.0.0/24', at('10.0.0.0/16')));
-    expectBody(await s.get(`/api/networks/${at('2001:db8::1/128').id}/parent/`), 200, shape(at('2001:db8::/48').id, site, '2001:db8::/48', at('2001:db8::/32')));
+    expectBody(await s.get(route('10.0.0.0/24', 'parent')), 200, netShape(at('10.0.0.0/16').id, site, '10.0.0.0/16', at('10.0.0.0/8')));
+    expectBody(await s.get(route(at('10.0.0.9/32').id, 'parent')), 200, netShape(at('10.0.0.0/24').id, site, '10.0.0.0/24', at('10.0.0.0/16')));
+    expectBody(await s.get(`/api/networks/${at('2001:db8::1/128').id}/parent/`), 200, netShape(at('2001:db8::/48').id, site, '2001:db8::/48', at('2001:db8::/32')));
     expectError(await s.get(route('10.0.0.0/8', 'parent')), 404, NONE_ABOVE(site));
     expectError(await s.get(route('2001:db8::/32', 'parent')), 404, NONE_ABOVE(site));
     expectError(await s.get(`/api/networks/${at('10.0.0.0/8').id}/parent/`), 404, NONE_ABOVE('None'));
   });
 
   test('root: the topmost ancestor; a root itself is a 404', async () => {
-    const root8 = shape(at('10.0.0.0/8').id, site, '10.0.0.0/8');
+    const root8 = netShape(at('10.0.0.0/8').id, site, '10.0.0.0/8');
     expectBody(await s.get(route('10.0.0.9', 'root')), 200, root8);
     expectBody(await s.get(route('10.1.0.129/32', 'root')), 200, root8);
     expectBody(await s.get(route('10.0.0.0/16', 'root')), 200, root8);
-    expectBody(await s.get(route('2001:db8:a::9', 'root')), 200, shape(at('2001:db8::/32').id, site, '2001:db8::/32'));
+    expectBody(await s.get(route('2001:db8:a::9', 'root')), 200, netShape(at('2001:db8::/32').id, site, '2001:db8::/32'));
     expectError(await s.get(route('10.0.0.0/8', 'root')), 404, NONE_ABOVE(site));
     expectError(await s.get(route('172.16.0.0/12', 'root')), 404, NONE_ABOVE(site));
     expectError(await s.get(`/api/networks/${at('192.168.0.0/16').id}/root/`), 404, NONE_ABOVE('None'));
@@ -236,9 +217,9 @@ describe('traversal routes (§13.3)', () => {
 
   test('ancestors: root first by default, parent first with ascending=true', async () => {
     expectBody(await s.get(route('10.0.0.9', 'ancestors')), 200, [
-      shape(at('10.0.0.0/8').id, site, '10.0.0.0/8'),
-      shape(at('10.0.0.0/16').id, site, '10.0.0.0/16', at('10.0.0.0/8')),
-      shape(at('10.0.0.0/24').id, site, '10.0.0.0/24', at('10.0.0.0/16')),
+      netShape(at('10.0.0.0/8').id, site, '10.0.0.0/8'),
+      netShape(at('10.0.0.0/16').id, site, '10.0.0.0/16', at('10.0.0.0/8')),
+      netShape(at('10.0.0.0/24').id, site, '10.0.0.0/24', at('10.0.0.0/16')),
     ]);
     expect(await names('10.0.0.9', 'ancestors', '?ascending=true')).toEqual(['10.0.0.0/24', '10.0.0.0/16', '10.0.0.0/8']);
     expect(await names('10.0.0.9', 'ancestors', '?ascending')).toEqual(['10.0.0.0/24', '10.0.0.0/16', '10.0.0.0/8']);
@@ -256,7 +237,7 @@ describe('traversal routes (§13.3)', () => {
     expect(await names('2001:db8:a::/48', 'children')).toEqual(['2001:db8:a::9/128', '2001:db8:a::10/128']);
     expect(await names('10.0.0.9', 'children')).toEqual([]);
     expect(await names('172.16.0.0/12', 'children')).toEqual([]);
-    expectBody(await s.get(route('10.1.0.128/25', 'children')), 200, [shape(at('10.1.0.129/32').id, site, '10.1.0.129/32', at('10.1.0.128/25'))]);
+    expectBody(await s.get(route('10.1.0.128/25', 'children')), 200, [netShape(at('10.1.0.129/32').id, site, '10.1.0.129/32', at('10.1.0.128/25'))]);
   });
 
   test('descendants and descendents: the whole subtree in (address, prefix) order; only descendents warns', async () => {
@@ -313,7 +294,7 @@ describe('traversal routes (§13.3)', () => {
   test('supernets: every containing non-IP network in order; direct gives the parent; a root gives []', async () => {
     expect(await names('10.0.0.9', 'supernets')).toEqual(['10.0.0.0/8', '10.0.0.0/16', '10.0.0.0/24']);
     expect(await names('10.0.0.9', 'supernets', '?direct=true')).toEqual(['10.0.0.0/24']);
-    expectBody(await s.get(route('10.1.0.128/25', 'supernets', '?direct=true')), 200, [shape(at('10.1.0.0/16').id, site, '10.1.0.0/16', at('10.0.0.0/8'))]);
+    expectBody(await s.get(route('10.1.0.128/25', 'supernets', '?direct=true')), 200, [netShape(at('10.1.0.0/16').id, site, '10.1.0.0/16', at('10.0.0.0/8'))]);
     expect(await names('2001:db8:a::10', 'supernets')).toEqual(['2001:db8::/32', '2001:db8:a::/48']);
     expect(await names('10.0.0.0/8', 'supernets')).toEqual([]);
     expect(await names('10.0.0.0/8', 'supernets', '?direct=true')).toEqual([]);
@@ -473,11 +454,11 @@ describe('closest_parent (§13.4)', () => {
     const n24 = await mkNet(site, '10.250.0.0/24');
     await mkNet(site, '10.250.0.0/25');
     const url = `/api/sites/${site}/networks/10.250.0.185/32/closest_parent/`;
-    expectBody(await s.get(url), 200, shape(n24.id, site, '10.250.0.0/24', n16));
+    expectBody(await s.get(url), 200, netShape(n24.id, site, '10.250.0.0/24', n16));
     expectError(await s.get(`${url}?prefix_length=27`), 404, `No such Network found at (site_id, id) = (${site}, 10.250.0.185/32)`);
-    expectBody(await s.get(`${url}?prefix_length=24`), 200, shape(n24.id, site, '10.250.0.0/24', n16));
+    expectBody(await s.get(`${url}?prefix_length=24`), 200, netShape(n24.id, site, '10.250.0.0/24', n16));
     expectError(await s.get(`${url}?prefix_length=25`), 404, `No such Network found at (site_id, id) = (${site}, 10.250.0.185/32)`);
-    expectBody(await s.get(`${url}?prefix_length=0`), 200, shape(n24.id, site, '10.250.0.0/24', n16));
+    expectBody(await s.get(`${url}?prefix_length=0`), 200, netShape(n24.id, site, '10.250.0.0/24', n16));
   });
 
   test('the CIDR need not exist, is never its own answer, and may be a bare address or %2F key', async () => {
@@ -485,10 +466,10 @@ describe('closest_parent (§13.4)', () => {
     const n16 = await mkNet(site, '10.250.0.0/16');
     const n24 = await mkNet(site, '10.250.0.0/24');
     const cp = (key: string, q = '') => s.get(`/api/sites/${site}/networks/${key}/closest_parent/${q}`);
-    expectBody(await cp('10.250.0.0/24'), 200, shape(n16.id, site, '10.250.0.0/16'));
-    expectBody(await cp('10.250.0.185'), 200, shape(n24.id, site, '10.250.0.0/24', n16));
-    expectBody(await cp('10.250.0.128%2F25'), 200, shape(n24.id, site, '10.250.0.0/24', n16));
-    expectBody(await cp('10.250.3.0/24'), 200, shape(n16.id, site, '10.250.0.0/16'));
+    expectBody(await cp('10.250.0.0/24'), 200, netShape(n16.id, site, '10.250.0.0/16'));
+    expectBody(await cp('10.250.0.185'), 200, netShape(n24.id, site, '10.250.0.0/24', n16));
+    expectBody(await cp('10.250.0.128%2F25'), 200, netShape(n24.id, site, '10.250.0.0/24', n16));
+    expectBody(await cp('10.250.3.0/24'), 200, netShape(n16.id, site, '10.250.0.0/16'));
     // A CIDR wider than an existing network is not inside it.
     expectError(await cp('10.0.0.0/8'), 404, `No such Network found at (site_id, id) = (${site}, 10.0.0.0/8)`);
     expectError(await cp('10.250.0.0/16'), 404, `No such Network found at (site_id, id) = (${site}, 10.250.0.0/16)`);
@@ -501,8 +482,8 @@ describe('closest_parent (§13.4)', () => {
     const site = await siteId();
     const top = await mkNet(site, '2001:db8::/32');
     const mid = await mkNet(site, '2001:db8:0:1::/64');
-    expectBody(await s.get(`/api/sites/${site}/networks/2001:DB8:0:1::AB/closest_parent/`), 200, shape(mid.id, site, '2001:db8:0:1::/64', top));
-    expectBody(await s.get(`/api/sites/${site}/networks/2001:db8:0:2::/64/closest_parent/?prefix_length=32`), 200, shape(top.id, site, '2001:db8::/32'));
+    expectBody(await s.get(`/api/sites/${site}/networks/2001:DB8:0:1::AB/closest_parent/`), 200, netShape(mid.id, site, '2001:db8:0:1::/64', top));
+    expectBody(await s.get(`/api/sites/${site}/networks/2001:db8:0:2::/64/closest_parent/?prefix_length=32`), 200, netShape(top.id, site, '2001:db8::/32'));
     expectError(await s.get(`/api/sites/${site}/networks/2001:db8:0:2::/64/closest_parent/?prefix_length=33`), 404,
       `No such Network found at (site_id, id) = (${site}, 2001:db8:0:2::/64)`);
   });
@@ -511,7 +492,7 @@ describe('closest_parent (§13.4)', () => {
     const site = await siteId();
     const n24 = await mkNet(site, '10.0.0.0/24');
     await mkNet(site, '10.0.0.1');
-    expectBody(await s.get(`/api/sites/${site}/networks/10.0.0.1/closest_parent/`), 200, shape(n24.id, site, '10.0.0.0/24'));
+    expectBody(await s.get(`/api/sites/${site}/networks/10.0.0.1/closest_parent/`), 200, netShape(n24.id, site, '10.0.0.0/24'));
   });
 
   test('prefix_length errors', async () => {
@@ -539,29 +520,29 @@ describe('closest_parent (§13.4)', () => {
     const [a, b] = await sitesOnOneShard();
     await mkNet(a.id, '100.70.0.0/16');
     const b8 = await mkNet(b.id, '100.0.0.0/8');
-    expectBody(await s.get(`/api/sites/${b.id}/networks/100.70.1.0/24/closest_parent/`), 200, shape(b8.id, b.id, '100.0.0.0/8'));
+    expectBody(await s.get(`/api/sites/${b.id}/networks/100.70.1.0/24/closest_parent/`), 200, netShape(b8.id, b.id, '100.0.0.0/8'));
   });
 
   test('top level: across sites and shards, the longest prefix wins, then the lowest id', async () => {
     const [a, b] = await sitesOnTwoShards();
     const a16 = await mkNet(a.id, '198.18.0.0/16');
     const cp = (key: string, q = '') => s.get(`/api/networks/${key}/closest_parent/${q}`);
-    expectBody(await cp('198.18.1.1'), 200, shape(a16.id, a.id, '198.18.0.0/16'));
+    expectBody(await cp('198.18.1.1'), 200, netShape(a16.id, a.id, '198.18.0.0/16'));
     const b20 = await mkNet(b.id, '198.18.0.0/20');
-    expectBody(await cp('198.18.1.1'), 200, shape(b20.id, b.id, '198.18.0.0/20'));
+    expectBody(await cp('198.18.1.1'), 200, netShape(b20.id, b.id, '198.18.0.0/20'));
     // Same prefix in a (created later, so a higher id): b's lower id wins.
     const a20 = await mkNet(a.id, '198.18.0.0/20');
     expect(a20.id).toBeGreaterThan(b20.id);
-    expectBody(await cp('198.18.1.1'), 200, shape(b20.id, b.id, '198.18.0.0/20'));
-    expectBody(await cp('198.18.1.1/32'), 200, shape(b20.id, b.id, '198.18.0.0/20'));
+    expectBody(await cp('198.18.1.1'), 200, netShape(b20.id, b.id, '198.18.0.0/20'));
+    expectBody(await cp('198.18.1.1/32'), 200, netShape(b20.id, b.id, '198.18.0.0/20'));
     // The other way round: the lower id on the other shard.
     const a21 = await mkNet(a.id, '198.18.8.0/21');
     const b21 = await mkNet(b.id, '198.18.8.0/21');
-    expectBody(await cp('198.18.9.0/24'), 200, shape(a21.id, a.id, '198.18.8.0/21', a20));
+    expectBody(await cp('198.18.9.0/24'), 200, netShape(a21.id, a.id, '198.18.8.0/21', a20));
     expect(b21.id).toBeGreaterThan(a21.id);
     // prefix_length still applies at top level.
     expectError(await cp('198.18.9.0/24', '?prefix_length=22'), 404, 'No such Network found at (site_id, id) = (None, 198.18.9.0/24)');
-    expectBody(await cp('198.18.200.0/24', '?prefix_length=16'), 200, shape(a16.id, a.id, '198.18.0.0/16'));
+    expectBody(await cp('198.18.200.0/24', '?prefix_length=16'), 200, netShape(a16.id, a.id, '198.18.0.0/16'));
     // (Another test of this file holds 0.0.0.0/0, which contains everything: prefix_length keeps it out.)
     expectError(await cp('198.19.0.0/24', '?prefix_length=1'), 404, 'No such Network found at (site_id, id) = (None, 198.19.0.0/24)');
     expectError(await cp('198.18.9.0/24', '?prefix_length=x'), 400, { prefix_length: "Invalid prefix_length: 'x'" });
@@ -591,11 +572,11 @@ describe('delete, force_delete and bulk delete (§9.8, §9.9)', () => {
     const r = await s.delete(`/api/sites/${site}/networks/10.1.0.0/16/?force_delete=true`);
     expect([r.status, r.text]).toEqual([204, '']);
     expect(await parents(site)).toEqual({ '10.0.0.0/8': null, '10.1.1.0/24': '10.0.0.0/8', '10.1.0.1/32': '10.0.0.0/8', '10.1.1.1/32': '10.1.1.0/24' });
-    expect(await get(site, n24.id)).toEqual(shape(n24.id, site, '10.1.1.0/24', n8));
+    expect(await get(site, n24.id)).toEqual(netShape(n24.id, site, '10.1.1.0/24', n8));
     expect(cidrs(await listOf(`/api/sites/${site}/networks/${n8.id}/children/`))).toEqual(['10.1.0.1/32', '10.1.1.0/24']);
     const ch = await netChanges(site);
     expect(events(ch)).toEqual([...[n8, n16, n24, ip16, ip24].map((n) => `Create ${n.id}`), `Delete ${n16.id}`]);
-    expect(ch[5].resource).toEqual(shape(n16.id, site, '10.1.0.0/16', n8));
+    expect(ch[5].resource).toEqual(netShape(n16.id, site, '10.1.0.0/16', n8));
   });
 
   test('force_delete of a root with any leaf child: 409, nothing changes, no Change', async () => {
@@ -627,7 +608,7 @@ describe('delete, force_delete and bulk delete (§9.8, §9.9)', () => {
     const r = await s.delete(`/api/sites/${site}/networks/10.0.0.0/8/?force_delete=true`);
     expect([r.status, r.text]).toEqual([204, '']);
     expect(await parents(site)).toEqual({ '10.1.0.0/16': null, '10.2.0.0/16': null, '10.1.0.1/32': '10.1.0.0/16', '10.2.0.0/24': '10.2.0.0/16' });
-    expect(await get(site, a.id)).toEqual(shape(a.id, site, '10.1.0.0/16'));
+    expect(await get(site, a.id)).toEqual(netShape(a.id, site, '10.1.0.0/16'));
     expect(cidrs(await listOf(`/api/sites/${site}/networks/${b.id}/siblings/`))).toEqual(['10.1.0.0/16']);
     expect(events(await netChanges(site)).filter((e) => e.startsWith('Delete'))).toEqual([`Delete ${n8.id}`]);
   });

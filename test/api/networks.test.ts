@@ -14,7 +14,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { TestServer, type Response } from '../helpers/server.js';
-import { FORBIDDEN, expectError, fixtures, type Attrs, type Change } from '../helpers/fixtures.js';
+import { FORBIDDEN, expectError, fixtures, type Attrs, type Change, netShape, expectBody, type Net } from '../helpers/fixtures.js';
 
 let s: TestServer;
 let x: TestServer; // SERVICE_COMPRESS_IPV6=false
@@ -29,27 +29,6 @@ afterAll(async () => { await Promise.all([s?.stop(), x?.stop()]); });
 const { mkSite, sitesOnTwoShards, sitesOnOneShard, mkAttr, mkUser } = fixtures(() => s, { base: 'net' });
 const xf = fixtures(() => x, { base: 'netx' });
 
-interface Net {
-  id: number; cidr: string; parent_id: number | null; parent: string | null; site_id: number; is_ip: boolean;
-  ip_version: string; network_address: string; prefix_length: number; state: string; attributes: Attrs;
-}
-
-/** The canonical Network shape (keys in §20.1 order) for a displayed cidr. */
-function shape(id: number, site: number, cidr: string, parent: Pick<Net, 'id' | 'cidr'> | null = null, over: Partial<Net> = {}): Net {
-  const slash = cidr.lastIndexOf('/');
-  const addr = cidr.slice(0, slash);
-  const len = Number(cidr.slice(slash + 1));
-  const v6 = addr.includes(':');
-  return {
-    id, cidr, parent_id: parent?.id ?? null, parent: parent?.cidr ?? null, site_id: site, is_ip: len === (v6 ? 128 : 32),
-    ip_version: v6 ? '6' : '4', network_address: addr, prefix_length: len, state: 'allocated', attributes: {}, ...over,
-  };
-}
-
-/** Exact status and exact body text (so key order counts). */
-function expectBody(r: Response, status: number, body: unknown): void {
-  expect({ status: r.status, text: r.text }).toEqual({ status, text: JSON.stringify(body) });
-}
 
 async function mkNetOn(server: TestServer, site: number, cidr: string, extra: Record<string, unknown> = {}): Promise<Net> {
   const r = await server.post(`/api/sites/${site}/networks/`, { cidr, ...extra });
@@ -100,28 +79,28 @@ describe('create forms', () => {
   test('top-level create takes site_id from the body; Location is top level', async () => {
     const site = await siteId();
     const r = await s.post('/api/networks/', { site_id: site, cidr: '172.16.0.0/12' });
-    expectBody(r, 201, shape(r.json.id, site, '172.16.0.0/12'));
+    expectBody(r, 201, netShape(r.json.id, site, '172.16.0.0/12'));
     expect(r.headers.get('location')).toBe(`/api/networks/${r.json.id}/`);
   });
 
   test('network_address + prefix_length', async () => {
     const site = await siteId();
     const r = await s.post(`/api/sites/${site}/networks/`, { network_address: '192.168.0.0', prefix_length: 16 });
-    expectBody(r, 201, shape(r.json.id, site, '192.168.0.0/16'));
+    expectBody(r, 201, netShape(r.json.id, site, '192.168.0.0/16'));
   });
 
   test('prefix_length as a digit string is an integer', async () => {
     const site = await siteId();
     const r = await s.post(`/api/sites/${site}/networks/`, { network_address: '192.168.0.0', prefix_length: '16' });
-    expectBody(r, 201, shape(r.json.id, site, '192.168.0.0/16'));
+    expectBody(r, 201, netShape(r.json.id, site, '192.168.0.0/16'));
   });
 
   test('prefix_length 0 works with 0.0.0.0 and with ::', async () => {
     const site = await siteId();
     const a = await s.post(`/api/sites/${site}/networks/`, { network_address: '0.0.0.0', prefix_length: 0 });
-    expectBody(a, 201, shape(a.json.id, site, '0.0.0.0/0'));
+    expectBody(a, 201, netShape(a.json.id, site, '0.0.0.0/0'));
     const b = await s.post(`/api/sites/${site}/networks/`, { network_address: '::', prefix_length: 0 });
-    expectBody(b, 201, shape(b.json.id, site, '::/0'));
+    expectBody(b, 201, netShape(b.json.id, site, '::/0'));
     // cidr forms of the same are duplicates now
     expectError(await s.post(`/api/sites/${site}/networks/`, { cidr: '0.0.0.0/0' }), 400, DUPLICATE);
     expectError(await s.post(`/api/sites/${site}/networks/`, { cidr: '0::0/0' }), 400, DUPLICATE);
@@ -130,15 +109,15 @@ describe('create forms', () => {
   test('cidr wins over network_address + prefix_length, even a bad network_address', async () => {
     const site = await siteId();
     const r = await s.post(`/api/sites/${site}/networks/`, { cidr: '10.0.0.0/8', network_address: '11.0.0.0', prefix_length: 16 });
-    expectBody(r, 201, shape(r.json.id, site, '10.0.0.0/8'));
+    expectBody(r, 201, netShape(r.json.id, site, '10.0.0.0/8'));
     const r2 = await s.post(`/api/sites/${site}/networks/`, { cidr: '10.1.0.0/16', network_address: 'bogus', prefix_length: 99 });
-    expectBody(r2, 201, shape(r2.json.id, site, '10.1.0.0/16', r.json));
+    expectBody(r2, 201, netShape(r2.json.id, site, '10.1.0.0/16', r.json));
   });
 
   test('surrounding whitespace in cidr is trimmed', async () => {
     const site = await siteId();
     const r = await s.post(`/api/sites/${site}/networks/`, { cidr: '  10.0.0.0/8 ' });
-    expectBody(r, 201, shape(r.json.id, site, '10.0.0.0/8'));
+    expectBody(r, 201, netShape(r.json.id, site, '10.0.0.0/8'));
   });
 
   test('state may be given on create, any of the four', async () => {
@@ -156,7 +135,7 @@ describe('create forms', () => {
     const r = await s.post(`/api/sites/${site}/networks/`, {
       cidr: '10.0.0.0/8', id: 999999, parent_id: 5, parent: '1.0.0.0/8', is_ip: true, ip_version: '6',
     });
-    expectBody(r, 201, shape(r.json.id, site, '10.0.0.0/8'));
+    expectBody(r, 201, netShape(r.json.id, site, '10.0.0.0/8'));
     expect(r.json.id).not.toBe(999999);
   });
 
@@ -165,10 +144,10 @@ describe('create forms', () => {
     const base4 = await mkNet(site, '10.0.0.0/24');
     const base6 = await mkNet(site, '2001:db8::/64');
     const a = await s.post(`/api/sites/${site}/networks/`, { cidr: '10.0.0.1' });
-    expectBody(a, 201, shape(a.json.id, site, '10.0.0.1/32', base4));
+    expectBody(a, 201, netShape(a.json.id, site, '10.0.0.1/32', base4));
     expect(a.json.is_ip).toBe(true);
     const b = await s.post(`/api/sites/${site}/networks/`, { cidr: '2001:db8::1' });
-    expectBody(b, 201, shape(b.json.id, site, '2001:db8::1/128', base6));
+    expectBody(b, 201, netShape(b.json.id, site, '2001:db8::1/128', base6));
     expect(b.json.is_ip).toBe(true);
     const c = await s.post(`/api/sites/${site}/networks/`, { network_address: '10.0.0.2', prefix_length: 32 });
     expect(c.json.is_ip).toBe(true);
@@ -351,26 +330,26 @@ describe('IPv6 notation and display', () => {
     const site = (await xf.mkSite()).id;
     const top = await x.post(`/api/sites/${site}/networks/`, { cidr: '2001:DB8::/32' });
     const TOP = '2001:0db8:0000:0000:0000:0000:0000:0000/32';
-    expectBody(top, 201, shape(top.json.id, site, TOP));
+    expectBody(top, 201, netShape(top.json.id, site, TOP));
     const sub = await x.post(`/api/sites/${site}/networks/`, { cidr: '2001:db8:0:1::/64' });
     const SUB = '2001:0db8:0000:0001:0000:0000:0000:0000/64';
-    expectBody(sub, 201, shape(sub.json.id, site, SUB, top.json));
+    expectBody(sub, 201, netShape(sub.json.id, site, SUB, top.json));
     const ip = await x.post(`/api/sites/${site}/networks/`, { cidr: '2001:db8:0:1::a' });
     const IP = '2001:0db8:0000:0001:0000:0000:0000:000a/128';
-    expectBody(ip, 201, shape(ip.json.id, site, IP, sub.json));
+    expectBody(ip, 201, netShape(ip.json.id, site, IP, sub.json));
     const v4 = await x.post(`/api/sites/${site}/networks/`, { cidr: '10.0.0.0/16' });
     expect(v4.json.cidr).toBe('10.0.0.0/16');
 
-    expectBody(await x.get(`/api/sites/${site}/networks/${sub.json.id}/`), 200, shape(sub.json.id, site, SUB, top.json));
-    expectBody(await x.get(`/api/sites/${site}/networks/2001:db8:0:1::/64/`), 200, shape(sub.json.id, site, SUB, top.json));
-    expectBody(await x.get(`/api/sites/${site}/networks/${SUB}/`), 200, shape(sub.json.id, site, SUB, top.json));
+    expectBody(await x.get(`/api/sites/${site}/networks/${sub.json.id}/`), 200, netShape(sub.json.id, site, SUB, top.json));
+    expectBody(await x.get(`/api/sites/${site}/networks/2001:db8:0:1::/64/`), 200, netShape(sub.json.id, site, SUB, top.json));
+    expectBody(await x.get(`/api/sites/${site}/networks/${SUB}/`), 200, netShape(sub.json.id, site, SUB, top.json));
     expect(cidrs(await listOf(`/api/sites/${site}/networks/`, x))).toEqual([TOP, SUB, IP, '10.0.0.0/16']);
     expect(cidrs(await listOf(`/api/sites/${site}/networks/?network_address=2001:db8:0:1::a`, x))).toEqual([IP]);
     expect(cidrs(await listOf(`/api/sites/${site}/networks/${top.json.id}/descendants/`, x))).toEqual([SUB, IP]);
-    expectBody(await x.get(`/api/sites/${site}/networks/${ip.json.id}/parent/`), 200, shape(sub.json.id, site, SUB, top.json));
-    expectBody(await x.get(`/api/sites/${site}/networks/2001:db8:0:1::b/closest_parent/`), 200, shape(sub.json.id, site, SUB, top.json));
+    expectBody(await x.get(`/api/sites/${site}/networks/${ip.json.id}/parent/`), 200, netShape(sub.json.id, site, SUB, top.json));
+    expectBody(await x.get(`/api/sites/${site}/networks/2001:db8:0:1::b/closest_parent/`), 200, netShape(sub.json.id, site, SUB, top.json));
     const patched = await x.patch(`/api/sites/${site}/networks/${sub.json.id}/`, { state: 'reserved' });
-    expectBody(patched, 200, shape(sub.json.id, site, SUB, top.json, { state: 'reserved' }));
+    expectBody(patched, 200, netShape(sub.json.id, site, SUB, top.json, { state: 'reserved' }));
     expect(cidrs(await listOf(`/api/sites/${site}/networks/reserved/`, x))).toEqual([SUB]);
 
     const changes = await netChanges(site, x);
@@ -408,9 +387,9 @@ describe('field selection and concurrency', () => {
     const omitted = await s.get(`/api/sites/${site.id}/networks/${sub.id}/?omit=attributes,state,parent`);
     expect(Object.keys(omitted.json)).toEqual(['id', 'cidr', 'parent_id', 'site_id', 'is_ip', 'ip_version', 'network_address', 'prefix_length']);
     expectBody(await s.get(`/api/sites/${site.id}/networks/${sub.id}/?expand=parent_id,site_id`), 200,
-      { ...shape(sub.id, site.id, '10.1.0.0/16', top), parent_id: shape(top.id, site.id, '10.0.0.0/8'), site_id: site });
+      { ...netShape(sub.id, site.id, '10.1.0.0/16', top), parent_id: netShape(top.id, site.id, '10.0.0.0/8'), site_id: site });
     // A root's parent_id stays null.
-    expectBody(await s.get(`/api/sites/${site.id}/networks/${top.id}/?expand=parent_id`), 200, shape(top.id, site.id, '10.0.0.0/8'));
+    expectBody(await s.get(`/api/sites/${site.id}/networks/${top.id}/?expand=parent_id`), 200, netShape(top.id, site.id, '10.0.0.0/8'));
     const kids = await s.get(`/api/sites/${site.id}/networks/${top.id}/children/?fields=id,parent_id`);
     expectBody(kids, 200, [{ id: sub.id, parent_id: top.id }]);
   });
@@ -441,11 +420,11 @@ describe('updates', () => {
     const n = await mkNet(a.id, '10.0.0.0/8');
     const body = { cidr: '11.0.0.0/8', network_address: '12.0.0.0', prefix_length: 16, site_id: b.id, parent_id: 3, is_ip: true, ip_version: '6' };
     expectBody(await s.put(`/api/sites/${a.id}/networks/${n.id}/`, { ...body, state: 'reserved', attributes: {} }), 200,
-      shape(n.id, a.id, '10.0.0.0/8', null, { state: 'reserved' }));
+      netShape(n.id, a.id, '10.0.0.0/8', null, { state: 'reserved' }));
     expectBody(await s.patch(`/api/networks/${n.id}/`, { ...body, state: 'orphaned' }), 200,
-      shape(n.id, a.id, '10.0.0.0/8', null, { state: 'orphaned' }));
+      netShape(n.id, a.id, '10.0.0.0/8', null, { state: 'orphaned' }));
     expectBody(await s.patch(`/api/networks/${n.id}/`, { cidr: 'garbage', network_address: 'garbage', prefix_length: 'garbage' }), 200,
-      shape(n.id, a.id, '10.0.0.0/8', null, { state: 'orphaned' }));
+      netShape(n.id, a.id, '10.0.0.0/8', null, { state: 'orphaned' }));
     expect(await listOf(`/api/sites/${b.id}/networks/`)).toEqual([]);
   });
 
@@ -459,12 +438,12 @@ describe('updates', () => {
         let r = await s.patch(`/api/sites/${site}/networks/${n.id}/`, { state: from });
         expect(r.json.state).toBe(from);
         r = await s.patch(`/api/sites/${site}/networks/${n.id}/`, { state: to });
-        expectBody(r, 200, shape(n.id, site, '10.0.0.0/8', null, { state: to }));
+        expectBody(r, 200, netShape(n.id, site, '10.0.0.0/8', null, { state: to }));
         current = to;
       }
     }
     const put = await s.put(`/api/sites/${site}/networks/10.0.0.0/8/`, { state: 'assigned', attributes: {} });
-    expectBody(put, 200, shape(n.id, site, '10.0.0.0/8', null, { state: 'assigned' }));
+    expectBody(put, 200, netShape(n.id, site, '10.0.0.0/8', null, { state: 'assigned' }));
     // PUT without state keeps it
     const keep = await s.put(`/api/sites/${site}/networks/10.0.0.0/8/`, { attributes: {} });
     expect(keep.json.state).toBe('assigned');
@@ -538,7 +517,7 @@ describe('attributes on networks', () => {
     const n = await mkNet(site, '10.0.0.0/8', { attributes: { owner: 'ops' } });
     expect(n.attributes).toEqual({ owner: 'ops', vlan: '1' });
     const p = await s.patch(`/api/networks/${n.id}/`, { attributes: { vlan: '20' } });
-    expectBody(p, 200, shape(n.id, site, '10.0.0.0/8', null, { attributes: { owner: 'ops', vlan: '20' } }));
+    expectBody(p, 200, netShape(n.id, site, '10.0.0.0/8', null, { attributes: { owner: 'ops', vlan: '20' } }));
     const put = await s.put(`/api/networks/${n.id}/`, { attributes: { vlan: '30' } });
     expect(put.json.attributes).toEqual({ vlan: '30' });
     const put2 = await s.put(`/api/networks/${n.id}/`, { attributes: {} });
@@ -700,12 +679,12 @@ describe('natural-key lookups (§1.3, §8)', () => {
     const site = await siteId();
     const n = await mkNet(site, '10.0.0.0/8');
     const ip = await mkNet(site, '10.0.0.1/32');
-    const expected = shape(n.id, site, '10.0.0.0/8');
+    const expected = netShape(n.id, site, '10.0.0.0/8');
     for (const path of [`/${n.id}`, '/10.0.0.0/8', '/10.0.0.0%2F8', '/10.0.0.0%2f8', '/10.0.0.0/8/']) {
       expectBody(await s.get(`/api/sites/${site}/networks${path}`), 200, expected);
     }
     for (const path of ['/10.0.0.1', '/10.0.0.1/32', '/10.0.0.1%2F32']) {
-      expectBody(await s.get(`/api/sites/${site}/networks${path}/`), 200, shape(ip.id, site, '10.0.0.1/32', n));
+      expectBody(await s.get(`/api/sites/${site}/networks${path}/`), 200, netShape(ip.id, site, '10.0.0.1/32', n));
     }
   });
 
@@ -714,9 +693,9 @@ describe('natural-key lookups (§1.3, §8)', () => {
     // Prefixes no other test uses, so they are unique across the whole server.
     const na = await mkNet(a.id, '100.64.1.0/24');
     const nb = await mkNet(b.id, '100.64.2.0/24');
-    expectBody(await s.get('/api/networks/100.64.1.0/24/'), 200, shape(na.id, a.id, '100.64.1.0/24'));
-    expectBody(await s.get('/api/networks/100.64.2.0%2F24/'), 200, shape(nb.id, b.id, '100.64.2.0/24'));
-    expectBody(await s.patch('/api/networks/100.64.2.0/24/', { state: 'reserved' }), 200, shape(nb.id, b.id, '100.64.2.0/24', null, { state: 'reserved' }));
+    expectBody(await s.get('/api/networks/100.64.1.0/24/'), 200, netShape(na.id, a.id, '100.64.1.0/24'));
+    expectBody(await s.get('/api/networks/100.64.2.0%2F24/'), 200, netShape(nb.id, b.id, '100.64.2.0/24'));
+    expectBody(await s.patch('/api/networks/100.64.2.0/24/', { state: 'reserved' }), 200, netShape(nb.id, b.id, '100.64.2.0/24', null, { state: 'reserved' }));
     expect((await s.get('/api/networks/100.64.1.0/24/children/')).json).toEqual([]);
     expectError(await s.get('/api/networks/100.64.3.0/24/'), 404, 'No such Network found at (site_id, id) = (None, 100.64.3.0/24)');
     expectError(await s.get(`/api/sites/${b.id}/networks/100.64.1.0/24/`), 404, `No such Network found at (site_id, id) = (${b.id}, 100.64.1.0/24)`);
@@ -729,11 +708,11 @@ describe('natural-key lookups (§1.3, §8)', () => {
     // On the second server, where no other test creates 10.0.0.0/8.
     const [a, b] = await xf.sitesOnTwoShards();
     const n = await mkNetOn(x, b.id, '10.0.0.0/8');
-    expectBody(await x.get('/api/networks/10.0.0.0/8/'), 200, shape(n.id, b.id, '10.0.0.0/8'));
-    expectBody(await x.get('/api/networks/10.0.0.0%2F8/'), 200, shape(n.id, b.id, '10.0.0.0/8'));
+    expectBody(await x.get('/api/networks/10.0.0.0/8/'), 200, netShape(n.id, b.id, '10.0.0.0/8'));
+    expectBody(await x.get('/api/networks/10.0.0.0%2F8/'), 200, netShape(n.id, b.id, '10.0.0.0/8'));
     await mkNetOn(x, a.id, '10.0.0.0/8');
     expectError(await x.get('/api/networks/10.0.0.0/8/'), 400, "Multiple Networks matched cidr='10.0.0.0/8'. Use a site-specific endpoint or lookup by ID.");
-    expectBody(await x.get(`/api/networks/${n.id}/`), 200, shape(n.id, b.id, '10.0.0.0/8'));
+    expectBody(await x.get(`/api/networks/${n.id}/`), 200, netShape(n.id, b.id, '10.0.0.0/8'));
   });
 
   test('ambiguity across sites gives 400 on every top-level route and method', async () => {
@@ -766,17 +745,17 @@ describe('natural-key lookups (§1.3, §8)', () => {
     const site = await siteId();
     const n = await mkNet(site, '2001:db8::/32');
     const sub = await mkNet(site, '2001:db8:0:1::/64');
-    const expected = shape(n.id, site, '2001:db8::/32');
+    const expected = netShape(n.id, site, '2001:db8::/32');
     for (const key of ['2001:db8::/32', '2001:DB8::/32', '2001:0db8:0000:0000:0000:0000:0000:0000/32', '2001:db8:0:0::%2F32', '2001:db8::0/32']) {
       expectBody(await s.get(`/api/sites/${site}/networks/${key}/`), 200, expected);
     }
-    expectBody(await s.get(`/api/sites/${site}/networks/2001:DB8::/32/children/`), 200, [shape(sub.id, site, '2001:db8:0:1::/64', n)]);
+    expectBody(await s.get(`/api/sites/${site}/networks/2001:DB8::/32/children/`), 200, [netShape(sub.id, site, '2001:db8:0:1::/64', n)]);
     expectBody(await s.get(`/api/sites/${site}/networks/2001:db8:0:1::%2F64/parent/`), 200, expected);
     // Embedded IPv4 in a key and in a filter.
     const mapped = await mkNet(site, '::ffff:1.2.3.0/120');
     expect(mapped.cidr).toBe('::ffff:102:300/120');
     for (const key of ['::ffff:1.2.3.0/120', '::FFFF:102:300/120', '0:0:0:0:0:ffff:1.2.3.0%2F120']) {
-      expectBody(await s.get(`/api/sites/${site}/networks/${key}/`), 200, shape(mapped.id, site, '::ffff:102:300/120'));
+      expectBody(await s.get(`/api/sites/${site}/networks/${key}/`), 200, netShape(mapped.id, site, '::ffff:102:300/120'));
     }
     expect(cidrs(await listOf(`/api/sites/${site}/networks/?network_address=::ffff:1.2.3.0`))).toEqual(['::ffff:102:300/120']);
     // ::1.2.3.0 is the IPv4-compatible ::102:300, a different prefix.
@@ -828,7 +807,7 @@ describe('natural-key lookups (§1.3, §8)', () => {
   test('detail lookups ignore query-string filters', async () => {
     const site = await siteId();
     const n = await mkNet(site, '10.0.0.0/8');
-    expectBody(await s.get(`/api/sites/${site}/networks/${n.id}/?ip_version=6&cidr=bogus`), 200, shape(n.id, site, '10.0.0.0/8'));
+    expectBody(await s.get(`/api/sites/${site}/networks/${n.id}/?ip_version=6&cidr=bogus`), 200, netShape(n.id, site, '10.0.0.0/8'));
   });
 });
 
@@ -841,7 +820,7 @@ describe('reserved/ and assignments/', () => {
     const a2 = await mkNet(a.id, '10.1.0.0/16', { state: 'reserved' });
     await mkNet(b.id, '10.1.0.0/16', { state: 'assigned' });
     expectBody(await s.get(`/api/sites/${a.id}/networks/reserved/`), 200, [
-      shape(a1.id, a.id, '10.0.0.0/8', null, { state: 'reserved' }), shape(a2.id, a.id, '10.1.0.0/16', a1, { state: 'reserved' }),
+      netShape(a1.id, a.id, '10.0.0.0/8', null, { state: 'reserved' }), netShape(a2.id, a.id, '10.1.0.0/16', a1, { state: 'reserved' }),
     ]);
     expect(ids(await listOf(`/api/sites/${b.id}/networks/reserved/`))).toEqual([b1.id]);
     const top = (await listOf('/api/networks/reserved/')).filter((n) => n.site_id === a.id || n.site_id === b.id);
@@ -877,8 +856,8 @@ describe('bulk', () => {
     const [c, a, ip, v6] = r.json as Net[];
     expect(ids(r.json)).toEqual([c.id, a.id, ip.id, v6.id].sort((p, q) => p - q));
     expectBody(r, 201, [
-      shape(c.id, site, '10.1.0.0/24', a), shape(a.id, site, '10.0.0.0/8'), shape(ip.id, site, '10.1.0.1/32', c, { state: 'reserved' }),
-      shape(v6.id, site, '2001:db8::/32'),
+      netShape(c.id, site, '10.1.0.0/24', a), netShape(a.id, site, '10.0.0.0/8'), netShape(ip.id, site, '10.1.0.1/32', c, { state: 'reserved' }),
+      netShape(v6.id, site, '2001:db8::/32'),
     ]);
     expect(events(await netChanges(site))).toEqual([`Create ${c.id}`, `Create ${a.id}`, `Create ${ip.id}`, `Create ${v6.id}`]);
     expectBody(await s.post(`/api/sites/${site}/networks/`, []), 201, []);
@@ -911,9 +890,9 @@ describe('bulk', () => {
     const a = await mkNet(site, '10.0.0.0/8');
     const b = await mkNet(site, '10.1.0.0/16');
     const r = await s.patch(`/api/sites/${site}/networks/`, [{ id: b.id, state: 'reserved', cidr: '12.0.0.0/8' }, { id: a.id, state: 'orphaned' }]);
-    expectBody(r, 200, [shape(a.id, site, '10.0.0.0/8', null, { state: 'orphaned' }), shape(b.id, site, '10.1.0.0/16', a, { state: 'reserved' })]);
+    expectBody(r, 200, [netShape(a.id, site, '10.0.0.0/8', null, { state: 'orphaned' }), netShape(b.id, site, '10.1.0.0/16', a, { state: 'reserved' })]);
     const p = await s.put('/api/networks/', [{ id: a.id, attributes: {} }, { id: b.id, state: 'allocated', attributes: {} }]);
-    expectBody(p, 200, [shape(a.id, site, '10.0.0.0/8', null, { state: 'orphaned' }), shape(b.id, site, '10.1.0.0/16', a)]);
+    expectBody(p, 200, [netShape(a.id, site, '10.0.0.0/8', null, { state: 'orphaned' }), netShape(b.id, site, '10.1.0.0/16', a)]);
     expectError(await s.put('/api/networks/', [{ id: a.id, state: 'allocated' }]), 400, { 0: { attributes: ['This field is required.'] } });
     expectError(await s.patch('/api/networks/', [{ id: a.id }, { id: a.id }]), 400, `Duplicate id in bulk update: ${a.id}`);
     expectError(await s.patch('/api/networks/', [{ id: 999999, state: 'reserved' }]), 400, 'Could not find all objects to update.');
@@ -956,16 +935,16 @@ describe('Changes and deletes', () => {
     const ch = await netChanges(site);
     expect(events(ch)).toEqual([`Create ${a.id}`, `Create ${leaf.id}`, `Create ${mid.id}`, `Update ${mid.id}`, `Delete ${leaf.id}`]);
     expect(ch.map((c) => c.resource_name)).toEqual(Array(5).fill('Network'));
-    expect(ch[0].resource).toEqual(shape(a.id, site, '10.0.0.0/8'));
-    expect(ch[1].resource).toEqual(shape(leaf.id, site, '10.1.1.0/24', a));
-    expect(ch[2].resource).toEqual(shape(mid.id, site, '10.1.0.0/16', a));
-    expect(ch[3].resource).toEqual(shape(mid.id, site, '10.1.0.0/16', a, { state: 'reserved' }));
+    expect(ch[0].resource).toEqual(netShape(a.id, site, '10.0.0.0/8'));
+    expect(ch[1].resource).toEqual(netShape(leaf.id, site, '10.1.1.0/24', a));
+    expect(ch[2].resource).toEqual(netShape(mid.id, site, '10.1.0.0/16', a));
+    expect(ch[3].resource).toEqual(netShape(mid.id, site, '10.1.0.0/16', a, { state: 'reserved' }));
     // The Delete shows the object just before: its parent was mid by then.
-    expect(ch[4].resource).toEqual(shape(leaf.id, site, '10.1.1.0/24', mid));
+    expect(ch[4].resource).toEqual(netShape(leaf.id, site, '10.1.1.0/24', mid));
     const detail = (await s.get(`/api/changes/${ch[3].id}/`)).json;
     expect(detail.resource_diff).toEqual({ state: { old: 'allocated', new: 'reserved' } });
     const create = (await s.get(`/api/changes/${ch[0].id}/diff/`)).text;
-    expect(create).toBe(JSON.stringify(Object.fromEntries(Object.entries(shape(a.id, site, '10.0.0.0/8')).map(([k, v]) => [k, { old: null, new: v }]))));
+    expect(create).toBe(JSON.stringify(Object.fromEntries(Object.entries(netShape(a.id, site, '10.0.0.0/8')).map(([k, v]) => [k, { old: null, new: v }]))));
     const del = (await s.get(`/api/changes/${ch[4].id}/diff/`)).json;
     expect(del.cidr).toEqual({ old: '10.1.1.0/24', new: null });
   });

@@ -132,3 +132,27 @@ export function fixtures(server: () => TestServer, { base = 'x', names = 'dash' 
     mkAttr, mkAttrId, mkAttrFrom, mkDevice, mkDeviceWith, mkUserRecord, mkUser, deviceChanges,
   };
 }
+
+// ---- networks ----
+
+export interface Net {
+  id: number; cidr: string; parent_id: number | null; parent: string | null; site_id: number; is_ip: boolean;
+  ip_version: string; network_address: string; prefix_length: number; state: string; attributes: Attrs;
+}
+
+/** The canonical Network shape (keys in §20.1 order) for a displayed cidr. */
+export function netShape(id: number, site: number, cidr: string, parent: Pick<Net, 'id' | 'cidr'> | null = null, over: Partial<Net> = {}): Net {
+  const slash = cidr.lastIndexOf('/');
+  const addr = cidr.slice(0, slash);
+  const len = Number(cidr.slice(slash + 1));
+  const v6 = addr.includes(':');
+  return {
+    id, cidr, parent_id: parent?.id ?? null, parent: parent?.cidr ?? null, site_id: site, is_ip: len === (v6 ? 128 : 32),
+    ip_version: v6 ? '6' : '4', network_address: addr, prefix_length: len, state: 'allocated', attributes: {}, ...over,
+  };
+}
+
+/** Exact status and exact body text (so key order counts). */
+export function expectBody(r: Response, status: number, body: unknown): void {
+  expect({ status: r.status, text: r.text }).toEqual({ status, text: JSON.stringify(body) });
+}
