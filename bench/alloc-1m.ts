@@ -65,6 +65,7 @@ import { ShardState } from '../src/shard/state.js';
 import { createSharedIdState } from '../src/store/ids.js';
 import { Store } from '../src/store/lmdb.js';
 import { envNumber, fmt, log, machine, median, stats, table, tempDir, type Stats } from './_harness.js';
+import { prng } from '../test/helpers/prng.js';
 
 const BUDGET_MS = 1;
 const SITE = 1;
@@ -83,18 +84,6 @@ function queriesFor(version: IpVersion): Query[] {
     { label: `next_network /${W - 4} (partly taken)`, route: 'next_network', num: 1, len: W - 4 },
     { label: `next_network /${W - 8} (window all taken)`, route: 'next_network', num: 1, len: W - 8 },
   ];
-}
-
-/** mulberry32: a small seeded PRNG, so every run builds the same data. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 /** `n` distinct offsets in [1, window], ascending (a partial Fisher–Yates shuffle). */

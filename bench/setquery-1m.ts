@@ -43,6 +43,7 @@ import { ShardState } from '../src/shard/state.js';
 import { createSharedIdState } from '../src/store/ids.js';
 import { Store } from '../src/store/lmdb.js';
 import { envNumber, fmt, log, machine, stats, table, tempDir, type Stats } from './_harness.js';
+import { prng } from '../test/helpers/prng.js';
 
 const BUDGET_MS = 50;
 const SITE = 1;
@@ -62,18 +63,6 @@ const QUERIES: [string, string][] = [
   ['regex (rack), intersect, difference', 'rack_regex=^rack-00[0-4] role=leaf -env=dev'],
   ['difference first', '-env=prod role=edge vendor=arista'],
 ];
-
-/** mulberry32: a small seeded PRNG, so every run builds the same data. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** Two full collections (the second picks up what the first's finalisers freed). */
 function gc(): void { const g = (globalThis as { gc?: () => void }).gc!; g(); g(); }

@@ -13,20 +13,9 @@ import type { Entry, PrefixTree } from '../../src/ip/prefix-tree.js';
 import { maskTo } from '../../src/ip/prefix-tree.js';
 import { RadixTree } from '../../src/ip/radix-tree.js';
 import { formatAddr, formatPrefix, parsePrefix } from './prefix-tree.cases.js';
+import { prng } from '../helpers/prng.js';
 
 type Width = 32 | 128;
-
-/** mulberry32: a small seeded 32-bit PRNG. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 class Rand {
   readonly next: () => number;
