@@ -18,7 +18,6 @@ import type { HttpMethod } from '../model/model.js';
 import { optionsBody } from '../schema/describe.js';
 import { QueryParams } from '../query/params.js';
 import { isAllowed } from '../auth/permissions.js';
-import { duplicateName, siteCreateCheck } from '../model/site.js';
 import { ShardPool } from '../shard/pool.js';
 import { createSharedIdState, IdCounters } from '../store/ids.js';
 import { Store } from '../store/lmdb.js';
@@ -113,25 +112,12 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     const model = modelByCollection(match.collection)!;
     const link = { scheme: 'http', host: x.host, path: x.path };
     const input = { match, model, method: x.method, query: x.query, body: (body === undefined ? {} : body), principal: users.principal(user), link };
-    if (model.kind !== 'site' || (match.target === 'detail' && x.method !== 'PUT' && x.method !== 'PATCH') || (match.target === 'list' && x.method !== 'POST')) {
-      return applyDirectory(await forwarder.forward(input));
-    }
-    // Site creates and renames: names are unique across shards, so the main thread judges
-    // uniqueness and claims the name while the write is in flight. A create's id picks its
-    // shard, so the create is checked first, to spend ids only on creates that can succeed.
-    // A rename's verdict travels to the shard as `nameTaken`, reported there after lookup,
-    // permission and validation (gaps.md §1.6).
-    const isCreate = match.target === 'list';
-    const fields = isCreate ? siteCreateCheck(input.principal, (body === undefined ? {} : body)) : null;
-    const rawName = fields ? fields.name : body && typeof body === 'object' && !Array.isArray(body) ? (body as Record<string, unknown>).name : undefined;
-    const name = typeof rawName === 'string' || typeof rawName === 'number' ? String(rawName).trim() : null;
-    const siteId = isCreate ? ids.next('site') : Number(match.key);
-    const claimed = name !== null && sites.reserve(name, isCreate ? null : siteId);
-    if (isCreate && name !== null && !claimed) throw duplicateName();
+    const hook = model.beforeForward?.({ target: match.target, method: x.method, key: match.key, body: input.body, principal: input.principal }, { ids, sites });
+    if (!hook) return applyDirectory(await forwarder.forward(input));
     try {
-      return applyDirectory(await forwarder.forward({ ...input, hint: { siteId, nameTaken: name !== null && !claimed } }));
+      return applyDirectory(await forwarder.forward({ ...input, hint: hook.hint }));
     } finally {
-      if (claimed) sites.release(name!);
+      hook.done();
     }
   }
 

@@ -13,7 +13,9 @@ import type { RequestContext, SiteRecord } from '../shard/context.js';
 import type { ShardState } from '../shard/state.js';
 import type { Method } from '../schema/validate.js';
 import type { FilterSpec } from '../query/filters.js';
-import type { ListChecks } from '../shard/protocol.js';
+import type { ListChecks, Principal } from '../shard/protocol.js';
+import type { IdCounters } from '../store/ids.js';
+import type { SiteDirectory } from './site-directory.js';
 
 export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 
@@ -54,6 +56,17 @@ export interface DerivedIndex<R> {
   remove(shard: ShardState, r: R): void;
 }
 
+/** What a main-thread hook may use: the shared id counters and the site directory. */
+export interface MainThread { ids: IdCounters; sites: SiteDirectory }
+
+/**
+ * A step the main thread runs before forwarding a write, for rules that need
+ * every shard at once (site names). It may answer with an error, add `hint`s
+ * for the shard, and must be told when the write is over (`done`).
+ */
+export type MainHook = (req: { target: string; method: string; key?: string; body: unknown; principal: Principal }, main: MainThread)
+  => { hint: Record<string, unknown>; done(): void } | null;
+
 export interface ResourceModel<R extends StoredObject = StoredObject, D = Record<string, unknown>> {
   kind: Kind;
   /** Model name in messages and Change resource_name: 'ProtocolType'. */
@@ -73,6 +86,8 @@ export interface ResourceModel<R extends StoredObject = StoredObject, D = Record
   derived?: DerivedIndex<R>[];
   /** The body field naming the site: `site_id`, or `site` (ProtocolType, Protocol). */
   siteField?: 'site_id' | 'site';
+  /** Runs on the main thread before a write is forwarded (see MainHook). */
+  beforeForward?: MainHook;
   /** The detail key is the site id itself (sites). */
   siteKeyed?: boolean;
   /** List filters of gaps.md §7.4 (plain lists and query/). */

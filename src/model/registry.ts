@@ -5,11 +5,15 @@
 import type { Kind } from '../store/kinds.js';
 import type { ResourceModel } from './model.js';
 import { siteModel } from './site.js';
+import { claimSiteName } from './site-directory.js';
 import { changeModel } from './change.js';
 import { attributeModel } from './attribute.js';
 import { valueModel } from './value.js';
 import { deviceModel } from './device.js';
 import { networkModel } from './network.js';
+
+// Site names are unique across shards: the main thread claims them (site-directory.ts).
+siteModel.beforeForward = claimSiteName;
 
 /** In load order: a kind's derived indexes may consult kinds listed before it. */
 export const MODELS: ResourceModel<any, any>[] = [siteModel, attributeModel, deviceModel, networkModel, valueModel, changeModel];

@@ -5,6 +5,8 @@
  * per-site `permissions` of a user.
  */
 import type { Store } from '../store/lmdb.js';
+import type { MainHook } from './model.js';
+import { duplicateName, siteCreateCheck } from './site.js';
 import type { DirectoryUpdate } from '../shard/protocol.js';
 
 export class SiteDirectory {
@@ -32,3 +34,24 @@ export class SiteDirectory {
     for (const id of update?.deleteSites ?? []) this.names.delete(id);
   }
 }
+
+/**
+ * Site creates and renames: names are unique across shards, so the main thread
+ * judges uniqueness and claims the name while the write is in flight. A
+ * create's id picks its shard, so the create is checked first, to spend ids
+ * only on creates that can succeed. A rename's verdict travels to the shard as
+ * `nameTaken`, reported there after lookup, permission and validation (§1.6).
+ */
+export const claimSiteName: MainHook = (req, { ids, sites }) => {
+  const isCreate = req.target === 'list' && req.method === 'POST';
+  const isRename = req.target === 'detail' && (req.method === 'PUT' || req.method === 'PATCH');
+  if (!isCreate && !isRename) return null;
+  const body = req.body;
+  const fields = isCreate ? siteCreateCheck(req.principal, body) : null;
+  const rawName = fields ? fields.name : body && typeof body === 'object' && !Array.isArray(body) ? (body as Record<string, unknown>).name : undefined;
+  const name = typeof rawName === 'string' || typeof rawName === 'number' ? String(rawName).trim() : null;
+  const siteId = isCreate ? ids.next('site') : Number(req.key);
+  const claimed = name !== null && sites.reserve(name, isCreate ? null : siteId);
+  if (isCreate && name !== null && !claimed) throw duplicateName();
+  return { hint: { siteId, nameTaken: name !== null && !claimed }, done: () => { if (claimed) sites.release(name!); } };
+};

@@ -63,19 +63,24 @@ async function populate(s: TestServer, n: number): Promise<Site[]> {
   return sites;
 }
 
+/** Stops a server, starts one on its data dir, and checks both list every site and Change alike. */
+async function restartSame(s1: TestServer) {
+  const before = await snapshot(s1);
+  await s1.stop(false);
+  const s2 = await start({ dataDir: s1.dataDir });
+  const after = await snapshot(s2);
+  expect(after.sites).toBe(before.sites);
+  expect(after.changes).toBe(before.changes);
+  return { s2, before, after };
+}
+
 const maxId = (xs: { id: number }[]) => xs.reduce((m, x) => Math.max(m, x.id), 0);
 
 describe('restart', () => {
   test('restart serves every site and Change exactly as before', async () => {
     const s1 = await start();
     await populate(s1, 5);
-    const before = await snapshot(s1);
-    await s1.stop(false);
-
-    const s2 = await start({ dataDir: s1.dataDir });
-    const after = await snapshot(s2);
-    expect(after.sites).toBe(before.sites);
-    expect(after.changes).toBe(before.changes);
+    const { s2, before, after } = await restartSame(s1);
     expect(after.details).toEqual(before.details);
     expect(after.nested).toEqual(before.nested);
     for (const site of JSON.parse(before.sites) as Site[]) {
@@ -113,13 +118,7 @@ describe('restart', () => {
     const allChanges = (await s1.get('/api/changes/')).json as Change[];
     expect(maxId(allChanges)).toBe(maxId(topChanges));
     expect((await s1.delete(`/api/sites/${top.json.id}/`)).status).toBe(204);
-    const before = await snapshot(s1);
-    await s1.stop(false);
-
-    const s2 = await start({ dataDir: s1.dataDir });
-    const after = await snapshot(s2);
-    expect(after.sites).toBe(before.sites);
-    expect(after.changes).toBe(before.changes);
+    const { s2, before, after } = await restartSame(s1);
     expect((await s2.get(`/api/sites/${top.json.id}/`)).status).toBe(404);
     for (const c of topChanges) expect((await s2.get(`/api/changes/${c.id}/`)).status).toBe(404);
 
