@@ -11,6 +11,8 @@ import { QueryParams } from '../query/params.js';
 import { mergeParts, type ShardPool } from '../shard/pool.js';
 import type { ListPart, Op, Principal, ShardReply, ShardRequest } from '../shard/protocol.js';
 import type { RouteMatch } from './router.js';
+import { modelByKind } from '../model/registry.js';
+import { siteIdIn } from '../schema/validate.js';
 
 type ResourceMatch = Extract<RouteMatch, { kind: 'resource' }>;
 
@@ -68,8 +70,12 @@ export class Forwarder {
     if (match.key !== undefined) return this.pool.send(await this.shardOfKey(model, match.key), req);
 
     if (op === 'create') {
-      const shard = Array.isArray(input.body) ? this.shardOfItems(input.body.map((item) => this.siteShardOf(item))) : this.shardOfCreate(model, input.body, input.hint);
-      return this.pool.send(shard, req);
+      if (model.siteKeyed) return this.pool.send(this.pool.shardOfSite(Number(input.hint?.siteId)), req);
+      const items = Array.isArray(input.body) ? input.body : [input.body];
+      const resolved = new Map<string, Promise<number>>();
+      const shards = await Promise.all(items.map((item) => this.createShardOf(model, item, resolved)));
+      // No usable site: any shard reports the validation error.
+      return this.pool.send(Math.max(0, this.shardOfItems(shards)), req);
     }
     if (op === 'bulk-update') {
       const items = Array.isArray(input.body) ? input.body : [];
@@ -91,6 +97,14 @@ export class Forwarder {
     if (!model.naturalKey) throw Errors.noSuch(model.name, null, key);
     // A malformed key (a CIDR with host bits) is the caller's 400, not every shard's "no match".
     model.naturalKey.normalize?.(key);
+    const { owners, total } = await this.resolve(model, key);
+    if (total === 0) throw Errors.noSuch(model.name, null, key);
+    if (total > 1) throw Errors.multipleMatched(model.plural, model.naturalKey.field, key);
+    return owners[0];
+  }
+
+  /** Which shards hold objects with this natural key, and how many there are. */
+  private async resolve(model: ResourceModel<any>, key: string): Promise<{ owners: number[]; total: number }> {
     const replies = await this.pool.all({
       op: 'resolve', method: 'GET', collection: model.collection, site: null, key, query: '',
       principal: { id: 0, email: '', superuser: true, grants: {} }, link: { scheme: 'http', host: '', path: '' },
@@ -98,9 +112,37 @@ export class Forwarder {
     const owners: number[] = [];
     let total = 0;
     replies.forEach((r, shard) => { const n = r.matches?.length ?? 0; total += n; if (n > 0) owners.push(shard); });
-    if (total === 0) throw Errors.noSuch(model.name, null, key);
-    if (total > 1) throw Errors.multipleMatched(model.plural, model.naturalKey.field, key);
-    return owners[0];
+    return { owners, total };
+  }
+
+  /**
+   * The shard a top-level create item belongs to (gaps.md §9.2): its site
+   * field, else the site of the related object it names (Model.siteVia);
+   * -1 when it names neither usably, for the shard's validation to report.
+   */
+  private async createShardOf(model: ResourceModel<any>, item: unknown, resolved: Map<string, Promise<number>>): Promise<number> {
+    const body = item && typeof item === 'object' && !Array.isArray(item) ? (item as Record<string, unknown>) : {};
+    const field = model.siteField === undefined ? 'site_id' : model.siteField;
+    const site = field ? siteIdIn(body[field]) : null;
+    if (site !== null) return this.pool.shardOfSite(site);
+    if (!model.siteVia) return -1;
+    const related = modelByKind(model.siteVia.kind);
+    const raw = body[model.siteVia.field];
+    if ((typeof raw === 'number' && Number.isSafeInteger(raw)) || (typeof raw === 'string' && /^\d+$/.test(raw))) {
+      return this.pool.shardOfId(related.kind, Number(raw));
+    }
+    if (typeof raw !== 'string' || !related.naturalKey) return -1;
+    let found = resolved.get(raw);
+    if (!found) {
+      found = this.resolve(related, raw).then(({ owners }) => {
+        if (owners.length > 1) {
+          throw Errors.field(model.siteVia!.field, `Multiple ${related.plural} matched ${related.naturalKey!.field}='${raw}'. Use a site-specific endpoint or lookup by ID.`);
+        }
+        return owners.length === 1 ? owners[0] : -1;
+      });
+      resolved.set(raw, found);
+    }
+    return found;
   }
 
   /**
@@ -112,12 +154,6 @@ export class Forwarder {
     const distinct = new Set(shards.filter((s) => s >= 0));
     if (distinct.size > 1) throw Errors.bulkAcrossSites();
     return distinct.size === 1 ? [...distinct][0] : 0;
-  }
-
-  private siteShardOf(item: unknown): number {
-    const site = item && typeof item === 'object' && !Array.isArray(item) ? (item as Record<string, unknown>).site_id : undefined;
-    const n = typeof site === 'number' ? site : typeof site === 'string' && /^\d+$/.test(site.trim()) ? Number(site) : NaN;
-    return Number.isSafeInteger(n) && n >= 0 ? this.pool.shardOfSite(n) : -1;
   }
 
   private idShardOf(model: ResourceModel<any, any>, id: unknown): number {
@@ -135,14 +171,6 @@ export class Forwarder {
       shards.push(shard);
     }
     return this.shardOfItems(shards);
-  }
-
-  private shardOfCreate(model: ResourceModel<any>, body: unknown, hint?: Record<string, unknown>): number {
-    if (model.siteKeyed) return this.pool.shardOfSite(Number(hint?.siteId));
-    const site = body && typeof body === 'object' && !Array.isArray(body) ? (body as Record<string, unknown>).site_id : undefined;
-    const n = typeof site === 'number' ? site : typeof site === 'string' && /^\d+$/.test(site.trim()) ? Number(site) : NaN;
-    // No usable site: any shard reports the validation error.
-    return Number.isSafeInteger(n) && n >= 0 ? this.pool.shardOfSite(n) : 0;
   }
 
   private async scatterList(req: Omit<ShardRequest, 'seq'>): Promise<Forwarded> {

@@ -84,8 +84,14 @@ export interface ResourceModel<R extends StoredObject = StoredObject, D = Record
   /** Further per-site unique keys, each an index on the table under its name. */
   uniqueKeys?: Record<string, (r: R) => string>;
   derived?: DerivedIndex<R>[];
-  /** The body field naming the site: `site_id`, or `site` (ProtocolType, Protocol). */
-  siteField?: 'site_id' | 'site';
+  /** The body field naming the site: `site_id` (default), `site` (ProtocolType, Protocol), or none (Interface, Circuit). */
+  siteField?: 'site_id' | 'site' | null;
+  /**
+   * Where a top-level create finds its site when the body names none (gaps.md
+   * §9.2): the site of the related object in this field (Interface `device`,
+   * Circuit `endpoint_a`, Protocol `device`). The main thread routes by it too.
+   */
+  siteVia?: { field: string; kind: Kind };
   /** Runs on the main thread before a write is forwarded (see MainHook). */
   beforeForward?: MainHook;
   /** The detail key is the site id itself (sites). */
@@ -112,7 +118,7 @@ export interface ResourceModel<R extends StoredObject = StoredObject, D = Record
    * failing fields at once. Bulk writes run it for every item before any item
    * is applied.
    */
-  parse?(ctx: RequestContext, body: Record<string, unknown>, method: Method): D;
+  parse?(ctx: RequestContext, body: Record<string, unknown>, method: Method, site: number | null): D;
   /** Later stages (domain rules, attributes) and the write itself, through ctx.tx. */
   create?(ctx: RequestContext, draft: D, site: SiteRecord | null): R;
   update?(ctx: RequestContext, current: R, draft: D, method: Method): R;

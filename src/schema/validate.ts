@@ -36,6 +36,13 @@ export function coerceInteger(v: unknown): number | undefined {
   return undefined;
 }
 
+/** A body's site field as an integer site id, or null when it does not name one. */
+export function siteIdIn(raw: unknown): number | null {
+  if (typeof raw === 'number' && Number.isSafeInteger(raw) && raw >= 0) return raw;
+  if (typeof raw === 'string' && /^\d+$/.test(raw.trim())) return Number(raw.trim());
+  return null;
+}
+
 export function requireObject(body: unknown): Record<string, unknown> {
   if (body === null || typeof body !== 'object' || Array.isArray(body)) throw Errors.expectedDict(pyType(body));
   return body as Record<string, unknown>;

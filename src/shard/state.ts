@@ -13,6 +13,7 @@ import { RadixTree } from '../ip/radix-tree.js';
 import { ValueOwners } from './value-owners.js';
 import { ChangeLog, CHANGE_RESOURCES, EVENTS, type ChangeRow } from './changelog.js';
 import { ObjectTable, type StoredObject } from './table.js';
+import { Relation } from './relations.js';
 
 export class ShardState {
   readonly ids: IdCounters;
@@ -23,6 +24,8 @@ export class ShardState {
   values = new ValueOwners();
   /** One prefix tree per site and IP version (gaps.md §13.2), kept by the network model's derived index. */
   trees = new Map<string, RadixTree<StoredObject>>();
+  /** One-to-many indexes between kinds (a device's interfaces…), kept by the models' derived indexes. */
+  relations = new Map<string, Relation>();
   /** Settles when the latest commit issued by this shard is durable. */
   tail: Promise<void> = Promise.resolve();
   /** Set while memory is being rebuilt after a failed commit. */
@@ -62,6 +65,14 @@ export class ShardState {
     this.attributeIndex = new AttributeIndex();
     this.values = new ValueOwners();
     this.trees = new Map();
+    this.relations = new Map();
+  }
+
+  /** The relation index `name` (see relations.ts), created on first use. */
+  relation(name: string): Relation {
+    let r = this.relations.get(name);
+    if (!r) this.relations.set(name, (r = new Relation()));
+    return r;
   }
 
   /** The prefix tree of a site and IP version, created on first use. */

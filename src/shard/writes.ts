@@ -7,59 +7,75 @@
 import { demand } from '../auth/permissions.js';
 import { ApiError, Errors, isApiError, pyType, type ErrorMessage } from '../errors.js';
 import type { ResourceModel } from '../model/model.js';
-import { requireObject, type Method } from '../schema/validate.js';
+import { requireObject, siteIdIn, type Method } from '../schema/validate.js';
 import type { RequestContext, SiteRecord } from './context.js';
 import { lookup } from './dispatch.js';
+import { modelByKind } from '../model/registry.js';
+import { resolveRelated } from '../model/_related.js';
 import type { StoredObject } from './table.js';
 
 type Model = ResourceModel<any, any>;
 type Body = Record<string, unknown>;
 
-const siteFieldOf = (model: Model): 'site_id' | 'site' => (model.siteField ?? 'site_id');
+const siteFieldOf = (model: Model): 'site_id' | 'site' | null => (model.siteField === undefined ? 'site_id' : model.siteField);
 
-/** A request body as an integer site id, or null when it does not name one. */
-function siteIdIn(raw: unknown): number | null {
-  if (typeof raw === 'number' && Number.isSafeInteger(raw) && raw >= 0) return raw;
-  if (typeof raw === 'string' && /^\d+$/.test(raw.trim())) return Number(raw.trim());
-  return null;
+/** The site of the related object a body names (Model.siteVia), or null: its lookup errors are stage 1's to report. */
+function siteViaRelated(ctx: RequestContext, model: Model, body: Body): number | null {
+  if (!model.siteVia) return null;
+  try {
+    return resolveRelated(ctx, modelByKind(model.siteVia.kind), model.siteVia.field, body[model.siteVia.field], null).siteId;
+  } catch (err) {
+    if (isApiError(err)) return null;
+    throw err;
+  }
 }
+
+interface Bound { body: Body; site: number | null }
 
 /**
  * Binds a create body to its site (§9.2): on a nested route the URL site fills
- * the site field (a different body value is a 400); the caller's `add`
+ * the site field (a different body value is a 400); on a top-level route it is
+ * the body's, else the related object's (Model.siteVia). The caller's `add`
  * permission is checked as soon as the site is known, before validation.
  */
-function bindSite(ctx: RequestContext, model: Model, body: Body): Body {
-  if (model.siteKeyed) return body;
+function bindSite(ctx: RequestContext, model: Model, body: Body): Bound {
+  if (model.siteKeyed) return { body, site: null };
   const field = siteFieldOf(model);
   const url = ctx.urlSite;
-  if (url !== null) {
+  if (field && url !== null) {
     const given = body[field];
     if (given !== undefined && given !== null && String(given) !== String(url)) throw Errors.siteMismatch(field, given, url);
     body = { ...body, [field]: url };
   }
-  const site = siteIdIn(body[field]);
+  const site = url ?? (field ? siteIdIn(body[field]) : null) ?? siteViaRelated(ctx, model, body);
   if (site !== null && ctx.site(site) && model.permissionType) demand(ctx.principal, 'add', model.permissionType, site);
-  return body;
+  return { body, site };
 }
 
-function siteOfDraft(ctx: RequestContext, model: Model, draft: Body): SiteRecord | null {
+function siteOfDraft(ctx: RequestContext, model: Model, draft: Body, bound: number | null): SiteRecord | null {
   if (model.siteKeyed) return null;
-  const id = siteIdIn(draft[siteFieldOf(model)]);
+  const field = siteFieldOf(model);
+  const raw = field ? draft[field] : undefined;
+  const id = (field ? siteIdIn(raw) : null) ?? bound;
   const site = id === null ? undefined : ctx.site(id);
-  if (!site) throw Errors.siteMissing(id ?? draft[siteFieldOf(model)]);
+  if (!site) throw Errors.siteMissing(id ?? raw);
   return site;
 }
 
+/** Stage 1 of a create: site binding, permission, schema checks. */
+function parseCreate(ctx: RequestContext, model: Model, raw: unknown): { draft: Body; site: number | null } {
+  const { body, site } = bindSite(ctx, model, requireObject(raw));
+  return { draft: model.parse!(ctx, body, 'POST', site), site };
+}
+
 export function createOne(ctx: RequestContext, model: Model, raw: unknown): StoredObject {
-  const body = bindSite(ctx, model, requireObject(raw));
-  const draft = model.parse!(ctx, body, 'POST');
-  return model.create!(ctx, draft, siteOfDraft(ctx, model, draft));
+  const { draft, site } = parseCreate(ctx, model, raw);
+  return model.create!(ctx, draft, siteOfDraft(ctx, model, draft, site));
 }
 
 export function updateOne(ctx: RequestContext, model: Model, current: StoredObject, raw: unknown, method: Method): StoredObject {
   if (model.permissionType) demand(ctx.principal, 'change', model.permissionType, current.siteId);
-  const draft = model.parse!(ctx, requireObject(raw), method);
+  const draft = model.parse!(ctx, requireObject(raw), method, current.siteId);
   return model.update!(ctx, current, draft, method);
 }
 
@@ -94,16 +110,10 @@ function requireList(raw: unknown): unknown[] {
 
 /** POST a list (§9.3, §9.7): stage 1 for every item, then the rest item by item. */
 export function createMany(ctx: RequestContext, model: Model, raw: unknown[]): StoredObject[] {
+  const parsed = perItem(raw, (item) => parseCreate(ctx, model, item), true);
   // Top level: the main thread keeps a list to one shard; two sites of that shard are refused here.
-  if (ctx.urlSite === null && !model.siteKeyed) {
-    const named = raw.map((item) => (item && typeof item === 'object' && !Array.isArray(item) ? siteIdIn((item as Body)[siteFieldOf(model)]) : null));
-    oneSite(named.filter((site): site is number => site !== null).map((siteId) => ({ siteId })));
-  }
-  const drafts = perItem(raw, (item) => {
-    const body = bindSite(ctx, model, requireObject(item));
-    return model.parse!(ctx, body, 'POST');
-  }, true);
-  return perItem(drafts, (draft) => model.create!(ctx, draft, siteOfDraft(ctx, model, draft)), false);
+  if (ctx.urlSite === null && !model.siteKeyed) oneSite(parsed.filter((p) => p.site !== null).map((p) => ({ siteId: p.site! })));
+  return perItem(parsed, ({ draft, site }) => model.create!(ctx, draft, siteOfDraft(ctx, model, draft, site)), false);
 }
 
 /** PUT or PATCH a list (§9.6): every item names an existing object of this site by id. */
@@ -122,7 +132,7 @@ export function updateMany(ctx: RequestContext, model: Model, raw: unknown, meth
   }
   oneSite(targets);
   for (const r of targets) if (model.permissionType) demand(ctx.principal, 'change', model.permissionType, r.siteId);
-  const drafts = perItem(items, (item) => model.parse!(ctx, requireObject(item), method), true);
+  const drafts = perItem(items, (item, i) => model.parse!(ctx, requireObject(item), method, targets[i].siteId), true);
   const updated = perItem(drafts, (draft, i) => model.update!(ctx, ctx.shard.table(model.kind).get(targets[i].id)!, draft, method), false);
   return updated.sort((a, b) => a.id - b.id);
 }

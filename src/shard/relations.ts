@@ -1,0 +1,56 @@
+/**
+ * Relation: a one-to-many index from an owner id to the ids of the records
+ * that point at it (a device's interfaces, an interface's children, the
+ * protocols bound to a circuit…). Models keep one up to date through
+ * `relationIndex`, a DerivedIndex, so the Transaction maintains and undoes it
+ * with the records and the loader rebuilds it.
+ *
+ * | operation            | cost |
+ * |----------------------|------|
+ * | add / remove         | O(1) |
+ * | has any              | O(1) |
+ * | ids of an owner      | O(k log k), k its referrers, ascending |
+ */
+import type { DerivedIndex } from '../model/model.js';
+import type { StoredObject } from './table.js';
+
+export class Relation {
+  private readonly byOwner = new Map<number, Set<number>>();
+
+  add(owner: number, id: number): void {
+    let s = this.byOwner.get(owner);
+    if (!s) this.byOwner.set(owner, (s = new Set()));
+    s.add(id);
+  }
+
+  remove(owner: number, id: number): void {
+    const s = this.byOwner.get(owner);
+    if (!s) return;
+    s.delete(id);
+    if (s.size === 0) this.byOwner.delete(owner);
+  }
+
+  /** The referrers of `owner`, ascending. */
+  ids(owner: number): number[] {
+    const s = this.byOwner.get(owner);
+    return s ? [...s].sort((a, b) => a - b) : [];
+  }
+
+  count(owner: number): number { return this.byOwner.get(owner)?.size ?? 0; }
+}
+
+/**
+ * A DerivedIndex that files each record under the owner(s) `ownersOf` names
+ * (null and undefined are skipped) in the shard's relation `name`.
+ */
+export function relationIndex<R extends StoredObject>(name: string, ownersOf: (r: R) => number | null | undefined | readonly number[]): DerivedIndex<R> {
+  const each = (r: R, fn: (owner: number) => void) => {
+    const o = ownersOf(r);
+    if (o === null || o === undefined) return;
+    if (typeof o === 'number') fn(o); else for (const x of new Set(o)) fn(x);
+  };
+  return {
+    add(shard, r) { const rel = shard.relation(name); each(r, (owner) => rel.add(owner, r.id)); },
+    remove(shard, r) { const rel = shard.relation(name); each(r, (owner) => rel.remove(owner, r.id)); },
+  };
+}
