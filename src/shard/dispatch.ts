@@ -1,8 +1,9 @@
 /**
- * The shard side of the request path: one ShardRequest in, one ShardReply out.
- * Looks the object up, runs the model's operation, commits its Transaction,
- * and answers only after the commit is durable. Reads also wait for the
- * shard's latest commit, so nothing uncommitted is ever reported.
+ * The shard side of the request path: ShardRequests in, ShardReplies out.
+ * Looks the object up, runs the model's operation, commits its Transaction
+ * (with those of the rest of its batch), and answers only after the commit is
+ * durable. Reads also wait for the shard's latest commit, so nothing
+ * uncommitted is ever reported.
  */
 import { Errors, errorEnvelope, isApiError } from '../errors.js';
 import { isAllowed } from '../auth/permissions.js';
@@ -14,6 +15,7 @@ import { RequestContext } from './context.js';
 import type { ShardReply, ShardRequest } from './protocol.js';
 import { listBody, objectBody } from './render.js';
 import type { ShardState } from './state.js';
+import { CommitGroup } from './transaction.js';
 import type { StoredObject } from './table.js';
 
 type Reply = Omit<ShardReply, 'seq'>;
@@ -122,27 +124,61 @@ function run(ctx: RequestContext, model: ResourceModel<any>): Reply {
   }
 }
 
-export async function handle(shard: ShardState, req: ShardRequest): Promise<ShardReply> {
-  const ctx = new RequestContext(shard, req);
-  const model = modelByCollection(req.collection);
-  let reply: Reply;
-  try {
-    if (!model) throw Errors.endpointNotFound();
-    reply = run(ctx, model);
-  } catch (err) {
-    if (ctx.hasTx) ctx.tx.rollback();
-    if (shard.failed) await recover(shard);
-    return { seq: req.seq, ...errorReply(err) };
+/**
+ * Serves a batch of requests (those that reached the shard in one message),
+ * one after another, and commits the writes of all of them as one
+ * CommitGroup: one LMDB transaction and one flush per batch instead of one
+ * per request. `send` gets the group's replies together once that commit is
+ * durable (reads and errors in the group wait for it too, so nothing is
+ * reported before what it saw is on disk). If the commit fails, every
+ * request whose writes it carried is answered 500, and memory is rebuilt
+ * from the store before any other request runs.
+ */
+export async function handleBatch(shard: ShardState, reqs: ShardRequest[], send: (replies: ShardReply[]) => void): Promise<void> {
+  let group = new CommitGroup(shard);
+  let replies: ShardReply[] = [];
+  let wrote: boolean[] = [];
+  const close = () => {
+    if (replies.length > 0) settle(shard, group, replies, wrote, send);
+    group = new CommitGroup(shard);
+    replies = [];
+    wrote = [];
+  };
+  for (const req of reqs) {
+    if (shard.failed) { close(); await recover(shard); }
+    const ctx = new RequestContext(shard, req);
+    const model = modelByCollection(req.collection);
+    let reply: Reply;
+    try {
+      if (!model) throw Errors.endpointNotFound();
+      reply = run(ctx, model);
+    } catch (err) {
+      if (ctx.hasTx) ctx.tx.rollback();
+      replies.push({ seq: req.seq, ...errorReply(err) });
+      wrote.push(false);
+      continue;
+    }
+    const writes = ctx.hasTx && !ctx.tx.isEmpty;
+    if (ctx.hasTx && !group.add(ctx.tx)) { close(); group.add(ctx.tx); }
+    replies.push({ seq: req.seq, ...reply, directory: ctx.directory });
+    wrote.push(writes);
   }
-  try {
-    if (ctx.hasTx) await ctx.tx.commit(); else await shard.tail;
-  } catch (err) {
+  close();
+  if (shard.failed) await recover(shard);
+}
+
+/** One request on its own (tests, in-process benches): a batch of one. */
+export function handle(shard: ShardState, req: ShardRequest): Promise<ShardReply> {
+  return new Promise((resolve, reject) => { handleBatch(shard, [req], (r) => resolve(r[0])).catch(reject); });
+}
+
+function settle(shard: ShardState, group: CommitGroup, replies: ShardReply[], wrote: boolean[], send: (replies: ShardReply[]) => void): void {
+  group.commit().then(() => send(replies), (err) => {
     console.error(`shard ${shard.shardIndex}: commit failed, reloading from the store:`, err);
     shard.failed = true;
-    await recover(shard);
-    return { seq: req.seq, ...errorReply(Errors.internal()) };
-  }
-  return { seq: req.seq, ...reply, directory: ctx.directory };
+    for (let i = 0; i < replies.length; i++) if (wrote[i]) replies[i] = { seq: replies[i].seq, ...errorReply(Errors.internal()) };
+    recover(shard).then(() => send(replies), (e) => { console.error(`shard ${shard.shardIndex}: reload failed:`, e); send(replies); });
+  });
 }
 
 function errorReply(err: unknown): Reply {
@@ -152,9 +188,21 @@ function errorReply(err: unknown): Reply {
   return { status: e.status, body: errorEnvelope(e) };
 }
 
-/** Memory may disagree with disk: wait for in-flight commits, then rebuild from LMDB. */
-async function recover(shard: ShardState): Promise<void> {
-  await shard.tail;
-  shard.load();
-  shard.failed = false;
+const recoveries = new WeakMap<ShardState, Promise<void>>();
+
+/**
+ * Memory may disagree with disk: wait for in-flight commits, then rebuild
+ * from LMDB. Everyone who finds the shard failed waits for the same rebuild.
+ */
+function recover(shard: ShardState): Promise<void> {
+  let p = recoveries.get(shard);
+  if (!p) {
+    p = (async () => {
+      await shard.tail;
+      shard.load();
+      shard.failed = false;
+    })().finally(() => recoveries.delete(shard));
+    recoveries.set(shard, p);
+  }
+  return p;
 }

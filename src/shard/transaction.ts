@@ -1,9 +1,10 @@
 /**
  * Transaction: one request's unit of work in a shard. Each call applies its
  * change to memory at once (so the shard's next request sees it), queues the
- * matching LMDB write, and remembers how to undo it. `commit` writes objects,
- * Changes and id high-water marks in one LMDB transaction; `rollback` undoes
- * memory when the request fails before committing.
+ * matching LMDB write, and remembers how to undo it. `rollback` undoes memory
+ * when the request fails before committing. A CommitGroup writes the objects,
+ * Changes and id high-water marks of one or more Transactions in one LMDB
+ * transaction; `commit` is a group of one.
  */
 import { highWaterOp, type ChangeRecord, type WriteSet, type WriteOp } from '../store/lmdb.js';
 import type { Kind } from '../store/kinds.js';
@@ -118,12 +119,59 @@ export class Transaction {
     for (let i = this.undo.length - 1; i >= 0; i--) this.undo[i]();
   }
 
-  /** Durable commit; the shard's tail moves to this commit. */
+  /** Durable commit of this transaction alone; the shard's tail moves to it. */
   commit(): Promise<void> {
+    const group = new CommitGroup(this.shard);
+    group.add(this);
+    return group.commit();
+  }
+
+  /** Hands the queued writes over (to a CommitGroup); memory can no longer be rolled back. */
+  seal(): { writes: WriteSet; highWater: Map<Kind, number> } {
     this.done = true;
+    return { writes: this.writes, highWater: this.highWater };
+  }
+}
+
+/**
+ * The writes of several requests' Transactions (those of one batch a shard
+ * received together) in one LMDB transaction: one commit and one flush
+ * instead of one each, and each kind's high-water mark written once. They
+ * are durable together or fail together; the caller answers each request
+ * only once the group's commit has settled.
+ */
+export class CommitGroup {
+  private readonly ops: WriteOp[] = [];
+  private removeRanges: WriteSet['removeRanges'] = [];
+  private readonly highWater = new Map<Kind, number>();
+
+  constructor(private readonly shard: ShardState) {}
+
+  get isEmpty(): boolean { return this.ops.length === 0 && this.removeRanges!.length === 0; }
+
+  /**
+   * Takes `tx`'s writes, in order after those already held. A store applies a
+   * write set's range removals before its ops, so a transaction that removes
+   * ranges only joins an empty group: false (nothing taken) otherwise, and the
+   * caller commits this group and starts another.
+   */
+  add(tx: Transaction): boolean {
+    if (tx.isEmpty) { tx.seal(); return true; }
+    const { writes, highWater } = tx.seal();
+    if (writes.removeRanges!.length > 0) {
+      if (!this.isEmpty) return false;
+      this.removeRanges = writes.removeRanges;
+    }
+    for (const op of writes.ops) this.ops.push(op);
+    for (const [kind, id] of highWater) if (id > (this.highWater.get(kind) ?? 0)) this.highWater.set(kind, id);
+    return true;
+  }
+
+  /** Durable commit of every write taken; the shard's tail moves to it. An empty group waits for the tail. */
+  commit(): Promise<void> {
     if (this.isEmpty) return this.shard.tail;
-    for (const [kind, id] of this.highWater) this.writes.ops.push(highWaterOp(kind, this.shard.writerName, id));
-    const p = this.shard.store.commit(this.writes);
+    for (const [kind, id] of this.highWater) this.ops.push(highWaterOp(kind, this.shard.writerName, id));
+    const p = this.shard.store.commit({ ops: this.ops, removeRanges: this.removeRanges });
     this.shard.tail = p.catch(() => undefined);
     return p;
   }

@@ -6,7 +6,7 @@ import { workerData, parentPort, type MessagePort } from 'node:worker_threads';
 import type { Config } from '../config.js';
 import type { SharedIdState } from '../store/ids.js';
 import { Store } from '../store/lmdb.js';
-import { handle } from './dispatch.js';
+import { handleBatch } from './dispatch.js';
 import type { ShardReply, ShardRequest } from './protocol.js';
 import { ShardState } from './state.js';
 import { setFlagsFromString } from 'node:v8';
@@ -30,11 +30,9 @@ const shard = new ShardState(data.shardIndex, data.shardCount, data.config, stor
 const started = performance.now();
 shard.load();
 collectGarbage();
-// Replies leave in batches, one postMessage per event-loop turn (see ShardHandle in pool.ts).
-let outbox: ShardReply[] = [];
-const flush = () => { const batch = outbox; outbox = []; data.port.postMessage(batch); };
-const reply = (r: ShardReply) => { if (outbox.length === 0) setImmediate(flush); outbox.push(r); };
-data.port.on('message', (batch: ShardRequest[]) => {
-  for (const req of batch) handle(shard, req).then(reply);
-});
+// Replies leave in batches, one postMessage per commit group, as soon as its commit is durable
+// (see ShardHandle in pool.ts): waiting for the end of the event-loop turn could put the
+// processing of another whole batch in front of them.
+const send = (replies: ShardReply[]) => data.port.postMessage(replies);
+data.port.on('message', (batch: ShardRequest[]) => { void handleBatch(shard, batch, send); });
 parentPort!.postMessage({ ready: true, loadMs: performance.now() - started });
