@@ -8,8 +8,8 @@
  * `POST /api/sites/1/networks/10.0.0.0/8/next_address/?reserve=true` — the
  * shard's whole request path: lookup, free-block search, insert, Change,
  * commit, and the wait for LMDB's flush (the reply is durable). As in the
- * worker, the requests issued in one event-loop turn reach `handleBatch`
- * together (one commit group).
+ * worker, every request goes to one ShardServer, which commits the requests
+ * of an event-loop turn together (one commit group).
  *
  * Baseline, same process, same run, same concurrency, interleaved rounds:
  * the store alone — `Store.commit` of a write set shaped like one allocation's
@@ -26,7 +26,7 @@
  */
 import { loadConfig } from '../src/config.js';
 import type { SiteRecord } from '../src/shard/context.js';
-import { handle, handleBatch } from '../src/shard/dispatch.js';
+import { handle, ShardServer } from '../src/shard/dispatch.js';
 import type { ShardReply, ShardRequest } from '../src/shard/protocol.js';
 import { ShardState } from '../src/shard/state.js';
 import { createSharedIdState } from '../src/store/ids.js';
@@ -75,16 +75,10 @@ export async function run(): Promise<number> {
       ...base, seq: ++seq, op: 'detail-route', method: 'POST', collection: 'networks', site: site.id, siteText: String(site.id),
       key: PARENT, route: 'next_address', query: 'reserve=true',
     });
-    // As the worker does: requests of one event-loop turn go to handleBatch together.
-    let queued: ShardRequest[] = [];
+    // As in the worker: one ShardServer takes every request; those of one event-loop turn share a commit.
     const waiting = new Map<number, (r: ShardReply) => void>();
-    const answer = (replies: ShardReply[]) => { for (const r of replies) { waiting.get(r.seq)!(r); waiting.delete(r.seq); } };
-    const flush = () => { const batch = queued; queued = []; void handleBatch(shard, batch, answer); };
-    const viaBatch = (req: ShardRequest) => new Promise<ShardReply>((resolve) => {
-      waiting.set(req.seq, resolve);
-      if (queued.length === 0) setImmediate(flush);
-      queued.push(req);
-    });
+    const server = new ShardServer(shard, (replies) => { for (const r of replies) { waiting.get(r.seq)!(r); waiting.delete(r.seq); } });
+    const viaBatch = (req: ShardRequest) => new Promise<ShardReply>((resolve) => { waiting.set(req.seq, resolve); server.submit([req]); });
     const seen = new Set<string>();
     let duplicates = 0;
     const allocate = async () => {
@@ -111,7 +105,7 @@ export async function run(): Promise<number> {
       await store.commit(ws);
     };
 
-    log(`alloc-shard (P2 diagnostic): handleBatch() POST /api/sites/${site.id}/networks/${PARENT}/next_address/?reserve=true in process, ` +
+    log(`alloc-shard (P2 diagnostic): ShardServer POST /api/sites/${site.id}/networks/${PARENT}/next_address/?reserve=true in process, ` +
       `${connections} concurrent callers, ${rounds} rounds of ${slice} s per side, interleaved`);
     log(`baseline: Store.commit of an allocation-shaped write set (${JSON.stringify(change).length}-byte Change), awaited until flushed, same concurrency; ` +
       `${machine().cores} cores, Node ${process.version}`);
@@ -136,7 +130,7 @@ export async function run(): Promise<number> {
     log('');
     log(table(['side', 'per s', 'p50 ms', 'p99 ms', 'process CPU µs/op'], [
       ['store alone (durable commit)', fmt.int(b.perS), fmt.ms(b.p50), fmt.ms(b.p99), b.cpu.toFixed(0)],
-      ['shard allocation (handleBatch())', fmt.int(s.perS), fmt.ms(s.p50), fmt.ms(s.p99), s.cpu.toFixed(0)],
+      ['shard allocation (ShardServer)', fmt.int(s.perS), fmt.ms(s.p50), fmt.ms(s.p99), s.cpu.toFixed(0)],
     ]));
     log('');
     log(`shard/store = ${fmt.pct(s.perS / b.perS)}; ${fmt.int(seen.size)} addresses handed out, ${duplicates} duplicates`);

@@ -124,29 +124,44 @@ function run(ctx: RequestContext, model: ResourceModel<any>): Reply {
   }
 }
 
+type Send = (replies: ShardReply[]) => void;
+
 /**
- * Serves a batch of requests (those that reached the shard in one message),
- * one after another, and commits the writes of all of them as one
- * CommitGroup: one LMDB transaction and one flush per batch instead of one
- * per request. `send` gets the group's replies together once that commit is
- * durable (reads and errors in the group wait for it too, so nothing is
- * reported before what it saw is on disk). If the commit fails, every
- * request whose writes it carried is answered 500, and memory is rebuilt
- * from the store before any other request runs.
+ * Serves a shard's requests. Each request runs as it arrives (memory changes
+ * at once, so the next request sees them); the writes of every request that
+ * arrived in one event-loop turn — however many messages brought them — are
+ * committed together at the end of the turn as one CommitGroup: one LMDB
+ * transaction and one sync instead of one per request. `send` gets the
+ * group's replies together once that commit is durable (reads and errors in
+ * the group wait for it too, so nothing is reported before what it saw is on
+ * disk). If the commit fails, every request whose writes it carried is
+ * answered 500, and memory is rebuilt from the store before any other
+ * request runs.
  */
-export async function handleBatch(shard: ShardState, reqs: ShardRequest[], send: (replies: ShardReply[]) => void): Promise<void> {
-  let group = new CommitGroup(shard);
-  let replies: ShardReply[] = [];
-  let wrote: boolean[] = [];
-  const close = () => {
-    if (replies.length > 0) settle(shard, group, replies, wrote, send);
-    group = new CommitGroup(shard);
-    replies = [];
-    wrote = [];
-  };
-  for (const req of reqs) {
-    if (shard.failed) { close(); await recover(shard); }
-    const ctx = new RequestContext(shard, req);
+export class ShardServer {
+  private group: CommitGroup;
+  private replies: ShardReply[] = [];
+  private wrote: boolean[] = [];
+  private closing = false;
+  /** Requests that arrived while memory was being rebuilt, in arrival order. */
+  private held: ShardRequest[] = [];
+  private recovering = false;
+
+  constructor(private readonly shard: ShardState, private readonly send: Send) {
+    this.group = new CommitGroup(shard);
+  }
+
+  submit(reqs: ShardRequest[]): void {
+    if (this.recovering) { for (const req of reqs) this.held.push(req); return; }
+    for (let i = 0; i < reqs.length; i++) {
+      if (this.shard.failed) { this.hold(reqs.slice(i)); return; }
+      this.serve(reqs[i]);
+    }
+    if (!this.closing && this.replies.length > 0) { this.closing = true; setImmediate(this.close); }
+  }
+
+  private serve(req: ShardRequest): void {
+    const ctx = new RequestContext(this.shard, req);
     const model = modelByCollection(req.collection);
     let reply: Reply;
     try {
@@ -154,30 +169,54 @@ export async function handleBatch(shard: ShardState, reqs: ShardRequest[], send:
       reply = run(ctx, model);
     } catch (err) {
       if (ctx.hasTx) ctx.tx.rollback();
-      replies.push({ seq: req.seq, ...errorReply(err) });
-      wrote.push(false);
-      continue;
+      this.replies.push({ seq: req.seq, ...errorReply(err) });
+      this.wrote.push(false);
+      return;
     }
     const writes = ctx.hasTx && !ctx.tx.isEmpty;
-    if (ctx.hasTx && !group.add(ctx.tx)) { close(); group.add(ctx.tx); }
-    replies.push({ seq: req.seq, ...reply, directory: ctx.directory });
-    wrote.push(writes);
+    if (ctx.hasTx && !this.group.add(ctx.tx)) { this.close(); this.group.add(ctx.tx); }
+    this.replies.push({ seq: req.seq, ...reply, directory: ctx.directory });
+    this.wrote.push(writes);
   }
-  close();
-  if (shard.failed) await recover(shard);
+
+  /** Commits the open group; its replies go out once it has settled. */
+  private readonly close = (): void => {
+    this.closing = false;
+    if (this.replies.length === 0) return;
+    settle(this.shard, this.group, this.replies, this.wrote, this.send);
+    this.group = new CommitGroup(this.shard);
+    this.replies = [];
+    this.wrote = [];
+  };
+
+  /** The shard failed: commit what ran before, rebuild memory, then serve `reqs` and whatever arrives meanwhile. */
+  private hold(reqs: ShardRequest[]): void {
+    this.close();
+    for (const req of reqs) this.held.push(req);
+    if (this.recovering) return;
+    this.recovering = true;
+    const resume = () => {
+      this.recovering = false;
+      const held = this.held;
+      this.held = [];
+      this.submit(held);
+    };
+    recover(this.shard).then(resume, (err) => { console.error(`shard ${this.shard.shardIndex}: reload failed:`, err); resume(); });
+  }
 }
 
-/** One request on its own (tests, in-process benches): a batch of one. */
+/** One request on its own (tests, in-process benches): a turn with one request. */
 export function handle(shard: ShardState, req: ShardRequest): Promise<ShardReply> {
-  return new Promise((resolve, reject) => { handleBatch(shard, [req], (r) => resolve(r[0])).catch(reject); });
+  return new Promise((resolve) => new ShardServer(shard, (r) => resolve(r[0])).submit([req]));
 }
 
-function settle(shard: ShardState, group: CommitGroup, replies: ShardReply[], wrote: boolean[], send: (replies: ShardReply[]) => void): void {
+function settle(shard: ShardState, group: CommitGroup, replies: ShardReply[], wrote: boolean[], send: Send): void {
   group.commit().then(() => send(replies), (err) => {
     console.error(`shard ${shard.shardIndex}: commit failed, reloading from the store:`, err);
     shard.failed = true;
     for (let i = 0; i < replies.length; i++) if (wrote[i]) replies[i] = { seq: replies[i].seq, ...errorReply(Errors.internal()) };
-    recover(shard).then(() => send(replies), (e) => { console.error(`shard ${shard.shardIndex}: reload failed:`, e); send(replies); });
+    const answer = () => send(replies);
+    recover(shard).then(answer, (e) => { console.error(`shard ${shard.shardIndex}: reload failed:`, e); answer(); });
   });
 }
 

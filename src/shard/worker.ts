@@ -6,7 +6,7 @@ import { workerData, parentPort, type MessagePort } from 'node:worker_threads';
 import type { Config } from '../config.js';
 import type { SharedIdState } from '../store/ids.js';
 import { Store } from '../store/lmdb.js';
-import { handleBatch } from './dispatch.js';
+import { ShardServer } from './dispatch.js';
 import type { ShardReply, ShardRequest } from './protocol.js';
 import { ShardState } from './state.js';
 import { setFlagsFromString } from 'node:v8';
@@ -30,9 +30,7 @@ const shard = new ShardState(data.shardIndex, data.shardCount, data.config, stor
 const started = performance.now();
 shard.load();
 collectGarbage();
-// Replies leave in batches, one postMessage per commit group, as soon as its commit is durable
-// (see ShardHandle in pool.ts): waiting for the end of the event-loop turn could put the
-// processing of another whole batch in front of them.
-const send = (replies: ShardReply[]) => data.port.postMessage(replies);
-data.port.on('message', (batch: ShardRequest[]) => { void handleBatch(shard, batch, send); });
+// Replies leave in batches, one postMessage per commit group (see ShardHandle in pool.ts).
+const server = new ShardServer(shard, (replies: ShardReply[]) => data.port.postMessage(replies));
+data.port.on('message', (batch: ShardRequest[]) => server.submit(batch));
 parentPort!.postMessage({ ready: true, loadMs: performance.now() - started });

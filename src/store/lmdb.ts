@@ -20,9 +20,9 @@
  * The store is deliberately narrow (commit a write set, scan a site, read one
  * record, high-water marks) so another engine keyed by site can replace it.
  *
- * Durability: commits are synchronous LMDB commits (no overlapping sync), and
- * `commit` also waits for `flushed`, so a 2xx is never sent for a write that a
- * crash could lose.
+ * Durability: commits are synchronous LMDB commits (no overlapping sync) made
+ * on the committing thread, so when `commit` resolves the write is on disk and
+ * a 2xx is never sent for a write that a crash could lose.
  */
 import { open, type RootDatabase, type Database } from 'lmdb';
 import { mkdirSync } from 'node:fs';
@@ -85,9 +85,19 @@ export class Store {
 
   db(name: DbName): Database { return this.dbs[name]; }
 
-  /** Applies a write set atomically; resolves once it is durable on disk. */
+  /**
+   * Applies a write set atomically; resolves once it is durable on disk.
+   *
+   * The transaction runs synchronously on the calling thread: its puts go
+   * straight into LMDB and the commit returns once LMDB's syncs are done.
+   * lmdb-js's asynchronous transactions instead hand the commit to a pool
+   * thread that calls back into this thread for the puts and again when the
+   * commit is flushed: four thread wake-ups per commit, which on a busy
+   * machine cost more than the commit itself (README, Notes on P2). A shard
+   * commits once per event-loop turn, whatever number of requests it served.
+   */
   async commit(writes: WriteSet): Promise<void> {
-    const ok = await this.root.transaction(() => {
+    this.root.transactionSync(() => {
       for (const range of writes.removeRanges ?? []) {
         const db = this.dbs[range.db];
         for (const key of db.getKeys({ start: [range.prefix], end: [range.prefix + 1] })) db.remove(key);
@@ -96,10 +106,7 @@ export class Store {
         const db = this.dbs[op.db];
         if (op.value === undefined) db.remove(op.key); else db.put(op.key, op.value);
       }
-      return true;
     });
-    if (ok !== true) throw new Error('LMDB transaction did not commit');
-    await this.root.flushed;
   }
 
   siteIds(): number[] {
