@@ -142,6 +142,7 @@ export class ShardServer {
   private group: CommitGroup;
   private replies: ShardReply[] = [];
   private wrote: boolean[] = [];
+  private closing = false;
   /** Requests that arrived while memory was being rebuilt, in arrival order. */
   private held: ShardRequest[] = [];
   private recovering = false;
@@ -156,7 +157,7 @@ export class ShardServer {
       if (this.shard.failed) { this.hold(reqs.slice(i)); return; }
       this.serve(reqs[i]);
     }
-    this.close();
+    if (!this.closing && this.replies.length > 0) { this.closing = true; setImmediate(this.close); }
   }
 
   private serve(req: ShardRequest): void {
@@ -179,13 +180,14 @@ export class ShardServer {
   }
 
   /** Commits the open group; its replies go out once it has settled. */
-  private close(): void {
+  private readonly close = (): void => {
+    this.closing = false;
     if (this.replies.length === 0) return;
     settle(this.shard, this.group, this.replies, this.wrote, this.send);
     this.group = new CommitGroup(this.shard);
     this.replies = [];
     this.wrote = [];
-  }
+  };
 
   /** The shard failed: commit what ran before, rebuild memory, then serve `reqs` and whatever arrives meanwhile. */
   private hold(reqs: ShardRequest[]): void {
