@@ -6,7 +6,7 @@
  * Changes and id high-water marks of one or more Transactions in one LMDB
  * transaction; `commit` is a group of one.
  */
-import { highWaterOp, type ChangeRecord, type WriteSet, type WriteOp } from '../store/lmdb.js';
+import { highWaterOp, type StoredChange, type WriteSet, type WriteOp } from '../store/lmdb.js';
 import type { Kind } from '../store/kinds.js';
 import type { ResourceModel } from '../model/model.js';
 import type { Principal } from './protocol.js';
@@ -14,6 +14,19 @@ import type { ShardState } from './state.js';
 import type { StoredObject } from './table.js';
 import { CHANGE_RESOURCES, EVENTS, type ChangeEvent } from './changelog.js';
 import { resourceDiff } from './diff.js';
+
+/**
+ * Whether a Create's or Delete's diff can be rebuilt from the resource's JSON
+ * text (see StoredChange): not when a top-level value is one JSON drops
+ * (undefined, which the diff keeps as null; a function or symbol).
+ */
+function impliesDiff(shape: Record<string, unknown>): boolean {
+  for (const k in shape) {
+    const v = shape[k];
+    if (v === undefined || typeof v === 'function' || typeof v === 'symbol') return false;
+  }
+  return true;
+}
 
 export class Transaction {
   private readonly writes: WriteSet = { ops: [], removeRanges: [] };
@@ -90,13 +103,13 @@ export class Transaction {
     before: Record<string, unknown> | null, after: Record<string, unknown> | null): void {
     const id = this.newId('change');
     const at = this.shard.changes.stamp();
-    const record: ChangeRecord = {
+    const record: StoredChange = {
       id, siteId, at, event,
       resourceName: model.name, resourceId,
       userId: this.principal.id, email: this.principal.email,
       resource: JSON.stringify(after ?? before),
-      diff: JSON.stringify(resourceDiff(before, after)),
     };
+    if ((before && after) || !impliesDiff((after ?? before)!)) record.diff = JSON.stringify(resourceDiff(before, after));
     this.writes.ops.push({ db: 'changes', key: [siteId, id], value: record });
     this.writes.ops.push({ db: 'changeIndex', key: [siteId, id], value: [at, event, model.name, resourceId] });
     this.shard.changes.append({ id, siteId, at, event: EVENTS.indexOf(event), resource: CHANGE_RESOURCES.indexOf(model.name as never), resourceId });

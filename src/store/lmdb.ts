@@ -46,6 +46,14 @@ export interface ChangeRecord {
   diff: string;
 }
 
+/**
+ * A Change as stored. A Create's or Delete's diff is implied by its resource
+ * (every field from or to null) and is left out when the resource text
+ * yields it exactly; `Store.change` puts it back. That is most Changes, and
+ * the diff is over half of a Change's bytes.
+ */
+export type StoredChange = Omit<ChangeRecord, 'diff'> & { diff?: string };
+
 export type DbName = 'sites' | 'objects' | 'changes' | 'changeIndex' | 'users' | 'meta';
 
 /** What a shard keeps of a Change in memory; stored apart so loading never reads the payloads. */
@@ -133,7 +141,9 @@ export class Store {
   }
 
   change(siteId: number, id: number): ChangeRecord | undefined {
-    return this.dbs.changes.get([siteId, id]) as ChangeRecord | undefined;
+    const stored = this.dbs.changes.get([siteId, id]) as StoredChange | undefined;
+    if (!stored || stored.diff !== undefined) return stored as ChangeRecord | undefined;
+    return { ...stored, diff: impliedDiff(stored.event, stored.resource) };
   }
 
   /** Highest id ever handed out per kind, over every writer's mark. */
@@ -147,6 +157,14 @@ export class Store {
   }
 
   async close(): Promise<void> { await this.root.close(); }
+}
+
+/** The diff of a Create or Delete whose resource was stored as `resource` (see StoredChange). */
+function impliedDiff(event: ChangeRecord['event'], resource: string): string {
+  const shape = JSON.parse(resource) as Record<string, unknown>;
+  const diff: Record<string, { old: unknown; new: unknown }> = {};
+  for (const k of Object.keys(shape)) diff[k] = event === 'Create' ? { old: null, new: shape[k] } : { old: shape[k], new: null };
+  return JSON.stringify(diff);
 }
 
 export const highWaterOp = (kind: Kind, writer: string, id: number): WriteOp =>
