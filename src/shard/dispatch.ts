@@ -12,7 +12,7 @@ import { modelByCollection } from '../model/registry.js';
 import type { Method } from '../schema/validate.js';
 import { createMany, createOne, deleteMany, deleteOne, updateMany, updateOne } from './writes.js';
 import { RequestContext } from './context.js';
-import type { ShardReply, ShardRequest } from './protocol.js';
+import type { DirectoryUpdate, ShardReply, ShardRequest } from './protocol.js';
 import { listBody, objectBody } from './render.js';
 import type { ShardState } from './state.js';
 import { CommitGroup } from './transaction.js';
@@ -175,7 +175,7 @@ export class ShardServer {
     }
     const writes = ctx.hasTx && !ctx.tx.isEmpty;
     if (ctx.hasTx && !this.group.add(ctx.tx)) { this.close(); this.group.add(ctx.tx); }
-    this.replies.push({ seq: req.seq, ...reply, directory: ctx.directory });
+    this.replies.push(finished(req.seq, reply, ctx.directory));
     this.wrote.push(writes);
   }
 
@@ -203,6 +203,16 @@ export class ShardServer {
     };
     recover(this.shard).then(resume, (err) => { console.error(`shard ${this.shard.shardIndex}: reload failed:`, err); resume(); });
   }
+}
+
+/** The reply message: only the fields this reply has (every field present is copied to the main thread). */
+function finished(seq: number, reply: Reply, directory: DirectoryUpdate): ShardReply {
+  const out: ShardReply = { seq, status: reply.status, body: reply.body };
+  if (reply.headers) out.headers = reply.headers;
+  if (reply.part) out.part = reply.part;
+  if (reply.matches) out.matches = reply.matches;
+  if (directory.upsertSites || directory.deleteSites) out.directory = directory;
+  return out;
 }
 
 /** One request on its own (tests, in-process benches): a turn with one request. */
