@@ -22,7 +22,12 @@ const V4 = /^(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(\.(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\
 
 const HEXTET = /^[0-9A-Fa-f]{1,4}$/;
 
-const v4Value = (text: string): bigint => text.split('.').reduce((n, o) => (n << 8n) | BigInt(Number(o)), 0n);
+// IPv4 math in doubles (exact below 2^53), one BigInt at the end: these run several times per allocation.
+const v4Value = (text: string): bigint => {
+  let n = 0;
+  for (const o of text.split('.')) n = n * 256 + Number(o);
+  return BigInt(n);
+};
 
 /** Colon-separated hextets (`''` is none), or null when any is malformed. */
 function hextets(text: string): number[] | null {
@@ -88,7 +93,10 @@ export function parseCidr(text: string): Cidr | ParseFailure {
 }
 
 export function formatAddress(version: IpVersion, addr: bigint, compress: boolean): string {
-  if (version === 4) return [24n, 16n, 8n, 0n].map((s) => String((addr >> s) & 255n)).join('.');
+  if (version === 4) {
+    const n = Number(addr);
+    return `${n >>> 24}.${(n >>> 16) & 255}.${(n >>> 8) & 255}.${n & 255}`;
+  }
   const groups = [112n, 96n, 80n, 64n, 48n, 32n, 16n, 0n].map((s) => Number((addr >> s) & 0xffffn));
   if (!compress) return groups.map((g) => g.toString(16).padStart(4, '0')).join(':');
   let bestAt = -1, bestLen = 1;
