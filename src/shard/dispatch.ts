@@ -22,6 +22,27 @@ type Reply = Omit<ShardReply, 'seq'>;
 
 const isId = (key: string) => /^\d+$/.test(key);
 
+/**
+ * Natural keys as written in URLs, normalized (a CIDR parsed and printed
+ * again): clients repeat the same few keys (one parent network for every
+ * next_address), so the last answers are kept. `normalize` is pure; a key it
+ * rejects is not kept and throws again.
+ */
+const normalizedKeys = new WeakMap<ResourceModel<any>, Map<string, string>>();
+function normalizedKey(model: ResourceModel<any>, key: string): string {
+  const normalize = model.naturalKey!.normalize;
+  if (!normalize) return key;
+  let known = normalizedKeys.get(model);
+  if (!known) normalizedKeys.set(model, (known = new Map()));
+  let n = known.get(key);
+  if (n === undefined) {
+    n = normalize(key);
+    if (known.size >= 1024) known.clear();
+    known.set(key, n);
+  }
+  return n;
+}
+
 export function lookup(ctx: RequestContext, model: ResourceModel<any>, key: string): StoredObject {
   const site = ctx.urlSite;
   const notFound = () => Errors.noSuch(model.name, ctx.req.siteText ?? site, key);
@@ -32,7 +53,7 @@ export function lookup(ctx: RequestContext, model: ResourceModel<any>, key: stri
     return r;
   }
   if (!model.naturalKey) throw notFound();
-  const normalized = model.naturalKey.normalize ? model.naturalKey.normalize(key) : key;
+  const normalized = normalizedKey(model, key);
   const index = ctx.shard.table(model.kind).key('natural')!;
   if (site !== null) {
     const r = index.inSite(site, normalized);
