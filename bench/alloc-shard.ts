@@ -79,9 +79,10 @@ export async function run(): Promise<number> {
     const base = { principal, link: { scheme: 'http', host: 'bench', path: `/api/sites/${site.id}/networks/` } };
     const created = await handle(shard, { ...base, seq: ++seq, op: 'create', method: 'POST', collection: 'networks', site: site.id, query: '', body: { cidr: PARENT } });
     if (created.status !== 201) throw new Error(`POST ${PARENT} answered ${created.status}: ${created.body}`);
+    // Spelled out rather than spread from `base`: a spread literal here cost several µs per call.
     const allocRequest = (): ShardRequest => ({
-      ...base, seq: ++seq, op: 'detail-route', method: 'POST', collection: 'networks', site: site.id, siteText: String(site.id),
-      key: PARENT, route: 'next_address', query: 'reserve=true',
+      seq: ++seq, op: 'detail-route', method: 'POST', collection: 'networks', site: site.id, siteText: String(site.id),
+      key: PARENT, route: 'next_address', query: 'reserve=true', principal: base.principal, link: base.link,
     });
     // As in the worker: one ShardServer takes every request; those of one event-loop turn share a commit.
     const waiting = new Map<number, (r: ShardReply) => void>();
