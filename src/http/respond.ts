@@ -14,6 +14,16 @@ const STATUS_TEXT: Record<number, string> = {
   415: 'Unsupported Media Type', 500: 'Internal Server Error', 503: 'Service Unavailable',
 };
 
+/** `200 OK` and friends, built once per status. */
+const STATUS_LINE = new Map<number, string>();
+const statusLine = (status: number): string => {
+  let line = STATUS_LINE.get(status);
+  if (line === undefined) STATUS_LINE.set(status, (line = `${status} ${STATUS_TEXT[status] ?? ''}`));
+  return line;
+};
+
+const NO_HEADERS: Record<string, string> = Object.freeze({}) as Record<string, string>;
+
 export type BodyResult = Buffer | 'too-large';
 
 export class Exchange {
@@ -56,7 +66,7 @@ export class Exchange {
 
   get fullPath(): string { return this.query ? `${this.path}?${this.query}` : this.path; }
 
-  send(status: number, body: string, headers: Record<string, string> = {}, closeConnection = false): void {
+  send(status: number, body: string, headers: Record<string, string> = NO_HEADERS, closeConnection = false): void {
     if (this.done) return;
     this.done = true;
     if (this.aborted) return;
@@ -65,19 +75,21 @@ export class Exchange {
     let type = 'application/json';
     if (this.representation === 'html' && status !== 204) { payload = htmlView(this.fullPath, status, body); type = 'text/html; charset=utf-8'; }
     // The response object is unusable once ended: read the peer address first.
-    const remote = this.log.enabled('info') ? Buffer.from(this.res.getRemoteAddressAsText()).toString() : '';
-    this.res.cork(() => {
-      this.res.writeStatus(`${status} ${STATUS_TEXT[status] ?? ''}`);
-      if (status !== 204 && !('Content-Type' in headers)) this.res.writeHeader('Content-Type', type);
-      if (this.allow && !('Allow' in headers)) this.res.writeHeader('Allow', this.allow);
-      this.res.writeHeader('Vary', 'Accept');
-      for (const [k, v] of Object.entries(headers)) this.res.writeHeader(k, v);
+    const logged = this.log.enabled('info');
+    const remote = logged ? Buffer.from(this.res.getRemoteAddressAsText()).toString() : '';
+    const res = this.res;
+    res.cork(() => {
+      res.writeStatus(statusLine(status));
+      if (status !== 204 && !('Content-Type' in headers)) res.writeHeader('Content-Type', type);
+      if (this.allow && !('Allow' in headers)) res.writeHeader('Allow', this.allow);
+      res.writeHeader('Vary', 'Accept');
+      for (const k in headers) res.writeHeader(k, headers[k]);
       // uWS 20.30's endWithoutBody(length) leaves a keep-alive connection unusable; an explicit
       // Content-Length header with endWithoutBody() does not.
-      if (isHead) { this.res.writeHeader('Content-Length', String(Buffer.byteLength(payload))); this.res.endWithoutBody(); }
-      else this.res.end(payload, closeConnection);
+      if (isHead) { res.writeHeader('Content-Length', String(Buffer.byteLength(payload))); res.endWithoutBody(); }
+      else res.end(payload, closeConnection);
     });
-    if (this.log.enabled('info')) {
+    if (logged) {
       const from = this.forwardedFor ? `${remote}, ${this.forwardedFor}` : remote;
       this.log.info(`${status} ${this.method} ${this.fullPath} (${from}) ${(performance.now() - this.started).toFixed(1)}ms`);
     }
