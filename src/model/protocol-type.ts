@@ -7,9 +7,9 @@
  */
 import { Type } from '@sinclair/typebox';
 import { ApiError, Errors, isApiError, pyType } from '../errors.js';
-import { defineSchema, Field, meta, type ResourceSchema } from '../schema/fields.js';
+import { defineSchema, Field, type ResourceSchema } from '../schema/fields.js';
 import { SchemaWriters } from '../schema/serialize.js';
-import { validateFields, type Method } from '../schema/validate.js';
+import { checkFields } from '../schema/validate.js';
 import type { RequestContext } from '../shard/context.js';
 import { relationIndex } from '../shard/relations.js';
 import type { ShardState } from '../shard/state.js';
@@ -49,25 +49,6 @@ export const render = (t: ProtocolTypeRecord, shard: ShardState) => {
 };
 
 export type FieldErrors = Record<string, unknown>;
-
-/**
- * Stage 1 of a write whose related fields are looked up after the schema
- * checks (gaps.md §9.1): the checked values and the schema's failures, so
- * the lookups can add theirs and everything is reported together.
- */
-export function schemaStage(schema: ResourceSchema, body: Record<string, unknown>, method: Method): { values: Record<string, unknown>; errors: FieldErrors } {
-  try {
-    return { values: validateFields(schema, body, method), errors: {} };
-  } catch (err) {
-    if (!isApiError(err) || typeof err.body !== 'object') throw err;
-    // The related fields that passed are still looked up, so their failures join these.
-    const values: Record<string, unknown> = {};
-    for (const name of schema.order) {
-      if (meta(schema.fields[name]).fieldType === 'field' && !(name in err.body) && body[name] !== undefined) values[name] = body[name];
-    }
-    return { values, errors: { ...err.body } };
-  }
-}
 
 /** Throws the collected stage-1 failures, keys in the schema's field order. */
 export function throwFieldErrors(schema: ResourceSchema, errors: FieldErrors): void {
@@ -179,7 +160,7 @@ export const protocolTypeModel: ResourceModel<ProtocolTypeRecord, Draft> = {
   },
 
   parse(ctx, body, method, site) {
-    const { values, errors } = schemaStage(protocolTypeSchema, body, method);
+    const { values, errors } = checkFields(protocolTypeSchema, body, method) as { values: Record<string, unknown>; errors: FieldErrors };
     // The site is fixed at creation, but PUT still names it (gaps.md §17); a nested route supplies it.
     if (method === 'PUT' && ctx.urlSite === null && (body.site === undefined || body.site === null)) {
       errors.site = [body.site === null ? 'This field may not be null.' : 'This field is required.'];

@@ -11,7 +11,7 @@ import { Errors } from '../errors.js';
 import type { FilterSpec } from '../query/filters.js';
 import { defineSchema, Field } from '../schema/fields.js';
 import { SchemaWriters } from '../schema/serialize.js';
-import type { Method } from '../schema/validate.js';
+import { checkFields, type Method } from '../schema/validate.js';
 import type { RequestContext } from '../shard/context.js';
 import { relationIndex } from '../shard/relations.js';
 import type { ShardState } from '../shard/state.js';
@@ -20,9 +20,11 @@ import type { Kind } from '../store/kinds.js';
 import { attributeValuesIndex, resolveAttributes, valueIdsFor, type AttributeCarrier, type AttributeRecord, type Attrs } from './_attributes.js';
 import { resolveRelated } from './_related.js';
 import { resourceList, setQueryRoute } from './_resource.js';
-import { attributesField, deviceModel, type DeviceRecord } from './device.js';
+import { attributesField } from './_fields.js';
+import { deviceModel, type DeviceRecord } from './device.js';
+import { interfaceModel, slugOf, type InterfaceRecord } from './interface.js';
 import type { ResourceModel } from './model.js';
-import { lookupFailure, protocolTypeModel, schemaStage, throwFieldErrors, type FieldErrors, type ProtocolTypeRecord } from './protocol-type.js';
+import { lookupFailure, protocolTypeModel, throwFieldErrors, type FieldErrors, type ProtocolTypeRecord } from './protocol-type.js';
 import { modelByCollection } from './registry.js';
 
 export interface ProtocolRecord extends AttributeCarrier {
@@ -34,8 +36,7 @@ export interface ProtocolRecord extends AttributeCarrier {
   authString: string;
 }
 
-/** What this module reads of an interface and a circuit (interface.ts, circuit.ts). */
-interface InterfaceLike extends StoredObject { deviceId: number }
+/** What this module reads of a circuit (circuit.ts). */
 interface CircuitLike extends StoredObject { slug: string; aId: number; zId: number | null }
 
 /** Relations: owner id → the Protocols bound to it. */
@@ -57,19 +58,18 @@ export const protocolSchema = defineSchema('Protocol', 'API endpoint that allows
   attributes: attributesField(['PUT']),
 });
 
-/** Interfaces and circuits are looked up at call time: their modules may load after this one. */
-const interfaces = () => modelByCollection('interfaces') as ResourceModel<InterfaceLike> | undefined;
+/** Circuits are looked up at call time: their module may load after this one. */
 const circuits = () => modelByCollection('circuits') as ResourceModel<CircuitLike> | undefined;
 
 function render(p: ProtocolRecord, shard: ShardState) {
-  const iface = p.interfaceId === null ? undefined : shard.table<InterfaceLike>('interface').get(p.interfaceId);
+  const iface = p.interfaceId === null ? undefined : shard.table<InterfaceRecord>('interface').get(p.interfaceId);
   const circuit = p.circuitId === null ? undefined : shard.table<CircuitLike>('circuit').get(p.circuitId);
   return {
     id: p.id,
     site: p.siteId,
     type: shard.table<ProtocolTypeRecord>('protocoltype').get(p.typeId)?.name ?? '',
     device: shard.table<DeviceRecord>('device').get(p.deviceId)?.hostname ?? '',
-    interface: iface ? interfaces()!.naturalKey!.of(iface) : null,
+    interface: iface ? slugOf(iface) : null,
     circuit: circuit ? circuit.slug : null,
     description: p.description,
     auth_string: p.authString,
@@ -85,7 +85,7 @@ type Draft = {
   type?: StoredObject;
   device?: DeviceRecord;
   /** undefined: not given; null: unbound. */
-  interface?: InterfaceLike | null;
+  interface?: InterfaceRecord | null;
   circuit?: CircuitLike | null;
   description?: string;
   authString?: string;
@@ -118,7 +118,7 @@ function lookupOptional<R extends StoredObject>(ctx: RequestContext, model: Reso
 }
 
 function parse(ctx: RequestContext, body: Record<string, unknown>, method: Method, bound: number | null): Draft {
-  const { values, errors } = schemaStage(protocolSchema, body, method);
+  const { values, errors } = checkFields(protocolSchema, body, method) as { values: Record<string, unknown>; errors: FieldErrors };
   const draft: Draft = {
     site: values.site as number | undefined,
     description: values.description as string | undefined,
@@ -138,7 +138,7 @@ function parse(ctx: RequestContext, body: Record<string, unknown>, method: Metho
   const lookups: [string, (raw: unknown) => void][] = [
     ['type', (raw) => { draft.type = lookupType(ctx, raw, site); }],
     ['device', (raw) => { draft.device = resolveRelated(ctx, deviceModel, 'device', raw, site); }],
-    ['interface', (raw) => { draft.interface = lookupOptional(ctx, interfaces(), 'interface', raw, site); }],
+    ['interface', (raw) => { draft.interface = lookupOptional(ctx, interfaceModel, 'interface', raw, site); }],
     ['circuit', (raw) => { draft.circuit = lookupOptional(ctx, circuits(), 'circuit', raw, site); }],
   ];
   for (const [field, lookup] of lookups) {
@@ -163,7 +163,7 @@ function bindings(ctx: RequestContext, site: number, v: Draft, current: Protocol
   if (typeRef.siteId !== site) throw Errors.fieldPlain('type', 'The type must be on the same site as this Protocol');
   const type = ctx.shard.table<ProtocolTypeRecord>('protocoltype').get(typeRef.id)!;
   const deviceId = v.device?.id ?? current!.deviceId;
-  const interfaceTable = ctx.shard.table<InterfaceLike>('interface');
+  const interfaceTable = ctx.shard.table<InterfaceRecord>('interface');
   const iface = v.interface !== undefined ? v.interface : current?.interfaceId != null ? interfaceTable.get(current.interfaceId)! : null;
   const circuit = v.circuit !== undefined ? v.circuit : current?.circuitId != null ? ctx.shard.table<CircuitLike>('circuit').get(current.circuitId)! : null;
   if (iface && iface.deviceId !== deviceId) {
