@@ -68,20 +68,28 @@ export function lookupFailure(err: unknown, field: string): unknown {
 const notExist = (text: string) => new ApiError(400, { required_attributes: [text] });
 
 /**
+ * An entry of `required_attributes` once looked up: an attribute this shard
+ * holds, or the id of one another shard holds (so of another site), whose
+ * name and resource type this shard cannot read.
+ */
+type RequiredRef = AttributeRecord | { id: number; foreign: true };
+
+/**
  * Stage 1 for `required_attributes`: each entry, an id or a name, resolved to
  * an attribute (the first that fails is reported, list style). Names are
- * looked up in the type's site, Protocol first; ids anywhere this shard sees.
- * Whether they are Protocol attributes of this site is stage 2 (checkRequired).
+ * looked up in the type's site, Protocol first; ids anywhere. Whether they
+ * are Protocol attributes of this site is stage 2 (checkRequired).
  */
-function lookupRequired(ctx: RequestContext, raw: unknown, site: number): AttributeRecord[] {
+function lookupRequired(ctx: RequestContext, raw: unknown, site: number): RequiredRef[] {
   if (!Array.isArray(raw)) throw notExist(`Expected a list of items but got type "${pyType(raw)}".`);
   const table = ctx.shard.table<AttributeRecord>('attribute');
   const catalog = table.key('catalog')!;
-  const found = new Map<number, AttributeRecord>();
+  const found = new Map<number, RequiredRef>();
   for (const item of raw) {
-    let a: AttributeRecord | undefined;
+    let a: RequiredRef | undefined;
     if ((typeof item === 'number' && Number.isSafeInteger(item)) || (typeof item === 'string' && /^\d+$/.test(item))) {
-      a = table.get(Number(item));
+      const id = Number(item);
+      a = table.get(id) ?? (ctx.shard.index.get('attribute', id) >= 0 ? { id, foreign: true } : undefined);
       if (!a) throw notExist(`Invalid pk "${item}" - object does not exist.`);
     } else if (typeof item === 'string') {
       // A name held only by another resource type is found, to be refused as "Only Protocol attributes".
@@ -98,18 +106,22 @@ function lookupRequired(ctx: RequestContext, raw: unknown, site: number): Attrib
   return [...found.values()].sort((x, y) => x.id - y.id);
 }
 
-/** Stage 2 for `required_attributes` (gaps.md §17): Protocol attributes of the type's own site. */
-function checkRequired(attributes: AttributeRecord[], site: number): number[] {
-  if (attributes.some((a) => a.resourceName !== 'Protocol')) throw Errors.fieldPlain('required_attributes', 'Only Protocol attributes are allowed');
-  const elsewhere = attributes.filter((a) => a.siteId !== site);
+/**
+ * Stage 2 for `required_attributes` (gaps.md §17): Protocol attributes of the
+ * type's own site. Attributes of a site on another shard are named by id in
+ * the site text: their names live on that shard only.
+ */
+function checkRequired(refs: RequiredRef[], site: number): number[] {
+  if (refs.some((a) => !('foreign' in a) && a.resourceName !== 'Protocol')) throw Errors.fieldPlain('required_attributes', 'Only Protocol attributes are allowed');
+  const elsewhere = refs.filter((a) => 'foreign' in a || a.siteId !== site);
   if (elsewhere.length > 0) {
-    const names = elsewhere.map((a) => `'${a.name}'`).join(', ');
+    const names = elsewhere.map((a) => ('foreign' in a ? String(a.id) : `'${a.name}'`)).join(', ');
     throw Errors.fieldPlain('required_attributes', `Attributes must share the same site as ProtocolType.site. Got: [${names}]`);
   }
-  return attributes.map((a) => a.id);
+  return refs.map((a) => a.id);
 }
 
-type Draft = { name?: string; description?: string; site?: number; required?: AttributeRecord[] };
+type Draft = { name?: string; description?: string; site?: number; required?: RequiredRef[] };
 
 function checkName(ctx: RequestContext, name: string, site: number, self: number | null): void {
   const other = ctx.shard.table<ProtocolTypeRecord>('protocoltype').key('natural')!.inSite(site, name);

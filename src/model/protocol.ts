@@ -164,8 +164,10 @@ function bindings(ctx: RequestContext, site: number, v: Draft, current: Protocol
   const type = ctx.shard.table<ProtocolTypeRecord>('protocoltype').get(typeRef.id)!;
   const deviceId = v.device?.id ?? current!.deviceId;
   const interfaceTable = ctx.shard.table<InterfaceRecord>('interface');
-  const iface = v.interface !== undefined ? v.interface : current?.interfaceId != null ? interfaceTable.get(current.interfaceId)! : null;
-  const circuit = v.circuit !== undefined ? v.circuit : current?.circuitId != null ? ctx.shard.table<CircuitLike>('circuit').get(current.circuitId)! : null;
+  // Not given: the current binding stays.
+  const kept = <R extends StoredObject>(kind: Kind, id: number | null | undefined) => (id == null ? null : ctx.shard.table<R>(kind).get(id) ?? null);
+  const iface = v.interface !== undefined ? v.interface : kept<InterfaceRecord>('interface', current?.interfaceId);
+  const circuit = v.circuit !== undefined ? v.circuit : kept<CircuitLike>('circuit', current?.circuitId);
   if (iface && iface.deviceId !== deviceId) {
     throw Errors.fieldPlain('interface', 'The interface must be on the same device that this Protocol is on');
   }

@@ -228,6 +228,18 @@ describe('protocol type required_attributes', () => {
       { required_attributes: "Attributes must share the same site as ProtocolType.site. Got: ['elsewhere', 'farther']" });
   });
 
+  // This shard cannot read an attribute of a site on another shard: it is refused with the same text, named by its id.
+  test('an attribute of a site on another shard gives the same-site text naming it by id', async () => {
+    const [a, b] = await siteIdsOnTwoShards();
+    const there = await mkProtocolAttr(b, 'elsewhere');
+    const deviceThere = await mkAttrId(b, 'devthere');
+    for (const given of [[there], [deviceThere]]) {
+      expectError(await s.post(`/api/sites/${a}/protocol_types/`, { name: 'bad', required_attributes: given }), 400,
+        { required_attributes: `Attributes must share the same site as ProtocolType.site. Got: [${given[0]}]` });
+    }
+    expect((await s.get(`/api/sites/${a}/protocol_types/`)).json).toEqual([]);
+  });
+
   test('an unknown name gives the list-style "does not exist" text', async () => {
     expectError(await s.post(`/api/sites/${site}/protocol_types/`, { name: 'bad', required_attributes: [asn, 'nosuch'] }), 400,
       { required_attributes: ['Object with name=nosuch does not exist.'] });
