@@ -17,6 +17,7 @@ import { rmSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { TestServer } from '../helpers/server.js';
 import { FORBIDDEN, expectBody, expectError, fixtures, type Attrs, type Change, type Device } from '../helpers/fixtures.js';
+import { prng } from '../helpers/prng.js';
 import { modelByCollection } from '../../src/model/registry.js';
 
 let s: TestServer;
@@ -656,6 +657,43 @@ describe('protocol permissions and OPTIONS', () => {
     expect(post.auth_string).toEqual({ type: 'string', required: false, read_only: false, label: 'Auth string', help_text: 'Authentication string (such as MD5 sum)', max_length: 255 });
     expect(Object.keys(r.json.actions.PUT)).toEqual(['id', 'type', 'device', 'interface', 'circuit', 'description', 'auth_string', 'attributes']);
     expect(r.json.actions.PUT.attributes.required).toBe(true);
+  });
+});
+
+describe('protocol junk input', () => {
+  test('junk values on existing protocols and protocol types answer 4xx, never 5xx, and leave them readable', async () => {
+    const site = await mkSiteId();
+    const asn = await mkProtocolAttr(site, 'asn', { required: true });
+    const type = await mkType(site, { name: 'bgp', required_attributes: [asn] });
+    const device = await mkDevice(site, 'r1');
+    const iface = await mkIface(site, device.id, 'ae0');
+    const p = await mkProto(site, { type: type.id, device: device.id, interface: iface.id, attributes: { asn: '1' } });
+    const JUNK: unknown[] = [null, [], {}, '', ' ', -1, 0, 1.5, true, '0', String(type.id), String(p.id), type.name, 'r1', 'r1:ae0', iface.id,
+      device.id, asn, 'asn', [asn], ['asn'], [asn, 'asn'], ['nosuch'], [null], [[]], { asn: '2' }, { asn: null }, { asn: ['x'] }, 'x'.repeat(300),
+      '\u0000', 'ü', '__proto__', { __proto__: { x: 1 } }, { constructor: 'x' }, 2 ** 53, 1e308];
+    const FIELDS: Record<string, string[]> = {
+      protocols: ['type', 'device', 'interface', 'circuit', 'description', 'auth_string', 'attributes', 'site', 'id'],
+      protocol_types: ['name', 'description', 'required_attributes', 'site', 'id'],
+    };
+    const r = prng(1811);
+    const pick = <T>(xs: T[]) => xs[Math.floor(r() * xs.length)];
+    const failures: string[] = [];
+    for (const [collection, fields] of Object.entries(FIELDS)) {
+      const id = collection === 'protocols' ? p.id : type.id;
+      for (let i = 0; i < 150; i++) {
+        const body = () => Object.fromEntries(fields.filter(() => r() < 0.5).map((f) => [f, pick(JUNK)]));
+        const method = pick(['POST', 'PUT', 'PATCH', 'PUT', 'PATCH']);
+        const base = r() < 0.5 ? `/api/sites/${site}/${collection}/` : `/api/${collection}/`;
+        const path = method === 'POST' || r() < 0.2 ? base : `${base}${id}/`;
+        const b = path === base && r() < 0.3 ? [body(), { ...body(), id }] : body();
+        const reply = await s.request(method, path, { body: b });
+        if (reply.status >= 500) failures.push(`${method} ${path} ${JSON.stringify(b)} -> ${reply.status} ${reply.text}`);
+      }
+    }
+    expect(failures).toEqual([]);
+    for (const path of [`/api/protocols/${p.id}/`, `/api/protocol_types/${type.id}/`, `/api/sites/${site}/protocols/`, `/api/sites/${site}/protocol_types/`]) {
+      expect((await s.get(path)).status).toBe(200);
+    }
   });
 });
 
