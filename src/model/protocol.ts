@@ -25,7 +25,6 @@ import { deviceModel, type DeviceRecord } from './device.js';
 import { interfaceModel, slugOf, type InterfaceRecord } from './interface.js';
 import type { ResourceModel } from './model.js';
 import { lookupFailure, protocolTypeModel, throwFieldErrors, type FieldErrors, type ProtocolTypeRecord } from './protocol-type.js';
-import { modelByCollection } from './registry.js';
 
 export interface ProtocolRecord extends AttributeCarrier {
   typeId: number;
@@ -58,8 +57,17 @@ export const protocolSchema = defineSchema('Protocol', 'API endpoint that allows
   attributes: attributesField(['PUT']),
 });
 
-/** Circuits are looked up at call time: their module may load after this one. */
-const circuits = () => modelByCollection('circuits') as ResourceModel<CircuitLike> | undefined;
+/**
+ * How bodies name a circuit (gaps.md §8, §16), for resolveRelated. Read off
+ * the circuit table rather than the circuit module, so that this module
+ * imports neither it nor the registry: device and interface deletes call in
+ * here, and a cycle through the registry would load it half-built.
+ */
+const CIRCUIT_REF = {
+  kind: 'circuit', name: 'Circuit', plural: 'Circuits', naturalKey: { field: 'name_slug', of: (c: CircuitLike) => c.slug },
+} as unknown as ResourceModel<CircuitLike>;
+/** The circuit reference, when this build serves circuits (the table has its natural key). */
+const circuits = (shard: ShardState) => (shard.table('circuit').key('natural') ? CIRCUIT_REF : undefined);
 
 function render(p: ProtocolRecord, shard: ShardState) {
   const iface = p.interfaceId === null ? undefined : shard.table<InterfaceRecord>('interface').get(p.interfaceId);
@@ -139,7 +147,7 @@ function parse(ctx: RequestContext, body: Record<string, unknown>, method: Metho
     ['type', (raw) => { draft.type = lookupType(ctx, raw, site); }],
     ['device', (raw) => { draft.device = resolveRelated(ctx, deviceModel, 'device', raw, site); }],
     ['interface', (raw) => { draft.interface = lookupOptional(ctx, interfaceModel, 'interface', raw, site); }],
-    ['circuit', (raw) => { draft.circuit = lookupOptional(ctx, circuits(), 'circuit', raw, site); }],
+    ['circuit', (raw) => { draft.circuit = lookupOptional(ctx, circuits(ctx.shard), 'circuit', raw, site); }],
   ];
   for (const [field, lookup] of lookups) {
     if (values[field] === undefined || field in errors) continue;
