@@ -14,7 +14,7 @@ import { catalogKey, RESOURCE_NAMES, valueProblem, type AttributeRecord, type Co
 import { applyFilters } from './_resource.js';
 import type { ResourceModel } from './model.js';
 import { siteModel } from './site.js';
-import { siteIdField } from './device.js';
+import { siteIdField } from './_fields.js';
 
 export const attributeSchema = defineSchema('Attribute', 'API endpoint that allows Attributes to be viewed or edited.', {
   id: Field.id(),

@@ -9,7 +9,7 @@ import { Type } from '@sinclair/typebox';
 import { Errors, isApiError } from '../errors.js';
 import { defineSchema, Field } from '../schema/fields.js';
 import { SchemaWriters } from '../schema/serialize.js';
-import { validateFields, type Method } from '../schema/validate.js';
+import { checkFields, type Method } from '../schema/validate.js';
 import type { RequestContext } from '../shard/context.js';
 import { relationIndex } from '../shard/relations.js';
 import type { ShardState } from '../shard/state.js';
@@ -18,7 +18,8 @@ import type { Predicate } from '../query/filters.js';
 import { attributeValuesIndex, resolveAttributes, valueIdsFor, type AttributeCarrier, type Attrs } from './_attributes.js';
 import { resolveRelated } from './_related.js';
 import { resourceList, setQueryRoute } from './_resource.js';
-import { attributesField, deviceModel, type DeviceRecord } from './device.js';
+import { attributesField } from './_fields.js';
+import { deviceModel, type DeviceRecord } from './device.js';
 import { assignedNetworks, descendantsOf, interfaceModel, INTERFACE_BY_DEVICE, slugOf, type InterfaceRecord } from './interface.js';
 import type { ResourceModel, RouteResult } from './model.js';
 import { networkModel, type NetworkRecord } from './network.js';
@@ -89,23 +90,15 @@ export function circuitsOfDevice(shard: ShardState, deviceId: number): CircuitRe
 function parse(ctx: RequestContext, body: Record<string, unknown>, method: Method, site: number | null): CircuitDraft {
   // A nested create in a missing site fails on the site, not on lookups inside it.
   if (method === 'POST' && site !== null && !ctx.site(site)) throw Errors.siteMissing(site);
-  let v: Record<string, unknown> = {};
-  let errors: Record<string, unknown> = {};
-  try {
-    v = validateFields(circuitSchema, body, method);
-  } catch (err) {
-    if (!isApiError(err) || typeof err.body !== 'object') throw err;
-    errors = { ...err.body };
-    // Related fields pass the schema as they are; the lookups below still run on them.
-    for (const f of ['endpoint_a', 'endpoint_z']) if (!(f in errors) && body[f] !== undefined) v[f] = body[f];
-  }
+  const { values: v, errors } = checkFields(circuitSchema, body, method);
+  const all: Record<string, unknown> = { ...errors };
   const draft: CircuitDraft = {};
   const lookup = (field: string, raw: unknown, within: number | null): InterfaceRecord | undefined => {
     try {
       return resolveRelated(ctx, interfaceModel, field, raw, within);
     } catch (err) {
       if (!isApiError(err) || typeof err.body !== 'object') throw err;
-      Object.assign(errors, err.body);
+      Object.assign(all, err.body);
       return undefined;
     }
   };
@@ -119,9 +112,9 @@ function parse(ctx: RequestContext, body: Record<string, unknown>, method: Metho
     const z = lookup('endpoint_z', v.endpoint_z, zSite);
     if (z) draft.zId = z.id;
   }
-  if (Object.keys(errors).length > 0) {
+  if (Object.keys(all).length > 0) {
     const ordered: Record<string, unknown> = {};
-    for (const f of circuitSchema.order) if (f in errors) ordered[f] = errors[f];
+    for (const f of circuitSchema.order) if (f in all) ordered[f] = all[f];
     throw Errors.validation(ordered);
   }
   if (v.name !== undefined) draft.name = v.name as string;

@@ -1,7 +1,6 @@
 /**
  * Device (spec §2.5, gaps.md §12): a hostname unique per site, and attributes.
  */
-import { Type } from '@sinclair/typebox';
 import { Errors } from '../errors.js';
 import { defineSchema, Field } from '../schema/fields.js';
 import { SchemaWriters } from '../schema/serialize.js';
@@ -11,15 +10,13 @@ import { attributeValuesIndex, resolveAttributes, valueIdsFor, type AttributeCar
 import { resourceList, setQueryRoute } from './_resource.js';
 import type { ResourceModel } from './model.js';
 import { siteModel } from './site.js';
+import { attributesField, siteIdField } from './_fields.js';
+import { interfaceModel, interfacesOfDevice, refreshDeviceHostname, removeInterface, type InterfaceRecord } from './interface.js';
 
 export interface DeviceRecord extends AttributeCarrier { hostname: string }
 
-export const attributesField = (requiredOn: ('POST' | 'PUT')[]) => Field.json(
-  Type.Record(Type.String(), Type.Union([Type.String(), Type.Array(Type.String())])),
-  { requiredOn, help: 'Dictionary of attributes to set.' },
-);
-
-export const siteIdField = () => Field.integer({ requiredOn: ['POST'], createOnly: true, help: 'Unique ID of the Site this object is under.' });
+// Re-exported for modules written against their old home.
+export { attributesField, siteIdField };
 
 export const deviceSchema = defineSchema('Device', 'API endpoint that allows Devices to be viewed or edited.', {
   id: Field.id(),
@@ -43,6 +40,12 @@ function checkHostname(ctx: RequestContext, hostname: string, site: number, self
   }
 }
 
+function depthOf(ctx: RequestContext, i: InterfaceRecord): number {
+  let n = 0;
+  for (let p = i.parentId; p !== null; p = ctx.shard.table<InterfaceRecord>('interface').get(p)?.parentId ?? null) n++;
+  return n;
+}
+
 export const deviceModel: ResourceModel<DeviceRecord> = {
   kind: 'device',
   name: 'Device',
@@ -54,7 +57,7 @@ export const deviceModel: ResourceModel<DeviceRecord> = {
   routes: {
     topLevel: true, nested: true,
     list: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'], detail: ['GET', 'PUT', 'PATCH', 'DELETE'],
-    listRoutes: { query: ['GET'] }, detailRoutes: {},
+    listRoutes: { query: ['GET'] }, detailRoutes: { interfaces: ['GET'], circuits: ['GET'] },
   },
   naturalKey: { field: 'hostname', of: (d) => d.hostname },
   derived: [attributeValuesIndex('device')],
@@ -65,6 +68,9 @@ export const deviceModel: ResourceModel<DeviceRecord> = {
 
   list: (ctx) => resourceList(ctx, deviceModel),
   listRoute: { query: (ctx) => setQueryRoute(deviceModel, 'Device')(ctx) },
+  detailRoute: {
+    interfaces: (ctx, d) => ({ kind: 'list', model: interfaceModel, records: interfacesOfDevice(ctx.shard, d.id) }),
+  },
 
   parse: (ctx, body, method) => validateFields(deviceSchema, body, method),
 
@@ -84,11 +90,16 @@ export const deviceModel: ResourceModel<DeviceRecord> = {
     const attributes = 'attributes' in v ? resolveAttributes(ctx, 'Device', current.siteId, v.attributes, current.attributes, method) : current.attributes;
     const next: DeviceRecord = { ...current, hostname, attributes, valueIds: valueIdsFor(ctx.tx, current, attributes) };
     ctx.tx.replace(deviceModel, current, next);
+    if (hostname !== current.hostname) refreshDeviceHostname(ctx, next.id, hostname);
     ctx.tx.change('Update', deviceModel, next.siteId, next.id, render(current), render(next));
     return next;
   },
 
   remove(ctx, d) {
+    // Interfaces go children first (gaps.md §9.9), each releasing its addresses.
+    const interfaces = interfacesOfDevice(ctx.shard, d.id);
+    const depth = new Map(interfaces.map((i) => [i.id, depthOf(ctx, i)]));
+    for (const i of interfaces.sort((a, b) => depth.get(b.id)! - depth.get(a.id)! || a.id - b.id)) removeInterface(ctx, i);
     ctx.tx.remove(deviceModel, d);
     ctx.tx.change('Delete', deviceModel, d.siteId, d.id, render(d), null);
   },

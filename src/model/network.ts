@@ -17,10 +17,12 @@ import type { ShardState } from '../shard/state.js';
 import type { StoredObject } from '../shard/table.js';
 import { attributeValuesIndex, resolveAttributes, valueIdsFor, type AttributeCarrier, type Attrs } from './_attributes.js';
 import { resourceList, setQueryRoute } from './_resource.js';
-import { attributesField, siteIdField } from './device.js';
+import { attributesField, siteIdField } from './_fields.js';
 import type { DerivedIndex, ResourceModel, RouteResult } from './model.js';
 import { siteModel } from './site.js';
 import type { QueryParams } from '../query/params.js';
+import { assignmentModel, assignmentsOfNetwork, dropAssignmentsTo } from './_assignments.js';
+import { replaceHolder } from './interface.js';
 
 export const STATES = ['allocated', 'assigned', 'orphaned', 'reserved'] as const;
 export type NetworkState = (typeof STATES)[number];
@@ -78,8 +80,8 @@ function keyCidr(key: string, field = 'cidr', list = false): Cidr {
 
 const duplicate = () => Errors.validation({ __all__: ['Network with this Site, Ip version, Network Address and Prefix Length already exists.'] });
 
-/** Writes one new network (create, next_* POST): base-network rule, uniqueness, attributes, Change. */
-function insertNetwork(ctx: RequestContext, site: SiteRecord, c: Cidr, state: NetworkState, rawAttributes: unknown): NetworkRecord {
+/** Writes one new network (create, next_* POST, address assignment): base-network rule, uniqueness, attributes, Change. */
+export function insertNetwork(ctx: RequestContext, site: SiteRecord, c: Cidr, state: NetworkState, rawAttributes: unknown): NetworkRecord {
   const tree = ctx.shard.tree<NetworkRecord>(site.id, c.version);
   if (c.len === WIDTH[c.version] && !tree.parent(c.addr, c.len)) throw Errors.validation('IP Address needs base network.');
   if (tree.get(c.addr, c.len)) throw duplicate();
@@ -91,6 +93,15 @@ function insertNetwork(ctx: RequestContext, site: SiteRecord, c: Cidr, state: Ne
   ctx.tx.insert(networkModel, n);
   ctx.tx.change('Create', networkModel, n.siteId, n.id, null, render(n, ctx.shard));
   return n;
+}
+
+/** A state change made as a side effect (address assignment): an Update Change only when the state really changes (gaps.md §10). */
+export function restate(ctx: RequestContext, n: NetworkRecord, state: NetworkState): NetworkRecord {
+  if (n.state === state) return n;
+  const next: NetworkRecord = { ...n, state };
+  ctx.tx.replace(networkModel, n, next);
+  ctx.tx.change('Update', networkModel, n.siteId, n.id, render(n, ctx.shard), render(next, ctx.shard));
+  return next;
 }
 
 // ---- filters (gaps.md §7.4) ----
@@ -268,7 +279,7 @@ export const networkModel: ResourceModel<NetworkRecord> = {
       const a = ancestorsOf(ctx, n);
       return list(direct ? a.slice(-1) : a);
     },
-    assignments: () => list([]),
+    assignments: (ctx, n) => ({ kind: 'list', model: assignmentModel, records: assignmentsOfNetwork(ctx.shard, n) }),
     next_network: (ctx, n) => nextBlocks(ctx, n, false),
     next_address: (ctx, n) => nextBlocks(ctx, n, true),
   },
@@ -335,6 +346,7 @@ export const networkModel: ResourceModel<NetworkRecord> = {
       }
     }
     const before = render(n, ctx.shard);
+    dropAssignmentsTo(ctx, n.id, replaceHolder(ctx));
     ctx.tx.remove(networkModel, n);
     ctx.tx.change('Delete', networkModel, n.siteId, n.id, before, null);
   },

@@ -19,7 +19,7 @@ function descriptor(name: string, f: FieldSchema, method: 'POST' | 'PUT'): Recor
   if (limits.maxLength !== undefined) d.max_length = limits.maxLength;
   if (limits.minimum !== undefined) d.min_value = limits.minimum;
   if (limits.maximum !== undefined) d.max_value = limits.maximum;
-  if (m.choices && !m.readOnly) d.choices = m.choices.map((c) => ({ value: c, display_name: String(c) }));
+  if (m.choices && !m.readOnly) d.choices = m.choices.map((c) => ({ value: c, display_name: m.choiceNames?.[String(c)] ?? String(c) }));
   void name;
   return d;
 }

@@ -22,6 +22,8 @@ export interface FieldMeta {
   nullable: boolean;
   allowBlank: boolean;
   choices?: readonly (string | number)[];
+  /** OPTIONS `display_name` per choice, where it is not the value itself. */
+  choiceNames?: Record<string, string>;
   /** Settable on create only (the site field): absent from PUT's OPTIONS. */
   createOnly: boolean;
 }
@@ -55,7 +57,8 @@ function labelFor(name: string): string {
   return words.charAt(0).toUpperCase() + words.slice(1);
 }
 
-function withMeta(base: TSchema, fieldType: FieldType, o: Common & { allowBlank?: boolean; choices?: readonly (string | number)[] }): FieldSchema {
+function withMeta(base: TSchema, fieldType: FieldType,
+  o: Common & { allowBlank?: boolean; choices?: readonly (string | number)[]; choiceNames?: Record<string, string> }): FieldSchema {
   const meta: FieldMeta = {
     fieldType,
     readOnly: o.readOnly ?? false,
@@ -66,6 +69,7 @@ function withMeta(base: TSchema, fieldType: FieldType, o: Common & { allowBlank?
     nullable: o.nullable ?? false,
     allowBlank: o.allowBlank ?? false,
     choices: o.choices,
+    choiceNames: o.choiceNames,
     createOnly: o.createOnly ?? false,
   };
   const schema = o.nullable ? Type.Union([base, Type.Null()]) : base;
@@ -79,8 +83,8 @@ export const Field = {
   string: (o: Common & { maxLength?: number; allowBlank?: boolean } = {}) =>
     withMeta(Type.String({ maxLength: o.maxLength }), 'string', o),
   boolean: (o: Common = {}) => withMeta(Type.Boolean(), 'boolean', o),
-  choice: (choices: readonly (string | number)[], o: Common = {}) =>
-    withMeta(typeof choices[0] === 'number' ? Type.Integer() : Type.String(), 'choice', { ...o, choices }),
+  choice: (choices: readonly (string | number)[], o: Common & { names?: Record<string, string> } = {}) =>
+    withMeta(typeof choices[0] === 'number' ? Type.Integer() : Type.String(), 'choice', { ...o, choices, choiceNames: o.names }),
   /** JSON-valued or related field: validated by the resource's own rules. */
   json: (output: TSchema, o: Common = {}) => withMeta(output, 'field', o),
 };

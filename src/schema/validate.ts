@@ -54,6 +54,16 @@ export function requireObject(body: unknown): Record<string, unknown> {
  * Throws a 400 with every failing field when any check fails.
  */
 export function validateFields(schema: ResourceSchema, body: Record<string, unknown>, method: Method): Record<string, unknown> {
+  const { values, errors } = checkFields(schema, body, method);
+  if (Object.keys(errors).length > 0) throw Errors.validation(errors);
+  return values;
+}
+
+/**
+ * `validateFields` without the throw, for models whose stage 1 also resolves
+ * related fields and reports their failures together with these.
+ */
+export function checkFields(schema: ResourceSchema, body: Record<string, unknown>, method: Method): { values: Record<string, unknown>; errors: FieldErrors } {
   const out: Record<string, unknown> = {};
   const errors: FieldErrors = {};
   for (const name of schema.order) {
@@ -108,6 +118,5 @@ export function validateFields(schema: ResourceSchema, body: Record<string, unkn
         break;
     }
   }
-  if (Object.keys(errors).length > 0) throw Errors.validation(errors);
-  return out;
+  return { values: out, errors };
 }

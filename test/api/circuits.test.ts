@@ -7,6 +7,9 @@
  * endpoint slugs after a device rename, Changes, and bulk writes. One server
  * with SHARDS=2, so odd and even site ids live on different shards.
  */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { TestServer } from '../helpers/server.js';
 import { FORBIDDEN, expectBody, expectError, fixtures, type Attrs, type Change } from '../helpers/fixtures.js';
@@ -792,5 +795,45 @@ describe('circuits and their site', () => {
     const r = await s.delete(`/api/sites/${site.id}/`);
     expect(r.status).toBe(409);
     expect(r.json.error.message).toContain("'Circuit.site'");
+  });
+});
+
+describe('circuit durability and concurrency', () => {
+  test('circuits, their names and endpoint indexes survive a restart', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'netsot-circuits-'));
+    let srv = await TestServer.start({ dataDir: dir, shards: 2 });
+    const post = async (path: string, body: unknown) => { const r = await srv.post(path, body); expect(r.status, r.text).toBe(201); return r.json; };
+    const site = (await post('/api/sites/', { name: 'durable-circuits' })).id;
+    for (const hostname of ['r1', 'r2']) await post(`/api/sites/${site}/devices/`, { hostname });
+    const a = await post(`/api/sites/${site}/interfaces/`, { device: 'r1', name: 'ge-0/0/0' });
+    const z = await post(`/api/sites/${site}/interfaces/`, { device: 'r2', name: 'ge-0/0/0' });
+    const c = await post(`/api/sites/${site}/circuits/`, { endpoint_a: a.id, endpoint_z: z.id });
+    await srv.patch(`/api/devices/r1/`, { hostname: 'r9' });
+    const snapshot = async () => [
+      (await srv.get(`/api/circuits/${c.id}/`)).text, (await srv.get('/api/circuits/r1:ge-0_0_0_r2:ge-0_0_0/interfaces/')).text,
+      (await srv.get(`/api/circuits/?endpoint_z=r2:ge-0/0/0`)).text,
+    ];
+    const before = await snapshot();
+    await srv.stop(false);
+    srv = await TestServer.start({ dataDir: dir, shards: 2 });
+    expect(await snapshot()).toEqual(before);
+    expect(JSON.parse(before[0])).toMatchObject({ name: 'r1:ge-0/0/0_r2:ge-0/0/0', endpoint_a: 'r9:ge-0/0/0' });
+    // The endpoint and name indexes were rebuilt with the records.
+    const again = await srv.post(`/api/sites/${site}/circuits/`, { endpoint_a: z.id });
+    expectError(again, 400, { endpoint_a: 'Interface already used as an endpoint_z' });
+    expectError(await srv.post(`/api/sites/${site}/circuits/`, { endpoint_a: 'r9:ge-0/0/0' }), 400,
+      { endpoint_a: ['circuit with this A-side endpoint Interface already exists.'] });
+    await srv.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  test('concurrent circuits claiming one A end: exactly one wins, the rest get the text', async () => {
+    const site = await mkSite();
+    const a = await mkEnd(site.id);
+    const replies = await Promise.all(Array.from({ length: 12 }, (_, k) =>
+      s.post(k % 2 ? '/api/circuits/' : `/api/sites/${site.id}/circuits/`, { endpoint_a: a.name_slug, name: `c${k}` })));
+    expect(replies.filter((r) => r.status === 201)).toHaveLength(1);
+    for (const r of replies.filter((x) => x.status !== 201)) expectError(r, 400, { endpoint_a: ['circuit with this A-side endpoint Interface already exists.'] });
+    expect((await s.get(`/api/sites/${site.id}/circuits/`)).json).toHaveLength(1);
   });
 });

@@ -1,0 +1,341 @@
+/**
+ * Interface (spec §2.7, §4.6; gaps.md §15): a named port of a device, with a
+ * MAC, type codes, an optional parent interface on the same device, and
+ * assigned host addresses (see _assignments.ts). The record caches its
+ * device's hostname, so name_slug (`<hostname>:<name>`, the natural key) is
+ * indexed like any key; a device rename rewrites the cache without a Change.
+ */
+import { Type } from '@sinclair/typebox';
+import { INTERFACE_TYPE_CODES } from '../config.js';
+import { Errors, type ApiError } from '../errors.js';
+import { defineSchema, Field } from '../schema/fields.js';
+import { SchemaWriters } from '../schema/serialize.js';
+import { checkFields, type Method } from '../schema/validate.js';
+import type { RequestContext, SiteRecord } from '../shard/context.js';
+import { relationIndex } from '../shard/relations.js';
+import type { ShardState } from '../shard/state.js';
+import { attributeValuesIndex, resolveAttributes, valueIdsFor, type AttributeCarrier, type Attrs } from './_attributes.js';
+import {
+  applyAddresses, assignedNetworks, assignmentModel, assignmentsOfHolder, INTERFACE_BY_NETWORK, parentNetworks, planAddresses,
+  readAddressList, releaseNetworks, type Assignment, type PlannedAddress,
+} from './_assignments.js';
+import { attributesField } from './_fields.js';
+import { formatMac, parseMac } from './_mac.js';
+import { resolveRelated } from './_related.js';
+import { resourceList, setQueryRoute } from './_resource.js';
+import { deviceModel, type DeviceRecord } from './device.js';
+import type { ResourceModel, RouteResult } from './model.js';
+import { cidrText, networkModel, type NetworkRecord } from './network.js';
+
+export type { Assignment };
+export { assignedNetworks };
+
+export interface InterfaceRecord extends AttributeCarrier {
+  deviceId: number;
+  /** The device's hostname (device_hostname), cached so the slug can be indexed. */
+  hostname: string;
+  name: string;
+  description: string;
+  type: number;
+  speed: number | null;
+  mtu: number | null;
+  mac: number | null;
+  parentId: number | null;
+  /** Assigned addresses, in `addresses` order. */
+  assignments: Assignment[];
+}
+
+/** Relation: device id → its interface ids. */
+export const INTERFACE_BY_DEVICE = 'interface.device';
+/** Relation: interface id → its child interface ids. */
+export const INTERFACE_BY_PARENT = 'interface.parent';
+
+export const slugOf = (i: { hostname: string; name: string }) => `${i.hostname}:${i.name}`;
+const pairKey = (deviceId: number, name: string) => `${deviceId}\u0000${name}`;
+
+const TYPE_NAMES: Record<string, string> = {
+  6: 'ethernet', 1: 'other', 135: 'l2vlan', 136: 'l3vlan', 161: 'lag', 24: 'loopback', 150: 'mpls', 53: 'prop_virtual', 131: 'tunnel',
+};
+
+export const interfaceSchema = defineSchema('Interface', 'API endpoint that allows Interfaces to be viewed or edited.', {
+  id: Field.id(),
+  parent_id: Field.json(Type.Union([Type.Integer(), Type.Null()]), { nullable: true, help: 'Unique ID or name_slug of the parent Interface.' }),
+  parent: Field.string({ readOnly: true, nullable: true }),
+  name: Field.string({ maxLength: 255, requiredOn: ['POST', 'PUT'], help: 'Name of the Interface.' }),
+  name_slug: Field.string({ readOnly: true }),
+  device: Field.json(Type.Integer(), { requiredOn: ['POST'], createOnly: true, help: 'Unique ID or hostname of the Device this Interface is on.' }),
+  device_hostname: Field.string({ readOnly: true }),
+  description: Field.string({ maxLength: 255, allowBlank: true, help: 'A brief yet helpful description.' }),
+  addresses: Field.json(Type.Array(Type.String()), { requiredOn: ['PUT'], help: 'List of host addresses to assign.' }),
+  networks: Field.json(Type.Array(Type.String()), { readOnly: true }),
+  mac_address: Field.string({ nullable: true, allowBlank: true, help: 'MAC address of the Interface.' }),
+  speed: Field.integer({ nullable: true, help: 'Speed of the Interface in Mbps.' }),
+  type: Field.choice(INTERFACE_TYPE_CODES, { names: TYPE_NAMES, help: 'The type of the Interface.' }),
+  mtu: Field.integer({ nullable: true, minimum: 68, maximum: 65535, help: 'Maximum transmission unit of the Interface.' }),
+  attributes: attributesField(['PUT']),
+});
+
+const table = (shard: ShardState) => shard.table<InterfaceRecord>('interface');
+const byIds = (shard: ShardState, ids: number[]) => ids.map((id) => table(shard).get(id)!);
+const parentOf = (shard: ShardState, i: InterfaceRecord) => (i.parentId === null ? undefined : table(shard).get(i.parentId));
+
+function render(i: InterfaceRecord, shard: ShardState) {
+  const parent = parentOf(shard, i);
+  return {
+    id: i.id, parent_id: i.parentId, parent: parent ? slugOf(parent) : null, name: i.name, name_slug: slugOf(i),
+    device: i.deviceId, device_hostname: i.hostname, description: i.description,
+    addresses: assignedNetworks(shard, i).map((n) => cidrText(shard, n)),
+    networks: parentNetworks(shard, i).map((n) => cidrText(shard, n)),
+    mac_address: i.mac === null ? null : formatMac(i.mac), speed: i.speed, type: i.type, mtu: i.mtu, attributes: i.attributes,
+  };
+}
+
+// ---- tree (gaps.md §15.4) ----
+
+export function childrenOf(shard: ShardState, i: InterfaceRecord): InterfaceRecord[] {
+  return byIds(shard, shard.relation(INTERFACE_BY_PARENT).ids(i.id));
+}
+
+/** Every interface below `i`, ascending id. */
+export function descendantsOf(shard: ShardState, i: InterfaceRecord): InterfaceRecord[] {
+  const out: InterfaceRecord[] = [];
+  const stack = [i];
+  while (stack.length > 0) for (const c of childrenOf(shard, stack.pop()!)) { out.push(c); stack.push(c); }
+  return out.sort((a, b) => a.id - b.id);
+}
+
+/** Parent first, root last. */
+function ancestorsOf(shard: ShardState, i: InterfaceRecord): InterfaceRecord[] {
+  const out: InterfaceRecord[] = [];
+  for (let p = parentOf(shard, i); p; p = parentOf(shard, p)) out.push(p);
+  return out;
+}
+
+/** A device's interfaces, ascending id. */
+export function interfacesOfDevice(shard: ShardState, deviceId: number): InterfaceRecord[] {
+  return byIds(shard, shard.relation(INTERFACE_BY_DEVICE).ids(deviceId));
+}
+
+// ---- writes ----
+
+interface Draft extends Record<string, unknown> {
+  values: Record<string, unknown>;
+  device?: DeviceRecord;
+  /** undefined: not given; null: no parent. */
+  parent?: InterfaceRecord | null;
+  mac?: number | null;
+  addresses?: unknown[];
+}
+
+const fieldError = (e: unknown): ApiError['body'] | null => {
+  if (e instanceof Error && 'status' in e && (e as ApiError).status === 400) return (e as ApiError).body;
+  throw e;
+};
+
+/** Stage 1: the schema, plus the related lookups, MAC and address-list shape, all failures together. */
+function parse(ctx: RequestContext, body: Record<string, unknown>, method: Method, site: number | null): Draft {
+  const { values, errors } = checkFields(interfaceSchema, body, method);
+  // The MAC is read from the body as given (a JSON integer is a MAC too), with its own message.
+  delete errors.mac_address;
+  if (body.mac_address !== undefined) values.mac_address = body.mac_address;
+  const all: Record<string, unknown> = { ...errors };
+  const draft: Draft = { values };
+  const attempt = (run: () => void) => { try { run(); } catch (e) { Object.assign(all, fieldError(e)); } };
+  if (method === 'POST' && values.device !== undefined) {
+    attempt(() => { draft.device = resolveRelated(ctx, deviceModel, 'device', values.device, site); });
+  }
+  if (values.parent_id !== undefined) {
+    const scope = draft.device?.siteId ?? site;
+    attempt(() => { draft.parent = values.parent_id === null ? null : resolveRelated(ctx, interfaceModel, 'parent_id', values.parent_id, scope); });
+  }
+  if ('mac_address' in values) {
+    const mac = values.mac_address === null ? null : parseMac(values.mac_address);
+    if (mac === null && values.mac_address !== null) all.mac_address = { mac_address: 'Enter a valid MAC Address.' };
+    else draft.mac = mac;
+  }
+  if ('addresses' in body && body.addresses !== undefined) attempt(() => { draft.addresses = readAddressList(body.addresses); });
+  if (Object.keys(all).length > 0) {
+    // Report in field order, as the schema lists them.
+    const ordered: Record<string, unknown> = {};
+    for (const k of interfaceSchema.order) if (k in all) ordered[k] = all[k];
+    throw Errors.validation(ordered);
+  }
+  return draft;
+}
+
+/** Stage 2 for the parent (gaps.md §15.3): same device, and no cycle through `self`. */
+function checkParent(ctx: RequestContext, parent: InterfaceRecord | null, hostname: string, selfId: number | null): void {
+  if (!parent) return;
+  if (parent.hostname !== hostname) throw Errors.fieldPlain('parent', `Parent's device does not match device with host name '${hostname}'`);
+  if (selfId !== null && (parent.id === selfId || ancestorsOf(ctx.shard, parent).some((a) => a.id === selfId))) {
+    throw Errors.fieldPlain('parent', 'An interface cannot be its own ancestor.');
+  }
+}
+
+const pairTaken = (ctx: RequestContext, site: number, deviceId: number, name: string, selfId: number | null) => {
+  const other = table(ctx.shard).key('pair')!.inSite(site, pairKey(deviceId, name));
+  return other !== undefined && other.id !== selfId;
+};
+
+function create(ctx: RequestContext, d: Draft, site: SiteRecord): InterfaceRecord {
+  const v = d.values;
+  const device = d.device!;
+  const name = v.name as string;
+  if (pairTaken(ctx, site.id, device.id, name, null)) throw Errors.validation({ non_field_errors: ['The fields device, name must make a unique set.'] });
+  const parent = d.parent ?? null;
+  checkParent(ctx, parent, device.hostname, null);
+  const attributes: Attrs = resolveAttributes(ctx, 'Interface', site.id, v.attributes, null, 'POST');
+  const id = ctx.tx.newId('interface');
+  const plan = planAddresses(ctx, site.id, device.id, id, d.addresses ?? []);
+  const i: InterfaceRecord = {
+    id, siteId: site.id, deviceId: device.id, hostname: device.hostname, name,
+    description: (v.description as string | undefined) ?? '',
+    type: (v.type as number | undefined) ?? ctx.config.interfaceDefaultType,
+    speed: v.speed === undefined ? ctx.config.interfaceDefaultSpeed : (v.speed as number | null),
+    mtu: (v.mtu as number | null | undefined) ?? null,
+    mac: d.mac === undefined ? 0 : d.mac,
+    parentId: parent?.id ?? null,
+    attributes, valueIds: valueIdsFor(ctx.tx, null, attributes),
+    assignments: applyAddresses(ctx, site, id, [], plan),
+  };
+  ctx.tx.insert(interfaceModel, i);
+  ctx.tx.change('Create', interfaceModel, i.siteId, i.id, null, render(i, ctx.shard));
+  return i;
+}
+
+function update(ctx: RequestContext, current: InterfaceRecord, d: Draft, method: Method): InterfaceRecord {
+  const v = d.values;
+  const name = (v.name as string | undefined) ?? current.name;
+  const parent = d.parent === undefined ? parentOf(ctx.shard, current) ?? null : d.parent;
+  checkParent(ctx, parent, current.hostname, current.id);
+  const attributes = 'attributes' in v ? resolveAttributes(ctx, 'Interface', current.siteId, v.attributes, current.attributes, method) : current.attributes;
+  const plan: PlannedAddress[] | null = d.addresses === undefined ? null : planAddresses(ctx, current.siteId, current.deviceId, current.id, d.addresses);
+  if (name !== current.name && pairTaken(ctx, current.siteId, current.deviceId, name, current.id)) {
+    throw Errors.conflict('Interface with this Device and Name already exists.');
+  }
+  const next: InterfaceRecord = {
+    ...current, name,
+    description: (v.description as string | undefined) ?? current.description,
+    type: (v.type as number | undefined) ?? current.type,
+    speed: v.speed === undefined ? current.speed : (v.speed as number | null),
+    mtu: v.mtu === undefined ? current.mtu : (v.mtu as number | null),
+    mac: d.mac === undefined ? current.mac : d.mac,
+    parentId: parent?.id ?? null,
+    attributes, valueIds: valueIdsFor(ctx.tx, current, attributes),
+    assignments: plan ? applyAddresses(ctx, ctx.site(current.siteId)!, current.id, current.assignments, plan) : current.assignments,
+  };
+  const before = render(current, ctx.shard);
+  ctx.tx.replace(interfaceModel, current, next);
+  ctx.tx.change('Update', interfaceModel, next.siteId, next.id, before, render(next, ctx.shard));
+  return next;
+}
+
+/**
+ * Removes an interface whose protections were checked: its assignments go
+ * (networks may become orphaned), then the interface, with its Delete Change.
+ */
+export function removeInterface(ctx: RequestContext, i: InterfaceRecord): void {
+  const before = render(i, ctx.shard);
+  releaseNetworks(ctx, i.id, i.assignments);
+  ctx.tx.remove(interfaceModel, i);
+  ctx.tx.change('Delete', interfaceModel, i.siteId, i.id, before, null);
+}
+
+/** A device was renamed: its interfaces' cached hostname and slug follow, without Changes (gaps.md §10). */
+export function refreshDeviceHostname(ctx: RequestContext, deviceId: number, hostname: string): void {
+  for (const i of interfacesOfDevice(ctx.shard, deviceId)) ctx.tx.replace(interfaceModel, i, { ...i, hostname });
+}
+
+/** A network is going away: interfaces holding it drop it from their addresses (no Change). */
+export function replaceHolder(ctx: RequestContext) {
+  return (before: InterfaceRecord, after: InterfaceRecord) => ctx.tx.replace(interfaceModel, before, after);
+}
+
+// ---- model ----
+
+const list = (records: InterfaceRecord[]): RouteResult => ({ kind: 'list', model: interfaceModel, records });
+const networksList = (records: NetworkRecord[]): RouteResult => ({ kind: 'list', model: networkModel, records });
+
+export const interfaceModel: ResourceModel<InterfaceRecord, Draft> = {
+  kind: 'interface',
+  name: 'Interface',
+  plural: 'Interfaces',
+  collection: 'interfaces',
+  permissionType: 'interface',
+  schema: interfaceSchema,
+  writers: new SchemaWriters(interfaceSchema),
+  routes: {
+    topLevel: true, nested: true,
+    list: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'], detail: ['GET', 'PUT', 'PATCH', 'DELETE'],
+    listRoutes: { query: ['GET'] },
+    detailRoutes: {
+      addresses: ['GET'], ancestors: ['GET'], assignments: ['GET'], children: ['GET'], circuit: ['GET'], descendants: ['GET'],
+      networks: ['GET'], parent: ['GET'], root: ['GET'], siblings: ['GET'],
+    },
+    multiSegmentKey: true,
+  },
+  siteField: null,
+  siteVia: { field: 'device', kind: 'device' },
+  naturalKey: { field: 'name_slug', of: slugOf },
+  uniqueKeys: { pair: (i) => pairKey(i.deviceId, i.name) },
+  derived: [
+    attributeValuesIndex('interface'),
+    relationIndex<InterfaceRecord>(INTERFACE_BY_DEVICE, (i) => i.deviceId),
+    relationIndex<InterfaceRecord>(INTERFACE_BY_PARENT, (i) => i.parentId),
+    relationIndex<InterfaceRecord>(INTERFACE_BY_NETWORK, (i) => i.assignments.map((a) => a.networkId)),
+  ],
+  filters: [
+    { param: 'device', type: 'integer', value: (i) => i.deviceId },
+    { param: 'device__hostname', type: 'string', value: (i) => i.hostname },
+    { param: 'device_hostname', type: 'string', value: (i) => i.hostname },
+    { param: 'name', type: 'string', value: (i) => i.name },
+    { param: 'speed', type: 'integer', value: (i) => i.speed },
+    { param: 'type', type: 'choice', choices: INTERFACE_TYPE_CODES.map(String), value: (i) => String(i.type) },
+    { param: 'mac_address', type: 'custom', compile: (q) => {
+      const raw = q.get('mac_address');
+      if (raw === undefined || raw === '') return null;
+      const mac = parseMac(raw);
+      if (mac === null) throw Errors.validation('This value must be a valid MAC address.');
+      return (i) => i.mac === mac;
+    } },
+    { param: 'description', type: 'string', value: (i) => i.description },
+    { param: 'parent_id', type: 'integer', value: (i) => i.parentId },
+  ],
+  attributesOf: (i) => i.attributes,
+  render,
+  expand: {
+    device: (i, shard) => ({ model: deviceModel, record: shard.table('device').get(i.deviceId)! }),
+    parent_id: (i, shard) => { const p = parentOf(shard, i); return p ? { model: interfaceModel, record: p } : null; },
+  },
+
+  list: (ctx) => resourceList(ctx, interfaceModel),
+  listRoute: { query: (ctx) => setQueryRoute(interfaceModel, 'Interface')(ctx) },
+
+  detailRoute: {
+    addresses: (ctx, i) => networksList(assignedNetworks(ctx.shard, i)),
+    networks: (ctx, i) => networksList(parentNetworks(ctx.shard, i)),
+    assignments: (ctx, i) => ({ kind: 'list', model: assignmentModel, records: assignmentsOfHolder(ctx.shard, i) }),
+    parent: (ctx, i) => {
+      const p = parentOf(ctx.shard, i);
+      if (!p) throw Errors.noSuch('Interface', ctx.req.siteText ?? ctx.urlSite, null);
+      return { kind: 'object', model: interfaceModel, record: p };
+    },
+    root: (ctx, i) => ({ kind: 'object', model: interfaceModel, record: ancestorsOf(ctx.shard, i).at(-1) ?? i }),
+    ancestors: (ctx, i) => list(ancestorsOf(ctx.shard, i).sort((a, b) => a.id - b.id)),
+    children: (ctx, i) => list(childrenOf(ctx.shard, i)),
+    descendants: (ctx, i) => list(descendantsOf(ctx.shard, i)),
+    siblings: (ctx, i) => {
+      const p = parentOf(ctx.shard, i);
+      const pool = p ? childrenOf(ctx.shard, p) : interfacesOfDevice(ctx.shard, i.deviceId).filter((x) => x.parentId === null);
+      return list(pool.filter((x) => x.id !== i.id && x.deviceId === i.deviceId));
+    },
+  },
+
+  parse,
+  create: (ctx, d, site) => create(ctx, d, site!),
+  update,
+  remove(ctx, i, batch) {
+    if (ctx.shard.relation(INTERFACE_BY_PARENT).ids(i.id).some((c) => !batch?.has(c))) throw Errors.protectedReference('Interface', 'Interface.parent');
+    removeInterface(ctx, i);
+  },
+};
