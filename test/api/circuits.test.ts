@@ -837,3 +837,47 @@ describe('circuit durability and concurrency', () => {
     expect((await s.get(`/api/sites/${site.id}/circuits/`)).json).toHaveLength(1);
   });
 });
+
+describe('circuits seen from interfaces and devices', () => {
+  test('interface circuit/ answers the circuit where it is A, else where it is Z', async () => {
+    const site = await mkSite();
+    const [a, z] = await mkEnds(site.id);
+    const c = await mkCircuit(site.id, { endpoint_a: a.id, endpoint_z: z.id });
+    expect((await s.get(`/api/interfaces/${a.id}/circuit/`)).json).toEqual(c);
+    expect((await s.get(`/api/sites/${site.id}/interfaces/${z.name_slug}/circuit/`)).json).toEqual(c);
+  });
+
+  test('interface circuit/ without a circuit is a 404 naming the key as given', async () => {
+    const site = await mkSite();
+    const a = await mkEnd(site.id);
+    expectError(await s.get(`/api/sites/${site.id}/interfaces/${a.name_slug}/circuit/`), 404, `No Circuit found at Interface (site_id, id) = (${site.id}, ${a.name_slug})`);
+    expectError(await s.get(`/api/interfaces/${a.id}/circuit/`), 404, `No Circuit found at Interface (site_id, id) = (None, ${a.id})`);
+  });
+
+  test('device circuits/ lists each circuit on its interfaces once, by id', async () => {
+    const site = await mkSite();
+    const d = await mkDevice(site.id);
+    const [e0, e1, e2] = [await mkIface(site.id, d.id), await mkIface(site.id, d.id), await mkIface(site.id, d.id)];
+    const far = await mkEnd(site.id);
+    const both = await mkCircuit(site.id, { endpoint_a: e1.id, endpoint_z: e0.id });
+    const out = await mkCircuit(site.id, { endpoint_a: far.id, endpoint_z: e2.id });
+    await mkCircuit(site.id, { endpoint_a: (await mkEnd(site.id)).id });
+    expect(ids(await s.get(`/api/devices/${d.id}/circuits/`))).toEqual([both.id, out.id]);
+    expect(ids(await s.get(`/api/sites/${site.id}/devices/${d.hostname}/circuits/`))).toEqual([both.id, out.id]);
+  });
+
+  test('an interface that is a circuit endpoint cannot be deleted: A, then Z', async () => {
+    const site = await mkSite();
+    const [a, z] = await mkEnds(site.id);
+    const c = await mkCircuit(site.id, { endpoint_a: a.id, endpoint_z: z.id });
+    const msg = (field: string) => `Cannot delete some instances of model 'Interface' because they are referenced through a protected foreign key: 'Circuit.${field}'`;
+    expectError(await s.delete(`/api/interfaces/${a.id}/`), 409, msg('endpoint_a'));
+    expectError(await s.delete(`/api/interfaces/${z.id}/`), 409, msg('endpoint_z'));
+    expectError(await s.delete(`/api/devices/${z.device}/`), 409, msg('endpoint_z'));
+    expectError(await s.request('DELETE', `/api/sites/${site.id}/interfaces/`, { body: [z.id, a.id] }), 409, msg('endpoint_z'));
+    expect((await s.get(`/api/interfaces/${a.id}/`)).status).toBe(200);
+    expect((await s.delete(`/api/circuits/${c.id}/`)).status).toBe(204);
+    expect((await s.delete(`/api/devices/${a.device}/`)).status).toBe(204);
+    expect((await s.delete(`/api/interfaces/${z.id}/`)).status).toBe(204);
+  });
+});
