@@ -8,17 +8,15 @@
  * Changes each write leaves. One server with SHARDS=2, so odd and even site
  * ids live on different shards.
  *
- * Two blocks depend on code outside this module and are skipped until it is
- * there: `protocols on circuits` (the circuit model, registered by the
- * circuits branch) and `protocols in device and interface cascades` (device
- * and interface deletes calling removeProtocolsOf).
+ * One block depends on code outside this module and is skipped until it is
+ * there: `protocols in device, interface and circuit cascades` (those deletes
+ * calling removeProtocolsOf; CASCADES_WIRED).
  */
 import { rmSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { TestServer } from '../helpers/server.js';
 import { FORBIDDEN, expectBody, expectError, fixtures, type Attrs, type Change, type Device } from '../helpers/fixtures.js';
 import { prng } from '../helpers/prng.js';
-import { modelByCollection } from '../../src/model/registry.js';
 
 let s: TestServer;
 beforeAll(async () => { s = await TestServer.start({ shards: 2 }); });
@@ -26,9 +24,7 @@ afterAll(async () => { await s.stop(); });
 
 const { fresh, mkSiteId, siteIdsOnTwoShards, sitesOnOneShard, mkAttrId, mkDevice, mkUser } = fixtures(() => s, { base: 'p' });
 
-/** The circuit model is registered (the circuits branch is merged). */
-const CIRCUITS_AVAILABLE = modelByCollection('circuits') !== undefined;
-/** Device and interface deletes call removeProtocolsOf: the lead sets this once they do. */
+/** Device, interface and circuit deletes call removeProtocolsOf: the lead sets this once they do. */
 const CASCADES_WIRED = false;
 
 export interface Protocol {
@@ -67,6 +63,19 @@ async function changesOf(id: number, resourceName = 'Protocol'): Promise<Change[
 }
 
 const ids = (list: { id: number }[]) => list.map((p) => p.id);
+
+interface Circuit { id: number; name: string; name_slug: string; endpoint_a: string; endpoint_z: string | null }
+const mkCircuit = (site: number, a: number, z: number | null) => created<Circuit>(`/api/sites/${site}/circuits/`, { endpoint_a: a, endpoint_z: z });
+
+/** A protocol's basics plus a circuit from an interface of another device to one of this device. */
+async function wired() {
+  const { site, type, device } = await basics();
+  const far = await mkDevice(site);
+  const local = await mkIface(site, device.id);
+  const remote = await mkIface(site, far.id);
+  const circuit = await mkCircuit(site, remote.id, local.id);
+  return { site, type, device, far, local, remote, circuit };
+}
 
 describe('protocol create', () => {
   test('nested protocol create returns 201, the canonical text and a relative Location', async () => {
@@ -727,20 +736,7 @@ describe('protocols after a restart', () => {
   });
 });
 
-// Needs the circuit model (circuits branch): skipped until it is registered.
-describe.skipIf(!CIRCUITS_AVAILABLE)('protocols on circuits', () => {
-  interface Circuit { id: number; name: string; name_slug: string; endpoint_a: string; endpoint_z: string | null }
-  const mkCircuit = (site: number, a: number, z: number | null) => created<Circuit>(`/api/sites/${site}/circuits/`, { endpoint_a: a, endpoint_z: z });
-
-  async function wired() {
-    const { site, type, device } = await basics();
-    const far = await mkDevice(site);
-    const local = await mkIface(site, device.id);
-    const remote = await mkIface(site, far.id);
-    const circuit = await mkCircuit(site, remote.id, local.id);
-    return { site, type, device, far, local, remote, circuit };
-  }
-
+describe('protocols on circuits', () => {
   test('a protocol binds to a circuit with an endpoint on its device, by id or name_slug', async () => {
     const { site, type, device, circuit } = await wired();
     const p1 = await mkProto(site, { type: type.id, device: device.id, circuit: circuit.id });
@@ -785,7 +781,10 @@ describe.skipIf(!CIRCUITS_AVAILABLE)('protocols on circuits', () => {
     expect(ids((await s.get(`/api/sites/${site}/protocols/?circuit=${encodeURIComponent(circuit.name_slug)}`)).json)).toEqual([p.id, q.id]);
     expect((await s.get(`/api/sites/${site}/protocols/?circuit=nosuch`)).json).toEqual([]);
   });
+});
 
+// Needs device, interface and circuit deletes to call removeProtocolsOf (the lead wires them): skipped until CASCADES_WIRED.
+describe.skipIf(!CASCADES_WIRED)('protocols in device, interface and circuit cascades', () => {
   test('deleting a circuit deletes its protocols, each Delete Change before the circuit\'s', async () => {
     const { site, type, device, circuit } = await wired();
     const p = await mkProto(site, { type: type.id, device: device.id, circuit: circuit.id });
@@ -794,10 +793,7 @@ describe.skipIf(!CIRCUITS_AVAILABLE)('protocols on circuits', () => {
     const recent = ((await s.get(`/api/sites/${site}/changes/`)).json as Change[]).slice(0, 2).reverse();
     expect(recent.map((c) => [c.event, c.resource_name, c.resource_id])).toEqual([['Delete', 'Protocol', p.id], ['Delete', 'Circuit', circuit.id]]);
   });
-});
 
-// Needs device and interface deletes to call removeProtocolsOf (the lead wires them): skipped until CASCADES_WIRED.
-describe.skipIf(!CASCADES_WIRED)('protocols in device and interface cascades', () => {
   test('deleting an interface deletes its protocols, each Delete Change before the interface\'s', async () => {
     const { site, type, device } = await basics();
     const i = await mkIface(site, device.id);
