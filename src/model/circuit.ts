@@ -21,6 +21,7 @@ import { resourceList, setQueryRoute } from './_resource.js';
 import { attributesField } from './_fields.js';
 import { deviceModel, type DeviceRecord } from './device.js';
 import { assignedNetworks, descendantsOf, interfaceModel, INTERFACE_BY_DEVICE, slugOf, type InterfaceRecord } from './interface.js';
+import { removeProtocolsOf } from './protocol.js';
 import type { ResourceModel, RouteResult } from './model.js';
 import { networkModel, type NetworkRecord } from './network.js';
 
@@ -256,7 +257,7 @@ export const circuitModel: ResourceModel<CircuitRecord, CircuitDraft> = {
 
   remove(ctx, c) {
     // Never protected. Its Protocols go first, each with its own Delete Change:
-    // CASCADE: removeProtocolsOf(ctx, 'circuit', c.id)
+    removeProtocolsOf(ctx, 'circuit', c.id);
     const before = render(c, ctx.shard);
     ctx.tx.remove(circuitModel, c);
     ctx.tx.change('Delete', circuitModel, c.siteId, c.id, before, null);

@@ -13,6 +13,7 @@ import { siteModel } from './site.js';
 import { attributesField, siteIdField } from './_fields.js';
 import { checkNotEndpoint, interfaceModel, interfacesOfDevice, refreshDeviceHostname, removeInterface, type InterfaceRecord } from './interface.js';
 import { circuitModel, circuitsOfDevice } from './circuit.js';
+import { removeProtocolsOf } from './protocol.js';
 
 export interface DeviceRecord extends AttributeCarrier { hostname: string }
 
@@ -98,9 +99,10 @@ export const deviceModel: ResourceModel<DeviceRecord> = {
   },
 
   remove(ctx, d) {
-    // Interfaces go children first (gaps.md §9.9), each releasing its addresses.
+    // Its protocols, then its interfaces children first (gaps.md §9.9), each releasing its addresses.
     const interfaces = interfacesOfDevice(ctx.shard, d.id);
     checkNotEndpoint(ctx, interfaces);
+    removeProtocolsOf(ctx, 'device', d.id);
     const depth = new Map(interfaces.map((i) => [i.id, depthOf(ctx, i)]));
     for (const i of interfaces.sort((a, b) => depth.get(b.id)! - depth.get(a.id)! || a.id - b.id)) removeInterface(ctx, i);
     ctx.tx.remove(deviceModel, d);

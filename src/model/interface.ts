@@ -21,6 +21,7 @@ import {
 } from './_assignments.js';
 import { attributesField } from './_fields.js';
 import { circuitModel, circuitsAt } from './circuit.js';
+import { removeProtocolsOf } from './protocol.js';
 import { formatMac, parseMac } from './_mac.js';
 import { resolveRelated } from './_related.js';
 import { resourceList, setQueryRoute } from './_resource.js';
@@ -239,10 +240,11 @@ export function checkNotEndpoint(ctx: RequestContext, interfaces: InterfaceRecor
 }
 
 /**
- * Removes an interface whose protections were checked: its assignments go
- * (networks may become orphaned), then the interface, with its Delete Change.
+ * Removes an interface whose protections were checked: its protocols, its
+ * assignments (networks may become orphaned), then the interface, with its Delete Change.
  */
 export function removeInterface(ctx: RequestContext, i: InterfaceRecord): void {
+  removeProtocolsOf(ctx, 'interface', i.id);
   const before = render(i, ctx.shard);
   releaseNetworks(ctx, i.id, i.assignments);
   ctx.tx.remove(interfaceModel, i);

@@ -7,10 +7,6 @@
  * queries, id ordering, bulk writes, the ProtocolType cascade and the
  * Changes each write leaves. One server with SHARDS=2, so odd and even site
  * ids live on different shards.
- *
- * One block depends on code outside this module and is skipped until it is
- * there: `protocols in device, interface and circuit cascades` (those deletes
- * calling removeProtocolsOf; CASCADES_WIRED).
  */
 import { rmSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
@@ -23,9 +19,6 @@ beforeAll(async () => { s = await TestServer.start({ shards: 2 }); });
 afterAll(async () => { await s.stop(); });
 
 const { fresh, mkSiteId, siteIdsOnTwoShards, sitesOnOneShard, mkAttrId, mkDevice, mkUser } = fixtures(() => s, { base: 'p' });
-
-/** Device, interface and circuit deletes call removeProtocolsOf: the lead sets this once they do. */
-const CASCADES_WIRED = false;
 
 export interface Protocol {
   id: number; site: number; type: string; device: string; interface: string | null; circuit: string | null;
@@ -783,8 +776,7 @@ describe('protocols on circuits', () => {
   });
 });
 
-// Needs device, interface and circuit deletes to call removeProtocolsOf (the lead wires them): skipped until CASCADES_WIRED.
-describe.skipIf(!CASCADES_WIRED)('protocols in device, interface and circuit cascades', () => {
+describe('protocols in device, interface and circuit cascades', () => {
   test('deleting a circuit deletes its protocols, each Delete Change before the circuit\'s', async () => {
     const { site, type, device, circuit } = await wired();
     const p = await mkProto(site, { type: type.id, device: device.id, circuit: circuit.id });
