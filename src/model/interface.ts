@@ -68,7 +68,7 @@ export const interfaceSchema = defineSchema('Interface', 'API endpoint that allo
   description: Field.string({ maxLength: 255, allowBlank: true, help: 'A brief yet helpful description.' }),
   addresses: Field.json(Type.Array(Type.String()), { requiredOn: ['PUT'], help: 'List of host addresses to assign.' }),
   networks: Field.json(Type.Array(Type.String()), { readOnly: true }),
-  mac_address: Field.json(Type.Union([Type.String(), Type.Null()]), { nullable: true, help: 'MAC address of the Interface.' }),
+  mac_address: Field.string({ nullable: true, allowBlank: true, help: 'MAC address of the Interface.' }),
   speed: Field.integer({ nullable: true, help: 'Speed of the Interface in Mbps.' }),
   type: Field.choice(INTERFACE_TYPE_CODES, { names: TYPE_NAMES, help: 'The type of the Interface.' }),
   mtu: Field.integer({ nullable: true, minimum: 68, maximum: 65535, help: 'Maximum transmission unit of the Interface.' }),
@@ -135,6 +135,9 @@ const fieldError = (e: unknown): ApiError['body'] | null => {
 /** Stage 1: the schema, plus the related lookups, MAC and address-list shape, all failures together. */
 function parse(ctx: RequestContext, body: Record<string, unknown>, method: Method, site: number | null): Draft {
   const { values, errors } = checkFields(interfaceSchema, body, method);
+  // The MAC is read from the body as given (a JSON integer is a MAC too), with its own message.
+  delete errors.mac_address;
+  if (body.mac_address !== undefined) values.mac_address = body.mac_address;
   const all: Record<string, unknown> = { ...errors };
   const draft: Draft = { values };
   const attempt = (run: () => void) => { try { run(); } catch (e) { Object.assign(all, fieldError(e)); } };
