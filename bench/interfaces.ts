@@ -47,9 +47,8 @@
  * reported: every GET once, one list of 100 and 200 singles.
  */
 import { availableParallelism } from 'node:os';
-import autocannon from 'autocannon';
 import {
-  AUTH, envNumber, expectStatus, fmt, foreignBusyCores, log, machine, median, processCpuSeconds, request, startNetsot, table,
+  AUTH, envNumber, postSingles, expectStatus, fmt, foreignBusyCores, log, machine, median, processCpuSeconds, request, startNetsot, table,
   type ChildServer,
 } from './_harness.js';
 import { prng } from '../test/helpers/prng.js';
@@ -107,44 +106,14 @@ async function postInterfaces(server: ChildServer, path: string, hosts: number[]
   };
 }
 
-/** `n` single POSTs of the same shape over `connections` keep-alive connections; every reply must be 201 with its address. */
-async function postSingles(server: ChildServer, path: string, hosts: number[], prefix: string, block: number, n: number, connections: number) {
-  let next = 0;
-  let created = 0;
-  let wrong = 0;
-  let last = 0;
-  const cpu0 = processCpuSeconds(server.pid);
-  const t0 = performance.now();
-  const r = await autocannon({
-    url: server.base,
-    connections: Math.min(connections, n),
-    pipelining: 1,
-    amount: n,
-    timeout: 30,
-    requests: [{
-      method: 'POST', path, headers: JSON_HEADERS,
-      setupRequest: (req, context) => {
-        const i = next++;
-        context.address = addr(block, i);
-        return { ...req, body: JSON.stringify({ device: hosts[i % hosts.length], name: `${prefix}-${i}`, addresses: [addr(block, i)] }) };
-      },
-      onResponse: (status, body, context) => {
-        last = performance.now();
-        if (status !== 201) return;
-        created++;
-        // The address check keeps a server that answers 201 without assigning from passing.
-        const it = JSON.parse(body) as Iface;
-        if (it.addresses.length !== 1 || it.addresses[0] !== context.address) wrong++;
-      },
-    }],
+/** `n` single POSTs of the same shape over `connections` keep-alive connections; every 201 must carry its address. */
+function postSingleInterfaces(server: ChildServer, path: string, hosts: number[], prefix: string, block: number, n: number, connections: number) {
+  return postSingles(server, {
+    path, n, connections,
+    bodyOf: (i) => JSON.stringify({ device: hosts[i % hosts.length], name: `${prefix}-${i}`, addresses: [addr(block, i)] }),
+    // The address check keeps a server that answers 201 without assigning from passing.
+    check: (body, i) => { const it = JSON.parse(body) as Iface; return it.addresses.length === 1 && it.addresses[0] === addr(block, i); },
   });
-  // autocannon notices `amount` is reached on its 1 s tick: time to the last response instead.
-  const ms = last - t0;
-  const cpu1 = processCpuSeconds(server.pid);
-  return {
-    ms, sent: next, completed: created, wrong, failed: r.non2xx + r.errors + r.timeouts,
-    p50: r.latency.p50, p99: r.latency.p99, serverCpuS: cpu0 !== null && cpu1 !== null ? cpu1 - cpu0 : null,
-  };
 }
 
 // ---------------------------------------------------------------- listing
@@ -334,12 +303,12 @@ export async function run(): Promise<number> {
     // Warm-up (not reported): both paths, so neither pays for JIT alone.
     const warmBlock = listBlock(rounds);
     await postInterfaces(server, ifA, hostsA, 'wl', warmBlock, 100);
-    const warm = await postSingles(server, ifA, hostsA, 'ws', warmBlock + 1, 200, connections);
+    const warm = await postSingleInterfaces(server, ifA, hostsA, 'ws', warmBlock + 1, 200, connections);
     if (warm.failed > 0 || warm.completed !== 200 || warm.wrong > 0) throw new Error(`warm-up singles: ${warm.completed} of 200 created, ${warm.failed} failed, ${warm.wrong} wrong`);
     created += 300;
 
     const lists: Timed[] = [];
-    const singles: Awaited<ReturnType<typeof postSingles>>[] = [];
+    const singles: Awaited<ReturnType<typeof postSingleInterfaces>>[] = [];
     for (let r = 0; r < rounds; r++) {
       const doList = async () => {
         const t = await postInterfaces(server, ifA, hostsA, `l${r}`, listBlock(r), perList);
@@ -347,7 +316,7 @@ export async function run(): Promise<number> {
         created += perList;
       };
       const doSingles = async () => {
-        const s = await postSingles(server, ifA, hostsA, `p${r}`, listBlock(r) + 1, perList, connections);
+        const s = await postSingleInterfaces(server, ifA, hostsA, `p${r}`, listBlock(r) + 1, perList, connections);
         if (s.failed > 0 || s.completed !== perList || s.wrong > 0) throw new Error(`singles round ${r + 1}: ${s.completed} of ${perList} created, ${s.failed} failed, ${s.wrong} without their address`);
         singles.push(s);
         created += perList;
