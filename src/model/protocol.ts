@@ -23,6 +23,7 @@ import { resourceList, setQueryRoute } from './_resource.js';
 import { attributesField } from './_fields.js';
 import { deviceModel, type DeviceRecord } from './device.js';
 import { interfaceModel, slugOf, type InterfaceRecord } from './interface.js';
+import { circuitModel, type CircuitRecord } from './circuit.js';
 import type { ResourceModel } from './model.js';
 import { lookupFailure, protocolTypeModel, throwFieldErrors, type FieldErrors, type ProtocolTypeRecord } from './protocol-type.js';
 
@@ -34,9 +35,6 @@ export interface ProtocolRecord extends AttributeCarrier {
   description: string;
   authString: string;
 }
-
-/** What this module reads of a circuit (circuit.ts). */
-interface CircuitLike extends StoredObject { slug: string; aId: number; zId: number | null }
 
 /** Relations: owner id → the Protocols bound to it. */
 export const PROTOCOL_BY_DEVICE = 'protocol.device';
@@ -57,21 +55,9 @@ export const protocolSchema = defineSchema('Protocol', 'API endpoint that allows
   attributes: attributesField(['PUT']),
 });
 
-/**
- * How bodies name a circuit (gaps.md §8, §16), for resolveRelated. Read off
- * the circuit table rather than the circuit module, so that this module
- * imports neither it nor the registry: device and interface deletes call in
- * here, and a cycle through the registry would load it half-built.
- */
-const CIRCUIT_REF = {
-  kind: 'circuit', name: 'Circuit', plural: 'Circuits', naturalKey: { field: 'name_slug', of: (c: CircuitLike) => c.slug },
-} as unknown as ResourceModel<CircuitLike>;
-/** The circuit reference, when this build serves circuits (the table has its natural key). */
-const circuits = (shard: ShardState) => (shard.table('circuit').key('natural') ? CIRCUIT_REF : undefined);
-
 function render(p: ProtocolRecord, shard: ShardState) {
   const iface = p.interfaceId === null ? undefined : shard.table<InterfaceRecord>('interface').get(p.interfaceId);
-  const circuit = p.circuitId === null ? undefined : shard.table<CircuitLike>('circuit').get(p.circuitId);
+  const circuit = p.circuitId === null ? undefined : shard.table<CircuitRecord>('circuit').get(p.circuitId);
   return {
     id: p.id,
     site: p.siteId,
@@ -94,7 +80,7 @@ type Draft = {
   device?: DeviceRecord;
   /** undefined: not given; null: unbound. */
   interface?: InterfaceRecord | null;
-  circuit?: CircuitLike | null;
+  circuit?: CircuitRecord | null;
   description?: string;
   authString?: string;
   attributes?: unknown;
@@ -116,13 +102,8 @@ function lookupType(ctx: RequestContext, raw: unknown, site: number | null): Sto
   return resolveRelated(ctx, protocolTypeModel, 'type', raw, site);
 }
 
-function lookupOptional<R extends StoredObject>(ctx: RequestContext, model: ResourceModel<R> | undefined, field: string, raw: unknown, site: number | null): R | null {
-  if (raw === null) return null;
-  if (!model) {
-    // The kind is not served by this build: nothing can match.
-    throw Errors.field(field, isId(raw) ? `Invalid pk "${raw}" - object does not exist.` : `Object with name_slug=${String(raw)} does not exist.`);
-  }
-  return resolveRelated(ctx, model, field, raw, site);
+function lookupOptional<R extends StoredObject>(ctx: RequestContext, model: ResourceModel<R>, field: string, raw: unknown, site: number | null): R | null {
+  return raw === null ? null : resolveRelated(ctx, model, field, raw, site);
 }
 
 function parse(ctx: RequestContext, body: Record<string, unknown>, method: Method, bound: number | null): Draft {
@@ -147,7 +128,7 @@ function parse(ctx: RequestContext, body: Record<string, unknown>, method: Metho
     ['type', (raw) => { draft.type = lookupType(ctx, raw, site); }],
     ['device', (raw) => { draft.device = resolveRelated(ctx, deviceModel, 'device', raw, site); }],
     ['interface', (raw) => { draft.interface = lookupOptional(ctx, interfaceModel, 'interface', raw, site); }],
-    ['circuit', (raw) => { draft.circuit = lookupOptional(ctx, circuits(ctx.shard), 'circuit', raw, site); }],
+    ['circuit', (raw) => { draft.circuit = lookupOptional(ctx, circuitModel, 'circuit', raw, site); }],
   ];
   for (const [field, lookup] of lookups) {
     if (values[field] === undefined || field in errors) continue;
@@ -175,7 +156,7 @@ function bindings(ctx: RequestContext, site: number, v: Draft, current: Protocol
   // Not given: the current binding stays.
   const kept = <R extends StoredObject>(kind: Kind, id: number | null | undefined) => (id == null ? null : ctx.shard.table<R>(kind).get(id) ?? null);
   const iface = v.interface !== undefined ? v.interface : kept<InterfaceRecord>('interface', current?.interfaceId);
-  const circuit = v.circuit !== undefined ? v.circuit : kept<CircuitLike>('circuit', current?.circuitId);
+  const circuit = v.circuit !== undefined ? v.circuit : kept<CircuitRecord>('circuit', current?.circuitId);
   if (iface && iface.deviceId !== deviceId) {
     throw Errors.fieldPlain('interface', 'The interface must be on the same device that this Protocol is on');
   }
