@@ -338,6 +338,45 @@ export async function runLoad(opts: LoadOptions): Promise<LoadSummary> {
 }
 
 /** Several runs of one target as one: summed requests and time, worst p99, summed failures. */
+/**
+ * `n` single POSTs to `path` over `connections` keep-alive connections, each
+ * with the body `bodyOf(i)`; `check(body, i)` judges each 201 (false counts
+ * as wrong). Timed to the last reply: autocannon only notices `amount` is
+ * reached on its 1 s tick.
+ */
+export async function postSingles(server: ChildServer, opts: {
+  path: string; n: number; connections: number; bodyOf: (i: number) => string; check?: (body: string, i: number) => boolean;
+}) {
+  let next = 0;
+  let created = 0;
+  let wrong = 0;
+  let last = 0;
+  const cpu0 = processCpuSeconds(server.pid);
+  const t0 = performance.now();
+  const r = await autocannon({
+    url: server.base,
+    connections: Math.min(opts.connections, opts.n),
+    pipelining: 1,
+    amount: opts.n,
+    timeout: 30,
+    requests: [{
+      method: 'POST', path: opts.path, headers: { ...AUTH, 'Content-Type': 'application/json' },
+      setupRequest: (req, context) => { const i = next++; context.i = i; return { ...req, body: opts.bodyOf(i) }; },
+      onResponse: (status, body, context) => {
+        last = performance.now();
+        if (status !== 201) return;
+        created++;
+        if (opts.check && !opts.check(body, context.i as number)) wrong++;
+      },
+    }],
+  });
+  const cpu1 = processCpuSeconds(server.pid);
+  return {
+    ms: last - t0, sent: next, completed: created, wrong, failed: r.non2xx + r.errors + r.timeouts,
+    p50: r.latency.p50, p99: r.latency.p99, serverCpuS: cpu0 !== null && cpu1 !== null ? cpu1 - cpu0 : null,
+  };
+}
+
 export function combine(runs: LoadSummary[]): LoadSummary {
   const requests = runs.reduce((a, r) => a + r.requests, 0);
   const seconds = runs.reduce((a, r) => a + r.seconds, 0);

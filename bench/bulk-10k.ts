@@ -17,9 +17,8 @@
  * BENCH_DEVICES), BENCH_CONNECTIONS (default 64). Warm-up, not reported: one
  * list of 1000 and 500 singles.
  */
-import autocannon from 'autocannon';
 import {
-  AUTH, envNumber, expectStatus, fmt, foreignBusyCores, log, machine, median, processCpuSeconds, request, startNetsot, table,
+  AUTH, envNumber, postSingles, expectStatus, fmt, foreignBusyCores, log, machine, median, processCpuSeconds, request, startNetsot, table,
   type ChildServer,
 } from './_harness.js';
 
@@ -50,32 +49,8 @@ async function postList(server: ChildServer, path: string, prefix: string, n: nu
 }
 
 /** `n` single POSTs over `connections` keep-alive connections, each with its own hostname. */
-async function postSingles(server: ChildServer, path: string, prefix: string, n: number, connections: number) {
-  let next = 0;
-  let created = 0;
-  let last = 0;
-  const cpu0 = processCpuSeconds(server.pid);
-  const t0 = performance.now();
-  const r = await autocannon({
-    url: server.base,
-    connections: Math.min(connections, n),
-    pipelining: 1,
-    amount: n,
-    timeout: 30,
-    requests: [{
-      method: 'POST', path, headers: { ...AUTH, 'Content-Type': 'application/json' },
-      setupRequest: (req) => { const i = next++; return { ...req, body: JSON.stringify(device(`${prefix}-${i}`, i)) }; },
-      onResponse: (status) => { if (status === 201) created++; last = performance.now(); },
-    }],
-  });
-  // autocannon notices `amount` is reached on its 1 s tick: time to the last response instead.
-  const ms = last - t0;
-  const cpu1 = processCpuSeconds(server.pid);
-  return {
-    ms, sent: next, completed: created, failed: r.non2xx + r.errors + r.timeouts,
-    p50: r.latency.p50, p99: r.latency.p99, serverCpuS: cpu0 !== null && cpu1 !== null ? cpu1 - cpu0 : null,
-  };
-}
+const postDevices = (server: ChildServer, path: string, prefix: string, n: number, connections: number) =>
+  postSingles(server, { path, n, connections, bodyOf: (i) => JSON.stringify(device(`${prefix}-${i}`, i)) });
 
 export async function run(): Promise<number> {
   const perList = Math.floor(envNumber('BENCH_DEVICES', 10_000, 1));
@@ -105,7 +80,7 @@ export async function run(): Promise<number> {
     // Warm-up (not reported): both paths once, so neither pays for JIT alone.
     await postList(netsot, path, 'warm', 1000);
     created += 1000;
-    const warm = await postSingles(netsot, path, 'warm1', 500, connections);
+    const warm = await postDevices(netsot, path, 'warm1', 500, connections);
     if (warm.failed > 0 || warm.completed !== 500) throw new Error(`warm-up singles: ${warm.completed} of 500 created, ${warm.failed} failed`);
     created += 500;
 
@@ -118,7 +93,7 @@ export async function run(): Promise<number> {
         `request ${fmt.mb(t.requestBytes)}, reply ${fmt.mb(t.replyBytes)}; site then holds ${fmt.int(created)} devices)`);
     }
 
-    const base = await postSingles(netsot, path, 'single', singles, connections);
+    const base = await postDevices(netsot, path, 'single', singles, connections);
     if (base.failed > 0 || base.completed !== singles) throw new Error(`singles: ${base.completed} of ${singles} created, ${base.failed} failed`);
     created += singles;
     log(`  singles: ${fmt.int(singles)} in ${fmt.int(base.ms)} ms = ${fmt.int(singles / (base.ms / 1000))} devices/s ` +

@@ -53,6 +53,9 @@ export const Errors = {
   noSuch: (model: string, site: number | string | null | undefined, key: string | number | null) =>
     new ApiError(404, `No such ${model} found at (site_id, id) = (${siteLabel(site)}, ${key === null ? 'None' : key})`),
 
+  noCircuitAt: (site: number | string | null | undefined, key: string) =>
+    new ApiError(404, `No Circuit found at Interface (site_id, id) = (${siteLabel(site)}, ${key})`),
+
   // 405 / 406 / 409 / 413 / 415
   methodNotAllowed: (method: string, allow: string) => new ApiError(405, `Method "${method}" not allowed.`, { Allow: allow }),
   notAcceptable: () => new ApiError(406, 'Could not satisfy the request Accept header.'),

@@ -103,9 +103,10 @@ export function coerceAttributesInput(raw: unknown): Record<string, unknown> {
 /**
  * The attribute set a create, PUT or PATCH produces (§11.3): validated as a
  * whole, keys in ascending name order. `raw` undefined on create means none given.
+ * `alsoRequired` names attributes required by something else (a Protocol's type).
  */
 export function resolveAttributes(ctx: RequestContext, resourceName: ResourceName, site: number, raw: unknown,
-  current: Attrs | null, method: Method | 'POST'): Attrs {
+  current: Attrs | null, method: Method | 'POST', alsoRequired: readonly string[] = []): Attrs {
   const given = raw === undefined ? {} : coerceAttributesInput(raw);
   const known = new Map(attributesOfType(ctx.shard, site, resourceName).map((a) => [a.name, a]));
   for (const name of Object.keys(given)) if (!known.has(name)) throw fail(`Attribute name (${name}) does not exist.`);
@@ -126,7 +127,8 @@ export function resolveAttributes(ctx: RequestContext, resourceName: ResourceNam
     if (Array.isArray(value) && value.length === 0 && known.get(name)?.multi) delete result[name];
   }
   // hasOwn: an attribute may be called `constructor`, which `in` finds on every object.
-  const missing = [...known.values()].filter((a) => a.required && !Object.hasOwn(result, a.name)).map((a) => a.name).sort();
+  const also = new Set(alsoRequired);
+  const missing = [...known.values()].filter((a) => (a.required || also.has(a.name)) && !Object.hasOwn(result, a.name)).map((a) => a.name).sort();
   if (missing.length > 0) throw fail(`Missing required attributes: ${missing.join(', ')}`);
 
   const out: Attrs = {};

@@ -15,6 +15,7 @@ import { applyFilters } from './_resource.js';
 import type { ResourceModel } from './model.js';
 import { siteModel } from './site.js';
 import { siteIdField } from './_fields.js';
+import { dropRequiredAttribute } from './protocol-type.js';
 
 export const attributeSchema = defineSchema('Attribute', 'API endpoint that allows Attributes to be viewed or edited.', {
   id: Field.id(),
@@ -152,6 +153,8 @@ export const attributeModel: ResourceModel<AttributeRecord> = {
     if (ctx.shard.attributeIndex.values(KIND_OF[a.resourceName], a.siteId, a.name).size > 0) {
       throw Errors.protectedReference('Attribute', 'Value.attribute');
     }
+    // ProtocolTypes lose it first, so their Update Changes precede its Delete (gaps.md §10).
+    dropRequiredAttribute(ctx, a.id);
     ctx.tx.remove(attributeModel, a);
     ctx.tx.change('Delete', attributeModel, a.siteId, a.id, render(a), null);
   },

@@ -11,7 +11,9 @@ import { resourceList, setQueryRoute } from './_resource.js';
 import type { ResourceModel } from './model.js';
 import { siteModel } from './site.js';
 import { attributesField, siteIdField } from './_fields.js';
-import { interfaceModel, interfacesOfDevice, refreshDeviceHostname, removeInterface, type InterfaceRecord } from './interface.js';
+import { checkNotEndpoint, interfaceModel, interfacesOfDevice, refreshDeviceHostname, removeInterface, type InterfaceRecord } from './interface.js';
+import { circuitModel, circuitsOfDevice } from './circuit.js';
+import { removeProtocolsOf } from './protocol.js';
 
 export interface DeviceRecord extends AttributeCarrier { hostname: string }
 
@@ -70,6 +72,7 @@ export const deviceModel: ResourceModel<DeviceRecord> = {
   listRoute: { query: (ctx) => setQueryRoute(deviceModel, 'Device')(ctx) },
   detailRoute: {
     interfaces: (ctx, d) => ({ kind: 'list', model: interfaceModel, records: interfacesOfDevice(ctx.shard, d.id) }),
+    circuits: (ctx, d) => ({ kind: 'list', model: circuitModel, records: circuitsOfDevice(ctx.shard, d.id) }),
   },
 
   parse: (ctx, body, method) => validateFields(deviceSchema, body, method),
@@ -96,8 +99,10 @@ export const deviceModel: ResourceModel<DeviceRecord> = {
   },
 
   remove(ctx, d) {
-    // Interfaces go children first (gaps.md §9.9), each releasing its addresses.
+    // Its protocols, then its interfaces children first (gaps.md §9.9), each releasing its addresses.
     const interfaces = interfacesOfDevice(ctx.shard, d.id);
+    checkNotEndpoint(ctx, interfaces);
+    removeProtocolsOf(ctx, 'device', d.id);
     const depth = new Map(interfaces.map((i) => [i.id, depthOf(ctx, i)]));
     for (const i of interfaces.sort((a, b) => depth.get(b.id)! - depth.get(a.id)! || a.id - b.id)) removeInterface(ctx, i);
     ctx.tx.remove(deviceModel, d);

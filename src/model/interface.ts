@@ -20,6 +20,8 @@ import {
   readAddressList, releaseNetworks, type Assignment, type PlannedAddress,
 } from './_assignments.js';
 import { attributesField } from './_fields.js';
+import { circuitModel, circuitsAt } from './circuit.js';
+import { removeProtocolsOf } from './protocol.js';
 import { formatMac, parseMac } from './_mac.js';
 import { resolveRelated } from './_related.js';
 import { resourceList, setQueryRoute } from './_resource.js';
@@ -230,11 +232,19 @@ function update(ctx: RequestContext, current: InterfaceRecord, d: Draft, method:
   return next;
 }
 
+/** A circuit endpoint cannot go (gaps.md §9.9): any A first, then any Z. */
+export function checkNotEndpoint(ctx: RequestContext, interfaces: InterfaceRecord[]): void {
+  const ends = interfaces.map((i) => circuitsAt(ctx.shard, i.id));
+  if (ends.some((e) => e.a)) throw Errors.protectedReference('Interface', 'Circuit.endpoint_a');
+  if (ends.some((e) => e.z)) throw Errors.protectedReference('Interface', 'Circuit.endpoint_z');
+}
+
 /**
- * Removes an interface whose protections were checked: its assignments go
- * (networks may become orphaned), then the interface, with its Delete Change.
+ * Removes an interface whose protections were checked: its protocols, its
+ * assignments (networks may become orphaned), then the interface, with its Delete Change.
  */
 export function removeInterface(ctx: RequestContext, i: InterfaceRecord): void {
+  removeProtocolsOf(ctx, 'interface', i.id);
   const before = render(i, ctx.shard);
   releaseNetworks(ctx, i.id, i.assignments);
   ctx.tx.remove(interfaceModel, i);
@@ -324,6 +334,11 @@ export const interfaceModel: ResourceModel<InterfaceRecord, Draft> = {
     ancestors: (ctx, i) => list(ancestorsOf(ctx.shard, i).sort((a, b) => a.id - b.id)),
     children: (ctx, i) => list(childrenOf(ctx.shard, i)),
     descendants: (ctx, i) => list(descendantsOf(ctx.shard, i)),
+    circuit: (ctx, i) => {
+      const { a, z } = circuitsAt(ctx.shard, i.id);
+      if (!a && !z) throw Errors.noCircuitAt(ctx.req.siteText ?? ctx.urlSite, ctx.req.key!);
+      return { kind: 'object', model: circuitModel, record: (a ?? z)! };
+    },
     siblings: (ctx, i) => {
       const p = parentOf(ctx.shard, i);
       const pool = p ? childrenOf(ctx.shard, p) : interfacesOfDevice(ctx.shard, i.deviceId).filter((x) => x.parentId === null);
@@ -336,6 +351,7 @@ export const interfaceModel: ResourceModel<InterfaceRecord, Draft> = {
   update,
   remove(ctx, i, batch) {
     if (ctx.shard.relation(INTERFACE_BY_PARENT).ids(i.id).some((c) => !batch?.has(c))) throw Errors.protectedReference('Interface', 'Interface.parent');
+    checkNotEndpoint(ctx, [i]);
     removeInterface(ctx, i);
   },
 };

@@ -12,12 +12,15 @@ import { valueModel } from './value.js';
 import { deviceModel } from './device.js';
 import { networkModel } from './network.js';
 import { interfaceModel } from './interface.js';
+import { circuitModel } from './circuit.js';
+import { protocolTypeModel } from './protocol-type.js';
+import { protocolModel } from './protocol.js';
 
 // Site names are unique across shards: the main thread claims them (site-directory.ts).
 siteModel.beforeForward = claimSiteName;
 
 /** In load order: a kind's derived indexes may consult kinds listed before it. */
-export const MODELS: ResourceModel<any, any>[] = [siteModel, attributeModel, deviceModel, networkModel, interfaceModel, valueModel, changeModel];
+export const MODELS: ResourceModel<any, any>[] = [siteModel, attributeModel, deviceModel, networkModel, interfaceModel, circuitModel, protocolTypeModel, protocolModel, valueModel, changeModel];
 
 const byCollection = new Map(MODELS.map((m) => [m.collection, m]));
 const byKind = new Map(MODELS.map((m) => [m.kind, m]));

@@ -3,13 +3,13 @@
  * site and everything in it live on shard `id % SHARDS`. Names are unique
  * across all sites, which the main thread enforces (it sees every shard).
  */
-import { demand, demandSuperuser } from '../auth/permissions.js';
+import { demandSuperuser } from '../auth/permissions.js';
 import { Errors } from '../errors.js';
 import { defineSchema, Field } from '../schema/fields.js';
 import { SchemaWriters } from '../schema/serialize.js';
 import { requireObject, validateFields } from '../schema/validate.js';
 import type { Principal } from '../shard/protocol.js';
-import type { RequestContext, SiteRecord } from '../shard/context.js';
+import type { SiteRecord } from '../shard/context.js';
 import type { ShardState } from '../shard/state.js';
 import type { ResourceModel } from './model.js';
 import type { Kind } from '../store/kinds.js';

@@ -84,3 +84,41 @@ describe('hostile input', () => {
     expect(after.json.some((site: { name: string }) => site.name === 'target')).toBe(true);
   });
 });
+
+describe('hostile field values', () => {
+  const JUNK: unknown[] = [null, [], {}, '', ' ', 'x', -1, 0, 1, 2 ** 53, 1e308, 1.5, true, false, '0', '1', 'a'.repeat(300),
+    ['10.0.0.1'], ['10.0.0.0/8'], [null], [[[]]], '["10.0.0.1"]', '[', { __proto__: { x: 1 } }, { constructor: 'x' }, '__proto__',
+    'h:eth0', 'r1:ae0', '00:11:22:33:44:55', ['a', 'b'], { a: ['b'] }, '10.0.0.1', '::1', 'ü', '\u0000', 65536];
+  const FIELDS: Record<string, string[]> = {
+    interfaces: ['device', 'name', 'description', 'type', 'speed', 'mtu', 'mac_address', 'parent_id', 'addresses', 'attributes', 'id'],
+    circuits: ['endpoint_a', 'endpoint_z', 'name', 'attributes', 'id'],
+    protocol_types: ['name', 'description', 'required_attributes', 'site'],
+    protocols: ['type', 'device', 'interface', 'circuit', 'description', 'auth_string', 'attributes', 'site', 'id'],
+  };
+
+  test('junk values in every field of the issue-5 resources never get a 5xx', async () => {
+    const site = (await s.post('/api/sites/', { name: 'junk-target' })).json.id;
+    await s.post(`/api/sites/${site}/devices/`, { hostname: 'r1' });
+    await s.post(`/api/sites/${site}/networks/`, { cidr: '10.0.0.0/8' });
+    const iface = (await s.post(`/api/sites/${site}/interfaces/`, { device: 'r1', name: 'ae0' })).json.id;
+    await s.post(`/api/sites/${site}/interfaces/`, { device: 'r1', name: 'ae1' });
+    const r = rng(5150);
+    const pick = <T>(xs: T[]) => xs[Math.floor(r() * xs.length)];
+    const failures: string[] = [];
+    for (const [collection, fields] of Object.entries(FIELDS)) {
+      for (let i = 0; i < 60; i++) {
+        const bodyOf = () => Object.fromEntries(fields.filter(() => r() < 0.6).map((f) => [f, pick(JUNK)]));
+        const method = pick(['POST', 'POST', 'PUT', 'PATCH', 'DELETE']);
+        const nested = r() < 0.5;
+        const base = nested ? `/api/sites/${site}/${collection}/` : `/api/${collection}/`;
+        const detail = method !== 'POST' && r() < 0.6;
+        const path = detail ? `${base}${collection === 'interfaces' ? iface : 1}/` : base;
+        const b = detail ? bodyOf() : r() < 0.3 ? [bodyOf(), bodyOf()] : method === 'DELETE' ? [pick(JUNK)] : bodyOf();
+        const reply = await s.request(method, path, { body: b });
+        if (reply.status >= 500) failures.push(`${method} ${path} ${JSON.stringify(b)} -> ${reply.status} ${reply.text}`);
+      }
+    }
+    expect(failures).toEqual([]);
+    expect((await s.get(`/api/sites/${site}/interfaces/`)).status).toBe(200);
+  });
+});

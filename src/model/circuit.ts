@@ -1,0 +1,265 @@
+/**
+ * Circuit (spec §2.9, §4.6; gaps.md §16): two interfaces joined, A required and
+ * Z optional, in A's site. Each interface is an endpoint of at most one
+ * circuit; two relations (interface id → circuit id, one per side) answer
+ * "which circuit ends here" in O(1) for the rules here, for interface and
+ * device delete protections and for the interface `circuit/` route.
+ */
+import { Type } from '@sinclair/typebox';
+import { Errors, isApiError } from '../errors.js';
+import { defineSchema, Field } from '../schema/fields.js';
+import { SchemaWriters } from '../schema/serialize.js';
+import { checkFields, type Method } from '../schema/validate.js';
+import type { RequestContext } from '../shard/context.js';
+import { relationIndex } from '../shard/relations.js';
+import type { ShardState } from '../shard/state.js';
+import type { QueryParams } from '../query/params.js';
+import type { Predicate } from '../query/filters.js';
+import { attributeValuesIndex, resolveAttributes, valueIdsFor, type AttributeCarrier, type Attrs } from './_attributes.js';
+import { resolveRelated } from './_related.js';
+import { resourceList, setQueryRoute } from './_resource.js';
+import { attributesField } from './_fields.js';
+import { deviceModel, type DeviceRecord } from './device.js';
+import { assignedNetworks, descendantsOf, interfaceModel, INTERFACE_BY_DEVICE, slugOf, type InterfaceRecord } from './interface.js';
+import { removeProtocolsOf } from './protocol.js';
+import type { ResourceModel, RouteResult } from './model.js';
+import { networkModel, type NetworkRecord } from './network.js';
+
+export interface CircuitRecord extends AttributeCarrier { name: string; slug: string; aId: number; zId: number | null }
+
+/** Stage-1 result: the endpoints already resolved to interface ids. */
+type CircuitDraft = { name?: string; aId?: number; zId?: number | null; attributes?: unknown };
+
+/** Relations from an interface id to the circuit that has it as its A (resp. Z) end. */
+export const CIRCUIT_BY_A = 'circuit.endpoint_a';
+export const CIRCUIT_BY_Z = 'circuit.endpoint_z';
+
+export const circuitSchema = defineSchema('Circuit', 'API endpoint that allows Circuits to be viewed or edited.', {
+  id: Field.id(),
+  name: Field.string({
+    maxLength: 255,
+    help: "Unique display name of the Circuit. If not provided, defaults to '{device_a}:{interface_a}_{device_z}:{interface_z}'",
+  }),
+  name_slug: Field.string({ readOnly: true, help: 'Slugified version of the name field, used for the natural key' }),
+  endpoint_a: Field.json(Type.String(), { requiredOn: ['POST', 'PUT'], help: 'Unique ID of Interface at the A-side.' }),
+  endpoint_z: Field.json(Type.String(), { nullable: true, help: 'Unique ID of Interface at the Z-side.' }),
+  attributes: attributesField(['PUT']),
+});
+
+/** `/` is the only character a slug replaces (gaps.md §16). */
+const slugify = (name: string) => name.replaceAll('/', '_');
+
+const iface = (shard: ShardState, id: number) => shard.table<InterfaceRecord>('interface').get(id)!;
+
+function render(c: CircuitRecord, shard: ShardState) {
+  return {
+    id: c.id, name: c.name, name_slug: c.slug,
+    // The interfaces' current slugs: a device rename shows here at once.
+    endpoint_a: slugOf(iface(shard, c.aId)),
+    endpoint_z: c.zId === null ? null : slugOf(iface(shard, c.zId)),
+    attributes: c.attributes,
+  };
+}
+
+/** The circuits where this interface is the A end and the Z end. */
+export function circuitsAt(shard: ShardState, interfaceId: number): { a?: CircuitRecord; z?: CircuitRecord } {
+  const table = shard.table<CircuitRecord>('circuit');
+  const [a] = shard.relation(CIRCUIT_BY_A).ids(interfaceId);
+  const [z] = shard.relation(CIRCUIT_BY_Z).ids(interfaceId);
+  return { a: a === undefined ? undefined : table.get(a), z: z === undefined ? undefined : table.get(z) };
+}
+
+/** Circuits with an endpoint on any interface of the device, each once, ascending id. */
+export function circuitsOfDevice(shard: ShardState, deviceId: number): CircuitRecord[] {
+  const found = new Map<number, CircuitRecord>();
+  for (const i of shard.relation(INTERFACE_BY_DEVICE).ids(deviceId)) {
+    const { a, z } = circuitsAt(shard, i);
+    if (a) found.set(a.id, a);
+    if (z) found.set(z.id, z);
+  }
+  return [...found.values()].sort((x, y) => x.id - y.id);
+}
+
+// ---- stage 1 ----
+
+/**
+ * Schema checks plus the endpoint lookups (gaps.md §8), every failing field
+ * reported together in field order. A is looked up in the request's site;
+ * Z in the same site, or in A's when only A tells it (a top-level update
+ * always knows its site).
+ */
+function parse(ctx: RequestContext, body: Record<string, unknown>, method: Method, site: number | null): CircuitDraft {
+  // A nested create in a missing site fails on the site, not on lookups inside it.
+  if (method === 'POST' && site !== null && !ctx.site(site)) throw Errors.siteMissing(site);
+  const { values: v, errors } = checkFields(circuitSchema, body, method);
+  const all: Record<string, unknown> = { ...errors };
+  const draft: CircuitDraft = {};
+  const lookup = (field: string, raw: unknown, within: number | null): InterfaceRecord | undefined => {
+    try {
+      return resolveRelated(ctx, interfaceModel, field, raw, within);
+    } catch (err) {
+      if (!isApiError(err) || typeof err.body !== 'object') throw err;
+      Object.assign(all, err.body);
+      return undefined;
+    }
+  };
+  let zSite = site;
+  if (v.endpoint_a !== undefined && v.endpoint_a !== null) {
+    const a = lookup('endpoint_a', v.endpoint_a, site);
+    if (a) { draft.aId = a.id; zSite ??= a.siteId; }
+  }
+  if (v.endpoint_z === null) draft.zId = null;
+  else if (v.endpoint_z !== undefined) {
+    const z = lookup('endpoint_z', v.endpoint_z, zSite);
+    if (z) draft.zId = z.id;
+  }
+  if (Object.keys(all).length > 0) {
+    const ordered: Record<string, unknown> = {};
+    for (const f of circuitSchema.order) if (f in all) ordered[f] = all[f];
+    throw Errors.validation(ordered);
+  }
+  if (v.name !== undefined) draft.name = v.name as string;
+  if ('attributes' in v) draft.attributes = v.attributes;
+  return draft;
+}
+
+// ---- stage 2 ----
+
+/**
+ * The uniqueness and endpoint rules, first failure reported, each judged
+ * against the other circuits only (so a circuit may swap its own ends).
+ * Order: the field-level uniques (A, Z, name), then the endpoint cross-rules,
+ * then the slug.
+ */
+function checkRules(ctx: RequestContext, site: number, self: number | null, name: string, slug: string, aId: number, zId: number | null): void {
+  const other = (c: CircuitRecord | undefined) => c !== undefined && c.id !== self;
+  const atA = circuitsAt(ctx.shard, aId);
+  const atZ = zId === null ? {} : circuitsAt(ctx.shard, zId);
+  const table = ctx.shard.table<CircuitRecord>('circuit');
+  if (other(atA.a)) throw Errors.field('endpoint_a', 'circuit with this A-side endpoint Interface already exists.');
+  if (other(atZ.z)) throw Errors.field('endpoint_z', 'circuit with this Z-side endpoint Interface already exists.');
+  if (other(table.key('name')!.inSite(site, name))) throw Errors.field('name', 'circuit with this name already exists.');
+  if (other(atA.z)) throw Errors.fieldPlain('endpoint_a', 'Interface already used as an endpoint_z');
+  if (other(atZ.a)) throw Errors.fieldPlain('endpoint_z', 'Interface already used as an endpoint_a');
+  if (aId === zId) throw Errors.fieldPlain('endpoint_z', 'endpoint_z cannot be the same Interface as endpoint_a');
+  if (other(table.key('natural')!.inSite(site, slug))) throw Errors.field('name_slug', 'Circuit with this Name slug already exists.');
+}
+
+// ---- filters (gaps.md §7.4) ----
+
+/** `endpoint_a` / `endpoint_z`: an interface id when all digits, else its name_slug. */
+function endpointFilter(param: string, end: (c: CircuitRecord) => number | null) {
+  return (q: QueryParams, shard: ShardState): Predicate<CircuitRecord> | null => {
+    const v = q.get(param);
+    if (v === undefined) return null;
+    if (/^\d+$/.test(v)) { const id = Number(v); return (c) => end(c) === id; }
+    const ids = new Set(shard.table<InterfaceRecord>('interface').key('natural')!.everywhere(v).map((i) => i.id));
+    return (c) => { const id = end(c); return id !== null && ids.has(id); };
+  };
+}
+
+const filters: ResourceModel<CircuitRecord>['filters'] = [
+  { param: 'endpoint_a', type: 'custom', compile: endpointFilter('endpoint_a', (c) => c.aId) },
+  { param: 'endpoint_z', type: 'custom', compile: endpointFilter('endpoint_z', (c) => c.zId) },
+  { param: 'name', type: 'string', value: (c) => c.name },
+  { param: 'device_hostname', type: 'custom', compile: (q, shard) => {
+    const v = q.get('device_hostname');
+    if (v === undefined) return null;
+    return (c) => iface(shard, c.aId).hostname === v || (c.zId !== null && iface(shard, c.zId).hostname === v);
+  } },
+];
+
+// ---- routes (gaps.md §16) ----
+
+/** A, then Z when there is one. */
+const endsOf = (shard: ShardState, c: CircuitRecord): InterfaceRecord[] =>
+  (c.zId === null ? [iface(shard, c.aId)] : [iface(shard, c.aId), iface(shard, c.zId)]);
+
+function addressesOf(shard: ShardState, c: CircuitRecord): NetworkRecord[] {
+  const seen = new Map<number, NetworkRecord>();
+  for (const end of endsOf(shard, c)) {
+    for (const i of [end, ...descendantsOf(shard, end)]) {
+      for (const n of assignedNetworks(shard, i)) if (!seen.has(n.id)) seen.set(n.id, n);
+    }
+  }
+  return [...seen.values()];
+}
+
+function devicesOf(shard: ShardState, c: CircuitRecord): DeviceRecord[] {
+  const seen = new Map<number, DeviceRecord>();
+  for (const i of endsOf(shard, c)) if (!seen.has(i.deviceId)) seen.set(i.deviceId, shard.table<DeviceRecord>('device').get(i.deviceId)!);
+  return [...seen.values()];
+}
+
+const list = (model: ResourceModel<any, any>, records: Iterable<{ id: number; siteId: number }>): RouteResult => ({ kind: 'list', model, records });
+
+export const circuitModel: ResourceModel<CircuitRecord, CircuitDraft> = {
+  kind: 'circuit',
+  name: 'Circuit',
+  plural: 'Circuits',
+  collection: 'circuits',
+  permissionType: 'circuit',
+  schema: circuitSchema,
+  writers: new SchemaWriters(circuitSchema),
+  routes: {
+    topLevel: true, nested: true,
+    list: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'], detail: ['GET', 'PUT', 'PATCH', 'DELETE'],
+    listRoutes: { query: ['GET'] }, detailRoutes: { addresses: ['GET'], devices: ['GET'], interfaces: ['GET'] },
+  },
+  siteField: null,
+  siteVia: { field: 'endpoint_a', kind: 'interface' },
+  naturalKey: { field: 'name_slug', of: (c) => c.slug },
+  uniqueKeys: { name: (c) => c.name },
+  derived: [attributeValuesIndex('circuit'), relationIndex(CIRCUIT_BY_A, (c: CircuitRecord) => c.aId), relationIndex(CIRCUIT_BY_Z, (c: CircuitRecord) => c.zId)],
+  filters,
+  attributesOf: (c) => c.attributes,
+  render,
+
+  list: (ctx) => resourceList(ctx, circuitModel),
+  listRoute: { query: (ctx) => setQueryRoute(circuitModel, 'Circuit')(ctx) },
+
+  detailRoute: {
+    interfaces: (ctx, c) => list(interfaceModel, endsOf(ctx.shard, c)),
+    devices: (ctx, c) => list(deviceModel, devicesOf(ctx.shard, c)),
+    addresses: (ctx, c) => list(networkModel, addressesOf(ctx.shard, c)),
+  },
+
+  parse,
+
+  create(ctx, d, site) {
+    const a = iface(ctx.shard, d.aId!);
+    const zId = d.zId ?? null;
+    // The default name is taken once, from the slugs the ends have now.
+    const name = d.name ?? `${slugOf(a)}_${zId === null ? 'None' : slugOf(iface(ctx.shard, zId))}`;
+    const slug = slugify(name);
+    checkRules(ctx, site!.id, null, name, slug, a.id, zId);
+    const attributes: Attrs = resolveAttributes(ctx, 'Circuit', site!.id, d.attributes, null, 'POST');
+    const c: CircuitRecord = {
+      id: ctx.tx.newId('circuit'), siteId: site!.id, name, slug, aId: a.id, zId, attributes, valueIds: valueIdsFor(ctx.tx, null, attributes),
+    };
+    ctx.tx.insert(circuitModel, c);
+    ctx.tx.change('Create', circuitModel, c.siteId, c.id, null, render(c, ctx.shard));
+    return c;
+  },
+
+  update(ctx, current, d, method) {
+    const name = d.name ?? current.name;
+    const slug = slugify(name);
+    const aId = d.aId ?? current.aId;
+    const zId = d.zId === undefined ? current.zId : d.zId;
+    checkRules(ctx, current.siteId, current.id, name, slug, aId, zId);
+    const attributes = 'attributes' in d ? resolveAttributes(ctx, 'Circuit', current.siteId, d.attributes, current.attributes, method) : current.attributes;
+    const next: CircuitRecord = { ...current, name, slug, aId, zId, attributes, valueIds: valueIdsFor(ctx.tx, current, attributes) };
+    ctx.tx.replace(circuitModel, current, next);
+    ctx.tx.change('Update', circuitModel, next.siteId, next.id, render(current, ctx.shard), render(next, ctx.shard));
+    return next;
+  },
+
+  remove(ctx, c) {
+    // Never protected. Its Protocols go first, each with its own Delete Change:
+    removeProtocolsOf(ctx, 'circuit', c.id);
+    const before = render(c, ctx.shard);
+    ctx.tx.remove(circuitModel, c);
+    ctx.tx.change('Delete', circuitModel, c.siteId, c.id, before, null);
+  },
+};

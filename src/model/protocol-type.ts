@@ -1,0 +1,224 @@
+/**
+ * ProtocolType (spec §2.10, gaps.md §17): a named kind of protocol in a site
+ * (isis, bgp…) and the Protocol attributes every Protocol of that type must
+ * carry. Not a Resource: no attributes, no set query, no bulk writes. Its
+ * site field is `site`. Deleting one removes its Protocols; deleting an
+ * attribute removes it from every type that required it.
+ */
+import { Type } from '@sinclair/typebox';
+import { ApiError, Errors, isApiError, pyType } from '../errors.js';
+import { defineSchema, Field, type ResourceSchema } from '../schema/fields.js';
+import { SchemaWriters } from '../schema/serialize.js';
+import { checkFields } from '../schema/validate.js';
+import type { RequestContext } from '../shard/context.js';
+import { relationIndex } from '../shard/relations.js';
+import type { ShardState } from '../shard/state.js';
+import type { StoredObject } from '../shard/table.js';
+import { catalogKey, RESOURCE_NAMES, type AttributeRecord } from './_attributes.js';
+import { applyFilters } from './_resource.js';
+import type { ResourceModel } from './model.js';
+import { removeProtocolsOf } from './protocol.js';
+
+export interface ProtocolTypeRecord extends StoredObject {
+  name: string;
+  description: string;
+  /** Ascending: the output order of `required_attributes` (gaps.md §17). */
+  requiredAttributeIds: number[];
+}
+
+/** Relation: attribute id → the ProtocolTypes requiring it. */
+export const PROTOCOLTYPE_BY_ATTRIBUTE = 'protocoltype.attribute';
+
+export const protocolTypeSchema = defineSchema('Protocol Type', 'API endpoint that allows ProtocolTypes to be viewed or edited.', {
+  id: Field.id(),
+  name: Field.string({ maxLength: 16, requiredOn: ['POST', 'PUT'], help: 'Name of this type of protocol (e.g. OSPF, BGP, etc.)' }),
+  description: Field.string({ maxLength: 255, allowBlank: true, help: 'A description for this ProtocolType' }),
+  required_attributes: Field.json(Type.Array(Type.String()), {
+    help: 'All Attributes which are required by this ProtocolType. If a Protocol of this type is saved and is missing one of these attributes, a ValidationError will be raised.',
+  }),
+  site: Field.integer({ requiredOn: ['POST', 'PUT'], createOnly: true, help: 'Unique ID of the Site this ProtocolType is under.' }),
+});
+
+export const render = (t: ProtocolTypeRecord, shard: ShardState) => {
+  const attributes = shard.table<AttributeRecord>('attribute');
+  return {
+    id: t.id, name: t.name, description: t.description,
+    required_attributes: t.requiredAttributeIds.map((id) => attributes.get(id)?.name ?? String(id)),
+    site: t.siteId,
+  };
+};
+
+export type FieldErrors = Record<string, unknown>;
+
+/** Throws the collected stage-1 failures, keys in the schema's field order. */
+export function throwFieldErrors(schema: ResourceSchema, errors: FieldErrors): void {
+  const names = Object.keys(errors);
+  if (names.length === 0) return;
+  const ordered: FieldErrors = {};
+  for (const name of [...schema.order, ...names]) if (name in errors && !(name in ordered)) ordered[name] = errors[name];
+  throw Errors.validation(ordered);
+}
+
+/** A related-field lookup's list-style failure (`{"f":["…"]}`) as the field's message. */
+export function lookupFailure(err: unknown, field: string): unknown {
+  if (isApiError(err) && err.status === 400 && typeof err.body === 'object' && field in err.body) return err.body[field];
+  throw err;
+}
+
+const notExist = (text: string) => new ApiError(400, { required_attributes: [text] });
+
+/**
+ * An entry of `required_attributes` once looked up: an attribute this shard
+ * holds, or the id of one another shard holds (so of another site), whose
+ * name and resource type this shard cannot read.
+ */
+type RequiredRef = AttributeRecord | { id: number; foreign: true };
+
+/**
+ * Stage 1 for `required_attributes`: each entry, an id or a name, resolved to
+ * an attribute (the first that fails is reported, list style). Names are
+ * looked up in the type's site, Protocol first; ids anywhere. Whether they
+ * are Protocol attributes of this site is stage 2 (checkRequired).
+ */
+function lookupRequired(ctx: RequestContext, raw: unknown, site: number): RequiredRef[] {
+  if (!Array.isArray(raw)) throw notExist(`Expected a list of items but got type "${pyType(raw)}".`);
+  const table = ctx.shard.table<AttributeRecord>('attribute');
+  const catalog = table.key('catalog')!;
+  const found = new Map<number, RequiredRef>();
+  for (const item of raw) {
+    let a: RequiredRef | undefined;
+    if ((typeof item === 'number' && Number.isSafeInteger(item)) || (typeof item === 'string' && /^\d+$/.test(item))) {
+      const id = Number(item);
+      a = table.get(id) ?? (ctx.shard.index.get('attribute', id) >= 0 ? { id, foreign: true } : undefined);
+      if (!a) throw notExist(`Invalid pk "${item}" - object does not exist.`);
+    } else if (typeof item === 'string') {
+      // A name held only by another resource type is found, to be refused as "Only Protocol attributes".
+      for (const resourceName of ['Protocol', ...RESOURCE_NAMES.filter((n) => n !== 'Protocol')]) {
+        a = catalog.inSite(site, catalogKey(resourceName, item));
+        if (a) break;
+      }
+      if (!a) throw notExist(`Object with name=${item} does not exist.`);
+    } else {
+      throw notExist(`Incorrect type. Expected pk value, received ${pyType(item)}.`);
+    }
+    found.set(a.id, a);
+  }
+  return [...found.values()].sort((x, y) => x.id - y.id);
+}
+
+/**
+ * Stage 2 for `required_attributes` (gaps.md §17): Protocol attributes of the
+ * type's own site. Attributes of a site on another shard are named by id in
+ * the site text: their names live on that shard only.
+ */
+function checkRequired(refs: RequiredRef[], site: number): number[] {
+  if (refs.some((a) => !('foreign' in a) && a.resourceName !== 'Protocol')) throw Errors.fieldPlain('required_attributes', 'Only Protocol attributes are allowed');
+  const elsewhere = refs.filter((a) => 'foreign' in a || a.siteId !== site);
+  if (elsewhere.length > 0) {
+    const names = elsewhere.map((a) => ('foreign' in a ? String(a.id) : `'${a.name}'`)).join(', ');
+    throw Errors.fieldPlain('required_attributes', `Attributes must share the same site as ProtocolType.site. Got: [${names}]`);
+  }
+  return refs.map((a) => a.id);
+}
+
+type Draft = { name?: string; description?: string; site?: number; required?: RequiredRef[] };
+
+function checkName(ctx: RequestContext, name: string, site: number, self: number | null): void {
+  const other = ctx.shard.table<ProtocolTypeRecord>('protocoltype').key('natural')!.inSite(site, name);
+  if (other && other.id !== self) throw Errors.validation({ non_field_errors: ['The fields site, name must make a unique set.'] });
+}
+
+/**
+ * Removes a deleted attribute from every ProtocolType that required it, each
+ * with an Update Change (gaps.md §9.9, §10). Runs before the attribute goes,
+ * so each Change's `before` still names it.
+ */
+export function dropRequiredAttribute(ctx: RequestContext, attributeId: number): void {
+  const table = ctx.shard.table<ProtocolTypeRecord>('protocoltype');
+  for (const id of ctx.shard.relation(PROTOCOLTYPE_BY_ATTRIBUTE).ids(attributeId)) {
+    const current = table.get(id)!;
+    const next: ProtocolTypeRecord = { ...current, requiredAttributeIds: current.requiredAttributeIds.filter((a) => a !== attributeId) };
+    const before = render(current, ctx.shard);
+    ctx.tx.replace(protocolTypeModel, current, next);
+    ctx.tx.change('Update', protocolTypeModel, next.siteId, next.id, before, render(next, ctx.shard));
+  }
+}
+
+export const protocolTypeModel: ResourceModel<ProtocolTypeRecord, Draft> = {
+  kind: 'protocoltype',
+  name: 'ProtocolType',
+  plural: 'ProtocolTypes',
+  collection: 'protocol_types',
+  permissionType: 'protocoltype',
+  schema: protocolTypeSchema,
+  writers: new SchemaWriters(protocolTypeSchema),
+  siteField: 'site',
+  routes: {
+    topLevel: true, nested: true,
+    list: ['GET', 'POST'], detail: ['GET', 'PUT', 'PATCH', 'DELETE'],
+    listRoutes: {}, detailRoutes: {},
+  },
+  naturalKey: { field: 'name', of: (t) => t.name },
+  derived: [relationIndex<ProtocolTypeRecord>(PROTOCOLTYPE_BY_ATTRIBUTE, (t) => t.requiredAttributeIds)],
+  filters: [
+    { param: 'name', type: 'string', value: (t) => t.name },
+    { param: 'description', type: 'string', value: (t) => t.description },
+  ],
+  render,
+
+  list: (ctx, site) => {
+    const table = ctx.shard.table<ProtocolTypeRecord>('protocoltype');
+    return { records: applyFilters(ctx, protocolTypeModel, site === null ? table.all() : table.inSite(site)) };
+  },
+
+  parse(ctx, body, method, site) {
+    const { values, errors } = checkFields(protocolTypeSchema, body, method) as { values: Record<string, unknown>; errors: FieldErrors };
+    // The site is fixed at creation, but PUT still names it (gaps.md §17); a nested route supplies it.
+    if (method === 'PUT' && ctx.urlSite === null && (body.site === undefined || body.site === null)) {
+      errors.site = [body.site === null ? 'This field may not be null.' : 'This field is required.'];
+    }
+    const draft: Draft = {
+      name: values.name as string | undefined,
+      description: values.description as string | undefined,
+      site: values.site as number | undefined,
+    };
+    if (values.required_attributes !== undefined && !('required_attributes' in errors)) {
+      const where = draft.site ?? site;
+      // Without an existing site there is nothing to look names up in: that is reported once stage 1 passes.
+      if (where !== null && ctx.site(where)) {
+        try { draft.required = lookupRequired(ctx, values.required_attributes, where); } catch (err) { errors.required_attributes = lookupFailure(err, 'required_attributes'); }
+      } else if (Object.keys(errors).length === 0) {
+        throw Errors.siteMissing(where ?? body.site);
+      }
+    }
+    throwFieldErrors(protocolTypeSchema, errors);
+    return draft;
+  },
+
+  create(ctx, v, site) {
+    const name = v.name!;
+    checkName(ctx, name, site!.id, null);
+    const requiredAttributeIds = v.required ? checkRequired(v.required, site!.id) : [];
+    const t: ProtocolTypeRecord = { id: ctx.tx.newId('protocoltype'), siteId: site!.id, name, description: v.description ?? '', requiredAttributeIds };
+    ctx.tx.insert(protocolTypeModel, t);
+    ctx.tx.change('Create', protocolTypeModel, t.siteId, t.id, null, render(t, ctx.shard));
+    return t;
+  },
+
+  update(ctx, current, v) {
+    const name = v.name ?? current.name;
+    if (name !== current.name) checkName(ctx, name, current.siteId, current.id);
+    const requiredAttributeIds = v.required ? checkRequired(v.required, current.siteId) : current.requiredAttributeIds;
+    const next: ProtocolTypeRecord = { ...current, name, description: v.description ?? current.description, requiredAttributeIds };
+    ctx.tx.replace(protocolTypeModel, current, next);
+    ctx.tx.change('Update', protocolTypeModel, next.siteId, next.id, render(current, ctx.shard), render(next, ctx.shard));
+    return next;
+  },
+
+  remove(ctx, t) {
+    // Never protected; its Protocols go first, each with its own Delete Change (gaps.md §9.9, §10).
+    removeProtocolsOf(ctx, 'type', t.id);
+    ctx.tx.remove(protocolTypeModel, t);
+    ctx.tx.change('Delete', protocolTypeModel, t.siteId, t.id, render(t, ctx.shard), null);
+  },
+};
