@@ -6,7 +6,7 @@
  * |-----------|------------------------------|----------------------------------|
  * | sites     | siteId                       | site record                      |
  * | objects   | [siteId, kind, id]           | object record of that kind       |
- * | changes   | [siteId, changeId]           | ChangeRecord (resource as JSON)  |
+ * | changes   | [siteId, changeId]           | StoredChange (resource as JSON)  |
  * | changeIndex | [siteId, changeId]         | [at, event, resourceName, resourceId] |
  * | users     | userId                       | user record                      |
  * | meta      | ['hw', kind, writer]         | highest id `writer` ever used    |
