@@ -32,5 +32,5 @@ shard.load();
 collectGarbage();
 // Replies leave in batches, one postMessage per commit group (see ShardHandle in pool.ts).
 const server = new ShardServer(shard, (replies: ShardReply[]) => data.port.postMessage(replies));
-data.port.on('message', (batch: ShardRequest[]) => server.submit(batch));
+data.port.on('message', (batch: string) => server.submit(JSON.parse(batch) as ShardRequest[]));
 parentPort!.postMessage({ ready: true, loadMs: performance.now() - started });
