@@ -1,8 +1,8 @@
 /**
  * The shard side of the request path: ShardRequests in, ShardReplies out.
  * Looks the object up, runs the model's operation, commits its Transaction
- * (with those of the rest of its batch), and answers only after the commit is
- * durable. Reads also wait for the shard's latest commit, so nothing
+ * (together with those of the other requests of its event-loop turn), and
+ * answers only after the commit is durable. Reads also wait for the shard's latest commit, so nothing
  * uncommitted is ever reported.
  */
 import { Errors, errorEnvelope, isApiError } from '../errors.js';
@@ -152,12 +152,13 @@ type Send = (replies: ShardReply[]) => void;
  * at once, so the next request sees them); the writes of every request that
  * arrived in one event-loop turn — however many messages brought them — are
  * committed together at the end of the turn as one CommitGroup: one LMDB
- * transaction and one sync instead of one per request. `send` gets the
- * group's replies together once that commit is durable (reads and errors in
- * the group wait for it too, so nothing is reported before what it saw is on
- * disk). If the commit fails, every request whose writes it carried is
- * answered 500, and memory is rebuilt from the store before any other
- * request runs.
+ * transaction and one sync instead of one per request (the commit blocks
+ * this thread; requests arriving meanwhile make the next turn's group).
+ * `send` gets the group's replies together once that commit is durable
+ * (reads and errors in the group wait for it too, so nothing is reported
+ * before what it saw is on disk). If the commit fails, every request whose
+ * writes it carried is answered 500, and memory is rebuilt from the store
+ * before any other request runs.
  */
 export class ShardServer {
   private group: CommitGroup;

@@ -4,7 +4,7 @@
  * matching LMDB write, and remembers how to undo it. `rollback` undoes memory
  * when the request fails before committing. A CommitGroup writes the objects,
  * Changes and id high-water marks of one or more Transactions in one LMDB
- * transaction; `commit` is a group of one.
+ * transaction.
  */
 import { highWaterOp, type StoredChange, type WriteSet, type WriteOp } from '../store/lmdb.js';
 import type { Kind } from '../store/kinds.js';
@@ -132,13 +132,6 @@ export class Transaction {
     for (let i = this.undo.length - 1; i >= 0; i--) this.undo[i]();
   }
 
-  /** Durable commit of this transaction alone; the shard's tail moves to it. */
-  commit(): Promise<void> {
-    const group = new CommitGroup(this.shard);
-    group.add(this);
-    return group.commit();
-  }
-
   /** Hands the queued writes over (to a CommitGroup); memory can no longer be rolled back. */
   seal(): { writes: WriteSet; highWater: Map<Kind, number> } {
     this.done = true;
@@ -147,11 +140,11 @@ export class Transaction {
 }
 
 /**
- * The writes of several requests' Transactions (those of one batch a shard
- * received together) in one LMDB transaction: one commit and one flush
- * instead of one each, and each kind's high-water mark written once. They
- * are durable together or fail together; the caller answers each request
- * only once the group's commit has settled.
+ * The writes of several requests' Transactions (those a shard served in one
+ * event-loop turn) in one LMDB transaction: one commit and one sync instead
+ * of one each, and each kind's high-water mark written once. They are
+ * durable together or fail together; the caller answers each request only
+ * once the group's commit has settled.
  */
 export class CommitGroup {
   private readonly ops: WriteOp[] = [];
