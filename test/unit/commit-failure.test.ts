@@ -3,8 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test, vi } from 'vitest';
 import { loadConfig } from '../../src/config.js';
-import { handle } from '../../src/shard/dispatch.js';
-import type { ShardRequest } from '../../src/shard/protocol.js';
+import { handle, ShardServer } from '../../src/shard/dispatch.js';
+import type { ShardReply, ShardRequest } from '../../src/shard/protocol.js';
 import { ShardState } from '../../src/shard/state.js';
 import { createSharedIdState } from '../../src/store/ids.js';
 import { Store, type WriteSet } from '../../src/store/lmdb.js';
@@ -56,5 +56,24 @@ describe('a failed commit', () => {
     expect((await create(3, 'after')).status).toBe(201);
     const list = await handle(shard, req({}));
     expect(JSON.parse(list.body).map((s: { name: string }) => s.name)).toEqual(['kept', 'after']);
+  });
+
+  test('a failed group commit fails exactly the writes it carried; the turn\'s read and 400 keep their answers', async () => {
+    const errors = vi.spyOn(console, 'error').mockImplementation(() => undefined);
+    const replies = await new Promise<ShardReply[]>((resolve) => {
+      store.failNext = true;
+      const server = new ShardServer(shard, resolve);
+      server.submit([
+        req({ op: 'create', method: 'POST', body: { name: 'lost-a' }, hint: { siteId: 4 } }),
+        req({ op: 'create', method: 'POST', body: { name: '' }, hint: { siteId: 5 } }),
+        req({ op: 'create', method: 'POST', body: { name: 'lost-b' }, hint: { siteId: 6 } }),
+        req({}),
+      ]);
+    }).finally(() => errors.mockRestore());
+    expect(replies.map((r) => r.status)).toEqual([500, 400, 500, 200]);
+    const list = await handle(shard, req({}));
+    expect(JSON.parse(list.body).map((s: { name: string }) => s.name)).toEqual(['kept', 'after']);
+    // The next turn commits normally.
+    expect((await create(7, 'later')).status).toBe(201);
   });
 });
