@@ -97,7 +97,10 @@ export function formatAddress(version: IpVersion, addr: bigint, compress: boolea
     const n = Number(addr);
     return `${n >>> 24}.${(n >>> 16) & 255}.${(n >>> 8) & 255}.${n & 255}`;
   }
-  const groups = [112n, 96n, 80n, 64n, 48n, 32n, 16n, 0n].map((s) => Number((addr >> s) & 0xffffn));
+  // One BigInt conversion, then plain strings: shifting out each group made two BigInts per group.
+  const digits = addr.toString(16).padStart(32, '0');
+  const groups: number[] = new Array(8);
+  for (let i = 0; i < 8; i++) groups[i] = parseInt(digits.slice(i * 4, i * 4 + 4), 16);
   if (!compress) return groups.map((g) => g.toString(16).padStart(4, '0')).join(':');
   let bestAt = -1, bestLen = 1;
   for (let i = 0; i < 8;) {
