@@ -156,9 +156,10 @@ type Send = (replies: ShardReply[]) => void;
  * this thread; requests arriving meanwhile make the next turn's group).
  * `send` gets the group's replies together once that commit is durable
  * (reads and errors in the group wait for it too, so nothing is reported
- * before what it saw is on disk). If the commit fails, every request whose
- * writes it carried is answered 500, and memory is rebuilt from the store
- * before any other request runs.
+ * before what it saw is on disk). If the commit fails, every request from
+ * the group's first write on is answered 500 (it wrote, or may have seen,
+ * what was lost), and memory is rebuilt from the store before any other
+ * request runs.
  */
 export class ShardServer {
   private group: CommitGroup;
@@ -246,7 +247,10 @@ function settle(shard: ShardState, group: CommitGroup, replies: ShardReply[], wr
   group.commit().then(() => send(replies), (err) => {
     console.error(`shard ${shard.shardIndex}: commit failed, reloading from the store:`, err);
     shard.failed = true;
-    for (let i = 0; i < replies.length; i++) if (wrote[i]) replies[i] = { seq: replies[i].seq, ...errorReply(Errors.internal()) };
+    // Whatever ran after the group's first write may have seen what was just lost: only
+    // the answers computed before it stand.
+    const firstWrite = wrote.indexOf(true);
+    for (let i = Math.max(0, firstWrite); i < replies.length; i++) replies[i] = { seq: replies[i].seq, ...errorReply(Errors.internal()) };
     const answer = () => send(replies);
     recover(shard).then(answer, (e) => { console.error(`shard ${shard.shardIndex}: reload failed:`, e); answer(); });
   });

@@ -58,19 +58,20 @@ describe('a failed commit', () => {
     expect(JSON.parse(list.body).map((s: { name: string }) => s.name)).toEqual(['kept', 'after']);
   });
 
-  test('a failed group commit fails exactly the writes it carried; the turn\'s read and 400 keep their answers', async () => {
+  test('a failed group commit fails every answer from the group\'s first write on; what ran before it stands', async () => {
     const errors = vi.spyOn(console, 'error').mockImplementation(() => undefined);
     const replies = await new Promise<ShardReply[]>((resolve) => {
       store.failNext = true;
       const server = new ShardServer(shard, resolve);
       server.submit([
+        req({}),
         req({ op: 'create', method: 'POST', body: { name: 'lost-a' }, hint: { siteId: 4 } }),
         req({ op: 'create', method: 'POST', body: { name: '' }, hint: { siteId: 5 } }),
         req({ op: 'create', method: 'POST', body: { name: 'lost-b' }, hint: { siteId: 6 } }),
         req({}),
       ]);
     }).finally(() => errors.mockRestore());
-    expect(replies.map((r) => r.status)).toEqual([500, 400, 500, 200]);
+    expect(replies.map((r) => r.status)).toEqual([200, 500, 500, 500, 500]);
     const list = await handle(shard, req({}));
     expect(JSON.parse(list.body).map((s: { name: string }) => s.name)).toEqual(['kept', 'after']);
     // The next turn commits normally.
