@@ -130,10 +130,10 @@ export function assignedNetworks(shard: ShardState, i: AssignmentHolder): Networ
   return out;
 }
 
-/** The distinct parents of a holder's addresses, in order of first appearance (`networks`). */
-export function parentNetworks(shard: ShardState, i: AssignmentHolder): NetworkRecord[] {
+/** The distinct parents of assigned networks, in order of first appearance (an interface's `networks`). */
+export function parentNetworks(shard: ShardState, assigned: NetworkRecord[]): NetworkRecord[] {
   const out = new Map<number, NetworkRecord>();
-  for (const n of assignedNetworks(shard, i)) {
+  for (const n of assigned) {
     const p = shard.tree<NetworkRecord>(n.siteId, n.version).parent(n.addr, n.len)?.value;
     if (p && !out.has(p.id)) out.set(p.id, p);
   }
@@ -173,10 +173,12 @@ export const assignmentModel: ResourceModel<AssignmentView> = {
 /** The Assignment records of a holder, by id. */
 export function assignmentsOfHolder(shard: ShardState, i: AssignmentHolder): AssignmentView[] {
   const networks = shard.table<NetworkRecord>('network');
-  return i.assignments
-    .map((a) => ({ id: a.id, siteId: i.siteId, holder: i, network: networks.get(a.networkId)! }))
-    .filter((a) => a.network !== undefined)
-    .sort((x, y) => x.id - y.id);
+  const out: AssignmentView[] = [];
+  for (const a of i.assignments) {
+    const network = networks.get(a.networkId);
+    if (network) out.push({ id: a.id, siteId: i.siteId, holder: i, network });
+  }
+  return out.sort((x, y) => x.id - y.id);
 }
 
 /** The Assignment records of a network, by id. */

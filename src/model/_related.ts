@@ -5,7 +5,8 @@
  * `device`/`parent_id`, Circuit endpoints, Protocol `type`/`device`/… all
  * resolve through here, with the documented texts.
  */
-import { Errors, pyType } from '../errors.js';
+import { Errors, isApiError, pyType } from '../errors.js';
+import type { ResourceSchema } from '../schema/fields.js';
 import type { RequestContext } from '../shard/context.js';
 import type { StoredObject } from '../shard/table.js';
 import type { ResourceModel } from './model.js';
@@ -25,4 +26,27 @@ export function resolveRelated<R extends StoredObject>(ctx: RequestContext, mode
   if (matches.length > 1) throw Errors.field(field, `Multiple ${model.plural} matched ${key}='${raw}'. Use a site-specific endpoint or lookup by ID.`);
   if (matches.length === 0) throw Errors.field(field, `Object with ${key}=${raw} does not exist.`);
   return matches[0];
+}
+
+/** Stage-1 failures of a body by field, reported together (gaps.md §9.1). */
+export type FieldErrors = Record<string, unknown>;
+
+/**
+ * Runs one stage-1 step for `field` (a related lookup, a list's shape…); its
+ * 400 becomes `errors[field]`, so every failing field is reported at once.
+ */
+export function collectFieldError(errors: FieldErrors, field: string, step: () => void): void {
+  try { step(); } catch (err) {
+    if (isApiError(err) && err.status === 400 && typeof err.body === 'object' && field in err.body) errors[field] = err.body[field];
+    else throw err;
+  }
+}
+
+/** Throws the collected stage-1 failures, keys in the schema's field order. */
+export function throwFieldErrors(schema: ResourceSchema, errors: FieldErrors): void {
+  const names = Object.keys(errors);
+  if (names.length === 0) return;
+  const ordered: FieldErrors = {};
+  for (const name of [...schema.order, ...names]) if (name in errors && !(name in ordered)) ordered[name] = errors[name];
+  throw Errors.validation(ordered);
 }

@@ -6,7 +6,7 @@
  * device delete protections and for the interface `circuit/` route.
  */
 import { Type } from '@sinclair/typebox';
-import { Errors, isApiError } from '../errors.js';
+import { Errors } from '../errors.js';
 import { defineSchema, Field } from '../schema/fields.js';
 import { SchemaWriters } from '../schema/serialize.js';
 import { checkFields, type Method } from '../schema/validate.js';
@@ -16,7 +16,7 @@ import type { ShardState } from '../shard/state.js';
 import type { QueryParams } from '../query/params.js';
 import type { Predicate } from '../query/filters.js';
 import { attributeValuesIndex, resolveAttributes, valueIdsFor, type AttributeCarrier, type Attrs } from './_attributes.js';
-import { resolveRelated } from './_related.js';
+import { collectFieldError, resolveRelated, throwFieldErrors, type FieldErrors } from './_related.js';
 import { resourceList, setQueryRoute } from './_resource.js';
 import { attributesField } from './_fields.js';
 import { deviceModel, type DeviceRecord } from './device.js';
@@ -92,32 +92,21 @@ function parse(ctx: RequestContext, body: Record<string, unknown>, method: Metho
   // A nested create in a missing site fails on the site, not on lookups inside it.
   if (method === 'POST' && site !== null && !ctx.site(site)) throw Errors.siteMissing(site);
   const { values: v, errors } = checkFields(circuitSchema, body, method);
-  const all: Record<string, unknown> = { ...errors };
+  const all: FieldErrors = { ...errors };
   const draft: CircuitDraft = {};
-  const lookup = (field: string, raw: unknown, within: number | null): InterfaceRecord | undefined => {
-    try {
-      return resolveRelated(ctx, interfaceModel, field, raw, within);
-    } catch (err) {
-      if (!isApiError(err) || typeof err.body !== 'object') throw err;
-      Object.assign(all, err.body);
-      return undefined;
-    }
-  };
   let zSite = site;
   if (v.endpoint_a !== undefined && v.endpoint_a !== null) {
-    const a = lookup('endpoint_a', v.endpoint_a, site);
-    if (a) { draft.aId = a.id; zSite ??= a.siteId; }
+    collectFieldError(all, 'endpoint_a', () => {
+      const a = resolveRelated<InterfaceRecord>(ctx, interfaceModel, 'endpoint_a', v.endpoint_a, site);
+      draft.aId = a.id;
+      zSite ??= a.siteId;
+    });
   }
   if (v.endpoint_z === null) draft.zId = null;
   else if (v.endpoint_z !== undefined) {
-    const z = lookup('endpoint_z', v.endpoint_z, zSite);
-    if (z) draft.zId = z.id;
+    collectFieldError(all, 'endpoint_z', () => { draft.zId = resolveRelated<InterfaceRecord>(ctx, interfaceModel, 'endpoint_z', v.endpoint_z, zSite).id; });
   }
-  if (Object.keys(all).length > 0) {
-    const ordered: Record<string, unknown> = {};
-    for (const f of circuitSchema.order) if (f in all) ordered[f] = all[f];
-    throw Errors.validation(ordered);
-  }
+  throwFieldErrors(circuitSchema, all);
   if (v.name !== undefined) draft.name = v.name as string;
   if ('attributes' in v) draft.attributes = v.attributes;
   return draft;

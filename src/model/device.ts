@@ -11,7 +11,7 @@ import { resourceList, setQueryRoute } from './_resource.js';
 import type { ResourceModel } from './model.js';
 import { siteModel } from './site.js';
 import { attributesField, siteIdField } from './_fields.js';
-import { checkNotEndpoint, interfaceModel, interfacesOfDevice, refreshDeviceHostname, removeInterface, type InterfaceRecord } from './interface.js';
+import { checkNotEndpoint, interfaceModel, interfacesOfDevice, refreshDeviceHostname, removeInterfacesOfDevice } from './interface.js';
 import { circuitModel, circuitsOfDevice } from './circuit.js';
 import { removeProtocolsOf } from './protocol.js';
 
@@ -40,12 +40,6 @@ function checkHostname(ctx: RequestContext, hostname: string, site: number, self
       ? Errors.validation({ non_field_errors: ['The fields site, hostname must make a unique set.'] })
       : Errors.validation({ __all__: ['Device with this Site and Hostname already exists.'] });
   }
-}
-
-function depthOf(ctx: RequestContext, i: InterfaceRecord): number {
-  let n = 0;
-  for (let p = i.parentId; p !== null; p = ctx.shard.table<InterfaceRecord>('interface').get(p)?.parentId ?? null) n++;
-  return n;
 }
 
 export const deviceModel: ResourceModel<DeviceRecord> = {
@@ -99,12 +93,10 @@ export const deviceModel: ResourceModel<DeviceRecord> = {
   },
 
   remove(ctx, d) {
-    // Its protocols, then its interfaces children first (gaps.md §9.9), each releasing its addresses.
-    const interfaces = interfacesOfDevice(ctx.shard, d.id);
-    checkNotEndpoint(ctx, interfaces);
+    // Its protocols, then its interfaces (gaps.md §9.9).
+    checkNotEndpoint(ctx, interfacesOfDevice(ctx.shard, d.id));
     removeProtocolsOf(ctx, 'device', d.id);
-    const depth = new Map(interfaces.map((i) => [i.id, depthOf(ctx, i)]));
-    for (const i of interfaces.sort((a, b) => depth.get(b.id)! - depth.get(a.id)! || a.id - b.id)) removeInterface(ctx, i);
+    removeInterfacesOfDevice(ctx, d.id);
     ctx.tx.remove(deviceModel, d);
     ctx.tx.change('Delete', deviceModel, d.siteId, d.id, render(d), null);
   },

@@ -7,7 +7,7 @@
  */
 import { Type } from '@sinclair/typebox';
 import { INTERFACE_TYPE_CODES } from '../config.js';
-import { Errors, type ApiError } from '../errors.js';
+import { Errors } from '../errors.js';
 import { defineSchema, Field } from '../schema/fields.js';
 import { SchemaWriters } from '../schema/serialize.js';
 import { checkFields, type Method } from '../schema/validate.js';
@@ -23,7 +23,7 @@ import { attributesField } from './_fields.js';
 import { circuitModel, circuitsAt } from './circuit.js';
 import { removeProtocolsOf } from './protocol.js';
 import { formatMac, parseMac } from './_mac.js';
-import { resolveRelated } from './_related.js';
+import { collectFieldError, resolveRelated, throwFieldErrors, type FieldErrors } from './_related.js';
 import { resourceList, setQueryRoute } from './_resource.js';
 import { deviceModel, type DeviceRecord } from './device.js';
 import type { ResourceModel, RouteResult } from './model.js';
@@ -83,11 +83,12 @@ const parentOf = (shard: ShardState, i: InterfaceRecord) => (i.parentId === null
 
 function render(i: InterfaceRecord, shard: ShardState) {
   const parent = parentOf(shard, i);
+  const assigned = assignedNetworks(shard, i);
   return {
     id: i.id, parent_id: i.parentId, parent: parent ? slugOf(parent) : null, name: i.name, name_slug: slugOf(i),
     device: i.deviceId, device_hostname: i.hostname, description: i.description,
-    addresses: assignedNetworks(shard, i).map((n) => cidrText(shard, n)),
-    networks: parentNetworks(shard, i).map((n) => cidrText(shard, n)),
+    addresses: assigned.map((n) => cidrText(shard, n)),
+    networks: parentNetworks(shard, assigned).map((n) => cidrText(shard, n)),
     mac_address: i.mac === null ? null : formatMac(i.mac), speed: i.speed, type: i.type, mtu: i.mtu, attributes: i.attributes,
   };
 }
@@ -129,39 +130,30 @@ interface Draft extends Record<string, unknown> {
   addresses?: unknown[];
 }
 
-const fieldError = (e: unknown): ApiError['body'] | null => {
-  if (e instanceof Error && 'status' in e && (e as ApiError).status === 400) return (e as ApiError).body;
-  throw e;
-};
-
 /** Stage 1: the schema, plus the related lookups, MAC and address-list shape, all failures together. */
 function parse(ctx: RequestContext, body: Record<string, unknown>, method: Method, site: number | null): Draft {
   const { values, errors } = checkFields(interfaceSchema, body, method);
   // The MAC is read from the body as given (a JSON integer is a MAC too), with its own message.
   delete errors.mac_address;
   if (body.mac_address !== undefined) values.mac_address = body.mac_address;
-  const all: Record<string, unknown> = { ...errors };
+  const all: FieldErrors = { ...errors };
   const draft: Draft = { values };
-  const attempt = (run: () => void) => { try { run(); } catch (e) { Object.assign(all, fieldError(e)); } };
   if (method === 'POST' && values.device !== undefined) {
-    attempt(() => { draft.device = resolveRelated(ctx, deviceModel, 'device', values.device, site); });
+    collectFieldError(all, 'device', () => { draft.device = resolveRelated(ctx, deviceModel, 'device', values.device, site); });
   }
   if (values.parent_id !== undefined) {
     const scope = draft.device?.siteId ?? site;
-    attempt(() => { draft.parent = values.parent_id === null ? null : resolveRelated(ctx, interfaceModel, 'parent_id', values.parent_id, scope); });
+    collectFieldError(all, 'parent_id', () => {
+      draft.parent = values.parent_id === null ? null : resolveRelated(ctx, interfaceModel, 'parent_id', values.parent_id, scope);
+    });
   }
   if ('mac_address' in values) {
     const mac = values.mac_address === null ? null : parseMac(values.mac_address);
     if (mac === null && values.mac_address !== null) all.mac_address = { mac_address: 'Enter a valid MAC Address.' };
     else draft.mac = mac;
   }
-  if ('addresses' in body && body.addresses !== undefined) attempt(() => { draft.addresses = readAddressList(body.addresses); });
-  if (Object.keys(all).length > 0) {
-    // Report in field order, as the schema lists them.
-    const ordered: Record<string, unknown> = {};
-    for (const k of interfaceSchema.order) if (k in all) ordered[k] = all[k];
-    throw Errors.validation(ordered);
-  }
+  if (body.addresses !== undefined) collectFieldError(all, 'addresses', () => { draft.addresses = readAddressList(body.addresses); });
+  throwFieldErrors(interfaceSchema, all);
   return draft;
 }
 
@@ -251,6 +243,13 @@ export function removeInterface(ctx: RequestContext, i: InterfaceRecord): void {
   ctx.tx.change('Delete', interfaceModel, i.siteId, i.id, before, null);
 }
 
+/** A device is going: its interfaces, children before parents (deepest first, then by id), each releasing its addresses. */
+export function removeInterfacesOfDevice(ctx: RequestContext, deviceId: number): void {
+  const interfaces = interfacesOfDevice(ctx.shard, deviceId);
+  const depth = new Map(interfaces.map((i) => [i.id, ancestorsOf(ctx.shard, i).length]));
+  for (const i of interfaces.sort((a, b) => depth.get(b.id)! - depth.get(a.id)! || a.id - b.id)) removeInterface(ctx, i);
+}
+
 /** A device was renamed: its interfaces' cached hostname and slug follow, without Changes (gaps.md §10). */
 export function refreshDeviceHostname(ctx: RequestContext, deviceId: number, hostname: string): void {
   for (const i of interfacesOfDevice(ctx.shard, deviceId)) ctx.tx.replace(interfaceModel, i, { ...i, hostname });
@@ -323,7 +322,7 @@ export const interfaceModel: ResourceModel<InterfaceRecord, Draft> = {
 
   detailRoute: {
     addresses: (ctx, i) => networksList(assignedNetworks(ctx.shard, i)),
-    networks: (ctx, i) => networksList(parentNetworks(ctx.shard, i)),
+    networks: (ctx, i) => networksList(parentNetworks(ctx.shard, assignedNetworks(ctx.shard, i))),
     assignments: (ctx, i) => ({ kind: 'list', model: assignmentModel, records: assignmentsOfHolder(ctx.shard, i) }),
     parent: (ctx, i) => {
       const p = parentOf(ctx.shard, i);

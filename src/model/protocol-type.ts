@@ -6,8 +6,8 @@
  * attribute removes it from every type that required it.
  */
 import { Type } from '@sinclair/typebox';
-import { ApiError, Errors, isApiError, pyType } from '../errors.js';
-import { defineSchema, Field, type ResourceSchema } from '../schema/fields.js';
+import { ApiError, Errors, pyType } from '../errors.js';
+import { defineSchema, Field } from '../schema/fields.js';
 import { SchemaWriters } from '../schema/serialize.js';
 import { checkFields } from '../schema/validate.js';
 import type { RequestContext } from '../shard/context.js';
@@ -16,6 +16,7 @@ import type { ShardState } from '../shard/state.js';
 import type { StoredObject } from '../shard/table.js';
 import { catalogKey, RESOURCE_NAMES, type AttributeRecord } from './_attributes.js';
 import { applyFilters } from './_resource.js';
+import { collectFieldError, throwFieldErrors, type FieldErrors } from './_related.js';
 import type { ResourceModel } from './model.js';
 import { removeProtocolsOf } from './protocol.js';
 
@@ -47,23 +48,6 @@ export const render = (t: ProtocolTypeRecord, shard: ShardState) => {
     site: t.siteId,
   };
 };
-
-export type FieldErrors = Record<string, unknown>;
-
-/** Throws the collected stage-1 failures, keys in the schema's field order. */
-export function throwFieldErrors(schema: ResourceSchema, errors: FieldErrors): void {
-  const names = Object.keys(errors);
-  if (names.length === 0) return;
-  const ordered: FieldErrors = {};
-  for (const name of [...schema.order, ...names]) if (name in errors && !(name in ordered)) ordered[name] = errors[name];
-  throw Errors.validation(ordered);
-}
-
-/** A related-field lookup's list-style failure (`{"f":["…"]}`) as the field's message. */
-export function lookupFailure(err: unknown, field: string): unknown {
-  if (isApiError(err) && err.status === 400 && typeof err.body === 'object' && field in err.body) return err.body[field];
-  throw err;
-}
 
 const notExist = (text: string) => new ApiError(400, { required_attributes: [text] });
 
@@ -186,7 +170,7 @@ export const protocolTypeModel: ResourceModel<ProtocolTypeRecord, Draft> = {
       const where = draft.site ?? site;
       // Without an existing site there is nothing to look names up in: that is reported once stage 1 passes.
       if (where !== null && ctx.site(where)) {
-        try { draft.required = lookupRequired(ctx, values.required_attributes, where); } catch (err) { errors.required_attributes = lookupFailure(err, 'required_attributes'); }
+        collectFieldError(errors, 'required_attributes', () => { draft.required = lookupRequired(ctx, values.required_attributes, where); });
       } else if (Object.keys(errors).length === 0) {
         throw Errors.siteMissing(where ?? body.site);
       }

@@ -18,14 +18,14 @@ import type { ShardState } from '../shard/state.js';
 import type { StoredObject } from '../shard/table.js';
 import type { Kind } from '../store/kinds.js';
 import { attributeValuesIndex, resolveAttributes, valueIdsFor, type AttributeCarrier, type AttributeRecord, type Attrs } from './_attributes.js';
-import { resolveRelated } from './_related.js';
+import { collectFieldError, resolveRelated, throwFieldErrors, type FieldErrors } from './_related.js';
 import { resourceList, setQueryRoute } from './_resource.js';
 import { attributesField } from './_fields.js';
 import { deviceModel, type DeviceRecord } from './device.js';
 import { interfaceModel, slugOf, type InterfaceRecord } from './interface.js';
 import { circuitModel, type CircuitRecord } from './circuit.js';
 import type { ResourceModel } from './model.js';
-import { lookupFailure, protocolTypeModel, throwFieldErrors, type FieldErrors, type ProtocolTypeRecord } from './protocol-type.js';
+import { protocolTypeModel, type ProtocolTypeRecord } from './protocol-type.js';
 
 export interface ProtocolRecord extends AttributeCarrier {
   typeId: number;
@@ -132,9 +132,9 @@ function parse(ctx: RequestContext, body: Record<string, unknown>, method: Metho
   ];
   for (const [field, lookup] of lookups) {
     if (values[field] === undefined || field in errors) continue;
-    try { lookup(values[field]); } catch (err) { errors[field] = lookupFailure(err, field); }
+    collectFieldError(errors, field, () => lookup(values[field]));
   }
-  throwFieldErrors(protocolSchema, errors as FieldErrors);
+  throwFieldErrors(protocolSchema, errors);
   return draft;
 }
 

@@ -217,7 +217,9 @@ describe('interface top-level routing', () => {
     const ok = await s.post('/api/interfaces/', [{ device: da.hostname, name: 'e0' }, { device: da.id, name: 'e1' }]);
     expect(ok.status, ok.text).toBe(201);
     expect(ok.json.map((i: Iface) => i.name)).toEqual(['e0', 'e1']);
-    expect((await s.post('/api/interfaces/', [{ device: da.id, name: 'x0' }, { device: db.id, name: 'x1' }])).status).toBe(400);
+    expectError(await s.post('/api/interfaces/', [{ device: da.id, name: 'x0' }, { device: db.id, name: 'x1' }]), 400,
+      { non_field_errors: ['A bulk request must keep to one site: send one request per site, or use /api/sites/<site_id>/<collection>/.'] });
+    expect((await s.get(`/api/sites/${a.id}/interfaces/?name=x0`)).json).toEqual([]);
   });
 
   test('interface detail answers by name_slug, with slashes, top level and nested', async () => {
