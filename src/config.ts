@@ -22,7 +22,16 @@ export interface Config {
   interfaceDefaultSpeed: number;
   nextNumMax: number;
   maxBodyBytes: number;
+  /** Items one bulk (list) body may hold (gaps.md §9.10); more is a 413 before the body is parsed. */
+  maxBulkItems: number;
+  /** Milliseconds a shard may leave its heartbeat unanswered before the supervisor replaces it (design.md, Supervision). */
+  shardStallMs: number;
   logLevel: LogLevel;
+  /**
+   * NETSOT_TEST_HOOKS=1 lets a request carry `X-Netsot-Test-Hook` to make a shard exit or stall, so the
+   * supervisor can be tested on the real server. Never set in production: it lets any user stop a shard.
+   */
+  testHooks: boolean;
 }
 
 export class ConfigError extends Error {}
@@ -90,7 +99,7 @@ export function loadConfig(env: Source = process.env, flags: Source = {}): Confi
   const known = new Set(['HOST', 'PORT', 'DATA_DIR', 'SHARDS', 'USER_AUTH_HEADER', 'AUTH_TOKEN_EXPIRY',
     'SERVICE_COMPRESS_IPV6', 'SERVICE_NEW_USERS_AS_SUPERUSER', 'NETWORK_INTERCONNECT_PREFIXES',
     'NETWORK_HOST_PREFIXES', 'INTERFACE_DEFAULT_TYPE', 'INTERFACE_DEFAULT_SPEED', 'NEXT_NUM_MAX',
-    'MAX_BODY_BYTES', 'LOG_LEVEL']);
+    'MAX_BODY_BYTES', 'MAX_BULK_ITEMS', 'SHARD_STALL_TIMEOUT', 'LOG_LEVEL']);
   for (const k of Object.keys(flags)) if (!known.has(k)) throw new ConfigError(`unknown flag --${k.toLowerCase().replace(/_/g, '-')}`);
 
   const logLevel = readString(src, 'LOG_LEVEL', 'info');
@@ -116,6 +125,10 @@ export function loadConfig(env: Source = process.env, flags: Source = {}): Confi
     interfaceDefaultSpeed: readInt(src, 'INTERFACE_DEFAULT_SPEED', 1000, 0, Number.MAX_SAFE_INTEGER),
     nextNumMax: readInt(src, 'NEXT_NUM_MAX', 10000, 1, 10_000_000),
     maxBodyBytes: readInt(src, 'MAX_BODY_BYTES', 64 * 1024 * 1024, 1, 2 ** 31 - 1),
+    // 10k of the heaviest item (interfaces with addresses) commit in well under a second (README, P6 and bulk limits).
+    maxBulkItems: readInt(src, 'MAX_BULK_ITEMS', 10_000, 1, 1_000_000),
+    shardStallMs: readInt(src, 'SHARD_STALL_TIMEOUT', 5, 1, 3600) * 1000,
     logLevel: logLevel as LogLevel,
+    testHooks: readBool(src, 'NETSOT_TEST_HOOKS', false),
   };
 }

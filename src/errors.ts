@@ -65,9 +65,14 @@ export const Errors = {
   bodyTooLarge: () => new ApiError(413, 'Request body too large.'),
   unsupportedMediaType: (type: string) => new ApiError(415, `Unsupported media type "${type}" in request.`),
 
-  // 500 / 503
+  // 500 / 503 / 507
   internal: () => new ApiError(500, 'Internal server error.'),
   unavailable: () => new ApiError(503, 'Service temporarily unavailable; retry the request.'),
+  // Supervision and storage (design.md, Supervision; gaps.md §6.2)
+  shardRestarting: (retryAfterSeconds: number) =>
+    new ApiError(503, 'The shard serving this request is restarting; retry the request.', { 'Retry-After': String(retryAfterSeconds) }),
+  storeFull: () => new ApiError(507, 'Insufficient storage: the write was not saved.'),
+  bulkTooLarge: (max: number, got: number) => new ApiError(413, `A bulk request may hold at most ${max} items; got ${got}.`),
 } as const;
 
 /** The error envelope, compact JSON, keys in the documented order. */

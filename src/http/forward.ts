@@ -109,6 +109,9 @@ export class Forwarder {
       op: 'resolve', method: 'GET', collection: model.collection, site: null, key, query: '',
       principal: { id: 0, email: '', superuser: true, grants: {} }, link: { scheme: 'http', host: '', path: '' },
     });
+    // A shard being replaced cannot say what it holds: no answer is better than a wrong "no match".
+    const restarting = replies.find((r) => r.status === 503);
+    if (restarting) throw Errors.shardRestarting(Number(restarting.headers?.['Retry-After'] ?? 1));
     const owners: number[] = [];
     let total = 0;
     replies.forEach((r, shard) => { const n = r.matches?.length ?? 0; total += n; if (n > 0) owners.push(shard); });

@@ -12,6 +12,7 @@ const STATUS_TEXT: Record<number, string> = {
   200: 'OK', 201: 'Created', 204: 'No Content', 400: 'Bad Request', 401: 'Unauthorized', 403: 'Forbidden',
   404: 'Not Found', 405: 'Method Not Allowed', 406: 'Not Acceptable', 409: 'Conflict', 413: 'Payload Too Large',
   415: 'Unsupported Media Type', 500: 'Internal Server Error', 503: 'Service Unavailable',
+  507: 'Insufficient Storage',
 };
 
 /** `200 OK` and friends, built once per status. */

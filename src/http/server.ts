@@ -22,6 +22,7 @@ import { ShardPool } from '../shard/pool.js';
 import { createSharedIdState, IdCounters } from '../store/ids.js';
 import { Store } from '../store/lmdb.js';
 import { negotiate, parseBody } from './body.js';
+import { countListItems, mayExceed } from './list-items.js';
 import { Forwarder, type Forwarded } from './forward.js';
 import { Exchange } from './respond.js';
 import { allowHeader, Router, type RouteMatch } from './router.js';
@@ -29,6 +30,11 @@ import { loadUws, type us_listen_socket } from './uws.js';
 import { docsPage, openApiDocument } from './docs.js';
 
 const INDEX_ORDER = ['sites', 'attributes', 'changes', 'circuits', 'devices', 'interfaces', 'networks', 'protocols', 'protocol_types', 'users', 'values'];
+
+const isJsonType = (contentType: string) => {
+  const type = contentType.split(';')[0].trim().toLowerCase();
+  return type === '' || type === 'application/json';
+};
 
 export interface RunningServer { port: number; close(): Promise<void> }
 
@@ -40,7 +46,11 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
   const sites = new SiteDirectory(store);
   const users = new UserDirectory(store, sites, () => ids.next('user'));
   const auth = new Authenticator(users, new TokenSigner(loadServerKey(config.dataDir), config.authTokenExpiry), config);
-  const pool = await ShardPool.start(config, shared);
+  const pool = await ShardPool.start(config, shared, {
+    report: (message) => { log.error(message); log.flush(); },
+    // A replaced shard may have committed site writes it never answered: the directory rereads them.
+    onRestarted: (shard) => sites.reload(store, (site) => pool.shardOfSite(site) === shard),
+  });
   const forwarder = new Forwarder(pool);
   const router = new Router([...MODELS.map((m) => ({ collection: m.collection, routes: m.routes })), { collection: 'users', routes: userRoutes }]);
 
@@ -72,6 +82,10 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     x.representation = accepted.representation;
     const raw = await x.body;
     if (raw === 'too-large') return x.fail(Errors.bodyTooLarge(), true);
+    if (mayExceed(raw, config.maxBulkItems) && isJsonType(x.contentType)) {
+      const items = countListItems(raw);
+      if (items > config.maxBulkItems) throw Errors.bulkTooLarge(config.maxBulkItems, items);
+    }
     const body = raw.length > 0 ? parseBody(raw, x.contentType) : undefined;
     if (x.aborted) return;
 
@@ -159,9 +173,16 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     return x.fail(Errors.endpointNotFound());
   }
 
+  /** `X-Netsot-Test-Hook: exit|stall <shard>` (config.testHooks only): the supervisor's tests crash or stall a real shard. */
+  function runTestHook(header: string): void {
+    const m = /^(exit|stall) (\d+)$/.exec(header);
+    if (m && Number(m[2]) < pool.count) pool.control(Number(m[2]), { testHook: m[1] as 'exit' | 'stall' });
+  }
+
   const app = uws.App();
   app.any('/*', (res, req) => {
     const x = new Exchange(res, req, config.userAuthHeader, config.maxBodyBytes, log);
+    if (config.testHooks) runTestHook(req.getHeader('x-netsot-test-hook'));
     lifecycle(x).catch((err) => x.fail(err));
   });
 

@@ -14,7 +14,13 @@ export class SiteDirectory {
   private readonly reserved = new Set<string>();
 
   constructor(store: Store) {
-    for (const id of store.siteIds()) this.names.set(id, store.site<{ name: string }>(id)!.name);
+    this.reload(store, () => true);
+  }
+
+  /** Rereads the sites `owned` selects from the store (all at start; one shard's after it was replaced). */
+  reload(store: Store, owned: (siteId: number) => boolean): void {
+    for (const id of [...this.names.keys()]) if (owned(id)) this.names.delete(id);
+    for (const id of store.siteIds()) if (owned(id)) this.names.set(id, store.site<{ name: string }>(id)!.name);
   }
 
   has(id: number): boolean { return this.names.has(id); }

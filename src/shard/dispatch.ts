@@ -147,6 +147,9 @@ function run(ctx: RequestContext, model: ResourceModel<any>): Reply {
 
 type Send = (replies: ShardReply[]) => void;
 
+/** What one turn ran: its requests in order, their replies, and which of them wrote. */
+interface Turn { group: CommitGroup; requests: ShardRequest[]; replies: ShardReply[]; wrote: boolean[] }
+
 /**
  * Serves a shard's requests. Each request runs as it arrives (memory changes
  * at once, so the next request sees them); the writes of every request that
@@ -156,23 +159,27 @@ type Send = (replies: ShardReply[]) => void;
  * this thread; requests arriving meanwhile make the next turn's group).
  * `send` gets the group's replies together once that commit is durable
  * (reads and errors in the group wait for it too, so nothing is reported
- * before what it saw is on disk). If the commit fails, every request from
- * the group's first write on is answered 500 (it wrote, or may have seen,
- * what was lost), and memory is rebuilt from the store before any other
- * request runs.
+ * before what it saw is on disk).
+ *
+ * If the commit fails (a full disk, an I/O error), nothing of the group is on
+ * disk: its writers are answered 507 (store full) or 500, memory is put back
+ * as it was before the group (CommitGroup.rollback; a rebuild from the store
+ * only when that is impossible), and the group's other requests from its
+ * first write on — reads and refusals that may have seen the lost writes —
+ * run again on the restored memory. Requests before the first write stand.
  */
 export class ShardServer {
-  private group: CommitGroup;
-  private replies: ShardReply[] = [];
-  private wrote: boolean[] = [];
+  private turn: Turn;
   private closing = false;
   /** Requests that arrived while memory was being rebuilt, in arrival order. */
   private held: ShardRequest[] = [];
   private recovering = false;
 
   constructor(private readonly shard: ShardState, private readonly send: Send) {
-    this.group = new CommitGroup(shard);
+    this.turn = this.newTurn();
   }
+
+  private newTurn(): Turn { return { group: new CommitGroup(this.shard), requests: [], replies: [], wrote: [] }; }
 
   submit(reqs: ShardRequest[]): void {
     if (this.recovering) { for (const req of reqs) this.held.push(req); return; }
@@ -180,7 +187,7 @@ export class ShardServer {
       if (this.shard.failed) { this.hold(reqs.slice(i)); return; }
       this.serve(reqs[i]);
     }
-    if (!this.closing && this.replies.length > 0) { this.closing = true; setImmediate(this.close); }
+    if (!this.closing && this.turn.replies.length > 0) { this.closing = true; setImmediate(this.close); }
   }
 
   private serve(req: ShardRequest): void {
@@ -192,25 +199,46 @@ export class ShardServer {
       reply = run(ctx, model);
     } catch (err) {
       if (ctx.hasTx) ctx.tx.rollback();
-      this.replies.push({ seq: req.seq, ...errorReply(err) });
-      this.wrote.push(false);
+      this.record(req, { seq: req.seq, ...errorReply(err) }, false);
       return;
     }
     const writes = ctx.hasTx && !ctx.tx.isEmpty;
-    if (ctx.hasTx && !this.group.add(ctx.tx)) { this.close(); this.group.add(ctx.tx); }
-    this.replies.push(finished(req.seq, reply, ctx.directory));
-    this.wrote.push(writes);
+    if (ctx.hasTx && !this.turn.group.add(ctx.tx)) { this.close(); this.turn.group.add(ctx.tx); }
+    this.record(req, finished(req.seq, reply, ctx.directory), writes);
+  }
+
+  private record(req: ShardRequest, reply: ShardReply, wrote: boolean): void {
+    this.turn.requests.push(req);
+    this.turn.replies.push(reply);
+    this.turn.wrote.push(wrote);
   }
 
   /** Commits the open group; its replies go out once it has settled. */
   private readonly close = (): void => {
     this.closing = false;
-    if (this.replies.length === 0) return;
-    settle(this.shard, this.group, this.replies, this.wrote, this.send);
-    this.group = new CommitGroup(this.shard);
-    this.replies = [];
-    this.wrote = [];
+    if (this.turn.replies.length === 0) return;
+    const turn = this.turn;
+    this.turn = this.newTurn();
+    turn.group.commit().then(() => this.send(turn.replies), (err) => this.commitFailed(turn, err));
   };
+
+  private commitFailed(turn: Turn, err: unknown): void {
+    const full = this.shard.store.isFull(err);
+    console.error(`shard ${this.shard.shardIndex}: commit failed${full ? ' (store full)' : ''}; nothing of its group was saved:`, err);
+    const firstWrite = turn.wrote.indexOf(true);
+    const answered: ShardReply[] = [];
+    const again: ShardRequest[] = [];
+    turn.replies.forEach((reply, i) => {
+      if (i < firstWrite) answered.push(reply);
+      else if (turn.wrote[i]) answered.push({ seq: reply.seq, ...errorReply(full ? Errors.storeFull() : Errors.internal()) });
+      else again.push(turn.requests[i]);
+    });
+    const restored = turn.group.rollback();
+    this.send(answered);
+    if (restored) { this.submit(again); return; }
+    this.shard.failed = true;
+    this.hold(again);
+  }
 
   /** The shard failed: commit what ran before, rebuild memory, then serve `reqs` and whatever arrives meanwhile. */
   private hold(reqs: ShardRequest[]): void {
@@ -241,19 +269,6 @@ function finished(seq: number, reply: Reply, directory: DirectoryUpdate): ShardR
 /** One request on its own (tests, in-process benches): a turn with one request. */
 export function handle(shard: ShardState, req: ShardRequest): Promise<ShardReply> {
   return new Promise((resolve) => new ShardServer(shard, (r) => resolve(r[0])).submit([req]));
-}
-
-function settle(shard: ShardState, group: CommitGroup, replies: ShardReply[], wrote: boolean[], send: Send): void {
-  group.commit().then(() => send(replies), (err) => {
-    console.error(`shard ${shard.shardIndex}: commit failed, reloading from the store:`, err);
-    shard.failed = true;
-    // Whatever ran after the group's first write may have seen what was just lost: only
-    // the answers computed before it stand.
-    const firstWrite = wrote.indexOf(true);
-    for (let i = Math.max(0, firstWrite); i < replies.length; i++) replies[i] = { seq: replies[i].seq, ...errorReply(Errors.internal()) };
-    const answer = () => send(replies);
-    recover(shard).then(answer, (e) => { console.error(`shard ${shard.shardIndex}: reload failed:`, e); answer(); });
-  });
 }
 
 function errorReply(err: unknown): Reply {

@@ -1,75 +1,35 @@
 /**
- * The main thread's handle on the shard workers: start them, send one request
- * to the shard that owns a site or an id, or scatter a request to all of them
- * and merge the answers.
+ * The main thread's handle on the shard workers: start them (each under
+ * supervision, see supervisor.ts), send one request to the shard that owns a
+ * site or an id, or scatter a request to all of them and merge the answers.
  */
-import { MessageChannel, Worker, type MessagePort } from 'node:worker_threads';
 import type { Config } from '../config.js';
 import { IdShardIndex, type SharedIdState } from '../store/ids.js';
 import type { Kind } from '../store/kinds.js';
-import type { ListPart, ShardReply, ShardRequest } from './protocol.js';
+import type { ListPart, ShardControl, ShardReply, ShardRequest } from './protocol.js';
+import { SupervisedShard } from './supervisor.js';
 
-type Pending = (reply: ShardReply) => void;
-
-/**
- * Messages are batched per event-loop turn in both directions: requests that
- * arrive in one turn travel to a shard as one array, and its replies come back
- * the same way. A postMessage wakes the other thread, and that wake-up, not
- * the work, is the cost of a small request, so this is what lets a shard hop
- * stay cheap under many parallel clients.
- */
-class ShardHandle {
-  private seq = 0;
-  private readonly pending = new Map<number, Pending>();
-  private outbox: ShardRequest[] = [];
-  constructor(readonly worker: Worker, private readonly port: MessagePort) {
-    port.on('message', (replies: ShardReply[]) => {
-      for (const reply of replies) {
-        const done = this.pending.get(reply.seq);
-        if (done) { this.pending.delete(reply.seq); done(reply); }
-      }
-    });
-  }
-  /** Queues `req` (stamping its seq on it) for this turn's batch. */
-  send(req: Omit<ShardRequest, 'seq'>): Promise<ShardReply> {
-    const seq = ++this.seq;
-    return new Promise((resolve) => {
-      this.pending.set(seq, resolve);
-      if (this.outbox.length === 0) setImmediate(this.flush);
-      (req as ShardRequest).seq = seq;
-      this.outbox.push(req as ShardRequest);
-    });
-  }
-  /**
-   * Requests travel as JSON text: they are plain JSON data (a parsed body, the
-   * route, the principal), and stringify + parse cost about half of
-   * postMessage's structured clone of the same objects. Replies stay cloned:
-   * their bodies are long strings, which a clone copies and JSON would escape.
-   */
-  private readonly flush = (): void => {
-    const batch = this.outbox;
-    this.outbox = [];
-    this.port.postMessage(JSON.stringify(batch));
-  };
-  get inFlight(): number { return this.pending.size; }
+export interface PoolEvents {
+  /** Supervision news (a shard replaced, serving again), for the log. */
+  report: (message: string) => void;
+  /** A replacement shard worker finished loading its sites. */
+  onRestarted?: (shardIndex: number) => void;
 }
 
 export class ShardPool {
-  private constructor(private readonly shards: ShardHandle[], readonly index: IdShardIndex) {}
+  private constructor(private readonly shards: SupervisedShard[], readonly index: IdShardIndex) {}
 
-  static async start(config: Config, shared: SharedIdState): Promise<ShardPool> {
-    const url = new URL('./worker.js', import.meta.url);
-    const handles = await Promise.all(Array.from({ length: config.shards }, (_, shardIndex) => new Promise<ShardHandle>((resolve, reject) => {
-      const { port1, port2 } = new MessageChannel();
-      const worker = new Worker(url, { workerData: { shardIndex, shardCount: config.shards, config, shared, port: port2 }, transferList: [port2] });
-      worker.once('error', reject);
-      worker.once('message', () => {
-        worker.off('error', reject);
-        worker.on('error', (err) => { console.error(`shard ${shardIndex} crashed; stopping:`, err); process.exit(70); });
-        resolve(new ShardHandle(worker, port1));
-      });
-    })));
-    return new ShardPool(handles, new IdShardIndex(shared));
+  static async start(config: Config, shared: SharedIdState, events: PoolEvents): Promise<ShardPool> {
+    const workerData = { shardCount: config.shards, config, shared };
+    const started = await Promise.allSettled(Array.from({ length: config.shards }, (_, shardIndex) =>
+      SupervisedShard.start({ shardIndex, workerData, stallMs: config.shardStallMs, ...events })));
+    const shards = started.flatMap((s) => (s.status === 'fulfilled' ? [s.value] : []));
+    const failed = started.find((s): s is PromiseRejectedResult => s.status === 'rejected');
+    if (failed) {
+      await Promise.all(shards.map((s) => s.stop()));
+      throw failed.reason;
+    }
+    return new ShardPool(shards, new IdShardIndex(shared));
   }
 
   get count(): number { return this.shards.length; }
@@ -84,7 +44,10 @@ export class ShardPool {
   /** One copy per shard: `send` stamps its sequence number on the object it queues. */
   all(req: Omit<ShardRequest, 'seq'>): Promise<ShardReply[]> { return Promise.all(this.shards.map((s) => s.send({ ...req }))); }
 
-  async stop(): Promise<void> { await Promise.all(this.shards.map((s) => s.worker.terminate())); }
+  /** Test hook only (config.testHooks). */
+  control(shard: number, message: ShardControl): void { this.shards[shard].control(message); }
+
+  async stop(): Promise<void> { await Promise.all(this.shards.map((s) => s.stop())); }
 }
 
 /**

@@ -39,6 +39,13 @@ export interface ShardRequest {
   hint?: Record<string, unknown>;
 }
 
+/**
+ * Main thread → worker control messages outside the request stream. Only the
+ * test hooks (config.testHooks) send them: a worker that exits or stalls, as a
+ * crash or a runaway request would, so supervision is tested on the real thing.
+ */
+export type ShardControl = { testHook: 'exit' | 'stall' };
+
 /** One shard's share of a top-level list, already in list order. */
 export interface ListPart {
   count: number;

@@ -30,6 +30,8 @@ export class ShardState {
   tail: Promise<void> = Promise.resolve();
   /** Set while memory is being rebuilt after a failed commit. */
   failed = false;
+  /** Transactions applied to memory and handed to a CommitGroup so far (a failed group checks it is still the newest). */
+  applied = 0;
 
   constructor(
     readonly shardIndex: number,

@@ -33,7 +33,7 @@ export class Transaction {
   private readonly undo: (() => void)[] = [];
   private readonly highWater = new Map<Kind, number>();
   private changeRows = 0;
-  private done = false;
+  private rolledBack = false;
 
   constructor(private readonly shard: ShardState, private readonly principal: Principal) {}
 
@@ -126,15 +126,19 @@ export class Transaction {
     this.undo.push(() => { this.shard.failed = true; });
   }
 
+  /**
+   * Undoes this transaction's memory changes, newest first: when its request
+   * fails, or (through its CommitGroup) when the commit that carried it fails.
+   * Only valid while no later transaction has changed memory on top of it.
+   */
   rollback(): void {
-    if (this.done) return;
-    this.done = true;
+    if (this.rolledBack) return;
+    this.rolledBack = true;
     for (let i = this.undo.length - 1; i >= 0; i--) this.undo[i]();
   }
 
-  /** Hands the queued writes over (to a CommitGroup); memory can no longer be rolled back. */
+  /** Hands the queued writes over (to a CommitGroup). */
   seal(): { writes: WriteSet; highWater: Map<Kind, number> } {
-    this.done = true;
     return { writes: this.writes, highWater: this.highWater };
   }
 }
@@ -150,6 +154,9 @@ export class CommitGroup {
   private readonly ops: WriteOp[] = [];
   private removeRanges: WriteSet['removeRanges'] = [];
   private readonly highWater = new Map<Kind, number>();
+  private readonly taken: Transaction[] = [];
+  /** The shard's `applied` count when this group was committed (see rollback). */
+  private appliedAtCommit = -1;
 
   constructor(private readonly shard: ShardState) {}
 
@@ -170,15 +177,32 @@ export class CommitGroup {
     }
     for (const op of writes.ops) this.ops.push(op);
     for (const [kind, id] of highWater) if (id > (this.highWater.get(kind) ?? 0)) this.highWater.set(kind, id);
+    this.taken.push(tx);
+    this.shard.applied++;
     return true;
   }
 
   /** Durable commit of every write taken; the shard's tail moves to it. An empty group waits for the tail. */
   commit(): Promise<void> {
     if (this.isEmpty) return this.shard.tail;
+    this.appliedAtCommit = this.shard.applied;
     for (const [kind, id] of this.highWater) this.ops.push(highWaterOp(kind, this.shard.writerName, id));
     const p = this.shard.store.commit({ ops: this.ops, removeRanges: this.removeRanges });
     this.shard.tail = p.catch(() => undefined);
     return p;
+  }
+
+  /**
+   * After a failed commit, puts memory back as it was before this group:
+   * every transaction undone, newest first. False when that cannot be done
+   * exactly — a later transaction already changed memory on top of this group,
+   * or one of them cannot be undone in memory (a site's Change log dropped) —
+   * and the shard must be rebuilt from the store instead.
+   */
+  rollback(): boolean {
+    if (this.shard.applied !== this.appliedAtCommit) return false;
+    for (let i = this.taken.length - 1; i >= 0; i--) this.taken[i].rollback();
+    this.shard.applied -= this.taken.length;
+    return !this.shard.failed;
   }
 }

@@ -7,7 +7,7 @@ import type { Config } from '../config.js';
 import type { SharedIdState } from '../store/ids.js';
 import { Store } from '../store/lmdb.js';
 import { ShardServer } from './dispatch.js';
-import type { ShardReply, ShardRequest } from './protocol.js';
+import type { ShardControl, ShardReply, ShardRequest } from './protocol.js';
 import { ShardState } from './state.js';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
@@ -22,7 +22,15 @@ function collectGarbage(): void {
   (runInNewContext('gc') as () => void)();
 }
 
-interface ShardWorkerData { shardIndex: number; shardCount: number; config: Config; shared: SharedIdState; port: MessagePort }
+interface ShardWorkerData {
+  shardIndex: number;
+  shardCount: number;
+  config: Config;
+  shared: SharedIdState;
+  port: MessagePort;
+  /** Bumped per batch taken and per batch answered; the supervisor reads a still counter under load as a stall. */
+  progress: Int32Array;
+}
 
 const data = workerData as ShardWorkerData;
 const store = new Store(data.config.dataDir);
@@ -30,7 +38,20 @@ const shard = new ShardState(data.shardIndex, data.shardCount, data.config, stor
 const started = performance.now();
 shard.load();
 collectGarbage();
-// Replies leave in batches, one postMessage per commit group (see ShardHandle in pool.ts).
-const server = new ShardServer(shard, (replies: ShardReply[]) => data.port.postMessage(replies));
-data.port.on('message', (batch: string) => server.submit(JSON.parse(batch) as ShardRequest[]));
+// Replies leave in batches, one postMessage per commit group (see SupervisedShard in supervisor.ts).
+const server = new ShardServer(shard, (replies: ShardReply[]) => {
+  Atomics.add(data.progress, 0, 1);
+  data.port.postMessage(replies);
+});
+data.port.on('message', (message: string | ShardControl) => {
+  Atomics.add(data.progress, 0, 1);
+  if (typeof message === 'string') server.submit(JSON.parse(message) as ShardRequest[]);
+  else if (data.config.testHooks) runTestHook(message);
+});
 parentPort!.postMessage({ ready: true, loadMs: performance.now() - started });
+
+/** What a crash and a runaway request look like from outside (config.testHooks only). */
+function runTestHook(control: ShardControl): void {
+  if (control.testHook === 'exit') process.exit(70);
+  if (control.testHook === 'stall') for (;;);
+}

@@ -25,7 +25,7 @@
  * a 2xx is never sent for a write that a crash could lose.
  */
 import { open, type RootDatabase, type Database } from 'lmdb';
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, statfsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Kind } from './kinds.js';
 
@@ -67,11 +67,18 @@ export interface WriteSet {
   removeRanges?: { db: DbName; prefix: number }[];
 }
 
+/** LMDB's MDB_MAP_FULL: the map cannot grow (lmdb-js grows it on its own, so this is rare). */
+const MDB_MAP_FULL = -30792;
+const ENOSPC = 28;
+const EIO = 5;
+/** Below this much free space, an I/O error from a commit is read as a full disk (see isFull). */
+const NEARLY_FULL_BYTES = 16 * 1024 * 1024;
+
 export class Store {
   readonly root: RootDatabase;
   private readonly dbs: Record<DbName, Database>;
 
-  constructor(dataDir: string) {
+  constructor(private readonly dataDir: string) {
     mkdirSync(dataDir, { recursive: true });
     this.root = open({
       path: join(dataDir, 'netsot.mdb'),
@@ -117,6 +124,24 @@ export class Store {
         if (op.value === undefined) db.remove(op.key); else db.put(op.key, op.value);
       }
     });
+  }
+
+  /**
+   * Whether a failed commit failed for want of space. LMDB reports a full
+   * disk as ENOSPC or, when a page write comes up short, as EIO (measured on
+   * a full tmpfs), so an EIO counts as "full" when the file system holding
+   * the store is nearly out of space.
+   */
+  isFull(err: unknown): boolean {
+    const code = (err as { code?: unknown } | null)?.code;
+    if (code === ENOSPC || code === MDB_MAP_FULL || code === 'ENOSPC') return true;
+    if (code !== EIO) return false;
+    try {
+      const fs = statfsSync(this.dataDir);
+      return fs.bavail * fs.bsize < NEARLY_FULL_BYTES;
+    } catch {
+      return false;
+    }
   }
 
   siteIds(): number[] {

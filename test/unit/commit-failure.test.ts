@@ -12,10 +12,27 @@ import { Store, type WriteSet } from '../../src/store/lmdb.js';
 /** A real LMDB store whose next commit fails, as a full disk would. */
 class FailingStore extends Store {
   failNext = false;
+  /** The errno the injected failure carries: 28 is ENOSPC, a full disk; none is another fault. */
+  failCode: number | undefined = undefined;
   override async commit(writes: WriteSet): Promise<void> {
-    if (this.failNext) { this.failNext = false; throw new Error('MDB_MAP_FULL (injected)'); }
+    if (this.failNext) {
+      this.failNext = false;
+      throw Object.assign(new Error('injected commit failure'), this.failCode === undefined ? {} : { code: this.failCode });
+    }
     return super.commit(writes);
   }
+}
+
+/** Submits `reqs` as one turn and collects every reply, however many sends bring them. */
+function turn(reqs: ShardRequest[]): Promise<ShardReply[]> {
+  return new Promise((resolve) => {
+    const got = new Map<number, ShardReply>();
+    const server = new ShardServer(shard, (replies) => {
+      for (const r of replies) got.set(r.seq, r);
+      if (got.size === reqs.length) resolve(reqs.map((q) => got.get(q.seq)!));
+    });
+    server.submit(reqs);
+  });
 }
 
 let dir: string;
@@ -58,23 +75,35 @@ describe('a failed commit', () => {
     expect(JSON.parse(list.body).map((s: { name: string }) => s.name)).toEqual(['kept', 'after']);
   });
 
-  test('a failed group commit fails every answer from the group\'s first write on; what ran before it stands', async () => {
+  test('a failed group commit fails its writers; what ran before stands and the rest runs again', async () => {
     const errors = vi.spyOn(console, 'error').mockImplementation(() => undefined);
-    const replies = await new Promise<ShardReply[]>((resolve) => {
-      store.failNext = true;
-      const server = new ShardServer(shard, resolve);
-      server.submit([
-        req({}),
-        req({ op: 'create', method: 'POST', body: { name: 'lost-a' }, hint: { siteId: 4 } }),
-        req({ op: 'create', method: 'POST', body: { name: '' }, hint: { siteId: 5 } }),
-        req({ op: 'create', method: 'POST', body: { name: 'lost-b' }, hint: { siteId: 6 } }),
-        req({}),
-      ]);
-    }).finally(() => errors.mockRestore());
-    expect(replies.map((r) => r.status)).toEqual([200, 500, 500, 500, 500]);
+    store.failNext = true;
+    const replies = await turn([
+      req({}),
+      req({ op: 'create', method: 'POST', body: { name: 'lost-a' }, hint: { siteId: 4 } }),
+      req({ op: 'create', method: 'POST', body: { name: '' }, hint: { siteId: 5 } }),
+      req({ op: 'create', method: 'POST', body: { name: 'lost-b' }, hint: { siteId: 6 } }),
+      req({}),
+    ]).finally(() => errors.mockRestore());
+    expect(replies.map((r) => r.status)).toEqual([200, 500, 400, 500, 200]);
+    // The list that ran after the lost writes was answered again from restored memory.
+    expect(JSON.parse(replies[4].body).map((s: { name: string }) => s.name)).toEqual(['kept', 'after']);
     const list = await handle(shard, req({}));
     expect(JSON.parse(list.body).map((s: { name: string }) => s.name)).toEqual(['kept', 'after']);
     // The next turn commits normally.
     expect((await create(7, 'later')).status).toBe(201);
+  });
+
+  test('a commit failing for want of space answers 507 and memory matches a fresh load from the store', async () => {
+    const errors = vi.spyOn(console, 'error').mockImplementation(() => undefined);
+    store.failNext = true;
+    store.failCode = 28;
+    const failed = await create(8, 'no-room').finally(() => { errors.mockRestore(); store.failCode = undefined; });
+    expect(failed.status).toBe(507);
+    expect(JSON.parse(failed.body)).toEqual({ error: { code: 507, message: 'Insufficient storage: the write was not saved.' } });
+    const inMemory = (await handle(shard, req({}))).body;
+    const reloaded = new ShardState(0, 1, loadConfig({ DATA_DIR: dir }), store, createSharedIdState({}));
+    reloaded.load();
+    expect((await handle(reloaded, req({}))).body).toBe(inMemory);
   });
 });

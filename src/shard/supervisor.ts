@@ -1,0 +1,211 @@
+/**
+ * One shard worker under the main thread's supervision (design.md,
+ * Supervision). The main thread talks to a shard only through this handle:
+ * it batches requests to the worker, matches replies, and replaces the worker
+ * when it dies or stops making progress, so no request — a runaway regular
+ * expression, a body that exhausts a worker's heap — can take more than its
+ * own shard down, and that only for the time a reload takes.
+ *
+ * - **Exit** (a crash, an out-of-memory error): noticed at once from the
+ *   worker's `exit` event.
+ * - **Stall**: the worker bumps a shared progress counter each time it takes a
+ *   batch of requests or sends a batch of replies. Requests waiting while the
+ *   counter stays still for `stallMs` mean the worker is stuck in one request;
+ *   it is terminated. A shared counter rather than a ping message: a ping
+ *   queues behind a long but healthy backlog of requests and would read as a
+ *   stall, while the counter moves with every batch.
+ *
+ * Either way every request the worker had not answered gets 503 with
+ * Retry-After (none was acknowledged, so no acknowledged write is lost; one it
+ * committed but did not answer is on disk like any unacknowledged write), a
+ * fresh worker reloads the shard's sites from the store, and requests for
+ * this shard are answered 503 until it is ready. Other shards keep serving.
+ */
+import { MessageChannel, Worker, type MessagePort } from 'node:worker_threads';
+import { Errors, errorEnvelope } from '../errors.js';
+import type { ShardReply, ShardRequest, ShardControl } from './protocol.js';
+
+type Pending = (reply: ShardReply) => void;
+
+/** What a freshly started worker needs besides its port and progress counter. */
+export interface ShardLaunch {
+  shardIndex: number;
+  workerData: Record<string, unknown>;
+  stallMs: number;
+  /** Called with a message when the worker had to be replaced, and when the replacement is ready. */
+  report: (message: string) => void;
+  /** Called when a replacement worker has loaded the shard. */
+  onRestarted?: (shardIndex: number) => void;
+}
+
+const WORKER_URL = new URL('./worker.js', import.meta.url);
+/** Longest wait between attempts when a replacement worker keeps failing to start. */
+const MAX_BACKOFF_MS = 30_000;
+
+interface Running { worker: Worker; port: MessagePort; progress: Int32Array }
+
+/**
+ * Messages are batched per event-loop turn in both directions: requests that
+ * arrive in one turn travel to a shard as one array, and its replies come back
+ * the same way. A postMessage wakes the other thread, and that wake-up, not
+ * the work, is the cost of a small request, so this is what lets a shard hop
+ * stay cheap under many parallel clients.
+ */
+export class SupervisedShard {
+  private seq = 0;
+  private readonly pending = new Map<number, Pending>();
+  private outbox: ShardRequest[] = [];
+  private running: Running | null = null;
+  private stopped = false;
+  private lastLoadMs = 1000;
+  private lastProgress = 0;
+  private lastProgressAt = performance.now();
+  private readonly watch: NodeJS.Timeout;
+  /** Replacements since the last healthy start; sets the back-off. */
+  private failures = 0;
+
+  private constructor(private readonly launch: ShardLaunch) {
+    this.watch = setInterval(() => this.checkProgress(), Math.max(50, Math.min(1000, launch.stallMs / 4)));
+    this.watch.unref();
+  }
+
+  /** Starts the worker; resolves once it has loaded its sites (a load failure rejects). */
+  static async start(launch: ShardLaunch): Promise<SupervisedShard> {
+    const shard = new SupervisedShard(launch);
+    try {
+      shard.adopt(await shard.spawn());
+    } catch (err) {
+      clearInterval(shard.watch);
+      throw err;
+    }
+    return shard;
+  }
+
+  get inFlight(): number { return this.pending.size; }
+  get ready(): boolean { return this.running !== null; }
+
+  /** Queues `req` (stamping its seq on it) for this turn's batch; answered 503 at once while the shard restarts. */
+  send(req: Omit<ShardRequest, 'seq'>): Promise<ShardReply> {
+    const seq = ++this.seq;
+    if (!this.running) return Promise.resolve(this.unavailable(seq));
+    return new Promise((resolve) => {
+      this.pending.set(seq, resolve);
+      if (this.outbox.length === 0) setImmediate(this.flush);
+      (req as ShardRequest).seq = seq;
+      this.outbox.push(req as ShardRequest);
+    });
+  }
+
+  /** Test hook (NETSOT_TEST_HOOKS): makes the worker exit or stall as a crash or a runaway request would. */
+  control(message: ShardControl): void { this.running?.port.postMessage(message); }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearInterval(this.watch);
+    const running = this.running;
+    this.running = null;
+    if (running) { running.port.close(); await running.worker.terminate(); }
+  }
+
+  /**
+   * Requests travel as JSON text: they are plain JSON data (a parsed body, the
+   * route, the principal), and stringify + parse cost about half of
+   * postMessage's structured clone of the same objects. Replies stay cloned:
+   * their bodies are long strings, which a clone copies and JSON would escape.
+   */
+  private readonly flush = (): void => {
+    const batch = this.outbox;
+    this.outbox = [];
+    if (this.running && batch.length > 0) this.running.port.postMessage(JSON.stringify(batch));
+  };
+
+  private spawn(): Promise<Running> {
+    const started = performance.now();
+    const { port1, port2 } = new MessageChannel();
+    const progress = new Int32Array(new SharedArrayBuffer(4));
+    const worker = new Worker(WORKER_URL, {
+      workerData: { ...this.launch.workerData, shardIndex: this.launch.shardIndex, port: port2, progress },
+      transferList: [port2],
+    });
+    return new Promise<Running>((resolve, reject) => {
+      const failed = (err: unknown) => { port1.close(); reject(err); };
+      const exited = (code: number) => failed(new Error(`shard ${this.launch.shardIndex} exited with code ${code} while loading`));
+      worker.once('error', failed);
+      worker.once('exit', exited);
+      worker.once('message', () => {
+        worker.off('error', failed);
+        worker.off('exit', exited);
+        this.lastLoadMs = performance.now() - started;
+        resolve({ worker, port: port1, progress });
+      });
+    });
+  }
+
+  private adopt(running: Running): void {
+    if (this.stopped) { running.port.close(); void running.worker.terminate(); return; }
+    this.running = running;
+    this.lastProgress = Atomics.load(running.progress, 0);
+    this.lastProgressAt = performance.now();
+    running.port.on('message', (replies: ShardReply[]) => {
+      for (const reply of replies) {
+        const done = this.pending.get(reply.seq);
+        if (done) { this.pending.delete(reply.seq); done(reply); }
+      }
+    });
+    running.worker.on('error', (err) => this.launch.report(`shard ${this.launch.shardIndex} failed: ${err.stack ?? err}`));
+    running.worker.once('exit', (code) => { if (this.running === running) this.replace(`exited with code ${code}`); });
+  }
+
+  private checkProgress(): void {
+    const running = this.running;
+    if (!running) return;
+    const now = performance.now();
+    const progress = Atomics.load(running.progress, 0);
+    if (progress !== this.lastProgress || this.pending.size === 0) {
+      this.lastProgress = progress;
+      this.lastProgressAt = now;
+      if (this.pending.size === 0) this.failures = 0;
+      return;
+    }
+    if (now - this.lastProgressAt > this.launch.stallMs) {
+      this.replace(`made no progress for ${Math.round(now - this.lastProgressAt)} ms with ${this.pending.size} requests waiting`);
+    }
+  }
+
+  /** Drops the current worker, answers what it owed with 503, and starts another. */
+  private replace(reason: string): void {
+    const old = this.running;
+    if (!old || this.stopped) return;
+    this.running = null;
+    this.launch.report(`shard ${this.launch.shardIndex} ${reason}; answering its ${this.pending.size} waiting requests 503 and restarting it`);
+    old.port.close();
+    void old.worker.terminate();
+    this.pending.forEach((resolve, seq) => resolve(this.unavailable(seq)));
+    this.pending.clear();
+    this.outbox = [];
+    this.restart();
+  }
+
+  private restart(): void {
+    const delay = this.failures === 0 ? 0 : Math.min(MAX_BACKOFF_MS, 500 * 2 ** (this.failures - 1));
+    this.failures++;
+    const attempt = () => {
+      if (this.stopped) return;
+      this.spawn().then((running) => {
+        this.adopt(running);
+        this.launch.report(`shard ${this.launch.shardIndex} is serving again (loaded in ${Math.round(this.lastLoadMs)} ms)`);
+        this.launch.onRestarted?.(this.launch.shardIndex);
+      }, (err) => {
+        this.launch.report(`shard ${this.launch.shardIndex} could not be restarted: ${(err as Error).message ?? err}`);
+        this.restart();
+      });
+    };
+    setTimeout(attempt, delay);
+  }
+
+  /** The 503 a request gets while this shard is being replaced; Retry-After is about one load time. */
+  private unavailable(seq: number): ShardReply {
+    const err = Errors.shardRestarting(Math.max(1, Math.ceil(this.lastLoadMs / 1000)));
+    return { seq, status: err.status, body: errorEnvelope(err), headers: err.headers };
+  }
+}
