@@ -1,0 +1,72 @@
+/**
+ * MAX_BULK_ITEMS (gaps.md §9.10, §23): a list body with more items is refused
+ * with 413 before it is parsed, on every bulk method, and nothing is written.
+ */
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { TestServer } from '../helpers/server.js';
+
+let small: TestServer;
+let standard: TestServer;
+
+beforeAll(async () => {
+  [small, standard] = await Promise.all([TestServer.start({ env: { MAX_BULK_ITEMS: '5' } }), TestServer.start()]);
+  for (const s of [small, standard]) expect((await s.post('/api/sites/', { name: 'bulk' })).status).toBe(201);
+});
+afterAll(async () => { await Promise.all([small?.stop(), standard?.stop()]); });
+
+const devices = (n: number, tag: string) => Array.from({ length: n }, (_, i) => ({ hostname: `${tag}-${i}` }));
+const tooMany = (max: number, got: number) => ({ error: { code: 413, message: `A bulk request may hold at most ${max} items; got ${got}.` } });
+
+async function changeCount(s: TestServer): Promise<number> {
+  return (await s.get('/api/changes/?limit=1')).json.count;
+}
+
+describe('MAX_BULK_ITEMS', () => {
+  test('a bulk create over the limit answers 413 naming the limit and writes nothing', async () => {
+    const before = await changeCount(small);
+    const r = await small.post('/api/sites/1/devices/', devices(6, 'over'));
+    expect(r.status).toBe(413);
+    expect(r.json).toEqual(tooMany(5, 6));
+    expect((await small.get('/api/sites/1/devices/')).json).toEqual([]);
+    expect(await changeCount(small)).toBe(before);
+  });
+
+  test('a bulk create of exactly the limit is accepted', async () => {
+    const r = await small.post('/api/sites/1/devices/', devices(5, 'at'));
+    expect(r.status).toBe(201);
+    expect(r.json).toHaveLength(5);
+  });
+
+  test('bulk PUT, PATCH and DELETE over the limit answer 413 and change nothing', async () => {
+    const ids = ((await small.get('/api/sites/1/devices/')).json as { id: number }[]).map((d) => d.id);
+    const before = await changeCount(small);
+    const six = [...ids, ids[0]].map((id) => ({ id, hostname: `renamed-${id}` }));
+    expect((await small.put('/api/sites/1/devices/', six)).json).toEqual(tooMany(5, 6));
+    expect((await small.patch('/api/sites/1/devices/', six)).json).toEqual(tooMany(5, 6));
+    const del = await small.request('DELETE', '/api/sites/1/devices/', { body: [...ids, 999] });
+    expect(del.status).toBe(413);
+    expect(del.json).toEqual(tooMany(5, 6));
+    expect(await changeCount(small)).toBe(before);
+    expect(((await small.get('/api/sites/1/devices/')).json as { hostname: string }[]).map((d) => d.hostname).sort())
+      .toEqual(devices(5, 'at').map((d) => d.hostname).sort());
+  });
+
+  test('the count ignores commas inside strings and nested lists', async () => {
+    const items = [{ hostname: 'x', attributes: { a: [1, 2, 3, 4, 5, 6, 7] } }, ...Array.from({ length: 4 }, (_, i) => ({ hostname: `c,${i},,,,` }))];
+    const r = await small.post('/api/sites/1/devices/', items);
+    expect(r.status).not.toBe(413);
+  });
+
+  test('the default limit is 10000 items', async () => {
+    const r = await standard.request('POST', '/api/sites/1/devices/', { rawBody: `[${Array(10_001).fill('{}').join(',')}]`, headers: { 'Content-Type': 'application/json' } });
+    expect(r.status).toBe(413);
+    expect(r.json).toEqual(tooMany(10_000, 10_001));
+  });
+
+  test('a list of a million items is refused at once and the server keeps serving', async () => {
+    const r = await standard.request('POST', '/api/networks/', { rawBody: `[${Array(1_000_000).fill('{"cidr":"10.0.0.0/8","site_id":1}').join(',')}]`, headers: { 'Content-Type': 'application/json' } });
+    expect(r.status).toBe(413);
+    expect(r.json).toEqual(tooMany(10_000, 1_000_000));
+    expect((await standard.get('/api/sites/1/')).status).toBe(200);
+  });
+});
