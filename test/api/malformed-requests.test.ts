@@ -127,7 +127,8 @@ let idle: Record<keyof typeof IDLE_CASES, Promise<Outcome>>;
 
 beforeAll(async () => {
   s = await TestServer.start();
-  idle = Object.fromEntries(Object.entries(IDLE_CASES).map(([name, parts]) => [name, exchange(parts, IDLE_BOUND_MS, name === 'dribble' ? 1_000 : 50)])) as typeof idle;
+  const start = ([name, parts]: [string, string[]]) => [name, exchange(parts, IDLE_BOUND_MS, name === 'dribble' ? 1_000 : 50)];
+  idle = Object.fromEntries(Object.entries(IDLE_CASES).map(start)) as typeof idle;
 });
 afterAll(async () => {
   // Let every probe settle before the server goes away.
@@ -143,7 +144,9 @@ afterEach(async () => {
 
 describe('methods', () => {
   test('unknown methods such as PROPFIND, PURGE and FOO are closed at once without an answer', async () => {
-    for (const m of ['PROPFIND', 'PURGE', 'FOO', 'MKCOL']) expectClosedAtOnce(await exchange([`${m} /api/sites/ HTTP/1.1\r\n${HOST}${ADMIN}\r\n`], PROMPT_MS));
+    for (const m of ['PROPFIND', 'PURGE', 'FOO', 'MKCOL']) {
+      expectClosedAtOnce(await exchange([`${m} /api/sites/ HTTP/1.1\r\n${HOST}${ADMIN}\r\n`], PROMPT_MS));
+    }
   });
 
   test('lower- and mixed-case get are closed at once without an answer', async () => {
