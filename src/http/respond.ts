@@ -45,7 +45,9 @@ export class Exchange {
   private done = false;
 
   constructor(private readonly res: HttpResponse, req: HttpRequest, emailHeaderName: string, maxBody: number, private readonly log: Logger) {
-    this.method = req.getCaseSensitiveMethod().toUpperCase();
+    // Method tokens are case-sensitive (RFC 9110 §9.1): `get` is not GET and gets 405 `Method "get" not allowed.`.
+    // uWS 20.30 itself closes the connection for any token other than the nine upper-case methods (native-notes.md).
+    this.method = req.getCaseSensitiveMethod();
     this.path = req.getUrl();
     this.query = req.getQuery() ?? '';
     this.accept = req.getHeader('accept');
