@@ -32,7 +32,9 @@
  * - Changes: per object exactly [Create, Update × persisted updates,
  *   Delete if deleted] in id order, Create carrying the created content and
  *   the newest non-Delete Change the current value; every Change of a site
- *   belongs to such an object (none for a create that did not persist);
+ *   belongs to such an object (none for a create that did not persist).
+ *   After each round the Changes written since the last check are held to
+ *   the events each object gained; after the last round all of them, whole;
  * - unexpected objects (stored but never sent, or refused; allocations stored
  *   beyond what the requests in flight at the kill asked for) and unexpected
  *   replies (any non-2xx, a 2xx whose body does not match the request, a
@@ -173,6 +175,9 @@ class Soak {
   private seq = 0;
   handedOut = 0;
   changesChecked = 0;
+  /** Change ids seen by a check, and per object (`Resource:id`) how many of its events they covered. */
+  readonly changeIds = new Set<number>();
+  readonly changesSeen = new Map<string, number>();
 
   violate(kind: ViolationKind, detail: string, n = 1): void {
     this.violations.set(kind, this.violations.get(kind)! + n);
@@ -349,24 +354,58 @@ async function fetchJson(soak: Soak, path: string): Promise<any[]> {
   return r.json;
 }
 
-interface CheckResult { objects: number; changes: number; doubts: number; applied: number; allocDoubts: number; allocStored: number }
+/**
+ * A site's Changes: all of them when `full`; else the ones no check has seen,
+ * read newest first a page at a time up to the first one seen (ids only grow,
+ * so everything after it was seen too). Also the number stored.
+ */
+async function siteChanges(soak: Soak, site: number, full: boolean): Promise<{ changes: any[]; stored: number }> {
+  if (full) {
+    const changes = await fetchJson(soak, `/api/sites/${site}/changes/`);
+    return { changes, stored: changes.length };
+  }
+  const changes: any[] = [];
+  const limit = 2000;
+  for (let offset = 0; ; offset += limit) {
+    const path = `/api/sites/${site}/changes/?limit=${limit}&offset=${offset}`;
+    const r = await request(soak.base, 'GET', path, { headers: AUTH });
+    if (r.status !== 200 || !Array.isArray(r.json?.results)) throw new Error(`GET ${path} answered ${r.status}: ${r.text.slice(0, 300)}`);
+    const page = r.json.results as any[];
+    let reachedSeen = false;
+    for (const c of page) { if (soak.changeIds.has(c.id)) reachedSeen = true; else changes.push(c); }
+    if (reachedSeen || page.length < limit) return { changes, stored: r.json.count };
+  }
+}
 
-/** Settles every write in doubt, then checks the whole model and every Change against what the server serves. */
-async function check(soak: Soak): Promise<CheckResult> {
+interface CheckResult {
+  objects: number; changes: number; newChanges: number; doubts: number; applied: number; allocDoubts: number; allocStored: number;
+}
+
+/**
+ * Settles every write in doubt, then checks the whole model against what the
+ * server serves, and the Changes: all of them when `full`, else the new ones.
+ */
+async function check(soak: Soak, full: boolean): Promise<CheckResult> {
   const listings = new Map<SiteModel, Record<Kind, Listing>>();
   let objects = 0;
   let changeCount = 0;
-  for (const site of soak.sites) {
-    const devices = await fetchJson(soak, `/api/sites/${site.id}/devices/?fields=id,hostname,attributes`);
-    const networks = await fetchJson(soak, `/api/sites/${site.id}/networks/?fields=id,cidr,state,attributes`);
-    const changes = await fetchJson(soak, `/api/sites/${site.id}/changes/`);
+  let newChanges = 0;
+  // Sites in parallel: they live on different shards.
+  await Promise.all(soak.sites.map(async (site) => {
+    const [devices, networks, changes] = await Promise.all([
+      fetchJson(soak, `/api/sites/${site.id}/devices/?fields=id,hostname,attributes`),
+      fetchJson(soak, `/api/sites/${site.id}/networks/?fields=id,cidr,state,attributes`),
+      siteChanges(soak, site.id, full),
+    ]);
     objects += devices.length + networks.length;
-    changeCount += changes.length;
+    changeCount += changes.stored;
+    newChanges += changes.changes.length;
+    for (const c of changes.changes) soak.changeIds.add(c.id);
     listings.set(site, {
-      device: { byKey: new Map(devices.map((d) => [d.hostname, d])), changes },
-      network: { byKey: new Map(networks.map((n) => [n.cidr, n])), changes },
+      device: { byKey: new Map(devices.map((d) => [d.hostname, d])), changes: changes.changes },
+      network: { byKey: new Map(networks.map((n) => [n.cidr, n])), changes: changes.changes },
     });
-  }
+  }));
   const stored = (o: Obj) => listings.get(o.site)![o.kind].byKey.get(o.key);
 
   // Writes in doubt: all or nothing per request, then certain.
@@ -449,14 +488,18 @@ async function check(soak: Soak): Promise<CheckResult> {
       p.maybe = 0;
     }
 
-    checkChanges(soak, site, listing.device.changes, nets);
+    checkChanges(soak, site, listing.device.changes, nets, full);
   }
   soak.changesChecked = changeCount;
-  return { objects, changes: changeCount, doubts, applied, allocDoubts, allocStored };
+  return { objects, changes: changeCount, newChanges, doubts, applied, allocDoubts, allocStored };
 }
 
-/** Every Change of a site, matched to the writes the model knows were applied. */
-function checkChanges(soak: Soak, site: SiteModel, changes: any[], networks: Map<string, any>): void {
+/**
+ * The Changes of a site, matched to the writes the model knows were applied:
+ * all of them when `full`, else only those not seen by an earlier check
+ * (each object's new Changes must then be the next events it is owed).
+ */
+function checkChanges(soak: Soak, site: SiteModel, changes: any[], networks: Map<string, any>, full: boolean): void {
   const groups = new Map<string, any[]>();
   for (const c of changes) {
     const k = `${c.resource_name}:${c.resource_id}`;
@@ -465,45 +508,48 @@ function checkChanges(soak: Soak, site: SiteModel, changes: any[], networks: Map
     g.push(c);
   }
   for (const g of groups.values()) g.sort((a, b) => a.id - b.id);
-  const claim = (resource: string, id: number) => {
-    const k = `${resource}:${id}`;
-    const g = groups.get(k) ?? [];
-    groups.delete(k);
-    return g;
-  };
   const mismatch = (what: string, got: any[]) =>
     soak.violate('Change mismatches', `${what} (site ${site.id}): Changes ${JSON.stringify(got.map((c) => [c.id, c.event]))}`);
-  const onlyCreate = (resource: string, id: number, what: string, ok: (r: any) => boolean = () => true) => {
-    const g = claim(resource, id);
-    if (g.length !== 1 || g[0].event !== 'Create' || !ok(g[0].resource)) mismatch(`${what}: expected one Create`, g);
+  /** `content` judges the Changes `g`, which start at event `from` of `want`; it returns what is wrong, if anything. */
+  const expect = (resource: string, id: number, want: string[], what: string, content: (g: any[], from: number) => string | null) => {
+    const k = `${resource}:${id}`;
+    const from = full ? 0 : soak.changesSeen.get(k) ?? 0;
+    const g = groups.get(k) ?? [];
+    groups.delete(k);
+    soak.changesSeen.set(k, want.length);
+    if (g.map((c) => c.event).join() !== want.slice(from).join()) {
+      mismatch(`${what}: expected ${want.slice(from).join(', ') || 'none'}`, g);
+      return;
+    }
+    const bad = content(g, from);
+    if (bad) mismatch(`${what}: ${bad}`, g);
   };
+  const none = () => null;
 
-  onlyCreate('Site', site.id, `site ${site.id}`);
-  for (const s of site.setup) onlyCreate(s.resource, s.id, `${s.resource} ${s.id}`);
+  expect('Site', site.id, ['Create'], `site ${site.id}`, none);
+  for (const s of site.setup) expect(s.resource, s.id, ['Create'], `${s.resource} ${s.id}`, none);
   for (const p of site.alloc) {
     for (const c of p.held) {
       const n = networks.get(c);
-      if (n) onlyCreate('Network', n.id, `${p.what} child ${c}`, (r) => r?.cidr === c && r?.state === 'reserved');
+      if (!n) continue; // reported as lost
+      expect('Network', n.id, ['Create'], `${p.what} child ${c}`, (g, from) =>
+        from === 0 && (g[0].resource?.cidr !== c || g[0].resource?.state !== 'reserved') ? 'Create carries other content' : null);
     }
   }
   for (const kind of ['device', 'network'] as const) {
     const resource = kind === 'device' ? 'Device' : 'Network';
     for (const o of site.objects[kind].values()) {
       if (o.created !== 'yes') continue;
-      const g = claim(resource, o.id);
       const want = ['Create', ...Array<string>(o.updates).fill('Update'), ...(o.deleted === 'yes' ? ['Delete'] : [])];
-      const events = g.map((c) => c.event);
-      if (events.join() !== want.join()) {
-        mismatch(`${kind} ${o.key} id ${o.id}: expected ${want.length} (${o.updates} updates${o.deleted === 'yes' ? ', deleted' : ''})`, g);
-        continue;
-      }
-      if (keyOf(kind, g[0].resource) !== o.key || soakOf(g[0].resource) !== o.initial) {
-        mismatch(`${kind} ${o.key}: Create carries other content`, g);
-      }
-      const last = g[g.length - (o.deleted === 'yes' ? 2 : 1)];
-      if (soakOf(last.resource) !== o.value) {
-        mismatch(`${kind} ${o.key}: newest Change carries soak=${JSON.stringify(soakOf(last.resource))}, expected ${o.value}`, g);
-      }
+      expect(resource, o.id, want, `${kind} ${o.key} id ${o.id}`, (g, from) => {
+        const created = g[0]?.resource;
+        if (from === 0 && (keyOf(kind, created) !== o.key || soakOf(created) !== o.initial)) return 'Create carries other content';
+        const newest = want.length - (o.deleted === 'yes' ? 2 : 1); // the newest Change before any Delete
+        if (newest >= from && soakOf(g[newest - from].resource) !== o.value) {
+          return `newest Change carries soak=${JSON.stringify(soakOf(g[newest - from].resource))}, expected ${o.value}`;
+        }
+        return null;
+      });
     }
   }
   for (const [k, g] of groups) mismatch(`Changes of ${k}, which no applied write made`, g);
@@ -578,7 +624,7 @@ export async function run(args: string[]): Promise<number> {
       }
       const bad0 = soak.violationCount();
       const c0 = performance.now();
-      const checked = await check(soak);
+      const checked = await check(soak, round === opts.rounds);
       const checkMs = performance.now() - c0;
       let acked = 0;
       let objects = 0;
@@ -588,7 +634,9 @@ export async function run(args: string[]): Promise<number> {
         `${fmt.int(acked)} writes acknowledged ` +
         `(${fmt.int(objects)} objects); in flight at the kill: ${plural(checked.doubts, 'write')} (${checked.applied} applied), ` +
         `${plural(checked.allocDoubts, 'allocation')} (${checked.allocStored} stored); restart ${fmt.int(restartMs)} ms, ` +
-        `checked ${fmt.int(checked.objects)} objects and ${fmt.int(checked.changes)} Changes in ${(checkMs / 1000).toFixed(1)} s: ` +
+        `checked ${fmt.int(checked.objects)} objects and ` +
+        `${checked.newChanges === checked.changes ? 'all ' : `${fmt.int(checked.newChanges)} new of `}` +
+        `${fmt.int(checked.changes)} Changes in ${(checkMs / 1000).toFixed(1)} s: ` +
         `${bad === 0 ? 'ok' : `${bad} VIOLATIONS`}`);
     }
   } finally {
@@ -614,7 +662,7 @@ export async function run(args: string[]): Promise<number> {
     ['lost acknowledged writes', soak.violations.get('lost')!, `${fmt.int(acked)} acknowledged writes (${fmt.int(objects)} objects)`],
     ['partial bulks', soak.violations.get('partial bulks')!, `${bulkDoubts} lists in flight at a kill`],
     ['duplicate allocations', soak.violations.get('duplicates')!, `${fmt.int(soak.handedOut)} addresses and prefixes handed out`],
-    ['Change mismatches', soak.violations.get('Change mismatches')!, `${fmt.int(soak.changesChecked)} Changes at the last check`],
+    ['Change mismatches', soak.violations.get('Change mismatches')!, `${fmt.int(soak.changesChecked)} Changes, all checked at the end`],
     ['unexpected objects', soak.violations.get('unexpected objects')!, ''],
     ['unexpected replies', soak.violations.get('unexpected replies')!, ''],
     ['failed restarts', soak.violations.get('restart')!, `${restarts.length} restarts: p50 ${fmt.int(r.p50)} ms, max ${fmt.int(r.max)} ms`],
