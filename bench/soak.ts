@@ -40,6 +40,8 @@
  *   replies (any non-2xx, a 2xx whose body does not match the request, a
  *   request failing before the kill);
  * - the restarted server serves (`GET /api/sites/` lists every site).
+ * Restart times (spawn to listening) are printed with a baseline: the same
+ * server starting on an empty data dir, before the first round and after the last.
  *
  * Options (`--name=value`, or env SOAK_<NAME>): rounds (10), seconds of load
  * per round before the kill, `MIN-MAX` drawn per round (2-6), connections
@@ -584,6 +586,13 @@ async function setup(soak: Soak, count: number): Promise<void> {
   }
 }
 
+/** Spawn to listening on a fresh empty data dir, in ms. */
+async function emptyStart(shards: number): Promise<number> {
+  const s = await startNetsot({ shards });
+  await s.stop();
+  return s.listeningAt - s.spawnedAt;
+}
+
 const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
 const sleep = (ms: number) => new Promise((ok) => setTimeout(ok, ms));
 
@@ -593,12 +602,15 @@ export async function run(args: string[]): Promise<number> {
   const soak = new Soak();
   const data = tempDir('netsot-soak-');
   const restarts: number[] = [];
+  // The baseline for restart times: the same server starting on an empty data dir, before the rounds and after.
+  const emptyStarts: number[] = [];
   let server: ChildServer | undefined;
   let loadSeconds = 0;
   const t0 = performance.now();
   log(`soak: ${opts.rounds} rounds of kill -9 under mixed write load, ${opts.minSeconds}–${opts.maxSeconds} s of load per round, ` +
     `${opts.connections} connections, ${opts.shards} shards, ${opts.sites} sites, seed ${opts.seed}; data dir ${data.path}`);
   try {
+    emptyStarts.push(await emptyStart(opts.shards));
     server = await startNetsot({ dataDir: data.path, shards: opts.shards });
     soak.base = server.base;
     await setup(soak, opts.sites);
@@ -639,6 +651,9 @@ export async function run(args: string[]): Promise<number> {
         `${fmt.int(checked.changes)} Changes in ${(checkMs / 1000).toFixed(1)} s: ` +
         `${bad === 0 ? 'ok' : `${bad} VIOLATIONS`}`);
     }
+    await server.stop();
+    server = undefined;
+    emptyStarts.push(await emptyStart(opts.shards));
   } finally {
     await server?.stop();
     data.remove();
@@ -665,7 +680,8 @@ export async function run(args: string[]): Promise<number> {
     ['Change mismatches', soak.violations.get('Change mismatches')!, `${fmt.int(soak.changesChecked)} Changes, all checked at the end`],
     ['unexpected objects', soak.violations.get('unexpected objects')!, ''],
     ['unexpected replies', soak.violations.get('unexpected replies')!, ''],
-    ['failed restarts', soak.violations.get('restart')!, `${restarts.length} restarts: p50 ${fmt.int(r.p50)} ms, max ${fmt.int(r.max)} ms`],
+    ['failed restarts', soak.violations.get('restart')!, `${plural(restarts.length, 'restart')}: p50 ${fmt.int(r.p50)} ms, max ${fmt.int(r.max)} ms ` +
+      `(empty data dir: ${emptyStarts.map((ms) => fmt.int(ms)).join(' and ')} ms)`],
   ]));
   log('');
   const total = soak.violationCount();
@@ -675,7 +691,8 @@ export async function run(args: string[]): Promise<number> {
     scenario: 'soak', rounds: opts.rounds, seconds: [opts.minSeconds, opts.maxSeconds], connections: opts.connections, shards: opts.shards,
     sites: opts.sites, seed: opts.seed, load_seconds: Number(loadSeconds.toFixed(1)), acknowledged: acked, acknowledged_objects: objects,
     by_write: Object.fromEntries(soak.ops), handed_out: soak.handedOut, changes_at_last_check: soak.changesChecked,
-    violations: Object.fromEntries(soak.violations), restart_ms: { p50: Math.round(r.p50), max: Math.round(r.max) }, ...machine(),
+    violations: Object.fromEntries(soak.violations), restart_ms: { p50: Math.round(r.p50), max: Math.round(r.max) },
+    empty_start_ms: emptyStarts.map(Math.round), ...machine(),
   }));
   if (total > 0) {
     process.stderr.write(`soak: ${total} violations; the first ones:\n${soak.details.map((d) => `  ${d}`).join('\n')}\n`);
