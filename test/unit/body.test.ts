@@ -245,3 +245,22 @@ describe('parseBody large form lists', () => {
     expect(body.required_attributes[299_999]).toBe(299_999);
   });
 });
+
+describe('parseBody numbers JSON cannot carry', () => {
+  test('parseBody refuses overflowing numbers with every path they sit at', () => {
+    expect(failure(() => parse('{"mtu":1e309,"name":"x","attributes":{"a":[1,-1e309]}}', 'application/json'))).toEqual({
+      status: 400, body: { mtu: ['A valid number is required.'], attributes: { a: { 1: ['A valid number is required.'] } } },
+    });
+    expect(failure(() => parse('[{"a":1},{"b":1e999}]', 'application/json'))).toEqual({ status: 400, body: { 1: { b: ['A valid number is required.'] } } });
+    expect(failure(() => parse('-1e400', 'application/json'))).toEqual({ status: 400, body: { non_field_errors: ['A valid number is required.'] } });
+  });
+
+  test('parseBody keeps a __proto__ key an ordinary name in the error', () => {
+    const f = failure(() => parse('{"__proto__":{"x":1e309}}', 'application/json'));
+    expect(JSON.stringify(f.body)).toBe('{"__proto__":{"x":["A valid number is required."]}}');
+  });
+
+  test('parseBody lets finite numbers through, tiny and huge alike', () => {
+    expect(parse('{"a":1e-400,"b":1e308,"c":18446744073709551616}', 'application/json')).toEqual({ a: 0, b: 1e308, c: 2 ** 64 });
+  });
+});
