@@ -72,6 +72,7 @@ function lookupRequired(ctx: RequestContext, raw: unknown, site: number): Requir
   const found = new Map<number, RequiredRef>();
   for (const item of raw) {
     let a: RequiredRef | undefined;
+    // A negative integer here has always been looked up (and reported as "Invalid pk"), so it stays an id.
     const id = typeof item === 'number' && Number.isSafeInteger(item) ? item : asId(item);
     if (id !== undefined) {
       a = table.get(id) ?? (ctx.shard.index.get('attribute', id) >= 0 ? { id, foreign: true } : undefined);
