@@ -26,13 +26,15 @@ export const siteLabel = (site: number | string | null | undefined): string => (
 export const Errors = {
   // 400
   validation: (message: ErrorMessage) => new ApiError(400, message),
+  /** Numbers JSON.parse overflowed to ±Infinity, by where they sit: `{"mtu":[…]}`, `{"0":{"attributes":{"a":[…]}}}`. */
+  notANumber: (paths: string[][]) => new ApiError(400, errorsAt(paths, 'A valid number is required.')),
   field: (field: string, text: string) => new ApiError(400, { [field]: [text] }),
   fieldPlain: (field: string, text: string) => new ApiError(400, { [field]: text }),
   jsonParse: (detail: string) => new ApiError(400, `JSON parse error - ${detail}`),
   expectedDict: (type: string) => new ApiError(400, { non_field_errors: [`Invalid data. Expected a dictionary, but got ${type}.`] }),
   expectedList: (type: string) => new ApiError(400, { non_field_errors: [`Expected a list of items but got type "${type}".`] }),
   siteMissing: (id: unknown) => new ApiError(400, `Site with id number ${id} does not exist`),
-  siteMismatch: (field: 'site_id' | 'site', body: unknown, url: number) =>
+  siteMismatch: (field: 'site_id' | 'site', body: unknown, url: number | string) =>
     new ApiError(400, { [field]: `Site in body (${body}) does not match site in URL (${url}).` }),
   multipleMatched: (plural: string, keyField: string, key: string) =>
     new ApiError(400, `Multiple ${plural} matched ${keyField}='${key}'. Use a site-specific endpoint or lookup by ID.`),
@@ -74,6 +76,29 @@ export const Errors = {
   storeFull: () => new ApiError(507, 'Insufficient storage: the write was not saved.'),
   bulkTooLarge: (max: number, got: number) => new ApiError(413, `A bulk request may hold at most ${max} items; got ${got}.`),
 } as const;
+
+/**
+ * One message at each path, nested the way field errors nest (a bulk item's
+ * under its index); a value with no path (the whole body) is a non-field error.
+ */
+function errorsAt(paths: string[][], text: string): { [key: string]: unknown } {
+  const root: { [key: string]: unknown } = {};
+  // Own properties only: a `__proto__` key in a body is an ordinary name here too.
+  const put = (o: { [key: string]: unknown }, k: string, v: unknown) =>
+    Object.defineProperty(o, k, { value: v, enumerable: true, writable: true, configurable: true });
+  for (const path of paths) {
+    const keys = path.length === 0 ? ['non_field_errors'] : path;
+    let node = root;
+    keys.forEach((k, i) => {
+      const last = i === keys.length - 1;
+      const existing = Object.prototype.hasOwnProperty.call(node, k) ? node[k] : undefined;
+      if (last) { if (existing === undefined) put(node, k, [text]); return; }
+      if (existing === undefined || Array.isArray(existing)) put(node, k, {});
+      node = node[k] as { [key: string]: unknown };
+    });
+  }
+  return root;
+}
 
 /** The error envelope, compact JSON, keys in the documented order. */
 export function errorEnvelope(err: ApiError): string {

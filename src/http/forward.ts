@@ -13,6 +13,7 @@ import type { ListPart, Op, Principal, ShardReply, ShardRequest } from '../shard
 import type { RouteMatch } from './router.js';
 import { modelByKind } from '../model/registry.js';
 import { siteIdIn } from '../schema/validate.js';
+import { asId, NO_ID, parseId } from '../schema/id.js';
 
 type ResourceMatch = Extract<RouteMatch, { kind: 'resource' }>;
 
@@ -63,7 +64,8 @@ export class Forwarder {
       key: match.key, route: match.route, query: input.query, body: input.body,
       principal: input.principal, link: input.link, hint: input.hint,
     };
-    if (match.site !== null) return this.pool.send(this.pool.shardOfSite(match.site), req);
+    // No shard holds an unknown site; any one of them answers for it.
+    if (match.site !== null) return this.pool.send(match.site === NO_ID ? 0 : this.pool.shardOfSite(match.site), req);
 
     // A key route (closest_parent) needs no object at the key: every shard proposes its best.
     if (match.key !== undefined && match.route !== undefined && model.routes.keyRoutes?.includes(match.route)) return this.scatterList(req);
@@ -88,8 +90,9 @@ export class Forwarder {
 
   /** The shard that holds a top-level detail key, resolving natural keys everywhere. */
   private async shardOfKey(model: ResourceModel<any>, key: string): Promise<number> {
-    if (/^\d+$/.test(key)) {
-      const id = Number(key);
+    const id = parseId(key);
+    if (id !== undefined) {
+      if (id === NO_ID) throw Errors.noSuch(model.name, null, key);
       const shard = model.siteKeyed ? this.pool.shardOfSite(id) : this.pool.shardOfId(model.kind, id);
       if (shard < 0) throw Errors.noSuch(model.name, null, key);
       return shard;
@@ -131,9 +134,8 @@ export class Forwarder {
     if (!model.siteVia) return -1;
     const related = modelByKind(model.siteVia.kind);
     const raw = body[model.siteVia.field];
-    if ((typeof raw === 'number' && Number.isSafeInteger(raw)) || (typeof raw === 'string' && /^\d+$/.test(raw))) {
-      return this.pool.shardOfId(related.kind, Number(raw));
-    }
+    const id = asId(raw);
+    if (id !== undefined) return id === NO_ID ? -1 : this.pool.shardOfId(related.kind, id);
     if (typeof raw !== 'string' || !related.naturalKey) return -1;
     let found = resolved.get(raw);
     if (!found) {
@@ -160,8 +162,8 @@ export class Forwarder {
   }
 
   private idShardOf(model: ResourceModel<any, any>, id: unknown): number {
-    const n = typeof id === 'number' ? id : typeof id === 'string' && /^\d+$/.test(id) ? Number(id) : NaN;
-    return Number.isSafeInteger(n) ? this.pool.shardOfId(model.kind, n) : -1;
+    const n = asId(id);
+    return n === undefined || n === NO_ID ? -1 : this.pool.shardOfId(model.kind, n);
   }
 
   /** Bulk delete at top level: malformed lists to any shard (it reports them); the first unknown id is a 404 here. */

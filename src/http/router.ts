@@ -5,6 +5,7 @@
  * interface keys may span several segments.
  */
 import type { HttpMethod, RouteSpec } from '../model/model.js';
+import { parseId } from '../schema/id.js';
 
 export interface CollectionRoutes { collection: string; routes: RouteSpec }
 
@@ -25,8 +26,6 @@ export type RouteMatch =
     route?: string;
     methods: HttpMethod[];
   };
-
-const DIGITS = /^\d+$/;
 
 /** Own keys only: `constructor` or `toString` in a path is not a route. */
 const owns = (o: object, k: string): boolean => Object.prototype.hasOwnProperty.call(o, k);
@@ -66,10 +65,12 @@ export class Router {
     if (segs.length === 1 && segs[0] === 'verify_token') return { kind: 'verify_token' };
 
     if (segs[0] === 'sites' && segs.length >= 3) {
-      if (!DIGITS.test(segs[1])) return null;
+      // A huge site id is well-formed but names no site (NO_ID): answered like any unknown site.
+      const site = parseId(segs[1]);
+      if (site === undefined) return null;
       const spec = this.specs.get(segs[2]);
       if (!spec || !spec.nested) return null;
-      const m = this.within(segs[2], spec, Number(segs[1]), segs.slice(3));
+      const m = this.within(segs[2], spec, site, segs.slice(3));
       return m && m.kind === 'resource' ? { ...m, siteText: segs[1] } : m;
     }
     const spec = this.specs.get(segs[0]);

@@ -10,11 +10,12 @@ import type { ResourceSchema } from '../schema/fields.js';
 import type { RequestContext } from '../shard/context.js';
 import type { StoredObject } from '../shard/table.js';
 import type { ResourceModel } from './model.js';
+import { asId } from '../schema/id.js';
 
 export function resolveRelated<R extends StoredObject>(ctx: RequestContext, model: ResourceModel<R, any>, field: string, raw: unknown, site: number | null): R {
-  const isId = (typeof raw === 'number' && Number.isSafeInteger(raw) && raw >= 0) || (typeof raw === 'string' && /^\d+$/.test(raw));
-  if (isId) {
-    const r = ctx.shard.table<R>(model.kind).get(Number(raw));
+  const id = asId(raw);
+  if (id !== undefined) {
+    const r = ctx.shard.table<R>(model.kind).get(id);
     if (!r || (site !== null && r.siteId !== site)) throw Errors.field(field, `Invalid pk "${raw}" - object does not exist.`);
     return r;
   }

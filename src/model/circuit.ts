@@ -10,6 +10,7 @@ import { Errors } from '../errors.js';
 import { defineSchema, Field } from '../schema/fields.js';
 import { SchemaWriters } from '../schema/serialize.js';
 import { checkFields, type Method } from '../schema/validate.js';
+import { parseId } from '../schema/id.js';
 import type { RequestContext } from '../shard/context.js';
 import { relationIndex } from '../shard/relations.js';
 import type { ShardState } from '../shard/state.js';
@@ -141,7 +142,8 @@ function endpointFilter(param: string, end: (c: CircuitRecord) => number | null)
   return (q: QueryParams, shard: ShardState): Predicate<CircuitRecord> | null => {
     const v = q.get(param);
     if (v === undefined) return null;
-    if (/^\d+$/.test(v)) { const id = Number(v); return (c) => end(c) === id; }
+    const id = parseId(v);
+    if (id !== undefined) return (c) => end(c) === id;
     const ids = new Set(shard.table<InterfaceRecord>('interface').key('natural')!.everywhere(v).map((i) => i.id));
     return (c) => { const id = end(c); return id !== null && ids.has(id); };
   };

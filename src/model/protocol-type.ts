@@ -10,6 +10,7 @@ import { ApiError, Errors, pyType } from '../errors.js';
 import { defineSchema, Field } from '../schema/fields.js';
 import { SchemaWriters } from '../schema/serialize.js';
 import { checkFields } from '../schema/validate.js';
+import { asId } from '../schema/id.js';
 import type { RequestContext } from '../shard/context.js';
 import { relationIndex } from '../shard/relations.js';
 import type { ShardState } from '../shard/state.js';
@@ -71,8 +72,9 @@ function lookupRequired(ctx: RequestContext, raw: unknown, site: number): Requir
   const found = new Map<number, RequiredRef>();
   for (const item of raw) {
     let a: RequiredRef | undefined;
-    if ((typeof item === 'number' && Number.isSafeInteger(item)) || (typeof item === 'string' && /^\d+$/.test(item))) {
-      const id = Number(item);
+    // A negative integer here has always been looked up (and reported as "Invalid pk"), so it stays an id.
+    const id = typeof item === 'number' && Number.isSafeInteger(item) ? item : asId(item);
+    if (id !== undefined) {
       a = table.get(id) ?? (ctx.shard.index.get('attribute', id) >= 0 ? { id, foreign: true } : undefined);
       if (!a) throw notExist(`Invalid pk "${item}" - object does not exist.`);
     } else if (typeof item === 'string') {

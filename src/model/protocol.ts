@@ -12,6 +12,7 @@ import type { FilterSpec } from '../query/filters.js';
 import { defineSchema, Field } from '../schema/fields.js';
 import { SchemaWriters } from '../schema/serialize.js';
 import { checkFields, type Method } from '../schema/validate.js';
+import { asId, parseId } from '../schema/id.js';
 import type { RequestContext } from '../shard/context.js';
 import { relationIndex } from '../shard/relations.js';
 import type { ShardState } from '../shard/state.js';
@@ -86,15 +87,13 @@ type Draft = {
   attributes?: unknown;
 };
 
-const isId = (raw: unknown) => (typeof raw === 'number' && Number.isSafeInteger(raw) && raw >= 0) || (typeof raw === 'string' && /^\d+$/.test(raw));
-
 /**
  * The type: by name in the site, by id anywhere, so that a type of another
  * site meets the same-site rule of stage 2 rather than "Invalid pk".
  */
 function lookupType(ctx: RequestContext, raw: unknown, site: number | null): StoredObject {
-  if (isId(raw)) {
-    const id = Number(raw);
+  const id = asId(raw);
+  if (id !== undefined) {
     const t = ctx.shard.table<ProtocolTypeRecord>('protocoltype').get(id);
     if (t) return t;
     if (ctx.shard.index.get('protocoltype', id) >= 0) return { id, siteId: -1 };
@@ -204,7 +203,8 @@ function relatedFilter(param: string, kind: Kind, idOf: (p: ProtocolRecord) => n
     param, type: 'custom', compile: (q, shard) => {
       const v = q.get(param);
       if (v === undefined || v === '') return null;
-      if (/^\d+$/.test(v)) { const id = Number(v); return (p) => idOf(p) === id; }
+      const id = parseId(v);
+      if (id !== undefined) return (p) => idOf(p) === id;
       const index = shard.table(kind).key('natural');
       // Within a site a natural key names one object; a top-level list may span several sites of this shard.
       const ids = new Set(index ? index.everywhere(v).map((r) => r.id) : []);

@@ -10,6 +10,7 @@ import { Errors, pyType } from '../errors.js';
 import { defineSchema, Field } from '../schema/fields.js';
 import { Type } from '@sinclair/typebox';
 import { coerceBoolean } from '../schema/validate.js';
+import { parseId } from '../schema/id.js';
 import { highWaterOp, type Store } from '../store/lmdb.js';
 import type { Principal } from '../shard/protocol.js';
 import type { RouteSpec } from './model.js';
@@ -103,7 +104,8 @@ export class UserDirectory {
   }
 
   private lookup(caller: UserRecord, key: string): UserRecord {
-    const u = /^\d+$/.test(key) ? (Number(key) === 0 ? caller : this.byId.get(Number(key))) : undefined;
+    const id = parseId(key);
+    const u = id === undefined ? undefined : id === 0 ? caller : this.byId.get(id);
     if (!u) throw Errors.noSuch('User', null, key);
     return u;
   }
@@ -158,7 +160,8 @@ export class UserDirectory {
         throw Errors.fieldPlain('permissions', `Expected dictionary but received <type '${pyType(b.permissions)}'>.`);
       }
       for (const [siteKey, value] of Object.entries(b.permissions as Record<string, unknown>)) {
-        if (!/^\d+$/.test(siteKey) || !this.sites.has(Number(siteKey))) throw Errors.siteMissing(siteKey);
+        const site = parseId(siteKey);
+        if (site === undefined || !this.sites.has(site)) throw Errors.siteMissing(siteKey);
         const list = Array.isArray(value) ? value
           : value && typeof value === 'object' && Array.isArray((value as { permissions?: unknown }).permissions) ? (value as { permissions: unknown[] }).permissions
           : null;

@@ -6,6 +6,7 @@
  */
 import { Errors, pyType } from '../errors.js';
 import { meta, type ResourceSchema } from './fields.js';
+import { asId, NO_ID, parseId } from './id.js';
 
 export type Method = 'POST' | 'PUT' | 'PATCH';
 export type FieldErrors = Record<string, string[]>;
@@ -36,11 +37,10 @@ export function coerceInteger(v: unknown): number | undefined {
   return undefined;
 }
 
-/** A body's site field as an integer site id, or null when it does not name one. */
+/** A body's site field as an integer site id, or null when it does not name one (an id beyond range names none). */
 export function siteIdIn(raw: unknown): number | null {
-  if (typeof raw === 'number' && Number.isSafeInteger(raw) && raw >= 0) return raw;
-  if (typeof raw === 'string' && /^\d+$/.test(raw.trim())) return Number(raw.trim());
-  return null;
+  const id = typeof raw === 'string' ? parseId(raw.trim()) : asId(raw);
+  return id === undefined || id === NO_ID ? null : id;
 }
 
 export function requireObject(body: unknown): Record<string, unknown> {
@@ -85,6 +85,8 @@ export function checkFields(schema: ResourceSchema, body: Record<string, unknown
     switch (m.fieldType) {
       case 'string': {
         if (typeof raw !== 'string' && typeof raw !== 'number') { errors[name] = ['Not a valid string.']; break; }
+        // An integer beyond ±2^53 has already lost digits in JSON.parse: storing its text would store other digits.
+        if (typeof raw === 'number' && Number.isInteger(raw) && !Number.isSafeInteger(raw)) { errors[name] = ['Not a valid string.']; break; }
         const s = String(raw).trim();
         if (s === '' && !m.allowBlank) { errors[name] = ['This field may not be blank.']; break; }
         if (limits.maxLength !== undefined && s.length > limits.maxLength) {

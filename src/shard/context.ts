@@ -3,6 +3,7 @@
  * the caller, the URL site, the query, and (lazily) its Transaction.
  */
 import { Errors } from '../errors.js';
+import { NO_ID, parseId } from '../schema/id.js';
 import { QueryParams } from '../query/params.js';
 import type { ShardRequest, Principal, DirectoryUpdate } from './protocol.js';
 import type { ShardState } from './state.js';
@@ -24,6 +25,8 @@ export class RequestContext {
   get principal(): Principal { return this.req.principal; }
   /** The site named by the URL, or null on top-level routes. */
   get urlSite(): number | null { return this.req.site; }
+  /** The URL's site for messages: as written when it is too large to be a site id (NO_ID). */
+  get urlSiteLabel(): number | string | null { return this.req.site === NO_ID ? this.req.siteText ?? NO_ID : this.req.site; }
   get config() { return this.shard.config; }
 
   get tx(): Transaction {
@@ -39,17 +42,17 @@ export class RequestContext {
     const url = this.urlSite;
     const raw = body[field];
     if (url !== null) {
-      if (raw !== undefined && raw !== null && String(raw) !== String(url)) throw Errors.siteMismatch(field, raw, url);
+      if (raw !== undefined && raw !== null && String(raw) !== String(this.urlSiteLabel)) throw Errors.siteMismatch(field, raw, this.urlSiteLabel!);
       const s = this.site(url);
-      if (!s) throw Errors.siteMissing(url);
+      if (!s) throw Errors.siteMissing(this.urlSiteLabel);
       return s;
     }
     if (raw === undefined || raw === null) throw Errors.field(field, raw === null ? 'This field may not be null.' : 'This field is required.');
-    if (!(typeof raw === 'number' && Number.isInteger(raw)) && !(typeof raw === 'string' && /^\d+$/.test(raw.trim()))) {
-      throw Errors.field(field, 'A valid integer is required.');
-    }
-    const s = this.site(Number(raw));
-    if (!s) throw Errors.siteMissing(Number(raw));
+    const id = typeof raw === 'number' && Number.isInteger(raw) ? raw : typeof raw === 'string' ? parseId(raw.trim()) : undefined;
+    if (id === undefined) throw Errors.field(field, 'A valid integer is required.');
+    const s = this.site(id);
+    // NO_ID is a digit string too large for a site id: named as written.
+    if (!s) throw Errors.siteMissing(id === NO_ID ? (raw as string).trim() : id);
     return s;
   }
 }

@@ -10,6 +10,7 @@ import { isAllowed } from '../auth/permissions.js';
 import type { ResourceModel, RouteResult } from '../model/model.js';
 import { modelByCollection } from '../model/registry.js';
 import type { Method } from '../schema/validate.js';
+import { parseId } from '../schema/id.js';
 import { createMany, createOne, deleteMany, deleteOne, updateMany, updateOne } from './writes.js';
 import { RequestContext } from './context.js';
 import type { DirectoryUpdate, ShardReply, ShardRequest } from './protocol.js';
@@ -19,8 +20,6 @@ import { CommitGroup } from './transaction.js';
 import type { StoredObject } from './table.js';
 
 type Reply = Omit<ShardReply, 'seq'>;
-
-const isId = (key: string) => /^\d+$/.test(key);
 
 /**
  * Natural keys as written in URLs, normalized (a CIDR parsed and printed
@@ -46,8 +45,8 @@ function normalizedKey(model: ResourceModel<any>, key: string): string {
 export function lookup(ctx: RequestContext, model: ResourceModel<any>, key: string): StoredObject {
   const site = ctx.urlSite;
   const notFound = () => Errors.noSuch(model.name, ctx.req.siteText ?? site, key);
-  if (isId(key)) {
-    const id = Number(key);
+  const id = parseId(key);
+  if (id !== undefined) {
     const r = model.find ? model.find(ctx, id) : ctx.shard.table(model.kind).get(id);
     if (!r || (site !== null && r.siteId !== site)) throw notFound();
     return r;

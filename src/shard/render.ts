@@ -12,13 +12,16 @@ import type { StoredObject } from './table.js';
 
 interface Selection { keys: string[] | null; expand: string[] | null }
 
+/** Own keys only: `?expand=__proto__` or `constructor` names no expandable field. */
+const owns = (o: object, k: string): boolean => Object.prototype.hasOwnProperty.call(o, k);
+
 function selection(ctx: RequestContext, model: ResourceModel<any>): Selection {
   if (ctx.req.method !== 'GET' && ctx.req.method !== 'HEAD') return { keys: null, expand: null };
   const fields = ctx.query.list('fields');
   const omit = ctx.query.list('omit');
   const expand = ctx.query.list('expand');
   const keys = fields || omit ? model.writers.select(fields, omit) : null;
-  const usable = expand?.filter((e) => model.expand && e.split('.')[0] in model.expand) ?? [];
+  const usable = expand?.filter((e) => model.expand && owns(model.expand, e.split('.')[0])) ?? [];
   return { keys, expand: usable.length > 0 ? usable : null };
 }
 
@@ -28,7 +31,7 @@ function expanded(ctx: RequestContext, model: ResourceModel<any>, r: StoredObjec
   for (const k of keys) out[k] = obj[k];
   for (const path of expand) {
     const [head, ...rest] = path.split('.');
-    if (!(head in out) || !model.expand?.[head]) continue;
+    if (!owns(out, head) || !model.expand || !owns(model.expand, head)) continue;
     const target = model.expand[head](r, ctx.shard);
     if (!target) { out[head] = null; continue; }
     const deeper = rest.length ? [rest.join('.')] : [];

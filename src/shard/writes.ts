@@ -8,6 +8,7 @@ import { demand } from '../auth/permissions.js';
 import { ApiError, Errors, isApiError, pyType, type ErrorMessage } from '../errors.js';
 import type { ResourceModel } from '../model/model.js';
 import { requireObject, siteIdIn, type Method } from '../schema/validate.js';
+import { asId, NO_ID } from '../schema/id.js';
 import type { RequestContext, SiteRecord } from './context.js';
 import { lookup } from './dispatch.js';
 import { modelByKind } from '../model/registry.js';
@@ -44,7 +45,7 @@ function bindSite(ctx: RequestContext, model: Model, body: Body): Bound {
   const url = ctx.urlSite;
   if (field && url !== null) {
     const given = body[field];
-    if (given !== undefined && given !== null && String(given) !== String(url)) throw Errors.siteMismatch(field, given, url);
+    if (given !== undefined && given !== null && String(given) !== String(ctx.urlSiteLabel)) throw Errors.siteMismatch(field, given, ctx.urlSiteLabel!);
     body = { ...body, [field]: url };
   }
   const site = url ?? (field ? siteIdIn(body[field]) : null) ?? siteViaRelated(ctx, model, body);
@@ -58,7 +59,7 @@ function siteOfDraft(ctx: RequestContext, model: Model, draft: Body, bound: numb
   const raw = field ? draft[field] : undefined;
   const id = (field ? siteIdIn(raw) : null) ?? bound;
   const site = id === null ? undefined : ctx.site(id);
-  if (!site) throw Errors.siteMissing(id ?? raw);
+  if (!site) throw Errors.siteMissing(id === NO_ID ? ctx.urlSiteLabel : id ?? raw);
   return site;
 }
 
@@ -123,8 +124,8 @@ export function updateMany(ctx: RequestContext, model: Model, raw: unknown, meth
   const targets: StoredObject[] = [];
   for (const item of items) {
     const id = item && typeof item === 'object' && !Array.isArray(item) ? (item as Body).id : undefined;
-    const r = typeof id === 'number' && Number.isSafeInteger(id) ? ctx.shard.table(model.kind).get(id)
-      : typeof id === 'string' && /^\d+$/.test(id) ? ctx.shard.table(model.kind).get(Number(id)) : undefined;
+    const n = asId(id);
+    const r = n === undefined ? undefined : ctx.shard.table(model.kind).get(n);
     if (!r || (ctx.urlSite !== null && r.siteId !== ctx.urlSite)) throw Errors.validation('Could not find all objects to update.');
     if (seen.has(r.id)) throw Errors.validation(`Duplicate id in bulk update: ${r.id}`);
     seen.add(r.id);
@@ -147,7 +148,11 @@ export function deleteMany(ctx: RequestContext, model: Model, raw: unknown): voi
     unique.add(v); // a Set keeps first-occurrence order
   }
   const ids = [...unique];
-  const targets = ids.map((id) => lookup(ctx, model, String(id)));
+  const targets = ids.map((id) => {
+    // A negative or out-of-range integer is no object's id; as text ('-1', '1e+21') it could pass for a natural key.
+    if (asId(id) === undefined || asId(id) === NO_ID) throw Errors.noSuch(model.name, ctx.req.siteText ?? ctx.urlSite, String(id));
+    return lookup(ctx, model, String(id));
+  });
   oneSite(targets);
   for (const r of targets) if (model.permissionType) demand(ctx.principal, 'delete', model.permissionType, r.siteId);
   const batch = new Set(ids);

@@ -3,7 +3,8 @@
  */
 import { describe, expect, test } from 'vitest';
 import { ApiError } from '../../src/errors.js';
-import { MAX_BODY_DEPTH, negotiate, nestedDeeperThan, parseBody } from '../../src/http/body.js';
+import fc from 'fast-check';
+import { MAX_BODY_DEPTH, mayOverflow, negotiate, nestedDeeperThan, parseBody } from '../../src/http/body.js';
 
 const buf = (s: string | Buffer) => (typeof s === 'string' ? Buffer.from(s, 'utf8') : s);
 const parse = (s: string | Buffer, type: string) => parseBody(buf(s), type);
@@ -243,5 +244,46 @@ describe('parseBody large form lists', () => {
     const body = parse(`required_attributes=${encodeURIComponent(JSON.stringify(ids))}`, 'application/x-www-form-urlencoded') as { required_attributes: number[] };
     expect(body.required_attributes).toHaveLength(300_000);
     expect(body.required_attributes[299_999]).toBe(299_999);
+  });
+});
+
+describe('parseBody numbers JSON cannot carry', () => {
+  test('parseBody refuses overflowing numbers with every path they sit at', () => {
+    expect(failure(() => parse('{"mtu":1e309,"name":"x","attributes":{"a":[1,-1e309]}}', 'application/json'))).toEqual({
+      status: 400, body: { mtu: ['A valid number is required.'], attributes: { a: { 1: ['A valid number is required.'] } } },
+    });
+    expect(failure(() => parse('[{"a":1},{"b":1e999}]', 'application/json'))).toEqual({ status: 400, body: { 1: { b: ['A valid number is required.'] } } });
+    expect(failure(() => parse('-1e400', 'application/json'))).toEqual({ status: 400, body: { non_field_errors: ['A valid number is required.'] } });
+  });
+
+  test('parseBody keeps a __proto__ key an ordinary name in the error', () => {
+    const f = failure(() => parse('{"__proto__":{"x":1e309}}', 'application/json'));
+    expect(JSON.stringify(f.body)).toBe('{"__proto__":{"x":["A valid number is required."]}}');
+  });
+
+  test('parseBody lets finite numbers through, tiny and huge alike', () => {
+    expect(parse('{"a":1e-400,"b":1e308,"c":18446744073709551616}', 'application/json')).toEqual({ a: 0, b: 1e308, c: 2 ** 64 });
+  });
+});
+
+describe('mayOverflow', () => {
+  test('mayOverflow flags every number literal JSON.parse turns into ±Infinity', () => {
+    const literal = fc.tuple(fc.constantFrom('', '-'), fc.stringMatching(/^[1-9]\d{0,320}$/), fc.option(fc.stringMatching(/^\.\d{1,5}$/)),
+      fc.option(fc.tuple(fc.constantFrom('e', 'E'), fc.constantFrom('', '+', '-'), fc.stringMatching(/^0{0,3}\d{1,3}$/))))
+      .map(([sign, int, frac, exp]) => `${sign}${int}${frac ?? ''}${exp ? exp.join('') : ''}`);
+    let overflowed = 0;
+    fc.assert(fc.property(literal, (text) => {
+      if (Number.isFinite(JSON.parse(text))) return;
+      overflowed++;
+      expect(mayOverflow(`{"a":[${text}]}`)).toBe(true);
+    }), { seed: 15, numRuns: 2000 });
+    expect(overflowed).toBeGreaterThan(100);
+  });
+
+  test('mayOverflow passes ordinary bodies without a walk', () => {
+    expect(mayOverflow(JSON.stringify({ hostname: 'r1', mtu: 9000, mac: 281474976710655, x: 1.5e-10, y: 1e99 }))).toBe(false);
+    expect(mayOverflow(`[${'9'.repeat(199)}]`)).toBe(false);
+    expect(mayOverflow(`[${'9'.repeat(200)}]`)).toBe(true);
+    expect(mayOverflow('[1e309]')).toBe(true);
   });
 });
