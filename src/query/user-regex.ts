@@ -8,7 +8,10 @@
  *   backtracks: a test costs O(input length × pattern length), so `(a+)+$`
  *   against sixty `a`s and a `!` answers at once instead of stalling a shard;
  * - its pattern is at most USER_REGEX_MAX_LENGTH characters (String length),
- *   which bounds that second factor;
+ *   which bounds that second factor. The constant is not small: the worst
+ *   pattern found, `.?` repeated to 1000 characters, takes about 130 ms
+ *   against a 255-character value (0.5 µs per value character × pattern
+ *   character), where `^core-\d+` takes microseconds;
  * - it means what the same pattern means to `new RegExp(pattern)` (plus `y`
  *   in 'prefix' mode): JavaScript syntax without the `u` flag, case-sensitive,
  *   same matches. Capture groups are compiled as non-capturing groups: a
@@ -29,16 +32,14 @@
  */
 import { setFlagsFromString } from 'node:v8';
 
+const linearEngine = () => { try { new RegExp('', 'l'); return true; } catch { return false; } };
 // Node 20 keeps V8's linear engine behind this flag, and without it the `l` flag is a SyntaxError.
 // V8 flags are process-wide and read when a RegExp is built, so setting it here, before the first
-// user pattern is compiled in any thread (each thread that compiles one imports this module), is enough.
-setFlagsFromString('--enable-experimental-regexp-engine');
-try {
-  new RegExp('', 'l');
-} catch {
-  // Refuse to start rather than run user patterns on the backtracking engine.
-  throw new Error('this Node.js does not provide the linear-time RegExp engine (--enable-experimental-regexp-engine)');
-}
+// user pattern is compiled in any thread (each thread that compiles one imports this module), is
+// enough; the main thread loads this first, so shard threads find it set and leave the flags alone.
+if (!linearEngine()) setFlagsFromString('--enable-experimental-regexp-engine');
+// Refuse to start rather than run user patterns on the backtracking engine.
+if (!linearEngine()) throw new Error('this Node.js has no linear-time RegExp engine (--enable-experimental-regexp-engine)');
 
 export const USER_REGEX_MAX_LENGTH = 1000;
 
@@ -64,6 +65,8 @@ const cache = new Map<string, RegExp | UserRegexRefusal>();
  * cache: a 'prefix' one is sticky, so set `lastIndex` before each test.
  */
 export function userRegex(pattern: string, mode: UserRegexMode = 'search'): RegExp {
+  // Before the cache, which would otherwise keep long patterns as keys.
+  if (pattern.length > USER_REGEX_MAX_LENGTH) throw new UserRegexError('too-long', pattern);
   const key = `${mode === 'prefix' ? 'y' : ''}/${pattern}`;
   let entry = cache.get(key);
   if (entry === undefined) {
@@ -77,7 +80,6 @@ export function userRegex(pattern: string, mode: UserRegexMode = 'search'): RegE
 }
 
 function compile(pattern: string, flags: 'l' | 'ly'): RegExp | UserRegexRefusal {
-  if (pattern.length > USER_REGEX_MAX_LENGTH) return 'too-long';
   // The plain parse tells a syntax error from a valid pattern the linear engine refuses.
   try { new RegExp(pattern); } catch { return 'invalid'; }
   try {
