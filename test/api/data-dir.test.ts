@@ -31,10 +31,17 @@ afterAll(() => {
   rmSync(root, { recursive: true, force: true });
 });
 
+/** A server on `dataDir` that afterEach stops. */
 async function start(dataDir: string): Promise<TestServer> {
   const srv = await TestServer.start({ dataDir, shards: 1 });
   servers.push(srv);
   return srv;
+}
+
+/** A server run once on `dataDir`, making a site so the store has data. (Stopped here, not again in afterEach.) */
+async function runOnce(dataDir: string, site: string): Promise<void> {
+  const srv = await TestServer.start({ dataDir, shards: 1 });
+  try { await serves(srv, site); } finally { await srv.stop(false); }
 }
 
 /** The server serves: it can make a site and read it back. */
@@ -57,9 +64,7 @@ describe('data dir permissions', () => {
 
   test('the server does tighten a 0755 data dir with 0644 files, warn per change, and keep serving its data', async () => {
     const dir = join(root, 'loose');
-    const first = await start(dir);
-    await serves(first, 'before');
-    await first.stop(false);
+    await runOnce(dir, 'before');
     chmodSync(dir, 0o755);
     for (const f of FILES) chmodSync(join(dir, f), 0o644);
     // A copy an operator left there holds the same secrets.
@@ -78,7 +83,7 @@ describe('data dir permissions', () => {
 
   test('the server does start without warnings on a data dir that is already private', async () => {
     const dir = join(root, 'private');
-    await (await start(dir)).stop(false);
+    await runOnce(dir, 'private');
     const srv = await start(dir);
     expect(warnings(srv)).toEqual([]);
     expect(modes(dir)).toEqual({ '.': '700', 'netsot.mdb': '600', 'netsot.mdb-lock': '600', 'token-signing.key': '600' });
@@ -88,7 +93,7 @@ describe('data dir permissions', () => {
   if (!isRoot) console.warn('SKIPPED: the other-owner warning test needs root (it chowns files to nobody)');
   test.runIf(isRoot)('the server does warn about a data dir and a file another user owns, and leave that file alone', async () => {
     const dir = join(root, 'foreign');
-    await (await start(dir)).stop(false);
+    await runOnce(dir, 'mine');
     const nobody = 65534;
     writeFileSync(join(dir, 'theirs.txt'), 'x', { mode: 0o644 });
     chownSync(join(dir, 'theirs.txt'), nobody, nobody);
@@ -101,7 +106,7 @@ describe('data dir permissions', () => {
       `netsot: ${join(dir, 'theirs.txt')} is owned by uid ${nobody}, not by this process (uid 0); left as it is (mode 0644)`,
     ]);
     expect(mode(join(dir, 'theirs.txt'))).toBe('644');
-    await serves(srv, 'foreign');
+    await serves(srv, 'theirs');
   });
 });
 
