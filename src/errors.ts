@@ -34,7 +34,8 @@ export const Errors = {
     const Noun = noun === 'regex' ? 'Regex' : 'Pattern';
     const text = reason === 'invalid' ? `Invalid ${noun}: '${pattern}'`
       : reason === 'too-long' ? `${Noun} too long: ${pattern.length} characters (at most ${max})`
-        : `${Noun} cannot run in linear time: '${pattern}' (backreferences, lookahead, lookbehind and large counted repeats are not supported)`;
+        : `${Noun} cannot run in linear time: '${pattern}' `
+          + '(backreferences, lookahead, lookbehind and large counted repeats are not supported)';
     return new ApiError(400, { [field]: text });
   },
   expectedDict: (type: string) => new ApiError(400, { non_field_errors: [`Invalid data. Expected a dictionary, but got ${type}.`] }),

@@ -40,7 +40,8 @@ export function secureDataDir(dir: string, warn: (line: string) => void): string
   const uid = process.getuid?.();
   const dirStat = lstatSync(dir);
   if (uid !== undefined && dirStat.uid !== uid) {
-    say(`netsot: data dir ${dir} is owned by uid ${dirStat.uid}, not by this process (uid ${uid}): whoever owns it can read every secret in it`);
+    say(`netsot: data dir ${dir} is owned by uid ${dirStat.uid}, not by this process (uid ${uid}): `
+      + 'whoever owns it can read every secret in it');
   }
   tighten(dir, dirStat, DATA_DIR_MODE, 'data dir', say);
   for (const name of readdirSync(dir)) {
@@ -62,7 +63,8 @@ function tighten(path: string, st: Stats, mode: number, what: string, say: (line
     chmodSync(path, mode);
     say(`netsot: ${what} ${path} was mode ${octal(st.mode)}, readable by others; now ${octal(mode)}`);
   } catch (e) {
-    say(`netsot: ${what} ${path} is mode ${octal(st.mode)}, readable by others, and could not be changed to ${octal(mode)}: ${(e as Error).message}`);
+    say(`netsot: ${what} ${path} is mode ${octal(st.mode)}, readable by others, `
+      + `and could not be changed to ${octal(mode)}: ${(e as Error).message}`);
   }
 }
 

@@ -69,13 +69,15 @@ describe('data dir permissions', () => {
     for (const f of FILES) chmodSync(join(dir, f), 0o644);
     // A copy an operator left there holds the same secrets.
     writeFileSync(join(dir, 'netsot.mdb.bak'), 'copy', { mode: 0o644 });
-    expect(modes(dir)).toEqual({ '.': '755', 'netsot.mdb': '644', 'netsot.mdb-lock': '644', 'netsot.mdb.bak': '644', 'token-signing.key': '644' });
+    const names = ['netsot.mdb', 'netsot.mdb-lock', 'netsot.mdb.bak', 'token-signing.key'];
+    const all = (dirMode: string, fileMode: string) => ({ '.': dirMode, ...Object.fromEntries(names.map((f) => [f, fileMode])) });
+    expect(modes(dir)).toEqual(all('755', '644'));
 
     const srv = await start(dir);
-    expect(modes(dir)).toEqual({ '.': '700', 'netsot.mdb': '600', 'netsot.mdb-lock': '600', 'netsot.mdb.bak': '600', 'token-signing.key': '600' });
+    expect(modes(dir)).toEqual(all('700', '600'));
     expect(warnings(srv)).toEqual([
       `netsot: data dir ${dir} was mode 0755, readable by others; now 0700`,
-      ...['netsot.mdb', 'netsot.mdb-lock', 'netsot.mdb.bak', 'token-signing.key'].map((f) => `netsot: file ${join(dir, f)} was mode 0644, readable by others; now 0600`),
+      ...names.map((f) => `netsot: file ${join(dir, f)} was mode 0644, readable by others; now 0600`),
     ]);
     expect((await srv.get('/api/sites/')).json.map((x: { name: string }) => x.name)).toEqual(['before']);
     await serves(srv, 'after');

@@ -29,6 +29,10 @@ const VICTIM = `${'a'.repeat(60)}!`;
 const NOT_LINEAR = (noun: 'Regex' | 'Pattern', p: string) =>
   `${noun} cannot run in linear time: '${p}' (backreferences, lookahead, lookbehind and large counted repeats are not supported)`;
 
+/** POST of a Device attribute with this pattern in the shared site. */
+const postPattern = (pattern: string) =>
+  s.post(`/api/sites/${site.id}/attributes/`, { name: freshIdent('p'), resource_name: 'Device', constraints: { pattern } });
+
 /** GET …/devices/query/, top level (site null) or nested. */
 const query = (site: number | null, q: string) =>
   s.get(`${site === null ? '/api' : `/api/sites/${site}`}/devices/query/?query=${encodeURIComponent(q)}`);
@@ -73,7 +77,8 @@ describe('set-query regexes', () => {
   });
 
   test('a set-query regex over 1000 characters does give 400 naming query', async () => {
-    expectError(await prompt(query(site.id, `owner_regex=${'a'.repeat(1001)}`)), 400, { query: 'Regex too long: 1001 characters (at most 1000)' });
+    expectError(await prompt(query(site.id, `owner_regex=${'a'.repeat(1001)}`)), 400,
+      { query: 'Regex too long: 1001 characters (at most 1000)' });
     const ok = await prompt(query(site.id, `owner_regex=${'a'.repeat(1000)}`));
     expect(ok.status, ok.text).toBe(200);
   });
@@ -86,7 +91,8 @@ describe('set-query regexes', () => {
 describe('attribute patterns', () => {
   test('an attribute whose pattern backtracks on its default does answer the POST promptly', async () => {
     const name = freshIdent('evil');
-    const r = await prompt(s.post('/api/attributes/', { site_id: site.id, name, resource_name: 'Device', constraints: { pattern: EVIL }, default: VICTIM }));
+    const body = { site_id: site.id, name, resource_name: 'Device', constraints: { pattern: EVIL }, default: VICTIM };
+    const r = await prompt(s.post('/api/attributes/', body));
     expectError(r, 400, { default: `Attribute value ${VICTIM} for ${name} didn't match pattern: ${EVIL}` });
     expect((await prompt(s.get(`/api/sites/${site.id}/devices/${victim.id}/`))).status).toBe(200);
   });
@@ -102,19 +108,18 @@ describe('attribute patterns', () => {
 
   test('an attribute pattern the linear engine cannot run does give 400 naming constraints', async () => {
     for (const p of ['(a)\\1', '^(?!x)', '(?<=a)b', '(a{0,5}){0,5}']) {
-      expectError(await prompt(s.post(`/api/sites/${site.id}/attributes/`, { name: freshIdent('p'), resource_name: 'Device', constraints: { pattern: p } })),
-        400, { constraints: NOT_LINEAR('Pattern', p) });
+      expectError(await prompt(postPattern(p)), 400, { constraints: NOT_LINEAR('Pattern', p) });
     }
     const a = await mkAttr(site.id, freshIdent('p'), { constraints: { pattern: '^a' } });
-    expectError(await prompt(s.patch(`/api/attributes/${a.id}/`, { constraints: { pattern: '(a)\\1' } })), 400, { constraints: NOT_LINEAR('Pattern', '(a)\\1') });
+    expectError(await prompt(s.patch(`/api/attributes/${a.id}/`, { constraints: { pattern: '(a)\\1' } })), 400,
+      { constraints: NOT_LINEAR('Pattern', '(a)\\1') });
     expect((await s.get(`/api/attributes/${a.id}/`)).json.constraints.pattern).toBe('^a');
   });
 
   test('an attribute pattern over 1000 characters does give 400 naming constraints', async () => {
     // The issue's case: a 50,000-character pattern was saved, then every write of the attribute answered 500.
     for (const n of [1001, 50_000]) {
-      expectError(await prompt(s.post(`/api/sites/${site.id}/attributes/`, { name: freshIdent('p'), resource_name: 'Device', constraints: { pattern: 'a'.repeat(n) } })),
-        400, { constraints: `Pattern too long: ${n} characters (at most 1000)` });
+      expectError(await prompt(postPattern('a'.repeat(n))), 400, { constraints: `Pattern too long: ${n} characters (at most 1000)` });
     }
     const a = await mkAttr(site.id, freshIdent('p'), { constraints: { pattern: 'a'.repeat(1000) } });
     const d = await prompt(s.post(`/api/sites/${site.id}/devices/`, { hostname: fresh('h'), attributes: { [a.name]: 'a'.repeat(255) } }));
@@ -122,8 +127,7 @@ describe('attribute patterns', () => {
   });
 
   test('an invalid attribute pattern does keep its text', async () => {
-    expectError(await prompt(s.post(`/api/sites/${site.id}/attributes/`, { name: freshIdent('p'), resource_name: 'Device', constraints: { pattern: '[' } })),
-      400, { constraints: "Invalid pattern: '['" });
+    expectError(await prompt(postPattern('[')), 400, { constraints: "Invalid pattern: '['" });
   });
 });
 
@@ -172,7 +176,8 @@ describe('patterns stored before the linear-time rule', () => {
     expectError(await prompt(srv.post(`/api/sites/${oldSite}/devices/`, { hostname: 'new1', attributes: { backref: 'a' } })), 400,
       { attributes: unusable('backref', 'it cannot run in linear time') });
     // The existing value is checked again on a full update.
-    expectError(await prompt(srv.put(`/api/sites/${oldSite}/devices/${device.id}/`, { hostname: 'dev', attributes: { backref: 'a' } })), 400,
+    const put = srv.put(`/api/sites/${oldSite}/devices/${device.id}/`, { hostname: 'dev', attributes: { backref: 'a' } });
+    expectError(await prompt(put), 400,
       { attributes: unusable('backref', 'it cannot run in linear time') });
   });
 

@@ -15,7 +15,11 @@ function refusal(pattern: string): UserRegexRefusal | null {
   }
 }
 
-const prefixTest = (pattern: string, value: string) => { const re = userRegex(pattern, 'prefix'); re.lastIndex = 0; return re.test(value); };
+function prefixTest(pattern: string, value: string): boolean {
+  const re = userRegex(pattern, 'prefix');
+  re.lastIndex = 0;
+  return re.test(value);
+}
 
 describe('userRegex compiles', () => {
   test('userRegex does compile search patterns on the linear engine', () => {
@@ -127,8 +131,12 @@ describe('withoutCaptures', () => {
       const n = 1 + Math.floor(rand() * 3);
       for (let i = 0; i < n; i++) {
         const r = rand();
-        if (depth < 3 && r < 0.3) out += `${pick(['(', '(?:', '(?<g' + depth + i + '>'])}${gen(depth + 1)}${rand() < 0.3 ? `|${gen(depth + 1)}` : ''})`;
-        else out += pick(atoms);
+        if (depth < 3 && r < 0.3) {
+          const open = pick(['(', '(?:', `(?<g${depth}${i}>`]);
+          out += `${open}${gen(depth + 1)}${rand() < 0.3 ? `|${gen(depth + 1)}` : ''})`;
+        } else {
+          out += pick(atoms);
+        }
         out += pick(quantifiers);
       }
       return out;
