@@ -31,6 +31,15 @@ export const Errors = {
   field: (field: string, text: string) => new ApiError(400, { [field]: [text] }),
   fieldPlain: (field: string, text: string) => new ApiError(400, { [field]: text }),
   jsonParse: (detail: string) => new ApiError(400, `JSON parse error - ${detail}`),
+  // A user regex refused (gaps.md §6.2): `noun` is what the field calls it ('regex' in set queries, 'pattern' in constraints).
+  regexRefused: (field: string, noun: 'regex' | 'pattern', reason: 'invalid' | 'not-linear' | 'too-long', pattern: string, max: number) => {
+    const Noun = noun === 'regex' ? 'Regex' : 'Pattern';
+    const text = reason === 'invalid' ? `Invalid ${noun}: '${pattern}'`
+      : reason === 'too-long' ? `${Noun} too long: ${pattern.length} characters (at most ${max})`
+        : `${Noun} cannot run in linear time: '${pattern}' `
+          + '(backreferences, lookahead, lookbehind and large counted repeats are not supported)';
+    return new ApiError(400, { [field]: text });
+  },
   expectedDict: (type: string) => new ApiError(400, { non_field_errors: [`Invalid data. Expected a dictionary, but got ${type}.`] }),
   expectedList: (type: string) => new ApiError(400, { non_field_errors: [`Expected a list of items but got type "${type}".`] }),
   siteMissing: (id: unknown) => new ApiError(400, `Site with id number ${id} does not exist`),

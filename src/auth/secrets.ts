@@ -8,8 +8,9 @@
  * every older token.
  */
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { writePrivateFile } from '../store/data-dir.js';
 
 /** 32 random bytes, URL-safe base64 with padding: 44 characters ending in `=`. */
 export function newSecretKey(): string {
@@ -32,7 +33,7 @@ export function loadServerKey(dataDir: string): Buffer {
     if (key.length === 32) return key;
   }
   const key = randomBytes(32);
-  writeFileSync(path, key, { mode: 0o600 });
+  writePrivateFile(path, key);
   return key;
 }
 

@@ -20,6 +20,7 @@ import { QueryParams } from '../query/params.js';
 import { isAllowed } from '../auth/permissions.js';
 import { ShardPool } from '../shard/pool.js';
 import { createSharedIdState, IdCounters } from '../store/ids.js';
+import { secureDataDir } from '../store/data-dir.js';
 import { Store } from '../store/lmdb.js';
 import { negotiate, parseBody } from './body.js';
 import { countListItems, mayExceed } from './list-items.js';
@@ -40,6 +41,8 @@ export interface RunningServer { port: number; close(): Promise<void> }
 
 export async function startServer(config: Config, log: Logger): Promise<RunningServer> {
   const uws = loadUws();
+  // Before anything opens a file there: the store and the server key are secrets.
+  secureDataDir(config.dataDir, (line) => log.warn(line));
   const store = new Store(config.dataDir);
   const shared = createSharedIdState(store.highWaterMarks());
   const ids = new IdCounters(shared);

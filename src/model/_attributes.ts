@@ -6,6 +6,7 @@
  */
 import { Errors, pyType } from '../errors.js';
 import { AttributeIndex, type Attrs } from '../query/attribute-index.js';
+import { USER_REGEX_MAX_LENGTH, userRegex, UserRegexError } from '../query/user-regex.js';
 import type { Method } from '../schema/validate.js';
 import type { RequestContext } from '../shard/context.js';
 import type { ShardState } from '../shard/state.js';
@@ -53,12 +54,23 @@ function attributesOfType(shard: ShardState, site: number, resourceName: string)
   return out;
 }
 
-const compiled = new Map<string, RegExp>();
-function sticky(pattern: string): RegExp {
-  let re = compiled.get(pattern);
-  if (!re) { re = new RegExp(pattern, 'y'); if (compiled.size < 1024) compiled.set(pattern, re); }
+/**
+ * Does `value` match `pattern` at its start (the end is not anchored, §11.3.5)?
+ * A pattern saved before patterns had to run in linear time may be refused
+ * now: its values then fail with a text that says to fix the pattern, rather
+ * than pass unchecked or stall the shard.
+ */
+function patternProblem(a: Pick<AttributeRecord, 'name' | 'constraints'>, value: string): string | null {
+  const { pattern } = a.constraints;
+  let re: RegExp;
+  try { re = userRegex(pattern, 'prefix'); } catch (e) {
+    if (!(e instanceof UserRegexError)) throw e;
+    const why = e.reason === 'too-long' ? `it is longer than ${USER_REGEX_MAX_LENGTH} characters`
+      : e.reason === 'invalid' ? 'it is not a valid regular expression' : 'it cannot run in linear time';
+    return `Attribute ${a.name} has a pattern that can no longer be used (${why}): change the Attribute's constraints.pattern`;
+  }
   re.lastIndex = 0;
-  return re;
+  return re.test(value) ? null : `Attribute value ${value} for ${a.name} didn't match pattern: ${pattern}`;
 }
 
 /**
@@ -74,8 +86,9 @@ export function valueProblem(a: Pick<AttributeRecord, 'name' | 'multi' | 'constr
     if (typeof v !== 'string') return 'Attribute values must be a string type';
     if (v.length > 255) return `Attribute value for ${a.name} exceeds 255 characters`;
     if (v === '' && !a.constraints.allow_empty) return `Attribute ${a.name} doesn't allow empty values`;
-    if (a.constraints.pattern && !sticky(a.constraints.pattern).test(v)) {
-      return `Attribute value ${v} for ${a.name} didn't match pattern: ${a.constraints.pattern}`;
+    if (a.constraints.pattern) {
+      const problem = patternProblem(a, v);
+      if (problem) return problem;
     }
     if (a.constraints.valid_values.length > 0 && !a.constraints.valid_values.includes(v)) {
       return `Attribute value ${v} for ${a.name} not a valid value: ${a.constraints.valid_values.join(', ')}`;

@@ -6,6 +6,7 @@
  */
 import { Type } from '@sinclair/typebox';
 import { Errors, pyType } from '../errors.js';
+import { USER_REGEX_MAX_LENGTH, userRegex, UserRegexError } from '../query/user-regex.js';
 import { defineSchema, Field } from '../schema/fields.js';
 import { SchemaWriters } from '../schema/serialize.js';
 import { validateFields } from '../schema/validate.js';
@@ -61,7 +62,13 @@ export function normalizeConstraints(raw: unknown): Constraints {
   if (typeof allowEmpty !== 'boolean') throw bad('allow_empty expected type bool.');
   if (typeof pattern !== 'string') throw bad('pattern expected type string.');
   if (!Array.isArray(validValues)) throw bad('valid_values expected type list.');
-  if (pattern) { try { new RegExp(pattern); } catch { throw bad(`Invalid pattern: '${pattern}'`); } }
+  if (pattern) {
+    // Compiled as value checks will use it, so a pattern that saves can always be applied.
+    try { userRegex(pattern, 'prefix'); } catch (e) {
+      if (e instanceof UserRegexError) throw Errors.regexRefused('constraints', 'pattern', e.reason, pattern, USER_REGEX_MAX_LENGTH);
+      throw e;
+    }
+  }
   return { allow_empty: allowEmpty, pattern, valid_values: validValues.map(String) };
 }
 

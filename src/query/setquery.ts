@@ -20,6 +20,7 @@ import type { Kind } from '../store/kinds.js';
 import { postingView, type AttributeIndex } from './attribute-index.js';
 import type { SetTerm } from './setquery-parse.js';
 import { intersectSorted, minusSorted, unionMany, unionSorted } from './sorted-ids.js';
+import { USER_REGEX_MAX_LENGTH, userRegex, UserRegexError } from './user-regex.js';
 
 /** One site's answer: ids ascending, or every object of the site except some. */
 export type SiteAnswer = { all: false; ids: Int32Array } | { all: true; except: Int32Array };
@@ -30,10 +31,14 @@ export interface SetQueryScope {
   sites: Iterable<number>;
 }
 
+/** Each regex term's RegExp (null for a plain term): unanchored, case-sensitive, run in linear time (user-regex.ts). */
 export function compileTermRegexes(terms: SetTerm[]): (RegExp | null)[] {
   return terms.map((t) => {
     if (!t.regex) return null;
-    try { return new RegExp(t.value); } catch { throw Errors.fieldPlain('query', `Invalid regex: '${t.value}'`); }
+    try { return userRegex(t.value); } catch (e) {
+      if (e instanceof UserRegexError) throw Errors.regexRefused('query', 'regex', e.reason, t.value, USER_REGEX_MAX_LENGTH);
+      throw e;
+    }
   });
 }
 

@@ -25,8 +25,9 @@
  * a 2xx is never sent for a write that a crash could lose.
  */
 import { open, type RootDatabase, type Database } from 'lmdb';
-import { mkdirSync, statfsSync } from 'node:fs';
+import { statfsSync } from 'node:fs';
 import { join } from 'node:path';
+import { ensurePrivateDir, STORE_FILE_MODE } from './data-dir.js';
 import type { Kind } from './kinds.js';
 
 export type Key = number | string | (number | string)[];
@@ -79,15 +80,19 @@ export class Store {
   private readonly dbs: Record<DbName, Database>;
 
   constructor(private readonly dataDir: string) {
-    mkdirSync(dataDir, { recursive: true });
-    this.root = open({
+    ensurePrivateDir(dataDir);
+    const options: Parameters<typeof open>[0] & { permissionsMode: number } = {
       path: join(dataDir, 'netsot.mdb'),
       noSubdir: true,
+      // The mode of the data and lock files LMDB creates, which hold every secret (data-dir.ts). Not in
+      // lmdb-js's typings, but its native open reads it (src/env.cpp, `permissionsMode`, default 0664).
+      permissionsMode: STORE_FILE_MODE,
       // Each commit syncs before it resolves. Measured here (one writer, 200 commits):
       // p50 0.40 ms / p90 0.59 ms against 0.57 / 4.6 ms for overlappingSync + `flushed`.
       overlappingSync: false,
       maxDbs: 16,
-    });
+    };
+    this.root = open(options);
     this.dbs = {
       sites: this.root.openDB({ name: 'sites' }),
       objects: this.root.openDB({ name: 'objects' }),

@@ -186,7 +186,7 @@ describe('evaluateSetQuery regex terms', () => {
     expect(res[0]).toBeNull();
     expect(res[1]).toBeInstanceOf(RegExp);
     expect(res[1]!.source).toBe('x+');
-    expect(res[1]!.flags).toBe('');
+    expect(res[1]!.flags).toBe('l');
     expect(res[2]).toBeNull();
   });
 });
