@@ -22,11 +22,12 @@ async function main(argv: string[]): Promise<void> {
     // Imported only now: the server pulls in lmdb, whose load failure verifyNativeModules reports.
     const { startServer } = await import('./http/server.js');
     const server = await startServer(config, log);
-    log.log('warn', `netsot listening on http://${config.host}:${server.port} (data ${config.dataDir}, ${config.shards} shards, ready in ${(performance.now() - started).toFixed(0)}ms)`);
-    log.flush();
+    // Handlers first: a client that saw the listening line may stop the server at once.
     const stop = () => { server.close().then(() => process.exit(0), () => process.exit(1)); };
     process.once('SIGINT', stop);
     process.once('SIGTERM', stop);
+    log.log('warn', `netsot listening on http://${config.host}:${server.port} (data ${config.dataDir}, ${config.shards} shards, ready in ${(performance.now() - started).toFixed(0)}ms)`);
+    log.flush();
   } catch (err) {
     if (err instanceof NativeLoadError) { process.stderr.write(`netsot: ${err.message}\n`); process.exit(3); }
     process.stderr.write(`netsot: start-up failed: ${(err as Error).stack ?? err}\n`);

@@ -60,7 +60,7 @@ export class TestServer {
 
   /** Graceful stop (SIGTERM); keeps the data dir unless `cleanup`. */
   async stop(cleanup = true): Promise<void> {
-    if (this.proc.exitCode === null) {
+    if (this.proc.exitCode === null && this.proc.signalCode === null) {
       const exited = new Promise((ok) => this.proc.once('exit', ok));
       this.proc.kill('SIGTERM');
       await exited;
