@@ -32,10 +32,12 @@ export const Errors = {
   fieldPlain: (field: string, text: string) => new ApiError(400, { [field]: text }),
   jsonParse: (detail: string) => new ApiError(400, `JSON parse error - ${detail}`),
   // A user regex refused (gaps.md §6.2): `noun` is what the field calls it ('regex' in set queries, 'pattern' in constraints).
-  regexRefused: (field: string, noun: 'regex' | 'pattern', reason: 'invalid' | 'not-linear' | 'too-long', pattern: string, max: number) => {
+  regexRefused: (field: string, noun: 'regex' | 'pattern', reason: 'invalid' | 'not-linear' | 'too-long' | 'too-costly', pattern: string,
+    limits: { maxLength: number; budgetMs: number }) => {
     const Noun = noun === 'regex' ? 'Regex' : 'Pattern';
     const text = reason === 'invalid' ? `Invalid ${noun}: '${pattern}'`
-      : reason === 'too-long' ? `${Noun} too long: ${pattern.length} characters (at most ${max})`
+      : reason === 'too-long' ? `${Noun} too long: ${pattern.length} characters (at most ${limits.maxLength})`
+      : reason === 'too-costly' ? `${Noun} too costly: matching '${pattern}' took more than ${limits.budgetMs} ms in this request; use a simpler ${noun}`
         : `${Noun} cannot run in linear time: '${pattern}' `
           + '(backreferences, lookahead, lookbehind and large counted repeats are not supported)';
     return new ApiError(400, { [field]: text });

@@ -128,10 +128,18 @@ function parseMultipart(body: Buffer, contentType: string): Record<string, unkno
 }
 
 /** The parsed body; `undefined` for an empty one (handlers read that as `{}`). */
+const mediaType = (contentType: string) => contentType.split(';')[0].trim().toLowerCase();
+
+/** JSON is what a body without a Content-Type is read as. */
+export function isJsonBody(contentType: string): boolean {
+  const type = mediaType(contentType);
+  return type === '' || type === 'application/json';
+}
+
 export function parseBody(body: Buffer, contentType: string): unknown {
   if (body.length === 0) return undefined;
-  const type = contentType.split(';')[0].trim().toLowerCase();
-  if (type === '' || type === 'application/json') {
+  const type = mediaType(contentType);
+  if (isJsonBody(contentType)) {
     let text: string;
     try { text = utf8.decode(body); } catch { throw Errors.jsonParse('Invalid UTF-8 in request body.'); }
     let value: unknown;

@@ -22,7 +22,7 @@ import { ShardPool } from '../shard/pool.js';
 import { createSharedIdState, IdCounters } from '../store/ids.js';
 import { secureDataDir } from '../store/data-dir.js';
 import { Store } from '../store/lmdb.js';
-import { negotiate, parseBody } from './body.js';
+import { isJsonBody, negotiate, parseBody } from './body.js';
 import { countListItems, mayExceed } from './list-items.js';
 import { Forwarder, type Forwarded } from './forward.js';
 import { Exchange } from './respond.js';
@@ -31,11 +31,6 @@ import { loadUws, type us_listen_socket } from './uws.js';
 import { docsPage, openApiDocument } from './docs.js';
 
 const INDEX_ORDER = ['sites', 'attributes', 'changes', 'circuits', 'devices', 'interfaces', 'networks', 'protocols', 'protocol_types', 'users', 'values'];
-
-const isJsonType = (contentType: string) => {
-  const type = contentType.split(';')[0].trim().toLowerCase();
-  return type === '' || type === 'application/json';
-};
 
 export interface RunningServer { port: number; close(): Promise<void> }
 
@@ -85,7 +80,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     x.representation = accepted.representation;
     const raw = await x.body;
     if (raw === 'too-large') return x.fail(Errors.bodyTooLarge(), true);
-    if (mayExceed(raw, config.maxBulkItems) && isJsonType(x.contentType)) {
+    if (mayExceed(raw, config.maxBulkItems) && isJsonBody(x.contentType)) {
       const items = countListItems(raw);
       if (items > config.maxBulkItems) throw Errors.bulkTooLarge(config.maxBulkItems, items);
     }

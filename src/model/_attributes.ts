@@ -6,7 +6,7 @@
  */
 import { Errors, pyType } from '../errors.js';
 import { AttributeIndex, type Attrs } from '../query/attribute-index.js';
-import { USER_REGEX_MAX_LENGTH, userRegex, UserRegexError } from '../query/user-regex.js';
+import { testUserRegex, USER_REGEX_BUDGET_MS, USER_REGEX_MAX_LENGTH, userRegex, UserRegexError } from '../query/user-regex.js';
 import type { Method } from '../schema/validate.js';
 import type { RequestContext } from '../shard/context.js';
 import type { ShardState } from '../shard/state.js';
@@ -69,8 +69,13 @@ function patternProblem(a: Pick<AttributeRecord, 'name' | 'constraints'>, value:
       : e.reason === 'invalid' ? 'it is not a valid regular expression' : 'it cannot run in linear time';
     return `Attribute ${a.name} has a pattern that can no longer be used (${why}): change the Attribute's constraints.pattern`;
   }
-  re.lastIndex = 0;
-  return re.test(value) ? null : `Attribute value ${value} for ${a.name} didn't match pattern: ${pattern}`;
+  let matched: boolean;
+  try { matched = testUserRegex(re, value, pattern); } catch (e) {
+    if (!(e instanceof UserRegexError)) throw e;
+    return `Attribute ${a.name} has a pattern too costly to check this many values (matching took more than ${USER_REGEX_BUDGET_MS} ms `
+      + 'in this request): send fewer values per request or simplify constraints.pattern';
+  }
+  return matched ? null : `Attribute value ${value} for ${a.name} didn't match pattern: ${pattern}`;
 }
 
 /**

@@ -6,7 +6,7 @@
  */
 import { Type } from '@sinclair/typebox';
 import { Errors, pyType } from '../errors.js';
-import { USER_REGEX_MAX_LENGTH, userRegex, UserRegexError } from '../query/user-regex.js';
+import { USER_REGEX_LIMITS, userRegex, UserRegexError } from '../query/user-regex.js';
 import { defineSchema, Field } from '../schema/fields.js';
 import { SchemaWriters } from '../schema/serialize.js';
 import { validateFields } from '../schema/validate.js';
@@ -65,7 +65,7 @@ export function normalizeConstraints(raw: unknown): Constraints {
   if (pattern) {
     // Compiled as value checks will use it, so a pattern that saves can always be applied.
     try { userRegex(pattern, 'prefix'); } catch (e) {
-      if (e instanceof UserRegexError) throw Errors.regexRefused('constraints', 'pattern', e.reason, pattern, USER_REGEX_MAX_LENGTH);
+      if (e instanceof UserRegexError) throw Errors.regexRefused('constraints', 'pattern', e.reason, pattern, USER_REGEX_LIMITS);
       throw e;
     }
   }

@@ -20,7 +20,7 @@ import type { Kind } from '../store/kinds.js';
 import { postingView, type AttributeIndex } from './attribute-index.js';
 import type { SetTerm } from './setquery-parse.js';
 import { intersectSorted, minusSorted, unionMany, unionSorted } from './sorted-ids.js';
-import { USER_REGEX_MAX_LENGTH, userRegex, UserRegexError } from './user-regex.js';
+import { testUserRegex, USER_REGEX_LIMITS, userRegex, UserRegexError } from './user-regex.js';
 
 /** One site's answer: ids ascending, or every object of the site except some. */
 export type SiteAnswer = { all: false; ids: Int32Array } | { all: true; except: Int32Array };
@@ -36,7 +36,7 @@ export function compileTermRegexes(terms: SetTerm[]): (RegExp | null)[] {
   return terms.map((t) => {
     if (!t.regex) return null;
     try { return userRegex(t.value); } catch (e) {
-      if (e instanceof UserRegexError) throw Errors.regexRefused('query', 'regex', e.reason, t.value, USER_REGEX_MAX_LENGTH);
+      if (e instanceof UserRegexError) throw Errors.regexRefused('query', 'regex', e.reason, t.value, USER_REGEX_LIMITS);
       throw e;
     }
   });
@@ -45,7 +45,7 @@ export function compileTermRegexes(terms: SetTerm[]): (RegExp | null)[] {
 function matches(index: AttributeIndex, kind: Kind, site: number, term: SetTerm, re: RegExp | null): Int32Array {
   if (!re) return postingView(index.matching(kind, site, term.name, term.value));
   const hits: Int32Array[] = [];
-  for (const [value, p] of index.values(kind, site, term.name)) if (re.test(value)) hits.push(postingView(p));
+  for (const [value, p] of index.values(kind, site, term.name)) if (testUserRegex(re, value, term.value)) hits.push(postingView(p));
   return hits.length === 1 ? hits[0] : unionMany(hits);
 }
 
@@ -66,7 +66,14 @@ export function evaluateSetQuery(shard: Pick<ShardState, 'attributeIndex'>, scop
   const perSite = new Map<number, SiteAnswer>();
   for (const site of scope.sites) {
     let acc: SiteAnswer = { all: true, except: new Int32Array(0) };
-    terms.forEach((term, i) => { acc = apply(acc, term, matches(shard.attributeIndex, scope.kind, site, term, regexes[i])); });
+    terms.forEach((term, i) => {
+      try {
+        acc = apply(acc, term, matches(shard.attributeIndex, scope.kind, site, term, regexes[i]));
+      } catch (e) {
+        if (e instanceof UserRegexError) throw Errors.regexRefused('query', 'regex', e.reason, term.value, USER_REGEX_LIMITS);
+        throw e;
+      }
+    });
     perSite.set(site, acc);
   }
   return perSite;

@@ -15,6 +15,7 @@ import { createMany, createOne, deleteMany, deleteOne, updateMany, updateOne } f
 import { RequestContext } from './context.js';
 import type { DirectoryUpdate, ShardReply, ShardRequest } from './protocol.js';
 import { listBody, objectBody } from './render.js';
+import { resetUserRegexBudget } from '../query/user-regex.js';
 import type { ShardState } from './state.js';
 import { CommitGroup } from './transaction.js';
 import type { StoredObject } from './table.js';
@@ -190,6 +191,7 @@ export class ShardServer {
   }
 
   private serve(req: ShardRequest): void {
+    resetUserRegexBudget();
     const ctx = new RequestContext(this.shard, req);
     const model = modelByCollection(req.collection);
     let reply: Reply;

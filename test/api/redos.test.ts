@@ -198,3 +198,34 @@ describe('patterns stored before the linear-time rule', () => {
     expect(d.json.attributes).toEqual({ backref: 'ab', long: 'a' });
   });
 });
+
+describe('the per-request matching budget', () => {
+  // Linear, but ~0.1 s a test against a long value: thousands of such tests would hold the shard for minutes.
+  const COSTLY = '.?'.repeat(500);
+  const long = (i: number) => `${String(i).padStart(4, '0')}${'x'.repeat(251)}`;
+
+  test('a set query whose regex is too costly for the values it meets does give 400 within a few seconds', async () => {
+    const own = await mkSite(fresh('costly'));
+    await mkAttr(own.id, 'serial');
+    const r = await s.post(`/api/sites/${own.id}/devices/`, Array.from({ length: 40 }, (_, i) => ({ hostname: fresh('c'), attributes: { serial: long(i) } })));
+    expect(r.status, r.text).toBe(201);
+    const started = Date.now();
+    const q = await prompt(query(own.id, `serial_regex=${COSTLY}`));
+    expectError(q, 400, { query: `Regex too costly: matching '${COSTLY}' took more than 1000 ms in this request; use a simpler regex` });
+    expect(Date.now() - started).toBeLessThan(4500);
+    // A cheap regex over the same values is unaffected.
+    expect((await prompt(query(own.id, 'serial_regex=^000[0-4]'))).json).toHaveLength(5);
+  });
+
+  test('a bulk write whose values are too costly to check against the pattern does give 400 and write nothing', async () => {
+    const own = await mkSite(fresh('costly-bulk'));
+    const a = await mkAttr(own.id, freshIdent('slow'), { constraints: { pattern: COSTLY } });
+    const devices = Array.from({ length: 200 }, (_, i) => ({ hostname: fresh('b'), attributes: { [a.name]: long(i) } }));
+    const r = await prompt(s.post(`/api/sites/${own.id}/devices/`, devices));
+    expect(r.status, r.text).toBe(400);
+    expect(r.text).toContain(`Attribute ${a.name} has a pattern too costly to check this many values`);
+    expect((await s.get(`/api/sites/${own.id}/devices/`)).json).toEqual([]);
+    // A few values fit in the budget.
+    expect((await prompt(s.post(`/api/sites/${own.id}/devices/`, devices.slice(0, 2)))).status).toBe(201);
+  });
+});

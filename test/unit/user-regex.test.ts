@@ -5,7 +5,9 @@
  * dropped without changing what matches, and the bounded cache.
  */
 import { describe, expect, test } from 'vitest';
-import { USER_REGEX_MAX_LENGTH, userRegex, UserRegexError, withoutCaptures, type UserRegexRefusal } from '../../src/query/user-regex.js';
+import {
+  resetUserRegexBudget, testUserRegex, USER_REGEX_BUDGET_MS, USER_REGEX_MAX_LENGTH, userRegex, UserRegexError, withoutCaptures, type UserRegexRefusal,
+} from '../../src/query/user-regex.js';
 import { prng } from '../helpers/prng.js';
 
 function refusal(pattern: string): UserRegexRefusal | null {
@@ -158,5 +160,36 @@ describe('withoutCaptures', () => {
     }
     // Most generated patterns are valid and linear: the comparison did run.
     expect(compared).toBeGreaterThan(8000);
+  });
+});
+
+describe('testUserRegex', () => {
+  test('testUserRegex does match like RegExp.test from the start of the value', () => {
+    resetUserRegexBudget();
+    const re = userRegex('ab', 'prefix');
+    expect(testUserRegex(re, 'abc', 'ab')).toBe(true);
+    expect(testUserRegex(re, 'cab', 'ab')).toBe(false);
+    expect(testUserRegex(userRegex('ab'), 'cab', 'ab')).toBe(true);
+  });
+
+  test('testUserRegex does refuse once a request has spent its budget, and a new budget starts fresh', () => {
+    resetUserRegexBudget();
+    const pattern = '.?'.repeat(500);
+    const re = userRegex(pattern);
+    const value = 'x'.repeat(255);
+    let tests = 0;
+    const refused = (() => {
+      try { for (;;) { testUserRegex(re, value, pattern); tests++; } } catch (e) { return e as UserRegexError; }
+    })();
+    expect(refused).toBeInstanceOf(UserRegexError);
+    expect(refused.reason).toBe('too-costly');
+    expect(tests).toBeGreaterThan(0);
+    // Spent: refused at once, without running.
+    const t0 = performance.now();
+    expect(() => testUserRegex(re, value, pattern)).toThrow(UserRegexError);
+    expect(performance.now() - t0).toBeLessThan(50);
+    resetUserRegexBudget();
+    expect(testUserRegex(userRegex('x'), value, 'x')).toBe(true);
+    expect(USER_REGEX_BUDGET_MS).toBe(1000);
   });
 });
