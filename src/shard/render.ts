@@ -66,6 +66,7 @@ export function listBody(ctx: RequestContext, model: ResourceModel<any, any>, re
   let count = 0;
   for (const r of records) {
     if (count >= to && knownCount !== undefined) break; // the count is known: no need to walk the rest
+    if ((count & 4095) === 4095) ctx.shard.heartbeat();
     if (count >= from && count < to) {
       items.push(one(r));
       if (ctx.req.scatter) {

@@ -32,6 +32,11 @@ export class ShardState {
   failed = false;
   /** Transactions applied to memory and handed to a CommitGroup so far (a failed group checks it is still the newest). */
   applied = 0;
+  /**
+   * Tells the supervisor this shard is making progress (supervisor.ts). Long but bounded work — rendering
+   * a list of a million items — calls it as it goes, so only a shard stuck for good reads as stalled.
+   */
+  heartbeat: () => void = () => undefined;
 
   constructor(
     readonly shardIndex: number,

@@ -13,7 +13,9 @@
  *   counter stays still for `stallMs` mean the worker is stuck in one request;
  *   it is terminated. A shared counter rather than a ping message: a ping
  *   queues behind a long but healthy backlog of requests and would read as a
- *   stall, while the counter moves with every batch.
+ *   stall, while the counter moves with every batch, and long but bounded
+ *   work inside one request (rendering a million-item list) bumps it too
+ *   (ShardState.heartbeat).
  *
  * Either way every request the worker had not answered gets 503 with
  * Retry-After (none was acknowledged, so no acknowledged write is lost; one it

@@ -38,6 +38,7 @@ const shard = new ShardState(data.shardIndex, data.shardCount, data.config, stor
 const started = performance.now();
 shard.load();
 collectGarbage();
+shard.heartbeat = () => { Atomics.add(data.progress, 0, 1); };
 // Replies leave in batches, one postMessage per commit group (see SupervisedShard in supervisor.ts).
 const server = new ShardServer(shard, (replies: ShardReply[]) => {
   Atomics.add(data.progress, 0, 1);
