@@ -28,7 +28,8 @@ export const deviceSchema = defineSchema('Device', 'API endpoint that allows Dev
 });
 
 /** A single DNS label (gaps.md §12). */
-const HOSTNAME = /^([A-Za-z0-9][A-Za-z0-9-]{0,61}[A-Za-z0-9]|[A-Za-z0-9])$/;
+/** A DNS name (gaps.md §12): dot-separated labels of 1–63 letters, digits and hyphens, no hyphen at either end of a label. */
+const HOSTNAME = /^(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$/;
 
 const render = (d: DeviceRecord) => ({ id: d.id, site_id: d.siteId, hostname: d.hostname, attributes: d.attributes });
 

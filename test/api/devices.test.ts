@@ -164,9 +164,16 @@ describe('device hostname rules', () => {
     expectError(await post(v), 400, invalid(v));
   });
 
-  test('hostname with dots is an invalid name', async () => {
-    expectError(await post('lax-r1.example.com'), 400, invalid('lax-r1.example.com'));
-    expectError(await post('a.b'), 400, invalid('a.b'));
+  test('hostname may be a DNS name of several labels (gaps.md §12, change of 2026-11-24)', async () => {
+    for (const v of ['r1.lax.example.net', 'a.b', 'x-1.y-2.z', `${'a'.repeat(63)}.${'b'.repeat(63)}`]) {
+      const r = await post(v);
+      expect(r.status, v).toBe(201);
+      expect(r.json.hostname).toBe(v);
+    }
+  });
+
+  test('hostname with an empty, over-long or hyphen-edged label is an invalid name', async () => {
+    for (const v of ['a..b', '.a', 'a.', 'a.-b', 'a.b-', `a.${'b'.repeat(64)}`, 'a. b']) expectError(await post(v), 400, invalid(v));
   });
 
   test('hostname with an underscore is an invalid name', async () => {
@@ -507,7 +514,7 @@ describe('device update', () => {
     expectError(await s.patch(url, { hostname: '' }), 400, { hostname: ['This field may not be blank.'] });
     expectError(await s.patch(url, { hostname: null }), 400, { hostname: ['This field may not be null.'] });
     expectError(await s.patch(url, { hostname: 'h'.repeat(256) }), 400, { hostname: ['Ensure this field has no more than 255 characters.'] });
-    expectError(await s.patch(url, { hostname: 'a.b' }), 400, { name: "Invalid name: 'a.b'." });
+    expectError(await s.patch(url, { hostname: 'a..b' }), 400, { name: "Invalid name: 'a..b'." });
     expectError(await s.put(url, { hostname: 'a_b', attributes: {} }), 400, { name: "Invalid name: 'a_b'." });
     const r = await s.patch(url, { hostname: ' spaced ' });
     expect(r.json.hostname).toBe('spaced');
