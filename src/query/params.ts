@@ -78,10 +78,12 @@ export class QueryParams {
   }
 
   /** Comma-separated list parameter (fields, omit, expand); null when absent. */
+  /** Comma-separated names; null when the parameter is absent or names nothing (`?fields=` selects every field). */
   list(name: string): string[] | null {
     const v = this.get(name);
     if (v === undefined) return null;
-    return v.split(',').map((s) => s.trim()).filter(Boolean);
+    const names = v.split(',').map((s) => s.trim()).filter(Boolean);
+    return names.length > 0 ? names : null;
   }
 }
 

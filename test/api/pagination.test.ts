@@ -189,6 +189,11 @@ describe('fields and omit on sites', () => {
     expect((await s.get('/api/sites/?fields=description,bogus&omit=nothing')).text).toBe(text(sites.map(({ description }) => ({ description }))));
   });
 
+  test('fields or omit naming nothing are as if absent', async () => {
+    for (const q of ['fields=', 'fields=,', 'omit=', 'fields=&omit=']) expect((await s.get(`/api/sites/?${q}`)).text, q).toBe(text(sites));
+    expect((await s.get(`/api/sites/${sites[0].id}/?fields=`)).text).toBe(text(sites[0]));
+  });
+
   test('fields takes the last of repeated parameters', async () => {
     expect((await s.get('/api/sites/?fields=id&fields=name')).text).toBe(text(sites.map(({ name }) => ({ name }))));
   });

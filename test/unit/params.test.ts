@@ -166,7 +166,8 @@ describe('QueryParams.list', () => {
     expect(q('fields=id,name').list('fields')).toEqual(['id', 'name']);
     expect(q('fields=id%2Cname').list('fields')).toEqual(['id', 'name']);
     expect(q('fields=%20id%20,,name,').list('fields')).toEqual(['id', 'name']);
-    expect(q('fields=').list('fields')).toEqual([]);
+    expect(q('fields=').list('fields')).toBeNull();
+    expect(q('fields=,%20,').list('fields')).toBeNull();
   });
 
   test('QueryParams.list returns null when absent', () => {
