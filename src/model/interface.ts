@@ -203,10 +203,11 @@ function update(ctx: RequestContext, current: InterfaceRecord, d: Draft, method:
   const parent = d.parent === undefined ? parentOf(ctx.shard, current) ?? null : d.parent;
   checkParent(ctx, parent, current.hostname, current.id);
   const attributes = 'attributes' in v ? resolveAttributes(ctx, 'Interface', current.siteId, v.attributes, current.attributes, method) : current.attributes;
-  const plan: PlannedAddress[] | null = d.addresses === undefined ? null : planAddresses(ctx, current.siteId, current.deviceId, current.id, d.addresses);
+  // The name conflict is reported before any address conflict, as existing clients expect (issue 10).
   if (name !== current.name && pairTaken(ctx, current.siteId, current.deviceId, name, current.id)) {
     throw Errors.conflict('Interface with this Device and Name already exists.');
   }
+  const plan: PlannedAddress[] | null = d.addresses === undefined ? null : planAddresses(ctx, current.siteId, current.deviceId, current.id, d.addresses);
   const next: InterfaceRecord = {
     ...current, name,
     description: (v.description as string | undefined) ?? current.description,

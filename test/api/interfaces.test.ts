@@ -275,6 +275,17 @@ describe('interface updates', () => {
     expectError(await s.patch(`/api/interfaces/${b.id}/`, { name: 'a' }), 409, 'Interface with this Device and Name already exists.');
   });
 
+  test('interface PUT renaming onto an existing name with an address held on the device answers the name conflict first', async () => {
+    const { site, device } = await siteWithDevice();
+    expect((await s.post(`/api/sites/${site}/networks/`, { cidr: '10.77.0.0/24' })).status).toBe(201);
+    await mkIface(site, { device, name: 'a', addresses: ['10.77.0.1'] });
+    const b = await mkIface(site, { device, name: 'b' });
+    const body = { name: 'a', addresses: ['10.77.0.1'], attributes: {} };
+    expectError(await s.put(`/api/interfaces/${b.id}/`, body), 409, 'Interface with this Device and Name already exists.');
+    // Without the rename, the address conflict is what remains.
+    expect((await s.put(`/api/interfaces/${b.id}/`, { ...body, name: 'b' })).status).toBe(400);
+  });
+
   test('interface rename changes its name_slug and its children\'s parent', async () => {
     const { site, device, hostname } = await siteWithDevice();
     const p = await mkIface(site, { device, name: 'ae0' });
