@@ -9,7 +9,7 @@ import type { HttpMethod, ResourceModel } from '../model/model.js';
 import { pageEnvelope, pageLinks, readPage, type LinkBase } from '../query/pagination.js';
 import { QueryParams } from '../query/params.js';
 import { mergeParts, type ShardPool } from '../shard/pool.js';
-import type { ListPart, Op, Principal, ShardReply, ShardRequest } from '../shard/protocol.js';
+import type { DirectoryUpdate, ListPart, Op, Principal, ShardRequest, SiteClaim } from '../shard/protocol.js';
 import type { RouteMatch } from './router.js';
 import { modelByKind } from '../model/registry.js';
 import { siteIdIn } from '../schema/validate.js';
@@ -17,7 +17,7 @@ import { asId, NO_ID, parseId } from '../schema/id.js';
 
 type ResourceMatch = Extract<RouteMatch, { kind: 'resource' }>;
 
-export interface Forwarded { status: number; body: string; headers?: Record<string, string>; directory?: ShardReply['directory'] }
+export interface Forwarded { status: number; body: string; headers?: Record<string, string>; directory?: DirectoryUpdate }
 
 export function opFor(match: ResourceMatch, method: string): Op {
   const m = (method === 'HEAD' ? 'GET' : method) as HttpMethod;
@@ -48,7 +48,8 @@ export interface ForwardInput {
   body: unknown;
   principal: Principal;
   link: LinkBase;
-  hint?: Record<string, unknown>;
+  /** The site directory's verdict on a site create or rename (claimSiteName). */
+  siteClaim?: SiteClaim;
   /** Overrides the operation the route and method imply (OPTIONS asks 'permits'). */
   op?: Op;
 }
@@ -62,7 +63,7 @@ export class Forwarder {
     const req: Omit<ShardRequest, 'seq'> = {
       op, method: input.method === 'HEAD' ? 'GET' : input.method, collection: match.collection, site: match.site, siteText: match.siteText,
       key: match.key, route: match.route, query: input.query, body: input.body,
-      principal: input.principal, link: input.link, hint: input.hint,
+      principal: input.principal, link: input.link, siteClaim: input.siteClaim,
     };
     // No shard holds an unknown site; any one of them answers for it.
     if (match.site !== null) return this.pool.send(match.site === NO_ID ? 0 : this.pool.shardOfSite(match.site), req);
@@ -72,7 +73,11 @@ export class Forwarder {
     if (match.key !== undefined) return this.pool.send(await this.shardOfKey(model, match.key), req);
 
     if (op === 'create') {
-      if (model.siteKeyed) return this.pool.send(this.pool.shardOfSite(Number(input.hint?.siteId)), req);
+      if (model.siteKeyed) {
+        // A site's id picks its shard; claimSiteName allocated it before forwarding.
+        if (input.siteClaim?.kind !== 'create') throw new Error('site create forwarded without the id the main thread allocated');
+        return this.pool.send(this.pool.shardOfSite(input.siteClaim.siteId), req);
+      }
       const items = Array.isArray(input.body) ? input.body : [input.body];
       const resolved = new Map<string, Promise<number>>();
       const shards = await Promise.all(items.map((item) => this.createShardOf(model, item, resolved)));

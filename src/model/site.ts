@@ -58,7 +58,10 @@ export const siteModel: ResourceModel<SiteRecord> = {
   },
 
   create(ctx, v) {
-    const id = Number(ctx.req.hint?.siteId);
+    const claim = ctx.req.siteClaim;
+    // The main thread allocates every site id (site-directory.ts); a create without one is a bug.
+    if (claim?.kind !== 'create') throw new Error('site create forwarded without the id the main thread allocated');
+    const id = claim.siteId;
     const site: SiteRecord = { id, siteId: id, name: v.name as string, description: (v.description as string | undefined) ?? '' };
     ctx.tx.insert(siteModel, site);
     ctx.tx.change('Create', siteModel, id, id, null, render(site));
@@ -69,7 +72,7 @@ export const siteModel: ResourceModel<SiteRecord> = {
   update(ctx, current, v) {
     // The main thread judges name uniqueness (it sees every shard) but leaves the verdict to be
     // reported here, after lookup (404), permission (403) and field validation (400) (gaps.md §1.6).
-    if (v.name !== undefined && v.name !== current.name && ctx.req.hint?.nameTaken === true) throw duplicateName();
+    if (v.name !== undefined && v.name !== current.name && ctx.req.siteClaim?.kind === 'rename' && ctx.req.siteClaim.nameTaken) throw duplicateName();
     const next: SiteRecord = {
       ...current,
       name: (v.name as string | undefined) ?? current.name,

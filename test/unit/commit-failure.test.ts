@@ -44,7 +44,7 @@ const req = (over: Partial<ShardRequest>): ShardRequest => ({
   principal: { id: 1, email: 'admin@localhost', superuser: true, grants: {} },
   link: { scheme: 'http', host: 'h', path: '/api/sites/' }, ...over,
 });
-const create = (id: number, name: string) => handle(shard, req({ op: 'create', method: 'POST', body: { name }, hint: { siteId: id } }));
+const create = (id: number, name: string) => handle(shard, req({ op: 'create', method: 'POST', body: { name }, siteClaim: { kind: 'create', siteId: id } }));
 
 beforeAll(() => {
   dir = mkdtempSync(join(tmpdir(), 'netsot-commitfail-'));
@@ -80,9 +80,9 @@ describe('a failed commit', () => {
     store.failNext = true;
     const replies = await turn([
       req({}),
-      req({ op: 'create', method: 'POST', body: { name: 'lost-a' }, hint: { siteId: 4 } }),
-      req({ op: 'create', method: 'POST', body: { name: '' }, hint: { siteId: 5 } }),
-      req({ op: 'create', method: 'POST', body: { name: 'lost-b' }, hint: { siteId: 6 } }),
+      req({ op: 'create', method: 'POST', body: { name: 'lost-a' }, siteClaim: { kind: 'create', siteId: 4 } }),
+      req({ op: 'create', method: 'POST', body: { name: '' }, siteClaim: { kind: 'create', siteId: 5 } }),
+      req({ op: 'create', method: 'POST', body: { name: 'lost-b' }, siteClaim: { kind: 'create', siteId: 6 } }),
       req({}),
     ]).finally(() => errors.mockRestore());
     expect(replies.map((r) => r.status)).toEqual([200, 500, 400, 500, 200]);
