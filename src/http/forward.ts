@@ -146,7 +146,7 @@ export class Forwarder {
     if (!found) {
       found = this.resolve(related, raw).then(({ owners }) => {
         if (owners.length > 1) {
-          throw Errors.field(model.siteVia!.field, `Multiple ${related.plural} matched ${related.naturalKey!.field}='${raw}'. Use a site-specific endpoint or lookup by ID.`);
+          throw Errors.multipleMatchedField(model.siteVia!.field, related.plural, related.naturalKey!.field, raw);
         }
         return owners.length === 1 ? owners[0] : -1;
       });
@@ -193,7 +193,7 @@ export class Forwarder {
     const newestFirst = parts.some((p) => p.newestFirst);
     const { count, items } = mergeParts(parts, newestFirst);
     const expectOne = parts.find((p) => p.checks?.expectOne)?.checks?.expectOne;
-    if (expectOne && count !== 1) throw Errors.validation({ [expectOne.field]: expectOne.template.replace('{n}', String(count)) });
+    if (expectOne && count !== 1) throw Errors.expectedOne(expectOne.field, expectOne.template, count);
     const pickOne = parts.find((p) => p.checks?.pickOne)?.checks?.pickOne;
     if (pickOne) return items.length > 0 ? { status: 200, body: items[0], headers: replies[0].headers } : pickOne.notFound;
     const q = new QueryParams(req.query);

@@ -5,7 +5,8 @@
  * answers only after the commit is durable. Reads also wait for the shard's latest commit, so nothing
  * uncommitted is ever reported.
  */
-import { Errors, errorEnvelope, isApiError } from '../errors.js';
+import { asApiError, Errors, errorEnvelope } from '../errors.js';
+import { Logger } from '../log.js';
 import { isAllowed } from '../auth/permissions.js';
 import type { ResourceModel, RouteResult } from '../model/model.js';
 import { modelByCollection } from '../model/registry.js';
@@ -175,7 +176,8 @@ export class ShardServer {
   private held: ShardRequest[] = [];
   private recovering = false;
 
-  constructor(private readonly shard: ShardState, private readonly send: Send) {
+  /** `log`: the worker's Logger (stdout, at the configured level); a new one at that level when not given. */
+  constructor(private readonly shard: ShardState, private readonly send: Send, private readonly log = new Logger(shard.config.logLevel)) {
     this.turn = this.newTurn();
   }
 
@@ -200,7 +202,7 @@ export class ShardServer {
       reply = run(ctx, model);
     } catch (err) {
       if (ctx.hasTx) ctx.tx.rollback();
-      this.record(req, { seq: req.seq, ...errorReply(err) }, false);
+      this.record(req, { seq: req.seq, ...this.errorReply(err) }, false);
       return;
     }
     const writes = ctx.hasTx && !ctx.tx.isEmpty;
@@ -225,13 +227,13 @@ export class ShardServer {
 
   private commitFailed(turn: Turn, err: unknown): void {
     const full = this.shard.store.isFull(err);
-    console.error(`shard ${this.shard.shardIndex}: commit failed${full ? ' (store full)' : ''}; nothing of its group was saved:`, err);
+    this.log.error(`shard ${this.shard.shardIndex}: commit failed${full ? ' (store full)' : ''}; nothing of its group was saved: ${stackOf(err)}`);
     const firstWrite = turn.wrote.indexOf(true);
     const answered: ShardReply[] = [];
     const again: ShardRequest[] = [];
     turn.replies.forEach((reply, i) => {
       if (i < firstWrite) answered.push(reply);
-      else if (turn.wrote[i]) answered.push({ seq: reply.seq, ...errorReply(full ? Errors.storeFull() : Errors.internal()) });
+      else if (turn.wrote[i]) answered.push({ seq: reply.seq, ...this.errorReply(full ? Errors.storeFull() : Errors.internal()) });
       else again.push(turn.requests[i]);
     });
     const restored = turn.group.rollback();
@@ -253,7 +255,12 @@ export class ShardServer {
       this.held = [];
       this.submit(held);
     };
-    recover(this.shard).then(resume, (err) => { console.error(`shard ${this.shard.shardIndex}: reload failed:`, err); resume(); });
+    recover(this.shard).then(resume, (err) => { this.log.error(`shard ${this.shard.shardIndex}: reload failed: ${stackOf(err)}`); resume(); });
+  }
+
+  private errorReply(err: unknown): Reply {
+    const e = asApiError(err, this.log, `in shard ${this.shard.shardIndex}`);
+    return { status: e.status, body: errorEnvelope(e), headers: e.headers };
   }
 }
 
@@ -268,16 +275,11 @@ function finished(seq: number, reply: Reply, directory: DirectoryUpdate): ShardR
 }
 
 /** One request on its own (tests, in-process benches): a turn with one request. */
-export function handle(shard: ShardState, req: ShardRequest): Promise<ShardReply> {
-  return new Promise((resolve) => new ShardServer(shard, (r) => resolve(r[0])).submit([req]));
+export function handle(shard: ShardState, req: ShardRequest, log?: Logger): Promise<ShardReply> {
+  return new Promise((resolve) => new ShardServer(shard, (r) => resolve(r[0]), log).submit([req]));
 }
 
-function errorReply(err: unknown): Reply {
-  if (isApiError(err)) return { status: err.status, body: errorEnvelope(err), headers: err.headers };
-  console.error('internal error in shard:', err);
-  const e = Errors.internal();
-  return { status: e.status, body: errorEnvelope(e) };
-}
+const stackOf = (err: unknown): string => (err as Error)?.stack ?? String(err);
 
 const recoveries = new WeakMap<ShardState, Promise<void>>();
 
