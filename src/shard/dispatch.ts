@@ -12,6 +12,7 @@ import type { ResourceModel, RouteResult } from '../model/model.js';
 import { modelByCollection } from '../model/registry.js';
 import type { Method } from '../schema/validate.js';
 import { parseId } from '../schema/id.js';
+import { byNaturalKey, naturalKeyMatches } from './natural-key.js';
 import { createMany, createOne, deleteMany, deleteOne, updateMany, updateOne } from './writes.js';
 import { RequestContext } from './context.js';
 import type { DirectoryUpdate, ShardReply, ShardRequest } from './protocol.js';
@@ -23,27 +24,7 @@ import type { StoredObject } from './table.js';
 
 type Reply = Omit<ShardReply, 'seq'>;
 
-/**
- * Natural keys as written in URLs, normalized (a CIDR parsed and printed
- * again): clients repeat the same few keys (one parent network for every
- * next_address), so the last answers are kept. `normalize` is pure; a key it
- * rejects is not kept and throws again.
- */
-const normalizedKeys = new WeakMap<ResourceModel<any>, Map<string, string>>();
-function normalizedKey(model: ResourceModel<any>, key: string): string {
-  const normalize = model.naturalKey!.normalize;
-  if (!normalize) return key;
-  let known = normalizedKeys.get(model);
-  if (!known) normalizedKeys.set(model, (known = new Map()));
-  let n = known.get(key);
-  if (n === undefined) {
-    n = normalize(key);
-    if (known.size >= 1024) known.clear();
-    known.set(key, n);
-  }
-  return n;
-}
-
+/** The object a detail URL names: by id, else by natural key (in the URL's site, or ambiguous across sites). */
 export function lookup(ctx: RequestContext, model: ResourceModel<any>, key: string): StoredObject {
   const site = ctx.urlSite;
   const notFound = () => Errors.noSuch(model.name, ctx.req.siteText ?? site, key);
@@ -53,18 +34,9 @@ export function lookup(ctx: RequestContext, model: ResourceModel<any>, key: stri
     if (!r || (site !== null && r.siteId !== site)) throw notFound();
     return r;
   }
-  if (!model.naturalKey) throw notFound();
-  const normalized = normalizedKey(model, key);
-  const index = ctx.shard.table(model.kind).key('natural')!;
-  if (site !== null) {
-    const r = index.inSite(site, normalized);
-    if (!r) throw notFound();
-    return r;
-  }
-  const matches = index.everywhere(normalized);
-  if (matches.length === 0) throw notFound();
-  if (matches.length > 1) throw Errors.multipleMatched(model.plural, model.naturalKey.field, key);
-  return matches[0];
+  const r = byNaturalKey(ctx.shard, model, key, site, () => Errors.multipleMatched(model.plural, model.naturalKey!.field, key));
+  if (!r) throw notFound();
+  return r;
 }
 
 function fromResult(ctx: RequestContext, result: RouteResult): Reply {
@@ -130,11 +102,8 @@ function run(ctx: RequestContext, model: ResourceModel<any>): Reply {
       deleteOne(ctx, model, lookup(ctx, model, req.key!));
       return { status: 204, body: '' };
     }
-    case 'resolve': {
-      const key = model.naturalKey?.normalize ? model.naturalKey.normalize(req.key!) : req.key!;
-      const index = ctx.shard.table(model.kind).key('natural');
-      return { status: 200, body: '', matches: index ? index.everywhere(key).map((r) => r.id) : [] };
-    }
+    case 'resolve':
+      return { status: 200, body: '', matches: naturalKeyMatches(ctx.shard, model, req.key!, null).map((r) => r.id) };
     case 'permits': {
       // OPTIONS shows PUT only to callers allowed to change this object.
       const r = lookup(ctx, model, req.key!);
