@@ -111,7 +111,11 @@ export class Forwarder {
     return owners[0];
   }
 
-  /** Which shards hold objects with this natural key, and how many there are. */
+  /**
+   * Which shards hold objects with this natural key, and how many there are:
+   * every shard answers the `resolve` op with its naturalKeyMatches
+   * (shard/natural-key.ts). Detail keys and create routing both ask here.
+   */
   private async resolve(model: ResourceModel<any>, key: string): Promise<{ owners: number[]; total: number }> {
     const replies = await this.pool.all({
       op: 'resolve', method: 'GET', collection: model.collection, site: null, key, query: '',
