@@ -96,7 +96,8 @@ export const Errors = {
   bulkTooLarge: (max: number, got: number) => new ApiError(413, `A bulk request may hold at most ${max} items; got ${got}.`),
 
   /** An error another shard already answered as an envelope, raised again where this shard answers alone. */
-  relayed: (status: number, envelope: string) => new ApiError(status, (JSON.parse(envelope) as { error: { message: ErrorMessage } }).error.message),
+  relayed: (status: number, envelope: string) =>
+    new ApiError(status, (JSON.parse(envelope) as { error: { message: ErrorMessage } }).error.message),
 } as const;
 
 const multipleMatchedText = (plural: string, keyField: string, key: string) =>

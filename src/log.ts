@@ -12,7 +12,10 @@ export class Logger {
   private buffer: string[] = [];
   private scheduled = false;
   /** `write` takes each turn's lines (stdout; tests collect them instead). */
-  constructor(private readonly level: LogLevel, private readonly write: (text: string) => void = (text) => { process.stdout.write(text); }) {}
+  constructor(
+    private readonly level: LogLevel,
+    private readonly write: (text: string) => void = (text) => { process.stdout.write(text); },
+  ) {}
 
   enabled(level: LogLevel): boolean { return RANK[level] >= RANK[this.level]; }
 

@@ -11,7 +11,9 @@ import { defineSchema, Field } from '../schema/fields.js';
 import { SchemaWriters } from '../schema/serialize.js';
 import { validateFields } from '../schema/validate.js';
 import type { Kind } from '../store/kinds.js';
-import { catalogKey, kindOfResource, RESOURCE_NAMES, valueProblem, type AttributeRecord, type Constraints, type ResourceName } from './_attributes.js';
+import {
+  catalogKey, kindOfResource, RESOURCE_NAMES, valueProblem, type AttributeRecord, type Constraints, type ResourceName,
+} from './_attributes.js';
 import { applyFilters } from './_resource.js';
 import type { ResourceModel } from './model.js';
 import { siteModel } from './site.js';

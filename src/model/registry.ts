@@ -51,7 +51,9 @@ export function kindTableDisagreements(models: readonly ResourceModel<any, any>[
   for (const k of CHANGE_KINDS) if (!kinds.has(k)) out.push(`CHANGE_KINDS has kind ${k}, which no model has`);
   const permissionTypes = new Set(models.map((m) => m.permissionType).filter((t) => t !== undefined));
   for (const t of PERMISSION_TYPES) if (!permissionTypes.has(t)) out.push(`PERMISSION_TYPES has ${t}, which no model uses`);
-  for (const t of permissionTypes) if (!(PERMISSION_TYPES as readonly string[]).includes(t)) out.push(`model permission type ${t} is not in PERMISSION_TYPES`);
+  for (const t of permissionTypes) {
+    if (!(PERMISSION_TYPES as readonly string[]).includes(t)) out.push(`model permission type ${t} is not in PERMISSION_TYPES`);
+  }
   return out;
 }
 

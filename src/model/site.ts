@@ -69,7 +69,8 @@ export const siteModel: ResourceModel<SiteRecord> = {
   update(ctx, current, v) {
     // The main thread judges name uniqueness (it sees every shard) but leaves the verdict to be
     // reported here, after lookup (404), permission (403) and field validation (400) (gaps.md §1.6).
-    if (v.name !== undefined && v.name !== current.name && ctx.req.siteClaim?.kind === 'rename' && ctx.req.siteClaim.nameTaken) throw duplicateName();
+    const claim = ctx.req.siteClaim;
+    if (v.name !== undefined && v.name !== current.name && claim?.kind === 'rename' && claim.nameTaken) throw duplicateName();
     const next: SiteRecord = {
       ...current,
       name: (v.name as string | undefined) ?? current.name,

@@ -26,7 +26,8 @@ export const valueSchema = defineSchema('Value', 'Read-only API endpoint that al
 });
 void Type;
 
-function toRecord(ctx: RequestContext, kind: AttributeKind, holder: AttributeCarrier, v: { id: number; name: string; value: string }): ValueRecord {
+function toRecord(ctx: RequestContext, kind: AttributeKind, holder: AttributeCarrier,
+  v: { id: number; name: string; value: string }): ValueRecord {
   const resourceName = MODEL_NAMES[kind];
   return {
     id: v.id, siteId: holder.siteId, name: v.name, value: v.value,

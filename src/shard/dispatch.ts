@@ -196,7 +196,8 @@ export class ShardServer {
 
   private commitFailed(turn: Turn, err: unknown): void {
     const full = this.shard.store.isFull(err);
-    this.log.error(`shard ${this.shard.shardIndex}: commit failed${full ? ' (store full)' : ''}; nothing of its group was saved: ${stackOf(err)}`);
+    const what = `commit failed${full ? ' (store full)' : ''}; nothing of its group was saved`;
+    this.log.error(`shard ${this.shard.shardIndex}: ${what}: ${stackOf(err)}`);
     const firstWrite = turn.wrote.indexOf(true);
     const answered: ShardReply[] = [];
     const again: ShardRequest[] = [];
@@ -224,7 +225,8 @@ export class ShardServer {
       this.held = [];
       this.submit(held);
     };
-    recover(this.shard).then(resume, (err) => { this.log.error(`shard ${this.shard.shardIndex}: reload failed: ${stackOf(err)}`); resume(); });
+    const failed = (err: unknown) => { this.log.error(`shard ${this.shard.shardIndex}: reload failed: ${stackOf(err)}`); resume(); };
+    recover(this.shard).then(resume, failed);
   }
 
   private errorReply(err: unknown): Reply {

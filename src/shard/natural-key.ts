@@ -38,7 +38,8 @@ export function normalizedKey(model: ResourceModel<any, any>, key: string): stri
  * when `site` is null. None for a model without a natural key. A key the
  * model cannot normalize throws the model's 400.
  */
-export function naturalKeyMatches<R extends StoredObject>(shard: ShardState, model: ResourceModel<R, any>, key: string, site: number | null): R[] {
+export function naturalKeyMatches<R extends StoredObject>(shard: ShardState, model: ResourceModel<R, any>, key: string,
+  site: number | null): R[] {
   if (!model.naturalKey) return [];
   const index = shard.table<R>(model.kind).key('natural')!;
   const normalized = normalizedKey(model, key);

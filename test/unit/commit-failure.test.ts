@@ -49,7 +49,8 @@ const req = (over: Partial<ShardRequest>): ShardRequest => ({
   principal: { id: 1, email: 'admin@localhost', superuser: true, grants: {} },
   link: { scheme: 'http', host: 'h', path: '/api/sites/' }, ...over,
 });
-const create = (id: number, name: string) => handle(shard, req({ op: 'create', method: 'POST', body: { name }, siteClaim: { kind: 'create', siteId: id } }), log);
+const create = (id: number, name: string) =>
+  handle(shard, req({ op: 'create', method: 'POST', body: { name }, siteClaim: { kind: 'create', siteId: id } }), log);
 
 beforeAll(() => {
   dir = mkdtempSync(join(tmpdir(), 'netsot-commitfail-'));
@@ -120,7 +121,8 @@ describe('an unexpected error in a shard', () => {
     expect(reply.status).toBe(500);
     expect(JSON.parse(reply.body)).toEqual({ error: { code: 500, message: 'Internal server error.' } });
     log.flush();
-    expect(logged.join('')).toMatch(/^internal error in shard 0: Error: site create forwarded without the id the main thread allocated\n\s+at /);
+    const logLine = /^internal error in shard 0: Error: site create forwarded without the id the main thread allocated\n\s+at /;
+    expect(logged.join('')).toMatch(logLine);
     const list = await handle(shard, req({}));
     expect(JSON.parse(list.body).map((s: { name: string }) => s.name)).not.toContain('unclaimed');
   });
