@@ -4,6 +4,8 @@
  * envelope `{"error":{"code":<status>,"message":<M>}}` (gaps.md §6). Anything
  * thrown that is not an ApiError is a bug and becomes a logged 500.
  */
+import type { Logger } from './log.js';
+
 export type ErrorMessage = string | { [key: string]: unknown };
 
 export class ApiError extends Error {
@@ -47,8 +49,12 @@ export const Errors = {
   siteMissing: (id: unknown) => new ApiError(400, `Site with id number ${id} does not exist`),
   siteMismatch: (field: 'site_id' | 'site', body: unknown, url: number | string) =>
     new ApiError(400, { [field]: `Site in body (${body}) does not match site in URL (${url}).` }),
-  multipleMatched: (plural: string, keyField: string, key: string) =>
-    new ApiError(400, `Multiple ${plural} matched ${keyField}='${key}'. Use a site-specific endpoint or lookup by ID.`),
+  multipleMatched: (plural: string, keyField: string, key: string) => new ApiError(400, multipleMatchedText(plural, keyField, key)),
+  /** The same, for a related field of a body naming its object by natural key. */
+  multipleMatchedField: (field: string, plural: string, keyField: string, key: string) =>
+    new ApiError(400, { [field]: [multipleMatchedText(plural, keyField, key)] }),
+  /** A list that must hold exactly one item (set query `unique`); `template` has `{n}` for the count. */
+  expectedOne: (field: string, template: string, count: number) => new ApiError(400, { [field]: template.replace('{n}', String(count)) }),
   bulkAcrossSites: () => new ApiError(400, { non_field_errors: ['A bulk request must keep to one site: send one request per site, or use /api/sites/<site_id>/<collection>/.'] }),
   invalidEmailHeader: () => new ApiError(400, 'Username must contain a valid email address'),
 
@@ -73,6 +79,8 @@ export const Errors = {
   methodNotAllowed: (method: string, allow: string) => new ApiError(405, `Method "${method}" not allowed.`, { Allow: allow }),
   notAcceptable: () => new ApiError(406, 'Could not satisfy the request Accept header.'),
   conflict: (message: string) => new ApiError(409, message),
+  forceDeleteRootOfLeaves: () =>
+    new ApiError(409, 'You cannot forcefully delete a network that does not have a parent, and whose children are leaf nodes.'),
   protectedReference: (target: string, referrer: string) =>
     new ApiError(409, `Cannot delete some instances of model '${target}' because they are referenced through a protected foreign key: '${referrer}'`),
   bodyTooLarge: () => new ApiError(413, 'Request body too large.'),
@@ -86,7 +94,25 @@ export const Errors = {
     new ApiError(503, 'The shard serving this request is restarting; retry the request.', { 'Retry-After': String(retryAfterSeconds) }),
   storeFull: () => new ApiError(507, 'Insufficient storage: the write was not saved.'),
   bulkTooLarge: (max: number, got: number) => new ApiError(413, `A bulk request may hold at most ${max} items; got ${got}.`),
+
+  /** An error another shard already answered as an envelope, raised again where this shard answers alone. */
+  relayed: (status: number, envelope: string) =>
+    new ApiError(status, (JSON.parse(envelope) as { error: { message: ErrorMessage } }).error.message),
 } as const;
+
+const multipleMatchedText = (plural: string, keyField: string, key: string) =>
+  `Multiple ${plural} matched ${keyField}='${key}'. Use a site-specific endpoint or lookup by ID.`;
+
+/**
+ * The one way an unexpected throw becomes an answer, on either thread: an
+ * ApiError stands; anything else is a bug, logged with its stack and `where`
+ * it happened, and answered as a plain 500 that says nothing of it.
+ */
+export function asApiError(err: unknown, log: Logger, where: string): ApiError {
+  if (isApiError(err)) return err;
+  log.error(`internal error ${where}: ${(err as Error)?.stack ?? String(err)}`);
+  return Errors.internal();
+}
 
 /**
  * One message at each path, nested the way field errors nest (a bulk item's

@@ -9,7 +9,7 @@ import type { HttpMethod, ResourceModel } from '../model/model.js';
 import { pageEnvelope, pageLinks, readPage, type LinkBase } from '../query/pagination.js';
 import { QueryParams } from '../query/params.js';
 import { mergeParts, type ShardPool } from '../shard/pool.js';
-import type { ListPart, Op, Principal, ShardReply, ShardRequest } from '../shard/protocol.js';
+import type { DirectoryUpdate, ListPart, Op, Principal, ShardRequest, SiteClaim } from '../shard/protocol.js';
 import type { RouteMatch } from './router.js';
 import { modelByKind } from '../model/registry.js';
 import { siteIdIn } from '../schema/validate.js';
@@ -17,7 +17,7 @@ import { asId, NO_ID, parseId } from '../schema/id.js';
 
 type ResourceMatch = Extract<RouteMatch, { kind: 'resource' }>;
 
-export interface Forwarded { status: number; body: string; headers?: Record<string, string>; directory?: ShardReply['directory'] }
+export interface Forwarded { status: number; body: string; headers?: Record<string, string>; directory?: DirectoryUpdate }
 
 export function opFor(match: ResourceMatch, method: string): Op {
   const m = (method === 'HEAD' ? 'GET' : method) as HttpMethod;
@@ -48,7 +48,8 @@ export interface ForwardInput {
   body: unknown;
   principal: Principal;
   link: LinkBase;
-  hint?: Record<string, unknown>;
+  /** The site directory's verdict on a site create or rename (claimSiteName). */
+  siteClaim?: SiteClaim;
   /** Overrides the operation the route and method imply (OPTIONS asks 'permits'). */
   op?: Op;
 }
@@ -62,7 +63,7 @@ export class Forwarder {
     const req: Omit<ShardRequest, 'seq'> = {
       op, method: input.method === 'HEAD' ? 'GET' : input.method, collection: match.collection, site: match.site, siteText: match.siteText,
       key: match.key, route: match.route, query: input.query, body: input.body,
-      principal: input.principal, link: input.link, hint: input.hint,
+      principal: input.principal, link: input.link, siteClaim: input.siteClaim,
     };
     // No shard holds an unknown site; any one of them answers for it.
     if (match.site !== null) return this.pool.send(match.site === NO_ID ? 0 : this.pool.shardOfSite(match.site), req);
@@ -72,7 +73,11 @@ export class Forwarder {
     if (match.key !== undefined) return this.pool.send(await this.shardOfKey(model, match.key), req);
 
     if (op === 'create') {
-      if (model.siteKeyed) return this.pool.send(this.pool.shardOfSite(Number(input.hint?.siteId)), req);
+      if (model.siteKeyed) {
+        // A site's id picks its shard; claimSiteName allocated it before forwarding.
+        if (input.siteClaim?.kind !== 'create') throw new Error('site create forwarded without the id the main thread allocated');
+        return this.pool.send(this.pool.shardOfSite(input.siteClaim.siteId), req);
+      }
       const items = Array.isArray(input.body) ? input.body : [input.body];
       const resolved = new Map<string, Promise<number>>();
       const shards = await Promise.all(items.map((item) => this.createShardOf(model, item, resolved)));
@@ -106,7 +111,11 @@ export class Forwarder {
     return owners[0];
   }
 
-  /** Which shards hold objects with this natural key, and how many there are. */
+  /**
+   * Which shards hold objects with this natural key, and how many there are:
+   * every shard answers the `resolve` op with its naturalKeyMatches
+   * (shard/natural-key.ts). Detail keys and create routing both ask here.
+   */
   private async resolve(model: ResourceModel<any>, key: string): Promise<{ owners: number[]; total: number }> {
     const replies = await this.pool.all({
       op: 'resolve', method: 'GET', collection: model.collection, site: null, key, query: '',
@@ -141,7 +150,7 @@ export class Forwarder {
     if (!found) {
       found = this.resolve(related, raw).then(({ owners }) => {
         if (owners.length > 1) {
-          throw Errors.field(model.siteVia!.field, `Multiple ${related.plural} matched ${related.naturalKey!.field}='${raw}'. Use a site-specific endpoint or lookup by ID.`);
+          throw Errors.multipleMatchedField(model.siteVia!.field, related.plural, related.naturalKey!.field, raw);
         }
         return owners.length === 1 ? owners[0] : -1;
       });
@@ -188,7 +197,7 @@ export class Forwarder {
     const newestFirst = parts.some((p) => p.newestFirst);
     const { count, items } = mergeParts(parts, newestFirst);
     const expectOne = parts.find((p) => p.checks?.expectOne)?.checks?.expectOne;
-    if (expectOne && count !== 1) throw Errors.validation({ [expectOne.field]: expectOne.template.replace('{n}', String(count)) });
+    if (expectOne && count !== 1) throw Errors.expectedOne(expectOne.field, expectOne.template, count);
     const pickOne = parts.find((p) => p.checks?.pickOne)?.checks?.pickOne;
     if (pickOne) return items.length > 0 ? { status: 200, body: items[0], headers: replies[0].headers } : pickOne.notFound;
     const q = new QueryParams(req.query);

@@ -3,7 +3,7 @@
  * request objects die when the handler returns), abort tracking, and the
  * corked response write. Every API response carries Allow and Vary.
  */
-import { Errors, errorEnvelope, isApiError } from '../errors.js';
+import { asApiError, errorEnvelope } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { HttpRequest, HttpResponse } from './uws.js';
 import type { Representation } from './body.js';
@@ -104,11 +104,7 @@ export class Exchange {
   }
 
   fail(err: unknown, closeConnection = false): void {
-    if (!isApiError(err)) {
-      this.log.error(`internal error on ${this.method} ${this.path}: ${(err as Error)?.stack ?? String(err)}`);
-      err = Errors.internal();
-    }
-    const e = err as ReturnType<typeof Errors.internal>;
+    const e = asApiError(err, this.log, `on ${this.method} ${this.path}`);
     this.send(e.status, errorEnvelope(e), e.headers, closeConnection);
   }
 }

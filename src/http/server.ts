@@ -127,7 +127,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     const hook = model.beforeForward?.({ target: match.target, method: x.method, key: match.key, body: input.body, principal: input.principal }, { ids, sites });
     if (!hook) return applyDirectory(await forwarder.forward(input));
     try {
-      return applyDirectory(await forwarder.forward({ ...input, hint: hook.hint }));
+      return applyDirectory(await forwarder.forward({ ...input, siteClaim: hook.claim }));
     } finally {
       hook.done();
     }

@@ -12,12 +12,17 @@ import type { RequestContext } from '../shard/context.js';
 import type { ShardState } from '../shard/state.js';
 import type { StoredObject } from '../shard/table.js';
 import type { Transaction } from '../shard/transaction.js';
-import { kindSlot, type Kind } from '../store/kinds.js';
+import { kindOfName, kindSlot, namesOf, type Kind } from '../store/kinds.js';
 import type { DerivedIndex } from './model.js';
 
 export type { Attrs };
-export const RESOURCE_NAMES = ['Device', 'Network', 'Interface', 'Circuit', 'Protocol'] as const;
+/** The kinds that carry attributes, in the order `resource_name` choices list them. */
+export const ATTRIBUTE_KINDS = ['device', 'network', 'interface', 'circuit', 'protocol'] as const;
+export type AttributeKind = (typeof ATTRIBUTE_KINDS)[number];
+export const RESOURCE_NAMES = namesOf(ATTRIBUTE_KINDS);
 export type ResourceName = (typeof RESOURCE_NAMES)[number];
+/** The kind whose objects carry attributes of this resource type. */
+export const kindOfResource = (name: ResourceName): AttributeKind => kindOfName(name) as AttributeKind;
 
 export interface Constraints { allow_empty: boolean; pattern: string; valid_values: string[] }
 

@@ -11,6 +11,7 @@ import type { RequestContext } from '../shard/context.js';
 import type { StoredObject } from '../shard/table.js';
 import type { ResourceModel } from './model.js';
 import { asId } from '../schema/id.js';
+import { byNaturalKey } from '../shard/natural-key.js';
 
 export function resolveRelated<R extends StoredObject>(ctx: RequestContext, model: ResourceModel<R, any>, field: string, raw: unknown, site: number | null): R {
   const id = asId(raw);
@@ -21,12 +22,9 @@ export function resolveRelated<R extends StoredObject>(ctx: RequestContext, mode
   }
   if (typeof raw !== 'string' || !model.naturalKey) throw Errors.field(field, `Incorrect type. Expected pk value, received ${pyType(raw)}.`);
   const key = model.naturalKey.field;
-  const index = ctx.shard.table<R>(model.kind).key('natural')!;
-  const normalized = model.naturalKey.normalize ? model.naturalKey.normalize(raw) : raw;
-  const matches = site !== null ? [index.inSite(site, normalized)].filter((r): r is R => r !== undefined) : index.everywhere(normalized);
-  if (matches.length > 1) throw Errors.field(field, `Multiple ${model.plural} matched ${key}='${raw}'. Use a site-specific endpoint or lookup by ID.`);
-  if (matches.length === 0) throw Errors.field(field, `Object with ${key}=${raw} does not exist.`);
-  return matches[0];
+  const r = byNaturalKey(ctx.shard, model, raw, site, () => Errors.multipleMatchedField(field, model.plural, key, raw));
+  if (!r) throw Errors.field(field, `Object with ${key}=${raw} does not exist.`);
+  return r;
 }
 
 /** Stage-1 failures of a body by field, reported together (gaps.md §9.1). */

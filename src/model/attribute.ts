@@ -11,7 +11,9 @@ import { defineSchema, Field } from '../schema/fields.js';
 import { SchemaWriters } from '../schema/serialize.js';
 import { validateFields } from '../schema/validate.js';
 import type { Kind } from '../store/kinds.js';
-import { catalogKey, RESOURCE_NAMES, valueProblem, type AttributeRecord, type Constraints, type ResourceName } from './_attributes.js';
+import {
+  catalogKey, kindOfResource, RESOURCE_NAMES, valueProblem, type AttributeRecord, type Constraints, type ResourceName,
+} from './_attributes.js';
 import { applyFilters } from './_resource.js';
 import type { ResourceModel } from './model.js';
 import { siteModel } from './site.js';
@@ -33,9 +35,6 @@ export const attributeSchema = defineSchema('Attribute', 'API endpoint that allo
 });
 
 const NAME = /^[a-z][a-z0-9_]*$/;
-
-/** The kind whose objects carry attributes of this resource type. */
-export const KIND_OF: Record<ResourceName, Kind> = { Device: 'device', Network: 'network', Interface: 'interface', Circuit: 'circuit', Protocol: 'protocol' };
 
 export const render = (a: AttributeRecord) => ({
   id: a.id, site_id: a.siteId, description: a.description, name: a.name, resource_name: a.resourceName,
@@ -157,7 +156,7 @@ export const attributeModel: ResourceModel<AttributeRecord> = {
   },
 
   remove(ctx, a) {
-    if (ctx.shard.attributeIndex.values(KIND_OF[a.resourceName], a.siteId, a.name).size > 0) {
+    if (ctx.shard.attributeIndex.values(kindOfResource(a.resourceName), a.siteId, a.name).size > 0) {
       throw Errors.protectedReference('Attribute', 'Value.attribute');
     }
     // ProtocolTypes lose it first, so their Update Changes precede its Delete (gaps.md §10).

@@ -13,7 +13,7 @@ import type { RequestContext, SiteRecord } from '../shard/context.js';
 import type { ShardState } from '../shard/state.js';
 import type { Method } from '../schema/validate.js';
 import type { FilterSpec } from '../query/filters.js';
-import type { ListChecks, Principal } from '../shard/protocol.js';
+import type { ListChecks, Principal, SiteClaim } from '../shard/protocol.js';
 import type { IdCounters } from '../store/ids.js';
 import type { SiteDirectory } from './site-directory.js';
 
@@ -61,11 +61,12 @@ export interface MainThread { ids: IdCounters; sites: SiteDirectory }
 
 /**
  * A step the main thread runs before forwarding a write, for rules that need
- * every shard at once (site names). It may answer with an error, add `hint`s
- * for the shard, and must be told when the write is over (`done`).
+ * every shard at once (site names). It may answer with an error, send its
+ * verdict to the shard as a SiteClaim, and must be told when the write is
+ * over (`done`).
  */
 export type MainHook = (req: { target: string; method: string; key?: string; body: unknown; principal: Principal }, main: MainThread)
-  => { hint: Record<string, unknown>; done(): void } | null;
+  => { claim: SiteClaim; done(): void } | null;
 
 export interface ResourceModel<R extends StoredObject = StoredObject, D = Record<string, unknown>> {
   kind: Kind;

@@ -6,7 +6,7 @@
  */
 import { Type } from '@sinclair/typebox';
 import { demand } from '../auth/permissions.js';
-import { ApiError, Errors, errorEnvelope } from '../errors.js';
+import { Errors, errorEnvelope } from '../errors.js';
 import { cidrKey, formatAddress, formatCidr, parseAddress, parseCidr, WIDTH, type Cidr, type IpVersion } from '../ip/address.js';
 import type { Entry } from '../ip/prefix-tree.js';
 import { defineSchema, Field } from '../schema/fields.js';
@@ -342,7 +342,7 @@ export const networkModel: ResourceModel<NetworkRecord> = {
       if (!force) throw Errors.protectedReference('Network', 'Network.parent');
       const hasParent = parentOf(ctx.shard, n) !== undefined;
       if (!hasParent && children.some((c) => !t.hasDescendants(c.addr, c.len))) {
-        throw new ApiError(409, 'You cannot forcefully delete a network that does not have a parent, and whose children are leaf nodes.');
+        throw Errors.forceDeleteRootOfLeaves();
       }
     }
     const before = render(n, ctx.shard);

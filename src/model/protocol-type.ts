@@ -6,7 +6,7 @@
  * attribute removes it from every type that required it.
  */
 import { Type } from '@sinclair/typebox';
-import { ApiError, Errors, pyType } from '../errors.js';
+import { Errors, pyType } from '../errors.js';
 import { defineSchema, Field } from '../schema/fields.js';
 import { SchemaWriters } from '../schema/serialize.js';
 import { checkFields } from '../schema/validate.js';
@@ -50,7 +50,7 @@ export const render = (t: ProtocolTypeRecord, shard: ShardState) => {
   };
 };
 
-const notExist = (text: string) => new ApiError(400, { required_attributes: [text] });
+const notExist = (text: string) => Errors.field('required_attributes', text);
 
 /**
  * An entry of `required_attributes` once looked up: an attribute this shard

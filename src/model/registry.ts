@@ -2,7 +2,10 @@
  * The resources this service serves. Adding one is: write its module, list it
  * here. Routes, shard dispatch and persistence all follow from this list.
  */
-import type { Kind } from '../store/kinds.js';
+import { PERMISSION_TYPES } from '../auth/permissions.js';
+import { CHANGE_KINDS } from '../shard/changelog.js';
+import { MODEL_NAMES, type Kind } from '../store/kinds.js';
+import { ATTRIBUTE_KINDS } from './_attributes.js';
 import type { ResourceModel } from './model.js';
 import { siteModel } from './site.js';
 import { claimSiteName } from './site-directory.js';
@@ -21,6 +24,42 @@ siteModel.beforeForward = claimSiteName;
 
 /** In load order: a kind's derived indexes may consult kinds listed before it. */
 export const MODELS: ResourceModel<any, any>[] = [siteModel, attributeModel, deviceModel, networkModel, interfaceModel, circuitModel, protocolTypeModel, protocolModel, valueModel, changeModel];
+
+/**
+ * Where `models` disagree with the kind tables kept as data below the
+ * registry (they are needed before it exists): the kind ↔ name table, the
+ * kinds that carry attributes, record Changes and take permissions. Empty
+ * when all agree.
+ */
+export function kindTableDisagreements(models: readonly ResourceModel<any, any>[]): string[] {
+  const out: string[] = [];
+  const names: Partial<Record<Kind, string>> = MODEL_NAMES;
+  const kinds = new Set<Kind>();
+  const collections = new Set<string>();
+  for (const m of models) {
+    if (kinds.has(m.kind)) out.push(`two models of kind ${m.kind}`);
+    if (collections.has(m.collection)) out.push(`two models at collection ${m.collection}`);
+    kinds.add(m.kind);
+    collections.add(m.collection);
+    if (names[m.kind] !== m.name) out.push(`model ${m.kind} is named '${m.name}' but MODEL_NAMES says '${names[m.kind]}'`);
+    const carries = (ATTRIBUTE_KINDS as readonly Kind[]).includes(m.kind);
+    if ((m.attributesOf !== undefined) !== carries) {
+      out.push(`model ${m.kind} ${carries ? 'has no attributesOf but is in' : 'has attributesOf but is not in'} ATTRIBUTE_KINDS`);
+    }
+  }
+  for (const k of Object.keys(MODEL_NAMES) as Kind[]) if (!kinds.has(k)) out.push(`MODEL_NAMES has kind ${k}, which no model has`);
+  for (const k of CHANGE_KINDS) if (!kinds.has(k)) out.push(`CHANGE_KINDS has kind ${k}, which no model has`);
+  const permissionTypes = new Set(models.map((m) => m.permissionType).filter((t) => t !== undefined));
+  for (const t of PERMISSION_TYPES) if (!permissionTypes.has(t)) out.push(`PERMISSION_TYPES has ${t}, which no model uses`);
+  for (const t of permissionTypes) {
+    if (!(PERMISSION_TYPES as readonly string[]).includes(t)) out.push(`model permission type ${t} is not in PERMISSION_TYPES`);
+  }
+  return out;
+}
+
+// A disagreement is a programming error: refuse to start rather than answer with a wrong name.
+const disagreements = kindTableDisagreements(MODELS);
+if (disagreements.length > 0) throw new Error(`model registry disagrees with the kind tables: ${disagreements.join('; ')}`);
 
 const byCollection = new Map(MODELS.map((m) => [m.collection, m]));
 const byKind = new Map(MODELS.map((m) => [m.kind, m]));

@@ -56,8 +56,13 @@ export const claimSiteName: MainHook = (req, { ids, sites }) => {
   const fields = isCreate ? siteCreateCheck(req.principal, body) : null;
   const rawName = fields ? fields.name : body && typeof body === 'object' && !Array.isArray(body) ? (body as Record<string, unknown>).name : undefined;
   const name = typeof rawName === 'string' || typeof rawName === 'number' ? String(rawName).trim() : null;
-  const siteId = isCreate ? ids.next('site') : Number(req.key);
-  const claimed = name !== null && sites.reserve(name, isCreate ? null : siteId);
-  if (isCreate && name !== null && !claimed) throw duplicateName();
-  return { hint: { siteId, nameTaken: name !== null && !claimed }, done: () => { if (claimed) sites.release(name!); } };
+  const done = (claimed: boolean) => () => { if (claimed) sites.release(name!); };
+  if (isCreate) {
+    const siteId = ids.next('site');
+    const claimed = name !== null && sites.reserve(name, null);
+    if (name !== null && !claimed) throw duplicateName();
+    return { claim: { kind: 'create', siteId }, done: done(claimed) };
+  }
+  const claimed = name !== null && sites.reserve(name, Number(req.key));
+  return { claim: { kind: 'rename', nameTaken: name !== null && !claimed }, done: done(claimed) };
 };

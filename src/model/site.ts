@@ -12,7 +12,7 @@ import type { Principal } from '../shard/protocol.js';
 import type { SiteRecord } from '../shard/context.js';
 import type { ShardState } from '../shard/state.js';
 import type { ResourceModel } from './model.js';
-import type { Kind } from '../store/kinds.js';
+import { MODEL_NAMES } from '../store/kinds.js';
 
 export const siteSchema = defineSchema('Site', 'API endpoint that allows Sites to be viewed or edited.', {
   id: Field.id(),
@@ -22,10 +22,7 @@ export const siteSchema = defineSchema('Site', 'API endpoint that allows Sites t
 });
 
 /** What blocks deleting a site, checked in this order (gaps.md §9.9). */
-const SITE_GUARDS: [Kind, string][] = [
-  ['attribute', 'Attribute'], ['circuit', 'Circuit'], ['device', 'Device'], ['interface', 'Interface'],
-  ['network', 'Network'], ['protocol', 'Protocol'], ['protocoltype', 'ProtocolType'], ['value', 'Value'],
-];
+const SITE_GUARDS = ['attribute', 'circuit', 'device', 'interface', 'network', 'protocol', 'protocoltype', 'value'] as const;
 
 export const render = (s: SiteRecord) => ({ id: s.id, name: s.name, description: s.description });
 
@@ -58,7 +55,10 @@ export const siteModel: ResourceModel<SiteRecord> = {
   },
 
   create(ctx, v) {
-    const id = Number(ctx.req.hint?.siteId);
+    const claim = ctx.req.siteClaim;
+    // The main thread allocates every site id (site-directory.ts); a create without one is a bug.
+    if (claim?.kind !== 'create') throw new Error('site create forwarded without the id the main thread allocated');
+    const id = claim.siteId;
     const site: SiteRecord = { id, siteId: id, name: v.name as string, description: (v.description as string | undefined) ?? '' };
     ctx.tx.insert(siteModel, site);
     ctx.tx.change('Create', siteModel, id, id, null, render(site));
@@ -69,7 +69,8 @@ export const siteModel: ResourceModel<SiteRecord> = {
   update(ctx, current, v) {
     // The main thread judges name uniqueness (it sees every shard) but leaves the verdict to be
     // reported here, after lookup (404), permission (403) and field validation (400) (gaps.md §1.6).
-    if (v.name !== undefined && v.name !== current.name && ctx.req.hint?.nameTaken === true) throw duplicateName();
+    const claim = ctx.req.siteClaim;
+    if (v.name !== undefined && v.name !== current.name && claim?.kind === 'rename' && claim.nameTaken) throw duplicateName();
     const next: SiteRecord = {
       ...current,
       name: (v.name as string | undefined) ?? current.name,
@@ -82,8 +83,8 @@ export const siteModel: ResourceModel<SiteRecord> = {
   },
 
   remove(ctx, site) {
-    for (const [kind, name] of SITE_GUARDS) {
-      if (ctx.shard.table(kind).countInSite(site.id) > 0) throw Errors.protectedReference('Site', `${name}.site`);
+    for (const kind of SITE_GUARDS) {
+      if (ctx.shard.table(kind).countInSite(site.id) > 0) throw Errors.protectedReference('Site', `${MODEL_NAMES[kind]}.site`);
     }
     // The site's Changes go with it, this Delete included (gaps.md §9.9).
     ctx.tx.dropChanges(site.id);

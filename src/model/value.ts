@@ -9,8 +9,8 @@ import { defineSchema, Field } from '../schema/fields.js';
 import { SchemaWriters } from '../schema/serialize.js';
 import type { RequestContext } from '../shard/context.js';
 import type { StoredObject } from '../shard/table.js';
-import { KINDS, type Kind } from '../store/kinds.js';
-import { findAttribute, RESOURCE_NAMES, valuesOf, type AttributeCarrier } from './_attributes.js';
+import { KINDS, MODEL_NAMES } from '../store/kinds.js';
+import { ATTRIBUTE_KINDS, findAttribute, RESOURCE_NAMES, valuesOf, type AttributeCarrier, type AttributeKind } from './_attributes.js';
 import { applyFilters } from './_resource.js';
 import type { ResourceModel } from './model.js';
 
@@ -26,10 +26,9 @@ export const valueSchema = defineSchema('Value', 'Read-only API endpoint that al
 });
 void Type;
 
-const RESOURCE_OF_KIND: Record<string, string> = { device: 'Device', network: 'Network', interface: 'Interface', circuit: 'Circuit', protocol: 'Protocol' };
-
-function toRecord(ctx: RequestContext, kind: string, holder: AttributeCarrier, v: { id: number; name: string; value: string }): ValueRecord {
-  const resourceName = RESOURCE_OF_KIND[kind];
+function toRecord(ctx: RequestContext, kind: AttributeKind, holder: AttributeCarrier,
+  v: { id: number; name: string; value: string }): ValueRecord {
+  const resourceName = MODEL_NAMES[kind];
   return {
     id: v.id, siteId: holder.siteId, name: v.name, value: v.value,
     attribute: findAttribute(ctx.shard, holder.siteId, resourceName, v.name)?.id ?? 0,
@@ -41,7 +40,8 @@ function toRecord(ctx: RequestContext, kind: string, holder: AttributeCarrier, v
 function valueById(ctx: RequestContext, id: number): ValueRecord | undefined {
   const owner = ctx.shard.values.owner(id);
   if (!owner) return undefined;
-  const kind = KINDS[owner.kindSlot];
+  // Only objects that carry attributes own values.
+  const kind = KINDS[owner.kindSlot] as AttributeKind;
   const holder = ctx.shard.table<AttributeCarrier>(kind).get(owner.id);
   if (!holder) return undefined;
   for (const v of valuesOf(holder)) if (v.id === id) return toRecord(ctx, kind, holder, v);
@@ -58,10 +58,10 @@ function valuesOfResource(ctx: RequestContext, site: number | null): ValueRecord
   if (rid === undefined || !/^[-+]?\d+$/.test(rid)) return null;
   const id = Number(rid);
   const out: ValueRecord[] = [];
-  for (const [kind, resourceName] of Object.entries(RESOURCE_OF_KIND)) {
+  for (const kind of ATTRIBUTE_KINDS) {
     const rn = ctx.query.get('resource_name');
-    if (rn && rn !== resourceName) continue;
-    const holder = ctx.shard.table<AttributeCarrier>(kind as Kind).get(id);
+    if (rn && rn !== MODEL_NAMES[kind]) continue;
+    const holder = ctx.shard.table<AttributeCarrier>(kind).get(id);
     if (!holder || !holder.valueIds || (site !== null && holder.siteId !== site)) continue;
     for (const v of valuesOf(holder)) out.push(toRecord(ctx, kind, holder, v));
   }

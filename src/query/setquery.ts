@@ -14,7 +14,7 @@
  * | all∖X  + M                 | all ∖ (X ∖ M)                  | O(M + X) |
  * | S ∩ M, S − M, S + M        | merges                         | O(S + M), galloping when unbalanced |
  */
-import { ApiError, Errors } from '../errors.js';
+import { Errors } from '../errors.js';
 import type { ShardState } from '../shard/state.js';
 import type { Kind } from '../store/kinds.js';
 import { postingView, type AttributeIndex } from './attribute-index.js';
@@ -82,4 +82,4 @@ export function evaluateSetQuery(shard: Pick<ShardState, 'attributeIndex'>, scop
 export const emptyQueryError = (modelName: string) => Errors.fieldPlain('query', `Query empty, unable to provide ${modelName}`);
 export const unknownAttributeError = (name: string) => Errors.fieldPlain('query', `Attribute matching query does not exist: '${name}'`);
 export const UNIQUE_TEMPLATE = 'Query returned {n} results, but exactly 1 expected';
-export const uniqueCountError = (n: number) => new ApiError(400, { query: UNIQUE_TEMPLATE.replace('{n}', String(n)) });
+export const uniqueCountError = (n: number) => Errors.expectedOne('query', UNIQUE_TEMPLATE, n);

@@ -15,7 +15,11 @@ export interface SiteRecord extends StoredObject { name: string; description: st
 export class RequestContext {
   readonly query: QueryParams;
   private txn: Transaction | null = null;
-  /** Site facts the main thread must mirror once this request commits. */
+  /**
+   * Site facts the main thread must mirror once this request commits. Only
+   * the site operations fill it (model/site.ts); the reply carries it as
+   * ShardReply.directory, and only when the write was committed.
+   */
   readonly directory: DirectoryUpdate = {};
 
   constructor(readonly shard: ShardState, readonly req: ShardRequest) {

@@ -5,12 +5,14 @@
  * answers only after the commit is durable. Reads also wait for the shard's latest commit, so nothing
  * uncommitted is ever reported.
  */
-import { Errors, errorEnvelope, isApiError } from '../errors.js';
+import { asApiError, Errors, errorEnvelope } from '../errors.js';
+import { Logger } from '../log.js';
 import { isAllowed } from '../auth/permissions.js';
 import type { ResourceModel, RouteResult } from '../model/model.js';
 import { modelByCollection } from '../model/registry.js';
 import type { Method } from '../schema/validate.js';
 import { parseId } from '../schema/id.js';
+import { byNaturalKey, naturalKeyMatches } from './natural-key.js';
 import { createMany, createOne, deleteMany, deleteOne, updateMany, updateOne } from './writes.js';
 import { RequestContext } from './context.js';
 import type { DirectoryUpdate, ShardReply, ShardRequest } from './protocol.js';
@@ -22,27 +24,7 @@ import type { StoredObject } from './table.js';
 
 type Reply = Omit<ShardReply, 'seq'>;
 
-/**
- * Natural keys as written in URLs, normalized (a CIDR parsed and printed
- * again): clients repeat the same few keys (one parent network for every
- * next_address), so the last answers are kept. `normalize` is pure; a key it
- * rejects is not kept and throws again.
- */
-const normalizedKeys = new WeakMap<ResourceModel<any>, Map<string, string>>();
-function normalizedKey(model: ResourceModel<any>, key: string): string {
-  const normalize = model.naturalKey!.normalize;
-  if (!normalize) return key;
-  let known = normalizedKeys.get(model);
-  if (!known) normalizedKeys.set(model, (known = new Map()));
-  let n = known.get(key);
-  if (n === undefined) {
-    n = normalize(key);
-    if (known.size >= 1024) known.clear();
-    known.set(key, n);
-  }
-  return n;
-}
-
+/** The object a detail URL names: by id, else by natural key (in the URL's site, or ambiguous across sites). */
 export function lookup(ctx: RequestContext, model: ResourceModel<any>, key: string): StoredObject {
   const site = ctx.urlSite;
   const notFound = () => Errors.noSuch(model.name, ctx.req.siteText ?? site, key);
@@ -52,18 +34,9 @@ export function lookup(ctx: RequestContext, model: ResourceModel<any>, key: stri
     if (!r || (site !== null && r.siteId !== site)) throw notFound();
     return r;
   }
-  if (!model.naturalKey) throw notFound();
-  const normalized = normalizedKey(model, key);
-  const index = ctx.shard.table(model.kind).key('natural')!;
-  if (site !== null) {
-    const r = index.inSite(site, normalized);
-    if (!r) throw notFound();
-    return r;
-  }
-  const matches = index.everywhere(normalized);
-  if (matches.length === 0) throw notFound();
-  if (matches.length > 1) throw Errors.multipleMatched(model.plural, model.naturalKey.field, key);
-  return matches[0];
+  const r = byNaturalKey(ctx.shard, model, key, site, () => Errors.multipleMatched(model.plural, model.naturalKey!.field, key));
+  if (!r) throw notFound();
+  return r;
 }
 
 function fromResult(ctx: RequestContext, result: RouteResult): Reply {
@@ -129,11 +102,8 @@ function run(ctx: RequestContext, model: ResourceModel<any>): Reply {
       deleteOne(ctx, model, lookup(ctx, model, req.key!));
       return { status: 204, body: '' };
     }
-    case 'resolve': {
-      const key = model.naturalKey?.normalize ? model.naturalKey.normalize(req.key!) : req.key!;
-      const index = ctx.shard.table(model.kind).key('natural');
-      return { status: 200, body: '', matches: index ? index.everywhere(key).map((r) => r.id) : [] };
-    }
+    case 'resolve':
+      return { status: 200, body: '', matches: naturalKeyMatches(ctx.shard, model, req.key!, null).map((r) => r.id) };
     case 'permits': {
       // OPTIONS shows PUT only to callers allowed to change this object.
       const r = lookup(ctx, model, req.key!);
@@ -175,7 +145,8 @@ export class ShardServer {
   private held: ShardRequest[] = [];
   private recovering = false;
 
-  constructor(private readonly shard: ShardState, private readonly send: Send) {
+  /** `log`: the worker's Logger (stdout, at the configured level); a new one at that level when not given. */
+  constructor(private readonly shard: ShardState, private readonly send: Send, private readonly log = new Logger(shard.config.logLevel)) {
     this.turn = this.newTurn();
   }
 
@@ -200,7 +171,7 @@ export class ShardServer {
       reply = run(ctx, model);
     } catch (err) {
       if (ctx.hasTx) ctx.tx.rollback();
-      this.record(req, { seq: req.seq, ...errorReply(err) }, false);
+      this.record(req, { seq: req.seq, ...this.errorReply(err) }, false);
       return;
     }
     const writes = ctx.hasTx && !ctx.tx.isEmpty;
@@ -225,13 +196,14 @@ export class ShardServer {
 
   private commitFailed(turn: Turn, err: unknown): void {
     const full = this.shard.store.isFull(err);
-    console.error(`shard ${this.shard.shardIndex}: commit failed${full ? ' (store full)' : ''}; nothing of its group was saved:`, err);
+    const what = `commit failed${full ? ' (store full)' : ''}; nothing of its group was saved`;
+    this.log.error(`shard ${this.shard.shardIndex}: ${what}: ${stackOf(err)}`);
     const firstWrite = turn.wrote.indexOf(true);
     const answered: ShardReply[] = [];
     const again: ShardRequest[] = [];
     turn.replies.forEach((reply, i) => {
       if (i < firstWrite) answered.push(reply);
-      else if (turn.wrote[i]) answered.push({ seq: reply.seq, ...errorReply(full ? Errors.storeFull() : Errors.internal()) });
+      else if (turn.wrote[i]) answered.push({ seq: reply.seq, ...this.errorReply(full ? Errors.storeFull() : Errors.internal()) });
       else again.push(turn.requests[i]);
     });
     const restored = turn.group.rollback();
@@ -253,7 +225,13 @@ export class ShardServer {
       this.held = [];
       this.submit(held);
     };
-    recover(this.shard).then(resume, (err) => { console.error(`shard ${this.shard.shardIndex}: reload failed:`, err); resume(); });
+    const failed = (err: unknown) => { this.log.error(`shard ${this.shard.shardIndex}: reload failed: ${stackOf(err)}`); resume(); };
+    recover(this.shard).then(resume, failed);
+  }
+
+  private errorReply(err: unknown): Reply {
+    const e = asApiError(err, this.log, `in shard ${this.shard.shardIndex}`);
+    return { status: e.status, body: errorEnvelope(e), headers: e.headers };
   }
 }
 
@@ -268,16 +246,11 @@ function finished(seq: number, reply: Reply, directory: DirectoryUpdate): ShardR
 }
 
 /** One request on its own (tests, in-process benches): a turn with one request. */
-export function handle(shard: ShardState, req: ShardRequest): Promise<ShardReply> {
-  return new Promise((resolve) => new ShardServer(shard, (r) => resolve(r[0])).submit([req]));
+export function handle(shard: ShardState, req: ShardRequest, log?: Logger): Promise<ShardReply> {
+  return new Promise((resolve) => new ShardServer(shard, (r) => resolve(r[0]), log).submit([req]));
 }
 
-function errorReply(err: unknown): Reply {
-  if (isApiError(err)) return { status: err.status, body: errorEnvelope(err), headers: err.headers };
-  console.error('internal error in shard:', err);
-  const e = Errors.internal();
-  return { status: e.status, body: errorEnvelope(e) };
-}
+const stackOf = (err: unknown): string => (err as Error)?.stack ?? String(err);
 
 const recoveries = new WeakMap<ShardState, Promise<void>>();
 

@@ -35,9 +35,21 @@ export interface ShardRequest {
   link: LinkBase;
   /** Top-level list: answer with a ListPart for the main thread to merge. */
   scatter?: boolean;
-  /** Extra facts the main thread decided (e.g. the id it allocated for a new site). */
-  hint?: Record<string, unknown>;
+  /** Site creates and renames: the main thread's verdict on the name (see SiteClaim). */
+  siteClaim?: SiteClaim;
 }
+
+/**
+ * What the main thread decided about a site write before forwarding it
+ * (model/site-directory.ts): site names are unique across shards, so only it
+ * can judge them. A create carries the id it allocated (which also chose the
+ * shard); a rename carries whether another site holds the name, for the
+ * shard to report after its own lookup, permission and field checks
+ * (gaps.md §1.6).
+ */
+export type SiteClaim =
+  | { kind: 'create'; siteId: number }
+  | { kind: 'rename'; nameTaken: boolean };
 
 /**
  * Main thread → worker control messages outside the request stream. Only the
@@ -71,7 +83,11 @@ export interface ListChecks {
   pickOne?: { notFound: { status: number; body: string } };
 }
 
-/** Facts the main thread mirrors (site names for uniqueness and permissions). */
+/**
+ * Site facts a committed write changed, for the main thread's SiteDirectory
+ * (site names for uniqueness and permissions). Sent only on a reply whose
+ * write was committed: a failed request or commit answers without it.
+ */
 export interface DirectoryUpdate {
   upsertSites?: { id: number; name: string }[];
   deleteSites?: number[];
@@ -85,5 +101,6 @@ export interface ShardReply {
   part?: ListPart;
   /** resolve: ids matching a natural key across this shard's sites. */
   matches?: number[];
+  /** Present when the request created, renamed or deleted a site. */
   directory?: DirectoryUpdate;
 }

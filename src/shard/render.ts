@@ -7,7 +7,7 @@ import type { ResourceModel } from '../model/model.js';
 import { pageEnvelope, pageLinks, readPage } from '../query/pagination.js';
 import type { RequestContext } from './context.js';
 import type { ListChecks, ListPart } from './protocol.js';
-import { ApiError } from '../errors.js';
+import { Errors } from '../errors.js';
 import type { StoredObject } from './table.js';
 
 interface Selection { keys: string[] | null; expand: string[] | null }
@@ -53,7 +53,7 @@ export function listBody(ctx: RequestContext, model: ResourceModel<any, any>, re
   checks?: ListChecks, knownCount?: number, order?: (r: StoredObject) => [number, number]): { body: string; part?: ListPart } {
   if (!ctx.req.scatter && checks?.unanimous?.length) {
     const first = checks.unanimous.reduce((a, b) => (a.order <= b.order ? a : b));
-    throw new ApiError(first.status, JSON.parse(first.body).error.message);
+    throw Errors.relayed(first.status, first.body);
   }
   const page = readPage(ctx.query);
   const one = (r: StoredObject) => objectBody(ctx, model, r, false);
@@ -80,10 +80,10 @@ export function listBody(ctx: RequestContext, model: ResourceModel<any, any>, re
   if (knownCount !== undefined) count = knownCount;
   if (ctx.req.scatter) return { body: '', part: { count, keys, keys2, items, newestFirst, checks } };
   if (checks?.pickOne) {
-    if (items.length === 0) throw new ApiError(checks.pickOne.notFound.status, JSON.parse(checks.pickOne.notFound.body).error.message);
+    if (items.length === 0) throw Errors.relayed(checks.pickOne.notFound.status, checks.pickOne.notFound.body);
     return { body: items[0] };
   }
-  if (checks?.expectOne && count !== 1) throw new ApiError(400, { [checks.expectOne.field]: checks.expectOne.template.replace('{n}', String(count)) });
+  if (checks?.expectOne && count !== 1) throw Errors.expectedOne(checks.expectOne.field, checks.expectOne.template, count);
   if (!page) return { body: `[${items.join(',')}]` };
   return { body: pageEnvelope(count, pageLinks(ctx.req.link, ctx.query, page, count), items) };
 }

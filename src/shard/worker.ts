@@ -5,6 +5,7 @@
 import { workerData, parentPort, type MessagePort } from 'node:worker_threads';
 import type { Config } from '../config.js';
 import type { SharedIdState } from '../store/ids.js';
+import { Logger } from '../log.js';
 import { Store } from '../store/lmdb.js';
 import { ShardServer } from './dispatch.js';
 import type { ShardControl, ShardReply, ShardRequest } from './protocol.js';
@@ -43,7 +44,7 @@ shard.heartbeat = () => { Atomics.add(data.progress, 0, 1); };
 const server = new ShardServer(shard, (replies: ShardReply[]) => {
   Atomics.add(data.progress, 0, 1);
   data.port.postMessage(replies);
-});
+}, new Logger(data.config.logLevel));
 data.port.on('message', (message: string | ShardControl) => {
   Atomics.add(data.progress, 0, 1);
   if (typeof message === 'string') server.submit(JSON.parse(message) as ShardRequest[]);

@@ -5,7 +5,7 @@
  * one Change per object, all in the request's one Transaction.
  */
 import { demand } from '../auth/permissions.js';
-import { ApiError, Errors, isApiError, pyType, type ErrorMessage } from '../errors.js';
+import { Errors, isApiError, pyType, type ErrorMessage } from '../errors.js';
 import type { ResourceModel } from '../model/model.js';
 import { requireObject, siteIdIn, type Method } from '../schema/validate.js';
 import { asId, NO_ID } from '../schema/id.js';
@@ -89,7 +89,6 @@ export function deleteOne(ctx: RequestContext, model: Model, r: StoredObject): v
 function perItem<T, U>(items: T[], fn: (item: T, index: number) => U, collectAll: boolean): U[] {
   const out: U[] = [];
   const errors: Record<string, ErrorMessage> = {};
-  let status = 400;
   items.forEach((item, i) => {
     if (!collectAll && Object.keys(errors).length > 0) return;
     try { out.push(fn(item, i)); } catch (err) {
@@ -97,10 +96,9 @@ function perItem<T, U>(items: T[], fn: (item: T, index: number) => U, collectAll
       // Permission and lookup failures keep their own status; they stop the request at once.
       if (err.status !== 400) throw err;
       errors[String(i)] = err.body;
-      status = err.status;
     }
   });
-  if (Object.keys(errors).length > 0) throw new ApiError(status, errors);
+  if (Object.keys(errors).length > 0) throw Errors.validation(errors);
   return out;
 }
 

@@ -1,8 +1,9 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, test, vi } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest';
 import { loadConfig } from '../../src/config.js';
+import { Logger } from '../../src/log.js';
 import { handle, ShardServer } from '../../src/shard/dispatch.js';
 import type { ShardReply, ShardRequest } from '../../src/shard/protocol.js';
 import { ShardState } from '../../src/shard/state.js';
@@ -30,7 +31,7 @@ function turn(reqs: ShardRequest[]): Promise<ShardReply[]> {
     const server = new ShardServer(shard, (replies) => {
       for (const r of replies) got.set(r.seq, r);
       if (got.size === reqs.length) resolve(reqs.map((q) => got.get(q.seq)!));
-    });
+    }, log);
     server.submit(reqs);
   });
 }
@@ -39,12 +40,17 @@ let dir: string;
 let store: FailingStore;
 let shard: ShardState;
 let seq = 0;
+/** What the shard logged, collected instead of written to stdout. */
+let logged: string[] = [];
+const log = new Logger('info', (text) => { logged.push(text); });
+beforeEach(() => { logged = []; });
 const req = (over: Partial<ShardRequest>): ShardRequest => ({
   seq: ++seq, op: 'list', method: 'GET', collection: 'sites', site: null, query: '',
   principal: { id: 1, email: 'admin@localhost', superuser: true, grants: {} },
   link: { scheme: 'http', host: 'h', path: '/api/sites/' }, ...over,
 });
-const create = (id: number, name: string) => handle(shard, req({ op: 'create', method: 'POST', body: { name }, hint: { siteId: id } }));
+const create = (id: number, name: string) =>
+  handle(shard, req({ op: 'create', method: 'POST', body: { name }, siteClaim: { kind: 'create', siteId: id } }), log);
 
 beforeAll(() => {
   dir = mkdtempSync(join(tmpdir(), 'netsot-commitfail-'));
@@ -58,10 +64,10 @@ describe('a failed commit', () => {
   test('a failed commit answers 500 and leaves memory equal to disk', async () => {
     expect((await create(1, 'kept')).status).toBe(201);
     store.failNext = true;
-    const errors = vi.spyOn(console, 'error').mockImplementation(() => undefined);
     const failed = await create(2, 'lost');
-    errors.mockRestore();
     expect(failed.status).toBe(500);
+    log.flush();
+    expect(logged.join('')).toMatch(/^shard 0: commit failed; nothing of its group was saved: Error: injected commit failure/);
     expect(JSON.parse(failed.body)).toEqual({ error: { code: 500, message: 'Internal server error.' } });
     const list = await handle(shard, req({}));
     expect(JSON.parse(list.body).map((s: { name: string }) => s.name)).toEqual(['kept']);
@@ -76,15 +82,14 @@ describe('a failed commit', () => {
   });
 
   test('a failed group commit fails its writers; what ran before stands and the rest runs again', async () => {
-    const errors = vi.spyOn(console, 'error').mockImplementation(() => undefined);
     store.failNext = true;
     const replies = await turn([
       req({}),
-      req({ op: 'create', method: 'POST', body: { name: 'lost-a' }, hint: { siteId: 4 } }),
-      req({ op: 'create', method: 'POST', body: { name: '' }, hint: { siteId: 5 } }),
-      req({ op: 'create', method: 'POST', body: { name: 'lost-b' }, hint: { siteId: 6 } }),
+      req({ op: 'create', method: 'POST', body: { name: 'lost-a' }, siteClaim: { kind: 'create', siteId: 4 } }),
+      req({ op: 'create', method: 'POST', body: { name: '' }, siteClaim: { kind: 'create', siteId: 5 } }),
+      req({ op: 'create', method: 'POST', body: { name: 'lost-b' }, siteClaim: { kind: 'create', siteId: 6 } }),
       req({}),
-    ]).finally(() => errors.mockRestore());
+    ]);
     expect(replies.map((r) => r.status)).toEqual([200, 500, 400, 500, 200]);
     // The list that ran after the lost writes was answered again from restored memory.
     expect(JSON.parse(replies[4].body).map((s: { name: string }) => s.name)).toEqual(['kept', 'after']);
@@ -95,15 +100,30 @@ describe('a failed commit', () => {
   });
 
   test('a commit failing for want of space answers 507 and memory matches a fresh load from the store', async () => {
-    const errors = vi.spyOn(console, 'error').mockImplementation(() => undefined);
     store.failNext = true;
     store.failCode = 28;
-    const failed = await create(8, 'no-room').finally(() => { errors.mockRestore(); store.failCode = undefined; });
+    const failed = await create(8, 'no-room').finally(() => { store.failCode = undefined; });
     expect(failed.status).toBe(507);
+    log.flush();
+    expect(logged.join('')).toMatch(/^shard 0: commit failed \(store full\); nothing of its group was saved: /);
     expect(JSON.parse(failed.body)).toEqual({ error: { code: 507, message: 'Insufficient storage: the write was not saved.' } });
     const inMemory = (await handle(shard, req({}))).body;
     const reloaded = new ShardState(0, 1, loadConfig({ DATA_DIR: dir }), store, createSharedIdState({}));
     reloaded.load();
     expect((await handle(reloaded, req({}))).body).toBe(inMemory);
+  });
+});
+
+describe('an unexpected error in a shard', () => {
+  test('a shard logs an unexpected error with its stack and answers the plain 500 envelope', async () => {
+    // A site create always carries the id the main thread allocated; without one the model throws a plain Error.
+    const reply = await handle(shard, req({ op: 'create', method: 'POST', body: { name: 'unclaimed' } }), log);
+    expect(reply.status).toBe(500);
+    expect(JSON.parse(reply.body)).toEqual({ error: { code: 500, message: 'Internal server error.' } });
+    log.flush();
+    const logLine = /^internal error in shard 0: Error: site create forwarded without the id the main thread allocated\n\s+at /;
+    expect(logged.join('')).toMatch(logLine);
+    const list = await handle(shard, req({}));
+    expect(JSON.parse(list.body).map((s: { name: string }) => s.name)).not.toContain('unclaimed');
   });
 });

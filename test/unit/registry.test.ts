@@ -1,0 +1,35 @@
+import { describe, expect, test } from 'vitest';
+import { kindTableDisagreements, MODELS, modelByKind } from '../../src/model/registry.js';
+import { CHANGE_RESOURCES } from '../../src/shard/changelog.js';
+import { RESOURCE_NAMES, kindOfResource } from '../../src/model/_attributes.js';
+import { kindOfName, MODEL_NAMES } from '../../src/store/kinds.js';
+
+describe('kind tables', () => {
+  test('the registered models agree with every kind table', () => {
+    expect(kindTableDisagreements(MODELS)).toEqual([]);
+  });
+
+  test('the agreement check names a model whose name, attributes or permission type disagree', () => {
+    const renamed = MODELS.map((m) => (m.kind === 'network' ? { ...m, name: 'Prefix' } : m));
+    expect(kindTableDisagreements(renamed)).toEqual(["model network is named 'Prefix' but MODEL_NAMES says 'Network'"]);
+    const bare = MODELS.map((m) => (m.kind === 'device' ? { ...m, attributesOf: undefined } : m));
+    expect(kindTableDisagreements(bare)).toEqual(['model device has no attributesOf but is in ATTRIBUTE_KINDS']);
+    const withoutChanges = MODELS.filter((m) => m.kind !== 'change');
+    expect(kindTableDisagreements(withoutChanges)).toEqual(['MODEL_NAMES has kind change, which no model has']);
+    const unguarded = MODELS.map((m) => (m.kind === 'circuit' ? { ...m, permissionType: undefined } : m));
+    expect(kindTableDisagreements(unguarded)).toEqual(['PERMISSION_TYPES has circuit, which no model uses']);
+    expect(kindTableDisagreements([...MODELS, MODELS[0]])).toEqual(['two models of kind site', 'two models at collection sites']);
+  });
+
+  test('the derived name lists keep the order clients see', () => {
+    expect(CHANGE_RESOURCES).toEqual(['Site', 'Network', 'Attribute', 'Device', 'Interface', 'Circuit', 'Protocol', 'ProtocolType']);
+    expect(RESOURCE_NAMES).toEqual(['Device', 'Network', 'Interface', 'Circuit', 'Protocol']);
+  });
+
+  test('kind and name map both ways for every model', () => {
+    for (const m of MODELS) expect(kindOfName(m.name)).toBe(m.kind);
+    for (const name of RESOURCE_NAMES) expect(modelByKind(kindOfResource(name)).name).toBe(name);
+    expect(kindOfName('Nope')).toBeUndefined();
+    expect(Object.keys(MODEL_NAMES).length).toBe(MODELS.length);
+  });
+});
