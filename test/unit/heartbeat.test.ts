@@ -24,7 +24,7 @@ beforeAll(async () => {
   store = new Store(dir);
   shard = new ShardState(0, 1, loadConfig({ DATA_DIR: dir }), store, createSharedIdState({}));
   shard.load();
-  expect((await handle(shard, req({ op: 'create', method: 'POST', collection: 'sites', site: null, body: { name: 's' }, hint: { siteId: 1 } }))).status).toBe(201);
+  expect((await handle(shard, req({ op: 'create', method: 'POST', collection: 'sites', site: null, body: { name: 's' }, siteClaim: { kind: 'create', siteId: 1 } }))).status).toBe(201);
   const devices = Array.from({ length: 10_000 }, (_, i) => ({ hostname: `d${i}` }));
   expect((await handle(shard, req({ op: 'create', method: 'POST', body: devices }))).status).toBe(201);
 });
