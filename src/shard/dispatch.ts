@@ -10,61 +10,16 @@ import { isAllowed } from '../auth/permissions.js';
 import type { ResourceModel, RouteResult } from '../model/model.js';
 import { modelByCollection } from '../model/registry.js';
 import type { Method } from '../schema/validate.js';
-import { parseId } from '../schema/id.js';
 import { createMany, createOne, deleteMany, deleteOne, updateMany, updateOne } from './writes.js';
+import { lookup } from './lookup.js';
 import { RequestContext } from './context.js';
 import type { DirectoryUpdate, ShardReply, ShardRequest } from './protocol.js';
 import { listBody, objectBody } from './render.js';
 import { resetUserRegexBudget } from '../query/user-regex.js';
 import type { ShardState } from './state.js';
 import { CommitGroup } from './transaction.js';
-import type { StoredObject } from './table.js';
 
 type Reply = Omit<ShardReply, 'seq'>;
-
-/**
- * Natural keys as written in URLs, normalized (a CIDR parsed and printed
- * again): clients repeat the same few keys (one parent network for every
- * next_address), so the last answers are kept. `normalize` is pure; a key it
- * rejects is not kept and throws again.
- */
-const normalizedKeys = new WeakMap<ResourceModel<any>, Map<string, string>>();
-function normalizedKey(model: ResourceModel<any>, key: string): string {
-  const normalize = model.naturalKey!.normalize;
-  if (!normalize) return key;
-  let known = normalizedKeys.get(model);
-  if (!known) normalizedKeys.set(model, (known = new Map()));
-  let n = known.get(key);
-  if (n === undefined) {
-    n = normalize(key);
-    if (known.size >= 1024) known.clear();
-    known.set(key, n);
-  }
-  return n;
-}
-
-export function lookup(ctx: RequestContext, model: ResourceModel<any>, key: string): StoredObject {
-  const site = ctx.urlSite;
-  const notFound = () => Errors.noSuch(model.name, ctx.req.siteText ?? site, key);
-  const id = parseId(key);
-  if (id !== undefined) {
-    const r = model.find ? model.find(ctx, id) : ctx.shard.table(model.kind).get(id);
-    if (!r || (site !== null && r.siteId !== site)) throw notFound();
-    return r;
-  }
-  if (!model.naturalKey) throw notFound();
-  const normalized = normalizedKey(model, key);
-  const index = ctx.shard.table(model.kind).key('natural')!;
-  if (site !== null) {
-    const r = index.inSite(site, normalized);
-    if (!r) throw notFound();
-    return r;
-  }
-  const matches = index.everywhere(normalized);
-  if (matches.length === 0) throw notFound();
-  if (matches.length > 1) throw Errors.multipleMatched(model.plural, model.naturalKey.field, key);
-  return matches[0];
-}
 
 function fromResult(ctx: RequestContext, result: RouteResult): Reply {
   switch (result.kind) {

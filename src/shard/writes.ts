@@ -10,7 +10,7 @@ import type { ResourceModel } from '../model/model.js';
 import { requireObject, siteIdIn, type Method } from '../schema/validate.js';
 import { asId, NO_ID } from '../schema/id.js';
 import type { RequestContext, SiteRecord } from './context.js';
-import { lookup } from './dispatch.js';
+import { lookup } from './lookup.js';
 import { modelByKind } from '../model/registry.js';
 import { resolveRelated } from '../model/_related.js';
 import type { StoredObject } from './table.js';
