@@ -5,7 +5,6 @@
 import type { Kind } from '../store/kinds.js';
 import type { ResourceModel } from './model.js';
 import { siteModel } from './site.js';
-import { claimSiteName } from './site-directory.js';
 import { changeModel } from './change.js';
 import { attributeModel } from './attribute.js';
 import { valueModel } from './value.js';
@@ -15,9 +14,6 @@ import { interfaceModel } from './interface.js';
 import { circuitModel } from './circuit.js';
 import { protocolTypeModel } from './protocol-type.js';
 import { protocolModel } from './protocol.js';
-
-// Site names are unique across shards: the main thread claims them (site-directory.ts).
-siteModel.beforeForward = claimSiteName;
 
 /** In load order: a kind's derived indexes may consult kinds listed before it. */
 export const MODELS: ResourceModel<any, any>[] = [siteModel, attributeModel, deviceModel, networkModel, interfaceModel, circuitModel, protocolTypeModel, protocolModel, valueModel, changeModel];

@@ -20,9 +20,6 @@
  * | newest-first walk      | O(rows visited) (+ one O(k log k) sort of k out-of-order loaded rows) |
  * | drop a site            | O(n) (site deletes are rare) |
  */
-export const EVENTS = ['Create', 'Update', 'Delete'] as const;
-export type ChangeEvent = (typeof EVENTS)[number];
-export const CHANGE_RESOURCES = ['Site', 'Network', 'Attribute', 'Device', 'Interface', 'Circuit', 'Protocol', 'ProtocolType'] as const;
 
 export interface ChangeRow { id: number; siteId: number; at: number; event: number; resource: number; resourceId: number }
 
