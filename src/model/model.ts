@@ -170,9 +170,9 @@ export interface ResourceModel<R extends StoredObject = StoredObject, D = Record
   create?(ctx: RequestContext, draft: D, site: SiteRecord | null): R;
   update?(ctx: RequestContext, current: R, draft: D, method: Method): R;
   /**
-   * Whether DELETE applies, and the record's own removal once its `onDelete`
-   * rules have run: `true` removes it with a Delete Change; a function does
-   * more (an interface releases its addresses; a site drops its Change log).
+   * The record's own removal once its `onDelete` rules have run (DELETE
+   * requests, cascades): `true` removes it with a Delete Change; a function
+   * does more (an interface releases its addresses; a site drops its Change log).
    */
   remove?: true | ((ctx: RequestContext, r: R) => void);
 
