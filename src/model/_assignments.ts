@@ -16,14 +16,14 @@ import type { RequestContext, SiteRecord } from '../shard/context.js';
 import type { ShardState } from '../shard/state.js';
 import type { StoredObject } from '../shard/table.js';
 import type { ResourceModel } from './model.js';
-import { cidrText, insertNetwork, restate, type NetworkRecord } from './network.js';
+import { cidrText, insertNetwork, restate, type NetworkRecord } from './_networks.js';
 
 export interface Assignment { id: number; networkId: number }
 
 /** The holder of assignments: what an interface record carries for them. */
 export interface AssignmentHolder extends StoredObject { deviceId: number; hostname: string; name: string; assignments: Assignment[] }
 
-/** Relation: network id → ids of the interfaces it is assigned to. */
+/** Relation: network id → ids of the interfaces it is assigned to (the interface model's `network` relation). */
 export const INTERFACE_BY_NETWORK = 'interface.network';
 
 const holdersOf = (shard: ShardState, networkId: number) => shard.relation(INTERFACE_BY_NETWORK).ids(networkId);
@@ -107,18 +107,6 @@ export function releaseNetworks(ctx: RequestContext, selfId: number, released: A
     if (!n || n.state !== 'assigned') continue;
     if (holdersOf(ctx.shard, n.id).some((holder) => holder !== selfId)) continue;
     restate(ctx, n, 'orphaned');
-  }
-}
-
-/**
- * A network is going away: its assignments leave their interfaces (a cache
- * refresh, no Change, gaps.md §9.9). `replaceHolder` writes the holder back.
- */
-export function dropAssignmentsTo<H extends AssignmentHolder>(ctx: RequestContext, networkId: number, replaceHolder: (before: H, after: H) => void): void {
-  const interfaces = ctx.shard.table<H>('interface');
-  for (const holder of holdersOf(ctx.shard, networkId)) {
-    const i = interfaces.get(holder)!;
-    replaceHolder(i, { ...i, assignments: i.assignments.filter((a) => a.networkId !== networkId) });
   }
 }
 

@@ -2,11 +2,14 @@
  * The attribute machinery every resource uses (spec §2.3, gaps.md §11.3):
  * resolving an `attributes` input against the site's Attributes of the
  * resource type, assigning Value ids, and keeping the inverted index and the
- * value owners in step (as a DerivedIndex the Transaction maintains).
+ * value owners in step (as a DerivedIndex the Transaction maintains), and
+ * the `attributes` field of their schemas.
  */
+import { Type } from '@sinclair/typebox';
 import { Errors, pyType } from '../errors.js';
 import { AttributeIndex, type Attrs } from '../query/attribute-index.js';
 import { testUserRegex, USER_REGEX_BUDGET_MS, USER_REGEX_MAX_LENGTH, userRegex, UserRegexError } from '../query/user-regex.js';
+import { Field } from '../schema/fields.js';
 import type { Method } from '../schema/validate.js';
 import type { RequestContext } from '../shard/context.js';
 import type { ShardState } from '../shard/state.js';
@@ -40,6 +43,12 @@ export interface AttributeRecord extends StoredObject {
 /** A resource that carries attributes; `valueIds` follow the canonical order (name, then element). */
 export interface AttributeCarrier extends StoredObject { attributes: Attrs; valueIds: number[] }
 
+
+/** The `attributes` field of a resource's schema. */
+export const attributesField = (requiredOn: ('POST' | 'PUT')[]) => Field.json(
+  Type.Record(Type.String(), Type.Union([Type.String(), Type.Array(Type.String())])),
+  { requiredOn, help: 'Dictionary of attributes to set.' },
+);
 
 export const catalogKey = (resourceName: string, name: string) => `${resourceName}:${name}`;
 

@@ -5,8 +5,9 @@
  * the list with per-site answers from the inverted index (sorted id arrays,
  * see query/setquery.ts) and yield records in id order; when no other filter
  * applies they also know the count without walking the records, so a page of
- * a huge result costs the page.
+ * a huge result costs the page. Also the `site_id` field of their schemas.
  */
+import { Field } from '../schema/fields.js';
 import { compileFilters, where } from '../query/filters.js';
 import { postingView } from '../query/attribute-index.js';
 import { parseSetQuery } from '../query/setquery-parse.js';
@@ -21,6 +22,9 @@ import type { ListResult, ResourceModel, RouteResult } from './model.js';
 
 type Model = ResourceModel<any, any>;
 type Answers = Map<number, SiteAnswer>;
+
+/** The `site_id` field of a schema (devices, networks, attributes). */
+export const siteIdField = () => Field.integer({ requiredOn: ['POST'], createOnly: true, help: 'Unique ID of the Site this object is under.' });
 
 /** The sites a list covers: the URL site, or every site of this shard holding the kind. */
 function sitesOf(ctx: RequestContext, model: Model): number[] {

@@ -14,11 +14,11 @@ import type { Kind } from '../store/kinds.js';
 import {
   catalogKey, kindOfResource, RESOURCE_NAMES, valueProblem, type AttributeRecord, type Constraints, type ResourceName,
 } from './_attributes.js';
-import { applyFilters } from './_resource.js';
+import { applyFilters, siteIdField } from './_resource.js';
+import { postingIds } from '../query/attribute-index.js';
+import type { ShardState } from '../shard/state.js';
 import type { ResourceModel } from './model.js';
-import { siteModel } from './site.js';
-import { siteIdField } from './_fields.js';
-import { dropRequiredAttribute } from './protocol-type.js';
+import type { ProtocolTypeRecord } from './protocol-type.js';
 
 export const attributeSchema = defineSchema('Attribute', 'API endpoint that allows Attributes to be viewed or edited.', {
   id: Field.id(),
@@ -42,6 +42,11 @@ export const render = (a: AttributeRecord) => ({
   constraints: { allow_empty: a.constraints.allow_empty, pattern: a.constraints.pattern, valid_values: a.constraints.valid_values },
   default: a.default,
 });
+
+/** The objects holding a value of the attribute. */
+function* holdersOf(shard: ShardState, a: AttributeRecord): Iterable<number> {
+  for (const posting of shard.attributeIndex.values(kindOfResource(a.resourceName), a.siteId, a.name).values()) yield* postingIds(posting);
+}
 
 const bad = (text: string) => Errors.fieldPlain('constraints', text);
 
@@ -101,7 +106,15 @@ export const attributeModel: ResourceModel<AttributeRecord> = {
     { param: 'multi', type: 'boolean', value: (a) => a.multi },
   ],
   render,
-  expand: { site_id: (a, shard) => ({ model: siteModel, record: shard.table('site').get(a.siteId)! }) },
+  expand: { site_id: (a, shard) => ({ model: shard.model('site'), record: shard.table('site').get(a.siteId)! }) },
+  onDelete: [
+    { kind: 'value', via: holdersOf, policy: 'protect', field: 'attribute' },
+    // ProtocolTypes lose it first, each with an Update Change that precedes its Delete and still names it (gaps.md §9.9, §10).
+    {
+      kind: 'protocoltype', via: 'attribute', policy: 'set-null', change: true,
+      unset: (t: ProtocolTypeRecord, a) => ({ ...t, requiredAttributeIds: t.requiredAttributeIds.filter((id) => id !== a.id) }),
+    },
+  ],
 
   list: (ctx, site) => {
     const table = ctx.shard.table<AttributeRecord>('attribute');
@@ -155,13 +168,5 @@ export const attributeModel: ResourceModel<AttributeRecord> = {
     return next;
   },
 
-  remove(ctx, a) {
-    if (ctx.shard.attributeIndex.values(kindOfResource(a.resourceName), a.siteId, a.name).size > 0) {
-      throw Errors.protectedReference('Attribute', 'Value.attribute');
-    }
-    // ProtocolTypes lose it first, so their Update Changes precede its Delete (gaps.md §10).
-    dropRequiredAttribute(ctx, a.id);
-    ctx.tx.remove(attributeModel, a);
-    ctx.tx.change('Delete', attributeModel, a.siteId, a.id, render(a), null);
-  },
+  remove: true,
 };

@@ -6,10 +6,11 @@
 import { Type } from '@sinclair/typebox';
 import { defineSchema, Field } from '../schema/fields.js';
 import { SchemaWriters } from '../schema/serialize.js';
-import { CHANGE_RESOURCES, EVENTS, type ChangeRow } from '../shard/changelog.js';
+import type { ChangeRow } from '../shard/changelog.js';
+import { CHANGE_RESOURCES, EVENTS } from '../store/change-names.js';
 import type { RequestContext } from '../shard/context.js';
 import type { ResourceModel } from './model.js';
-import { render as renderSite } from './site.js';
+import { renderSite } from './_site.js';
 
 export const changeSchema = defineSchema('Change', 'Read-only API endpoint that allows Changes to be viewed.', {
   id: Field.id(),

@@ -12,28 +12,21 @@ import { SchemaWriters } from '../schema/serialize.js';
 import { checkFields, type Method } from '../schema/validate.js';
 import { parseId } from '../schema/id.js';
 import type { RequestContext } from '../shard/context.js';
-import { relationIndex } from '../shard/relations.js';
 import type { ShardState } from '../shard/state.js';
 import type { QueryParams } from '../query/params.js';
 import type { Predicate } from '../query/filters.js';
-import { attributeValuesIndex, resolveAttributes, valueIdsFor, type AttributeCarrier, type Attrs } from './_attributes.js';
+import { attributesField, attributeValuesIndex, resolveAttributes, valueIdsFor, type Attrs } from './_attributes.js';
+import { assignedNetworks } from './_assignments.js';
+import { circuitsAt, type CircuitRecord } from './_circuits.js';
+import { descendantsOf, slugOf, type InterfaceRecord } from './_interfaces.js';
+import type { NetworkRecord } from './_networks.js';
 import { collectFieldError, resolveRelated, throwFieldErrors, type FieldErrors } from './_related.js';
 import { resourceList, setQueryRoute } from './_resource.js';
-import { attributesField } from './_fields.js';
-import { deviceModel, type DeviceRecord } from './device.js';
-import { assignedNetworks, descendantsOf, interfaceModel, INTERFACE_BY_DEVICE, slugOf, type InterfaceRecord } from './interface.js';
-import { removeProtocolsOf } from './protocol.js';
+import type { DeviceRecord } from './device.js';
 import type { ResourceModel, RouteResult } from './model.js';
-import { networkModel, type NetworkRecord } from './network.js';
-
-export interface CircuitRecord extends AttributeCarrier { name: string; slug: string; aId: number; zId: number | null }
 
 /** Stage-1 result: the endpoints already resolved to interface ids. */
 type CircuitDraft = { name?: string; aId?: number; zId?: number | null; attributes?: unknown };
-
-/** Relations from an interface id to the circuit that has it as its A (resp. Z) end. */
-export const CIRCUIT_BY_A = 'circuit.endpoint_a';
-export const CIRCUIT_BY_Z = 'circuit.endpoint_z';
 
 export const circuitSchema = defineSchema('Circuit', 'API endpoint that allows Circuits to be viewed or edited.', {
   id: Field.id(),
@@ -62,25 +55,6 @@ function render(c: CircuitRecord, shard: ShardState) {
   };
 }
 
-/** The circuits where this interface is the A end and the Z end. */
-export function circuitsAt(shard: ShardState, interfaceId: number): { a?: CircuitRecord; z?: CircuitRecord } {
-  const table = shard.table<CircuitRecord>('circuit');
-  const [a] = shard.relation(CIRCUIT_BY_A).ids(interfaceId);
-  const [z] = shard.relation(CIRCUIT_BY_Z).ids(interfaceId);
-  return { a: a === undefined ? undefined : table.get(a), z: z === undefined ? undefined : table.get(z) };
-}
-
-/** Circuits with an endpoint on any interface of the device, each once, ascending id. */
-export function circuitsOfDevice(shard: ShardState, deviceId: number): CircuitRecord[] {
-  const found = new Map<number, CircuitRecord>();
-  for (const i of shard.relation(INTERFACE_BY_DEVICE).ids(deviceId)) {
-    const { a, z } = circuitsAt(shard, i);
-    if (a) found.set(a.id, a);
-    if (z) found.set(z.id, z);
-  }
-  return [...found.values()].sort((x, y) => x.id - y.id);
-}
-
 // ---- stage 1 ----
 
 /**
@@ -98,14 +72,14 @@ function parse(ctx: RequestContext, body: Record<string, unknown>, method: Metho
   let zSite = site;
   if (v.endpoint_a !== undefined && v.endpoint_a !== null) {
     collectFieldError(all, 'endpoint_a', () => {
-      const a = resolveRelated<InterfaceRecord>(ctx, interfaceModel, 'endpoint_a', v.endpoint_a, site);
+      const a = resolveRelated<InterfaceRecord>(ctx, ctx.shard.model('interface'), 'endpoint_a', v.endpoint_a, site);
       draft.aId = a.id;
       zSite ??= a.siteId;
     });
   }
   if (v.endpoint_z === null) draft.zId = null;
   else if (v.endpoint_z !== undefined) {
-    collectFieldError(all, 'endpoint_z', () => { draft.zId = resolveRelated<InterfaceRecord>(ctx, interfaceModel, 'endpoint_z', v.endpoint_z, zSite).id; });
+    collectFieldError(all, 'endpoint_z', () => { draft.zId = resolveRelated<InterfaceRecord>(ctx, ctx.shard.model('interface'), 'endpoint_z', v.endpoint_z, zSite).id; });
   }
   throwFieldErrors(circuitSchema, all);
   if (v.name !== undefined) draft.name = v.name as string;
@@ -201,7 +175,10 @@ export const circuitModel: ResourceModel<CircuitRecord, CircuitDraft> = {
   siteVia: { field: 'endpoint_a', kind: 'interface' },
   naturalKey: { field: 'name_slug', of: (c) => c.slug },
   uniqueKeys: { name: (c) => c.name },
-  derived: [attributeValuesIndex('circuit'), relationIndex(CIRCUIT_BY_A, (c: CircuitRecord) => c.aId), relationIndex(CIRCUIT_BY_Z, (c: CircuitRecord) => c.zId)],
+  derived: [attributeValuesIndex('circuit')],
+  relations: { endpoint_a: (c) => c.aId, endpoint_z: (c) => c.zId },
+  // Never protected. Its Protocols go first, each with its own Delete Change.
+  onDelete: [{ kind: 'protocol', via: 'circuit', policy: 'cascade' }],
   filters,
   attributesOf: (c) => c.attributes,
   render,
@@ -210,9 +187,9 @@ export const circuitModel: ResourceModel<CircuitRecord, CircuitDraft> = {
   listRoute: { query: (ctx) => setQueryRoute(circuitModel, 'Circuit')(ctx) },
 
   detailRoute: {
-    interfaces: (ctx, c) => list(interfaceModel, endsOf(ctx.shard, c)),
-    devices: (ctx, c) => list(deviceModel, devicesOf(ctx.shard, c)),
-    addresses: (ctx, c) => list(networkModel, addressesOf(ctx.shard, c)),
+    interfaces: (ctx, c) => list(ctx.shard.model('interface'), endsOf(ctx.shard, c)),
+    devices: (ctx, c) => list(ctx.shard.model('device'), devicesOf(ctx.shard, c)),
+    addresses: (ctx, c) => list(ctx.shard.model('network'), addressesOf(ctx.shard, c)),
   },
 
   parse,
@@ -246,11 +223,5 @@ export const circuitModel: ResourceModel<CircuitRecord, CircuitDraft> = {
     return next;
   },
 
-  remove(ctx, c) {
-    // Never protected. Its Protocols go first, each with its own Delete Change:
-    removeProtocolsOf(ctx, 'circuit', c.id);
-    const before = render(c, ctx.shard);
-    ctx.tx.remove(circuitModel, c);
-    ctx.tx.change('Delete', circuitModel, c.siteId, c.id, before, null);
-  },
+  remove: true,
 };

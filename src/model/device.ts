@@ -6,19 +6,13 @@ import { defineSchema, Field } from '../schema/fields.js';
 import { SchemaWriters } from '../schema/serialize.js';
 import { validateFields } from '../schema/validate.js';
 import type { RequestContext } from '../shard/context.js';
-import { attributeValuesIndex, resolveAttributes, valueIdsFor, type AttributeCarrier, type Attrs } from './_attributes.js';
-import { resourceList, setQueryRoute } from './_resource.js';
+import { attributesField, attributeValuesIndex, resolveAttributes, valueIdsFor, type AttributeCarrier, type Attrs } from './_attributes.js';
+import { resourceList, setQueryRoute, siteIdField } from './_resource.js';
 import type { ResourceModel } from './model.js';
-import { siteModel } from './site.js';
-import { attributesField, siteIdField } from './_fields.js';
-import { checkNotEndpoint, interfaceModel, interfacesOfDevice, refreshDeviceHostname, removeInterfacesOfDevice } from './interface.js';
-import { circuitModel, circuitsOfDevice } from './circuit.js';
-import { removeProtocolsOf } from './protocol.js';
+import { deepestFirst, interfacesOfDevice } from './_interfaces.js';
+import { circuitsOfDevice } from './_circuits.js';
 
 export interface DeviceRecord extends AttributeCarrier { hostname: string }
-
-// Re-exported for modules written against their old home.
-export { attributesField, siteIdField };
 
 export const deviceSchema = defineSchema('Device', 'API endpoint that allows Devices to be viewed or edited.', {
   id: Field.id(),
@@ -61,13 +55,18 @@ export const deviceModel: ResourceModel<DeviceRecord> = {
   filters: [{ param: 'hostname', type: 'string', value: (d) => d.hostname }],
   attributesOf: (d) => d.attributes,
   render,
-  expand: { site_id: (d, shard) => ({ model: siteModel, record: shard.table('site').get(d.siteId)! }) },
+  expand: { site_id: (d, shard) => ({ model: shard.model('site'), record: shard.table('site').get(d.siteId)! }) },
+  // Its protocols, then its interfaces, children first (gaps.md §9.9); an interface that ends a circuit protects it.
+  onDelete: [
+    { kind: 'protocol', via: 'device', policy: 'cascade' },
+    { kind: 'interface', via: 'device', policy: 'cascade', order: deepestFirst },
+  ],
 
   list: (ctx) => resourceList(ctx, deviceModel),
   listRoute: { query: (ctx) => setQueryRoute(deviceModel, 'Device')(ctx) },
   detailRoute: {
-    interfaces: (ctx, d) => ({ kind: 'list', model: interfaceModel, records: interfacesOfDevice(ctx.shard, d.id) }),
-    circuits: (ctx, d) => ({ kind: 'list', model: circuitModel, records: circuitsOfDevice(ctx.shard, d.id) }),
+    interfaces: (ctx, d) => ({ kind: 'list', model: ctx.shard.model('interface'), records: interfacesOfDevice(ctx.shard, d.id) }),
+    circuits: (ctx, d) => ({ kind: 'list', model: ctx.shard.model('circuit'), records: circuitsOfDevice(ctx.shard, d.id) }),
   },
 
   parse: (ctx, body, method) => validateFields(deviceSchema, body, method),
@@ -88,17 +87,16 @@ export const deviceModel: ResourceModel<DeviceRecord> = {
     const attributes = 'attributes' in v ? resolveAttributes(ctx, 'Device', current.siteId, v.attributes, current.attributes, method) : current.attributes;
     const next: DeviceRecord = { ...current, hostname, attributes, valueIds: valueIdsFor(ctx.tx, current, attributes) };
     ctx.tx.replace(deviceModel, current, next);
-    if (hostname !== current.hostname) refreshDeviceHostname(ctx, next.id, hostname);
+    if (hostname !== current.hostname) refreshInterfaceSlugs(ctx, next.id, hostname);
     ctx.tx.change('Update', deviceModel, next.siteId, next.id, render(current), render(next));
     return next;
   },
 
-  remove(ctx, d) {
-    // Its protocols, then its interfaces (gaps.md §9.9).
-    checkNotEndpoint(ctx, interfacesOfDevice(ctx.shard, d.id));
-    removeProtocolsOf(ctx, 'device', d.id);
-    removeInterfacesOfDevice(ctx, d.id);
-    ctx.tx.remove(deviceModel, d);
-    ctx.tx.change('Delete', deviceModel, d.siteId, d.id, render(d), null);
-  },
+  remove: true,
 };
+
+/** A device was renamed: its interfaces' cached hostname and slug follow, without Changes (gaps.md §10). */
+function refreshInterfaceSlugs(ctx: RequestContext, deviceId: number, hostname: string): void {
+  const interfaces = ctx.shard.model('interface');
+  for (const i of interfacesOfDevice(ctx.shard, deviceId)) ctx.tx.replace(interfaces, i, { ...i, hostname });
+}

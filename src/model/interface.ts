@@ -12,47 +12,21 @@ import { defineSchema, Field } from '../schema/fields.js';
 import { SchemaWriters } from '../schema/serialize.js';
 import { checkFields, type Method } from '../schema/validate.js';
 import type { RequestContext, SiteRecord } from '../shard/context.js';
-import { relationIndex } from '../shard/relations.js';
 import type { ShardState } from '../shard/state.js';
-import { attributeValuesIndex, resolveAttributes, valueIdsFor, type AttributeCarrier, type Attrs } from './_attributes.js';
+import { attributesField, attributeValuesIndex, resolveAttributes, valueIdsFor, type Attrs } from './_attributes.js';
 import {
-  applyAddresses, assignedNetworks, assignmentModel, assignmentsOfHolder, INTERFACE_BY_NETWORK, parentNetworks, planAddresses,
-  readAddressList, releaseNetworks, type Assignment, type PlannedAddress,
+  applyAddresses, assignedNetworks, assignmentModel, assignmentsOfHolder, parentNetworks, planAddresses, readAddressList, releaseNetworks,
+  type PlannedAddress,
 } from './_assignments.js';
-import { attributesField } from './_fields.js';
-import { circuitModel, circuitsAt } from './circuit.js';
-import { removeProtocolsOf } from './protocol.js';
+import { circuitsAt } from './_circuits.js';
+import { ancestorsOf, childrenOf, descendantsOf, interfacesOfDevice, parentOf, slugOf, type InterfaceRecord } from './_interfaces.js';
 import { formatMac, parseMac } from './_mac.js';
+import { cidrText, type NetworkRecord } from './_networks.js';
 import { collectFieldError, resolveRelated, throwFieldErrors, type FieldErrors } from './_related.js';
 import { resourceList, setQueryRoute } from './_resource.js';
-import { deviceModel, type DeviceRecord } from './device.js';
+import type { DeviceRecord } from './device.js';
 import type { ResourceModel, RouteResult } from './model.js';
-import { cidrText, networkModel, type NetworkRecord } from './network.js';
 
-export type { Assignment };
-export { assignedNetworks };
-
-export interface InterfaceRecord extends AttributeCarrier {
-  deviceId: number;
-  /** The device's hostname (device_hostname), cached so the slug can be indexed. */
-  hostname: string;
-  name: string;
-  description: string;
-  type: number;
-  speed: number | null;
-  mtu: number | null;
-  mac: number | null;
-  parentId: number | null;
-  /** Assigned addresses, in `addresses` order. */
-  assignments: Assignment[];
-}
-
-/** Relation: device id → its interface ids. */
-export const INTERFACE_BY_DEVICE = 'interface.device';
-/** Relation: interface id → its child interface ids. */
-export const INTERFACE_BY_PARENT = 'interface.parent';
-
-export const slugOf = (i: { hostname: string; name: string }) => `${i.hostname}:${i.name}`;
 const pairKey = (deviceId: number, name: string) => `${deviceId}\u0000${name}`;
 
 const TYPE_NAMES: Record<string, string> = {
@@ -78,8 +52,6 @@ export const interfaceSchema = defineSchema('Interface', 'API endpoint that allo
 });
 
 const table = (shard: ShardState) => shard.table<InterfaceRecord>('interface');
-const byIds = (shard: ShardState, ids: number[]) => ids.map((id) => table(shard).get(id)!);
-const parentOf = (shard: ShardState, i: InterfaceRecord) => (i.parentId === null ? undefined : table(shard).get(i.parentId));
 
 function render(i: InterfaceRecord, shard: ShardState) {
   const parent = parentOf(shard, i);
@@ -91,32 +63,6 @@ function render(i: InterfaceRecord, shard: ShardState) {
     networks: parentNetworks(shard, assigned).map((n) => cidrText(shard, n)),
     mac_address: i.mac === null ? null : formatMac(i.mac), speed: i.speed, type: i.type, mtu: i.mtu, attributes: i.attributes,
   };
-}
-
-// ---- tree (gaps.md §15.4) ----
-
-export function childrenOf(shard: ShardState, i: InterfaceRecord): InterfaceRecord[] {
-  return byIds(shard, shard.relation(INTERFACE_BY_PARENT).ids(i.id));
-}
-
-/** Every interface below `i`, ascending id. */
-export function descendantsOf(shard: ShardState, i: InterfaceRecord): InterfaceRecord[] {
-  const out: InterfaceRecord[] = [];
-  const stack = [i];
-  while (stack.length > 0) for (const c of childrenOf(shard, stack.pop()!)) { out.push(c); stack.push(c); }
-  return out.sort((a, b) => a.id - b.id);
-}
-
-/** Parent first, root last. */
-function ancestorsOf(shard: ShardState, i: InterfaceRecord): InterfaceRecord[] {
-  const out: InterfaceRecord[] = [];
-  for (let p = parentOf(shard, i); p; p = parentOf(shard, p)) out.push(p);
-  return out;
-}
-
-/** A device's interfaces, ascending id. */
-export function interfacesOfDevice(shard: ShardState, deviceId: number): InterfaceRecord[] {
-  return byIds(shard, shard.relation(INTERFACE_BY_DEVICE).ids(deviceId));
 }
 
 // ---- writes ----
@@ -139,7 +85,7 @@ function parse(ctx: RequestContext, body: Record<string, unknown>, method: Metho
   const all: FieldErrors = { ...errors };
   const draft: Draft = { values };
   if (method === 'POST' && values.device !== undefined) {
-    collectFieldError(all, 'device', () => { draft.device = resolveRelated(ctx, deviceModel, 'device', values.device, site); });
+    collectFieldError(all, 'device', () => { draft.device = resolveRelated(ctx, ctx.shard.model('device'), 'device', values.device, site); });
   }
   if (values.parent_id !== undefined) {
     const scope = draft.device?.siteId ?? site;
@@ -225,46 +171,10 @@ function update(ctx: RequestContext, current: InterfaceRecord, d: Draft, method:
   return next;
 }
 
-/** A circuit endpoint cannot go (gaps.md §9.9): any A first, then any Z. */
-export function checkNotEndpoint(ctx: RequestContext, interfaces: InterfaceRecord[]): void {
-  const ends = interfaces.map((i) => circuitsAt(ctx.shard, i.id));
-  if (ends.some((e) => e.a)) throw Errors.protectedReference('Interface', 'Circuit.endpoint_a');
-  if (ends.some((e) => e.z)) throw Errors.protectedReference('Interface', 'Circuit.endpoint_z');
-}
-
-/**
- * Removes an interface whose protections were checked: its protocols, its
- * assignments (networks may become orphaned), then the interface, with its Delete Change.
- */
-export function removeInterface(ctx: RequestContext, i: InterfaceRecord): void {
-  removeProtocolsOf(ctx, 'interface', i.id);
-  const before = render(i, ctx.shard);
-  releaseNetworks(ctx, i.id, i.assignments);
-  ctx.tx.remove(interfaceModel, i);
-  ctx.tx.change('Delete', interfaceModel, i.siteId, i.id, before, null);
-}
-
-/** A device is going: its interfaces, children before parents (deepest first, then by id), each releasing its addresses. */
-export function removeInterfacesOfDevice(ctx: RequestContext, deviceId: number): void {
-  const interfaces = interfacesOfDevice(ctx.shard, deviceId);
-  const depth = new Map(interfaces.map((i) => [i.id, ancestorsOf(ctx.shard, i).length]));
-  for (const i of interfaces.sort((a, b) => depth.get(b.id)! - depth.get(a.id)! || a.id - b.id)) removeInterface(ctx, i);
-}
-
-/** A device was renamed: its interfaces' cached hostname and slug follow, without Changes (gaps.md §10). */
-export function refreshDeviceHostname(ctx: RequestContext, deviceId: number, hostname: string): void {
-  for (const i of interfacesOfDevice(ctx.shard, deviceId)) ctx.tx.replace(interfaceModel, i, { ...i, hostname });
-}
-
-/** A network is going away: interfaces holding it drop it from their addresses (no Change). */
-export function replaceHolder(ctx: RequestContext) {
-  return (before: InterfaceRecord, after: InterfaceRecord) => ctx.tx.replace(interfaceModel, before, after);
-}
-
 // ---- model ----
 
 const list = (records: InterfaceRecord[]): RouteResult => ({ kind: 'list', model: interfaceModel, records });
-const networksList = (records: NetworkRecord[]): RouteResult => ({ kind: 'list', model: networkModel, records });
+const networksList = (shard: ShardState, records: NetworkRecord[]): RouteResult => ({ kind: 'list', model: shard.model('network'), records });
 
 export const interfaceModel: ResourceModel<InterfaceRecord, Draft> = {
   kind: 'interface',
@@ -288,11 +198,14 @@ export const interfaceModel: ResourceModel<InterfaceRecord, Draft> = {
   siteVia: { field: 'device', kind: 'device' },
   naturalKey: { field: 'name_slug', of: slugOf },
   uniqueKeys: { pair: (i) => pairKey(i.deviceId, i.name) },
-  derived: [
-    attributeValuesIndex('interface'),
-    relationIndex<InterfaceRecord>(INTERFACE_BY_DEVICE, (i) => i.deviceId),
-    relationIndex<InterfaceRecord>(INTERFACE_BY_PARENT, (i) => i.parentId),
-    relationIndex<InterfaceRecord>(INTERFACE_BY_NETWORK, (i) => i.assignments.map((a) => a.networkId)),
+  derived: [attributeValuesIndex('interface')],
+  relations: { device: (i) => i.deviceId, parent: (i) => i.parentId, network: (i) => i.assignments.map((a) => a.networkId) },
+  // Children protect their parent, then any A end, then any Z end of a circuit (gaps.md §9.9); its protocols go with it.
+  onDelete: [
+    { kind: 'interface', via: 'parent', policy: 'protect' },
+    { kind: 'circuit', via: 'endpoint_a', policy: 'protect' },
+    { kind: 'circuit', via: 'endpoint_z', policy: 'protect' },
+    { kind: 'protocol', via: 'interface', policy: 'cascade' },
   ],
   filters: [
     { param: 'device', type: 'integer', value: (i) => i.deviceId },
@@ -314,7 +227,7 @@ export const interfaceModel: ResourceModel<InterfaceRecord, Draft> = {
   attributesOf: (i) => i.attributes,
   render,
   expand: {
-    device: (i, shard) => ({ model: deviceModel, record: shard.table('device').get(i.deviceId)! }),
+    device: (i, shard) => ({ model: shard.model('device'), record: shard.table('device').get(i.deviceId)! }),
     parent_id: (i, shard) => { const p = parentOf(shard, i); return p ? { model: interfaceModel, record: p } : null; },
   },
 
@@ -322,8 +235,8 @@ export const interfaceModel: ResourceModel<InterfaceRecord, Draft> = {
   listRoute: { query: (ctx) => setQueryRoute(interfaceModel, 'Interface')(ctx) },
 
   detailRoute: {
-    addresses: (ctx, i) => networksList(assignedNetworks(ctx.shard, i)),
-    networks: (ctx, i) => networksList(parentNetworks(ctx.shard, assignedNetworks(ctx.shard, i))),
+    addresses: (ctx, i) => networksList(ctx.shard, assignedNetworks(ctx.shard, i)),
+    networks: (ctx, i) => networksList(ctx.shard, parentNetworks(ctx.shard, assignedNetworks(ctx.shard, i))),
     assignments: (ctx, i) => ({ kind: 'list', model: assignmentModel, records: assignmentsOfHolder(ctx.shard, i) }),
     parent: (ctx, i) => {
       const p = parentOf(ctx.shard, i);
@@ -337,7 +250,7 @@ export const interfaceModel: ResourceModel<InterfaceRecord, Draft> = {
     circuit: (ctx, i) => {
       const { a, z } = circuitsAt(ctx.shard, i.id);
       if (!a && !z) throw Errors.noCircuitAt(ctx.req.siteText ?? ctx.urlSite, ctx.req.key!);
-      return { kind: 'object', model: circuitModel, record: (a ?? z)! };
+      return { kind: 'object', model: ctx.shard.model('circuit'), record: (a ?? z)! };
     },
     siblings: (ctx, i) => {
       const p = parentOf(ctx.shard, i);
@@ -349,9 +262,11 @@ export const interfaceModel: ResourceModel<InterfaceRecord, Draft> = {
   parse,
   create: (ctx, d, site) => create(ctx, d, site!),
   update,
-  remove(ctx, i, batch) {
-    if (ctx.shard.relation(INTERFACE_BY_PARENT).ids(i.id).some((c) => !batch?.has(c))) throw Errors.protectedReference('Interface', 'Interface.parent');
-    checkNotEndpoint(ctx, [i]);
-    removeInterface(ctx, i);
+  // Its assignments go with it: networks nobody else holds become orphaned.
+  remove(ctx, i) {
+    const before = render(i, ctx.shard);
+    releaseNetworks(ctx, i.id, i.assignments);
+    ctx.tx.remove(interfaceModel, i);
+    ctx.tx.change('Delete', interfaceModel, i.siteId, i.id, before, null);
   },
 };

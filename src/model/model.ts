@@ -68,6 +68,49 @@ export interface MainThread { ids: IdCounters; sites: SiteDirectory }
 export type MainHook = (req: { target: string; method: string; key?: string; body: unknown; principal: Principal }, main: MainThread)
   => { claim: SiteClaim; done(): void } | null;
 
+/**
+ * A one-to-many relation a kind declares (`relations`): the owner id(s) a
+ * record points at, or none. The shard files each record under its owners in
+ * the relation `<kind>.<name>` (`interface.device`: a device's interfaces) and
+ * keeps it in step with the records (shard/relations.ts).
+ */
+export type RelationOwners<R> = (r: R) => number | null | undefined | readonly number[];
+
+/**
+ * Who refers to a record about to be deleted: the records of `kind` filed
+ * under it in that kind's relation named `via` (Circuit `endpoint_a`), or the
+ * ids a function finds where no relation is kept (a network's children).
+ */
+interface DeleteRuleBase<R> {
+  kind: Kind;
+  via: string | ((shard: ShardState, r: R) => Iterable<number>);
+}
+
+/**
+ * What happens to those referrers (gaps.md §9.9), declared on the model being
+ * deleted (`onDelete`) and run by shard/delete-policies.ts:
+ * - `protect`: any referrer not deleted in the same request refuses the delete
+ *   with 409 `… protected foreign key: '<Referrer>.<field>'` (field: `via`
+ *   unless given). Every protection of the whole cascade is checked before
+ *   anything is written, rule by rule in declaration order, each rule over all
+ *   records it concerns (so an A endpoint is reported before a Z endpoint).
+ *   `lift` runs on every delete, before the verdict, and may lift the
+ *   protection or throw its own error (a network's force_delete).
+ * - `cascade`: the referrers are deleted first, each by its own model's rules,
+ *   with its own Delete Change, ascending id unless `order` says otherwise.
+ * - `set-null`: each referrer is rewritten without the reference (`unset`),
+ *   with an Update Change when `change` is true.
+ * Rules run in declaration order, then the record itself is removed.
+ */
+export type DeleteRule<R extends StoredObject = StoredObject> =
+  | DeleteRuleBase<R> & {
+    policy: 'protect';
+    field?: string;
+    lift?(ctx: RequestContext, r: R, referrers: StoredObject[], batch: ReadonlySet<number> | undefined): boolean;
+  }
+  | DeleteRuleBase<R> & { policy: 'cascade'; order?(shard: ShardState, referrers: StoredObject[]): StoredObject[] }
+  | DeleteRuleBase<R> & { policy: 'set-null'; unset(referrer: any, r: R): StoredObject; change: boolean };
+
 export interface ResourceModel<R extends StoredObject = StoredObject, D = Record<string, unknown>> {
   kind: Kind;
   /** Model name in messages and Change resource_name: 'ProtocolType'. */
@@ -85,6 +128,10 @@ export interface ResourceModel<R extends StoredObject = StoredObject, D = Record
   /** Further per-site unique keys, each an index on the table under its name. */
   uniqueKeys?: Record<string, (r: R) => string>;
   derived?: DerivedIndex<R>[];
+  /** One-to-many relations to the records this kind points at, by name (see RelationOwners). */
+  relations?: Record<string, RelationOwners<R>>;
+  /** What deleting a record does to the records referring to it (see DeleteRule). */
+  onDelete?: DeleteRule<R>[];
   /** The body field naming the site: `site_id` (default), `site` (ProtocolType, Protocol), or none (Interface, Circuit). */
   siteField?: 'site_id' | 'site' | null;
   /**
@@ -123,8 +170,12 @@ export interface ResourceModel<R extends StoredObject = StoredObject, D = Record
   /** Later stages (domain rules, attributes) and the write itself, through ctx.tx. */
   create?(ctx: RequestContext, draft: D, site: SiteRecord | null): R;
   update?(ctx: RequestContext, current: R, draft: D, method: Method): R;
-  /** Checks protections (409) and removes, with cascades; `batch` holds the ids a bulk delete removes together. */
-  remove?(ctx: RequestContext, r: R, batch?: ReadonlySet<number>): void;
+  /**
+   * The record's own removal once its `onDelete` rules have run (DELETE
+   * requests, cascades): `true` removes it with a Delete Change; a function
+   * does more (an interface releases its addresses; a site drops its Change log).
+   */
+  remove?: true | ((ctx: RequestContext, r: R) => void);
 
   /** Detail sub-routes: return a finished reply body (a list or an object). */
   detailRoute?: Record<string, (ctx: RequestContext, r: R) => RouteResult>;

@@ -12,22 +12,15 @@ import type { Entry } from '../ip/prefix-tree.js';
 import { defineSchema, Field } from '../schema/fields.js';
 import { SchemaWriters } from '../schema/serialize.js';
 import { validateFields } from '../schema/validate.js';
-import type { RequestContext, SiteRecord } from '../shard/context.js';
+import type { RequestContext } from '../shard/context.js';
 import type { ShardState } from '../shard/state.js';
 import type { StoredObject } from '../shard/table.js';
-import { attributeValuesIndex, resolveAttributes, valueIdsFor, type AttributeCarrier, type Attrs } from './_attributes.js';
-import { resourceList, setQueryRoute } from './_resource.js';
-import { attributesField, siteIdField } from './_fields.js';
-import type { DerivedIndex, ResourceModel, RouteResult } from './model.js';
-import { siteModel } from './site.js';
+import { attributesField, attributeValuesIndex, resolveAttributes, valueIdsFor } from './_attributes.js';
+import { resourceList, setQueryRoute, siteIdField } from './_resource.js';
+import type { DeleteRule, DerivedIndex, ResourceModel, RouteResult } from './model.js';
 import type { QueryParams } from '../query/params.js';
-import { assignmentModel, assignmentsOfNetwork, dropAssignmentsTo } from './_assignments.js';
-import { replaceHolder } from './interface.js';
-
-export const STATES = ['allocated', 'assigned', 'orphaned', 'reserved'] as const;
-export type NetworkState = (typeof STATES)[number];
-
-export interface NetworkRecord extends AttributeCarrier { version: IpVersion; addr: bigint; len: number; state: NetworkState }
+import { assignmentModel, assignmentsOfNetwork, type AssignmentHolder } from './_assignments.js';
+import { cidrOf, cidrText, duplicateNetwork as duplicate, insertNetwork, STATES, type NetworkRecord, type NetworkState } from './_networks.js';
 
 export const networkSchema = defineSchema('Network', 'API endpoint that allows Networks to be viewed or edited.', {
   id: Field.id(),
@@ -47,8 +40,6 @@ void Type;
 
 const width = (n: { version: IpVersion }) => WIDTH[n.version];
 const compress = (shard: ShardState) => shard.config.compressIpv6;
-const cidrOf = (n: NetworkRecord): Cidr => ({ version: n.version, addr: n.addr, len: n.len });
-export const cidrText = (shard: ShardState, n: NetworkRecord) => formatCidr(cidrOf(n), compress(shard));
 
 const treeOf = (shard: ShardState, n: { siteId: number; version: IpVersion }) => shard.tree<NetworkRecord>(n.siteId, n.version);
 const parentOf = (shard: ShardState, n: NetworkRecord) => treeOf(shard, n).parent(n.addr, n.len)?.value;
@@ -76,32 +67,6 @@ function keyCidr(key: string, field = 'cidr', list = false): Cidr {
   const c = parseCidr(key);
   if (typeof c === 'string') throw list ? Errors.field(field, notAppearNetwork(key)) : Errors.fieldPlain(field, notAppearNetwork(key));
   return c;
-}
-
-const duplicate = () => Errors.validation({ __all__: ['Network with this Site, Ip version, Network Address and Prefix Length already exists.'] });
-
-/** Writes one new network (create, next_* POST, address assignment): base-network rule, uniqueness, attributes, Change. */
-export function insertNetwork(ctx: RequestContext, site: SiteRecord, c: Cidr, state: NetworkState, rawAttributes: unknown): NetworkRecord {
-  const tree = ctx.shard.tree<NetworkRecord>(site.id, c.version);
-  if (c.len === WIDTH[c.version] && !tree.parent(c.addr, c.len)) throw Errors.validation('IP Address needs base network.');
-  if (tree.get(c.addr, c.len)) throw duplicate();
-  const attributes: Attrs = resolveAttributes(ctx, 'Network', site.id, rawAttributes, null, 'POST');
-  const n: NetworkRecord = {
-    id: ctx.tx.newId('network'), siteId: site.id, version: c.version, addr: c.addr, len: c.len, state, attributes,
-    valueIds: valueIdsFor(ctx.tx, null, attributes),
-  };
-  ctx.tx.insert(networkModel, n);
-  ctx.tx.change('Create', networkModel, n.siteId, n.id, null, render(n, ctx.shard));
-  return n;
-}
-
-/** A state change made as a side effect (address assignment): an Update Change only when the state really changes (gaps.md §10). */
-export function restate(ctx: RequestContext, n: NetworkRecord, state: NetworkState): NetworkRecord {
-  if (n.state === state) return n;
-  const next: NetworkRecord = { ...n, state };
-  ctx.tx.replace(networkModel, n, next);
-  ctx.tx.change('Update', networkModel, n.siteId, n.id, render(n, ctx.shard), render(next, ctx.shard));
-  return next;
 }
 
 // ---- filters (gaps.md §7.4) ----
@@ -209,6 +174,25 @@ function nextBlocks(ctx: RequestContext, p: NetworkRecord, addresses: boolean): 
   return ok(texts);
 }
 
+/**
+ * Children protect a network unless `force_delete` (a detail-route flag, read
+ * and so validated on every detail delete; a bulk delete ignores it, gaps.md
+ * §9.8) hands them to its parent, which a root whose children are leaves
+ * cannot do.
+ */
+const protectChildren: DeleteRule<NetworkRecord> = {
+  kind: 'network', via: (shard, n) => values(treeOf(shard, n).children(n.addr, n.len)).map((c) => c.id), policy: 'protect', field: 'parent',
+  lift(ctx, n, children, batch) {
+    const force = batch ? false : ctx.query.flag('force_delete', false);
+    if (children.length === 0 || !force) return false;
+    const t = treeOf(ctx.shard, n);
+    if (parentOf(ctx.shard, n) === undefined && (children as NetworkRecord[]).some((c) => !t.hasDescendants(c.addr, c.len))) {
+      throw Errors.forceDeleteRootOfLeaves();
+    }
+    return true;
+  },
+};
+
 export const networkModel: ResourceModel<NetworkRecord> = {
   kind: 'network',
   name: 'Network',
@@ -232,11 +216,19 @@ export const networkModel: ResourceModel<NetworkRecord> = {
   },
   naturalKey: { field: 'cidr', of: (n) => cidrKey(cidrOf(n)), normalize: (key) => cidrKey(keyCidr(key)) },
   derived: [attributeValuesIndex('network'), treeIndex],
+  onDelete: [
+    protectChildren,
+    // Interfaces holding it drop it from their addresses: a cache refresh, no Change (gaps.md §9.9).
+    {
+      kind: 'interface', via: 'network', policy: 'set-null', change: false,
+      unset: (i: AssignmentHolder, n) => ({ ...i, assignments: i.assignments.filter((a) => a.networkId !== n.id) }),
+    },
+  ],
   filters,
   attributesOf: (n) => n.attributes,
   render,
   expand: {
-    site_id: (n, shard) => ({ model: siteModel, record: shard.table('site').get(n.siteId)! }),
+    site_id: (n, shard) => ({ model: shard.model('site'), record: shard.table('site').get(n.siteId)! }),
     parent_id: (n, shard) => { const p = parentOf(shard, n); return p ? { model: networkModel, record: p } : null; },
   },
   encode: (n) => ({ ...n, addr: n.addr.toString(16) }),
@@ -332,22 +324,5 @@ export const networkModel: ResourceModel<NetworkRecord> = {
     return next;
   },
 
-  remove(ctx, n, batch) {
-    // force_delete is a detail-route flag, read (and so validated) on every
-    // detail delete; a bulk delete ignores it (gaps.md §9.8).
-    const force = batch ? false : ctx.query.flag('force_delete', false);
-    const t = treeOf(ctx.shard, n);
-    const children = values(t.children(n.addr, n.len)).filter((c) => !batch?.has(c.id));
-    if (children.length > 0) {
-      if (!force) throw Errors.protectedReference('Network', 'Network.parent');
-      const hasParent = parentOf(ctx.shard, n) !== undefined;
-      if (!hasParent && children.some((c) => !t.hasDescendants(c.addr, c.len))) {
-        throw Errors.forceDeleteRootOfLeaves();
-      }
-    }
-    const before = render(n, ctx.shard);
-    dropAssignmentsTo(ctx, n.id, replaceHolder(ctx));
-    ctx.tx.remove(networkModel, n);
-    ctx.tx.change('Delete', networkModel, n.siteId, n.id, before, null);
-  },
+  remove: true,
 };

@@ -12,14 +12,12 @@ import { SchemaWriters } from '../schema/serialize.js';
 import { checkFields } from '../schema/validate.js';
 import { asId } from '../schema/id.js';
 import type { RequestContext } from '../shard/context.js';
-import { relationIndex } from '../shard/relations.js';
 import type { ShardState } from '../shard/state.js';
 import type { StoredObject } from '../shard/table.js';
 import { catalogKey, RESOURCE_NAMES, type AttributeRecord } from './_attributes.js';
 import { applyFilters } from './_resource.js';
 import { collectFieldError, throwFieldErrors, type FieldErrors } from './_related.js';
 import type { ResourceModel } from './model.js';
-import { removeProtocolsOf } from './protocol.js';
 
 export interface ProtocolTypeRecord extends StoredObject {
   name: string;
@@ -27,9 +25,6 @@ export interface ProtocolTypeRecord extends StoredObject {
   /** Ascending: the output order of `required_attributes` (gaps.md §17). */
   requiredAttributeIds: number[];
 }
-
-/** Relation: attribute id → the ProtocolTypes requiring it. */
-export const PROTOCOLTYPE_BY_ATTRIBUTE = 'protocoltype.attribute';
 
 export const protocolTypeSchema = defineSchema('Protocol Type', 'API endpoint that allows ProtocolTypes to be viewed or edited.', {
   id: Field.id(),
@@ -114,22 +109,6 @@ function checkName(ctx: RequestContext, name: string, site: number, self: number
   if (other && other.id !== self) throw Errors.validation({ non_field_errors: ['The fields site, name must make a unique set.'] });
 }
 
-/**
- * Removes a deleted attribute from every ProtocolType that required it, each
- * with an Update Change (gaps.md §9.9, §10). Runs before the attribute goes,
- * so each Change's `before` still names it.
- */
-export function dropRequiredAttribute(ctx: RequestContext, attributeId: number): void {
-  const table = ctx.shard.table<ProtocolTypeRecord>('protocoltype');
-  for (const id of ctx.shard.relation(PROTOCOLTYPE_BY_ATTRIBUTE).ids(attributeId)) {
-    const current = table.get(id)!;
-    const next: ProtocolTypeRecord = { ...current, requiredAttributeIds: current.requiredAttributeIds.filter((a) => a !== attributeId) };
-    const before = render(current, ctx.shard);
-    ctx.tx.replace(protocolTypeModel, current, next);
-    ctx.tx.change('Update', protocolTypeModel, next.siteId, next.id, before, render(next, ctx.shard));
-  }
-}
-
 export const protocolTypeModel: ResourceModel<ProtocolTypeRecord, Draft> = {
   kind: 'protocoltype',
   name: 'ProtocolType',
@@ -145,7 +124,10 @@ export const protocolTypeModel: ResourceModel<ProtocolTypeRecord, Draft> = {
     listRoutes: {}, detailRoutes: {},
   },
   naturalKey: { field: 'name', of: (t) => t.name },
-  derived: [relationIndex<ProtocolTypeRecord>(PROTOCOLTYPE_BY_ATTRIBUTE, (t) => t.requiredAttributeIds)],
+  // attribute id → the types requiring it; an attribute's delete takes itself out of them (attribute.ts).
+  relations: { attribute: (t) => t.requiredAttributeIds },
+  // Never protected; its Protocols go first, each with its own Delete Change (gaps.md §9.9, §10).
+  onDelete: [{ kind: 'protocol', via: 'type', policy: 'cascade' }],
   filters: [
     { param: 'name', type: 'string', value: (t) => t.name },
     { param: 'description', type: 'string', value: (t) => t.description },
@@ -201,10 +183,5 @@ export const protocolTypeModel: ResourceModel<ProtocolTypeRecord, Draft> = {
     return next;
   },
 
-  remove(ctx, t) {
-    // Never protected; its Protocols go first, each with its own Delete Change (gaps.md §9.9, §10).
-    removeProtocolsOf(ctx, 'type', t.id);
-    ctx.tx.remove(protocolTypeModel, t);
-    ctx.tx.change('Delete', protocolTypeModel, t.siteId, t.id, render(t, ctx.shard), null);
-  },
+  remove: true,
 };

@@ -14,19 +14,19 @@ import { SchemaWriters } from '../schema/serialize.js';
 import { checkFields, type Method } from '../schema/validate.js';
 import { asId, parseId } from '../schema/id.js';
 import type { RequestContext } from '../shard/context.js';
-import { relationIndex } from '../shard/relations.js';
 import type { ShardState } from '../shard/state.js';
 import type { StoredObject } from '../shard/table.js';
 import type { Kind } from '../store/kinds.js';
-import { attributeValuesIndex, resolveAttributes, valueIdsFor, type AttributeCarrier, type AttributeRecord, type Attrs } from './_attributes.js';
+import {
+  attributesField, attributeValuesIndex, resolveAttributes, valueIdsFor, type AttributeCarrier, type AttributeRecord, type Attrs,
+} from './_attributes.js';
+import type { CircuitRecord } from './_circuits.js';
+import { slugOf, type InterfaceRecord } from './_interfaces.js';
 import { collectFieldError, resolveRelated, throwFieldErrors, type FieldErrors } from './_related.js';
 import { resourceList, setQueryRoute } from './_resource.js';
-import { attributesField } from './_fields.js';
-import { deviceModel, type DeviceRecord } from './device.js';
-import { interfaceModel, slugOf, type InterfaceRecord } from './interface.js';
-import { circuitModel, type CircuitRecord } from './circuit.js';
+import type { DeviceRecord } from './device.js';
 import type { ResourceModel } from './model.js';
-import { protocolTypeModel, type ProtocolTypeRecord } from './protocol-type.js';
+import type { ProtocolTypeRecord } from './protocol-type.js';
 
 export interface ProtocolRecord extends AttributeCarrier {
   typeId: number;
@@ -36,13 +36,6 @@ export interface ProtocolRecord extends AttributeCarrier {
   description: string;
   authString: string;
 }
-
-/** Relations: owner id → the Protocols bound to it. */
-export const PROTOCOL_BY_DEVICE = 'protocol.device';
-export const PROTOCOL_BY_INTERFACE = 'protocol.interface';
-export const PROTOCOL_BY_CIRCUIT = 'protocol.circuit';
-export const PROTOCOL_BY_TYPE = 'protocol.type';
-const RELATION = { device: PROTOCOL_BY_DEVICE, interface: PROTOCOL_BY_INTERFACE, circuit: PROTOCOL_BY_CIRCUIT, type: PROTOCOL_BY_TYPE } as const;
 
 export const protocolSchema = defineSchema('Protocol', 'API endpoint that allows Protocols to be viewed or edited.', {
   id: Field.id(),
@@ -98,7 +91,7 @@ function lookupType(ctx: RequestContext, raw: unknown, site: number | null): Sto
     if (t) return t;
     if (ctx.shard.index.get('protocoltype', id) >= 0) return { id, siteId: -1 };
   }
-  return resolveRelated(ctx, protocolTypeModel, 'type', raw, site);
+  return resolveRelated(ctx, ctx.shard.model('protocoltype'), 'type', raw, site);
 }
 
 function lookupOptional<R extends StoredObject>(ctx: RequestContext, model: ResourceModel<R>, field: string, raw: unknown, site: number | null): R | null {
@@ -125,9 +118,9 @@ function parse(ctx: RequestContext, body: Record<string, unknown>, method: Metho
   }
   const lookups: [string, (raw: unknown) => void][] = [
     ['type', (raw) => { draft.type = lookupType(ctx, raw, site); }],
-    ['device', (raw) => { draft.device = resolveRelated(ctx, deviceModel, 'device', raw, site); }],
-    ['interface', (raw) => { draft.interface = lookupOptional(ctx, interfaceModel, 'interface', raw, site); }],
-    ['circuit', (raw) => { draft.circuit = lookupOptional(ctx, circuitModel, 'circuit', raw, site); }],
+    ['device', (raw) => { draft.device = resolveRelated(ctx, ctx.shard.model('device'), 'device', raw, site); }],
+    ['interface', (raw) => { draft.interface = lookupOptional(ctx, ctx.shard.model('interface'), 'interface', raw, site); }],
+    ['circuit', (raw) => { draft.circuit = lookupOptional(ctx, ctx.shard.model('circuit'), 'circuit', raw, site); }],
   ];
   for (const [field, lookup] of lookups) {
     if (values[field] === undefined || field in errors) continue;
@@ -184,18 +177,6 @@ function attributesFor(ctx: RequestContext, site: number, v: Draft, type: Protoc
   return current.attributes;
 }
 
-/**
- * Removes every Protocol bound to a device, interface, circuit or type, in
- * ascending id order, each with a Delete Change: the cascades of gaps.md §9.9.
- */
-export function removeProtocolsOf(ctx: RequestContext, by: 'device' | 'interface' | 'circuit' | 'type', id: number): void {
-  const table = ctx.shard.table<ProtocolRecord>('protocol');
-  for (const pid of ctx.shard.relation(RELATION[by]).ids(id)) {
-    const p = table.get(pid);
-    if (p) protocolModel.remove!(ctx, p);
-  }
-}
-
 // ---- filters (gaps.md §7.4): an id, or the related object's natural key ----
 
 function relatedFilter(param: string, kind: Kind, idOf: (p: ProtocolRecord) => number | null): FilterSpec<ProtocolRecord> {
@@ -228,13 +209,9 @@ export const protocolModel: ResourceModel<ProtocolRecord, Draft> = {
     list: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'], detail: ['GET', 'PUT', 'PATCH', 'DELETE'],
     listRoutes: { query: ['GET'] }, detailRoutes: {},
   },
-  derived: [
-    attributeValuesIndex('protocol'),
-    relationIndex<ProtocolRecord>(PROTOCOL_BY_DEVICE, (p) => p.deviceId),
-    relationIndex<ProtocolRecord>(PROTOCOL_BY_INTERFACE, (p) => p.interfaceId),
-    relationIndex<ProtocolRecord>(PROTOCOL_BY_CIRCUIT, (p) => p.circuitId),
-    relationIndex<ProtocolRecord>(PROTOCOL_BY_TYPE, (p) => p.typeId),
-  ],
+  derived: [attributeValuesIndex('protocol')],
+  // What a Protocol is bound to; deleting any of them deletes it (their onDelete cascades).
+  relations: { device: (p) => p.deviceId, interface: (p) => p.interfaceId, circuit: (p) => p.circuitId, type: (p) => p.typeId },
   filters: [
     relatedFilter('device', 'device', (p) => p.deviceId),
     relatedFilter('type', 'protocoltype', (p) => p.typeId),
@@ -276,8 +253,5 @@ export const protocolModel: ResourceModel<ProtocolRecord, Draft> = {
     return next;
   },
 
-  remove(ctx, p) {
-    ctx.tx.remove(protocolModel, p);
-    ctx.tx.change('Delete', protocolModel, p.siteId, p.id, render(p, ctx.shard), null);
-  },
+  remove: true,
 };

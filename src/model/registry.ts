@@ -3,12 +3,11 @@
  * here. Routes, shard dispatch and persistence all follow from this list.
  */
 import { PERMISSION_TYPES } from '../auth/permissions.js';
-import { CHANGE_KINDS } from '../shard/changelog.js';
+import { CHANGE_KINDS } from '../store/change-names.js';
 import { MODEL_NAMES, type Kind } from '../store/kinds.js';
 import { ATTRIBUTE_KINDS } from './_attributes.js';
 import type { ResourceModel } from './model.js';
 import { siteModel } from './site.js';
-import { claimSiteName } from './site-directory.js';
 import { changeModel } from './change.js';
 import { attributeModel } from './attribute.js';
 import { valueModel } from './value.js';
@@ -18,9 +17,6 @@ import { interfaceModel } from './interface.js';
 import { circuitModel } from './circuit.js';
 import { protocolTypeModel } from './protocol-type.js';
 import { protocolModel } from './protocol.js';
-
-// Site names are unique across shards: the main thread claims them (site-directory.ts).
-siteModel.beforeForward = claimSiteName;
 
 /** In load order: a kind's derived indexes may consult kinds listed before it. */
 export const MODELS: ResourceModel<any, any>[] = [siteModel, attributeModel, deviceModel, networkModel, interfaceModel, circuitModel, protocolTypeModel, protocolModel, valueModel, changeModel];

@@ -6,7 +6,7 @@
  */
 import type { Store } from '../store/lmdb.js';
 import type { MainHook } from './model.js';
-import { duplicateName, siteCreateCheck } from './site.js';
+import { duplicateName, siteCreateCheck } from './_site.js';
 import type { DirectoryUpdate } from '../shard/protocol.js';
 
 export class SiteDirectory {

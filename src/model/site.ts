@@ -4,27 +4,22 @@
  * across all sites, which the main thread enforces (it sees every shard).
  */
 import { demandSuperuser } from '../auth/permissions.js';
-import { Errors } from '../errors.js';
-import { defineSchema, Field } from '../schema/fields.js';
 import { SchemaWriters } from '../schema/serialize.js';
-import { requireObject, validateFields } from '../schema/validate.js';
-import type { Principal } from '../shard/protocol.js';
+import { validateFields } from '../schema/validate.js';
 import type { SiteRecord } from '../shard/context.js';
 import type { ShardState } from '../shard/state.js';
-import type { ResourceModel } from './model.js';
-import { MODEL_NAMES } from '../store/kinds.js';
+import type { DeleteRule, ResourceModel } from './model.js';
+import type { Kind } from '../store/kinds.js';
+import { duplicateName, renderSite as render, siteSchema } from './_site.js';
+import { claimSiteName } from './site-directory.js';
 
-export const siteSchema = defineSchema('Site', 'API endpoint that allows Sites to be viewed or edited.', {
-  id: Field.id(),
-  name: Field.string({ maxLength: 255, requiredOn: ['POST', 'PUT'], help: 'The name of the Site.' }),
-  // No length limit: gaps.md §19 gives none (the reference field is a TextField), unlike the ≤255 descriptions elsewhere.
-  description: Field.string({ allowBlank: true, help: 'A helpful description for the Site.' }),
-});
+function* idsInSite(shard: ShardState, kind: Kind, site: number): Iterable<number> {
+  for (const r of shard.table(kind).inSite(site)) yield r.id;
+}
 
-/** What blocks deleting a site, checked in this order (gaps.md §9.9). */
-const SITE_GUARDS = ['attribute', 'circuit', 'device', 'interface', 'network', 'protocol', 'protocoltype', 'value'] as const;
-
-export const render = (s: SiteRecord) => ({ id: s.id, name: s.name, description: s.description });
+/** Whatever a site holds blocks its delete, checked in this order (gaps.md §9.9). */
+const SITE_GUARDS: DeleteRule<SiteRecord>[] = (['attribute', 'circuit', 'device', 'interface', 'network', 'protocol', 'protocoltype', 'value'] as const)
+  .map((kind) => ({ kind, via: (shard, s) => idsInSite(shard, kind, s.id), policy: 'protect', field: 'site' }));
 
 export const siteModel: ResourceModel<SiteRecord> = {
   kind: 'site',
@@ -41,7 +36,10 @@ export const siteModel: ResourceModel<SiteRecord> = {
     list: ['GET', 'POST'], detail: ['GET', 'PUT', 'PATCH', 'DELETE'],
     listRoutes: {}, detailRoutes: {},
   },
+  // Site names are unique across shards: the main thread claims them (site-directory.ts).
+  beforeForward: claimSiteName,
   render,
+  onDelete: SITE_GUARDS,
 
   list(ctx) {
     const name = ctx.query.string('name');
@@ -83,23 +81,12 @@ export const siteModel: ResourceModel<SiteRecord> = {
   },
 
   remove(ctx, site) {
-    for (const kind of SITE_GUARDS) {
-      if (ctx.shard.table(kind).countInSite(site.id) > 0) throw Errors.protectedReference('Site', `${MODEL_NAMES[kind]}.site`);
-    }
     // The site's Changes go with it, this Delete included (gaps.md §9.9).
     ctx.tx.dropChanges(site.id);
     ctx.tx.remove(siteModel, site);
     ctx.directory.deleteSites = [site.id];
   },
 };
-
-export const duplicateName = () => Errors.field('name', 'site with this name already exists.');
-
-/** Who may create a site and with what: checked before the main thread spends an id on it. */
-export function siteCreateCheck(principal: Principal, body: unknown): Record<string, unknown> {
-  demandSuperuser(principal);
-  return validateFields(siteSchema, requireObject(body), 'POST');
-}
 
 function* filter<T>(items: Iterable<T>, keep: (t: T) => boolean): Iterable<T> {
   for (const t of items) if (keep(t)) yield t;

@@ -20,13 +20,6 @@
  * | newest-first walk      | O(rows visited) (+ one O(k log k) sort of k out-of-order loaded rows) |
  * | drop a site            | O(n) (site deletes are rare) |
  */
-import { namesOf } from '../store/kinds.js';
-
-export const EVENTS = ['Create', 'Update', 'Delete'] as const;
-export type ChangeEvent = (typeof EVENTS)[number];
-/** The kinds whose writes record Changes, in the order OPTIONS lists their `resource_name` choices. */
-export const CHANGE_KINDS = ['site', 'network', 'attribute', 'device', 'interface', 'circuit', 'protocol', 'protocoltype'] as const;
-export const CHANGE_RESOURCES = namesOf(CHANGE_KINDS);
 
 export interface ChangeRow { id: number; siteId: number; at: number; event: number; resource: number; resourceId: number }
 

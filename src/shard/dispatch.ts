@@ -11,33 +11,17 @@ import { isAllowed } from '../auth/permissions.js';
 import type { ResourceModel, RouteResult } from '../model/model.js';
 import { modelByCollection } from '../model/registry.js';
 import type { Method } from '../schema/validate.js';
-import { parseId } from '../schema/id.js';
-import { byNaturalKey, naturalKeyMatches } from './natural-key.js';
+import { naturalKeyMatches } from './natural-key.js';
 import { createMany, createOne, deleteMany, deleteOne, updateMany, updateOne } from './writes.js';
+import { lookup } from './lookup.js';
 import { RequestContext } from './context.js';
 import type { DirectoryUpdate, ShardReply, ShardRequest } from './protocol.js';
 import { listBody, objectBody } from './render.js';
 import { resetUserRegexBudget } from '../query/user-regex.js';
 import type { ShardState } from './state.js';
 import { CommitGroup } from './transaction.js';
-import type { StoredObject } from './table.js';
 
 type Reply = Omit<ShardReply, 'seq'>;
-
-/** The object a detail URL names: by id, else by natural key (in the URL's site, or ambiguous across sites). */
-export function lookup(ctx: RequestContext, model: ResourceModel<any>, key: string): StoredObject {
-  const site = ctx.urlSite;
-  const notFound = () => Errors.noSuch(model.name, ctx.req.siteText ?? site, key);
-  const id = parseId(key);
-  if (id !== undefined) {
-    const r = model.find ? model.find(ctx, id) : ctx.shard.table(model.kind).get(id);
-    if (!r || (site !== null && r.siteId !== site)) throw notFound();
-    return r;
-  }
-  const r = byNaturalKey(ctx.shard, model, key, site, () => Errors.multipleMatched(model.plural, model.naturalKey!.field, key));
-  if (!r) throw notFound();
-  return r;
-}
 
 function fromResult(ctx: RequestContext, result: RouteResult): Reply {
   switch (result.kind) {

@@ -1,9 +1,10 @@
 /**
  * Relation: a one-to-many index from an owner id to the ids of the records
  * that point at it (a device's interfaces, an interface's children, the
- * protocols bound to a circuit…). Models keep one up to date through
- * `relationIndex`, a DerivedIndex, so the Transaction maintains and undoes it
- * with the records and the loader rebuilds it.
+ * protocols bound to a circuit…). Models declare theirs as data
+ * (ResourceModel.relations); `indexesOf` turns each into a DerivedIndex, so
+ * the Transaction maintains and undoes it with the records and the loader
+ * rebuilds it.
  *
  * | operation            | cost |
  * |----------------------|------|
@@ -11,7 +12,8 @@
  * | has any              | O(1) |
  * | ids of an owner      | O(k log k), k its referrers, ascending |
  */
-import type { DerivedIndex } from '../model/model.js';
+import type { DerivedIndex, ResourceModel } from '../model/model.js';
+import type { Kind } from '../store/kinds.js';
 import type { StoredObject } from './table.js';
 
 export class Relation {
@@ -53,4 +55,20 @@ export function relationIndex<R extends StoredObject>(name: string, ownersOf: (r
     add(shard, r) { const rel = shard.relation(name); each(r, (owner) => rel.add(owner, r.id)); },
     remove(shard, r) { const rel = shard.relation(name); each(r, (owner) => rel.remove(owner, r.id)); },
   };
+}
+
+/** The shard's name of the relation `name` declared by `kind`: `interface.device`. */
+export const relationName = (kind: Kind, name: string): string => `${kind}.${name}`;
+
+const indexes = new WeakMap<ResourceModel<any, any>, DerivedIndex<any>[]>();
+
+/** Everything derived from a model's records: its `derived` indexes, then one per declared relation. */
+export function indexesOf<R extends StoredObject>(model: ResourceModel<R, any>): DerivedIndex<R>[] {
+  let out = indexes.get(model);
+  if (!out) {
+    out = [...model.derived ?? []];
+    for (const [name, owners] of Object.entries(model.relations ?? {})) out.push(relationIndex(relationName(model.kind, name), owners));
+    indexes.set(model, out);
+  }
+  return out;
 }

@@ -11,9 +11,10 @@ import { MODELS, modelByKind } from '../model/registry.js';
 import { AttributeIndex } from '../query/attribute-index.js';
 import { RadixTree } from '../ip/radix-tree.js';
 import { ValueOwners } from './value-owners.js';
-import { ChangeLog, CHANGE_RESOURCES, EVENTS, type ChangeRow } from './changelog.js';
+import { ChangeLog, type ChangeRow } from './changelog.js';
+import { CHANGE_RESOURCES, EVENTS } from '../store/change-names.js';
 import { ObjectTable, type StoredObject } from './table.js';
-import { Relation } from './relations.js';
+import { indexesOf, Relation } from './relations.js';
 
 export class ShardState {
   readonly ids: IdCounters;
@@ -75,6 +76,12 @@ export class ShardState {
     this.relations = new Map();
   }
 
+  /**
+   * The model of a kind. Models reach each other through this at run time
+   * rather than by importing each other's modules.
+   */
+  model(kind: Kind): ResourceModel<any, any> { return modelByKind(kind); }
+
   /** The relation index `name` (see relations.ts), created on first use. */
   relation(name: string): Relation {
     let r = this.relations.get(name);
@@ -112,7 +119,7 @@ export class ShardState {
       const table = this.table(model.kind);
       for (const r of records) {
         table.insert(r);
-        for (const d of model.derived ?? []) d.add(this, r);
+        for (const d of indexesOf(model)) d.add(this, r);
         this.index.set(model.kind, r.id, this.shardIndex);
       }
     }

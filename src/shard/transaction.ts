@@ -12,8 +12,9 @@ import type { ResourceModel } from '../model/model.js';
 import type { Principal } from './protocol.js';
 import type { ShardState } from './state.js';
 import type { StoredObject } from './table.js';
-import { CHANGE_RESOURCES, EVENTS, type ChangeEvent } from './changelog.js';
+import { CHANGE_RESOURCES, EVENTS, type ChangeEvent } from '../store/change-names.js';
 import { resourceDiff } from './diff.js';
+import { indexesOf } from './relations.js';
 
 /**
  * Whether a Create's or Delete's diff can be rebuilt from the resource's JSON
@@ -61,11 +62,11 @@ export class Transaction {
   insert<R extends StoredObject>(model: ResourceModel<R>, r: R): void {
     const table = this.shard.table<R>(model.kind);
     table.insert(r);
-    for (const d of model.derived ?? []) d.add(this.shard, r);
+    for (const d of indexesOf(model)) d.add(this.shard, r);
     this.noteId(model.kind, r.id);
     this.shard.index.set(model.kind, r.id, this.shard.shardIndex);
     this.undo.push(() => {
-      for (const d of model.derived ?? []) d.remove(this.shard, r);
+      for (const d of indexesOf(model)) d.remove(this.shard, r);
       table.remove(r);
       this.shard.index.clear(model.kind, r.id);
     });
@@ -74,25 +75,25 @@ export class Transaction {
 
   replace<R extends StoredObject>(model: ResourceModel<R>, before: R, after: R): void {
     const table = this.shard.table<R>(model.kind);
-    for (const d of model.derived ?? []) d.remove(this.shard, before);
+    for (const d of indexesOf(model)) d.remove(this.shard, before);
     table.replace(before, after);
-    for (const d of model.derived ?? []) d.add(this.shard, after);
+    for (const d of indexesOf(model)) d.add(this.shard, after);
     this.undo.push(() => {
-      for (const d of model.derived ?? []) d.remove(this.shard, after);
+      for (const d of indexesOf(model)) d.remove(this.shard, after);
       table.replace(after, before);
-      for (const d of model.derived ?? []) d.add(this.shard, before);
+      for (const d of indexesOf(model)) d.add(this.shard, before);
     });
     this.put(model, after, after);
   }
 
   remove<R extends StoredObject>(model: ResourceModel<R>, r: R): void {
     const table = this.shard.table<R>(model.kind);
-    for (const d of model.derived ?? []) d.remove(this.shard, r);
+    for (const d of indexesOf(model)) d.remove(this.shard, r);
     table.remove(r);
     this.shard.index.clear(model.kind, r.id);
     this.undo.push(() => {
       table.insert(r);
-      for (const d of model.derived ?? []) d.add(this.shard, r);
+      for (const d of indexesOf(model)) d.add(this.shard, r);
       this.shard.index.set(model.kind, r.id, this.shard.shardIndex);
     });
     this.put(model, undefined, r);

@@ -10,7 +10,8 @@ import type { ResourceModel } from '../model/model.js';
 import { requireObject, siteIdIn, type Method } from '../schema/validate.js';
 import { asId, NO_ID } from '../schema/id.js';
 import type { RequestContext, SiteRecord } from './context.js';
-import { lookup } from './dispatch.js';
+import { lookup } from './lookup.js';
+import { deleteRecord } from './delete-policies.js';
 import { modelByKind } from '../model/registry.js';
 import { resolveRelated } from '../model/_related.js';
 import type { StoredObject } from './table.js';
@@ -82,7 +83,7 @@ export function updateOne(ctx: RequestContext, model: Model, current: StoredObje
 
 export function deleteOne(ctx: RequestContext, model: Model, r: StoredObject): void {
   if (model.permissionType) demand(ctx.principal, 'delete', model.permissionType, r.siteId);
-  model.remove!(ctx, r);
+  deleteRecord(ctx, model, r);
 }
 
 /** Runs `fn` per item; an item's error becomes `{"<index>": <its message>}`. */
@@ -156,7 +157,7 @@ export function deleteMany(ctx: RequestContext, model: Model, raw: unknown): voi
   const batch = new Set(ids);
   for (const r of targets) {
     const current = ctx.shard.table(model.kind).get(r.id);
-    if (current) model.remove!(ctx, current, batch); // already gone: removed by an earlier item's cascade
+    if (current) deleteRecord(ctx, model, current, batch); // already gone: removed by an earlier item's cascade
   }
 }
 

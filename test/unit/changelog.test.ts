@@ -4,7 +4,8 @@
  * site, and (change_at, id) order for rows loaded out of time order).
  */
 import { describe, expect, test } from 'vitest';
-import { ChangeLog, CHANGE_RESOURCES, EVENTS, type ChangeRow } from '../../src/shard/changelog.js';
+import { ChangeLog, type ChangeRow } from '../../src/shard/changelog.js';
+import { CHANGE_RESOURCES, EVENTS } from '../../src/store/change-names.js';
 
 const CREATE = EVENTS.indexOf('Create'), UPDATE = EVENTS.indexOf('Update'), DELETE = EVENTS.indexOf('Delete');
 const SITE = CHANGE_RESOURCES.indexOf('Site'), DEVICE = CHANGE_RESOURCES.indexOf('Device');

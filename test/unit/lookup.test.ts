@@ -7,7 +7,7 @@ import type { ResourceModel } from '../../src/model/model.js';
 import { defineSchema, Field } from '../../src/schema/fields.js';
 import { SchemaWriters } from '../../src/schema/serialize.js';
 import { RequestContext } from '../../src/shard/context.js';
-import { lookup } from '../../src/shard/dispatch.js';
+import { lookup } from '../../src/shard/lookup.js';
 import { objectBody } from '../../src/shard/render.js';
 import { ShardState } from '../../src/shard/state.js';
 import type { StoredObject } from '../../src/shard/table.js';

@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'vitest';
 import { kindTableDisagreements, MODELS, modelByKind } from '../../src/model/registry.js';
-import { CHANGE_RESOURCES } from '../../src/shard/changelog.js';
+import { CHANGE_RESOURCES } from '../../src/store/change-names.js';
 import { RESOURCE_NAMES, kindOfResource } from '../../src/model/_attributes.js';
 import { kindOfName, MODEL_NAMES } from '../../src/store/kinds.js';
 

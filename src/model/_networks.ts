@@ -1,0 +1,47 @@
+/**
+ * What address assignment and the network model share: the record, its text
+ * form, and the two network writes an interface's addresses cause (a new
+ * host network, a state change). Depends on no resource module: the network
+ * model is reached through the shard.
+ */
+import { Errors } from '../errors.js';
+import { formatCidr, WIDTH, type Cidr, type IpVersion } from '../ip/address.js';
+import type { RequestContext, SiteRecord } from '../shard/context.js';
+import type { ShardState } from '../shard/state.js';
+import { resolveAttributes, valueIdsFor, type AttributeCarrier, type Attrs } from './_attributes.js';
+
+export const STATES = ['allocated', 'assigned', 'orphaned', 'reserved'] as const;
+export type NetworkState = (typeof STATES)[number];
+
+export interface NetworkRecord extends AttributeCarrier { version: IpVersion; addr: bigint; len: number; state: NetworkState }
+
+export const cidrOf = (n: NetworkRecord): Cidr => ({ version: n.version, addr: n.addr, len: n.len });
+export const cidrText = (shard: ShardState, n: NetworkRecord) => formatCidr(cidrOf(n), shard.config.compressIpv6);
+
+export const duplicateNetwork = () => Errors.validation({ __all__: ['Network with this Site, Ip version, Network Address and Prefix Length already exists.'] });
+
+/** Writes one new network (create, next_* POST, address assignment): base-network rule, uniqueness, attributes, Change. */
+export function insertNetwork(ctx: RequestContext, site: SiteRecord, c: Cidr, state: NetworkState, rawAttributes: unknown): NetworkRecord {
+  const tree = ctx.shard.tree<NetworkRecord>(site.id, c.version);
+  if (c.len === WIDTH[c.version] && !tree.parent(c.addr, c.len)) throw Errors.validation('IP Address needs base network.');
+  if (tree.get(c.addr, c.len)) throw duplicateNetwork();
+  const attributes: Attrs = resolveAttributes(ctx, 'Network', site.id, rawAttributes, null, 'POST');
+  const n: NetworkRecord = {
+    id: ctx.tx.newId('network'), siteId: site.id, version: c.version, addr: c.addr, len: c.len, state, attributes,
+    valueIds: valueIdsFor(ctx.tx, null, attributes),
+  };
+  const model = ctx.shard.model('network');
+  ctx.tx.insert(model, n);
+  ctx.tx.change('Create', model, n.siteId, n.id, null, model.render(n, ctx.shard));
+  return n;
+}
+
+/** A state change made as a side effect (address assignment): an Update Change only when the state really changes (gaps.md §10). */
+export function restate(ctx: RequestContext, n: NetworkRecord, state: NetworkState): NetworkRecord {
+  if (n.state === state) return n;
+  const next: NetworkRecord = { ...n, state };
+  const model = ctx.shard.model('network');
+  ctx.tx.replace(model, n, next);
+  ctx.tx.change('Update', model, n.siteId, n.id, model.render(n, ctx.shard), model.render(next, ctx.shard));
+  return next;
+}
