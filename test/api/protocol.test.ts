@@ -523,7 +523,7 @@ describe('request bodies', () => {
     form.set('name', 'FormData Site');
     const res = await fetch(`${s.base}/api/sites/`, { method: 'POST', body: form, headers: { 'X-Service-Email': ADMIN } });
     expect(res.status).toBe(201);
-    expect((await res.json()).name).toBe('FormData Site');
+    expect(((await res.json()) as { name: string }).name).toBe('FormData Site');
   });
 
   test('form bodies are validated like JSON bodies', async () => {
