@@ -62,9 +62,15 @@ export class UserDirectory {
     this.add(u);
   }
 
-  async create(email: string, superuser: boolean): Promise<UserRecord> {
-    const existing = this.byEmail.get(email) ?? (await this.creating.get(email));
-    if (existing) return existing;
+  /**
+   * Not async, and no await before `creating` is set: the check and the claim happen in one synchronous step, so
+   * requests that reach here in the same turn (in-process ones do; uWS runs microtasks between requests) make one user.
+   */
+  create(email: string, superuser: boolean): Promise<UserRecord> {
+    const existing = this.byEmail.get(email);
+    if (existing) return Promise.resolve(existing);
+    const pending = this.creating.get(email);
+    if (pending) return pending;
     const u: UserRecord = { id: this.nextId(), email, secretKey: newSecretKey(), keyGeneration: 0, superuser, grants: {} };
     const p = this.save(u).then(() => u).finally(() => this.creating.delete(email));
     this.creating.set(email, p);

@@ -1,5 +1,5 @@
 /**
- * Regular expressions from users through the API (issue 15 item 1, gaps.md §6.2):
+ * Regular expressions from users over HTTP (issue 15 item 1, gaps.md §6.2):
  * the two catastrophic-backtracking attacks of the issue (a set-query
  * `_regex` term and an attribute pattern) answer promptly and the shard keeps
  * serving; patterns the linear engine cannot run, and patterns over 1000
@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { Store } from '../../src/store/lmdb.js';
-import { InjectServer as TestServer, type Response } from '../helpers/inject.js';
+import { TestServer, type Response } from '../helpers/server.js';
 import { expectError, fixtures, freshIdent, type Attr, type Device, type Site } from '../helpers/fixtures.js';
 
 let s: TestServer;
