@@ -63,8 +63,8 @@ export class UserDirectory {
   }
 
   /**
-   * Not async, and no await before `creating` is set: the check and the claim happen in one synchronous step, so
-   * requests that reach here in the same turn (in-process ones do; uWS runs microtasks between requests) make one user.
+   * No await between the check and setting `creating`: requests that reach here in the same event-loop turn (inject()
+   * ones do) must find the first one's claim. Over uWS each request's microtasks had run before the next, which hid it.
    */
   create(email: string, superuser: boolean): Promise<UserRecord> {
     const existing = this.byEmail.get(email);
