@@ -1,11 +1,12 @@
 /**
- * One HTTP exchange on uWS: the request facts captured synchronously (uWS
- * request objects die when the handler returns), abort tracking, and the
- * corked response write. Every API response carries Allow and Vary.
+ * One request and its response, whatever carries them. The request facts the
+ * lifecycle reads are plain fields; the response is shaped here (status line,
+ * Content-Type, Allow, Vary, the HTML view, HEAD, the access log) and handed
+ * to the transport's `write` once. Subclasses: the uWS exchange in server.ts
+ * and the in-process one in inject.ts. Every API response carries Allow and Vary.
  */
 import { asApiError, errorEnvelope } from '../errors.js';
 import type { Logger } from '../log.js';
-import type { HttpRequest, HttpResponse } from './uws.js';
 import type { Representation } from './body.js';
 
 const STATUS_TEXT: Record<number, string> = {
@@ -17,7 +18,7 @@ const STATUS_TEXT: Record<number, string> = {
 
 /** `200 OK` and friends, built once per status. */
 const STATUS_LINE = new Map<number, string>();
-const statusLine = (status: number): string => {
+export const statusLine = (status: number): string => {
   let line = STATUS_LINE.get(status);
   if (line === undefined) STATUS_LINE.set(status, (line = `${status} ${STATUS_TEXT[status] ?? ''}`));
   return line;
@@ -27,45 +28,42 @@ const NO_HEADERS: Record<string, string> = Object.freeze({}) as Record<string, s
 
 export type BodyResult = Buffer | 'too-large';
 
-export class Exchange {
+export const EMPTY_BODY = Buffer.alloc(0);
+
+export abstract class Exchange {
   readonly started = performance.now();
-  readonly method: string;
-  readonly path: string;
-  readonly query: string;
-  readonly accept: string;
-  readonly contentType: string;
-  readonly authorization: string;
-  readonly emailHeader: string | undefined;
-  readonly host: string;
-  readonly forwardedFor: string;
-  readonly body: Promise<BodyResult>;
+  /** Case-sensitive as received (RFC 9110 §9.1): `get` is not GET and gets 405 `Method "get" not allowed.`. */
+  abstract readonly method: string;
+  /** The path as sent, without the query; not percent-decoded. */
+  abstract readonly path: string;
+  /** The query string after `?`, as sent, or ''. */
+  abstract readonly query: string;
+  abstract readonly accept: string;
+  abstract readonly contentType: string;
+  abstract readonly authorization: string;
+  /** The user header (config.userAuthHeader): undefined when absent, '' when sent empty. */
+  abstract readonly emailHeader: string | undefined;
+  abstract readonly host: string;
+  abstract readonly forwardedFor: string;
+  abstract readonly body: Promise<BodyResult>;
+  /** The client went away: nothing is written, and the lifecycle stops before the handler. */
   aborted = false;
   allow = '';
   representation: Representation = 'json';
   private done = false;
 
-  constructor(private readonly res: HttpResponse, req: HttpRequest, emailHeaderName: string, maxBody: number, private readonly log: Logger) {
-    // Method tokens are case-sensitive (RFC 9110 §9.1): `get` is not GET and gets 405 `Method "get" not allowed.`.
-    // uWS 20.30 itself closes the connection for any token other than the nine upper-case methods (native-notes.md).
-    this.method = req.getCaseSensitiveMethod();
-    this.path = req.getUrl();
-    this.query = req.getQuery() ?? '';
-    this.accept = req.getHeader('accept');
-    this.contentType = req.getHeader('content-type');
-    this.authorization = req.getHeader('authorization');
-    const email = req.getHeader(emailHeaderName);
-    this.emailHeader = email === '' && !hasHeader(req, emailHeaderName) ? undefined : email;
-    this.host = req.getHeader('host') || 'localhost';
-    this.forwardedFor = req.getHeader('x-forwarded-for');
-    const length = req.getHeader('content-length');
-    const chunked = req.getHeader('transfer-encoding') !== '';
-    let settle: (b: BodyResult) => void = () => undefined;
-    this.body = (length !== '' && length !== '0') || chunked
-      ? new Promise<BodyResult>((resolve) => { settle = resolve; readBody(res, maxBody, Number(length) || 0, resolve); })
-      : Promise.resolve(EMPTY);
-    // A client that goes away mid-body must not leave its request waiting forever.
-    res.onAborted(() => { this.aborted = true; settle(EMPTY); });
-  }
+  constructor(protected readonly log: Logger) {}
+
+  /**
+   * Hands the response to the transport, at most once and never after an abort. It writes, in this order: the
+   * status, `type` as Content-Type unless null, `allow` as Allow unless empty, `Vary: Accept`, then `headers`.
+   * `head`: Content-Length of `payload` but no body. Positional, so the hot path allocates nothing for it.
+   */
+  protected abstract write(status: number, type: string | null, allow: string, headers: Record<string, string>,
+    payload: string, head: boolean, closeConnection: boolean): void;
+
+  /** The peer's address for the access log; read before `write` (a uWS response is unusable once ended). */
+  protected abstract remoteAddress(): string;
 
   get fullPath(): string { return this.query ? `${this.path}?${this.query}` : this.path; }
 
@@ -73,25 +71,13 @@ export class Exchange {
     if (this.done) return;
     this.done = true;
     if (this.aborted) return;
-    const isHead = this.method === 'HEAD';
     let payload = body;
     let type = 'application/json';
     if (this.representation === 'html' && status !== 204) { payload = htmlView(this.fullPath, status, body); type = 'text/html; charset=utf-8'; }
-    // The response object is unusable once ended: read the peer address first.
     const logged = this.log.enabled('info');
-    const remote = logged ? Buffer.from(this.res.getRemoteAddressAsText()).toString() : '';
-    const res = this.res;
-    res.cork(() => {
-      res.writeStatus(statusLine(status));
-      if (status !== 204 && !('Content-Type' in headers)) res.writeHeader('Content-Type', type);
-      if (this.allow && !('Allow' in headers)) res.writeHeader('Allow', this.allow);
-      res.writeHeader('Vary', 'Accept');
-      for (const k in headers) res.writeHeader(k, headers[k]);
-      // uWS 20.30's endWithoutBody(length) leaves a keep-alive connection unusable; an explicit
-      // Content-Length header with endWithoutBody() does not.
-      if (isHead) { res.writeHeader('Content-Length', String(Buffer.byteLength(payload))); res.endWithoutBody(); }
-      else res.end(payload, closeConnection);
-    });
+    const remote = logged ? this.remoteAddress() : '';
+    this.write(status, status !== 204 && !('Content-Type' in headers) ? type : null, this.allow && !('Allow' in headers) ? this.allow : '',
+      headers, payload, this.method === 'HEAD', closeConnection);
     if (logged) {
       const from = this.forwardedFor ? `${remote}, ${this.forwardedFor}` : remote;
       this.log.info(`${status} ${this.method} ${this.fullPath} (${from}) ${(performance.now() - this.started).toFixed(1)}ms`);
@@ -107,29 +93,6 @@ export class Exchange {
     const e = asApiError(err, this.log, `on ${this.method} ${this.path}`);
     this.send(e.status, errorEnvelope(e), e.headers, closeConnection);
   }
-}
-
-const EMPTY = Buffer.alloc(0);
-
-function hasHeader(req: HttpRequest, name: string): boolean {
-  let found = false;
-  req.forEach((k) => { if (k === name) found = true; });
-  return found;
-}
-
-/** Collects the body, copying each chunk (uWS reuses its buffer after the callback). */
-function readBody(res: HttpResponse, max: number, declared: number, resolve: (b: BodyResult) => void): void {
-  if (declared > max) { resolve('too-large'); res.onData(() => undefined); return; }
-  const chunks: Buffer[] = [];
-  let size = 0;
-  let over = false;
-  res.onData((chunk, isLast) => {
-    if (over) return;
-    size += chunk.byteLength;
-    if (size > max) { over = true; resolve('too-large'); return; }
-    chunks.push(Buffer.from(new Uint8Array(chunk)));
-    if (isLast) resolve(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks));
-  });
 }
 
 function escapeHtml(s: string): string {

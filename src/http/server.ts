@@ -1,199 +1,117 @@
 /**
- * The front end: uWebSockets.js on the main thread. Each request runs this
- * lifecycle, in the order of gaps.md §1.6:
- *
- *   route → authenticate (401) → unknown route (404) → method (405)
- *   → Accept (406) → body size / type / parse (413/415/400)
- *   → handler: users and auth here, resources on their shard → response
+ * The uWebSockets.js front end on the main thread: listens, reads each uWS
+ * request into an `Exchange` (the request facts are captured synchronously,
+ * since uWS request objects die when the handler returns), reads the body
+ * within the size limit, tracks aborts, and writes the response corked. What
+ * a request means is the lifecycle's business (app.ts).
  */
 import type { Config } from '../config.js';
-import { Errors } from '../errors.js';
 import type { Logger } from '../log.js';
-import { Authenticator } from '../auth/authenticate.js';
-import { loadServerKey, TokenSigner } from '../auth/secrets.js';
-import { MODELS, modelByCollection } from '../model/registry.js';
-import { SiteDirectory } from '../model/site-directory.js';
-import { UserDirectory, userRoutes, userSchema, type UserRecord } from '../model/user.js';
-import type { HttpMethod } from '../model/model.js';
-import { optionsBody } from '../schema/describe.js';
-import { QueryParams } from '../query/params.js';
-import { isAllowed } from '../auth/permissions.js';
-import { ShardPool } from '../shard/pool.js';
-import { createSharedIdState, IdCounters } from '../store/ids.js';
-import { secureDataDir } from '../store/data-dir.js';
-import { Store } from '../store/lmdb.js';
-import { isJsonBody, negotiate, parseBody } from './body.js';
-import { countListItems, mayExceed } from './list-items.js';
-import { Forwarder, type Forwarded } from './forward.js';
-import { Exchange } from './respond.js';
-import { allowHeader, Router, type RouteMatch } from './router.js';
-import { loadUws, type us_listen_socket } from './uws.js';
-import { docsPage, openApiDocument } from './docs.js';
-
-const INDEX_ORDER = ['sites', 'attributes', 'changes', 'circuits', 'devices', 'interfaces', 'networks', 'protocols', 'protocol_types', 'users', 'values'];
+import { App } from './app.js';
+import { EMPTY_BODY, Exchange, statusLine, type BodyResult } from './respond.js';
+import { loadUws, type HttpRequest, type HttpResponse, type us_listen_socket } from './uws.js';
 
 export interface RunningServer { port: number; close(): Promise<void> }
 
 export async function startServer(config: Config, log: Logger): Promise<RunningServer> {
   const uws = loadUws();
-  // Before anything opens a file there: the store and the server key are secrets.
-  secureDataDir(config.dataDir, (line) => log.warn(line));
-  const store = new Store(config.dataDir);
-  const shared = createSharedIdState(store.highWaterMarks());
-  const ids = new IdCounters(shared);
-  const sites = new SiteDirectory(store);
-  const users = new UserDirectory(store, sites, () => ids.next('user'));
-  const auth = new Authenticator(users, new TokenSigner(loadServerKey(config.dataDir), config.authTokenExpiry), config);
-  const pool = await ShardPool.start(config, shared, {
-    report: (message) => { log.error(message); log.flush(); },
-    // A replaced shard may have committed site writes it never answered: the directory rereads them.
-    onRestarted: (shard) => sites.reload(store, (site) => pool.shardOfSite(site) === shard),
-  });
-  const forwarder = new Forwarder(pool);
-  const router = new Router([...MODELS.map((m) => ({ collection: m.collection, routes: m.routes })), { collection: 'users', routes: userRoutes }]);
-
-  // Most clients send one of a few Accept headers; the parse is cached unless ?format= may apply.
-  const negotiations = new Map<string, ReturnType<typeof negotiate>>();
-  const negotiateCached = (accept: string, query: string) => {
-    if (query.includes('format')) return negotiate(accept, query);
-    let n = negotiations.get(accept);
-    if (n === undefined) { n = negotiate(accept); if (negotiations.size < 256) negotiations.set(accept, n); }
-    return n;
-  };
-
-  const methodsOf = (m: RouteMatch): HttpMethod[] =>
-    m.kind === 'index' ? ['GET'] : m.kind === 'resource' ? m.methods : ['POST'];
-
-  async function lifecycle(x: Exchange): Promise<void> {
-    if (x.path === '/docs' || x.path.startsWith('/docs/')) return serveDocs(x);
-    const match = router.match(x.path);
-    const method = x.method === 'HEAD' ? 'GET' : x.method;
-    const methods = match ? methodsOf(match) : [];
-    if (match) x.allow = allowHeader(methods);
-    // Public: GET /api/ and /api/authenticate/ (so a wrong method there is a 405); OPTIONS needs credentials.
-    const isPublic = (match?.kind === 'index' && method === 'GET') || (match?.kind === 'authenticate' && method !== 'OPTIONS');
-    const user = isPublic ? null : await auth.authenticate({ authorization: x.authorization, email: x.emailHeader }, match?.kind === 'verify_token');
-    if (!match) throw Errors.endpointNotFound();
-    if (method !== 'OPTIONS' && !methods.includes(method as HttpMethod)) throw Errors.methodNotAllowed(x.method, x.allow);
-    const accepted = negotiateCached(x.accept, x.query);
-    if (!accepted) throw Errors.notAcceptable();
-    x.representation = accepted.representation;
-    const raw = await x.body;
-    if (raw === 'too-large') return x.fail(Errors.bodyTooLarge(), true);
-    if (mayExceed(raw, config.maxBulkItems) && isJsonBody(x.contentType)) {
-      const items = countListItems(raw);
-      if (items > config.maxBulkItems) throw Errors.bulkTooLarge(config.maxBulkItems, items);
-    }
-    const body = raw.length > 0 ? parseBody(raw, x.contentType) : undefined;
-    if (x.aborted) return;
-
-    if (method === 'OPTIONS') return x.send(200, await options(match, user));
-    switch (match.kind) {
-      case 'index': return x.send(200, indexBody(x));
-      case 'authenticate': return x.send(200, wrap(accepted.version, JSON.stringify(auth.login(body))));
-      case 'verify_token': return x.send(200, wrap(accepted.version, 'true'));
-      case 'resource': {
-        const reply = match.collection === 'users'
-          ? await usersRoute(match, user!, x, body)
-          : await resourceRoute(match, user!, x, body);
-        return x.send(reply.status, reply.body, reply.headers);
-      }
-    }
-  }
-
-  function wrap(version: string, payload: string): string {
-    return version === '1.0' ? payload : `{"status":"ok","data":${payload}}`;
-  }
-
-  function indexBody(x: Exchange): string {
-    const out: Record<string, string> = {};
-    for (const c of INDEX_ORDER) out[c] = `http://${x.host}/api/${c}/`;
-    return JSON.stringify(out);
-  }
-
-  async function usersRoute(match: Extract<RouteMatch, { kind: 'resource' }>, user: UserRecord, x: Exchange, body: unknown): Promise<Forwarded> {
-    const q = new QueryParams(x.query);
-    const method = x.method;
-    const link = { scheme: 'http', host: x.host, path: x.path };
-    if (match.target === 'list') return method === 'POST' ? users.post(user, (body === undefined ? {} : body)) : users.list(q, link);
-    if (match.target === 'detail-route') return users.rotate(user, match.key!);
-    return method === 'PATCH' ? users.patch(user, match.key!, (body === undefined ? {} : body)) : users.detail(user, match.key!, q);
-  }
-
-  async function resourceRoute(match: Extract<RouteMatch, { kind: 'resource' }>, user: UserRecord, x: Exchange, body: unknown): Promise<Forwarded> {
-    const model = modelByCollection(match.collection)!;
-    const link = { scheme: 'http', host: x.host, path: x.path };
-    const input = { match, model, method: x.method, query: x.query, body: (body === undefined ? {} : body), principal: users.principal(user), link };
-    const hook = model.beforeForward?.({ target: match.target, method: x.method, key: match.key, body: input.body, principal: input.principal }, { ids, sites });
-    if (!hook) return applyDirectory(await forwarder.forward(input));
-    try {
-      return applyDirectory(await forwarder.forward({ ...input, siteClaim: hook.claim }));
-    } finally {
-      hook.done();
-    }
-  }
-
-  function applyDirectory(reply: Forwarded): Forwarded {
-    sites.apply(reply.directory);
-    return reply;
-  }
-
-  async function options(match: RouteMatch, user: UserRecord | null): Promise<string> {
-    if (match.kind !== 'resource') {
-      const name = match.kind === 'index' ? 'Api Root' : match.kind === 'authenticate' ? 'Authenticate' : 'Verify Token';
-      return JSON.stringify({ name, description: '', renders: ['application/json', 'text/html'], parses: ['application/json', 'application/x-www-form-urlencoded', 'multipart/form-data'] });
-    }
-    const list = match.target === 'list';
-    const principal = users.principal(user!);
-    if (match.collection === 'users') {
-      return optionsBody(userSchema, list, { POST: list && principal.superuser });
-    }
-    const model = modelByCollection(match.collection)!;
-    const actions: { POST?: boolean; PUT?: boolean } = {};
-    const type = model.permissionType;
-    if (list && type) {
-      actions.POST = match.methods.includes('POST') && (model.kind === 'site' ? principal.superuser : principal.superuser || (match.site !== null && isAllowed(principal, 'add', type, match.site)));
-      actions.PUT = match.methods.includes('PUT') && actions.POST;
-    }
-    if (match.target === 'detail' && type && match.methods.includes('PUT')) {
-      const permits = await forwarder.forward({ match, model, method: 'GET', query: '', body: undefined, principal, link: { scheme: 'http', host: '', path: '' }, op: 'permits' })
-        .then((r) => r.status === 200 && r.body === 'true', () => false);
-      actions.PUT = permits;
-    }
-    return optionsBody(model.schema, list, actions);
-  }
-
-  function serveDocs(x: Exchange): void {
-    x.allow = 'GET, HEAD';
-    if (x.method !== 'GET' && x.method !== 'HEAD') return x.fail(Errors.methodNotAllowed(x.method, x.allow));
-    if (x.path === '/docs/openapi.json') return x.send(200, JSON.stringify(openApiDocument()));
-    if (x.path === '/docs' || x.path === '/docs/') { x.representation = 'json'; return x.sendHtml(200, docsPage()); }
-    return x.fail(Errors.endpointNotFound());
-  }
-
-  /** `X-Netsot-Test-Hook: exit|stall <shard>` (config.testHooks only): the supervisor's tests crash or stall a real shard. */
-  function runTestHook(header: string): void {
-    const m = /^(exit|stall) (\d+)$/.exec(header);
-    if (m && Number(m[2]) < pool.count) pool.control(Number(m[2]), { testHook: m[1] as 'exit' | 'stall' });
-  }
-
-  const app = uws.App();
-  app.any('/*', (res, req) => {
-    const x = new Exchange(res, req, config.userAuthHeader, config.maxBodyBytes, log);
-    if (config.testHooks) runTestHook(req.getHeader('x-netsot-test-hook'));
-    lifecycle(x).catch((err) => x.fail(err));
+  const app = await App.start(config, log);
+  const server = uws.App();
+  server.any('/*', (res, req) => {
+    const x = new UwsExchange(res, req, config.userAuthHeader, config.maxBodyBytes, log);
+    if (config.testHooks) app.runTestHook(req.getHeader('x-netsot-test-hook'));
+    app.handle(x);
   });
 
-  const listenSocket = await new Promise<us_listen_socket>((resolve, reject) => {
-    app.listen(config.host, config.port, (s) => (s ? resolve(s) : reject(new Error(`cannot listen on ${config.host}:${config.port}`))));
-  });
-  const port = uws.us_socket_local_port(listenSocket);
+  let listenSocket: us_listen_socket;
+  try {
+    listenSocket = await new Promise<us_listen_socket>((resolve, reject) => {
+      server.listen(config.host, config.port, (s) => (s ? resolve(s) : reject(new Error(`cannot listen on ${config.host}:${config.port}`))));
+    });
+  } catch (err) {
+    await app.close();
+    throw err;
+  }
   return {
-    port,
+    port: uws.us_socket_local_port(listenSocket),
     async close() {
       uws.us_listen_socket_close(listenSocket);
-      await pool.stop();
-      await store.close();
+      await app.close();
     },
   };
+}
+
+class UwsExchange extends Exchange {
+  readonly method: string;
+  readonly path: string;
+  readonly query: string;
+  readonly accept: string;
+  readonly contentType: string;
+  readonly authorization: string;
+  readonly emailHeader: string | undefined;
+  readonly host: string;
+  readonly forwardedFor: string;
+  readonly body: Promise<BodyResult>;
+
+  constructor(private readonly res: HttpResponse, req: HttpRequest, emailHeaderName: string, maxBody: number, log: Logger) {
+    super(log);
+    // uWS 20.30 itself closes the connection for any method token other than the nine upper-case ones (native-notes.md).
+    this.method = req.getCaseSensitiveMethod();
+    this.path = req.getUrl();
+    this.query = req.getQuery() ?? '';
+    this.accept = req.getHeader('accept');
+    this.contentType = req.getHeader('content-type');
+    this.authorization = req.getHeader('authorization');
+    const email = req.getHeader(emailHeaderName);
+    this.emailHeader = email === '' && !hasHeader(req, emailHeaderName) ? undefined : email;
+    this.host = req.getHeader('host') || 'localhost';
+    this.forwardedFor = req.getHeader('x-forwarded-for');
+    const length = req.getHeader('content-length');
+    const chunked = req.getHeader('transfer-encoding') !== '';
+    let settle: (b: BodyResult) => void = () => undefined;
+    this.body = (length !== '' && length !== '0') || chunked
+      ? new Promise<BodyResult>((resolve) => { settle = resolve; readBody(res, maxBody, Number(length) || 0, resolve); })
+      : Promise.resolve(EMPTY_BODY);
+    // A client that goes away mid-body must not leave its request waiting forever.
+    res.onAborted(() => { this.aborted = true; settle(EMPTY_BODY); });
+  }
+
+  protected remoteAddress(): string { return Buffer.from(this.res.getRemoteAddressAsText()).toString(); }
+
+  protected write(status: number, type: string | null, allow: string, headers: Record<string, string>,
+    payload: string, head: boolean, closeConnection: boolean): void {
+    const res = this.res;
+    res.cork(() => {
+      res.writeStatus(statusLine(status));
+      if (type !== null) res.writeHeader('Content-Type', type);
+      if (allow) res.writeHeader('Allow', allow);
+      res.writeHeader('Vary', 'Accept');
+      for (const k in headers) res.writeHeader(k, headers[k]);
+      // uWS 20.30's endWithoutBody(length) leaves a keep-alive connection unusable; an explicit
+      // Content-Length header with endWithoutBody() does not.
+      if (head) { res.writeHeader('Content-Length', String(Buffer.byteLength(payload))); res.endWithoutBody(); }
+      else res.end(payload, closeConnection);
+    });
+  }
+}
+
+function hasHeader(req: HttpRequest, name: string): boolean {
+  let found = false;
+  req.forEach((k) => { if (k === name) found = true; });
+  return found;
+}
+
+/** Collects the body, copying each chunk (uWS reuses its buffer after the callback). */
+function readBody(res: HttpResponse, max: number, declared: number, resolve: (b: BodyResult) => void): void {
+  if (declared > max) { resolve('too-large'); res.onData(() => undefined); return; }
+  const chunks: Buffer[] = [];
+  let size = 0;
+  let over = false;
+  res.onData((chunk, isLast) => {
+    if (over) return;
+    size += chunk.byteLength;
+    if (size > max) { over = true; resolve('too-large'); return; }
+    chunks.push(Buffer.from(new Uint8Array(chunk)));
+    if (isLast) resolve(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks));
+  });
 }

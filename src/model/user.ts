@@ -62,9 +62,15 @@ export class UserDirectory {
     this.add(u);
   }
 
-  async create(email: string, superuser: boolean): Promise<UserRecord> {
-    const existing = this.byEmail.get(email) ?? (await this.creating.get(email));
-    if (existing) return existing;
+  /**
+   * No await between the check and setting `creating`: requests that reach here in the same event-loop turn (inject()
+   * ones do) must find the first one's claim. Over uWS each request's microtasks had run before the next, which hid it.
+   */
+  create(email: string, superuser: boolean): Promise<UserRecord> {
+    const existing = this.byEmail.get(email);
+    if (existing) return Promise.resolve(existing);
+    const pending = this.creating.get(email);
+    if (pending) return pending;
     const u: UserRecord = { id: this.nextId(), email, secretKey: newSecretKey(), keyGeneration: 0, superuser, grants: {} };
     const p = this.save(u).then(() => u).finally(() => this.creating.delete(email));
     this.creating.set(email, p);

@@ -40,7 +40,14 @@ export interface ShardLaunch {
   onRestarted?: (shardIndex: number) => void;
 }
 
-const WORKER_URL = new URL('./worker.js', import.meta.url);
+/**
+ * The compiled worker beside this module. When this module itself runs from its TypeScript source (tests call
+ * inject() in process through vitest's transform), worker threads still need JavaScript: the build's copy in dist/,
+ * which test/helpers/build.ts rebuilds before the tests when any source is newer.
+ */
+const WORKER_URL = import.meta.url.endsWith('.ts')
+  ? new URL('../../dist/shard/worker.js', import.meta.url)
+  : new URL('./worker.js', import.meta.url);
 /** Longest wait between attempts when a replacement worker keeps failing to start. */
 const MAX_BACKOFF_MS = 30_000;
 

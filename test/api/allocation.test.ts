@@ -1,5 +1,5 @@
 /**
- * next_network / next_address over HTTP (spec §3, §4.6; gaps.md §5, §10,
+ * next_network / next_address through the API (spec §3, §4.6; gaps.md §5, §10,
  * §13.2, §14, §23): the worked examples E1–E4 on GET and POST, every check of
  * the §14.2 table in its order with its exact text, reserve, L = P.prefix,
  * host exclusion per version and interconnect prefixes, strict and non-strict
@@ -12,7 +12,7 @@
  * NETWORK_INTERCONNECT_PREFIXES=30,126. Every test works in fresh sites.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { TestServer, type Response } from '../helpers/server.js';
+import { InjectServer as TestServer, type Response } from '../helpers/inject.js';
 import { expectError, fixtures, FORBIDDEN, type Change } from '../helpers/fixtures.js';
 
 let s: TestServer;

@@ -1,5 +1,5 @@
 /**
- * Address assignment over HTTP (spec §2.8, §3; gaps.md §10, §14.1, §15.3–15.5):
+ * Address assignment through the API (spec §2.8, §3; gaps.md §10, §14.1, §15.3–15.5):
  * interface `addresses` on create, PUT and PATCH with replace semantics, every
  * entry check, networks auto-created `assigned`, the assigned/orphaned
  * transitions and their Changes (in effect order), the `addresses`/`networks`
@@ -10,7 +10,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { TestServer } from '../helpers/server.js';
+import { InjectServer as TestServer } from '../helpers/inject.js';
 import { expectError, fixtures, type Change } from '../helpers/fixtures.js';
 
 let s: TestServer;

@@ -1,5 +1,5 @@
 /**
- * Attributes over HTTP (spec §2.3; gaps.md §9.1–9.9, §10, §11.1, §20.1,
+ * Attributes through the API (spec §2.3; gaps.md §9.1–9.9, §10, §11.1, §20.1,
  * §20.2, §21): create/update/delete with every field rule and message text,
  * constraints normalisation, defaults validated with the value rules, per
  * (site, resource_name, name) uniqueness, immutable fields, filters, nested
@@ -8,7 +8,7 @@
  * different shards.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { TestServer, type Response } from '../helpers/server.js';
+import { InjectServer as TestServer, type Response } from '../helpers/inject.js';
 import { expectError, fixtures, type Attr } from '../helpers/fixtures.js';
 
 let s: TestServer;

@@ -1,5 +1,5 @@
 /**
- * Authentication over HTTP (gaps.md §1.6, §2, §3, §6): method selection,
+ * Authentication through the API (gaps.md §1.6, §2, §3, §6): method selection,
  * header authentication and auto-created users, POST /api/authenticate/,
  * AuthToken headers and the four token checks, expiry, revocation by key
  * rotation, POST /api/verify_token/, and the version wrapper.
@@ -11,7 +11,7 @@ import { createHmac, randomBytes } from 'node:crypto';
 import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { TestServer, type Response } from '../helpers/server.js';
+import { InjectServer as TestServer, type Response } from '../helpers/inject.js';
 import { expectJsonError as expectError, freshEmail } from '../helpers/fixtures.js';
 import { TokenSigner } from '../../src/auth/secrets.js';
 

@@ -3,7 +3,7 @@
  * with 413 before it is parsed, on every bulk method, and nothing is written.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { TestServer } from '../helpers/server.js';
+import { InjectServer as TestServer } from '../helpers/inject.js';
 
 let small: TestServer;
 let standard: TestServer;

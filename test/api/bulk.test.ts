@@ -1,5 +1,5 @@
 /**
- * Bulk device writes over HTTP (spec §4.1, §4.4; gaps.md §9.3, §9.6–9.8,
+ * Bulk device writes through the API (spec §4.1, §4.4; gaps.md §9.3, §9.6–9.8,
  * §9.10, §10, §6.3): POST a list, PUT/PATCH a list, DELETE a list of ids —
  * result shapes and order, every error text, per-index error reporting with
  * its two stages, atomicity (no object and no Change survive a failure),
@@ -8,7 +8,7 @@
  * sites on one shard). One server with SHARDS=2.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { TestServer } from '../helpers/server.js';
+import { InjectServer as TestServer } from '../helpers/inject.js';
 import { FORBIDDEN, expectError, fixtures, type Device } from '../helpers/fixtures.js';
 
 let s: TestServer;

@@ -1,5 +1,5 @@
 /**
- * Circuits over HTTP (spec §2.9, §4.6; gaps.md §7.4, §8, §9, §16, §20.1, §21):
+ * Circuits through the API (spec §2.9, §4.6; gaps.md §7.4, §8, §9, §16, §20.1, §21):
  * create nested and top level (the site from endpoint_a, sites on both
  * shards), default names and slugs, per-site uniqueness, every endpoint rule
  * and text, PUT/PATCH requirements, natural-key lookups, filters and set
@@ -11,7 +11,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { TestServer } from '../helpers/server.js';
+import { InjectServer as TestServer } from '../helpers/inject.js';
 import { FORBIDDEN, expectBody, expectError, fixtures, type Attrs, type Change } from '../helpers/fixtures.js';
 
 let s: TestServer;

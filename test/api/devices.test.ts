@@ -1,5 +1,5 @@
 /**
- * Devices over HTTP (spec §2.5, §4.1, §4.2; gaps.md §7, §8, §9.1–9.5, §12,
+ * Devices through the API (spec §2.5, §4.1, §4.2; gaps.md §7, §8, §9.1–9.5, §12,
  * §20.1, §20.2): CRUD nested and top level with exact shapes and texts, the
  * hostname rules, site binding, natural-key lookups and their ambiguity on
  * top-level routes (same hostname in sites on both shards), fields/omit/
@@ -8,7 +8,7 @@
  * even site ids live on different shards.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { TestServer } from '../helpers/server.js';
+import { InjectServer as TestServer } from '../helpers/inject.js';
 import { FORBIDDEN, err, expectError, fixtures, type Device, type Site } from '../helpers/fixtures.js';
 
 let s: TestServer;

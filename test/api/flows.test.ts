@@ -5,7 +5,7 @@
  * with every Change they write, in order (gaps.md §9.9, §10, §14.1, §15, §16).
  */
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { TestServer } from '../helpers/server.js';
+import { InjectServer as TestServer } from '../helpers/inject.js';
 import { expectError, fixtures, type Change } from '../helpers/fixtures.js';
 
 let s: TestServer;

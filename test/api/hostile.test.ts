@@ -4,7 +4,7 @@
  * server must answer normally afterwards.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { TestServer } from '../helpers/server.js';
+import { InjectServer as TestServer } from '../helpers/inject.js';
 
 let s: TestServer;
 beforeAll(async () => {

@@ -1,5 +1,5 @@
 /**
- * Interfaces over HTTP (spec §2.7, §4.6; gaps.md §7.4, §8, §9, §15, §20):
+ * Interfaces through the API (spec §2.7, §4.6; gaps.md §7.4, §8, §9, §15, §20):
  * fields and defaults, MAC forms, the device by id or hostname (top level
  * routes by it, across both shards), name_slug and its refresh on a device
  * rename, the parent tree with its checks and routes, uniqueness, filters, set
@@ -7,7 +7,7 @@
  * file (assignments.test.ts). One server with SHARDS=2.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { TestServer } from '../helpers/server.js';
+import { InjectServer as TestServer } from '../helpers/inject.js';
 import { expectError, fixtures, type Change } from '../helpers/fixtures.js';
 
 let s: TestServer;

@@ -13,7 +13,7 @@
  * network-tree.test.ts.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { TestServer, type Response } from '../helpers/server.js';
+import { InjectServer as TestServer, type Response } from '../helpers/inject.js';
 import { FORBIDDEN, expectError, fixtures, type Attrs, type Change, netShape, expectBody, type Net } from '../helpers/fixtures.js';
 
 let s: TestServer;

@@ -1,9 +1,9 @@
 /**
- * OPTIONS (gaps.md §22) over real HTTP, and the public /docs/ pages.
+ * OPTIONS (gaps.md §22) through the API, and the public /docs/ pages.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { Type } from '@sinclair/typebox';
-import { TestServer } from '../helpers/server.js';
+import { InjectServer as TestServer } from '../helpers/inject.js';
 import { actionFields, optionsBody } from '../../src/schema/describe.js';
 import { defineSchema, Field } from '../../src/schema/fields.js';
 

@@ -7,7 +7,7 @@
  * refused rather than stored with other digits. Nothing is ever written.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { TestServer, type Response } from '../helpers/server.js';
+import { InjectServer as TestServer, type Response } from '../helpers/inject.js';
 import { expectError } from '../helpers/fixtures.js';
 
 const NINES = '9'.repeat(400);

@@ -1,5 +1,5 @@
 /**
- * ProtocolTypes over HTTP (spec §2.10; gaps.md §8, §9.1–9.5, §9.9, §10, §17,
+ * ProtocolTypes through the API (spec §2.10; gaps.md §8, §9.1–9.5, §9.9, §10, §17,
  * §20.1, §22): create, PUT, PATCH and delete nested and top level with exact
  * shapes and texts, the `site` field, the name limit and per-site uniqueness,
  * `required_attributes` by id and by name with every failure text and its
@@ -9,7 +9,7 @@
  * different shards.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { TestServer } from '../helpers/server.js';
+import { InjectServer as TestServer } from '../helpers/inject.js';
 import { FORBIDDEN, expectBody, expectError, fixtures, type Change } from '../helpers/fixtures.js';
 
 let s: TestServer;

@@ -1,5 +1,5 @@
 /**
- * Protocols over HTTP (spec §2.11; gaps.md §7.4, §8, §9, §10, §18, §20.1,
+ * Protocols through the API (spec §2.11; gaps.md §7.4, §8, §9, §10, §18, §20.1,
  * §21, §22): create nested and top level (the site from the URL, the body
  * or the device, on both shards), every stage-1 lookup text and stage-2
  * rule text, the type's required attributes on top of the required Protocol
@@ -10,7 +10,7 @@
  */
 import { rmSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { TestServer } from '../helpers/server.js';
+import { InjectServer as TestServer } from '../helpers/inject.js';
 import { FORBIDDEN, expectBody, expectError, fixtures, type Attrs, type Change, type Device } from '../helpers/fixtures.js';
 import { prng } from '../helpers/prng.js';
 

@@ -1,5 +1,5 @@
 /**
- * The attribute machinery every resource uses, over HTTP on devices (spec
+ * The attribute machinery every resource uses, through the API on devices (spec
  * §2.3 rules 1–8, §4.3; gaps.md §9.4, §9.5, §11.3, §7.4 `attributes` filter):
  * input coercion, unknown and missing attributes, defaults on create and PUT
  * (never PATCH), PATCH merge and null delete, multi lists, every value check
@@ -7,7 +7,7 @@
  * the inverted index staying in step (and rolled back with failed writes).
  */
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { TestServer } from '../helpers/server.js';
+import { InjectServer as TestServer } from '../helpers/inject.js';
 import { expectError, fixtures, type Attrs, type Device } from '../helpers/fixtures.js';
 
 let s: TestServer;

@@ -1,5 +1,5 @@
 /**
- * Device set queries over HTTP (spec §4.5; gaps.md §21, §7.1, §7.4, §20.2):
+ * Device set queries through the API (spec §4.5; gaps.md §21, §7.1, §7.4, §20.2):
  * the example table, intersection/difference/union semantics, regex terms,
  * unknown-attribute errors nested and top level (where an attribute known only
  * in a site on the other shard is no error), scoping to the URL site, unique,
@@ -7,7 +7,7 @@
  * One server with SHARDS=2: odd and even site ids live on different shards.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { TestServer, type Response } from '../helpers/server.js';
+import { InjectServer as TestServer, type Response } from '../helpers/inject.js';
 import { err, expectError, fixtures, type Device, type Site } from '../helpers/fixtures.js';
 
 let s: TestServer;

@@ -1,11 +1,11 @@
 /**
- * Users over HTTP (spec §2.13, §4.6; gaps.md §4, §5, §7.1, §20.1): list and
+ * Users through the API (spec §2.13, §4.6; gaps.md §4, §5, §7.1, §20.1): list and
  * detail shapes, id 0, 404 texts, with_secret_key, rotate_secret_key,
  * POST (superuser only, every error text), PATCH (superuser only, grant
  * formats, errors), the per-site `permissions` output, and methods.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { TestServer } from '../helpers/server.js';
+import { InjectServer as TestServer } from '../helpers/inject.js';
 import { FORBIDDEN, expectJsonError as expectError, fixtures, freshEmail } from '../helpers/fixtures.js';
 
 let s: TestServer;

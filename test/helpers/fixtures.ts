@@ -9,6 +9,9 @@
 import { expect } from 'vitest';
 import type { Response, TestServer } from './server.js';
 
+/** What fixtures need of a server: its requests (TestServer over HTTP or InjectServer in process). */
+export type ApiClient = Pick<TestServer, 'request' | 'get' | 'post' | 'put' | 'patch' | 'delete'>;
+
 export interface Site { id: number; name: string; description: string }
 export type Attrs = Record<string, string | string[]>;
 export interface Device { id: number; site_id: number; hostname: string; attributes: Attrs }
@@ -61,7 +64,7 @@ export interface FixtureOptions {
 }
 
 /** Creators bound to the server `server()` returns when they are called. */
-export function fixtures(server: () => TestServer, { base = 'x', names = 'dash' }: FixtureOptions = {}) {
+export function fixtures(server: () => ApiClient, { base = 'x', names = 'dash' }: FixtureOptions = {}) {
   const make = names === 'ident' ? freshIdent : freshDash;
   /** A unique name, see `FixtureOptions`. */
   const fresh = (b = base) => make(b);
