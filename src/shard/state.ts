@@ -38,6 +38,8 @@ export class ShardState {
    * a list of a million items — calls it as it goes, so only a shard stuck for good reads as stalled.
    */
   heartbeat: () => void = () => undefined;
+  /** Tells the supervisor when this shard enters and leaves a store commit, whose time (a slow disk) is no stall. */
+  inStore: (busy: boolean) => void = () => undefined;
 
   constructor(
     readonly shardIndex: number,
@@ -121,6 +123,8 @@ export class ShardState {
         table.insert(r);
         for (const d of indexesOf(model)) d.add(this, r);
         this.index.set(model.kind, r.id, this.shardIndex);
+        // A reload after a failed commit runs while requests wait: it is progress, not a stall.
+        if ((r.id & 4095) === 0) this.heartbeat();
       }
     }
     rows.sort((a, b) => a.id - b.id);

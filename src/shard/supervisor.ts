@@ -15,7 +15,8 @@
  *   queues behind a long but healthy backlog of requests and would read as a
  *   stall, while the counter moves with every batch, and long but bounded
  *   work inside one request (rendering a million-item list) bumps it too
- *   (ShardState.heartbeat).
+ *   (ShardState.heartbeat). Time spent inside a store commit (a slow fsync)
+ *   does not count: a second shared slot says when the worker is there.
  *
  * Either way every request the worker had not answered gets 503 with
  * Retry-After (none was acknowledged, so no acknowledged write is lost; one it
@@ -131,7 +132,8 @@ export class SupervisedShard {
   private spawn(): Promise<Running> {
     const started = performance.now();
     const { port1, port2 } = new MessageChannel();
-    const progress = new Int32Array(new SharedArrayBuffer(4));
+    // [0]: the progress counter; [1]: 1 while the worker is inside a store commit.
+    const progress = new Int32Array(new SharedArrayBuffer(8));
     const worker = new Worker(WORKER_URL, {
       workerData: { ...this.launch.workerData, shardIndex: this.launch.shardIndex, port: port2, progress },
       transferList: [port2],
@@ -170,7 +172,9 @@ export class SupervisedShard {
     if (!running) return;
     const now = performance.now();
     const progress = Atomics.load(running.progress, 0);
-    if (progress !== this.lastProgress || this.pending.size === 0) {
+    // A commit waiting on a slow disk is not a stuck request, and a new worker would wait on the same disk.
+    const inStore = Atomics.load(running.progress, 1) === 1;
+    if (progress !== this.lastProgress || this.pending.size === 0 || inStore) {
       this.lastProgress = progress;
       this.lastProgressAt = now;
       if (this.pending.size === 0) this.failures = 0;

@@ -188,7 +188,10 @@ export class CommitGroup {
     if (this.isEmpty) return this.shard.tail;
     this.appliedAtCommit = this.shard.applied;
     for (const [kind, id] of this.highWater) this.ops.push(highWaterOp(kind, this.shard.writerName, id));
-    const p = this.shard.store.commit({ ops: this.ops, removeRanges: this.removeRanges });
+    // LMDB commits synchronously inside this call, so the flag spans exactly the commit and its sync.
+    this.shard.inStore(true);
+    let p: Promise<void>;
+    try { p = this.shard.store.commit({ ops: this.ops, removeRanges: this.removeRanges }); } finally { this.shard.inStore(false); }
     this.shard.tail = p.catch(() => undefined);
     return p;
   }

@@ -40,6 +40,7 @@ const started = performance.now();
 shard.load();
 collectGarbage();
 shard.heartbeat = () => { Atomics.add(data.progress, 0, 1); };
+shard.inStore = (busy) => { Atomics.store(data.progress, 1, busy ? 1 : 0); };
 // Replies leave in batches, one postMessage per commit group (see SupervisedShard in supervisor.ts).
 const server = new ShardServer(shard, (replies: ShardReply[]) => {
   Atomics.add(data.progress, 0, 1);
