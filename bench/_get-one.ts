@@ -12,8 +12,22 @@
  * BENCH_CONNECTIONS (default 64). The server runs with its default shard count.
  */
 import {
-  applicationHeaders, combine, envNumber, failures, fmt, foreignBusyCores, log, machine, request, runLoad, startNetsot, startRawUws, table,
-  AUTH, type ChildServer, type LoadSummary,
+  AUTH,
+  applicationHeaders,
+  type ChildServer,
+  combine,
+  envNumber,
+  failures,
+  fmt,
+  foreignBusyCores,
+  type LoadSummary,
+  log,
+  machine,
+  request,
+  runLoad,
+  startNetsot,
+  startRawUws,
+  table,
 } from './_harness.js';
 
 const TARGET = 0.6;
@@ -41,26 +55,41 @@ export async function runGetOne(name: string, setup: Setup): Promise<number> {
     const headers = applicationHeaders(sample);
     raw = await startRawUws({ headers, body: sample.text });
     const rawSample = await request(raw.base, 'GET', path, { headers: AUTH });
-    if (rawSample.status !== 200 || rawSample.text !== sample.text) throw new Error(`raw uWS answered ${rawSample.status} ${rawSample.text}`);
+    if (rawSample.status !== 200 || rawSample.text !== sample.text)
+      throw new Error(`raw uWS answered ${rawSample.status} ${rawSample.text}`);
 
     const servers: Record<Side, ChildServer> = { raw, netsot };
-    const load = (side: Side, secs: number) => runLoad({
-      url: servers[side].base + path, connections, seconds: secs, headers: AUTH, serverPid: servers[side].pid,
-    });
+    const load = (side: Side, secs: number) =>
+      runLoad({
+        url: servers[side].base + path,
+        connections,
+        seconds: secs,
+        headers: AUTH,
+        serverPid: servers[side].pid,
+      });
     const orders: Side[][] = Array.from({ length: rounds }, (_, i) => (i % 2 === 0 ? ['raw', 'netsot'] : ['netsot', 'raw']));
-    const orderText = rounds === 1
-      ? 'fixed order: raw uWS first, then netsot'
-      : `alternating, ${rounds} rounds of ${slice} s: ${orders.map((o) => o.join('→')).join(', ')}`;
+    const orderText =
+      rounds === 1
+        ? 'fixed order: raw uWS first, then netsot'
+        : `alternating, ${rounds} rounds of ${slice} s: ${orders.map((o) => o.join('→')).join(', ')}`;
 
     log(`${name} (P1): GET ${path} (${sample.text.length}-byte body, headers ${headers.map(([k]) => k).join(', ')})`);
     if (note) log(note);
-    log(`${connections} keep-alive connections, pipelining 1, ${slice * rounds} s measured per server, ${warmup} s warm-up per server; ${orderText}`);
-    log(`client: autocannon in the bench process; servers: child processes (netsot pid ${netsot.pid}, default shards; raw uWS pid ${raw.pid}); ${machine().cores} cores, Node ${process.version}`);
+    log(
+      `${connections} keep-alive connections, pipelining 1, ${slice * rounds} s measured per server, ${warmup} s warm-up per server; ${orderText}`,
+    );
+    log(
+      `client: autocannon in the bench process; servers: child processes (netsot pid ${netsot.pid}, default shards; raw uWS pid ${raw.pid}); ${machine().cores} cores, Node ${process.version}`,
+    );
     const busyBefore = await foreignBusyCores();
-    const busyNote = (busy: number | null) => (busy === null ? 'unknown' : `${busy.toFixed(2)} cores${busy > 0.2 ? ' — machine not idle, figures will be noisy' : ''}`);
+    const busyNote = (busy: number | null) =>
+      busy === null ? 'unknown' : `${busy.toFixed(2)} cores${busy > 0.2 ? ' — machine not idle, figures will be noisy' : ''}`;
     log(`other CPU use before the load (1 s sample, servers idle): ${busyNote(busyBefore)}`);
 
-    if (warmup > 0) { await load('netsot', warmup); await load('raw', warmup); }
+    if (warmup > 0) {
+      await load('netsot', warmup);
+      await load('raw', warmup);
+    }
 
     const results: Record<Side, LoadSummary[]> = { raw: [], netsot: [] };
     for (const [i, order] of orders.entries()) {
@@ -79,36 +108,78 @@ export async function runGetOne(name: string, setup: Setup): Promise<number> {
     const n = combine(results.netsot);
     const b = combine(results.raw);
     const ratio = n.rps / b.rps;
-    const row = (label: string, s: LoadSummary) => [label, fmt.int(s.rps), fmt.ms(s.latencyMs.p50), fmt.ms(s.latencyMs.p99), fmt.ms(s.latencyMs.max),
-      s.bytesPerResponse.toFixed(0), failures(s), fmt.cores(s.serverCores), fmt.cores(s.clientCores)];
+    const row = (label: string, s: LoadSummary) => [
+      label,
+      fmt.int(s.rps),
+      fmt.ms(s.latencyMs.p50),
+      fmt.ms(s.latencyMs.p99),
+      fmt.ms(s.latencyMs.max),
+      s.bytesPerResponse.toFixed(0),
+      failures(s),
+      fmt.cores(s.serverCores),
+      fmt.cores(s.clientCores),
+    ];
     log('');
-    log(table(['target', 'req/s', 'p50 ms', 'p99 ms', 'max ms', 'bytes/resp', 'failed', 'server cores', 'client cores'],
-      [row('raw uWS', b), row('netsot', n)]));
+    log(
+      table(
+        ['target', 'req/s', 'p50 ms', 'p99 ms', 'max ms', 'bytes/resp', 'failed', 'server cores', 'client cores'],
+        [row('raw uWS', b), row('netsot', n)],
+      ),
+    );
     log('');
-    log(`netsot/raw = ${fmt.pct(ratio)} (target >= ${fmt.pct(TARGET)}): ${ratio >= TARGET ? 'meets target' : 'BELOW TARGET'}` +
-      (rounds > 1 ? ` — req/s over all rounds, p99 = worst round` : ''));
-    log('latencies are autocannon\'s, in whole milliseconds (sub-millisecond values read as 0).');
+    log(
+      `netsot/raw = ${fmt.pct(ratio)} (target >= ${fmt.pct(TARGET)}): ${ratio >= TARGET ? 'meets target' : 'BELOW TARGET'}` +
+        (rounds > 1 ? ` — req/s over all rounds, p99 = worst round` : ''),
+    );
+    log("latencies are autocannon's, in whole milliseconds (sub-millisecond values read as 0).");
     if (b.clientCores >= 0.9) {
-      log(`note: the client used ${fmt.cores(b.clientCores)} cores against raw uWS, so that figure is autocannon's one-thread ceiling, ` +
-        'not uWS\'s; against a faster client the ratio would be lower.');
+      log(
+        `note: the client used ${fmt.cores(b.clientCores)} cores against raw uWS, so that figure is autocannon's one-thread ceiling, ` +
+          "not uWS's; against a faster client the ratio would be lower.",
+      );
     }
     const summary = (s: LoadSummary) => ({
-      rps: Math.round(s.rps), p50_ms: s.latencyMs.p50, p99_ms: s.latencyMs.p99, max_ms: s.latencyMs.max,
-      requests: s.requests, seconds: s.seconds, bytes_per_response: Math.round(s.bytesPerResponse),
-      non2xx: s.non2xx, errors: s.errors, timeouts: s.timeouts,
-      server_cores: s.serverCores === null ? null : Number(s.serverCores.toFixed(2)), client_cores: Number(s.clientCores.toFixed(2)),
+      rps: Math.round(s.rps),
+      p50_ms: s.latencyMs.p50,
+      p99_ms: s.latencyMs.p99,
+      max_ms: s.latencyMs.max,
+      requests: s.requests,
+      seconds: s.seconds,
+      bytes_per_response: Math.round(s.bytesPerResponse),
+      non2xx: s.non2xx,
+      errors: s.errors,
+      timeouts: s.timeouts,
+      server_cores: s.serverCores === null ? null : Number(s.serverCores.toFixed(2)),
+      client_cores: Number(s.clientCores.toFixed(2)),
     });
-    log(JSON.stringify({
-      scenario: name, budget: 'P1', path, connections, pipelining: 1, seconds_per_server: slice * rounds, warmup_seconds: warmup, rounds,
-      order: orders.map((o) => o.join(',')), raw: summary(b), netsot: summary(n),
-      rps_by_round: { raw: results.raw.map((r) => Math.round(r.rps)), netsot: results.netsot.map((r) => Math.round(r.rps)) },
-      ratio: Number(ratio.toFixed(4)), target: TARGET, meets_target: ratio >= TARGET, ...machine(),
-      other_busy_cores_before: busyBefore === null ? null : Number(busyBefore.toFixed(2)),
-      other_busy_cores_after: busyAfter === null ? null : Number(busyAfter.toFixed(2)),
-    }));
+    log(
+      JSON.stringify({
+        scenario: name,
+        budget: 'P1',
+        path,
+        connections,
+        pipelining: 1,
+        seconds_per_server: slice * rounds,
+        warmup_seconds: warmup,
+        rounds,
+        order: orders.map((o) => o.join(',')),
+        raw: summary(b),
+        netsot: summary(n),
+        rps_by_round: { raw: results.raw.map((r) => Math.round(r.rps)), netsot: results.netsot.map((r) => Math.round(r.rps)) },
+        ratio: Number(ratio.toFixed(4)),
+        target: TARGET,
+        meets_target: ratio >= TARGET,
+        ...machine(),
+        other_busy_cores_before: busyBefore === null ? null : Number(busyBefore.toFixed(2)),
+        other_busy_cores_after: busyAfter === null ? null : Number(busyAfter.toFixed(2)),
+      }),
+    );
 
     const failed = failures(n) + failures(b);
-    if (failed > 0) { process.stderr.write(`${name}: ${failed} failed requests (non-2xx, errors or timeouts); figures are not valid\n`); return 1; }
+    if (failed > 0) {
+      process.stderr.write(`${name}: ${failed} failed requests (non-2xx, errors or timeouts); figures are not valid\n`);
+      return 1;
+    }
     return 0;
   } finally {
     await Promise.all([netsot?.stop(), raw?.stop()]);

@@ -6,7 +6,7 @@
  *
  * Every child and temp dir is registered and removed on exit, Ctrl-C or error.
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -25,7 +25,7 @@ export const MAIN = join(ROOT, 'dist-bench/src/main.js');
 const RAW_UWS = join(HERE, '_raw-uws.js');
 
 /** A scenario file exports `run(args)`; a non-zero result becomes the exit code. */
-export type Scenario = (args: string[]) => Promise<number | void>;
+export type Scenario = (args: string[]) => Promise<number | undefined>;
 
 // ---------------------------------------------------------------- settings
 
@@ -43,7 +43,13 @@ const cleanups = new Set<() => void>();
 let exiting = false;
 
 function cleanupAll(): void {
-  for (const fn of [...cleanups].reverse()) { try { fn(); } catch { /* best effort */ } }
+  for (const fn of [...cleanups].reverse()) {
+    try {
+      fn();
+    } catch {
+      /* best effort */
+    }
+  }
   cleanups.clear();
 }
 
@@ -61,7 +67,10 @@ for (const sig of ['SIGINT', 'SIGTERM'] as const) {
 /** A fresh temp dir, removed on exit (also on Ctrl-C or error) or when `remove()` is called. */
 export function tempDir(prefix: string): { path: string; remove(): void } {
   const path = mkdtempSync(join(tmpdir(), prefix));
-  const remove = () => { rmSync(path, { recursive: true, force: true }); cleanups.delete(remove); };
+  const remove = () => {
+    rmSync(path, { recursive: true, force: true });
+    cleanups.delete(remove);
+  };
   cleanups.add(remove);
   return { path, remove };
 }
@@ -91,7 +100,10 @@ function waitForListening(proc: ChildProcess, name: string, pattern: RegExp, out
       output.push(d.toString());
       stdout += d.toString();
       const m = pattern.exec(stdout);
-      if (m) { clearTimeout(timer); ok(Number(m[1])); }
+      if (m) {
+        clearTimeout(timer);
+        ok(Number(m[1]));
+      }
     });
     proc.stderr!.on('data', (d: Buffer) => output.push(d.toString()));
     proc.once('exit', (code, signal) => {
@@ -101,13 +113,27 @@ function waitForListening(proc: ChildProcess, name: string, pattern: RegExp, out
   });
 }
 
-async function spawnServer(name: string, args: string[], env: NodeJS.ProcessEnv, pattern: RegExp, tempDir?: string, timeoutMs = 30_000): Promise<ChildServer> {
+async function spawnServer(
+  name: string,
+  args: string[],
+  env: NodeJS.ProcessEnv,
+  pattern: RegExp,
+  tempDir?: string,
+  timeoutMs = 30_000,
+): Promise<ChildServer> {
   const spawnedAt = performance.now();
   const proc = spawn(process.execPath, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
   const output: string[] = [];
-  const kill = () => { if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGKILL'); };
-  const removeDir = () => { if (tempDir) rmSync(tempDir, { recursive: true, force: true }); };
-  const cleanup = () => { kill(); removeDir(); };
+  const kill = () => {
+    if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGKILL');
+  };
+  const removeDir = () => {
+    if (tempDir) rmSync(tempDir, { recursive: true, force: true });
+  };
+  const cleanup = () => {
+    kill();
+    removeDir();
+  };
   cleanups.add(cleanup);
   let port: number;
   try {
@@ -119,7 +145,9 @@ async function spawnServer(name: string, args: string[], env: NodeJS.ProcessEnv,
   }
   // Drain output so a chatty child never blocks on a full pipe; keep the tail for diagnostics.
   const listeningAt = performance.now();
-  const keepTail = () => { if (output.length > 200) output.splice(0, output.length - 200); };
+  const keepTail = () => {
+    if (output.length > 200) output.splice(0, output.length - 200);
+  };
   proc.stdout!.on('data', keepTail);
   proc.stderr!.on('data', keepTail);
   return {
@@ -173,11 +201,21 @@ export function startNetsot(opts: NetsotOptions = {}): Promise<ChildServer> {
   const nodeArgs = (process.env.BENCH_SERVER_NODE_ARGS ?? '').split(' ').filter(Boolean);
   const args = [...nodeArgs, MAIN, 'serve', '--host', '127.0.0.1', '--port', '0', '--data-dir', dataDir];
   if (opts.shards !== undefined) args.push('--shards', String(opts.shards));
-  return spawnServer('netsot', args, { ...process.env, LOG_LEVEL: 'warn', ...opts.env },
-    /netsot listening on http:\/\/[^\s:]+:(\d+)/, opts.dataDir === undefined ? dataDir : undefined, opts.startTimeoutMs);
+  return spawnServer(
+    'netsot',
+    args,
+    { ...process.env, LOG_LEVEL: 'warn', ...opts.env },
+    /netsot listening on http:\/\/[^\s:]+:(\d+)/,
+    opts.dataDir === undefined ? dataDir : undefined,
+    opts.startTimeoutMs,
+  );
 }
 
-export interface RawUwsOptions { status?: string; headers: [string, string][]; body: string }
+export interface RawUwsOptions {
+  status?: string;
+  headers: [string, string][];
+  body: string;
+}
 
 /**
  * The baseline: uWS (native binary loaded exactly as src/http/uws.ts does)
@@ -185,13 +223,17 @@ export interface RawUwsOptions { status?: string; headers: [string, string][]; b
  */
 export function startRawUws(opts: RawUwsOptions): Promise<ChildServer> {
   const config = JSON.stringify({ status: opts.status ?? '200 OK', headers: opts.headers, body: opts.body });
-  return spawnServer('raw uWS', [RAW_UWS], { ...process.env, BENCH_RAW_UWS: config },
-    /raw uws listening on http:\/\/[^\s:]+:(\d+)/);
+  return spawnServer('raw uWS', [RAW_UWS], { ...process.env, BENCH_RAW_UWS: config }, /raw uws listening on http:\/\/[^\s:]+:(\d+)/);
 }
 
 // ---------------------------------------------------------------- HTTP helper
 
-export interface Reply { status: number; headers: Headers; text: string; json: any }
+export interface Reply {
+  status: number;
+  headers: Headers;
+  text: string;
+  json: any;
+}
 
 /** The bootstrap superuser of a fresh data dir, by service header. */
 export const AUTH = { 'X-Service-Email': 'admin@localhost' };
@@ -201,14 +243,26 @@ export function expectStatus(reply: Reply, status: number, what: string): void {
   if (reply.status !== status) throw new Error(`${what} answered ${reply.status}, expected ${status}: ${reply.text.slice(0, 500)}`);
 }
 
-export async function request(base: string, method: string, path: string, opts: { body?: unknown; headers?: Record<string, string> } = {}): Promise<Reply> {
+export async function request(
+  base: string,
+  method: string,
+  path: string,
+  opts: { body?: unknown; headers?: Record<string, string> } = {},
+): Promise<Reply> {
   const headers: Record<string, string> = { ...opts.headers };
   let body: string | undefined;
-  if (opts.body !== undefined) { body = JSON.stringify(opts.body); headers['Content-Type'] ??= 'application/json'; }
+  if (opts.body !== undefined) {
+    body = JSON.stringify(opts.body);
+    headers['Content-Type'] ??= 'application/json';
+  }
   const res = await fetch(base + path, { method, headers, body });
   const text = await res.text();
   let json: unknown;
-  try { json = text ? JSON.parse(text) : undefined; } catch { json = undefined; }
+  try {
+    json = text ? JSON.parse(text) : undefined;
+  } catch {
+    json = undefined;
+  }
   return { status: res.status, headers: res.headers, text, json };
 }
 
@@ -227,7 +281,11 @@ export function applicationHeaders(reply: Reply): [string, string][] {
 // ---------------------------------------------------------------- load
 
 const CLK_TCK = (() => {
-  try { return Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim()) || 100; } catch { return 100; }
+  try {
+    return Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim()) || 100;
+  } catch {
+    return 100;
+  }
 })();
 
 /** CPU seconds (all threads) a process has used so far, from /proc; null off Linux. */
@@ -236,7 +294,9 @@ export function processCpuSeconds(pid: number, path = `/proc/${pid}/stat`): numb
     const stat = readFileSync(path, 'utf8');
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
     return (Number(fields[11]) + Number(fields[12])) / CLK_TCK; // utime, stime
-  } catch { return null; }
+  } catch {
+    return null;
+  }
 }
 
 /** CPU seconds each thread of a process has used so far, by thread id, from /proc; null off Linux. */
@@ -248,7 +308,9 @@ export function threadCpuSeconds(pid: number): Map<number, number> | null {
       if (cpu !== null) out.set(Number(tid), cpu);
     }
     return out;
-  } catch { return null; }
+  } catch {
+    return null;
+  }
 }
 
 /**
@@ -256,11 +318,20 @@ export function threadCpuSeconds(pid: number): Map<number, number> | null {
  * in cores over `seconds`, busiest first, as text: `thread 1 0.42, main 0.22, …`
  * (`main` is the thread whose id is the pid; others are numbered by busyness).
  */
-export function busiestThreads(pid: number, a: Map<number, number> | null, b: Map<number, number> | null, seconds: number, top = 4): string {
+export function busiestThreads(
+  pid: number,
+  a: Map<number, number> | null,
+  b: Map<number, number> | null,
+  seconds: number,
+  top = 4,
+): string {
   if (!a || !b) return '-';
   const rows = [...b].map(([tid, cpu]) => [tid, (cpu - (a.get(tid) ?? 0)) / seconds] as const).sort((x, y) => y[1] - x[1]);
   let i = 0;
-  return rows.slice(0, top).map(([tid, cores]) => `${tid === pid ? 'main' : `thread ${++i}`} ${cores.toFixed(2)}`).join(', ');
+  return rows
+    .slice(0, top)
+    .map(([tid, cores]) => `${tid === pid ? 'main' : `thread ${++i}`} ${cores.toFixed(2)}`)
+    .join(', ');
 }
 
 /**
@@ -273,7 +344,9 @@ export async function foreignBusyCores(ms = 1000): Promise<number | null> {
       const f = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number);
       const idle = f[3] + (f[4] ?? 0);
       return [f.slice(0, 8).reduce((a, v) => a + v, 0), idle];
-    } catch { return null; }
+    } catch {
+      return null;
+    }
   };
   const a = sample();
   await new Promise((ok) => setTimeout(ok, ms));
@@ -344,9 +417,16 @@ export async function runLoad(opts: LoadOptions): Promise<LoadSummary> {
  * as wrong). Timed to the last reply: autocannon only notices `amount` is
  * reached on its 1 s tick.
  */
-export async function postSingles(server: ChildServer, opts: {
-  path: string; n: number; connections: number; bodyOf: (i: number) => string; check?: (body: string, i: number) => boolean;
-}) {
+export async function postSingles(
+  server: ChildServer,
+  opts: {
+    path: string;
+    n: number;
+    connections: number;
+    bodyOf: (i: number) => string;
+    check?: (body: string, i: number) => boolean;
+  },
+) {
   let next = 0;
   let created = 0;
   let wrong = 0;
@@ -359,21 +439,35 @@ export async function postSingles(server: ChildServer, opts: {
     pipelining: 1,
     amount: opts.n,
     timeout: 30,
-    requests: [{
-      method: 'POST', path: opts.path, headers: { ...AUTH, 'Content-Type': 'application/json' },
-      setupRequest: (req, context) => { const i = next++; context.i = i; return { ...req, body: opts.bodyOf(i) }; },
-      onResponse: (status, body, context) => {
-        last = performance.now();
-        if (status !== 201) return;
-        created++;
-        if (opts.check && !opts.check(body, context.i as number)) wrong++;
+    requests: [
+      {
+        method: 'POST',
+        path: opts.path,
+        headers: { ...AUTH, 'Content-Type': 'application/json' },
+        setupRequest: (req, context) => {
+          const i = next++;
+          context.i = i;
+          return { ...req, body: opts.bodyOf(i) };
+        },
+        onResponse: (status, body, context) => {
+          last = performance.now();
+          if (status !== 201) return;
+          created++;
+          if (opts.check && !opts.check(body, context.i as number)) wrong++;
+        },
       },
-    }],
+    ],
   });
   const cpu1 = processCpuSeconds(server.pid);
   return {
-    ms: last - t0, sent: next, completed: created, wrong, failed: r.non2xx + r.errors + r.timeouts,
-    p50: r.latency.p50, p99: r.latency.p99, serverCpuS: cpu0 !== null && cpu1 !== null ? cpu1 - cpu0 : null,
+    ms: last - t0,
+    sent: next,
+    completed: created,
+    wrong,
+    failed: r.non2xx + r.errors + r.timeouts,
+    p50: r.latency.p50,
+    p99: r.latency.p99,
+    serverCpuS: cpu0 !== null && cpu1 !== null ? cpu1 - cpu0 : null,
   };
 }
 
@@ -402,11 +496,20 @@ export function combine(runs: LoadSummary[]): LoadSummary {
   };
 }
 
-export function failures(s: LoadSummary): number { return s.non2xx + s.errors + s.timeouts; }
+export function failures(s: LoadSummary): number {
+  return s.non2xx + s.errors + s.timeouts;
+}
 
 // ---------------------------------------------------------------- samples
 
-export interface Stats { n: number; mean: number; p50: number; p99: number; min: number; max: number }
+export interface Stats {
+  n: number;
+  mean: number;
+  p50: number;
+  p99: number;
+  min: number;
+  max: number;
+}
 
 /** Mean, nearest-rank p50/p99, min and max of timing samples. */
 export function stats(samples: number[]): Stats {
@@ -426,7 +529,9 @@ export function processMemory(pid: number): { rss: number; peak: number; anon: n
     const status = readFileSync(`/proc/${pid}/status`, 'utf8');
     const kb = (name: string) => Number(new RegExp(`^${name}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? NaN) * 1024;
     return { rss: kb('VmRSS'), peak: kb('VmHWM'), anon: kb('RssAnon'), file: kb('RssFile') };
-  } catch { return null; }
+  } catch {
+    return null;
+  }
 }
 
 export function median(values: number[]): number {
@@ -456,4 +561,6 @@ export const fmt = {
   mb: (bytes: number) => `${(bytes / 2 ** 20).toFixed(1)} MB`,
 };
 
-export function log(msg: string): void { process.stdout.write(`${msg}\n`); }
+export function log(msg: string): void {
+  process.stdout.write(`${msg}\n`);
+}

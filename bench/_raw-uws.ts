@@ -6,13 +6,22 @@
  */
 import { loadUws, NativeLoadError, type us_listen_socket } from '../src/http/uws.js';
 
-interface RawConfig { status: string; headers: [string, string][]; body: string }
+interface RawConfig {
+  status: string;
+  headers: [string, string][];
+  body: string;
+}
 
 const config = JSON.parse(process.env.BENCH_RAW_UWS ?? 'null') as RawConfig | null;
-if (!config) { process.stderr.write('raw uws: BENCH_RAW_UWS is not set\n'); process.exit(2); }
+if (!config) {
+  process.stderr.write('raw uws: BENCH_RAW_UWS is not set\n');
+  process.exit(2);
+}
 
-let uws;
-try { uws = loadUws(); } catch (err) {
+let uws: ReturnType<typeof loadUws>;
+try {
+  uws = loadUws();
+} catch (err) {
   process.stderr.write(`raw uws: ${(err as Error).message}\n`);
   process.exit(err instanceof NativeLoadError ? 3 : 1);
 }
@@ -26,7 +35,10 @@ const app = uws.App().any('/*', (res) => {
 
 let listenSocket: us_listen_socket | null = null;
 app.listen('127.0.0.1', 0, (socket) => {
-  if (!socket) { process.stderr.write('raw uws: listen failed\n'); process.exit(1); }
+  if (!socket) {
+    process.stderr.write('raw uws: listen failed\n');
+    process.exit(1);
+  }
   listenSocket = socket;
   process.stdout.write(`raw uws listening on http://127.0.0.1:${uws.us_socket_local_port(socket)}\n`);
 });

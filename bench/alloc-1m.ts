@@ -53,19 +53,20 @@
 import { spawnSync } from 'node:child_process';
 import { PerformanceObserver } from 'node:perf_hooks';
 import { loadConfig } from '../src/config.js';
-import { formatCidr, WIDTH, type IpVersion } from '../src/ip/address.js';
+import { formatCidr, type IpVersion, WIDTH } from '../src/ip/address.js';
 import { NaiveTree } from '../src/ip/naive-tree.js';
-import { RadixTree } from '../src/ip/radix-tree.js';
-import { networkModel, type NetworkRecord } from '../src/model/network.js';
 import type { FreeBlockQuery } from '../src/ip/prefix-tree.js';
+import { RadixTree } from '../src/ip/radix-tree.js';
+import type { NetworkRecord } from '../src/model/_networks.js';
+import { networkModel } from '../src/model/network.js';
 import type { SiteRecord } from '../src/shard/context.js';
 import { handle } from '../src/shard/dispatch.js';
 import type { ShardRequest } from '../src/shard/protocol.js';
 import { ShardState } from '../src/shard/state.js';
 import { createSharedIdState } from '../src/store/ids.js';
 import { Store } from '../src/store/lmdb.js';
-import { envNumber, fmt, log, machine, median, stats, table, tempDir, type Stats } from './_harness.js';
 import { prng } from '../test/helpers/prng.js';
+import { envNumber, fmt, log, machine, median, type Stats, stats, table, tempDir } from './_harness.js';
 
 const BUDGET_MS = 1;
 const SITE = 1;
@@ -74,7 +75,12 @@ const PARENTS: Record<IpVersion, { addr: bigint; len: number }> = {
   6: { addr: 0x20010db8n << 96n, len: 32 },
 };
 
-interface Query { label: string; route: 'next_address' | 'next_network'; num: number; len: number }
+interface Query {
+  label: string;
+  route: 'next_address' | 'next_network';
+  num: number;
+  len: number;
+}
 
 function queriesFor(version: IpVersion): Query[] {
   const W = WIDTH[version];
@@ -93,13 +99,22 @@ function childOffsets(n: number, window: number, seed: number): Uint32Array {
   for (let i = 0; i < window; i++) all[i] = i + 1;
   for (let i = 0; i < n; i++) {
     const j = i + Math.floor(rnd() * (window - i));
-    const t = all[i]; all[i] = all[j]; all[j] = t;
+    const t = all[i];
+    all[i] = all[j];
+    all[j] = t;
   }
   return all.slice(0, n).sort();
 }
 
-function gc(): void { const g = (globalThis as { gc?: () => void }).gc!; g(); g(); }
-function heapUsed(): number { gc(); return process.memoryUsage().heapUsed; }
+function gc(): void {
+  const g = (globalThis as { gc?: () => void }).gc!;
+  g();
+  g();
+}
+function heapUsed(): number {
+  gc();
+  return process.memoryUsage().heapUsed;
+}
 
 /** The FreeBlockQuery nextBlocks builds for this parent (default config: interconnect /31, /127). */
 function freeQuery(version: IpVersion, q: Query): FreeBlockQuery {
@@ -118,7 +133,12 @@ new PerformanceObserver((list) => {
   for (const e of list.getEntries()) gcPauses.push({ start: e.startTime, ms: e.duration });
 }).observe({ entryTypes: ['gc'] });
 
-interface Timed { all: Stats; clean: Stats | null; gcHits: number; gcMs: number }
+interface Timed {
+  all: Stats;
+  clean: Stats | null;
+  gcHits: number;
+  gcMs: number;
+}
 
 /** Stats of the calls, and of those no GC pause overlapped; waits a turn so the observer has reported. */
 async function summarise(starts: number[], durations: number[]): Promise<Timed> {
@@ -134,8 +154,12 @@ async function summarise(starts: number[], durations: number[]): Promise<Timed> 
     const b = a + durations[i];
     while (j < pauses.length && pauses[j].start + pauses[j].ms < a) j++;
     let hit = false;
-    for (let k = j; k < pauses.length && pauses[k].start <= b; k++) { hit = true; gcMs += pauses[k].ms; }
-    if (hit) gcHits++; else clean.push(durations[i]);
+    for (let k = j; k < pauses.length && pauses[k].start <= b; k++) {
+      hit = true;
+      gcMs += pauses[k].ms;
+    }
+    if (hit) gcHits++;
+    else clean.push(durations[i]);
   }
   return { all: stats(durations), clean: clean.length > 0 ? stats(clean) : null, gcHits, gcMs: gcHits > 0 ? gcMs / gcHits : 0 };
 }
@@ -163,27 +187,54 @@ async function bytesPerCall(fn: () => unknown, k = 20, batches = 7): Promise<num
 async function time(reps: number, fn: () => unknown): Promise<Timed> {
   const starts: number[] = [];
   const durations: number[] = [];
-  for (let i = 0; i < reps; i++) { const t = performance.now(); fn(); durations.push(performance.now() - t); starts.push(t); }
+  for (let i = 0; i < reps; i++) {
+    const t = performance.now();
+    fn();
+    durations.push(performance.now() - t);
+    starts.push(t);
+  }
   return summarise(starts, durations);
 }
 
 async function timeAsync(reps: number, fn: () => Promise<unknown>): Promise<Timed> {
   const starts: number[] = [];
   const durations: number[] = [];
-  for (let i = 0; i < reps; i++) { const t = performance.now(); await fn(); durations.push(performance.now() - t); starts.push(t); }
+  for (let i = 0; i < reps; i++) {
+    const t = performance.now();
+    await fn();
+    durations.push(performance.now() - t);
+    starts.push(t);
+  }
   return summarise(starts, durations);
 }
 
 interface Row {
-  version: IpVersion; fill: number; window: number; query: string; answer: string; where: string;
-  tree: Timed; handler: Timed; naive: Stats | null;
+  version: IpVersion;
+  fill: number;
+  window: number;
+  query: string;
+  answer: string;
+  where: string;
+  tree: Timed;
+  handler: Timed;
+  naive: Stats | null;
   /** Heap bytes allocated per call. */
-  treeBytes: number; handlerBytes: number;
+  treeBytes: number;
+  handlerBytes: number;
 }
 
 type Build = { version: IpVersion; fill: number; treeMs: number; treeBytes: number; shardMs: number; shardBytes: number; naiveMs: number };
-interface Settings { n: number; reps: number; warmupReps: number; naiveReps: number }
-interface ConfigResult { rows: Row[]; build: Build; mismatches: number }
+interface Settings {
+  n: number;
+  reps: number;
+  warmupReps: number;
+  naiveReps: number;
+}
+interface ConfigResult {
+  rows: Row[];
+  build: Build;
+  mismatches: number;
+}
 
 /** One IP version and fill: build, time, compare. Runs in a process of its own (see run). */
 async function runConfig(version: IpVersion, fill: number, { n, reps, warmupReps, naiveReps }: Settings): Promise<ConfigResult> {
@@ -232,7 +283,16 @@ async function runConfig(version: IpVersion, fill: number, { n, reps, warmupReps
     shard.index.set('site', site.id, 0);
     const networks = shard.table<NetworkRecord>('network');
     const add = (addr: bigint, len: number) => {
-      const r: NetworkRecord = { id: shard!.ids.next('network'), siteId: SITE, version, addr, len, state: 'allocated', attributes: {}, valueIds: [] };
+      const r: NetworkRecord = {
+        id: shard!.ids.next('network'),
+        siteId: SITE,
+        version,
+        addr,
+        len,
+        state: 'allocated',
+        attributes: {},
+        valueIds: [],
+      };
       networks.insert(r);
       for (const d of networkModel.derived ?? []) d.add(shard!, r);
       shard!.index.set('network', r.id, 0);
@@ -244,9 +304,17 @@ async function runConfig(version: IpVersion, fill: number, { n, reps, warmupReps
     let seq = 0;
     const principal = { id: 1, email: 'admin@localhost', superuser: true, grants: {} };
     const requestFor = (q: Query): ShardRequest => ({
-      seq: ++seq, op: 'detail-route', method: 'GET', collection: 'networks', site: SITE, siteText: String(SITE), key: pText, route: q.route,
+      seq: ++seq,
+      op: 'detail-route',
+      method: 'GET',
+      collection: 'networks',
+      site: SITE,
+      siteText: String(SITE),
+      key: pText,
+      route: q.route,
       query: q.route === 'next_network' ? `prefix_length=${q.len}&num=${q.num}` : `num=${q.num}`,
-      principal, link: { scheme: 'http', host: 'bench', path: `/api/sites/${SITE}/networks/${pText}/${q.route}/` },
+      principal,
+      link: { scheme: 'http', host: 'bench', path: `/api/sites/${SITE}/networks/${pText}/${q.route}/` },
     });
     const viaHandler = async (q: Query): Promise<string> => {
       const reply = await handle(shard!, requestFor(q));
@@ -285,7 +353,11 @@ async function runConfig(version: IpVersion, fill: number, { n, reps, warmupReps
           log(`MISMATCH naive vs tree, ${q.label}: ${got.slice(0, 3).join(',')} vs ${treeAnswers[i].slice(0, 3).join(',')}`);
         }
         const t: number[] = [];
-        for (let k = 0; k < naiveReps; k++) { const t1 = performance.now(); naive!.freeBlocks(P.addr, P.len, fq); t.push(performance.now() - t1); }
+        for (let k = 0; k < naiveReps; k++) {
+          const t1 = performance.now();
+          naive!.freeBlocks(P.addr, P.len, fq);
+          t.push(performance.now() - t1);
+        }
         return stats(t);
       });
       naive = null;
@@ -294,13 +366,26 @@ async function runConfig(version: IpVersion, fill: number, { n, reps, warmupReps
     for (const [i, q] of queries.entries()) {
       const first = treeAnswers[i][0];
       rows.push({
-        version, fill, window, query: q.label,
-        answer: first === undefined ? '[]' : `${formatCidr({ version, addr: first, len: q.len }, true)}${q.num > 1 ? ` … (${treeAnswers[i].length})` : ''}`,
-        where: where(first), tree: treeTimes[i], handler: handlerTimes[i], naive: naiveTimes[i], treeBytes: treeAlloc[i], handlerBytes: handlerAlloc[i],
+        version,
+        fill,
+        window,
+        query: q.label,
+        answer:
+          first === undefined
+            ? '[]'
+            : `${formatCidr({ version, addr: first, len: q.len }, true)}${q.num > 1 ? ` … (${treeAnswers[i].length})` : ''}`,
+        where: where(first),
+        tree: treeTimes[i],
+        handler: handlerTimes[i],
+        naive: naiveTimes[i],
+        treeBytes: treeAlloc[i],
+        handlerBytes: handlerAlloc[i],
       });
     }
-    log(`IPv${version} ${pText}, fill ${fmt.pct(fill)} (window ${fmt.int(window)} addresses): tree built in ${fmt.int(treeMs)} ms, ` +
-      `shard in ${fmt.int(shardMs)} ms${naiveReps > 0 ? `, naive in ${fmt.int(naiveMs)} ms` : ''}`);
+    log(
+      `IPv${version} ${pText}, fill ${fmt.pct(fill)} (window ${fmt.int(window)} addresses): tree built in ${fmt.int(treeMs)} ms, ` +
+        `shard in ${fmt.int(shardMs)} ms${naiveReps > 0 ? `, naive in ${fmt.int(naiveMs)} ms` : ''}`,
+    );
     return { rows, build: { version, fill, treeMs, treeBytes, shardMs, shardBytes, naiveMs }, mismatches };
   } finally {
     await store.close();
@@ -333,11 +418,17 @@ export async function run(): Promise<number> {
   for (const v of versions) if (v !== 4 && v !== 6) throw new Error(`BENCH_VERSIONS: ${v} is not 4 or 6`);
 
   log(`alloc-1m (P3): next_address / next_network on a parent holding ${fmt.int(n)} host children, in process`);
-  log(`fill f: the ${fmt.int(n)} children are drawn (seeded PRNG) from a window of ceil(N/f) addresses starting at the parent's second address; ` +
-    'free addresses lie in the window\'s holes and after it');
-  log(`tree = RadixTree.freeBlocks as nextBlocks calls it; handler = shard handle() on GET …/networks/{P}/next_*/?… over a ShardState of ${fmt.int(n + 1)} network records; ` +
-    `naive = NaiveTree.freeBlocks on the same prefixes (baseline). ${reps} timed calls per query and level after ${warmupReps} warm-up; naive ${naiveReps}.`);
-  log(`each IP version and fill runs in a fresh process (node --expose-gc), so heap figures and GC state do not carry over; ${machine().cores} cores, Node ${process.version}`);
+  log(
+    `fill f: the ${fmt.int(n)} children are drawn (seeded PRNG) from a window of ceil(N/f) addresses starting at the parent's second address; ` +
+      "free addresses lie in the window's holes and after it",
+  );
+  log(
+    `tree = RadixTree.freeBlocks as nextBlocks calls it; handler = shard handle() on GET …/networks/{P}/next_*/?… over a ShardState of ${fmt.int(n + 1)} network records; ` +
+      `naive = NaiveTree.freeBlocks on the same prefixes (baseline). ${reps} timed calls per query and level after ${warmupReps} warm-up; naive ${naiveReps}.`,
+  );
+  log(
+    `each IP version and fill runs in a fresh process (node --expose-gc), so heap figures and GC state do not carry over; ${machine().cores} cores, Node ${process.version}`,
+  );
   log('');
 
   const rows: Row[] = [];
@@ -346,7 +437,10 @@ export async function run(): Promise<number> {
   for (const version of versions) {
     for (const fill of fills) {
       const child = spawnSync(process.execPath, ['--expose-gc', ...process.execArgv, process.argv[1], 'alloc-1m'], {
-        env: { ...process.env, [ONE]: `${version}:${fill}` }, stdio: ['ignore', 'pipe', 'inherit'], encoding: 'utf8', maxBuffer: 64 * 2 ** 20,
+        env: { ...process.env, [ONE]: `${version}:${fill}` },
+        stdio: ['ignore', 'pipe', 'inherit'],
+        encoding: 'utf8',
+        maxBuffer: 64 * 2 ** 20,
       });
       const lines = (child.stdout ?? '').split('\n');
       for (const line of lines) if (line && !line.startsWith(RESULT)) log(line);
@@ -361,18 +455,64 @@ export async function run(): Promise<number> {
 
   log('');
   const gcText = (t: Timed) => (t.gcHits === 0 ? '0' : `${t.gcHits} (${fmt.ms(t.gcMs)} ms)`);
-  log(table(['IP', 'fill', 'query', 'first answer', 'where', 'tree p50 µs', 'tree p99 µs', 'handler p50 µs', 'handler p99 µs',
-    'handler p99 no-GC µs', 'handler calls hit by GC', 'alloc/call tree, handler', 'naive p50 ms', 'naive/tree (p50)'],
-  rows.map((r) => [`v${r.version}`, fmt.pct(r.fill), r.query, r.answer, r.where, us(r.tree.all.p50), us(r.tree.all.p99), us(r.handler.all.p50),
-    us(r.handler.all.p99), r.handler.clean ? us(r.handler.clean.p99) : '-', gcText(r.handler), `${kb(r.treeBytes)}, ${kb(r.handlerBytes)}`,
-    r.naive ? fmt.ms(r.naive.p50) : '-', r.naive ? `${fmt.int(r.naive.p50 / r.tree.all.p50)}x` : '-'])));
-  log(`no-GC: the calls no GC pause overlapped (perf_hooks 'gc' entries); "hit by GC": how many of the ${reps} calls one did, and their mean pause; ` +
-    'alloc/call: heap bytes one call allocates (heapUsed growth over 20 calls with no GC in between, median of 7 batches).');
+  log(
+    table(
+      [
+        'IP',
+        'fill',
+        'query',
+        'first answer',
+        'where',
+        'tree p50 µs',
+        'tree p99 µs',
+        'handler p50 µs',
+        'handler p99 µs',
+        'handler p99 no-GC µs',
+        'handler calls hit by GC',
+        'alloc/call tree, handler',
+        'naive p50 ms',
+        'naive/tree (p50)',
+      ],
+      rows.map((r) => [
+        `v${r.version}`,
+        fmt.pct(r.fill),
+        r.query,
+        r.answer,
+        r.where,
+        us(r.tree.all.p50),
+        us(r.tree.all.p99),
+        us(r.handler.all.p50),
+        us(r.handler.all.p99),
+        r.handler.clean ? us(r.handler.clean.p99) : '-',
+        gcText(r.handler),
+        `${kb(r.treeBytes)}, ${kb(r.handlerBytes)}`,
+        r.naive ? fmt.ms(r.naive.p50) : '-',
+        r.naive ? `${fmt.int(r.naive.p50 / r.tree.all.p50)}x` : '-',
+      ]),
+    ),
+  );
+  log(
+    `no-GC: the calls no GC pause overlapped (perf_hooks 'gc' entries); "hit by GC": how many of the ${reps} calls one did, and their mean pause; ` +
+      'alloc/call: heap bytes one call allocates (heapUsed growth over 20 calls with no GC in between, median of 7 batches).',
+  );
   log('');
-  log(table(['IP', 'fill', 'tree build', 'tree heap/child', 'shard build', 'shard heap/network', 'naive build'],
-    builds.map((b) => [`v${b.version}`, fmt.pct(b.fill), `${fmt.int(b.treeMs)} ms`, `${b.treeBytes.toFixed(0)} B`, `${fmt.int(b.shardMs)} ms`,
-      `${b.shardBytes.toFixed(0)} B`, b.naiveMs ? `${fmt.int(b.naiveMs)} ms` : '-'])));
-  log('(tree heap: the bare RadixTree, values shared; shard heap: records, table, natural-key index, prefix tree and attribute index together)');
+  log(
+    table(
+      ['IP', 'fill', 'tree build', 'tree heap/child', 'shard build', 'shard heap/network', 'naive build'],
+      builds.map((b) => [
+        `v${b.version}`,
+        fmt.pct(b.fill),
+        `${fmt.int(b.treeMs)} ms`,
+        `${b.treeBytes.toFixed(0)} B`,
+        `${fmt.int(b.shardMs)} ms`,
+        `${b.shardBytes.toFixed(0)} B`,
+        b.naiveMs ? `${fmt.int(b.naiveMs)} ms` : '-',
+      ]),
+    ),
+  );
+  log(
+    '(tree heap: the bare RadixTree, values shared; shard heap: records, table, natural-key index, prefix tree and attribute index together)',
+  );
   log('');
 
   // Flatness: per query, the spread of p50 across fills (worst / best).
@@ -384,29 +524,70 @@ export async function run(): Promise<number> {
       flat.push({ version, query: q.label, tree: spread((r) => r.tree.all.p50), handler: spread((r) => r.handler.all.p50) });
     }
   }
-  log(`flatness across fills ${fills.map((f) => fmt.pct(f)).join(', ')} (p50 worst fill / best fill): ` +
-    flat.map((f) => `v${f.version} ${f.query}: tree ${f.tree.toFixed(2)}x, handler ${f.handler.toFixed(2)}x`).join('; '));
+  log(
+    `flatness across fills ${fills.map((f) => fmt.pct(f)).join(', ')} (p50 worst fill / best fill): ` +
+      flat.map((f) => `v${f.version} ${f.query}: tree ${f.tree.toFixed(2)}x, handler ${f.handler.toFixed(2)}x`).join('; '),
+  );
   const worstRow = rows.reduce((a, r) => (r.handler.all.p99 > a.handler.all.p99 ? r : a));
   const worst = worstRow.handler.all.p99;
-  log(`handler p99, worst query and fill: ${(worst * 1000).toFixed(0)} µs (v${worstRow.version} ${worstRow.query} at ${fmt.pct(worstRow.fill)}; budget < ${BUDGET_MS} ms): ` +
-    `${worst < BUDGET_MS ? 'meets budget' : 'OVER BUDGET'}`);
+  log(
+    `handler p99, worst query and fill: ${(worst * 1000).toFixed(0)} µs (v${worstRow.version} ${worstRow.query} at ${fmt.pct(worstRow.fill)}; budget < ${BUDGET_MS} ms): ` +
+      `${worst < BUDGET_MS ? 'meets budget' : 'OVER BUDGET'}`,
+  );
   const over = rows.filter((r) => r.handler.all.p99 >= BUDGET_MS);
   if (over.length > 0) {
-    log(`over budget: ${over.map((r) => `v${r.version} ${r.query} at ${fmt.pct(r.fill)} (p99 ${us(r.handler.all.p99)} µs, ${r.handler.clean ? us(r.handler.clean.p99) : '-'} µs without the ${r.handler.gcHits} GC-hit calls)`).join('; ')}`);
+    log(
+      `over budget: ${over.map((r) => `v${r.version} ${r.query} at ${fmt.pct(r.fill)} (p99 ${us(r.handler.all.p99)} µs, ${r.handler.clean ? us(r.handler.clean.p99) : '-'} µs without the ${r.handler.gcHits} GC-hit calls)`).join('; ')}`,
+    );
   }
   if (mismatches > 0) log(`${mismatches} MISMATCHES between levels: figures are not valid`);
   const r3 = (x: number) => Number(x.toFixed(3));
   const js = (s: Stats | null) => (s ? { p50_us: r3(s.p50 * 1000), p99_us: r3(s.p99 * 1000), max_us: r3(s.max * 1000), n: s.n } : null);
-  const jt = (t: Timed) => ({ ...js(t.all), p99_no_gc_us: t.clean ? r3(t.clean.p99 * 1000) : null, gc_hits: t.gcHits, gc_mean_pause_ms: r3(t.gcMs) });
-  log(JSON.stringify({
-    scenario: 'alloc-1m', budget: 'P3', children: n, fills, reps, warmup_reps: warmupReps, naive_reps: naiveReps,
-    rows: rows.map((r) => ({ ip: r.version, fill: r.fill, window: r.window, query: r.query, answer: r.answer, where: r.where, tree: jt(r.tree), handler: jt(r.handler), naive: js(r.naive),
-      tree_alloc_bytes_per_call: Math.round(r.treeBytes), handler_alloc_bytes_per_call: Math.round(r.handlerBytes) })),
-    builds: builds.map((b) => ({ ip: b.version, fill: b.fill, tree_ms: Math.round(b.treeMs), tree_heap_bytes_per_child: Math.round(b.treeBytes),
-      shard_ms: Math.round(b.shardMs), shard_heap_bytes_per_network: Math.round(b.shardBytes), naive_ms: Math.round(b.naiveMs) })),
-    flatness_p50: flat.map((f) => ({ ip: f.version, query: f.query, tree: r3(f.tree), handler: r3(f.handler) })),
-    worst_handler_p99_ms: r3(worst), target_ms: BUDGET_MS, meets_target: worst < BUDGET_MS && mismatches === 0, mismatches, ...machine(),
-  }));
+  const jt = (t: Timed) => ({
+    ...js(t.all),
+    p99_no_gc_us: t.clean ? r3(t.clean.p99 * 1000) : null,
+    gc_hits: t.gcHits,
+    gc_mean_pause_ms: r3(t.gcMs),
+  });
+  log(
+    JSON.stringify({
+      scenario: 'alloc-1m',
+      budget: 'P3',
+      children: n,
+      fills,
+      reps,
+      warmup_reps: warmupReps,
+      naive_reps: naiveReps,
+      rows: rows.map((r) => ({
+        ip: r.version,
+        fill: r.fill,
+        window: r.window,
+        query: r.query,
+        answer: r.answer,
+        where: r.where,
+        tree: jt(r.tree),
+        handler: jt(r.handler),
+        naive: js(r.naive),
+        tree_alloc_bytes_per_call: Math.round(r.treeBytes),
+        handler_alloc_bytes_per_call: Math.round(r.handlerBytes),
+      })),
+      builds: builds.map((b) => ({
+        ip: b.version,
+        fill: b.fill,
+        tree_ms: Math.round(b.treeMs),
+        tree_heap_bytes_per_child: Math.round(b.treeBytes),
+        shard_ms: Math.round(b.shardMs),
+        shard_heap_bytes_per_network: Math.round(b.shardBytes),
+        naive_ms: Math.round(b.naiveMs),
+      })),
+      flatness_p50: flat.map((f) => ({ ip: f.version, query: f.query, tree: r3(f.tree), handler: r3(f.handler) })),
+      worst_handler_p99_ms: r3(worst),
+      target_ms: BUDGET_MS,
+      meets_target: worst < BUDGET_MS && mismatches === 0,
+      mismatches,
+      ...machine(),
+    }),
+  );
   return mismatches > 0 ? 1 : 0;
 }
 

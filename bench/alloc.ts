@@ -39,8 +39,26 @@
  */
 import autocannon from 'autocannon';
 import {
-  AUTH, applicationHeaders, combine, envNumber, expectStatus, failures, fmt, foreignBusyCores, log, machine, processCpuSeconds, request,
-  startNetsot, startRawUws, table, tempDir, threadCpuSeconds, busiestThreads, type ChildServer, type LoadSummary,
+  AUTH,
+  applicationHeaders,
+  busiestThreads,
+  type ChildServer,
+  combine,
+  envNumber,
+  expectStatus,
+  failures,
+  fmt,
+  foreignBusyCores,
+  type LoadSummary,
+  log,
+  machine,
+  processCpuSeconds,
+  request,
+  startNetsot,
+  startRawUws,
+  table,
+  tempDir,
+  threadCpuSeconds,
 } from './_harness.js';
 
 const TARGET_PER_S = 20_000;
@@ -84,7 +102,8 @@ export async function run(): Promise<number> {
     const headers = applicationHeaders(sample);
     raw = await startRawUws({ headers, body: sample.text });
     const rawSample = await request(raw.base, 'POST', parents[0].path, { headers: AUTH });
-    if (rawSample.status !== 200 || rawSample.text !== sample.text) throw new Error(`raw uWS answered ${rawSample.status} ${rawSample.text}`);
+    if (rawSample.status !== 200 || rawSample.text !== sample.text)
+      throw new Error(`raw uWS answered ${rawSample.status} ${rawSample.text}`);
 
     const servers: Record<Side, ChildServer> = { raw, netsot };
     const load = async (side: Side, secs: number): Promise<LoadSummary> => {
@@ -103,8 +122,15 @@ export async function run(): Promise<number> {
         // One prebuilt request per parent: each connection cycles through them in turn. The same
         // work on both sides: keep each 200 body (netsot's are parsed and checked afterwards).
         requests: parents.map((p) => ({
-          method: 'POST', path: p.path, headers: AUTH,
-          onResponse: (status: number, body: string) => { if (status === 200) { ok++; sink.push(body); } },
+          method: 'POST',
+          path: p.path,
+          headers: AUTH,
+          onResponse: (status: number, body: string) => {
+            if (status === 200) {
+              ok++;
+              sink.push(body);
+            }
+          },
         })),
       });
       const wall = (performance.now() - t0) / 1000;
@@ -113,28 +139,42 @@ export async function run(): Promise<number> {
       if (side === 'netsot') for (const b of sink) record(b);
       const secsRun = r.duration || wall;
       return {
-        requests: ok, seconds: secsRun, rps: ok / secsRun,
+        requests: ok,
+        seconds: secsRun,
+        rps: ok / secsRun,
         latencyMs: { avg: r.latency.average, p50: r.latency.p50, p90: r.latency.p90, p99: r.latency.p99, max: r.latency.max },
         bytesPerResponse: r.requests.total > 0 ? r.throughput.total / r.requests.total : 0,
-        non2xx: r.non2xx, errors: r.errors, timeouts: r.timeouts,
+        non2xx: r.non2xx,
+        errors: r.errors,
+        timeouts: r.timeouts,
         clientCores: (cpu.user + cpu.system) / 1e6 / wall,
         serverCores: srv0 !== null && srv1 !== null ? (srv1 - srv0) / wall : null,
       };
     };
 
     const orders: Side[][] = Array.from({ length: rounds }, (_, i) => (i % 2 === 0 ? ['raw', 'netsot'] : ['netsot', 'raw']));
-    log(`alloc (P2): POST ${parents.map((p) => p.path).join(' and ')}` +
-      `${parents.length > 1 ? ' in turn' : ''} (reserve=true, num=1; ${sample.text.length}-byte reply like ${sample.text})`);
-    log(`${connections} keep-alive connections, pipelining 1, ${slice * rounds} s measured per server, ${warmup} s warm-up per server; ` +
-      `${rounds === 1 ? 'raw uWS first, then netsot' : `alternating, ${rounds} rounds of ${slice} s: ${orders.map((o) => o.join('→')).join(', ')}`}`);
-    log(`client: autocannon in the bench process, recording every 200 body; servers: child processes (netsot pid ${netsot.pid}, default shards, ` +
-      `${parents.length} site(s); raw uWS pid ${raw.pid}); ${machine().cores} cores, Node ${process.version}`);
-    const busyNote = (busy: number | null) => (busy === null ? 'unknown' : `${busy.toFixed(2)} cores${busy > 0.2 ? ' — machine not idle, figures will be noisy' : ''}`);
+    log(
+      `alloc (P2): POST ${parents.map((p) => p.path).join(' and ')}` +
+        `${parents.length > 1 ? ' in turn' : ''} (reserve=true, num=1; ${sample.text.length}-byte reply like ${sample.text})`,
+    );
+    log(
+      `${connections} keep-alive connections, pipelining 1, ${slice * rounds} s measured per server, ${warmup} s warm-up per server; ` +
+        `${rounds === 1 ? 'raw uWS first, then netsot' : `alternating, ${rounds} rounds of ${slice} s: ${orders.map((o) => o.join('→')).join(', ')}`}`,
+    );
+    log(
+      `client: autocannon in the bench process, recording every 200 body; servers: child processes (netsot pid ${netsot.pid}, default shards, ` +
+        `${parents.length} site(s); raw uWS pid ${raw.pid}); ${machine().cores} cores, Node ${process.version}`,
+    );
+    const busyNote = (busy: number | null) =>
+      busy === null ? 'unknown' : `${busy.toFixed(2)} cores${busy > 0.2 ? ' — machine not idle, figures will be noisy' : ''}`;
     const busyBefore = await foreignBusyCores();
     log(`other CPU use before the load (1 s sample, servers idle): ${busyNote(busyBefore)}`);
 
     const warm: Record<Side, LoadSummary | null> = { raw: null, netsot: null };
-    if (warmup > 0) { warm.netsot = await load('netsot', warmup); warm.raw = await load('raw', warmup); }
+    if (warmup > 0) {
+      warm.netsot = await load('netsot', warmup);
+      warm.raw = await load('raw', warmup);
+    }
     const results: Record<Side, LoadSummary[]> = { raw: [], netsot: [] };
     let threadSecs = 0;
     const threads = new Map<number, number>(); // netsot CPU seconds per thread over its measured slices
@@ -148,8 +188,10 @@ export async function run(): Promise<number> {
           for (const [tid, cpu] of after) threads.set(tid, (threads.get(tid) ?? 0) + cpu - (before.get(tid) ?? 0));
         }
         results[side].push(r);
-        log(`  round ${i + 1} ${side.padEnd(6)} ${fmt.int(r.rps)} ${side === 'netsot' ? 'allocations' : 'replies'}/s, p99 ${fmt.ms(r.latencyMs.p99)} ms` +
-          `${failures(r) > 0 ? `, ${failures(r)} FAILED` : ''}`);
+        log(
+          `  round ${i + 1} ${side.padEnd(6)} ${fmt.int(r.rps)} ${side === 'netsot' ? 'allocations' : 'replies'}/s, p99 ${fmt.ms(r.latencyMs.p99)} ms` +
+            `${failures(r) > 0 ? `, ${failures(r)} FAILED` : ''}`,
+        );
       }
     }
     const busyAfter = await foreignBusyCores();
@@ -159,7 +201,8 @@ export async function run(): Promise<number> {
     const handedOut = got.reduce((a, g) => a + g.length, 0);
     const duplicates = got.reduce((a, g) => a + (g.length - new Set(g).size), 0);
     const loadedPid = netsot.pid;
-    if (kill9) await netsot.kill(); else await netsot.stop();
+    if (kill9) await netsot.kill();
+    else await netsot.stop();
     const t0 = performance.now();
     netsot = await startNetsot({ dataDir: data.path, startTimeoutMs: 120_000 });
     const restartMs = performance.now() - t0;
@@ -167,7 +210,9 @@ export async function run(): Promise<number> {
     let missing = 0;
     let extra = 0;
     for (const [i, p] of parents.entries()) {
-      const children = await request(netsot.base, 'GET', `/api/sites/${p.site}/networks/${p.cidr}/children/?fields=cidr`, { headers: AUTH });
+      const children = await request(netsot.base, 'GET', `/api/sites/${p.site}/networks/${p.cidr}/children/?fields=cidr`, {
+        headers: AUTH,
+      });
       expectStatus(children, 200, `GET children of ${p.cidr}`);
       const onDisk = new Set((children.json as { cidr: string }[]).map((c) => c.cidr));
       stored += onDisk.size;
@@ -179,40 +224,91 @@ export async function run(): Promise<number> {
     const n = combine(results.netsot);
     const b = combine(results.raw);
     const ratio = n.rps / b.rps;
-    const row = (label: string, s: LoadSummary) => [label, fmt.int(s.rps), fmt.ms(s.latencyMs.p50), fmt.ms(s.latencyMs.p99), fmt.ms(s.latencyMs.max),
-      failures(s), fmt.cores(s.serverCores), fmt.cores(s.clientCores)];
+    const row = (label: string, s: LoadSummary) => [
+      label,
+      fmt.int(s.rps),
+      fmt.ms(s.latencyMs.p50),
+      fmt.ms(s.latencyMs.p99),
+      fmt.ms(s.latencyMs.max),
+      failures(s),
+      fmt.cores(s.serverCores),
+      fmt.cores(s.clientCores),
+    ];
     log('');
-    log(table(['target', '200s/s', 'p50 ms', 'p99 ms', 'max ms', 'failed', 'server cores', 'client cores'],
-      [row('raw uWS (fixed body)', b), row(`netsot (allocations)`, n)]));
+    log(
+      table(
+        ['target', '200s/s', 'p50 ms', 'p99 ms', 'max ms', 'failed', 'server cores', 'client cores'],
+        [row('raw uWS (fixed body)', b), row(`netsot (allocations)`, n)],
+      ),
+    );
     log('');
     const meets = n.rps >= TARGET_PER_S && duplicates === 0 && missing === 0 && failures(n) === 0;
-    log(`netsot: ${fmt.int(n.rps)} allocations/s (target >= ${fmt.int(TARGET_PER_S)}): ${n.rps >= TARGET_PER_S ? 'meets target' : 'BELOW TARGET'}; ` +
-      `netsot/raw = ${fmt.pct(ratio)}`);
-    log(`${fmt.int(handedOut)} addresses handed out in all (warm-up and sample included): ${duplicates} duplicates; ` +
-      `after ${kill9 ? 'kill -9' : 'SIGTERM (BENCH_KILL9=0)'} and a restart (${fmt.int(restartMs)} ms): ${fmt.int(stored)} children stored, ${missing} acked but missing, ${extra} stored but never acked ` +
-      '(requests in flight when a slice ended: autocannon drops their replies; not a fault)');
+    log(
+      `netsot: ${fmt.int(n.rps)} allocations/s (target >= ${fmt.int(TARGET_PER_S)}): ${n.rps >= TARGET_PER_S ? 'meets target' : 'BELOW TARGET'}; ` +
+        `netsot/raw = ${fmt.pct(ratio)}`,
+    );
+    log(
+      `${fmt.int(handedOut)} addresses handed out in all (warm-up and sample included): ${duplicates} duplicates; ` +
+        `after ${kill9 ? 'kill -9' : 'SIGTERM (BENCH_KILL9=0)'} and a restart (${fmt.int(restartMs)} ms): ${fmt.int(stored)} children stored, ${missing} acked but missing, ${extra} stored but never acked ` +
+        '(requests in flight when a slice ended: autocannon drops their replies; not a fault)',
+    );
     const perThread = busiestThreads(loadedPid, new Map(), threads, threadSecs);
-    log(`netsot CPU per allocation: ${n.serverCores === null ? '-' : `${fmt.int((n.serverCores / n.rps) * 1e6)} µs`}; ` +
-      `busiest threads over the measured slices (cores): ${perThread}`);
-    log('latencies are autocannon\'s, in whole milliseconds; p99 = worst round.');
+    log(
+      `netsot CPU per allocation: ${n.serverCores === null ? '-' : `${fmt.int((n.serverCores / n.rps) * 1e6)} µs`}; ` +
+        `busiest threads over the measured slices (cores): ${perThread}`,
+    );
+    log("latencies are autocannon's, in whole milliseconds; p99 = worst round.");
     const summary = (s: LoadSummary) => ({
-      per_s: Math.round(s.rps), p50_ms: s.latencyMs.p50, p99_ms: s.latencyMs.p99, max_ms: s.latencyMs.max, ok: s.requests, seconds: s.seconds,
-      non2xx: s.non2xx, errors: s.errors, timeouts: s.timeouts,
-      server_cores: s.serverCores === null ? null : Number(s.serverCores.toFixed(2)), client_cores: Number(s.clientCores.toFixed(2)),
+      per_s: Math.round(s.rps),
+      p50_ms: s.latencyMs.p50,
+      p99_ms: s.latencyMs.p99,
+      max_ms: s.latencyMs.max,
+      ok: s.requests,
+      seconds: s.seconds,
+      non2xx: s.non2xx,
+      errors: s.errors,
+      timeouts: s.timeouts,
+      server_cores: s.serverCores === null ? null : Number(s.serverCores.toFixed(2)),
+      client_cores: Number(s.clientCores.toFixed(2)),
     });
-    log(JSON.stringify({
-      scenario: 'alloc', budget: 'P2', sites: parents.length, parents: parents.map((p) => p.cidr), connections, pipelining: 1,
-      seconds_per_server: slice * rounds, warmup_seconds: warmup, rounds, order: orders.map((o) => o.join(',')),
-      raw: summary(b), netsot: summary(n),
-      per_s_by_round: { raw: results.raw.map((r) => Math.round(r.rps)), netsot: results.netsot.map((r) => Math.round(r.rps)) },
-      ratio: Number(ratio.toFixed(4)), handed_out: handedOut, duplicates, stored_after_kill9: stored, missing_after_kill9: missing,
-      server_us_per_allocation: n.serverCores === null ? null : Math.round((n.serverCores / n.rps) * 1e6), busiest_threads: perThread,
-      unacked_stored: extra, restart_ms: Math.round(restartMs), target_per_s: TARGET_PER_S, meets_target: meets, ...machine(),
-      other_busy_cores_before: busyBefore === null ? null : Number(busyBefore.toFixed(2)),
-      other_busy_cores_after: busyAfter === null ? null : Number(busyAfter.toFixed(2)),
-    }));
+    log(
+      JSON.stringify({
+        scenario: 'alloc',
+        budget: 'P2',
+        sites: parents.length,
+        parents: parents.map((p) => p.cidr),
+        connections,
+        pipelining: 1,
+        seconds_per_server: slice * rounds,
+        warmup_seconds: warmup,
+        rounds,
+        order: orders.map((o) => o.join(',')),
+        raw: summary(b),
+        netsot: summary(n),
+        per_s_by_round: { raw: results.raw.map((r) => Math.round(r.rps)), netsot: results.netsot.map((r) => Math.round(r.rps)) },
+        ratio: Number(ratio.toFixed(4)),
+        handed_out: handedOut,
+        duplicates,
+        stored_after_kill9: stored,
+        missing_after_kill9: missing,
+        server_us_per_allocation: n.serverCores === null ? null : Math.round((n.serverCores / n.rps) * 1e6),
+        busiest_threads: perThread,
+        unacked_stored: extra,
+        restart_ms: Math.round(restartMs),
+        target_per_s: TARGET_PER_S,
+        meets_target: meets,
+        ...machine(),
+        other_busy_cores_before: busyBefore === null ? null : Number(busyBefore.toFixed(2)),
+        other_busy_cores_after: busyAfter === null ? null : Number(busyAfter.toFixed(2)),
+      }),
+    );
     const bad = duplicates + missing + failures(n) + failures(b) + (warm.netsot ? failures(warm.netsot) : 0);
-    if (bad > 0) { process.stderr.write(`alloc: ${duplicates} duplicates, ${missing} missing, failed requests: netsot ${failures(n)}, raw ${failures(b)}\n`); return 1; }
+    if (bad > 0) {
+      process.stderr.write(
+        `alloc: ${duplicates} duplicates, ${missing} missing, failed requests: netsot ${failures(n)}, raw ${failures(b)}\n`,
+      );
+      return 1;
+    }
     return 0;
   } finally {
     await Promise.all([netsot?.stop(), raw?.stop()]);

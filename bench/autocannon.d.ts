@@ -26,8 +26,17 @@ declare module 'autocannon' {
       onResponse?: (status: number, body: string, context: Record<string, unknown>, headers: Record<string, string>) => void;
     }
     interface Histogram {
-      average: number; mean: number; stddev: number; min: number; max: number; total: number;
-      p50: number; p90: number; p97_5: number; p99: number; p99_9: number;
+      average: number;
+      mean: number;
+      stddev: number;
+      min: number;
+      max: number;
+      total: number;
+      p50: number;
+      p90: number;
+      p97_5: number;
+      p99: number;
+      p99_9: number;
     }
     interface Result {
       title?: string;

@@ -19,9 +19,7 @@
 import { execFileSync } from 'node:child_process';
 import { closeSync, openSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
-import {
-  AUTH, envNumber, expectStatus, fmt, log, request, runLoad, startNetsot, table, tempDir, type LoadSummary,
-} from './_harness.js';
+import { AUTH, envNumber, expectStatus, fmt, type LoadSummary, log, request, runLoad, startNetsot, table, tempDir } from './_harness.js';
 
 const LIST = 10_000;
 
@@ -35,7 +33,11 @@ function fillUp(path: string): number {
   let written = 0;
   for (const size of [1 << 20, 1 << 12, 1]) {
     const chunk = Buffer.alloc(size);
-    try { for (;;) written += writeSync(fd, chunk); } catch { /* ENOSPC: try smaller pieces */ }
+    try {
+      for (;;) written += writeSync(fd, chunk);
+    } catch {
+      /* ENOSPC: try smaller pieces */
+    }
   }
   closeSync(fd);
   return written;
@@ -90,11 +92,26 @@ export async function run(): Promise<number> {
       writing = false;
       await writer;
 
-      const row = (name: string, s: LoadSummary) => [name, fmt.int(s.rps), fmt.ms(s.latencyMs.p50), fmt.ms(s.latencyMs.p99), fmt.ms(s.latencyMs.max), s.non2xx];
-      log(table(['reads of one network', 'req/s', 'p50', 'p99', 'max', 'non-2xx'], [row('baseline (no writer)', baseline), row('with a failing writer', withWriter)]));
+      const row = (name: string, s: LoadSummary) => [
+        name,
+        fmt.int(s.rps),
+        fmt.ms(s.latencyMs.p50),
+        fmt.ms(s.latencyMs.p99),
+        fmt.ms(s.latencyMs.max),
+        s.non2xx,
+      ];
+      log(
+        table(
+          ['reads of one network', 'req/s', 'p50', 'p99', 'max', 'non-2xx'],
+          [row('baseline (no writer)', baseline), row('with a failing writer', withWriter)],
+        ),
+      );
       log(`writer answers: ${[...statuses].map(([st, n]) => `${n}× ${st}`).join(', ')}`);
       log(`read p99 with the failing writer / baseline: ${(withWriter.latencyMs.p99 / baseline.latencyMs.p99).toFixed(2)}`);
-      if (!statuses.has(507)) { log('disk-full: the writes did not fail; the tmpfs was not full'); return 1; }
+      if (!statuses.has(507)) {
+        log('disk-full: the writes did not fail; the tmpfs was not full');
+        return 1;
+      }
       return withWriter.non2xx === 0 ? 0 : 1;
     } finally {
       await server.stop();

@@ -3,8 +3,9 @@
  * two attributes, against raw uWS serving the same bytes. Setup: a site, two
  * Device attributes, one device created through the nested route. See _get-one.ts.
  */
-import { AUTH, expectStatus, request } from './_harness.js';
+
 import { runGetOne } from './_get-one.js';
+import { AUTH, expectStatus, request } from './_harness.js';
 
 export function run(): Promise<number> {
   return runGetOne('get-device', async (base) => {
@@ -19,6 +20,9 @@ export function run(): Promise<number> {
     const dev = await request(base, 'POST', `/api/sites/${s}/devices/`, { body: { hostname: 'bench-r1', attributes }, headers: AUTH });
     expectStatus(dev, 201, `POST /api/sites/${s}/devices/`);
     if (JSON.stringify(dev.json.attributes) !== JSON.stringify(attributes)) throw new Error(`device attributes came back as ${dev.text}`);
-    return { path: `/api/devices/${dev.json.id}/`, note: `object: device ${dev.json.id} in site ${s}, attributes ${JSON.stringify(attributes)} (top-level route)` };
+    return {
+      path: `/api/devices/${dev.json.id}/`,
+      note: `object: device ${dev.json.id} in site ${s}, attributes ${JSON.stringify(attributes)} (top-level route)`,
+    };
   });
 }

@@ -47,11 +47,23 @@
  * reported: every GET once, one list of 100 and 200 singles.
  */
 import { availableParallelism } from 'node:os';
-import {
-  AUTH, envNumber, postSingles, expectStatus, fmt, foreignBusyCores, log, machine, median, processCpuSeconds, request, startNetsot, table,
-  type ChildServer,
-} from './_harness.js';
 import { prng } from '../test/helpers/prng.js';
+import {
+  AUTH,
+  type ChildServer,
+  envNumber,
+  expectStatus,
+  fmt,
+  foreignBusyCores,
+  log,
+  machine,
+  median,
+  postSingles,
+  processCpuSeconds,
+  request,
+  startNetsot,
+  table,
+} from './_harness.js';
 
 /** The figure from the issue, for scale only: nothing here measures it. */
 const ANCHOR = 'a popular alternative takes 7–9 s per 1000 interfaces (issue 5, not measured here)';
@@ -61,7 +73,13 @@ const JSON_HEADERS = { ...AUTH, 'Content-Type': 'application/json' };
 /** Host address `i` (< 65536) of block `block` (1–254) under 10.0.0.0/8. */
 const addr = (block: number, i: number) => `10.${block}.${i >> 8}.${i & 255}/32`;
 
-interface Iface { id: number; name: string; device: number; addresses: string[]; networks: string[] }
+interface Iface {
+  id: number;
+  name: string;
+  device: number;
+  addresses: string[];
+  networks: string[];
+}
 
 async function post(server: ChildServer, path: string, body: unknown, what: string): Promise<any> {
   const r = await request(server.base, 'POST', path, { body, headers: AUTH });
@@ -71,16 +89,31 @@ async function post(server: ChildServer, path: string, body: unknown, what: stri
 
 // ---------------------------------------------------------------- creating
 
-interface Timed { ms: number; serverCpuS: number | null; requestBytes: number; replyBytes: number; ids: number[] }
+interface Timed {
+  ms: number;
+  serverCpuS: number | null;
+  requestBytes: number;
+  replyBytes: number;
+  ids: number[];
+}
 
 /**
  * One list POST of `n` interfaces named `${prefix}-i`, spread round-robin over
  * `hosts`, with addresses `addr(block, i)` (none when block is null); checks
  * the 201 lists every one as sent.
  */
-async function postInterfaces(server: ChildServer, path: string, hosts: number[], prefix: string, block: number | null, n: number): Promise<Timed> {
+async function postInterfaces(
+  server: ChildServer,
+  path: string,
+  hosts: number[],
+  prefix: string,
+  block: number | null,
+  n: number,
+): Promise<Timed> {
   const bodies = Array.from({ length: n }, (_, i) => ({
-    device: hosts[i % hosts.length], name: `${prefix}-${i}`, addresses: block === null ? [] : [addr(block, i)],
+    device: hosts[i % hosts.length],
+    name: `${prefix}-${i}`,
+    addresses: block === null ? [] : [addr(block, i)],
   }));
   const body = JSON.stringify(bodies);
   const cpu0 = processCpuSeconds(server.pid);
@@ -92,27 +125,49 @@ async function postInterfaces(server: ChildServer, path: string, hosts: number[]
   const what = `POST ${path} (list of ${n})`;
   if (res.status !== 201) throw new Error(`${what} answered ${res.status}: ${text.slice(0, 500)}`);
   const items = JSON.parse(text) as Iface[];
-  if (!Array.isArray(items) || items.length !== n) throw new Error(`${what} returned ${Array.isArray(items) ? items.length : typeof items} items`);
+  if (!Array.isArray(items) || items.length !== n)
+    throw new Error(`${what} returned ${Array.isArray(items) ? items.length : typeof items} items`);
   items.forEach((it, i) => {
     const want = bodies[i];
-    if (it.name !== want.name || it.device !== want.device || JSON.stringify(it.addresses) !== JSON.stringify(want.addresses)
-      || it.networks.length !== want.addresses.length || !Number.isInteger(it.id)) {
+    if (
+      it.name !== want.name ||
+      it.device !== want.device ||
+      JSON.stringify(it.addresses) !== JSON.stringify(want.addresses) ||
+      it.networks.length !== want.addresses.length ||
+      !Number.isInteger(it.id)
+    ) {
       throw new Error(`${what}: item ${i} came back as ${JSON.stringify(it)}, sent ${JSON.stringify(want)}`);
     }
   });
   return {
-    ms, serverCpuS: cpu0 !== null && cpu1 !== null ? cpu1 - cpu0 : null, requestBytes: Buffer.byteLength(body), replyBytes: Buffer.byteLength(text),
+    ms,
+    serverCpuS: cpu0 !== null && cpu1 !== null ? cpu1 - cpu0 : null,
+    requestBytes: Buffer.byteLength(body),
+    replyBytes: Buffer.byteLength(text),
     ids: items.map((it) => it.id),
   };
 }
 
 /** `n` single POSTs of the same shape over `connections` keep-alive connections; every 201 must carry its address. */
-function postSingleInterfaces(server: ChildServer, path: string, hosts: number[], prefix: string, block: number, n: number, connections: number) {
+function postSingleInterfaces(
+  server: ChildServer,
+  path: string,
+  hosts: number[],
+  prefix: string,
+  block: number,
+  n: number,
+  connections: number,
+) {
   return postSingles(server, {
-    path, n, connections,
+    path,
+    n,
+    connections,
     bodyOf: (i) => JSON.stringify({ device: hosts[i % hosts.length], name: `${prefix}-${i}`, addresses: [addr(block, i)] }),
     // The address check keeps a server that answers 201 without assigning from passing.
-    check: (body, i) => { const it = JSON.parse(body) as Iface; return it.addresses.length === 1 && it.addresses[0] === addr(block, i); },
+    check: (body, i) => {
+      const it = JSON.parse(body) as Iface;
+      return it.addresses.length === 1 && it.addresses[0] === addr(block, i);
+    },
   });
 }
 
@@ -174,7 +229,8 @@ export async function run(): Promise<number> {
   // Address blocks (10.<block>.0.0/16): setup lists from 1, create rounds and their singles above them.
   const setupLists = Math.ceil(nIfaces / perList);
   const listBlock = (r: number) => 2 + setupLists + 2 * r;
-  if (listBlock(rounds) + 1 > 254 || setupLists > 100) throw new Error('too many lists for the address plan: raise BENCH_PER_LIST or lower BENCH_ROUNDS');
+  if (listBlock(rounds) + 1 > 254 || setupLists > 100)
+    throw new Error('too many lists for the address plan: raise BENCH_PER_LIST or lower BENCH_ROUNDS');
 
   let netsot: ChildServer | undefined;
   try {
@@ -200,7 +256,7 @@ export async function run(): Promise<number> {
       const ids: number[] = [];
       for (let at = 0; at < n; at += 10_000) {
         const body = Array.from({ length: Math.min(10_000, n - at) }, (_, i) => ({ hostname: `${prefix}-${at + i}` }));
-        const made = await post(server, path, body, `POST ${path} (list of ${body.length} devices)`) as { id: number }[];
+        const made = (await post(server, path, body, `POST ${path} (list of ${body.length} devices)`)) as { id: number }[];
         ids.push(...made.map((d) => d.id));
       }
       return ids;
@@ -221,12 +277,18 @@ export async function run(): Promise<number> {
     const setupS = (performance.now() - t0) / 1000;
 
     log(`interfaces (issue 5 item 7): interfaces with one address each, created in lists and listed`);
-    log(`site ${siteA}: base 10.0.0.0/8, ${fmt.int(nDevices)} devices, ${fmt.int(nIfaces)} interfaces on the first ${nHosts} (one /32 each); ` +
-      `site ${siteB} (same shard): ${nHosts} devices, ${fmt.int(nIfaces)} interfaces without addresses`);
-    log(`server: child process pid ${server.pid}, default shards (${shards}), fresh data dir; ${machine().cores} cores, Node ${process.version}; ` +
-      `setup ${setupS.toFixed(1)} s (interface lists of ${fmt.int(perList)} into site ${siteA}: ${setup.map((t) => fmt.int(t.ms)).join(', ')} ms)`);
+    log(
+      `site ${siteA}: base 10.0.0.0/8, ${fmt.int(nDevices)} devices, ${fmt.int(nIfaces)} interfaces on the first ${nHosts} (one /32 each); ` +
+        `site ${siteB} (same shard): ${nHosts} devices, ${fmt.int(nIfaces)} interfaces without addresses`,
+    );
+    log(
+      `server: child process pid ${server.pid}, default shards (${shards}), fresh data dir; ${machine().cores} cores, Node ${process.version}; ` +
+        `setup ${setupS.toFixed(1)} s (interface lists of ${fmt.int(perList)} into site ${siteA}: ${setup.map((t) => fmt.int(t.ms)).join(', ')} ms)`,
+    );
     const busy = await foreignBusyCores();
-    log(`other CPU use before the load (1 s sample, server idle): ${busy === null ? 'unknown' : `${busy.toFixed(2)} cores${busy > 0.2 ? ' — machine not idle, figures will be noisy' : ''}`}`);
+    log(
+      `other CPU use before the load (1 s sample, server idle): ${busy === null ? 'unknown' : `${busy.toFixed(2)} cores${busy > 0.2 ? ' — machine not idle, figures will be noisy' : ''}`}`,
+    );
 
     // ---- (b) listing
     const inA = new Set(ifacesA);
@@ -237,74 +299,114 @@ export async function run(): Promise<number> {
         : it.addresses.length === 0 && it.networks.length === 0;
       if (!ok || typeof it.name !== 'string') throw new Error(`interface ${it.id} came back as ${JSON.stringify(it)}`);
     };
-    const device = (d: { hostname: string }) => { if (typeof d.hostname !== 'string') throw new Error(`device came back as ${JSON.stringify(d)}`); };
+    const device = (d: { hostname: string }) => {
+      if (typeof d.hostname !== 'string') throw new Error(`device came back as ${JSON.stringify(d)}`);
+    };
     const target = (label: string, path: string, ids: number[], check: Target['check']): Target => {
       const paged = path.includes('limit=');
       return { label, path, count: ids.length, ids: paged ? ids.slice(0, page) : ids, check, ms: [], cpuS: [], bytes: 0 };
     };
     const ascending = (...lists: number[][]) => lists.flat().sort((a, b) => a - b);
     const groups: { name: string; rounds: number; targets: Target[] }[] = [
-      { name: 'unpaginated', rounds: listRounds, targets: [
-        target('A interfaces, addresses', ifA, ifacesA, iface),
-        target('B interfaces, none', ifB, ifacesB, iface),
-        target('A devices', devA, devicesA, device),
-      ] },
-      { name: `?limit=${page}`, rounds: 3 * listRounds, targets: [
-        target('A interfaces, addresses', `${ifA}?limit=${page}`, ifacesA, iface),
-        target('B interfaces, none', `${ifB}?limit=${page}`, ifacesB, iface),
-        target('A devices', `${devA}?limit=${page}`, devicesA, device),
-      ] },
+      {
+        name: 'unpaginated',
+        rounds: listRounds,
+        targets: [
+          target('A interfaces, addresses', ifA, ifacesA, iface),
+          target('B interfaces, none', ifB, ifacesB, iface),
+          target('A devices', devA, devicesA, device),
+        ],
+      },
+      {
+        name: `?limit=${page}`,
+        rounds: 3 * listRounds,
+        targets: [
+          target('A interfaces, addresses', `${ifA}?limit=${page}`, ifacesA, iface),
+          target('B interfaces, none', `${ifB}?limit=${page}`, ifacesB, iface),
+          target('A devices', `${devA}?limit=${page}`, devicesA, device),
+        ],
+      },
       // Every site: A's and B's interfaces by id (with the default list size, the page is A's first list).
-      { name: `top level ?limit=${page}`, rounds: 3 * listRounds, targets: [
-        target('all interfaces', `/api/interfaces/?limit=${page}`, ascending(ifacesA, ifacesB), iface),
-        target('all devices', `/api/devices/?limit=${page}`, ascending(devicesA, hostsB), device),
-      ] },
+      {
+        name: `top level ?limit=${page}`,
+        rounds: 3 * listRounds,
+        targets: [
+          target('all interfaces', `/api/interfaces/?limit=${page}`, ascending(ifacesA, ifacesB), iface),
+          target('all devices', `/api/devices/?limit=${page}`, ascending(devicesA, hostsB), device),
+        ],
+      },
     ];
     // Each group on its own, so a small page never pays for the garbage of a 10k list just before it;
     // within a group a fresh seeded order every round, so no target always follows the same one.
     const shuffle = prng(7);
     for (const g of groups) {
-      for (const t of g.targets) { await getList(server, t); t.ms.length = 0; t.cpuS.length = 0; } // warm-up
+      for (const t of g.targets) {
+        await getList(server, t);
+        t.ms.length = 0;
+        t.cpuS.length = 0;
+      } // warm-up
       for (let r = 0; r < g.rounds; r++) {
         const order = [...g.targets];
-        for (let i = order.length - 1; i > 0; i--) { const j = Math.floor(shuffle() * (i + 1)); [order[i], order[j]] = [order[j], order[i]]; }
+        for (let i = order.length - 1; i > 0; i--) {
+          const j = Math.floor(shuffle() * (i + 1));
+          [order[i], order[j]] = [order[j], order[i]];
+        }
         for (const t of order) await getList(server, t);
       }
     }
 
     const perItemUs = (t: Target) => (median(t.ms) * 1000) / t.ids.length;
     log('');
-    log(`(b) GET lists, one group at a time, ${listRounds} rounds unpaginated and ${3 * listRounds} paged, shuffled within a group each round; ` +
-      'ms from send to last byte; server CPU per request from /proc');
+    log(
+      `(b) GET lists, one group at a time, ${listRounds} rounds unpaginated and ${3 * listRounds} paged, shuffled within a group each round; ` +
+        'ms from send to last byte; server CPU per request from /proc',
+    );
     const rows: (string | number)[][] = [];
     for (const g of groups) {
       const base = g.targets.find((t) => t.label.includes('devices'))!;
       for (const t of g.targets) {
         const n = t.ids.length;
-        rows.push([`${g.name}: ${t.label}`, t.path, fmt.int(n), fmt.ms(median(t.ms)), fmt.ms(Math.max(...t.ms)),
-          t.cpuS.length ? fmt.ms(median(t.cpuS) * 1000) : '-', fmt.mb(t.bytes), fmt.int(t.bytes / n), perItemUs(t).toFixed(2),
-          ((median(t.ms) * 1000) / (t.bytes / 1024)).toFixed(1), t === base ? '1.00' : (perItemUs(t) / perItemUs(base)).toFixed(2)]);
+        rows.push([
+          `${g.name}: ${t.label}`,
+          t.path,
+          fmt.int(n),
+          fmt.ms(median(t.ms)),
+          fmt.ms(Math.max(...t.ms)),
+          t.cpuS.length ? fmt.ms(median(t.cpuS) * 1000) : '-',
+          fmt.mb(t.bytes),
+          fmt.int(t.bytes / n),
+          perItemUs(t).toFixed(2),
+          ((median(t.ms) * 1000) / (t.bytes / 1024)).toFixed(1),
+          t === base ? '1.00' : (perItemUs(t) / perItemUs(base)).toFixed(2),
+        ]);
       }
     }
     log(table(['list', 'path', 'items', 'median ms', 'max ms', 'server CPU ms', 'reply', 'B/item', 'µs/item', 'µs/KB', 'x devices'], rows));
     const [un, pg] = groups;
     const addrCost = (g: typeof un) => perItemUs(g.targets[0]) / perItemUs(g.targets[1]);
     log('');
-    log(`per item, interfaces with an address vs devices: unpaginated ${(perItemUs(un.targets[0]) / perItemUs(un.targets[2])).toFixed(2)}x, ` +
-      `?limit=${page} ${(perItemUs(pg.targets[0]) / perItemUs(pg.targets[2])).toFixed(2)}x; ` +
-      `with an address vs without (what addresses + networks add): unpaginated ${addrCost(un).toFixed(2)}x, ?limit=${page} ${addrCost(pg).toFixed(2)}x`);
+    log(
+      `per item, interfaces with an address vs devices: unpaginated ${(perItemUs(un.targets[0]) / perItemUs(un.targets[2])).toFixed(2)}x, ` +
+        `?limit=${page} ${(perItemUs(pg.targets[0]) / perItemUs(pg.targets[2])).toFixed(2)}x; ` +
+        `with an address vs without (what addresses + networks add): unpaginated ${addrCost(un).toFixed(2)}x, ?limit=${page} ${addrCost(pg).toFixed(2)}x`,
+    );
     log('the CPU figures have 10 ms ticks (CLK_TCK): read them over the rounds, not per request.');
 
     // ---- (a) creating
     log('');
-    log(`(a) POST ${ifA} with a list of ${fmt.int(perList)} interfaces (device id, name, one fresh /32), ${rounds} rounds, fresh names and addresses each`);
-    log(`baseline: ${fmt.int(perList)} single POSTs of the same bodies per round, ${connections} keep-alive connections (autocannon in the bench process), interleaved with the lists`);
+    log(
+      `(a) POST ${ifA} with a list of ${fmt.int(perList)} interfaces (device id, name, one fresh /32), ${rounds} rounds, fresh names and addresses each`,
+    );
+    log(
+      `baseline: ${fmt.int(perList)} single POSTs of the same bodies per round, ${connections} keep-alive connections (autocannon in the bench process), interleaved with the lists`,
+    );
     let created = nIfaces;
     // Warm-up (not reported): both paths, so neither pays for JIT alone.
     const warmBlock = listBlock(rounds);
     await postInterfaces(server, ifA, hostsA, 'wl', warmBlock, 100);
     const warm = await postSingleInterfaces(server, ifA, hostsA, 'ws', warmBlock + 1, 200, connections);
-    if (warm.failed > 0 || warm.completed !== 200 || warm.wrong > 0) throw new Error(`warm-up singles: ${warm.completed} of 200 created, ${warm.failed} failed, ${warm.wrong} wrong`);
+    if (warm.failed > 0 || warm.completed !== 200 || warm.wrong > 0)
+      throw new Error(`warm-up singles: ${warm.completed} of 200 created, ${warm.failed} failed, ${warm.wrong} wrong`);
     created += 300;
 
     const lists: Timed[] = [];
@@ -317,16 +419,27 @@ export async function run(): Promise<number> {
       };
       const doSingles = async () => {
         const s = await postSingleInterfaces(server, ifA, hostsA, `p${r}`, listBlock(r) + 1, perList, connections);
-        if (s.failed > 0 || s.completed !== perList || s.wrong > 0) throw new Error(`singles round ${r + 1}: ${s.completed} of ${perList} created, ${s.failed} failed, ${s.wrong} without their address`);
+        if (s.failed > 0 || s.completed !== perList || s.wrong > 0)
+          throw new Error(
+            `singles round ${r + 1}: ${s.completed} of ${perList} created, ${s.failed} failed, ${s.wrong} without their address`,
+          );
         singles.push(s);
         created += perList;
       };
-      if (r % 2 === 0) { await doList(); await doSingles(); } else { await doSingles(); await doList(); }
+      if (r % 2 === 0) {
+        await doList();
+        await doSingles();
+      } else {
+        await doSingles();
+        await doList();
+      }
       const t = lists.at(-1)!;
       const s = singles.at(-1)!;
-      log(`  round ${r + 1}: list ${fmt.int(t.ms)} ms (server CPU ${t.serverCpuS === null ? '-' : `${t.serverCpuS.toFixed(2)} s`}, ` +
-        `request ${fmt.mb(t.requestBytes)}, reply ${fmt.mb(t.replyBytes)}); singles ${fmt.int(s.ms)} ms (p50 ${s.p50} ms, p99 ${s.p99} ms per POST, ` +
-        `server CPU ${s.serverCpuS === null ? '-' : `${s.serverCpuS.toFixed(2)} s`}); site then holds ${fmt.int(created)} interfaces`);
+      log(
+        `  round ${r + 1}: list ${fmt.int(t.ms)} ms (server CPU ${t.serverCpuS === null ? '-' : `${t.serverCpuS.toFixed(2)} s`}, ` +
+          `request ${fmt.mb(t.requestBytes)}, reply ${fmt.mb(t.replyBytes)}); singles ${fmt.int(s.ms)} ms (p50 ${s.p50} ms, p99 ${s.p99} ms per POST, ` +
+          `server CPU ${s.serverCpuS === null ? '-' : `${s.serverCpuS.toFixed(2)} s`}); site then holds ${fmt.int(created)} interfaces`,
+      );
     }
 
     const count = await request(server.base, 'GET', `${ifA}?limit=1`, { headers: AUTH });
@@ -335,41 +448,86 @@ export async function run(): Promise<number> {
     const nets = await request(server.base, 'GET', `/api/sites/${siteA}/networks/?limit=1`, { headers: AUTH });
     expectStatus(nets, 200, 'GET networks count');
     // One network per address, plus the base.
-    if (nets.json.count !== created + 1) throw new Error(`site ${siteA} holds ${nets.json.count} networks, expected ${created + 1} (one per address and the base)`);
-    log(`  GET ${ifA}?limit=1: count ${fmt.int(count.json.count)} (= every interface created); site ${siteA} networks: ${fmt.int(nets.json.count)} (every address and the base)`);
+    if (nets.json.count !== created + 1)
+      throw new Error(`site ${siteA} holds ${nets.json.count} networks, expected ${created + 1} (one per address and the base)`);
+    log(
+      `  GET ${ifA}?limit=1: count ${fmt.int(count.json.count)} (= every interface created); site ${siteA} networks: ${fmt.int(nets.json.count)} (every address and the base)`,
+    );
 
     const listMed = median(lists.map((t) => t.ms));
     const singlesMed = median(singles.map((s) => s.ms));
     const ratio = listMed / singlesMed;
     log('');
     const cpuMed = (xs: (number | null)[]) => (xs.every((x) => x !== null) ? `${median(xs as number[]).toFixed(2)} s` : '-');
-    log(table(['way', `ms per ${fmt.int(perList)} interfaces (median of ${rounds})`, 'max ms', 'interfaces/s', 'server CPU (median)', 'commits'], [
-      ['one list POST', fmt.int(listMed), fmt.int(Math.max(...lists.map((t) => t.ms))), fmt.int(perList / (listMed / 1000)),
-        cpuMed(lists.map((t) => t.serverCpuS)), 1],
-      [`singles, ${connections} connections`, fmt.int(singlesMed), fmt.int(Math.max(...singles.map((s) => s.ms))), fmt.int(perList / (singlesMed / 1000)),
-        cpuMed(singles.map((s) => s.serverCpuS)), fmt.int(perList)],
-    ]));
+    log(
+      table(
+        ['way', `ms per ${fmt.int(perList)} interfaces (median of ${rounds})`, 'max ms', 'interfaces/s', 'server CPU (median)', 'commits'],
+        [
+          [
+            'one list POST',
+            fmt.int(listMed),
+            fmt.int(Math.max(...lists.map((t) => t.ms))),
+            fmt.int(perList / (listMed / 1000)),
+            cpuMed(lists.map((t) => t.serverCpuS)),
+            1,
+          ],
+          [
+            `singles, ${connections} connections`,
+            fmt.int(singlesMed),
+            fmt.int(Math.max(...singles.map((s) => s.ms))),
+            fmt.int(perList / (singlesMed / 1000)),
+            cpuMed(singles.map((s) => s.serverCpuS)),
+            fmt.int(perList),
+          ],
+        ],
+      ),
+    );
     log('');
-    log(`list/singles = ${fmt.pct(ratio)} of the time (singles/list = ${(1 / ratio).toFixed(1)}x); list rounds ${lists.map((t) => fmt.int(t.ms)).join(', ')} ms; ` +
-      `singles rounds ${singles.map((s) => fmt.int(s.ms)).join(', ')} ms`);
+    log(
+      `list/singles = ${fmt.pct(ratio)} of the time (singles/list = ${(1 / ratio).toFixed(1)}x); list rounds ${lists.map((t) => fmt.int(t.ms)).join(', ')} ms; ` +
+        `singles rounds ${singles.map((s) => fmt.int(s.ms)).join(', ')} ms`,
+    );
     log(`reference: ${ANCHOR}; here one list of ${fmt.int(perList)} takes ${fmt.int(listMed)} ms`);
-    log('list times are client wall time: send the JSON, server validates, assigns addresses (creating their networks), commits once (durable), client reads the whole 201 reply.');
-    log(`reproduce: npm run bench -- interfaces   (settings: BENCH_INTERFACES=${nIfaces} BENCH_DEVICES=${nDevices} BENCH_HOSTS=${nHosts} ` +
-      `BENCH_PER_LIST=${perList} BENCH_ROUNDS=${rounds} BENCH_LIST_ROUNDS=${listRounds} BENCH_CONNECTIONS=${connections}); total ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+    log(
+      'list times are client wall time: send the JSON, server validates, assigns addresses (creating their networks), commits once (durable), client reads the whole 201 reply.',
+    );
+    log(
+      `reproduce: npm run bench -- interfaces   (settings: BENCH_INTERFACES=${nIfaces} BENCH_DEVICES=${nDevices} BENCH_HOSTS=${nHosts} ` +
+        `BENCH_PER_LIST=${perList} BENCH_ROUNDS=${rounds} BENCH_LIST_ROUNDS=${listRounds} BENCH_CONNECTIONS=${connections}); total ${((performance.now() - t0) / 1000).toFixed(1)} s`,
+    );
     const listSummary = (t: Target) => ({
-      path: t.path, items: t.ids.length, median_ms: Number(median(t.ms).toFixed(2)), max_ms: Number(Math.max(...t.ms).toFixed(2)),
-      bytes: t.bytes, us_per_item: Number(perItemUs(t).toFixed(3)),
+      path: t.path,
+      items: t.ids.length,
+      median_ms: Number(median(t.ms).toFixed(2)),
+      max_ms: Number(Math.max(...t.ms).toFixed(2)),
+      bytes: t.bytes,
+      us_per_item: Number(perItemUs(t).toFixed(3)),
     });
-    log(JSON.stringify({
-      scenario: 'interfaces', interfaces: nIfaces, devices: nDevices, hosts: nHosts, per_list: perList, rounds, list_rounds: listRounds, connections,
-      lists: Object.fromEntries(groups.map((g) => [g.name, g.targets.map(listSummary)])),
-      create_list_ms: lists.map((t) => Math.round(t.ms)), create_singles_ms: singles.map((s) => Math.round(s.ms)),
-      create_list_server_cpu_s: lists.map((t) => (t.serverCpuS === null ? null : Number(t.serverCpuS.toFixed(2)))),
-      create_singles_server_cpu_s: singles.map((s) => (s.serverCpuS === null ? null : Number(s.serverCpuS.toFixed(2)))),
-      create_list_median_ms: Math.round(listMed), create_singles_median_ms: Math.round(singlesMed), ratio_list_over_singles: Number(ratio.toFixed(4)),
-      interfaces_counted: count.json.count, ...machine(), shards, setup_s: Number(setupS.toFixed(1)),
-      other_busy_cores_before: busy === null ? null : Number(busy.toFixed(2)),
-    }));
+    log(
+      JSON.stringify({
+        scenario: 'interfaces',
+        interfaces: nIfaces,
+        devices: nDevices,
+        hosts: nHosts,
+        per_list: perList,
+        rounds,
+        list_rounds: listRounds,
+        connections,
+        lists: Object.fromEntries(groups.map((g) => [g.name, g.targets.map(listSummary)])),
+        create_list_ms: lists.map((t) => Math.round(t.ms)),
+        create_singles_ms: singles.map((s) => Math.round(s.ms)),
+        create_list_server_cpu_s: lists.map((t) => (t.serverCpuS === null ? null : Number(t.serverCpuS.toFixed(2)))),
+        create_singles_server_cpu_s: singles.map((s) => (s.serverCpuS === null ? null : Number(s.serverCpuS.toFixed(2)))),
+        create_list_median_ms: Math.round(listMed),
+        create_singles_median_ms: Math.round(singlesMed),
+        ratio_list_over_singles: Number(ratio.toFixed(4)),
+        interfaces_counted: count.json.count,
+        ...machine(),
+        shards,
+        setup_s: Number(setupS.toFixed(1)),
+        other_busy_cores_before: busy === null ? null : Number(busy.toFixed(2)),
+      }),
+    );
     return 0;
   } finally {
     await netsot?.stop();

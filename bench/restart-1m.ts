@@ -47,11 +47,23 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { open } from 'lmdb';
 import { join } from 'node:path';
+import { open } from 'lmdb';
 import {
-  AUTH, envNumber, expectStatus, fmt, foreignBusyCores, log, machine, median, processMemory, request, startNetsot, table, tempDir,
+  AUTH,
   type ChildServer,
+  envNumber,
+  expectStatus,
+  fmt,
+  foreignBusyCores,
+  log,
+  machine,
+  median,
+  processMemory,
+  request,
+  startNetsot,
+  table,
+  tempDir,
 } from './_harness.js';
 
 const BUDGET_MS = 10_000;
@@ -59,7 +71,15 @@ const BUDGET_RSS = 1.5 * 2 ** 30;
 const HOSTS_PER_24 = 4;
 const FILL_LAYOUT = 1; // bump when the fill below changes, so a kept store is refilled
 
-interface Fill { layout: number; networks: number; list: number; sites: number; created: number; changes: number; fillMs: number }
+interface Fill {
+  layout: number;
+  networks: number;
+  list: number;
+  sites: number;
+  created: number;
+  changes: number;
+  fillMs: number;
+}
 
 /** The networks under one /8, in creation order: /24s, then their hosts. */
 function networksUnder(octet: number, count: number): string[] {
@@ -84,36 +104,46 @@ async function fill(server: ChildServer, total: number, listSize: number, siteCo
     expectStatus(site, 201, 'POST /api/sites/');
     sites.push(site.json.id as number);
     for (const octet of [10 + 2 * s, 11 + 2 * s]) {
-      const p = await request(server.base, 'POST', `/api/sites/${site.json.id}/networks/`, { body: { cidr: `${octet}.0.0.0/8` }, headers: AUTH });
+      const p = await request(server.base, 'POST', `/api/sites/${site.json.id}/networks/`, {
+        body: { cidr: `${octet}.0.0.0/8` },
+        headers: AUTH,
+      });
       expectStatus(p, 201, `POST ${octet}.0.0.0/8`);
       created++;
     }
   }
   let lists = 0;
   let lastReport = performance.now();
-  await Promise.all(sites.map(async (site, s) => {
-    for (const [k, octet] of [10 + 2 * s, 11 + 2 * s].entries()) {
-      const nets = networksUnder(octet, share(2 * s + k));
-      for (let i = 0; i < nets.length; i += listSize) {
-        const chunk = nets.slice(i, i + listSize);
-        const res = await fetch(`${server.base}/api/sites/${site}/networks/`, {
-          method: 'POST', headers: { ...AUTH, 'Content-Type': 'application/json' }, body: JSON.stringify(chunk.map((cidr) => ({ cidr }))),
-        });
-        const text = await res.text();
-        if (res.status !== 201) throw new Error(`POST a list of ${chunk.length} networks to site ${site} answered ${res.status}: ${text.slice(0, 300)}`);
-        created += chunk.length;
-        lists++;
-        if (performance.now() - lastReport > 10_000) {
-          lastReport = performance.now();
-          log(`  fill: ${fmt.int(created)} networks after ${((performance.now() - t0) / 1000).toFixed(0)} s`);
+  await Promise.all(
+    sites.map(async (site, s) => {
+      for (const [k, octet] of [10 + 2 * s, 11 + 2 * s].entries()) {
+        const nets = networksUnder(octet, share(2 * s + k));
+        for (let i = 0; i < nets.length; i += listSize) {
+          const chunk = nets.slice(i, i + listSize);
+          const res = await fetch(`${server.base}/api/sites/${site}/networks/`, {
+            method: 'POST',
+            headers: { ...AUTH, 'Content-Type': 'application/json' },
+            body: JSON.stringify(chunk.map((cidr) => ({ cidr }))),
+          });
+          const text = await res.text();
+          if (res.status !== 201)
+            throw new Error(`POST a list of ${chunk.length} networks to site ${site} answered ${res.status}: ${text.slice(0, 300)}`);
+          created += chunk.length;
+          lists++;
+          if (performance.now() - lastReport > 10_000) {
+            lastReport = performance.now();
+            log(`  fill: ${fmt.int(created)} networks after ${((performance.now() - t0) / 1000).toFixed(0)} s`);
+          }
         }
       }
-    }
-  }));
+    }),
+  );
   const fillMs = performance.now() - t0;
   const counts = await countAll(server);
   if (counts.networks !== created) throw new Error(`after the fill the server counts ${counts.networks} networks, ${created} were created`);
-  log(`  fill: ${fmt.int(created)} networks in ${lists} lists + ${siteCount * 2} parents, ${fmt.int(counts.changes)} Changes, in ${(fillMs / 1000).toFixed(1)} s`);
+  log(
+    `  fill: ${fmt.int(created)} networks in ${lists} lists + ${siteCount * 2} parents, ${fmt.int(counts.changes)} Changes, in ${(fillMs / 1000).toFixed(1)} s`,
+  );
   return { networks: total, list: listSize, sites: siteCount, created, changes: counts.changes, fillMs };
 }
 
@@ -126,7 +156,15 @@ async function countAll(server: ChildServer): Promise<{ networks: number; change
 }
 
 type Mem = { rss: number; peak: number; anon: number; file: number };
-interface Restart { side: 'empty' | 'full'; listeningMs: number; servingMs: number; mem: Mem; settled: Mem; networks: number; changes: number }
+interface Restart {
+  side: 'empty' | 'full';
+  listeningMs: number;
+  servingMs: number;
+  mem: Mem;
+  settled: Mem;
+  networks: number;
+  changes: number;
+}
 
 const noMem: Mem = { rss: NaN, peak: NaN, anon: NaN, file: NaN };
 
@@ -150,9 +188,21 @@ async function restart(side: 'empty' | 'full', dataDir: string, dropCaches: bool
 const LOAD_CHILD = 'BENCH_RESTART1M_LOAD';
 const LOAD_RESULT = 'restart-1m load: ';
 
-interface ValueFigures { db: string; sampled: number; meanBytes: number; inlineDefinitions: number }
+interface ValueFigures {
+  db: string;
+  sampled: number;
+  meanBytes: number;
+  inlineDefinitions: number;
+}
 interface LoadFigures {
-  shard: number; shards: number; ms: number; heapUsed: number; heapTotal: number; anon: number; liveHeapUsed: number; anonAfterGc: number;
+  shard: number;
+  shards: number;
+  ms: number;
+  heapUsed: number;
+  heapTotal: number;
+  anon: number;
+  liveHeapUsed: number;
+  anonAfterGc: number;
   values: ValueFigures[];
 }
 
@@ -201,16 +251,27 @@ async function loadOneShard(dataDir: string): Promise<void> {
     const ms = performance.now() - t0;
     const m1 = process.memoryUsage();
     const a1 = anon();
-    gc(); gc();
+    gc();
+    gc();
     await new Promise((ok) => setTimeout(ok, 2000)); // V8 returns freed pages to the OS shortly after a full GC
     gc();
     const m2 = process.memoryUsage();
     const figures: LoadFigures = {
-      shard: 0, shards: config.shards, ms, heapUsed: m1.heapUsed, heapTotal: m1.heapTotal, anon: a1, liveHeapUsed: m2.heapUsed, anonAfterGc: anon(),
+      shard: 0,
+      shards: config.shards,
+      ms,
+      heapUsed: m1.heapUsed,
+      heapTotal: m1.heapTotal,
+      anon: a1,
+      liveHeapUsed: m2.heapUsed,
+      anonAfterGc: anon(),
       values: [sampleValues(dataDir, 'objects'), sampleValues(dataDir, 'changes')],
     };
     let any = false;
-    for (const _ of shard.table('network').all()) { any = true; break; }
+    for (const _ of shard.table('network').all()) {
+      any = true;
+      break;
+    }
     if (!any) throw new Error(`shard 0 of ${config.shards} loaded no network`);
     log(LOAD_RESULT + JSON.stringify(figures));
   } finally {
@@ -220,7 +281,10 @@ async function loadOneShard(dataDir: string): Promise<void> {
 
 export async function run(): Promise<number> {
   const loadDir = process.env[LOAD_CHILD];
-  if (loadDir) { await loadOneShard(loadDir); return 0; }
+  if (loadDir) {
+    await loadOneShard(loadDir);
+    return 0;
+  }
 
   const total = Math.floor(envNumber('BENCH_NETWORKS', 1_000_000, 10));
   const listSize = Math.floor(envNumber('BENCH_LIST', 10_000, 1));
@@ -247,9 +311,13 @@ export async function run(): Promise<number> {
   const empty = tempDir('netsot-bench-p5-empty-');
 
   try {
-    log(`restart-1m (P5): restart of the real server on a store of ${fmt.int(total)} networks (+ their Create Changes) vs on an empty store`);
-    log(`${machine().cores} cores, Node ${process.version}; default shards; ${restarts} restarts per side, alternating empty/full; ` +
-      `${dropCaches ? 'page cache dropped before every restart' : 'store in the page cache (warm)'}`);
+    log(
+      `restart-1m (P5): restart of the real server on a store of ${fmt.int(total)} networks (+ their Create Changes) vs on an empty store`,
+    );
+    log(
+      `${machine().cores} cores, Node ${process.version}; default shards; ${restarts} restarts per side, alternating empty/full; ` +
+        `${dropCaches ? 'page cache dropped before every restart' : 'store in the page cache (warm)'}`,
+    );
 
     let filled: Fill | null = null;
     if (existsSync(markerPath)) {
@@ -280,35 +348,47 @@ export async function run(): Promise<number> {
     await (await startNetsot({ dataDir: empty.path })).stop();
 
     const busy = await foreignBusyCores();
-    log(`other CPU use before the restarts (1 s sample): ${busy === null ? 'unknown' : `${busy.toFixed(2)} cores${busy > 0.2 ? ' — machine not idle, figures will be noisy' : ''}`}`);
+    log(
+      `other CPU use before the restarts (1 s sample): ${busy === null ? 'unknown' : `${busy.toFixed(2)} cores${busy > 0.2 ? ' — machine not idle, figures will be noisy' : ''}`}`,
+    );
     const results: Restart[] = [];
     for (let i = 0; i < restarts; i++) {
       for (const side of i % 2 === 0 ? (['empty', 'full'] as const) : (['full', 'empty'] as const)) {
         const r = await restart(side, side === 'full' ? dataDir : empty.path, dropCaches, settleMs);
         if (side === 'full' && (r.networks !== filled.created || r.changes !== filled.changes)) {
-          throw new Error(`after a restart the server counts ${r.networks} networks and ${r.changes} Changes; ${filled.created} and ${filled.changes} were stored`);
+          throw new Error(
+            `after a restart the server counts ${r.networks} networks and ${r.changes} Changes; ${filled.created} and ${filled.changes} were stored`,
+          );
         }
         results.push(r);
-        log(`  restart ${i + 1} ${side.padEnd(5)}: serving after ${fmt.int(r.servingMs)} ms (listening line at ${fmt.int(r.listeningMs)} ms), ` +
-          `RSS ${fmt.mb(r.mem.rss)} (anon ${fmt.mb(r.mem.anon)} + file ${fmt.mb(r.mem.file)}), peak ${fmt.mb(r.mem.peak)}; ` +
-          `${settleMs / 1000} s later RSS ${fmt.mb(r.settled.rss)} (anon ${fmt.mb(r.settled.anon)})` +
-          `${side === 'full' ? `; counts ${fmt.int(r.networks)} networks, ${fmt.int(r.changes)} Changes` : ''}`);
+        log(
+          `  restart ${i + 1} ${side.padEnd(5)}: serving after ${fmt.int(r.servingMs)} ms (listening line at ${fmt.int(r.listeningMs)} ms), ` +
+            `RSS ${fmt.mb(r.mem.rss)} (anon ${fmt.mb(r.mem.anon)} + file ${fmt.mb(r.mem.file)}), peak ${fmt.mb(r.mem.peak)}; ` +
+            `${settleMs / 1000} s later RSS ${fmt.mb(r.settled.rss)} (anon ${fmt.mb(r.settled.anon)})` +
+            `${side === 'full' ? `; counts ${fmt.int(r.networks)} networks, ${fmt.int(r.changes)} Changes` : ''}`,
+        );
       }
     }
 
     // One shard's load in process: live data vs load-time garbage.
     const child = spawnSync(process.execPath, ['--expose-gc', ...process.execArgv, process.argv[1], 'restart-1m'], {
-      env: { ...process.env, [LOAD_CHILD]: dataDir }, stdio: ['ignore', 'pipe', 'inherit'], encoding: 'utf8',
+      env: { ...process.env, [LOAD_CHILD]: dataDir },
+      stdio: ['ignore', 'pipe', 'inherit'],
+      encoding: 'utf8',
     });
     const loadLine = (child.stdout ?? '').split('\n').find((l) => l.startsWith(LOAD_RESULT));
     const load = loadLine ? (JSON.parse(loadLine.slice(LOAD_RESULT.length)) as LoadFigures) : null;
     if (load) {
-      log(`  one shard's load in process (shard 0 of ${load.shards}, ShardState.load as a worker runs it): ${fmt.int(load.ms)} ms; ` +
-        `right after: heapUsed ${fmt.mb(load.heapUsed)}, heapTotal ${fmt.mb(load.heapTotal)}, process anon ${fmt.mb(load.anon)}; ` +
-        `after forced full GCs: heapUsed ${fmt.mb(load.liveHeapUsed)} (live), process anon ${fmt.mb(load.anonAfterGc)}`);
+      log(
+        `  one shard's load in process (shard 0 of ${load.shards}, ShardState.load as a worker runs it): ${fmt.int(load.ms)} ms; ` +
+          `right after: heapUsed ${fmt.mb(load.heapUsed)}, heapTotal ${fmt.mb(load.heapTotal)}, process anon ${fmt.mb(load.anon)}; ` +
+          `after forced full GCs: heapUsed ${fmt.mb(load.liveHeapUsed)} (live), process anon ${fmt.mb(load.anonAfterGc)}`,
+      );
       for (const v of load.values) {
-        log(`  stored values, ${v.db}: ${v.meanBytes.toFixed(0)} bytes on average over the first ${fmt.int(v.sampled)}; ` +
-          `${fmt.int(v.inlineDefinitions)} of them begin with an inline msgpack record definition (their own field names)`);
+        log(
+          `  stored values, ${v.db}: ${v.meanBytes.toFixed(0)} bytes on average over the first ${fmt.int(v.sampled)}; ` +
+            `${fmt.int(v.inlineDefinitions)} of them begin with an inline msgpack record definition (their own field names)`,
+        );
       }
     } else {
       log(`  one shard's load in process: the child failed (status ${child.status})`);
@@ -323,40 +403,105 @@ export async function run(): Promise<number> {
     const worstPeak = Math.max(...of('full').map((r) => r.mem.peak));
     const m = (side: Restart['side'], f: (r: Restart) => number) => fmt.mb(med(side, f));
     log('');
-    log(table(['store', 'serving after (median)', 'worst', 'RSS serving (median)', 'of which anon', 'of which file', 'worst RSS', 'peak RSS (worst)',
-      `RSS ${settleMs / 1000} s later`, 'anon then'], (['empty', 'full'] as const).map((side) => [
-      side === 'empty' ? 'empty (baseline)' : `${fmt.int(filled!.created)} networks + ${fmt.int(filled!.changes)} Changes`,
-      `${fmt.int(med(side, (r) => r.servingMs))} ms`, `${fmt.int(Math.max(...of(side).map((r) => r.servingMs)))} ms`,
-      m(side, (r) => r.mem.rss), m(side, (r) => r.mem.anon), m(side, (r) => r.mem.file), fmt.mb(Math.max(...of(side).map((r) => r.mem.rss))),
-      fmt.mb(Math.max(...of(side).map((r) => r.mem.peak))), m(side, (r) => r.settled.rss), m(side, (r) => r.settled.anon),
-    ])));
-    log('(anon: the processes\' own memory, V8 heaps above all; file: pages of the mmapped LMDB file the load touched, shared with the page cache)');
+    log(
+      table(
+        [
+          'store',
+          'serving after (median)',
+          'worst',
+          'RSS serving (median)',
+          'of which anon',
+          'of which file',
+          'worst RSS',
+          'peak RSS (worst)',
+          `RSS ${settleMs / 1000} s later`,
+          'anon then',
+        ],
+        (['empty', 'full'] as const).map((side) => [
+          side === 'empty' ? 'empty (baseline)' : `${fmt.int(filled!.created)} networks + ${fmt.int(filled!.changes)} Changes`,
+          `${fmt.int(med(side, (r) => r.servingMs))} ms`,
+          `${fmt.int(Math.max(...of(side).map((r) => r.servingMs)))} ms`,
+          m(side, (r) => r.mem.rss),
+          m(side, (r) => r.mem.anon),
+          m(side, (r) => r.mem.file),
+          fmt.mb(Math.max(...of(side).map((r) => r.mem.rss))),
+          fmt.mb(Math.max(...of(side).map((r) => r.mem.peak))),
+          m(side, (r) => r.settled.rss),
+          m(side, (r) => r.settled.anon),
+        ]),
+      ),
+    );
+    log(
+      "(anon: the processes' own memory, V8 heaps above all; file: pages of the mmapped LMDB file the load touched, shared with the page cache)",
+    );
     log('');
     const meetsTime = worstMs < BUDGET_MS;
     const meetsRss = worstRss < BUDGET_RSS;
-    log(`restart with the store: ${fmt.int(fullMs)} ms median, ${fmt.int(worstMs)} ms worst (budget < ${fmt.int(BUDGET_MS)} ms): ${meetsTime ? 'meets budget' : 'OVER BUDGET'}; ` +
-      `the data's share (full - empty, medians): ${fmt.int(fullMs - emptyMs)} ms`);
-    log(`RSS once serving: ${fmt.mb(worstRss)} worst (budget < ${fmt.mb(BUDGET_RSS)}): ${meetsRss ? 'meets budget' : 'OVER BUDGET'}; ` +
-      `the data's share (full - empty, medians): ${fmt.mb(med('full', (r) => r.mem.rss) - med('empty', (r) => r.mem.rss))}, ` +
-      `anonymous ${fmt.mb(med('full', (r) => r.mem.anon) - med('empty', (r) => r.mem.anon))}; peak during start-up ${fmt.mb(worstPeak)}`);
-    log(`fill (over HTTP, ${filled.sites} clients in parallel, lists of ${fmt.int(filled.list)}): ${(filled.fillMs / 1000).toFixed(1)} s = ` +
-      `${fmt.int(filled.created / (filled.fillMs / 1000))} networks/s${reused ? ' (recorded when the kept store was filled)' : ''}`);
+    log(
+      `restart with the store: ${fmt.int(fullMs)} ms median, ${fmt.int(worstMs)} ms worst (budget < ${fmt.int(BUDGET_MS)} ms): ${meetsTime ? 'meets budget' : 'OVER BUDGET'}; ` +
+        `the data's share (full - empty, medians): ${fmt.int(fullMs - emptyMs)} ms`,
+    );
+    log(
+      `RSS once serving: ${fmt.mb(worstRss)} worst (budget < ${fmt.mb(BUDGET_RSS)}): ${meetsRss ? 'meets budget' : 'OVER BUDGET'}; ` +
+        `the data's share (full - empty, medians): ${fmt.mb(med('full', (r) => r.mem.rss) - med('empty', (r) => r.mem.rss))}, ` +
+        `anonymous ${fmt.mb(med('full', (r) => r.mem.anon) - med('empty', (r) => r.mem.anon))}; peak during start-up ${fmt.mb(worstPeak)}`,
+    );
+    log(
+      `fill (over HTTP, ${filled.sites} clients in parallel, lists of ${fmt.int(filled.list)}): ${(filled.fillMs / 1000).toFixed(1)} s = ` +
+        `${fmt.int(filled.created / (filled.fillMs / 1000))} networks/s${reused ? ' (recorded when the kept store was filled)' : ''}`,
+    );
     const r0 = (x: number) => Math.round(x);
-    log(JSON.stringify({
-      scenario: 'restart-1m', budget: 'P5', networks: filled.created, changes: filled.changes, sites: filled.sites, list: filled.list,
-      fill_ms: r0(filled.fillMs), store_bytes: st.blocks * 512, drop_caches: dropCaches,
-      restarts: results.map((r) => ({
-        side: r.side, serving_ms: r0(r.servingMs), listening_ms: r0(r.listeningMs), rss_mb: r0(r.mem.rss / 2 ** 20), anon_mb: r0(r.mem.anon / 2 ** 20),
-        file_mb: r0(r.mem.file / 2 ** 20), peak_rss_mb: r0(r.mem.peak / 2 ** 20), settled_rss_mb: r0(r.settled.rss / 2 ** 20), settled_anon_mb: r0(r.settled.anon / 2 ** 20),
-      })),
-      empty_serving_ms: r0(emptyMs), full_serving_ms: r0(fullMs), full_minus_empty_ms: r0(fullMs - emptyMs), worst_full_serving_ms: r0(worstMs),
-      worst_full_rss_mb: r0(worstRss / 2 ** 20), worst_full_peak_rss_mb: r0(worstPeak / 2 ** 20),
-      one_shard_load: load && { shard: load.shard, shards: load.shards, ms: r0(load.ms), heap_used_mb: r0(load.heapUsed / 2 ** 20), heap_total_mb: r0(load.heapTotal / 2 ** 20),
-        anon_mb: r0(load.anon / 2 ** 20), live_heap_used_mb: r0(load.liveHeapUsed / 2 ** 20), anon_after_gc_mb: r0(load.anonAfterGc / 2 ** 20),
-        values: load.values.map((v) => ({ db: v.db, sampled: v.sampled, mean_bytes: r0(v.meanBytes), inline_definitions: v.inlineDefinitions })) },
-      target_ms: BUDGET_MS, target_rss_mb: BUDGET_RSS / 2 ** 20, meets_target: meetsTime && meetsRss, ...machine(),
-      other_busy_cores_before: busy === null ? null : Number(busy.toFixed(2)),
-    }));
+    log(
+      JSON.stringify({
+        scenario: 'restart-1m',
+        budget: 'P5',
+        networks: filled.created,
+        changes: filled.changes,
+        sites: filled.sites,
+        list: filled.list,
+        fill_ms: r0(filled.fillMs),
+        store_bytes: st.blocks * 512,
+        drop_caches: dropCaches,
+        restarts: results.map((r) => ({
+          side: r.side,
+          serving_ms: r0(r.servingMs),
+          listening_ms: r0(r.listeningMs),
+          rss_mb: r0(r.mem.rss / 2 ** 20),
+          anon_mb: r0(r.mem.anon / 2 ** 20),
+          file_mb: r0(r.mem.file / 2 ** 20),
+          peak_rss_mb: r0(r.mem.peak / 2 ** 20),
+          settled_rss_mb: r0(r.settled.rss / 2 ** 20),
+          settled_anon_mb: r0(r.settled.anon / 2 ** 20),
+        })),
+        empty_serving_ms: r0(emptyMs),
+        full_serving_ms: r0(fullMs),
+        full_minus_empty_ms: r0(fullMs - emptyMs),
+        worst_full_serving_ms: r0(worstMs),
+        worst_full_rss_mb: r0(worstRss / 2 ** 20),
+        worst_full_peak_rss_mb: r0(worstPeak / 2 ** 20),
+        one_shard_load: load && {
+          shard: load.shard,
+          shards: load.shards,
+          ms: r0(load.ms),
+          heap_used_mb: r0(load.heapUsed / 2 ** 20),
+          heap_total_mb: r0(load.heapTotal / 2 ** 20),
+          anon_mb: r0(load.anon / 2 ** 20),
+          live_heap_used_mb: r0(load.liveHeapUsed / 2 ** 20),
+          anon_after_gc_mb: r0(load.anonAfterGc / 2 ** 20),
+          values: load.values.map((v) => ({
+            db: v.db,
+            sampled: v.sampled,
+            mean_bytes: r0(v.meanBytes),
+            inline_definitions: v.inlineDefinitions,
+          })),
+        },
+        target_ms: BUDGET_MS,
+        target_rss_mb: BUDGET_RSS / 2 ** 20,
+        meets_target: meetsTime && meetsRss,
+        ...machine(),
+        other_busy_cores_before: busy === null ? null : Number(busy.toFixed(2)),
+      }),
+    );
     return 0;
   } finally {
     empty.remove();

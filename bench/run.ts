@@ -16,7 +16,9 @@ const scenarios = readdirSync(here)
 
 const [name, ...args] = process.argv.slice(2);
 if (!name || !scenarios.includes(name)) {
-  process.stderr.write(`${name ? `bench: unknown scenario '${name}'\n` : ''}usage: npm run bench -- <scenario> [args]\nscenarios: ${scenarios.join(', ')}\n`);
+  process.stderr.write(
+    `${name ? `bench: unknown scenario '${name}'\n` : ''}usage: npm run bench -- <scenario> [args]\nscenarios: ${scenarios.join(', ')}\n`,
+  );
   process.exit(name ? 2 : 0);
 }
 

@@ -31,10 +31,10 @@
  */
 import { spawnSync } from 'node:child_process';
 import { loadConfig } from '../src/config.js';
-import { deviceModel, type DeviceRecord } from '../src/model/device.js';
 import type { AttributeRecord } from '../src/model/_attributes.js';
-import { parseSetQuery, type SetTerm } from '../src/query/setquery-parse.js';
+import { type DeviceRecord, deviceModel } from '../src/model/device.js';
 import { pageEnvelope, pageLinks, readPage } from '../src/query/pagination.js';
+import { parseSetQuery, type SetTerm } from '../src/query/setquery-parse.js';
 import { RequestContext, type SiteRecord } from '../src/shard/context.js';
 import { handle } from '../src/shard/dispatch.js';
 import type { ShardRequest } from '../src/shard/protocol.js';
@@ -42,8 +42,8 @@ import { objectBody } from '../src/shard/render.js';
 import { ShardState } from '../src/shard/state.js';
 import { createSharedIdState } from '../src/store/ids.js';
 import { Store } from '../src/store/lmdb.js';
-import { envNumber, fmt, log, machine, stats, table, tempDir, type Stats } from './_harness.js';
 import { prng } from '../test/helpers/prng.js';
+import { envNumber, fmt, log, machine, type Stats, stats, table, tempDir } from './_harness.js';
 
 const BUDGET_MS = 50;
 const SITE = 1;
@@ -65,9 +65,18 @@ const QUERIES: [string, string][] = [
 ];
 
 /** Two full collections (the second picks up what the first's finalisers freed). */
-function gc(): void { const g = (globalThis as { gc?: () => void }).gc!; g(); g(); }
+function gc(): void {
+  const g = (globalThis as { gc?: () => void }).gc!;
+  g();
+  g();
+}
 
-interface Mem { heapUsed: number; external: number; arrayBuffers: number; rss: number }
+interface Mem {
+  heapUsed: number;
+  external: number;
+  arrayBuffers: number;
+  rss: number;
+}
 function memory(): Mem {
   gc();
   const m = process.memoryUsage();
@@ -100,7 +109,9 @@ function naivePredicate(terms: SetTerm[]): (r: DeviceRecord) => boolean {
 export async function run(args: string[]): Promise<number> {
   if (typeof (globalThis as { gc?: unknown }).gc !== 'function') {
     // Heap figures need a forced collection: run again under --expose-gc.
-    const child = spawnSync(process.execPath, ['--expose-gc', ...process.execArgv, process.argv[1], 'setquery-1m', ...args], { stdio: 'inherit' });
+    const child = spawnSync(process.execPath, ['--expose-gc', ...process.execArgv, process.argv[1], 'setquery-1m', ...args], {
+      stdio: 'inherit',
+    });
     return child.status ?? 1;
   }
   const count = Math.floor(envNumber('BENCH_DEVICES', 1_000_000, 1));
@@ -118,8 +129,16 @@ export async function run(args: string[]): Promise<number> {
     shard.index.set('site', site.id, 0);
     for (const name of Object.keys(ATTRIBUTES)) {
       const a: AttributeRecord = {
-        id: shard.ids.next('attribute'), siteId: SITE, name, resourceName: 'Device', description: '',
-        required: false, display: false, multi: false, constraints: { allow_empty: false, pattern: '', valid_values: [] }, default: null,
+        id: shard.ids.next('attribute'),
+        siteId: SITE,
+        name,
+        resourceName: 'Device',
+        description: '',
+        required: false,
+        display: false,
+        multi: false,
+        constraints: { allow_empty: false, pattern: '', valid_values: [] },
+        default: null,
       };
       shard.table<AttributeRecord>('attribute').insert(a);
       shard.index.set('attribute', a.id, 0);
@@ -144,7 +163,10 @@ export async function run(args: string[]): Promise<number> {
     }
     const m1 = memory();
     const devices = shard.table<DeviceRecord>('device');
-    for (const r of records) { devices.insert(r); shard.index.set('device', r.id, 0); }
+    for (const r of records) {
+      devices.insert(r);
+      shard.index.set('device', r.id, 0);
+    }
     const m2 = memory();
     const derived = deviceModel.derived ?? [];
     for (const r of records) for (const d of derived) d.add(shard, r);
@@ -153,25 +175,68 @@ export async function run(args: string[]): Promise<number> {
     const m3 = memory();
 
     const heapPer = (a: Mem, b: Mem) => (b.heapUsed - a.heapUsed) / count;
-    log(`setquery-1m (P4): ${fmt.int(count)} devices in one site, attributes ${names.map((n) => `${n} (${ATTRIBUTES[n].length} values)`).join(', ')}`);
+    log(
+      `setquery-1m (P4): ${fmt.int(count)} devices in one site, attributes ${names.map((n) => `${n} (${ATTRIBUTES[n].length} values)`).join(', ')}`,
+    );
     log(`built in memory in ${(buildMs / 1000).toFixed(1)} s (table insert + derived indexes, as the loader does; nothing committed)`);
-    log(`${machine().cores} cores, Node ${process.version}; ${reps} timed repetitions per query and side after ${warmupReps} warm-up, handler and scan interleaved`);
+    log(
+      `${machine().cores} cores, Node ${process.version}; ${reps} timed repetitions per query and side after ${warmupReps} warm-up, handler and scan interleaved`,
+    );
     log('');
-    log(table(['heap (after global.gc())', 'heapUsed', 'per device', 'external+arrayBuffers', 'rss'], [
-      ['records (objects, attrs, valueIds, hostnames)', fmt.mb(m1.heapUsed - m0.heapUsed), `${heapPer(m0, m1).toFixed(0)} B`, fmt.mb(m1.external - m0.external), fmt.mb(m1.rss - m0.rss)],
-      ['+ ObjectTable (by id, by site, natural key)', fmt.mb(m2.heapUsed - m1.heapUsed), `${heapPer(m1, m2).toFixed(0)} B`, fmt.mb(m2.external - m1.external), fmt.mb(m2.rss - m1.rss)],
-      ['+ derived (AttributeIndex, ValueOwners)', fmt.mb(m3.heapUsed - m2.heapUsed), `${heapPer(m2, m3).toFixed(0)} B`, fmt.mb(m3.external - m2.external), fmt.mb(m3.rss - m2.rss)],
-      ['total for the devices', fmt.mb(m3.heapUsed - m0.heapUsed), `${heapPer(m0, m3).toFixed(0)} B`, fmt.mb(m3.external - m0.external), fmt.mb(m3.rss - m0.rss)],
-    ]));
-    log('(external+arrayBuffers: ValueOwners\' typed arrays; the id→shard index is a SharedArrayBuffer reserved up front and is in rss only)');
+    log(
+      table(
+        ['heap (after global.gc())', 'heapUsed', 'per device', 'external+arrayBuffers', 'rss'],
+        [
+          [
+            'records (objects, attrs, valueIds, hostnames)',
+            fmt.mb(m1.heapUsed - m0.heapUsed),
+            `${heapPer(m0, m1).toFixed(0)} B`,
+            fmt.mb(m1.external - m0.external),
+            fmt.mb(m1.rss - m0.rss),
+          ],
+          [
+            '+ ObjectTable (by id, by site, natural key)',
+            fmt.mb(m2.heapUsed - m1.heapUsed),
+            `${heapPer(m1, m2).toFixed(0)} B`,
+            fmt.mb(m2.external - m1.external),
+            fmt.mb(m2.rss - m1.rss),
+          ],
+          [
+            '+ derived (AttributeIndex, ValueOwners)',
+            fmt.mb(m3.heapUsed - m2.heapUsed),
+            `${heapPer(m2, m3).toFixed(0)} B`,
+            fmt.mb(m3.external - m2.external),
+            fmt.mb(m3.rss - m2.rss),
+          ],
+          [
+            'total for the devices',
+            fmt.mb(m3.heapUsed - m0.heapUsed),
+            `${heapPer(m0, m3).toFixed(0)} B`,
+            fmt.mb(m3.external - m0.external),
+            fmt.mb(m3.rss - m0.rss),
+          ],
+        ],
+      ),
+    );
+    log(
+      "(external+arrayBuffers: ValueOwners' typed arrays; the id→shard index is a SharedArrayBuffer reserved up front and is in rss only)",
+    );
     log('');
 
     let seq = 0;
     const principal = { id: 1, email: 'admin@localhost', superuser: true, grants: {} };
     const link = { scheme: 'http', host: 'bench', path: `/api/sites/${SITE}/devices/query/` };
     const requestFor = (query: string): ShardRequest => ({
-      seq: ++seq, op: 'list-route', method: 'GET', collection: 'devices', site: SITE, siteText: String(SITE), route: 'query',
-      query: `query=${encodeURIComponent(query)}&limit=${LIMIT}`, principal, link,
+      seq: ++seq,
+      op: 'list-route',
+      method: 'GET',
+      collection: 'devices',
+      site: SITE,
+      siteText: String(SITE),
+      route: 'query',
+      query: `query=${encodeURIComponent(query)}&limit=${LIMIT}`,
+      principal,
+      link,
     });
 
     const viaHandler = async (query: string): Promise<string> => {
@@ -200,40 +265,84 @@ export async function run(args: string[]): Promise<number> {
       const b = viaScan(query);
       if (a !== b) throw new Error(`query '${query}': the handler and the linear scan disagree:\n${a.slice(0, 300)}\n${b.slice(0, 300)}`);
       const matched = (JSON.parse(a) as { count: number }).count;
-      for (let i = 0; i < warmupReps; i++) { await viaHandler(query); viaScan(query); }
+      for (let i = 0; i < warmupReps; i++) {
+        await viaHandler(query);
+        viaScan(query);
+      }
       const h: number[] = [];
       const s: number[] = [];
       for (let i = 0; i < reps; i++) {
         // Alternate which side goes first so a GC owed by one lands on both alike.
         for (const side of i % 2 === 0 ? ['h', 's'] : ['s', 'h']) {
           const t = performance.now();
-          if (side === 'h') await viaHandler(query); else viaScan(query);
+          if (side === 'h') await viaHandler(query);
+          else viaScan(query);
           (side === 'h' ? h : s).push(performance.now() - t);
         }
       }
       results.push({ label, query, matched, handler: stats(h), scan: stats(s) });
     }
 
-    log(table(['query', 'matched', 'side', 'p50 ms', 'p99 ms', 'mean ms', 'min ms', 'max ms', 'handler/scan (p50)'],
-      results.flatMap((r) => [
-        [`${r.query}  (${r.label})`, fmt.int(r.matched), 'handler', fmt.ms(r.handler.p50), fmt.ms(r.handler.p99), fmt.ms(r.handler.mean), fmt.ms(r.handler.min), fmt.ms(r.handler.max),
-          `${fmt.pct(r.handler.p50 / r.scan.p50)} (scan/handler ${(r.scan.p50 / r.handler.p50).toFixed(2)}x)`],
-        ['', '', 'scan', fmt.ms(r.scan.p50), fmt.ms(r.scan.p99), fmt.ms(r.scan.mean), fmt.ms(r.scan.min), fmt.ms(r.scan.max), ''],
-      ])));
+    log(
+      table(
+        ['query', 'matched', 'side', 'p50 ms', 'p99 ms', 'mean ms', 'min ms', 'max ms', 'handler/scan (p50)'],
+        results.flatMap((r) => [
+          [
+            `${r.query}  (${r.label})`,
+            fmt.int(r.matched),
+            'handler',
+            fmt.ms(r.handler.p50),
+            fmt.ms(r.handler.p99),
+            fmt.ms(r.handler.mean),
+            fmt.ms(r.handler.min),
+            fmt.ms(r.handler.max),
+            `${fmt.pct(r.handler.p50 / r.scan.p50)} (scan/handler ${(r.scan.p50 / r.handler.p50).toFixed(2)}x)`,
+          ],
+          ['', '', 'scan', fmt.ms(r.scan.p50), fmt.ms(r.scan.p99), fmt.ms(r.scan.mean), fmt.ms(r.scan.min), fmt.ms(r.scan.max), ''],
+        ]),
+      ),
+    );
     log('');
     const worst = Math.max(...results.map((r) => r.handler.p99));
     log(`handler p99, worst query: ${fmt.ms(worst)} ms (budget < ${BUDGET_MS} ms): ${worst < BUDGET_MS ? 'meets budget' : 'OVER BUDGET'}`);
-    log('handler = shard/dispatch.ts handle() on the nested query route with limit=100 (parse, evaluate, order, count, render page 1); ' +
-      'scan = linear scan of the site\'s records with the same terms, same count and page; both bodies compared byte for byte.');
+    log(
+      'handler = shard/dispatch.ts handle() on the nested query route with limit=100 (parse, evaluate, order, count, render page 1); ' +
+        "scan = linear scan of the site's records with the same terms, same count and page; both bodies compared byte for byte.",
+    );
     const round = (x: number) => Number(x.toFixed(3));
-    const js = (s: Stats) => ({ p50_ms: round(s.p50), p99_ms: round(s.p99), mean_ms: round(s.mean), min_ms: round(s.min), max_ms: round(s.max), n: s.n });
-    log(JSON.stringify({
-      scenario: 'setquery-1m', budget: 'P4', devices: count, limit: LIMIT, reps, warmup_reps: warmupReps,
-      heap_bytes_per_device: Math.round(heapPer(m0, m3)), heap_used_mb: round((m3.heapUsed - m0.heapUsed) / 2 ** 20),
-      external_mb: round((m3.external - m0.external) / 2 ** 20), rss_mb: round((m3.rss - m0.rss) / 2 ** 20),
-      queries: results.map((r) => ({ query: r.query, matched: r.matched, handler: js(r.handler), scan: js(r.scan), ratio_p50: round(r.handler.p50 / r.scan.p50) })),
-      worst_handler_p99_ms: round(worst), target_ms: BUDGET_MS, meets_target: worst < BUDGET_MS, ...machine(),
-    }));
+    const js = (s: Stats) => ({
+      p50_ms: round(s.p50),
+      p99_ms: round(s.p99),
+      mean_ms: round(s.mean),
+      min_ms: round(s.min),
+      max_ms: round(s.max),
+      n: s.n,
+    });
+    log(
+      JSON.stringify({
+        scenario: 'setquery-1m',
+        budget: 'P4',
+        devices: count,
+        limit: LIMIT,
+        reps,
+        warmup_reps: warmupReps,
+        heap_bytes_per_device: Math.round(heapPer(m0, m3)),
+        heap_used_mb: round((m3.heapUsed - m0.heapUsed) / 2 ** 20),
+        external_mb: round((m3.external - m0.external) / 2 ** 20),
+        rss_mb: round((m3.rss - m0.rss) / 2 ** 20),
+        queries: results.map((r) => ({
+          query: r.query,
+          matched: r.matched,
+          handler: js(r.handler),
+          scan: js(r.scan),
+          ratio_p50: round(r.handler.p50 / r.scan.p50),
+        })),
+        worst_handler_p99_ms: round(worst),
+        target_ms: BUDGET_MS,
+        meets_target: worst < BUDGET_MS,
+        ...machine(),
+      }),
+    );
     return 0;
   } finally {
     await store.close();

@@ -50,12 +50,18 @@
  * draws round lengths, operations, sites, list sizes and victims).
  */
 import { prng } from '../test/helpers/prng.js';
-import { AUTH, fmt, log, machine, request, startNetsot, stats, table, tempDir, type ChildServer, type Reply } from './_harness.js';
+import { AUTH, type ChildServer, fmt, log, machine, type Reply, request, startNetsot, stats, table, tempDir } from './_harness.js';
 
 // ---------------------------------------------------------------- options
 
 interface Options {
-  rounds: number; minSeconds: number; maxSeconds: number; connections: number; shards: number; sites: number; seed: number;
+  rounds: number;
+  minSeconds: number;
+  maxSeconds: number;
+  connections: number;
+  shards: number;
+  sites: number;
+  seed: number;
 }
 
 function parseOptions(args: string[]): Options {
@@ -157,12 +163,30 @@ type OpName = (typeof OPS)[number]['name'];
 const TOTAL_WEIGHT = OPS.reduce((a, o) => a + o.weight, 0);
 
 /** A write in doubt: in flight when the server was killed. */
-interface Doubt { op: OpName; type: 'create' | 'patch' | 'delete' | 'alloc'; objs: Obj[]; values: string[] }
+interface Doubt {
+  op: OpName;
+  type: 'create' | 'patch' | 'delete' | 'alloc';
+  objs: Obj[];
+  values: string[];
+}
 
-interface OpStats { acked: number; objects: number; doubt: number; applied: number; refused: number; ms: number }
+interface OpStats {
+  acked: number;
+  objects: number;
+  doubt: number;
+  applied: number;
+  refused: number;
+  ms: number;
+}
 
 const VIOLATION_KINDS = [
-  'lost', 'partial bulks', 'duplicates', 'Change mismatches', 'unexpected objects', 'unexpected replies', 'restart',
+  'lost',
+  'partial bulks',
+  'duplicates',
+  'Change mismatches',
+  'unexpected objects',
+  'unexpected replies',
+  'restart',
 ] as const;
 type ViolationKind = (typeof VIOLATION_KINDS)[number];
 
@@ -187,9 +211,13 @@ class Soak {
     if (this.details.length < 30) this.details.push(`${kind}: ${detail}`);
   }
 
-  violationCount(): number { return [...this.violations.values()].reduce((a, v) => a + v, 0); }
+  violationCount(): number {
+    return [...this.violations.values()].reduce((a, v) => a + v, 0);
+  }
 
-  next(): number { return ++this.seq; }
+  next(): number {
+    return ++this.seq;
+  }
 
   newObj(site: SiteModel, kind: Kind): Obj {
     const n = this.next();
@@ -222,7 +250,10 @@ function take(pool: Obj[], n: number, rand: () => number): Obj[] {
 
 function pickOp(rand: () => number): OpName {
   let r = rand() * TOTAL_WEIGHT;
-  for (const o of OPS) { r -= o.weight; if (r < 0) return o.name; }
+  for (const o of OPS) {
+    r -= o.weight;
+    if (r < 0) return o.name;
+  }
   return OPS[0].name;
 }
 
@@ -273,9 +304,16 @@ async function write(soak: Soak, rand: () => number): Promise<void> {
   }
 
   if (op.startsWith('DELETE')) {
-    const reply = op === 'DELETE'
-      ? await send(soak, op, 'DELETE', `/api/sites/${site.id}/${collection(kind)}/${objs[0].id}/`)
-      : await send(soak, op, 'DELETE', `/api/sites/${site.id}/${collection(kind)}/`, objs.map((o) => o.id));
+    const reply =
+      op === 'DELETE'
+        ? await send(soak, op, 'DELETE', `/api/sites/${site.id}/${collection(kind)}/${objs[0].id}/`)
+        : await send(
+            soak,
+            op,
+            'DELETE',
+            `/api/sites/${site.id}/${collection(kind)}/`,
+            objs.map((o) => o.id),
+          );
     settle(soak, op, 'delete', objs, [], reply, 204, (_, text) => text === '');
     return;
   }
@@ -285,7 +323,12 @@ async function write(soak: Soak, rand: () => number): Promise<void> {
   const num = 1 + Math.floor(rand() * (parent.what === 'next_address' ? 4 : 2));
   const reply = await send(soak, op, 'POST', `${parent.path}&num=${num}`);
   const stat = soak.ops.get(op)!;
-  if (reply === null) { parent.maybe += num; stat.doubt++; soak.doubts.push({ op, type: 'alloc', objs: [], values: [] }); return; }
+  if (reply === null) {
+    parent.maybe += num;
+    stat.doubt++;
+    soak.doubts.push({ op, type: 'alloc', objs: [], values: [] });
+    return;
+  }
   const got = reply.json;
   const inParent = (c: unknown) => typeof c === 'string' && c.startsWith(parent.prefix);
   if (reply.status !== 200 || !Array.isArray(got) || got.length !== num || !got.every(inParent)) {
@@ -316,28 +359,51 @@ async function send(soak: Soak, op: OpName, method: string, path: string, body?:
 }
 
 /** Applies an answer (or its absence) to the model and gives the objects back to the idle pools. */
-function settle(soak: Soak, op: OpName, type: 'create' | 'patch' | 'delete', objs: Obj[], values: string[], reply: Reply | null,
-  status: number, bodyOk: (json: any, text: string) => boolean): void {
+function settle(
+  soak: Soak,
+  op: OpName,
+  type: 'create' | 'patch' | 'delete',
+  objs: Obj[],
+  values: string[],
+  reply: Reply | null,
+  status: number,
+  bodyOk: (json: any, text: string) => boolean,
+): void {
   const stat = soak.ops.get(op)!;
   const inDoubt = () => {
     soak.doubts.push({ op, type, objs, values });
     if (type === 'delete') for (const o of objs) o.deleted = 'maybe';
     // Back to the pools once the check after the restart has settled them.
   };
-  if (reply === null) { stat.doubt++; inDoubt(); return; }
+  if (reply === null) {
+    stat.doubt++;
+    inDoubt();
+    return;
+  }
   if (reply.status !== status || !bodyOk(reply.json, reply.text)) {
     stat.refused++;
-    soak.violate('unexpected replies',
-      `${op} (${objs.length} objects, first ${objs[0].key}) answered ${reply.status}: ${reply.text.slice(0, 300)}`);
+    soak.violate(
+      'unexpected replies',
+      `${op} (${objs.length} objects, first ${objs[0].key}) answered ${reply.status}: ${reply.text.slice(0, 300)}`,
+    );
     // A success status with a wrong body committed something: let the check see what.
-    if (reply.status === status) { inDoubt(); return; }
-    if (type === 'create') { for (const o of objs) o.created = 'no'; return; }
+    if (reply.status === status) {
+      inDoubt();
+      return;
+    }
+    if (type === 'create') {
+      for (const o of objs) o.created = 'no';
+      return;
+    }
   } else {
     stat.acked++;
     stat.objects += objs.length;
     objs.forEach((o, i) => {
       if (type === 'create') o.created = 'yes';
-      else if (type === 'patch') { o.value = values[i]; o.updates++; } else o.deleted = 'yes';
+      else if (type === 'patch') {
+        o.value = values[i];
+        o.updates++;
+      } else o.deleted = 'yes';
     });
   }
   for (const o of objs) if (o.created === 'yes' && o.deleted === 'no') o.site.idle[o.kind].push(o);
@@ -349,7 +415,10 @@ async function client(soak: Soak, rand: () => number): Promise<void> {
 
 // ---------------------------------------------------------------- check after a restart
 
-interface Listing { byKey: Map<string, any>; changes: any[] }
+interface Listing {
+  byKey: Map<string, any>;
+  changes: any[];
+}
 
 async function fetchJson(soak: Soak, path: string): Promise<any[]> {
   const r = await request(soak.base, 'GET', path, { headers: AUTH });
@@ -375,13 +444,22 @@ async function siteChanges(soak: Soak, site: number, full: boolean): Promise<{ c
     if (r.status !== 200 || !Array.isArray(r.json?.results)) throw new Error(`GET ${path} answered ${r.status}: ${r.text.slice(0, 300)}`);
     const page = r.json.results as any[];
     let reachedSeen = false;
-    for (const c of page) { if (soak.changeIds.has(c.id)) reachedSeen = true; else changes.push(c); }
+    for (const c of page) {
+      if (soak.changeIds.has(c.id)) reachedSeen = true;
+      else changes.push(c);
+    }
     if (reachedSeen || page.length < limit) return { changes, stored: r.json.count };
   }
 }
 
 interface CheckResult {
-  objects: number; changes: number; newChanges: number; doubts: number; applied: number; allocDoubts: number; allocStored: number;
+  objects: number;
+  changes: number;
+  newChanges: number;
+  doubts: number;
+  applied: number;
+  allocDoubts: number;
+  allocStored: number;
 }
 
 /**
@@ -394,21 +472,23 @@ async function check(soak: Soak, full: boolean): Promise<CheckResult> {
   let changeCount = 0;
   let newChanges = 0;
   // Sites in parallel: they live on different shards.
-  await Promise.all(soak.sites.map(async (site) => {
-    const [devices, networks, changes] = await Promise.all([
-      fetchJson(soak, `/api/sites/${site.id}/devices/?fields=id,hostname,attributes`),
-      fetchJson(soak, `/api/sites/${site.id}/networks/?fields=id,cidr,state,attributes`),
-      siteChanges(soak, site.id, full),
-    ]);
-    objects += devices.length + networks.length;
-    changeCount += changes.stored;
-    newChanges += changes.changes.length;
-    for (const c of changes.changes) soak.changeIds.add(c.id);
-    listings.set(site, {
-      device: { byKey: new Map(devices.map((d) => [d.hostname, d])), changes: changes.changes },
-      network: { byKey: new Map(networks.map((n) => [n.cidr, n])), changes: changes.changes },
-    });
-  }));
+  await Promise.all(
+    soak.sites.map(async (site) => {
+      const [devices, networks, changes] = await Promise.all([
+        fetchJson(soak, `/api/sites/${site.id}/devices/?fields=id,hostname,attributes`),
+        fetchJson(soak, `/api/sites/${site.id}/networks/?fields=id,cidr,state,attributes`),
+        siteChanges(soak, site.id, full),
+      ]);
+      objects += devices.length + networks.length;
+      changeCount += changes.stored;
+      newChanges += changes.changes.length;
+      for (const c of changes.changes) soak.changeIds.add(c.id);
+      listings.set(site, {
+        device: { byKey: new Map(devices.map((d) => [d.hostname, d])), changes: changes.changes },
+        network: { byKey: new Map(networks.map((n) => [n.cidr, n])), changes: changes.changes },
+      });
+    }),
+  );
   const stored = (o: Obj) => listings.get(o.site)![o.kind].byKey.get(o.key);
 
   // Writes in doubt: all or nothing per request, then certain.
@@ -426,14 +506,22 @@ async function check(soak: Soak, full: boolean): Promise<CheckResult> {
     });
     const n = done.filter(Boolean).length;
     if (n > 0 && n < done.length) {
-      soak.violate('partial bulks',
-        `${d.op} of ${done.length} in flight at the kill: ${n} applied (first ${d.objs[0].key}, site ${d.objs[0].site.id})`);
+      soak.violate(
+        'partial bulks',
+        `${d.op} of ${done.length} in flight at the kill: ${n} applied (first ${d.objs[0].key}, site ${d.objs[0].site.id})`,
+      );
     }
-    if (n === done.length) { applied++; soak.ops.get(d.op)!.applied++; }
+    if (n === done.length) {
+      applied++;
+      soak.ops.get(d.op)!.applied++;
+    }
     d.objs.forEach((o, i) => {
       if (d.type === 'create') o.created = done[i] ? 'yes' : 'no';
       else if (d.type === 'delete') o.deleted = done[i] ? 'yes' : 'no';
-      else if (done[i]) { o.value = d.values[i]; o.updates++; }
+      else if (done[i]) {
+        o.value = d.values[i];
+        o.updates++;
+      }
     });
   }
   soak.doubts = [];
@@ -446,13 +534,18 @@ async function check(soak: Soak, full: boolean): Promise<CheckResult> {
         const s = byKey.get(o.key);
         if (o.created === 'no' || o.deleted === 'yes') {
           if (s !== undefined) {
-            soak.violate(o.created === 'no' ? 'unexpected objects' : 'lost',
+            soak.violate(
+              o.created === 'no' ? 'unexpected objects' : 'lost',
               `${kind} ${o.key} (site ${site.id}) is stored but its ` +
-              `${o.created === 'no' ? 'create was refused or not applied' : 'delete was applied'}`);
+                `${o.created === 'no' ? 'create was refused or not applied' : 'delete was applied'}`,
+            );
           }
           continue;
         }
-        if (s === undefined) { soak.violate('lost', `${kind} ${o.key} (site ${site.id}, id ${o.id}) acknowledged but missing`); continue; }
+        if (s === undefined) {
+          soak.violate('lost', `${kind} ${o.key} (site ${site.id}, id ${o.id}) acknowledged but missing`);
+          continue;
+        }
         if (o.id !== 0 && s.id !== o.id) soak.violate('lost', `${kind} ${o.key} (site ${site.id}) has id ${s.id}, acknowledged as ${o.id}`);
         o.id = s.id;
         if (soakOf(s) !== o.value) {
@@ -482,8 +575,10 @@ async function check(soak: Soak, full: boolean): Promise<CheckResult> {
       }
       const extra = children.filter((c) => !p.held.has(c.cidr));
       if (extra.length > p.maybe) {
-        soak.violate('unexpected objects',
-          `${extra.length} unacknowledged children of ${p.cidr} (site ${site.id}), but requests in doubt asked for ${p.maybe}`);
+        soak.violate(
+          'unexpected objects',
+          `${extra.length} unacknowledged children of ${p.cidr} (site ${site.id}), but requests in doubt asked for ${p.maybe}`,
+        );
       }
       for (const c of extra) p.held.add(c.cidr);
       allocStored += extra.length;
@@ -516,7 +611,7 @@ function checkChanges(soak: Soak, site: SiteModel, changes: any[], networks: Map
   /** `content` judges the Changes `g`, which start at event `from` of `want`; it returns what is wrong, if anything. */
   const expect = (resource: string, id: number, want: string[], what: string, content: (g: any[], from: number) => string | null) => {
     const k = `${resource}:${id}`;
-    const from = full ? 0 : soak.changesSeen.get(k) ?? 0;
+    const from = full ? 0 : (soak.changesSeen.get(k) ?? 0);
     const g = groups.get(k) ?? [];
     groups.delete(k);
     soak.changesSeen.set(k, want.length);
@@ -536,7 +631,8 @@ function checkChanges(soak: Soak, site: SiteModel, changes: any[], networks: Map
       const n = networks.get(c);
       if (!n) continue; // reported as lost
       expect('Network', n.id, ['Create'], `${p.what} child ${c}`, (g, from) =>
-        from === 0 && (g[0].resource?.cidr !== c || g[0].resource?.state !== 'reserved') ? 'Create carries other content' : null);
+        from === 0 && (g[0].resource?.cidr !== c || g[0].resource?.state !== 'reserved') ? 'Create carries other content' : null,
+      );
     }
   }
   for (const kind of ['device', 'network'] as const) {
@@ -569,7 +665,11 @@ async function setup(soak: Soak, count: number): Promise<void> {
   for (let i = 0; i < count; i++) {
     const s = await post('/api/sites/', { name: `soak-${i + 1}` });
     const site: SiteModel = {
-      id: s.id, setup: [], objects: { device: new Map(), network: new Map() }, idle: { device: [], network: [] }, alloc: [],
+      id: s.id,
+      setup: [],
+      objects: { device: new Map(), network: new Map() },
+      idle: { device: [], network: [] },
+      alloc: [],
     };
     for (const resource of ['Device', 'Network']) {
       const a = await post(`/api/sites/${site.id}/attributes/`, { name: 'soak', resource_name: resource });
@@ -609,8 +709,10 @@ export async function run(args: string[]): Promise<number> {
   let server: ChildServer | undefined;
   let loadSeconds = 0;
   const t0 = performance.now();
-  log(`soak: ${opts.rounds} rounds of kill -9 under mixed write load, ${opts.minSeconds}–${opts.maxSeconds} s of load per round, ` +
-    `${opts.connections} connections, ${opts.shards} shards, ${opts.sites} sites, seed ${opts.seed}; data dir ${data.path}`);
+  log(
+    `soak: ${opts.rounds} rounds of kill -9 under mixed write load, ${opts.minSeconds}–${opts.maxSeconds} s of load per round, ` +
+      `${opts.connections} connections, ${opts.shards} shards, ${opts.sites} sites, seed ${opts.seed}; data dir ${data.path}`,
+  );
   try {
     emptyStarts.push(await emptyStart(opts.shards));
     server = await startNetsot({ dataDir: data.path, shards: opts.shards });
@@ -642,16 +744,21 @@ export async function run(args: string[]): Promise<number> {
       const checkMs = performance.now() - c0;
       let acked = 0;
       let objects = 0;
-      for (const [k, v] of soak.ops) { acked += v.acked - before.get(k)!.acked; objects += v.objects - before.get(k)!.objects; }
+      for (const [k, v] of soak.ops) {
+        acked += v.acked - before.get(k)!.acked;
+        objects += v.objects - before.get(k)!.objects;
+      }
       const bad = soak.violationCount() - bad0;
-      log(`round ${String(round).padStart(String(opts.rounds).length)}/${opts.rounds}: ${seconds.toFixed(1)} s load, ` +
-        `${fmt.int(acked)} writes acknowledged ` +
-        `(${fmt.int(objects)} objects); in flight at the kill: ${plural(checked.doubts, 'write')} (${checked.applied} applied), ` +
-        `${plural(checked.allocDoubts, 'allocation')} (${checked.allocStored} stored); restart ${fmt.int(restartMs)} ms, ` +
-        `checked ${fmt.int(checked.objects)} objects and ` +
-        `${checked.newChanges === checked.changes ? 'all ' : `${fmt.int(checked.newChanges)} new of `}` +
-        `${fmt.int(checked.changes)} Changes in ${(checkMs / 1000).toFixed(1)} s: ` +
-        `${bad === 0 ? 'ok' : `${bad} VIOLATIONS`}`);
+      log(
+        `round ${String(round).padStart(String(opts.rounds).length)}/${opts.rounds}: ${seconds.toFixed(1)} s load, ` +
+          `${fmt.int(acked)} writes acknowledged ` +
+          `(${fmt.int(objects)} objects); in flight at the kill: ${plural(checked.doubts, 'write')} (${checked.applied} applied), ` +
+          `${plural(checked.allocDoubts, 'allocation')} (${checked.allocStored} stored); restart ${fmt.int(restartMs)} ms, ` +
+          `checked ${fmt.int(checked.objects)} objects and ` +
+          `${checked.newChanges === checked.changes ? 'all ' : `${fmt.int(checked.newChanges)} new of `}` +
+          `${fmt.int(checked.changes)} Changes in ${(checkMs / 1000).toFixed(1)} s: ` +
+          `${bad === 0 ? 'ok' : `${bad} VIOLATIONS`}`,
+      );
     }
     // The same data once more after a graceful stop: what a restart costs without a crash before it.
     await server.stop();
@@ -667,40 +774,76 @@ export async function run(args: string[]): Promise<number> {
 
   let acked = 0;
   let objects = 0;
-  for (const v of soak.ops.values()) { acked += v.acked; objects += v.objects; }
+  for (const v of soak.ops.values()) {
+    acked += v.acked;
+    objects += v.objects;
+  }
   const meanMs = (v: OpStats) => (v.acked + v.refused > 0 ? (v.ms / (v.acked + v.refused)).toFixed(1) : '-');
   const rows = [...soak.ops].map(([name, v]) => [name, fmt.int(v.acked), fmt.int(v.objects), meanMs(v), v.doubt, v.applied, v.refused]);
-  rows.push(['all', fmt.int(acked), fmt.int(objects), '', [...soak.ops.values()].reduce((a, v) => a + v.doubt, 0),
-    [...soak.ops.values()].reduce((a, v) => a + v.applied, 0), [...soak.ops.values()].reduce((a, v) => a + v.refused, 0)]);
+  rows.push([
+    'all',
+    fmt.int(acked),
+    fmt.int(objects),
+    '',
+    [...soak.ops.values()].reduce((a, v) => a + v.doubt, 0),
+    [...soak.ops.values()].reduce((a, v) => a + v.applied, 0),
+    [...soak.ops.values()].reduce((a, v) => a + v.refused, 0),
+  ]);
   const r = stats(restarts);
   const bulkDoubts = [...soak.ops].filter(([k]) => k.endsWith('list')).reduce((a, [, v]) => a + v.doubt, 0);
   log('');
   log(table(['write', 'acknowledged', 'objects', 'mean ms', 'in flight at a kill', 'of which applied', 'refused'], rows));
-  log('(objects: items of the acknowledged writes; for allocations, "of which applied" counts addresses or prefixes found stored ' +
-    'though their answer was lost)');
+  log(
+    '(objects: items of the acknowledged writes; for allocations, "of which applied" counts addresses or prefixes found stored ' +
+      'though their answer was lost)',
+  );
   log('');
-  log(table(['check', 'violations', 'over'], [
-    ['lost acknowledged writes', soak.violations.get('lost')!, `${fmt.int(acked)} acknowledged writes (${fmt.int(objects)} objects)`],
-    ['partial bulks', soak.violations.get('partial bulks')!, `${bulkDoubts} lists in flight at a kill`],
-    ['duplicate allocations', soak.violations.get('duplicates')!, `${fmt.int(soak.handedOut)} addresses and prefixes handed out`],
-    ['Change mismatches', soak.violations.get('Change mismatches')!, `${fmt.int(soak.changesChecked)} Changes, all checked at the end`],
-    ['unexpected objects', soak.violations.get('unexpected objects')!, ''],
-    ['unexpected replies', soak.violations.get('unexpected replies')!, ''],
-    ['failed restarts', soak.violations.get('restart')!, `${plural(restarts.length, 'restart')} after kill -9`],
-  ]));
+  log(
+    table(
+      ['check', 'violations', 'over'],
+      [
+        ['lost acknowledged writes', soak.violations.get('lost')!, `${fmt.int(acked)} acknowledged writes (${fmt.int(objects)} objects)`],
+        ['partial bulks', soak.violations.get('partial bulks')!, `${bulkDoubts} lists in flight at a kill`],
+        ['duplicate allocations', soak.violations.get('duplicates')!, `${fmt.int(soak.handedOut)} addresses and prefixes handed out`],
+        ['Change mismatches', soak.violations.get('Change mismatches')!, `${fmt.int(soak.changesChecked)} Changes, all checked at the end`],
+        ['unexpected objects', soak.violations.get('unexpected objects')!, ''],
+        ['unexpected replies', soak.violations.get('unexpected replies')!, ''],
+        ['failed restarts', soak.violations.get('restart')!, `${plural(restarts.length, 'restart')} after kill -9`],
+      ],
+    ),
+  );
   log('');
-  log(`restart, spawn to listening: after kill -9 p50 ${fmt.int(r.p50)} ms, max ${fmt.int(r.max)} ms; ` +
-    `the final data after SIGTERM ${fmt.int(gracefulMs)} ms; an empty data dir ${emptyStarts.map((ms) => fmt.int(ms)).join(' and ')} ms`);
+  log(
+    `restart, spawn to listening: after kill -9 p50 ${fmt.int(r.p50)} ms, max ${fmt.int(r.max)} ms; ` +
+      `the final data after SIGTERM ${fmt.int(gracefulMs)} ms; an empty data dir ${emptyStarts.map((ms) => fmt.int(ms)).join(' and ')} ms`,
+  );
   const total = soak.violationCount();
-  log(`${opts.rounds} kill -9 rounds, ${loadSeconds.toFixed(0)} s of load, ${((performance.now() - t0) / 1000).toFixed(0)} s in all: ` +
-    `${total === 0 ? '0 violations' : `${total} VIOLATIONS`}`);
-  log(JSON.stringify({
-    scenario: 'soak', rounds: opts.rounds, seconds: [opts.minSeconds, opts.maxSeconds], connections: opts.connections, shards: opts.shards,
-    sites: opts.sites, seed: opts.seed, load_seconds: Number(loadSeconds.toFixed(1)), acknowledged: acked, acknowledged_objects: objects,
-    by_write: Object.fromEntries(soak.ops), handed_out: soak.handedOut, changes_at_last_check: soak.changesChecked,
-    violations: Object.fromEntries(soak.violations), restart_ms: { p50: Math.round(r.p50), max: Math.round(r.max) },
-    graceful_restart_ms: Math.round(gracefulMs), empty_start_ms: emptyStarts.map(Math.round), ...machine(),
-  }));
+  log(
+    `${opts.rounds} kill -9 rounds, ${loadSeconds.toFixed(0)} s of load, ${((performance.now() - t0) / 1000).toFixed(0)} s in all: ` +
+      `${total === 0 ? '0 violations' : `${total} VIOLATIONS`}`,
+  );
+  log(
+    JSON.stringify({
+      scenario: 'soak',
+      rounds: opts.rounds,
+      seconds: [opts.minSeconds, opts.maxSeconds],
+      connections: opts.connections,
+      shards: opts.shards,
+      sites: opts.sites,
+      seed: opts.seed,
+      load_seconds: Number(loadSeconds.toFixed(1)),
+      acknowledged: acked,
+      acknowledged_objects: objects,
+      by_write: Object.fromEntries(soak.ops),
+      handed_out: soak.handedOut,
+      changes_at_last_check: soak.changesChecked,
+      violations: Object.fromEntries(soak.violations),
+      restart_ms: { p50: Math.round(r.p50), max: Math.round(r.max) },
+      graceful_restart_ms: Math.round(gracefulMs),
+      empty_start_ms: emptyStarts.map(Math.round),
+      ...machine(),
+    }),
+  );
   if (total > 0) {
     process.stderr.write(`soak: ${total} violations; the first ones:\n${soak.details.map((d) => `  ${d}`).join('\n')}\n`);
     return 1;

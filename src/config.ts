@@ -37,8 +37,14 @@ export interface Config {
 export class ConfigError extends Error {}
 
 const BOOLEAN_WORDS: Record<string, boolean> = {
-  true: true, '1': true, yes: true, on: true,
-  false: false, '0': false, no: false, off: false,
+  true: true,
+  '1': true,
+  yes: true,
+  on: true,
+  false: false,
+  '0': false,
+  no: false,
+  off: false,
 };
 
 export const INTERFACE_TYPE_CODES = [6, 1, 135, 136, 161, 24, 150, 53, 131] as const;
@@ -86,8 +92,12 @@ export function flagsToSource(argv: string[]): Source {
     let name = arg.slice(2);
     let value: string | undefined;
     const eq = name.indexOf('=');
-    if (eq >= 0) { value = name.slice(eq + 1); name = name.slice(0, eq); }
-    else { value = argv[++i]; }
+    if (eq >= 0) {
+      value = name.slice(eq + 1);
+      name = name.slice(0, eq);
+    } else {
+      value = argv[++i];
+    }
     if (value === undefined) throw new ConfigError(`flag --${name} needs a value`);
     out[name.replace(/-/g, '_').toUpperCase()] = value;
   }
@@ -96,14 +106,30 @@ export function flagsToSource(argv: string[]): Source {
 
 export function loadConfig(env: Source = process.env, flags: Source = {}): Config {
   const src: Source = { ...env, ...flags };
-  const known = new Set(['HOST', 'PORT', 'DATA_DIR', 'SHARDS', 'USER_AUTH_HEADER', 'AUTH_TOKEN_EXPIRY',
-    'SERVICE_COMPRESS_IPV6', 'SERVICE_NEW_USERS_AS_SUPERUSER', 'NETWORK_INTERCONNECT_PREFIXES',
-    'NETWORK_HOST_PREFIXES', 'INTERFACE_DEFAULT_TYPE', 'INTERFACE_DEFAULT_SPEED', 'NEXT_NUM_MAX',
-    'MAX_BODY_BYTES', 'MAX_BULK_ITEMS', 'SHARD_STALL_TIMEOUT', 'LOG_LEVEL']);
+  const known = new Set([
+    'HOST',
+    'PORT',
+    'DATA_DIR',
+    'SHARDS',
+    'USER_AUTH_HEADER',
+    'AUTH_TOKEN_EXPIRY',
+    'SERVICE_COMPRESS_IPV6',
+    'SERVICE_NEW_USERS_AS_SUPERUSER',
+    'NETWORK_INTERCONNECT_PREFIXES',
+    'NETWORK_HOST_PREFIXES',
+    'INTERFACE_DEFAULT_TYPE',
+    'INTERFACE_DEFAULT_SPEED',
+    'NEXT_NUM_MAX',
+    'MAX_BODY_BYTES',
+    'MAX_BULK_ITEMS',
+    'SHARD_STALL_TIMEOUT',
+    'LOG_LEVEL',
+  ]);
   for (const k of Object.keys(flags)) if (!known.has(k)) throw new ConfigError(`unknown flag --${k.toLowerCase().replace(/_/g, '-')}`);
 
   const logLevel = readString(src, 'LOG_LEVEL', 'info');
-  if (!['debug', 'info', 'warn', 'error'].includes(logLevel)) throw new ConfigError(`LOG_LEVEL must be debug, info, warn or error, got '${logLevel}'`);
+  if (!['debug', 'info', 'warn', 'error'].includes(logLevel))
+    throw new ConfigError(`LOG_LEVEL must be debug, info, warn or error, got '${logLevel}'`);
   const interfaceDefaultType = readInt(src, 'INTERFACE_DEFAULT_TYPE', 6, 0, 1000);
   if (!(INTERFACE_TYPE_CODES as readonly number[]).includes(interfaceDefaultType)) {
     throw new ConfigError(`INTERFACE_DEFAULT_TYPE must be one of ${INTERFACE_TYPE_CODES.join(', ')}`);

@@ -34,14 +34,23 @@ export const Errors = {
   fieldPlain: (field: string, text: string) => new ApiError(400, { [field]: text }),
   jsonParse: (detail: string) => new ApiError(400, `JSON parse error - ${detail}`),
   // A user regex refused (gaps.md §6.2): `noun` is what the field calls it ('regex' in set queries, 'pattern' in constraints).
-  regexRefused: (field: string, noun: 'regex' | 'pattern', reason: 'invalid' | 'not-linear' | 'too-long' | 'too-costly', pattern: string,
-    limits: { maxLength: number; budgetMs: number }) => {
+  regexRefused: (
+    field: string,
+    noun: 'regex' | 'pattern',
+    reason: 'invalid' | 'not-linear' | 'too-long' | 'too-costly',
+    pattern: string,
+    limits: { maxLength: number; budgetMs: number },
+  ) => {
     const Noun = noun === 'regex' ? 'Regex' : 'Pattern';
-    const text = reason === 'invalid' ? `Invalid ${noun}: '${pattern}'`
-      : reason === 'too-long' ? `${Noun} too long: ${pattern.length} characters (at most ${limits.maxLength})`
-      : reason === 'too-costly' ? `${Noun} too costly: matching '${pattern}' took more than ${limits.budgetMs} ms in this request; use a simpler ${noun}`
-        : `${Noun} cannot run in linear time: '${pattern}' `
-          + '(backreferences, lookahead, lookbehind and large counted repeats are not supported)';
+    const text =
+      reason === 'invalid'
+        ? `Invalid ${noun}: '${pattern}'`
+        : reason === 'too-long'
+          ? `${Noun} too long: ${pattern.length} characters (at most ${limits.maxLength})`
+          : reason === 'too-costly'
+            ? `${Noun} too costly: matching '${pattern}' took more than ${limits.budgetMs} ms in this request; use a simpler ${noun}`
+            : `${Noun} cannot run in linear time: '${pattern}' ` +
+              '(backreferences, lookahead, lookbehind and large counted repeats are not supported)';
     return new ApiError(400, { [field]: text });
   },
   expectedDict: (type: string) => new ApiError(400, { non_field_errors: [`Invalid data. Expected a dictionary, but got ${type}.`] }),
@@ -55,13 +64,15 @@ export const Errors = {
     new ApiError(400, { [field]: [multipleMatchedText(plural, keyField, key)] }),
   /** A list that must hold exactly one item (set query `unique`); `template` has `{n}` for the count. */
   expectedOne: (field: string, template: string, count: number) => new ApiError(400, { [field]: template.replace('{n}', String(count)) }),
-  bulkAcrossSites: () => new ApiError(400, { non_field_errors: ['A bulk request must keep to one site: send one request per site, or use /api/sites/<site_id>/<collection>/.'] }),
+  bulkAcrossSites: () =>
+    new ApiError(400, {
+      non_field_errors: ['A bulk request must keep to one site: send one request per site, or use /api/sites/<site_id>/<collection>/.'],
+    }),
   invalidEmailHeader: () => new ApiError(400, 'Username must contain a valid email address'),
 
   // 401
   notAuthenticated: () => new ApiError(401, 'Authentication credentials were not provided.', WWW_AUTHENTICATE),
-  authFailed: (message: ErrorMessage, status = 401) =>
-    new ApiError(status, message, status === 401 ? WWW_AUTHENTICATE : {}),
+  authFailed: (message: ErrorMessage, status = 401) => new ApiError(status, message, status === 401 ? WWW_AUTHENTICATE : {}),
 
   // 403
   forbidden: () => new ApiError(403, 'You do not have permission to perform this action.'),
@@ -82,7 +93,10 @@ export const Errors = {
   forceDeleteRootOfLeaves: () =>
     new ApiError(409, 'You cannot forcefully delete a network that does not have a parent, and whose children are leaf nodes.'),
   protectedReference: (target: string, referrer: string) =>
-    new ApiError(409, `Cannot delete some instances of model '${target}' because they are referenced through a protected foreign key: '${referrer}'`),
+    new ApiError(
+      409,
+      `Cannot delete some instances of model '${target}' because they are referenced through a protected foreign key: '${referrer}'`,
+    ),
   bodyTooLarge: () => new ApiError(413, 'Request body too large.'),
   unsupportedMediaType: (type: string) => new ApiError(415, `Unsupported media type "${type}" in request.`),
 
@@ -128,8 +142,11 @@ function errorsAt(paths: string[][], text: string): { [key: string]: unknown } {
     let node = root;
     keys.forEach((k, i) => {
       const last = i === keys.length - 1;
-      const existing = Object.prototype.hasOwnProperty.call(node, k) ? node[k] : undefined;
-      if (last) { if (existing === undefined) put(node, k, [text]); return; }
+      const existing = Object.hasOwn(node, k) ? node[k] : undefined;
+      if (last) {
+        if (existing === undefined) put(node, k, [text]);
+        return;
+      }
       if (existing === undefined || Array.isArray(existing)) put(node, k, {});
       node = node[k] as { [key: string]: unknown };
     });
@@ -147,10 +164,15 @@ export function pyType(v: unknown): string {
   if (v === null || v === undefined) return 'NoneType';
   if (Array.isArray(v)) return 'list';
   switch (typeof v) {
-    case 'string': return 'str';
-    case 'boolean': return 'bool';
-    case 'number': return Number.isInteger(v) ? 'int' : 'float';
-    case 'object': return 'dict';
-    default: return typeof v;
+    case 'string':
+      return 'str';
+    case 'boolean':
+      return 'bool';
+    case 'number':
+      return Number.isInteger(v) ? 'int' : 'float';
+    case 'object':
+      return 'dict';
+    default:
+      return typeof v;
   }
 }

@@ -14,10 +14,14 @@ export class Logger {
   /** `write` takes each turn's lines (stdout; tests collect them instead). */
   constructor(
     private readonly level: LogLevel,
-    private readonly write: (text: string) => void = (text) => { process.stdout.write(text); },
+    private readonly write: (text: string) => void = (text) => {
+      process.stdout.write(text);
+    },
   ) {}
 
-  enabled(level: LogLevel): boolean { return RANK[level] >= RANK[this.level]; }
+  enabled(level: LogLevel): boolean {
+    return RANK[level] >= RANK[this.level];
+  }
 
   log(level: LogLevel, line: string): void {
     if (!this.enabled(level)) return;
@@ -31,12 +35,18 @@ export class Logger {
   flush(): void {
     this.scheduled = false;
     if (this.buffer.length === 0) return;
-    const text = this.buffer.join('\n') + '\n';
+    const text = `${this.buffer.join('\n')}\n`;
     this.buffer = [];
     this.write(text);
   }
 
-  info(line: string): void { this.log('info', line); }
-  warn(line: string): void { this.log('warn', line); }
-  error(line: string): void { this.log('error', line); }
+  info(line: string): void {
+    this.log('info', line);
+  }
+  warn(line: string): void {
+    this.log('warn', line);
+  }
+  error(line: string): void {
+    this.log('error', line);
+  }
 }

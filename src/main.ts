@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /** CLI: `node dist/main.js serve [--host H] [--port P] [--data-dir D] [--shards N] …` */
-import { ConfigError, flagsToSource, loadConfig } from './config.js';
+import { type Config, ConfigError, flagsToSource, loadConfig } from './config.js';
 import { Logger } from './log.js';
 import { NativeLoadError, verifyNativeModules } from './native.js';
 
@@ -10,9 +10,14 @@ async function main(argv: string[]): Promise<void> {
     process.stderr.write('usage: node dist/main.js serve [--host H] [--port P] [--data-dir D] [--shards N] [--<setting> V]\n');
     process.exit(command === undefined || command === '--help' ? 0 : 2);
   }
-  let config;
-  try { config = loadConfig(process.env, flagsToSource(rest)); } catch (err) {
-    if (err instanceof ConfigError) { process.stderr.write(`netsot: ${err.message}\n`); process.exit(2); }
+  let config: Config;
+  try {
+    config = loadConfig(process.env, flagsToSource(rest));
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`netsot: ${err.message}\n`);
+      process.exit(2);
+    }
     throw err;
   }
   const log = new Logger(config.logLevel);
@@ -23,19 +28,34 @@ async function main(argv: string[]): Promise<void> {
     const { startServer } = await import('./http/server.js');
     const server = await startServer(config, log);
     // Handlers first: a client that saw the listening line may stop the server at once.
-    const stop = () => { server.close().then(() => process.exit(0), () => process.exit(1)); };
+    const stop = () => {
+      server.close().then(
+        () => process.exit(0),
+        () => process.exit(1),
+      );
+    };
     process.once('SIGINT', stop);
     process.once('SIGTERM', stop);
-    log.log('warn', `netsot listening on http://${config.host}:${server.port} (data ${config.dataDir}, ${config.shards} shards, ready in ${(performance.now() - started).toFixed(0)}ms)`);
+    log.log(
+      'warn',
+      `netsot listening on http://${config.host}:${server.port} (data ${config.dataDir}, ${config.shards} shards, ready in ${(performance.now() - started).toFixed(0)}ms)`,
+    );
     log.flush();
   } catch (err) {
-    if (err instanceof NativeLoadError) { process.stderr.write(`netsot: ${err.message}\n`); process.exit(3); }
+    if (err instanceof NativeLoadError) {
+      process.stderr.write(`netsot: ${err.message}\n`);
+      process.exit(3);
+    }
     process.stderr.write(`netsot: start-up failed: ${(err as Error).stack ?? err}\n`);
     process.exit(1);
   }
 }
 
-process.on('uncaughtException', (err) => { process.stderr.write(`netsot: uncaught exception (still serving): ${err.stack}\n`); });
-process.on('unhandledRejection', (err) => { process.stderr.write(`netsot: unhandled rejection (still serving): ${(err as Error)?.stack ?? err}\n`); });
+process.on('uncaughtException', (err) => {
+  process.stderr.write(`netsot: uncaught exception (still serving): ${err.stack}\n`);
+});
+process.on('unhandledRejection', (err) => {
+  process.stderr.write(`netsot: unhandled rejection (still serving): ${(err as Error)?.stack ?? err}\n`);
+});
 
 main(process.argv.slice(2));

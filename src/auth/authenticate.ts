@@ -3,16 +3,24 @@
  * issues tokens at POST /api/authenticate/. Runs on the main thread, which
  * owns the users.
  */
-import { Errors, pyType, type ErrorMessage } from '../errors.js';
+
 import type { Config } from '../config.js';
+import { type ErrorMessage, Errors, pyType } from '../errors.js';
 import type { UserDirectory, UserRecord } from '../model/user.js';
 import { isValidEmail } from './email.js';
-import { sameSecret, TokenSigner } from './secrets.js';
+import { sameSecret, type TokenSigner } from './secrets.js';
 
-export interface AuthHeaders { authorization: string; email: string | undefined }
+export interface AuthHeaders {
+  authorization: string;
+  email: string | undefined;
+}
 
 export class Authenticator {
-  constructor(private readonly users: UserDirectory, private readonly signer: TokenSigner, private readonly config: Config) {}
+  constructor(
+    private readonly users: UserDirectory,
+    private readonly signer: TokenSigner,
+    private readonly config: Config,
+  ) {}
 
   /** The caller, or an ApiError. `verifyRoute`: only tokens count, and token checks answer 400. */
   async authenticate(h: AuthHeaders, verifyRoute = false): Promise<UserRecord> {
@@ -54,9 +62,18 @@ export class Authenticator {
     const errors: Record<string, string[]> = {};
     const read = (name: string): string => {
       const v = b[name];
-      if (v === undefined) { errors[name] = ['This field is required.']; return ''; }
-      if (v === null) { errors[name] = ['This field may not be null.']; return ''; }
-      if (typeof v !== 'string' && typeof v !== 'number') { errors[name] = ['Not a valid string.']; return ''; }
+      if (v === undefined) {
+        errors[name] = ['This field is required.'];
+        return '';
+      }
+      if (v === null) {
+        errors[name] = ['This field may not be null.'];
+        return '';
+      }
+      if (typeof v !== 'string' && typeof v !== 'number') {
+        errors[name] = ['Not a valid string.'];
+        return '';
+      }
       const s = String(v).trim();
       if (s === '') errors[name] = ['This field may not be blank.'];
       return s;

@@ -25,7 +25,7 @@ export function isAllowed(p: Principal, action: Action, type: PermissionType, si
   const grants = p.grants[String(siteId)];
   if (grants && (grants.includes('admin') || grants.includes(`${action}_${type}`))) return true;
   const held = objectGrant?.();
-  return held !== undefined && held.has(action);
+  return held?.has(action) === true;
 }
 
 export function demand(p: Principal, action: Action, type: PermissionType, siteId: number, objectGrant?: ObjectGrantLookup): void {

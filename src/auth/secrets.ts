@@ -37,9 +37,7 @@ export function loadServerKey(dataDir: string): Buffer {
   return key;
 }
 
-export type TokenCheck =
-  | { ok: true; email: string }
-  | { ok: false; reason: 'invalid' | 'undeserializable' | 'wrong-user' };
+export type TokenCheck = { ok: true; email: string } | { ok: false; reason: 'invalid' | 'undeserializable' | 'wrong-user' };
 
 /** The current key generation of the user with this email; undefined when there is none. */
 export type GenerationOf = (email: string) => number | undefined;
@@ -48,7 +46,10 @@ export type GenerationOf = (email: string) => number | undefined;
 export const MAX_FUTURE_MS = 60_000;
 
 export class TokenSigner {
-  constructor(private readonly key: Buffer, private readonly expirySeconds: number) {}
+  constructor(
+    private readonly key: Buffer,
+    private readonly expirySeconds: number,
+  ) {}
 
   private mac(payload: string): string {
     return createHmac('sha256', this.key).update(payload).digest('base64url');
@@ -77,9 +78,21 @@ export class TokenSigner {
     const expected = Buffer.from(this.mac(payload));
     if (given.length !== expected.length || !timingSafeEqual(given, expected)) return { ok: false, reason: 'invalid' };
     let data: { e?: unknown; t?: unknown; g?: unknown };
-    try { data = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')); } catch { return { ok: false, reason: 'undeserializable' }; }
-    if (typeof data !== 'object' || data === null || Array.isArray(data) || typeof data.e !== 'string'
-      || typeof data.t !== 'number' || !Number.isFinite(data.t) || typeof data.g !== 'number' || !Number.isInteger(data.g)) {
+    try {
+      data = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8'));
+    } catch {
+      return { ok: false, reason: 'undeserializable' };
+    }
+    if (
+      typeof data !== 'object' ||
+      data === null ||
+      Array.isArray(data) ||
+      typeof data.e !== 'string' ||
+      typeof data.t !== 'number' ||
+      !Number.isFinite(data.t) ||
+      typeof data.g !== 'number' ||
+      !Number.isInteger(data.g)
+    ) {
       return { ok: false, reason: 'undeserializable' };
     }
     if (now - data.t > this.expirySeconds * 1000 || data.t - now > MAX_FUTURE_MS) return { ok: false, reason: 'invalid' };

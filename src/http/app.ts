@@ -11,34 +11,46 @@
  * inject.ts from a plain object in process (tests run the whole stack, real
  * shards and store included, without a socket).
  */
+
+import { Authenticator } from '../auth/authenticate.js';
+import { isAllowed } from '../auth/permissions.js';
+import { loadServerKey, TokenSigner } from '../auth/secrets.js';
 import type { Config } from '../config.js';
 import { Errors } from '../errors.js';
 import type { Logger } from '../log.js';
-import { Authenticator } from '../auth/authenticate.js';
-import { loadServerKey, TokenSigner } from '../auth/secrets.js';
+import type { HttpMethod } from '../model/model.js';
 import { MODELS, modelByCollection } from '../model/registry.js';
 import { SiteDirectory } from '../model/site-directory.js';
-import { UserDirectory, userRoutes, userSchema, type UserRecord } from '../model/user.js';
-import type { HttpMethod } from '../model/model.js';
-import { optionsBody } from '../schema/describe.js';
+import { UserDirectory, type UserRecord, userRoutes, userSchema } from '../model/user.js';
 import { QueryParams } from '../query/params.js';
-import { isAllowed } from '../auth/permissions.js';
+import { optionsBody } from '../schema/describe.js';
 import { ShardPool } from '../shard/pool.js';
-import { createSharedIdState, IdCounters } from '../store/ids.js';
 import { secureDataDir } from '../store/data-dir.js';
+import { createSharedIdState, IdCounters } from '../store/ids.js';
 import { Store } from '../store/lmdb.js';
 import { isJsonBody, negotiate, parseBody } from './body.js';
-import { countListItems, mayExceed } from './list-items.js';
-import { Forwarder, type Forwarded } from './forward.js';
-import type { Exchange } from './respond.js';
-import { allowHeader, Router, type RouteMatch } from './router.js';
 import { docsPage, openApiDocument } from './docs.js';
-import { inject, type InjectRequest, type InjectResponse } from './inject.js';
+import { type Forwarded, Forwarder } from './forward.js';
+import { type InjectRequest, type InjectResponse, inject } from './inject.js';
+import { countListItems, mayExceed } from './list-items.js';
+import type { Exchange } from './respond.js';
+import { allowHeader, type RouteMatch, Router } from './router.js';
 
-const INDEX_ORDER = ['sites', 'attributes', 'changes', 'circuits', 'devices', 'interfaces', 'networks', 'protocols', 'protocol_types', 'users', 'values'];
+const INDEX_ORDER = [
+  'sites',
+  'attributes',
+  'changes',
+  'circuits',
+  'devices',
+  'interfaces',
+  'networks',
+  'protocols',
+  'protocol_types',
+  'users',
+  'values',
+];
 
-const methodsOf = (m: RouteMatch): HttpMethod[] =>
-  m.kind === 'index' ? ['GET'] : m.kind === 'resource' ? m.methods : ['POST'];
+const methodsOf = (m: RouteMatch): HttpMethod[] => (m.kind === 'index' ? ['GET'] : m.kind === 'resource' ? m.methods : ['POST']);
 
 function wrap(version: string, payload: string): string {
   return version === '1.0' ? payload : `{"status":"ok","data":${payload}}`;
@@ -73,11 +85,17 @@ export class App {
       const users = new UserDirectory(store, sites, () => ids.next('user'));
       const auth = new Authenticator(users, new TokenSigner(loadServerKey(config.dataDir), config.authTokenExpiry), config);
       const pool: ShardPool = await ShardPool.start(config, shared, {
-        report: (message) => { log.error(message); log.flush(); },
+        report: (message) => {
+          log.error(message);
+          log.flush();
+        },
         // A replaced shard may have committed site writes it never answered: the directory rereads them.
         onRestarted: (shard) => sites.reload(store, (site) => pool.shardOfSite(site) === shard),
       });
-      const router = new Router([...MODELS.map((m) => ({ collection: m.collection, routes: m.routes })), { collection: 'users', routes: userRoutes }]);
+      const router = new Router([
+        ...MODELS.map((m) => ({ collection: m.collection, routes: m.routes })),
+        { collection: 'users', routes: userRoutes },
+      ]);
       return new App(config, log, store, ids, sites, users, auth, pool, new Forwarder(pool), router);
     } catch (err) {
       await store.close();
@@ -109,7 +127,10 @@ export class App {
   private negotiate(accept: string, query: string): ReturnType<typeof negotiate> {
     if (query.includes('format')) return negotiate(accept, query);
     let n = this.negotiations.get(accept);
-    if (n === undefined) { n = negotiate(accept); if (this.negotiations.size < 256) this.negotiations.set(accept, n); }
+    if (n === undefined) {
+      n = negotiate(accept);
+      if (this.negotiations.size < 256) this.negotiations.set(accept, n);
+    }
     return n;
   }
 
@@ -121,7 +142,9 @@ export class App {
     if (match) x.allow = allowHeader(methods);
     // Public: GET /api/ and /api/authenticate/ (so a wrong method there is a 405); OPTIONS needs credentials.
     const isPublic = (match?.kind === 'index' && method === 'GET') || (match?.kind === 'authenticate' && method !== 'OPTIONS');
-    const user = isPublic ? null : await this.auth.authenticate({ authorization: x.authorization, email: x.emailHeader }, match?.kind === 'verify_token');
+    const user = isPublic
+      ? null
+      : await this.auth.authenticate({ authorization: x.authorization, email: x.emailHeader }, match?.kind === 'verify_token');
     if (!match) throw Errors.endpointNotFound();
     if (method !== 'OPTIONS' && !methods.includes(method as HttpMethod)) throw Errors.methodNotAllowed(x.method, x.allow);
     const accepted = this.negotiate(x.accept, x.query);
@@ -138,13 +161,15 @@ export class App {
 
     if (method === 'OPTIONS') return x.send(200, await this.options(match, user));
     switch (match.kind) {
-      case 'index': return x.send(200, this.indexBody(x));
-      case 'authenticate': return x.send(200, wrap(accepted.version, JSON.stringify(this.auth.login(body))));
-      case 'verify_token': return x.send(200, wrap(accepted.version, 'true'));
+      case 'index':
+        return x.send(200, this.indexBody(x));
+      case 'authenticate':
+        return x.send(200, wrap(accepted.version, JSON.stringify(this.auth.login(body))));
+      case 'verify_token':
+        return x.send(200, wrap(accepted.version, 'true'));
       case 'resource': {
-        const reply = match.collection === 'users'
-          ? await this.usersRoute(match, user!, x, body)
-          : await this.resourceRoute(match, user!, x, body);
+        const reply =
+          match.collection === 'users' ? await this.usersRoute(match, user!, x, body) : await this.resourceRoute(match, user!, x, body);
         return x.send(reply.status, reply.body, reply.headers);
       }
     }
@@ -156,22 +181,43 @@ export class App {
     return JSON.stringify(out);
   }
 
-  private async usersRoute(match: Extract<RouteMatch, { kind: 'resource' }>, user: UserRecord, x: Exchange, body: unknown): Promise<Forwarded> {
+  private async usersRoute(
+    match: Extract<RouteMatch, { kind: 'resource' }>,
+    user: UserRecord,
+    x: Exchange,
+    body: unknown,
+  ): Promise<Forwarded> {
     const users = this.users;
     const q = new QueryParams(x.query);
     const method = x.method;
     const link = { scheme: 'http', host: x.host, path: x.path };
-    if (match.target === 'list') return method === 'POST' ? users.post(user, (body === undefined ? {} : body)) : users.list(q, link);
+    if (match.target === 'list') return method === 'POST' ? users.post(user, body === undefined ? {} : body) : users.list(q, link);
     if (match.target === 'detail-route') return users.rotate(user, match.key!);
-    return method === 'PATCH' ? users.patch(user, match.key!, (body === undefined ? {} : body)) : users.detail(user, match.key!, q);
+    return method === 'PATCH' ? users.patch(user, match.key!, body === undefined ? {} : body) : users.detail(user, match.key!, q);
   }
 
-  private async resourceRoute(match: Extract<RouteMatch, { kind: 'resource' }>, user: UserRecord, x: Exchange, body: unknown): Promise<Forwarded> {
+  private async resourceRoute(
+    match: Extract<RouteMatch, { kind: 'resource' }>,
+    user: UserRecord,
+    x: Exchange,
+    body: unknown,
+  ): Promise<Forwarded> {
     const { forwarder, ids, sites } = this;
     const model = modelByCollection(match.collection)!;
     const link = { scheme: 'http', host: x.host, path: x.path };
-    const input = { match, model, method: x.method, query: x.query, body: (body === undefined ? {} : body), principal: this.users.principal(user), link };
-    const hook = model.beforeForward?.({ target: match.target, method: x.method, key: match.key, body: input.body, principal: input.principal }, { ids, sites });
+    const input = {
+      match,
+      model,
+      method: x.method,
+      query: x.query,
+      body: body === undefined ? {} : body,
+      principal: this.users.principal(user),
+      link,
+    };
+    const hook = model.beforeForward?.(
+      { target: match.target, method: x.method, key: match.key, body: input.body, principal: input.principal },
+      { ids, sites },
+    );
     if (!hook) return this.applyDirectory(await forwarder.forward(input));
     try {
       return this.applyDirectory(await forwarder.forward({ ...input, siteClaim: hook.claim }));
@@ -188,7 +234,12 @@ export class App {
   private async options(match: RouteMatch, user: UserRecord | null): Promise<string> {
     if (match.kind !== 'resource') {
       const name = match.kind === 'index' ? 'Api Root' : match.kind === 'authenticate' ? 'Authenticate' : 'Verify Token';
-      return JSON.stringify({ name, description: '', renders: ['application/json', 'text/html'], parses: ['application/json', 'application/x-www-form-urlencoded', 'multipart/form-data'] });
+      return JSON.stringify({
+        name,
+        description: '',
+        renders: ['application/json', 'text/html'],
+        parses: ['application/json', 'application/x-www-form-urlencoded', 'multipart/form-data'],
+      });
     }
     const list = match.target === 'list';
     const principal = this.users.principal(user!);
@@ -199,22 +250,52 @@ export class App {
     const actions: { POST?: boolean; PUT?: boolean } = {};
     const type = model.permissionType;
     if (list && type) {
-      actions.POST = match.methods.includes('POST') && (model.kind === 'site' ? principal.superuser : principal.superuser || (match.site !== null && isAllowed(principal, 'add', type, match.site)));
+      actions.POST =
+        match.methods.includes('POST') &&
+        (model.kind === 'site'
+          ? principal.superuser
+          : principal.superuser || (match.site !== null && isAllowed(principal, 'add', type, match.site)));
       actions.PUT = match.methods.includes('PUT') && actions.POST;
     }
     if (match.target === 'detail' && type && match.methods.includes('PUT')) {
-      const permits = await this.forwarder.forward({ match, model, method: 'GET', query: '', body: undefined, principal, link: { scheme: 'http', host: '', path: '' }, op: 'permits' })
-        .then((r) => r.status === 200 && r.body === 'true', () => false);
+      const permits = await this.forwarder
+        .forward({
+          match,
+          model,
+          method: 'GET',
+          query: '',
+          body: undefined,
+          principal,
+          link: { scheme: 'http', host: '', path: '' },
+          op: 'permits',
+        })
+        .then(
+          (r) => r.status === 200 && r.body === 'true',
+          () => false,
+        );
       actions.PUT = permits;
     }
     return optionsBody(model.schema, list, actions);
   }
 
   private serveDocs(x: Exchange): void {
-    x.allow = 'GET, HEAD';
-    if (x.method !== 'GET' && x.method !== 'HEAD') return x.fail(Errors.methodNotAllowed(x.method, x.allow));
-    if (x.path === '/docs/openapi.json') return x.send(200, JSON.stringify(openApiDocument()));
-    if (x.path === '/docs' || x.path === '/docs/') { x.representation = 'json'; return x.sendHtml(200, docsPage()); }
-    return x.fail(Errors.endpointNotFound());
+    const page = x.path === '/docs' || x.path === '/docs/';
+    if (!page && x.path !== '/docs/openapi.json') {
+      x.fail(Errors.endpointNotFound());
+      return;
+    }
+    x.allow = 'GET, HEAD, OPTIONS';
+    if (x.method === 'OPTIONS') {
+      // Like every endpoint's OPTIONS (gaps.md §22), and public like the docs themselves.
+      const name = page ? 'Docs' : 'OpenAPI Document';
+      x.send(200, JSON.stringify({ name, description: '', renders: [page ? 'text/html' : 'application/json'], parses: [] }));
+    } else if (x.method !== 'GET' && x.method !== 'HEAD') {
+      x.fail(Errors.methodNotAllowed(x.method, x.allow));
+    } else if (page) {
+      x.representation = 'json';
+      x.sendHtml(200, docsPage());
+    } else {
+      x.send(200, JSON.stringify(openApiDocument()));
+    }
   }
 }

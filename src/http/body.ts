@@ -32,7 +32,10 @@ export function nestedDeeperThan(value: unknown, limit: number): boolean {
     if (depth > limit) return true;
     const children = Array.isArray(node) ? node : Object.values(node);
     for (const c of children) {
-      if (c !== null && typeof c === 'object') { stack.push(c); depths.push(depth + 1); }
+      if (c !== null && typeof c === 'object') {
+        stack.push(c);
+        depths.push(depth + 1);
+      }
     }
   }
   return false;
@@ -49,7 +52,10 @@ export function nonFinitePaths(value: unknown): string[][] {
   const path: string[] = [];
   // Recursive: parseBody calls this only on bodies within MAX_BODY_DEPTH.
   const visit = (v: unknown) => {
-    if (typeof v === 'number') { if (!Number.isFinite(v)) found.push([...path]); return; }
+    if (typeof v === 'number') {
+      if (!Number.isFinite(v)) found.push([...path]);
+      return;
+    }
     if (v === null || typeof v !== 'object') return;
     for (const k of Object.keys(v)) {
       path.push(k);
@@ -64,7 +70,11 @@ export function nonFinitePaths(value: unknown): string[][] {
 function formValue(name: string, value: string): unknown {
   if (!JSON_FIELDS.has(name)) return value;
   let parsed: unknown;
-  try { parsed = JSON.parse(value); } catch { return value; }
+  try {
+    parsed = JSON.parse(value);
+  } catch {
+    return value;
+  }
   return nestedDeeperThan(parsed, MAX_BODY_DEPTH) ? value : parsed;
 }
 
@@ -77,8 +87,14 @@ function formObject(fields: [string, string][]): Record<string, unknown> {
     const value = formValue(name, raw);
     if (LIST_FIELDS.has(name)) {
       let list = lists.get(name);
-      if (!list) { list = []; lists.set(name, list); set(name, list); }
-      if (Array.isArray(value)) { for (const v of value) list.push(v); } else list.push(value);
+      if (!list) {
+        list = [];
+        lists.set(name, list);
+        set(name, list);
+      }
+      if (Array.isArray(value)) {
+        for (const v of value) list.push(v);
+      } else list.push(value);
     } else {
       set(name, value);
     }
@@ -110,13 +126,18 @@ function parseMultipart(body: Buffer, contentType: string): Record<string, unkno
     if (next < 0) break;
     // The part sits between the line break after this delimiter and the one before the next.
     let from = start;
-    if (body[from] === 0x0d && body[from + 1] === 0x0a) from += 2; else if (body[from] === 0x0a) from += 1;
+    if (body[from] === 0x0d && body[from + 1] === 0x0a) from += 2;
+    else if (body[from] === 0x0a) from += 1;
     let to = next;
-    if (body[to - 2] === 0x0d && body[to - 1] === 0x0a) to -= 2; else if (body[to - 1] === 0x0a) to -= 1;
+    if (body[to - 2] === 0x0d && body[to - 1] === 0x0a) to -= 2;
+    else if (body[to - 1] === 0x0a) to -= 1;
     const part = body.subarray(from, Math.max(from, to));
     let split = part.indexOf('\r\n\r\n');
     let sep = 4;
-    if (split < 0) { split = part.indexOf('\n\n'); sep = 2; }
+    if (split < 0) {
+      split = part.indexOf('\n\n');
+      sep = 2;
+    }
     if (split >= 0) {
       const head = part.subarray(0, split).toString('utf8');
       const name = /\bname="([^"]*)"/i.exec(head)?.[1];
@@ -141,9 +162,17 @@ export function parseBody(body: Buffer, contentType: string): unknown {
   const type = mediaType(contentType);
   if (isJsonBody(contentType)) {
     let text: string;
-    try { text = utf8.decode(body); } catch { throw Errors.jsonParse('Invalid UTF-8 in request body.'); }
+    try {
+      text = utf8.decode(body);
+    } catch {
+      throw Errors.jsonParse('Invalid UTF-8 in request body.');
+    }
     let value: unknown;
-    try { value = JSON.parse(text); } catch (err) { throw Errors.jsonParse((err as Error).message); }
+    try {
+      value = JSON.parse(text);
+    } catch (err) {
+      throw Errors.jsonParse((err as Error).message);
+    }
     if (nestedDeeperThan(value, MAX_BODY_DEPTH)) throw Errors.jsonParse(`Nesting deeper than ${MAX_BODY_DEPTH} levels.`);
     return mayOverflow(text) ? finite(value) : value;
   }
@@ -164,9 +193,13 @@ export function mayOverflow(text: string): boolean {
   let run = 0;
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
-    if (isDigit(c)) { if (++run >= 200) return true; continue; }
+    if (isDigit(c)) {
+      if (++run >= 200) return true;
+      continue;
+    }
     run = 0;
-    if (c === 101 || c === 69) { // e, E
+    if (c === 101 || c === 69) {
+      // e, E
       let j = i + 1;
       const sign = text.charCodeAt(j);
       if (sign === 43 || sign === 45) j++;
@@ -186,7 +219,13 @@ function finite<T>(value: T): T {
 
 export type Representation = 'json' | 'html';
 
-interface AcceptItem { type: string; q: number; version: string | undefined; specificity: number; index: number }
+interface AcceptItem {
+  type: string;
+  q: number;
+  version: string | undefined;
+  specificity: number;
+  index: number;
+}
 
 function parseAccept(accept: string): AcceptItem[] {
   const items: AcceptItem[] = [];
@@ -202,7 +241,11 @@ function parseAccept(accept: string): AcceptItem[] {
       if (eq < 0) continue;
       const k = p.slice(0, eq).trim();
       const v = p.slice(eq + 1).trim();
-      if (k.toLowerCase() === 'q') { const n = Number(v); q = v !== '' && Number.isFinite(n) ? n : 0; continue; }
+      if (k.toLowerCase() === 'q') {
+        const n = Number(v);
+        q = v !== '' && Number.isFinite(n) ? n : 0;
+        continue;
+      }
       hasParams = true;
       if (k === 'version' && v) version = v.replace(/^"(.*)"$/, '$1');
     }
@@ -245,7 +288,7 @@ export function negotiate(accept: string, query = ''): { representation: Represe
 
 /** `?format=json` forces JSON and `?format=api` the HTML view (gaps.md §1.3); other values change nothing. */
 function formatOverride(query: string): Representation | null {
-  if (!query || !query.includes('format')) return null;
+  if (!query?.includes('format')) return null;
   let found: string | undefined;
   for (const part of query.split('&')) {
     const eq = part.indexOf('=');

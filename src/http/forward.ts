@@ -6,26 +6,35 @@
  */
 import { Errors } from '../errors.js';
 import type { HttpMethod, ResourceModel } from '../model/model.js';
-import { pageEnvelope, pageLinks, readPage, type LinkBase } from '../query/pagination.js';
+import { modelByKind } from '../model/registry.js';
+import { type LinkBase, pageEnvelope, pageLinks, readPage } from '../query/pagination.js';
 import { QueryParams } from '../query/params.js';
+import { asId, NO_ID, parseId } from '../schema/id.js';
+import { siteIdIn } from '../schema/validate.js';
 import { mergeParts, type ShardPool } from '../shard/pool.js';
 import type { DirectoryUpdate, ListPart, Op, Principal, ShardRequest, SiteClaim } from '../shard/protocol.js';
 import type { RouteMatch } from './router.js';
-import { modelByKind } from '../model/registry.js';
-import { siteIdIn } from '../schema/validate.js';
-import { asId, NO_ID, parseId } from '../schema/id.js';
 
 type ResourceMatch = Extract<RouteMatch, { kind: 'resource' }>;
 
-export interface Forwarded { status: number; body: string; headers?: Record<string, string>; directory?: DirectoryUpdate }
+export interface Forwarded {
+  status: number;
+  body: string;
+  headers?: Record<string, string>;
+  directory?: DirectoryUpdate;
+}
 
 export function opFor(match: ResourceMatch, method: string): Op {
   const m = (method === 'HEAD' ? 'GET' : method) as HttpMethod;
   switch (match.target) {
-    case 'list': return m === 'GET' ? 'list' : m === 'POST' ? 'create' : m === 'DELETE' ? 'bulk-delete' : 'bulk-update';
-    case 'list-route': return 'list-route';
-    case 'detail': return m === 'GET' ? 'detail' : m === 'PUT' ? 'replace' : m === 'PATCH' ? 'patch' : 'delete';
-    case 'detail-route': return 'detail-route';
+    case 'list':
+      return m === 'GET' ? 'list' : m === 'POST' ? 'create' : m === 'DELETE' ? 'bulk-delete' : 'bulk-update';
+    case 'list-route':
+      return 'list-route';
+    case 'detail':
+      return m === 'GET' ? 'detail' : m === 'PUT' ? 'replace' : m === 'PATCH' ? 'patch' : 'delete';
+    case 'detail-route':
+      return 'detail-route';
   }
 }
 
@@ -33,7 +42,8 @@ export function opFor(match: ResourceMatch, method: string): Op {
 function unanimousError(parts: ListPart[]): Forwarded | null {
   type Verdict = { status: number; body: string };
   const maps = parts.map((p) => new Map<number, Verdict>((p.checks?.unanimous ?? []).map((e) => [e.order, e])));
-  const common = maps.reduce((acc, m) => new Map([...acc].filter((entry) => m.has(entry[0]))));
+  const [common = new Map<number, Verdict>(), ...others] = maps;
+  for (const m of others) for (const order of [...common.keys()]) if (!m.has(order)) common.delete(order);
   if (common.size === 0) return null;
   const first = Math.min(...common.keys());
   const v = common.get(first)!;
@@ -61,9 +71,18 @@ export class Forwarder {
     const { match, model } = input;
     const op = input.op ?? opFor(match, input.method);
     const req: Omit<ShardRequest, 'seq'> = {
-      op, method: input.method === 'HEAD' ? 'GET' : input.method, collection: match.collection, site: match.site, siteText: match.siteText,
-      key: match.key, route: match.route, query: input.query, body: input.body,
-      principal: input.principal, link: input.link, siteClaim: input.siteClaim,
+      op,
+      method: input.method === 'HEAD' ? 'GET' : input.method,
+      collection: match.collection,
+      site: match.site,
+      siteText: match.siteText,
+      key: match.key,
+      route: match.route,
+      query: input.query,
+      body: input.body,
+      principal: input.principal,
+      link: input.link,
+      siteClaim: input.siteClaim,
     };
     // No shard holds an unknown site; any one of them answers for it.
     if (match.site !== null) return this.pool.send(match.site === NO_ID ? 0 : this.pool.shardOfSite(match.site), req);
@@ -86,7 +105,12 @@ export class Forwarder {
     }
     if (op === 'bulk-update') {
       const items = Array.isArray(input.body) ? input.body : [];
-      return this.pool.send(this.shardOfItems(items.map((item) => this.idShardOf(model, item && typeof item === 'object' ? (item as Record<string, unknown>).id : undefined))), req);
+      return this.pool.send(
+        this.shardOfItems(
+          items.map((item) => this.idShardOf(model, item && typeof item === 'object' ? (item as Record<string, unknown>).id : undefined)),
+        ),
+        req,
+      );
     }
     if (op === 'bulk-delete') return this.pool.send(this.shardOfDeletes(model, input.body), req);
     if (op === 'list' || op === 'list-route') return this.scatterList(req);
@@ -118,15 +142,25 @@ export class Forwarder {
    */
   private async resolve(model: ResourceModel<any>, key: string): Promise<{ owners: number[]; total: number }> {
     const replies = await this.pool.all({
-      op: 'resolve', method: 'GET', collection: model.collection, site: null, key, query: '',
-      principal: { id: 0, email: '', superuser: true, grants: {} }, link: { scheme: 'http', host: '', path: '' },
+      op: 'resolve',
+      method: 'GET',
+      collection: model.collection,
+      site: null,
+      key,
+      query: '',
+      principal: { id: 0, email: '', superuser: true, grants: {} },
+      link: { scheme: 'http', host: '', path: '' },
     });
     // A shard being replaced cannot say what it holds: no answer is better than a wrong "no match".
     const restarting = replies.find((r) => r.status === 503);
     if (restarting) throw Errors.shardRestarting(Number(restarting.headers?.['Retry-After'] ?? 1));
     const owners: number[] = [];
     let total = 0;
-    replies.forEach((r, shard) => { const n = r.matches?.length ?? 0; total += n; if (n > 0) owners.push(shard); });
+    replies.forEach((r, shard) => {
+      const n = r.matches?.length ?? 0;
+      total += n;
+      if (n > 0) owners.push(shard);
+    });
     return { owners, total };
   }
 

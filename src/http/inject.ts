@@ -7,7 +7,7 @@
  * clients) stays with the uWS front end in server.ts and its real-HTTP tests.
  */
 import type { App } from './app.js';
-import { EMPTY_BODY, Exchange, statusLine, type BodyResult } from './respond.js';
+import { type BodyResult, EMPTY_BODY, Exchange, statusLine } from './respond.js';
 
 export interface InjectRequest {
   method: string;
@@ -39,7 +39,10 @@ export function inject(app: App, req: InjectRequest): Promise<InjectResponse> {
     const x = new InjectExchange(app, req, resolve);
     const signal = req.signal;
     if (signal) {
-      const abort = () => { x.aborted = true; reject(signal.reason); };
+      const abort = () => {
+        x.aborted = true;
+        reject(signal.reason);
+      };
       if (signal.aborted) abort();
       else signal.addEventListener('abort', abort, { once: true });
     }
@@ -61,7 +64,11 @@ class InjectExchange extends Exchange {
   readonly body: Promise<BodyResult>;
   private readonly headers = new Map<string, string>();
 
-  constructor(app: App, private readonly req: InjectRequest, private readonly answer: (res: InjectResponse) => void) {
+  constructor(
+    app: App,
+    private readonly req: InjectRequest,
+    private readonly answer: (res: InjectResponse) => void,
+  ) {
     super(app.log);
     for (const [k, v] of Object.entries(req.headers ?? {})) this.headers.set(k.toLowerCase(), v);
     this.method = req.method;
@@ -79,14 +86,28 @@ class InjectExchange extends Exchange {
   }
 
   /** A request header's value, '' when absent (as uWS's getHeader). */
-  header(name: string): string { return this.headers.get(name) ?? ''; }
+  header(name: string): string {
+    return this.headers.get(name) ?? '';
+  }
 
-  protected remoteAddress(): string { return this.req.remoteAddress ?? '127.0.0.1'; }
+  protected remoteAddress(): string {
+    return this.req.remoteAddress ?? '127.0.0.1';
+  }
 
-  protected write(status: number, type: string | null, allow: string, headers: Record<string, string>,
-    payload: string, head: boolean, closeConnection: boolean): void {
+  protected write(
+    status: number,
+    type: string | null,
+    allow: string,
+    headers: Record<string, string>,
+    payload: string,
+    head: boolean,
+    closeConnection: boolean,
+  ): void {
     const out: Record<string, string> = {};
-    const add = (k: string, v: string) => { const name = k.toLowerCase(); out[name] = name in out ? `${out[name]}, ${v}` : v; };
+    const add = (k: string, v: string) => {
+      const name = k.toLowerCase();
+      out[name] = name in out ? `${out[name]}, ${v}` : v;
+    };
     if (type !== null) add('Content-Type', type);
     if (allow) add('Allow', allow);
     add('Vary', 'Accept');

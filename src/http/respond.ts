@@ -10,9 +10,20 @@ import type { Logger } from '../log.js';
 import type { Representation } from './body.js';
 
 const STATUS_TEXT: Record<number, string> = {
-  200: 'OK', 201: 'Created', 204: 'No Content', 400: 'Bad Request', 401: 'Unauthorized', 403: 'Forbidden',
-  404: 'Not Found', 405: 'Method Not Allowed', 406: 'Not Acceptable', 409: 'Conflict', 413: 'Payload Too Large',
-  415: 'Unsupported Media Type', 500: 'Internal Server Error', 503: 'Service Unavailable',
+  200: 'OK',
+  201: 'Created',
+  204: 'No Content',
+  400: 'Bad Request',
+  401: 'Unauthorized',
+  403: 'Forbidden',
+  404: 'Not Found',
+  405: 'Method Not Allowed',
+  406: 'Not Acceptable',
+  409: 'Conflict',
+  413: 'Payload Too Large',
+  415: 'Unsupported Media Type',
+  500: 'Internal Server Error',
+  503: 'Service Unavailable',
   507: 'Insufficient Storage',
 };
 
@@ -59,13 +70,22 @@ export abstract class Exchange {
    * status, `type` as Content-Type unless null, `allow` as Allow unless empty, `Vary: Accept`, then `headers`.
    * `head`: Content-Length of `payload` but no body. Positional, so the hot path allocates nothing for it.
    */
-  protected abstract write(status: number, type: string | null, allow: string, headers: Record<string, string>,
-    payload: string, head: boolean, closeConnection: boolean): void;
+  protected abstract write(
+    status: number,
+    type: string | null,
+    allow: string,
+    headers: Record<string, string>,
+    payload: string,
+    head: boolean,
+    closeConnection: boolean,
+  ): void;
 
   /** The peer's address for the access log; read before `write` (a uWS response is unusable once ended). */
   protected abstract remoteAddress(): string;
 
-  get fullPath(): string { return this.query ? `${this.path}?${this.query}` : this.path; }
+  get fullPath(): string {
+    return this.query ? `${this.path}?${this.query}` : this.path;
+  }
 
   send(status: number, body: string, headers: Record<string, string> = NO_HEADERS, closeConnection = false): void {
     if (this.done) return;
@@ -73,11 +93,21 @@ export abstract class Exchange {
     if (this.aborted) return;
     let payload = body;
     let type = 'application/json';
-    if (this.representation === 'html' && status !== 204) { payload = htmlView(this.fullPath, status, body); type = 'text/html; charset=utf-8'; }
+    if (this.representation === 'html' && status !== 204) {
+      payload = htmlView(this.fullPath, status, body);
+      type = 'text/html; charset=utf-8';
+    }
     const logged = this.log.enabled('info');
     const remote = logged ? this.remoteAddress() : '';
-    this.write(status, status !== 204 && !('Content-Type' in headers) ? type : null, this.allow && !('Allow' in headers) ? this.allow : '',
-      headers, payload, this.method === 'HEAD', closeConnection);
+    this.write(
+      status,
+      status !== 204 && !('Content-Type' in headers) ? type : null,
+      this.allow && !('Allow' in headers) ? this.allow : '',
+      headers,
+      payload,
+      this.method === 'HEAD',
+      closeConnection,
+    );
     if (logged) {
       const from = this.forwardedFor ? `${remote}, ${this.forwardedFor}` : remote;
       this.log.info(`${status} ${this.method} ${this.fullPath} (${from}) ${(performance.now() - this.started).toFixed(1)}ms`);
@@ -102,7 +132,13 @@ function escapeHtml(s: string): string {
 /** The browsable view: the same JSON, pretty-printed in a page. */
 function htmlView(path: string, status: number, body: string): string {
   let pretty = body;
-  try { pretty = JSON.stringify(JSON.parse(body), null, 2); } catch { /* not JSON: show as is */ }
-  return `<!doctype html><html><head><meta charset="utf-8"><title>netsot ${escapeHtml(path)}</title></head>` +
-    `<body><h1>netsot API</h1><p><code>${status} GET ${escapeHtml(path)}</code></p><pre>${escapeHtml(pretty)}</pre></body></html>`;
+  try {
+    pretty = JSON.stringify(JSON.parse(body), null, 2);
+  } catch {
+    /* not JSON: show as is */
+  }
+  return (
+    `<!doctype html><html><head><meta charset="utf-8"><title>netsot ${escapeHtml(path)}</title></head>` +
+    `<body><h1>netsot API</h1><p><code>${status} GET ${escapeHtml(path)}</code></p><pre>${escapeHtml(pretty)}</pre></body></html>`
+  );
 }

@@ -7,7 +7,10 @@
 import type { HttpMethod, RouteSpec } from '../model/model.js';
 import { parseId } from '../schema/id.js';
 
-export interface CollectionRoutes { collection: string; routes: RouteSpec }
+export interface CollectionRoutes {
+  collection: string;
+  routes: RouteSpec;
+}
 
 export type Target = 'list' | 'list-route' | 'detail' | 'detail-route';
 
@@ -16,19 +19,19 @@ export type RouteMatch =
   | { kind: 'authenticate' }
   | { kind: 'verify_token' }
   | {
-    kind: 'resource';
-    collection: string;
-    site: number | null;
-    /** The site segment as written, for messages (a huge one is not exactly a Number). */
-    siteText?: string;
-    target: Target;
-    key?: string;
-    route?: string;
-    methods: HttpMethod[];
-  };
+      kind: 'resource';
+      collection: string;
+      site: number | null;
+      /** The site segment as written, for messages (a huge one is not exactly a Number). */
+      siteText?: string;
+      target: Target;
+      key?: string;
+      route?: string;
+      methods: HttpMethod[];
+    };
 
 /** Own keys only: `constructor` or `toString` in a path is not a route. */
-const owns = (o: object, k: string): boolean => Object.prototype.hasOwnProperty.call(o, k);
+const owns = (o: object, k: string): boolean => Object.hasOwn(o, k);
 
 export class Router {
   private readonly specs = new Map<string, RouteSpec>();
@@ -58,7 +61,11 @@ export class Router {
     const segs: string[] = [];
     for (const s of raw) {
       if (s === '') return null;
-      try { segs.push(decodeURIComponent(s)); } catch { return null; }
+      try {
+        segs.push(decodeURIComponent(s));
+      } catch {
+        return null;
+      }
     }
     if (segs.length === 0) return { kind: 'index' };
     if (segs.length === 1 && segs[0] === 'authenticate') return { kind: 'authenticate' };
@@ -69,12 +76,12 @@ export class Router {
       const site = parseId(segs[1]);
       if (site === undefined) return null;
       const spec = this.specs.get(segs[2]);
-      if (!spec || !spec.nested) return null;
+      if (!spec?.nested) return null;
       const m = this.within(segs[2], spec, site, segs.slice(3));
       return m && m.kind === 'resource' ? { ...m, siteText: segs[1] } : m;
     }
     const spec = this.specs.get(segs[0]);
-    if (!spec || !spec.topLevel) return null;
+    if (!spec?.topLevel) return null;
     return this.within(segs[0], spec, null, segs.slice(1));
   }
 
@@ -92,8 +99,10 @@ export class Router {
     let route: string | undefined;
     if (spec.multiSegmentKey) {
       const last = rest[rest.length - 1];
-      if (rest.length >= 2 && owns(spec.detailRoutes, last)) { route = last; key = rest.slice(0, -1).join('/'); }
-      else key = rest.join('/');
+      if (rest.length >= 2 && owns(spec.detailRoutes, last)) {
+        route = last;
+        key = rest.slice(0, -1).join('/');
+      } else key = rest.join('/');
     } else {
       if (rest.length > 2) return null;
       key = rest[0];

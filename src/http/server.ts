@@ -8,10 +8,13 @@
 import type { Config } from '../config.js';
 import type { Logger } from '../log.js';
 import { App } from './app.js';
-import { EMPTY_BODY, Exchange, statusLine, type BodyResult } from './respond.js';
-import { loadUws, type HttpRequest, type HttpResponse, type us_listen_socket } from './uws.js';
+import { type BodyResult, EMPTY_BODY, Exchange, statusLine } from './respond.js';
+import { type HttpRequest, type HttpResponse, loadUws, type us_listen_socket } from './uws.js';
 
-export interface RunningServer { port: number; close(): Promise<void> }
+export interface RunningServer {
+  port: number;
+  close(): Promise<void>;
+}
 
 export async function startServer(config: Config, log: Logger): Promise<RunningServer> {
   const uws = loadUws();
@@ -26,7 +29,9 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
   let listenSocket: us_listen_socket;
   try {
     listenSocket = await new Promise<us_listen_socket>((resolve, reject) => {
-      server.listen(config.host, config.port, (s) => (s ? resolve(s) : reject(new Error(`cannot listen on ${config.host}:${config.port}`))));
+      server.listen(config.host, config.port, (s) =>
+        s ? resolve(s) : reject(new Error(`cannot listen on ${config.host}:${config.port}`)),
+      );
     });
   } catch (err) {
     await app.close();
@@ -53,7 +58,13 @@ class UwsExchange extends Exchange {
   readonly forwardedFor: string;
   readonly body: Promise<BodyResult>;
 
-  constructor(private readonly res: HttpResponse, req: HttpRequest, emailHeaderName: string, maxBody: number, log: Logger) {
+  constructor(
+    private readonly res: HttpResponse,
+    req: HttpRequest,
+    emailHeaderName: string,
+    maxBody: number,
+    log: Logger,
+  ) {
     super(log);
     // uWS 20.30 itself closes the connection for any method token other than the nine upper-case ones (native-notes.md).
     this.method = req.getCaseSensitiveMethod();
@@ -69,17 +80,33 @@ class UwsExchange extends Exchange {
     const length = req.getHeader('content-length');
     const chunked = req.getHeader('transfer-encoding') !== '';
     let settle: (b: BodyResult) => void = () => undefined;
-    this.body = (length !== '' && length !== '0') || chunked
-      ? new Promise<BodyResult>((resolve) => { settle = resolve; readBody(res, maxBody, Number(length) || 0, resolve); })
-      : Promise.resolve(EMPTY_BODY);
+    this.body =
+      (length !== '' && length !== '0') || chunked
+        ? new Promise<BodyResult>((resolve) => {
+            settle = resolve;
+            readBody(res, maxBody, Number(length) || 0, resolve);
+          })
+        : Promise.resolve(EMPTY_BODY);
     // A client that goes away mid-body must not leave its request waiting forever.
-    res.onAborted(() => { this.aborted = true; settle(EMPTY_BODY); });
+    res.onAborted(() => {
+      this.aborted = true;
+      settle(EMPTY_BODY);
+    });
   }
 
-  protected remoteAddress(): string { return Buffer.from(this.res.getRemoteAddressAsText()).toString(); }
+  protected remoteAddress(): string {
+    return Buffer.from(this.res.getRemoteAddressAsText()).toString();
+  }
 
-  protected write(status: number, type: string | null, allow: string, headers: Record<string, string>,
-    payload: string, head: boolean, closeConnection: boolean): void {
+  protected write(
+    status: number,
+    type: string | null,
+    allow: string,
+    headers: Record<string, string>,
+    payload: string,
+    head: boolean,
+    closeConnection: boolean,
+  ): void {
     const res = this.res;
     res.cork(() => {
       res.writeStatus(statusLine(status));
@@ -89,28 +116,40 @@ class UwsExchange extends Exchange {
       for (const k in headers) res.writeHeader(k, headers[k]);
       // uWS 20.30's endWithoutBody(length) leaves a keep-alive connection unusable; an explicit
       // Content-Length header with endWithoutBody() does not.
-      if (head) { res.writeHeader('Content-Length', String(Buffer.byteLength(payload))); res.endWithoutBody(); }
-      else res.end(payload, closeConnection);
+      if (head) {
+        res.writeHeader('Content-Length', String(Buffer.byteLength(payload)));
+        res.endWithoutBody();
+      } else res.end(payload, closeConnection);
     });
   }
 }
 
 function hasHeader(req: HttpRequest, name: string): boolean {
   let found = false;
-  req.forEach((k) => { if (k === name) found = true; });
+  req.forEach((k) => {
+    if (k === name) found = true;
+  });
   return found;
 }
 
 /** Collects the body, copying each chunk (uWS reuses its buffer after the callback). */
 function readBody(res: HttpResponse, max: number, declared: number, resolve: (b: BodyResult) => void): void {
-  if (declared > max) { resolve('too-large'); res.onData(() => undefined); return; }
+  if (declared > max) {
+    resolve('too-large');
+    res.onData(() => undefined);
+    return;
+  }
   const chunks: Buffer[] = [];
   let size = 0;
   let over = false;
   res.onData((chunk, isLast) => {
     if (over) return;
     size += chunk.byteLength;
-    if (size > max) { over = true; resolve('too-large'); return; }
+    if (size > max) {
+      over = true;
+      resolve('too-large');
+      return;
+    }
     chunks.push(Buffer.from(new Uint8Array(chunk)));
     if (isLast) resolve(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks));
   });

@@ -4,9 +4,10 @@
  * requiring the binary ourselves there is no fallback to fall into, and
  * start-up fails with a message saying why (see native-notes.md).
  */
+
+import type * as UWS from 'uWebSockets.js';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
-import type * as UWS from 'uWebSockets.js';
 
 export type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket } from 'uWebSockets.js';
 
@@ -23,8 +24,8 @@ export function loadUws(): typeof UWS {
   } catch (err) {
     throw new NativeLoadError(
       `uWebSockets.js native binary ${file} did not load (Node ${process.version}, ABI ${process.versions.modules}, ` +
-      `${process.platform}/${process.arch}): ${(err as Error).message}\n` +
-      'netsot refuses to run on the slow JS fallback. Use Node 20 on Linux with glibc >= 2.34 (see native-notes.md).',
+        `${process.platform}/${process.arch}): ${(err as Error).message}\n` +
+        'netsot refuses to run on the slow JS fallback. Use Node 20 on Linux with glibc >= 2.34 (see native-notes.md).',
     );
   }
 }

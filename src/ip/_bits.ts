@@ -5,7 +5,10 @@ export function bitLength(x: bigint): number {
   if (x === 0n) return 0;
   if (x < 0x1_0000_0000n) return 32 - Math.clz32(Number(x));
   let n = 0;
-  while (x >= 0x1_0000_0000n) { x >>= 32n; n += 32; }
+  while (x >= 0x1_0000_0000n) {
+    x >>= 32n;
+    n += 32;
+  }
   return n + 32 - Math.clz32(Number(x));
 }
 

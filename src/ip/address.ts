@@ -14,7 +14,11 @@
 export type IpVersion = 4 | 6;
 export const WIDTH: Record<IpVersion, 32 | 128> = { 4: 32, 6: 128 };
 
-export interface Cidr { version: IpVersion; addr: bigint; len: number }
+export interface Cidr {
+  version: IpVersion;
+  addr: bigint;
+  len: number;
+}
 
 export type ParseFailure = 'invalid' | 'host-bits';
 
@@ -102,12 +106,19 @@ export function formatAddress(version: IpVersion, addr: bigint, compress: boolea
   const groups: number[] = new Array(8);
   for (let i = 0; i < 8; i++) groups[i] = parseInt(digits.slice(i * 4, i * 4 + 4), 16);
   if (!compress) return groups.map((g) => g.toString(16).padStart(4, '0')).join(':');
-  let bestAt = -1, bestLen = 1;
-  for (let i = 0; i < 8;) {
-    if (groups[i] !== 0) { i++; continue; }
+  let bestAt = -1,
+    bestLen = 1;
+  for (let i = 0; i < 8; ) {
+    if (groups[i] !== 0) {
+      i++;
+      continue;
+    }
     let j = i;
     while (j < 8 && groups[j] === 0) j++;
-    if (j - i > bestLen) { bestAt = i; bestLen = j - i; }
+    if (j - i > bestLen) {
+      bestAt = i;
+      bestLen = j - i;
+    }
     i = j;
   }
   const hex = groups.map((g) => g.toString(16));

@@ -37,8 +37,9 @@
  * t.freeBlocks(0x0a000000n, 8, { len: 24, num: 1, strict: false }); // [0x0a000100n]
  * ```
  */
-import { contains, type Entry, type FreeBlockQuery, type PrefixTree } from './prefix-tree.js';
+
 import { comparePrefix, copyEntry, lastAddress, mergeRanges } from './_naive.js';
+import { contains, type Entry, type FreeBlockQuery, type PrefixTree } from './prefix-tree.js';
 
 export class NaiveTree<V> implements PrefixTree<V> {
   readonly #stored = new Map<string, Entry<V>>();
@@ -108,16 +109,11 @@ export class NaiveTree<V> implements PrefixTree<V> {
 
     // Stored prefixes that take blocks (§14.2): non-strict, every descendant of
     // the parent at least `len` long; strict, every direct child of the parent.
-    const taking = strict
-      ? this.children(addr, plen)
-      : this.#descendants(addr, plen).filter((d) => d.len >= len);
+    const taking = strict ? this.children(addr, plen) : this.#descendants(addr, plen).filter((d) => d.len >= len);
     // Each takes the blocks holding its first through its last address (one
     // block when it is at least `len` long).
     const taken = mergeRanges(
-      taking.map((e): [bigint, bigint] => [
-        (e.addr - addr) >> shift,
-        (lastAddress(e.addr, e.len, this.width) - addr) >> shift,
-      ]),
+      taking.map((e): [bigint, bigint] => [(e.addr - addr) >> shift, (lastAddress(e.addr, e.len, this.width) - addr) >> shift]),
     );
 
     // Offer blocks from the gaps between taken ranges, in ascending order.

@@ -10,7 +10,11 @@
  */
 import { shiftBy } from './_bits.js';
 
-export interface Entry<V> { addr: bigint; len: number; value: V }
+export interface Entry<V> {
+  addr: bigint;
+  len: number;
+  value: V;
+}
 
 export interface FreeBlockQuery {
   /** Length of the blocks wanted (gaps.md §14.2 `L`); ≥ the parent's length. */

@@ -19,7 +19,7 @@
  * | freeBlocks(num)                            | O(W · (num + 2)), whatever the parent holds |
  */
 import { bitAt, commonLength, spanOf } from './_bits.js';
-import { maskTo, type Entry, type FreeBlockQuery, type PrefixTree } from './prefix-tree.js';
+import { type Entry, type FreeBlockQuery, maskTo, type PrefixTree } from './prefix-tree.js';
 
 class Node<V> {
   child0: Node<V> | null = null;
@@ -28,12 +28,21 @@ class Node<V> {
   value: V | undefined = undefined;
   full: number;
   solid: number;
-  constructor(public addr: bigint, public len: number, public up: Node<V> | null) {
+  constructor(
+    public addr: bigint,
+    public len: number,
+    public up: Node<V> | null,
+  ) {
     this.full = len;
     this.solid = len;
   }
-  child(b: 0 | 1): Node<V> | null { return b === 0 ? this.child0 : this.child1; }
-  setChild(b: 0 | 1, c: Node<V> | null): void { if (b === 0) this.child0 = c; else this.child1 = c; }
+  child(b: 0 | 1): Node<V> | null {
+    return b === 0 ? this.child0 : this.child1;
+  }
+  setChild(b: 0 | 1, c: Node<V> | null): void {
+    if (b === 0) this.child0 = c;
+    else this.child1 = c;
+  }
 }
 
 export class RadixTree<V> implements PrefixTree<V> {
@@ -44,7 +53,9 @@ export class RadixTree<V> implements PrefixTree<V> {
     this.root = new Node<V>(0n, 0, null);
   }
 
-  get size(): number { return this.count; }
+  get size(): number {
+    return this.count;
+  }
 
   // ---- structure ----
 
@@ -92,7 +103,10 @@ export class RadixTree<V> implements PrefixTree<V> {
     let n = this.root;
     for (;;) {
       if (n.len === len) {
-        if (!n.stored) { n.stored = true; this.count++; }
+        if (!n.stored) {
+          n.stored = true;
+          this.count++;
+        }
         n.value = value;
         this.fix(n);
         return;
@@ -101,24 +115,33 @@ export class RadixTree<V> implements PrefixTree<V> {
       const c = n.child(b);
       if (!c) {
         const leaf = new Node<V>(addr, len, n);
-        leaf.stored = true; leaf.value = value; this.count++;
+        leaf.stored = true;
+        leaf.value = value;
+        this.count++;
         n.setChild(b, leaf);
         this.fix(leaf);
         return;
       }
       const common = commonLength(addr, c.addr, Math.min(len, c.len), this.width);
-      if (common >= c.len) { n = c; continue; }
+      if (common >= c.len) {
+        n = c;
+        continue;
+      }
       // Split: a node at the common length takes c's place and holds both.
       const branch = new Node<V>(maskTo(addr, common, this.width), common, n);
       n.setChild(b, branch);
       c.up = branch;
       branch.setChild(bitAt(c.addr, common, this.width), c);
       if (common === len) {
-        branch.stored = true; branch.value = value; this.count++;
+        branch.stored = true;
+        branch.value = value;
+        this.count++;
         this.fix(branch);
       } else {
         const leaf = new Node<V>(addr, len, branch);
-        leaf.stored = true; leaf.value = value; this.count++;
+        leaf.stored = true;
+        leaf.value = value;
+        this.count++;
         branch.setChild(bitAt(addr, common, this.width), leaf);
         this.fix(leaf);
       }
@@ -128,8 +151,10 @@ export class RadixTree<V> implements PrefixTree<V> {
 
   delete(addr: bigint, len: number): boolean {
     const n = this.find(maskTo(addr, len, this.width), len);
-    if (!n || !n.stored) return false;
-    n.stored = false; n.value = undefined; this.count--;
+    if (!n?.stored) return false;
+    n.stored = false;
+    n.value = undefined;
+    this.count--;
     this.prune(n);
     return true;
   }
@@ -138,7 +163,10 @@ export class RadixTree<V> implements PrefixTree<V> {
   private prune(n: Node<V>): void {
     for (;;) {
       const p = n.up;
-      if (!p || n.stored || (n.child0 && n.child1)) { this.fix(n); return; }
+      if (!p || n.stored || (n.child0 && n.child1)) {
+        this.fix(n);
+        return;
+      }
       const only = n.child0 ?? n.child1;
       const b = p.child0 === n ? 0 : 1;
       p.setChild(b, only);
@@ -150,10 +178,12 @@ export class RadixTree<V> implements PrefixTree<V> {
 
   get(addr: bigint, len: number): V | undefined {
     const n = this.find(maskTo(addr, len, this.width), len);
-    return n && n.stored ? n.value : undefined;
+    return n?.stored ? n.value : undefined;
   }
 
-  private entry(n: Node<V>): Entry<V> { return { addr: n.addr, len: n.len, value: n.value as V }; }
+  private entry(n: Node<V>): Entry<V> {
+    return { addr: n.addr, len: n.len, value: n.value as V };
+  }
 
   // ---- containment queries ----
 
@@ -207,9 +237,13 @@ export class RadixTree<V> implements PrefixTree<V> {
     return top.len > len || top.child0 !== null || top.child1 !== null;
   }
 
-  roots(): Entry<V>[] { return [...this.walk(this.root, true, null)].map((n) => this.entry(n)); }
+  roots(): Entry<V>[] {
+    return [...this.walk(this.root, true, null)].map((n) => this.entry(n));
+  }
 
-  *entries(): Iterable<Entry<V>> { for (const n of this.walk(this.root, false, null)) yield this.entry(n); }
+  *entries(): Iterable<Entry<V>> {
+    for (const n of this.walk(this.root, false, null)) yield this.entry(n);
+  }
 
   // ---- free blocks ----
 
@@ -231,7 +265,10 @@ export class RadixTree<V> implements PrefixTree<V> {
     const span = (spanAddr: bigint, spanLen: number, c: Node<V> | null) => {
       if (done()) return;
       const end = spanAddr + spanOf(spanLen, W);
-      if (!c) { emit(spanAddr, end); return; }
+      if (!c) {
+        emit(spanAddr, end);
+        return;
+      }
       const depth = q.strict ? c.solid : c.full;
       if (c.len === spanLen) {
         if (L > depth) visit(c);

@@ -9,19 +9,27 @@
  * creates or re-states the networks and returns the new assignment list.
  */
 import { Errors, pyType } from '../errors.js';
-import { formatCidr, parseCidr, type Cidr } from '../ip/address.js';
+import { type Cidr, formatCidr, parseCidr } from '../ip/address.js';
 import { defineSchema, Field } from '../schema/fields.js';
 import { SchemaWriters } from '../schema/serialize.js';
 import type { RequestContext, SiteRecord } from '../shard/context.js';
 import type { ShardState } from '../shard/state.js';
 import type { StoredObject } from '../shard/table.js';
+import { cidrText, insertNetwork, type NetworkRecord, restate } from './_networks.js';
 import type { ResourceModel } from './model.js';
-import { cidrText, insertNetwork, restate, type NetworkRecord } from './_networks.js';
 
-export interface Assignment { id: number; networkId: number }
+export interface Assignment {
+  id: number;
+  networkId: number;
+}
 
 /** The holder of assignments: what an interface record carries for them. */
-export interface AssignmentHolder extends StoredObject { deviceId: number; hostname: string; name: string; assignments: Assignment[] }
+export interface AssignmentHolder extends StoredObject {
+  deviceId: number;
+  hostname: string;
+  name: string;
+  assignments: Assignment[];
+}
 
 /** Relation: network id → ids of the interfaces it is assigned to (the interface model's `network` relation). */
 export const INTERFACE_BY_NETWORK = 'interface.network';
@@ -36,14 +44,21 @@ export function readAddressList(raw: unknown): unknown[] {
   if (raw === null) throw Errors.field('addresses', 'This field may not be null.');
   let v = raw;
   if (typeof v === 'string' && v.trim() !== '') {
-    try { v = JSON.parse(v); } catch { /* not JSON: reported as a string below */ }
+    try {
+      v = JSON.parse(v);
+    } catch {
+      /* not JSON: reported as a string below */
+    }
   }
   if (Array.isArray(v)) return v;
   if (!v) return [];
   throw Errors.fieldPlain('addresses', `Expected list but received <type '${pyType(v)}'>`);
 }
 
-export interface PlannedAddress { cidr: Cidr; network: NetworkRecord | undefined }
+export interface PlannedAddress {
+  cidr: Cidr;
+  network: NetworkRecord | undefined;
+}
 
 const addressError = (text: string) => Errors.fieldPlain('address', text);
 
@@ -51,7 +66,13 @@ const addressError = (text: string) => Errors.fieldPlain('address', text);
  * Stage 4: validates every entry against the site's networks and the device's
  * other interfaces, changing nothing. Repeated entries collapse to the first.
  */
-export function planAddresses(ctx: RequestContext, site: number, deviceId: number, selfId: number | null, entries: unknown[]): PlannedAddress[] {
+export function planAddresses(
+  ctx: RequestContext,
+  site: number,
+  deviceId: number,
+  selfId: number | null,
+  entries: unknown[],
+): PlannedAddress[] {
   const seen = new Set<string>();
   const plan: PlannedAddress[] = [];
   const hostPrefix = ctx.config.hostPrefixes;
@@ -70,7 +91,8 @@ export function planAddresses(ctx: RequestContext, site: number, deviceId: numbe
     if (!network && !tree.parent(c.addr, c.len)) throw Errors.validation('IP Address needs base network.');
     if (network) {
       for (const holder of holdersOf(ctx.shard, network.id)) {
-        if (holder !== selfId && interfaces.get(holder)?.deviceId === deviceId) throw addressError('Address already assigned to this Device.');
+        if (holder !== selfId && interfaces.get(holder)?.deviceId === deviceId)
+          throw addressError('Address already assigned to this Device.');
       }
     }
     plan.push({ cidr: c, network });
@@ -85,7 +107,13 @@ export function planAddresses(ctx: RequestContext, site: number, deviceId: numbe
  * them (gaps.md §14.1). Each effect writes its Change now, so they precede
  * the interface's own. Assignments kept keep their ids.
  */
-export function applyAddresses(ctx: RequestContext, site: SiteRecord, selfId: number, current: Assignment[], plan: PlannedAddress[]): Assignment[] {
+export function applyAddresses(
+  ctx: RequestContext,
+  site: SiteRecord,
+  selfId: number,
+  current: Assignment[],
+  plan: PlannedAddress[],
+): Assignment[] {
   const kept = new Map(current.map((a) => [a.networkId, a.id]));
   const next: Assignment[] = [];
   for (const { cidr, network } of plan) {
@@ -95,7 +123,11 @@ export function applyAddresses(ctx: RequestContext, site: SiteRecord, selfId: nu
     next.push({ id: kept.get(n.id) ?? ctx.tx.newId('assignment'), networkId: n.id });
   }
   const still = new Set(next.map((a) => a.networkId));
-  releaseNetworks(ctx, selfId, current.filter((a) => !still.has(a.networkId)));
+  releaseNetworks(
+    ctx,
+    selfId,
+    current.filter((a) => !still.has(a.networkId)),
+  );
   return next;
 }
 
@@ -104,7 +136,7 @@ export function releaseNetworks(ctx: RequestContext, selfId: number, released: A
   const networks = ctx.shard.table<NetworkRecord>('network');
   for (const a of released) {
     const n = networks.get(a.networkId);
-    if (!n || n.state !== 'assigned') continue;
+    if (n?.state !== 'assigned') continue;
     if (holdersOf(ctx.shard, n.id).some((holder) => holder !== selfId)) continue;
     restate(ctx, n, 'orphaned');
   }
@@ -114,7 +146,10 @@ export function releaseNetworks(ctx: RequestContext, selfId: number, released: A
 export function assignedNetworks(shard: ShardState, i: AssignmentHolder): NetworkRecord[] {
   const networks = shard.table<NetworkRecord>('network');
   const out: NetworkRecord[] = [];
-  for (const a of i.assignments) { const n = networks.get(a.networkId); if (n) out.push(n); }
+  for (const a of i.assignments) {
+    const n = networks.get(a.networkId);
+    if (n) out.push(n);
+  }
   return out;
 }
 
@@ -131,7 +166,10 @@ export function parentNetworks(shard: ShardState, assigned: NetworkRecord[]): Ne
 // ---- the Assignment record (gaps.md §15.5) ----
 
 /** One assignment as the routes list it. */
-export interface AssignmentView extends StoredObject { holder: AssignmentHolder; network: NetworkRecord }
+export interface AssignmentView extends StoredObject {
+  holder: AssignmentHolder;
+  network: NetworkRecord;
+}
 
 const assignmentSchema = defineSchema('Assignment', 'Interface address assignments.', {
   id: Field.id(),
@@ -152,7 +190,11 @@ export const assignmentModel: ResourceModel<AssignmentView> = {
   writers: new SchemaWriters(assignmentSchema),
   routes: { topLevel: false, nested: false, list: [], detail: [], listRoutes: {}, detailRoutes: {} },
   render: (a, shard) => ({
-    id: a.id, device: a.holder.deviceId, hostname: a.holder.hostname, interface: a.holder.id, interface_name: a.holder.name,
+    id: a.id,
+    device: a.holder.deviceId,
+    hostname: a.holder.hostname,
+    interface: a.holder.id,
+    interface_name: a.holder.name,
     address: cidrText(shard, a.network),
   }),
   list: () => ({ records: [] }),

@@ -8,14 +8,14 @@
 import { Type } from '@sinclair/typebox';
 import { Errors, pyType } from '../errors.js';
 import { AttributeIndex, type Attrs } from '../query/attribute-index.js';
-import { testUserRegex, USER_REGEX_BUDGET_MS, USER_REGEX_MAX_LENGTH, userRegex, UserRegexError } from '../query/user-regex.js';
+import { testUserRegex, USER_REGEX_BUDGET_MS, USER_REGEX_MAX_LENGTH, UserRegexError, userRegex } from '../query/user-regex.js';
 import { Field } from '../schema/fields.js';
 import type { Method } from '../schema/validate.js';
 import type { RequestContext } from '../shard/context.js';
 import type { ShardState } from '../shard/state.js';
 import type { StoredObject } from '../shard/table.js';
 import type { Transaction } from '../shard/transaction.js';
-import { kindOfName, kindSlot, namesOf, type Kind } from '../store/kinds.js';
+import { type Kind, kindOfName, kindSlot, namesOf } from '../store/kinds.js';
 import type { DerivedIndex } from './model.js';
 
 export type { Attrs };
@@ -27,7 +27,11 @@ export type ResourceName = (typeof RESOURCE_NAMES)[number];
 /** The kind whose objects carry attributes of this resource type. */
 export const kindOfResource = (name: ResourceName): AttributeKind => kindOfName(name) as AttributeKind;
 
-export interface Constraints { allow_empty: boolean; pattern: string; valid_values: string[] }
+export interface Constraints {
+  allow_empty: boolean;
+  pattern: string;
+  valid_values: string[];
+}
 
 export interface AttributeRecord extends StoredObject {
   name: string;
@@ -41,14 +45,17 @@ export interface AttributeRecord extends StoredObject {
 }
 
 /** A resource that carries attributes; `valueIds` follow the canonical order (name, then element). */
-export interface AttributeCarrier extends StoredObject { attributes: Attrs; valueIds: number[] }
-
+export interface AttributeCarrier extends StoredObject {
+  attributes: Attrs;
+  valueIds: number[];
+}
 
 /** The `attributes` field of a resource's schema. */
-export const attributesField = (requiredOn: ('POST' | 'PUT')[]) => Field.json(
-  Type.Record(Type.String(), Type.Union([Type.String(), Type.Array(Type.String())])),
-  { requiredOn, help: 'Dictionary of attributes to set.' },
-);
+export const attributesField = (requiredOn: ('POST' | 'PUT')[]) =>
+  Field.json(Type.Record(Type.String(), Type.Union([Type.String(), Type.Array(Type.String())])), {
+    requiredOn,
+    help: 'Dictionary of attributes to set.',
+  });
 
 export const catalogKey = (resourceName: string, name: string) => `${resourceName}:${name}`;
 
@@ -59,7 +66,9 @@ export function findAttribute(shard: ShardState, site: number, resourceName: str
 /** Does any site of this shard (or the given one) define the attribute? */
 export function attributeExists(shard: ShardState, site: number | null, resourceName: string, name: string): boolean {
   const index = shard.table<AttributeRecord>('attribute').key('catalog')!;
-  return site === null ? index.everywhere(catalogKey(resourceName, name)).length > 0 : index.inSite(site, catalogKey(resourceName, name)) !== undefined;
+  return site === null
+    ? index.everywhere(catalogKey(resourceName, name)).length > 0
+    : index.inSite(site, catalogKey(resourceName, name)) !== undefined;
 }
 
 function attributesOfType(shard: ShardState, site: number, resourceName: string): AttributeRecord[] {
@@ -77,17 +86,27 @@ function attributesOfType(shard: ShardState, site: number, resourceName: string)
 function patternProblem(a: Pick<AttributeRecord, 'name' | 'constraints'>, value: string): string | null {
   const { pattern } = a.constraints;
   let re: RegExp;
-  try { re = userRegex(pattern, 'prefix'); } catch (e) {
+  try {
+    re = userRegex(pattern, 'prefix');
+  } catch (e) {
     if (!(e instanceof UserRegexError)) throw e;
-    const why = e.reason === 'too-long' ? `it is longer than ${USER_REGEX_MAX_LENGTH} characters`
-      : e.reason === 'invalid' ? 'it is not a valid regular expression' : 'it cannot run in linear time';
+    const why =
+      e.reason === 'too-long'
+        ? `it is longer than ${USER_REGEX_MAX_LENGTH} characters`
+        : e.reason === 'invalid'
+          ? 'it is not a valid regular expression'
+          : 'it cannot run in linear time';
     return `Attribute ${a.name} has a pattern that can no longer be used (${why}): change the Attribute's constraints.pattern`;
   }
   let matched: boolean;
-  try { matched = testUserRegex(re, value, pattern); } catch (e) {
+  try {
+    matched = testUserRegex(re, value, pattern);
+  } catch (e) {
     if (!(e instanceof UserRegexError)) throw e;
-    return `Attribute ${a.name} has a pattern too costly to check this many values (matching took more than ${USER_REGEX_BUDGET_MS} ms `
-      + 'in this request): send fewer values per request or simplify constraints.pattern';
+    return (
+      `Attribute ${a.name} has a pattern too costly to check this many values (matching took more than ${USER_REGEX_BUDGET_MS} ms ` +
+      'in this request): send fewer values per request or simplify constraints.pattern'
+    );
   }
   return matched ? null : `Attribute value ${value} for ${a.name} didn't match pattern: ${pattern}`;
 }
@@ -124,7 +143,11 @@ const fail = (text: string) => Errors.fieldPlain('attributes', text);
 export function coerceAttributesInput(raw: unknown): Record<string, unknown> {
   let v = raw;
   if (typeof v === 'string' && v !== '') {
-    try { v = JSON.parse(v); } catch { throw fail(`Expected dictionary but received <type '${pyType(raw)}'>`); }
+    try {
+      v = JSON.parse(v);
+    } catch {
+      throw fail(`Expected dictionary but received <type '${pyType(raw)}'>`);
+    }
   }
   if (v === null) throw Errors.field('attributes', 'This field may not be null.');
   if (v === '' || v === 0 || v === false || (Array.isArray(v) && v.length === 0)) return {};
@@ -137,8 +160,15 @@ export function coerceAttributesInput(raw: unknown): Record<string, unknown> {
  * whole, keys in ascending name order. `raw` undefined on create means none given.
  * `alsoRequired` names attributes required by something else (a Protocol's type).
  */
-export function resolveAttributes(ctx: RequestContext, resourceName: ResourceName, site: number, raw: unknown,
-  current: Attrs | null, method: Method | 'POST', alsoRequired: readonly string[] = []): Attrs {
+export function resolveAttributes(
+  ctx: RequestContext,
+  resourceName: ResourceName,
+  site: number,
+  raw: unknown,
+  current: Attrs | null,
+  method: Method | 'POST',
+  alsoRequired: readonly string[] = [],
+): Attrs {
   const given = raw === undefined ? {} : coerceAttributesInput(raw);
   const known = new Map(attributesOfType(ctx.shard, site, resourceName).map((a) => [a.name, a]));
   for (const name of Object.keys(given)) if (!known.has(name)) throw fail(`Attribute name (${name}) does not exist.`);
@@ -146,7 +176,11 @@ export function resolveAttributes(ctx: RequestContext, resourceName: ResourceNam
   const result: Record<string, unknown> = method === 'PATCH' && current ? { ...current } : {};
   const nulled = new Set<string>();
   for (const [name, value] of Object.entries(given)) {
-    if (value === null) { delete result[name]; nulled.add(name); continue; }
+    if (value === null) {
+      delete result[name];
+      nulled.add(name);
+      continue;
+    }
     result[name] = value;
   }
   if (method !== 'PATCH') {
@@ -160,7 +194,10 @@ export function resolveAttributes(ctx: RequestContext, resourceName: ResourceNam
   }
   // hasOwn: an attribute may be called `constructor`, which `in` finds on every object.
   const also = new Set(alsoRequired);
-  const missing = [...known.values()].filter((a) => (a.required || also.has(a.name)) && !Object.hasOwn(result, a.name)).map((a) => a.name).sort();
+  const missing = [...known.values()]
+    .filter((a) => (a.required || also.has(a.name)) && !Object.hasOwn(result, a.name))
+    .map((a) => a.name)
+    .sort();
   if (missing.length > 0) throw fail(`Missing required attributes: ${missing.join(', ')}`);
 
   const out: Attrs = {};
@@ -178,7 +215,8 @@ export function valueIdsFor(tx: Transaction, before: AttributeCarrier | null, at
   const previous = new Map<string, number>();
   if (before) {
     let i = 0;
-    for (const [name, v] of Object.entries(before.attributes)) for (const e of Array.isArray(v) ? v : [v]) previous.set(`${name}\u0000${e}`, before.valueIds[i++]);
+    for (const [name, v] of Object.entries(before.attributes))
+      for (const e of Array.isArray(v) ? v : [v]) previous.set(`${name}\u0000${e}`, before.valueIds[i++]);
   }
   const ids: number[] = [];
   for (const [name, v] of Object.entries(attrs)) {
@@ -190,7 +228,8 @@ export function valueIdsFor(tx: Transaction, before: AttributeCarrier | null, at
 /** Each (name, element) of an object with its Value id, in canonical order. */
 export function* valuesOf(r: AttributeCarrier): Iterable<{ id: number; name: string; value: string }> {
   let i = 0;
-  for (const [name, v] of Object.entries(r.attributes)) for (const value of Array.isArray(v) ? v : [v]) yield { id: r.valueIds[i++], name, value };
+  for (const [name, v] of Object.entries(r.attributes))
+    for (const value of Array.isArray(v) ? v : [v]) yield { id: r.valueIds[i++], name, value };
 }
 
 /** Keeps the inverted index, the value owners and the value id index in step with a resource's records. */
@@ -199,11 +238,17 @@ export function attributeValuesIndex<R extends AttributeCarrier>(kind: Kind): De
   return {
     add(shard, r) {
       shard.attributeIndex.add(kind, r.siteId, r.id, r.attributes);
-      for (const id of r.valueIds) { shard.values.set(id, slot, r.id); shard.index.set('value', id, shard.shardIndex); }
+      for (const id of r.valueIds) {
+        shard.values.set(id, slot, r.id);
+        shard.index.set('value', id, shard.shardIndex);
+      }
     },
     remove(shard, r) {
       shard.attributeIndex.remove(kind, r.siteId, r.id, r.attributes);
-      for (const id of r.valueIds) { shard.values.clear(id); shard.index.clear('value', id); }
+      for (const id of r.valueIds) {
+        shard.values.clear(id);
+        shard.index.clear('value', id);
+      }
     },
   };
 }

@@ -8,7 +8,12 @@ import type { ShardState } from '../shard/state.js';
 import type { AttributeCarrier } from './_attributes.js';
 import { INTERFACE_BY_DEVICE } from './_interfaces.js';
 
-export interface CircuitRecord extends AttributeCarrier { name: string; slug: string; aId: number; zId: number | null }
+export interface CircuitRecord extends AttributeCarrier {
+  name: string;
+  slug: string;
+  aId: number;
+  zId: number | null;
+}
 
 /** Relations from an interface id to the circuit that has it as its A (resp. Z) end (the circuit model's `endpoint_a`, `endpoint_z`). */
 export const CIRCUIT_BY_A = 'circuit.endpoint_a';

@@ -4,8 +4,8 @@
  * parent relations it declares. Depends on no resource module.
  */
 import type { ShardState } from '../shard/state.js';
-import type { AttributeCarrier } from './_attributes.js';
 import type { Assignment } from './_assignments.js';
+import type { AttributeCarrier } from './_attributes.js';
 
 export interface InterfaceRecord extends AttributeCarrier {
   deviceId: number;
@@ -42,7 +42,11 @@ export function childrenOf(shard: ShardState, i: InterfaceRecord): InterfaceReco
 export function descendantsOf(shard: ShardState, i: InterfaceRecord): InterfaceRecord[] {
   const out: InterfaceRecord[] = [];
   const stack = [i];
-  while (stack.length > 0) for (const c of childrenOf(shard, stack.pop()!)) { out.push(c); stack.push(c); }
+  while (stack.length > 0)
+    for (const c of childrenOf(shard, stack.pop()!)) {
+      out.push(c);
+      stack.push(c);
+    }
   return out.sort((a, b) => a.id - b.id);
 }
 

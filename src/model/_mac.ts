@@ -39,7 +39,7 @@ export function parseMac(raw: unknown): number | null {
   for (const form of HEX_FORMS) {
     if (groups.length !== form.groups || !form.seps.includes(sep)) continue;
     if (groups.every((g) => g.length >= form.min && g.length <= form.max && HEX.test(g))) {
-      return fromGroups(groups, (form.groups === 6 ? 2 : form.groups === 3 ? 4 : 6));
+      return fromGroups(groups, form.groups === 6 ? 2 : form.groups === 3 ? 4 : 6);
     }
   }
   return null;

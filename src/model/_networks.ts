@@ -5,20 +5,26 @@
  * model is reached through the shard.
  */
 import { Errors } from '../errors.js';
-import { formatCidr, WIDTH, type Cidr, type IpVersion } from '../ip/address.js';
+import { type Cidr, formatCidr, type IpVersion, WIDTH } from '../ip/address.js';
 import type { RequestContext, SiteRecord } from '../shard/context.js';
 import type { ShardState } from '../shard/state.js';
-import { resolveAttributes, valueIdsFor, type AttributeCarrier, type Attrs } from './_attributes.js';
+import { type AttributeCarrier, type Attrs, resolveAttributes, valueIdsFor } from './_attributes.js';
 
 export const STATES = ['allocated', 'assigned', 'orphaned', 'reserved'] as const;
 export type NetworkState = (typeof STATES)[number];
 
-export interface NetworkRecord extends AttributeCarrier { version: IpVersion; addr: bigint; len: number; state: NetworkState }
+export interface NetworkRecord extends AttributeCarrier {
+  version: IpVersion;
+  addr: bigint;
+  len: number;
+  state: NetworkState;
+}
 
 export const cidrOf = (n: NetworkRecord): Cidr => ({ version: n.version, addr: n.addr, len: n.len });
 export const cidrText = (shard: ShardState, n: NetworkRecord) => formatCidr(cidrOf(n), shard.config.compressIpv6);
 
-export const duplicateNetwork = () => Errors.validation({ __all__: ['Network with this Site, Ip version, Network Address and Prefix Length already exists.'] });
+export const duplicateNetwork = () =>
+  Errors.validation({ __all__: ['Network with this Site, Ip version, Network Address and Prefix Length already exists.'] });
 
 /** Writes one new network (create, next_* POST, address assignment): base-network rule, uniqueness, attributes, Change. */
 export function insertNetwork(ctx: RequestContext, site: SiteRecord, c: Cidr, state: NetworkState, rawAttributes: unknown): NetworkRecord {
@@ -27,7 +33,13 @@ export function insertNetwork(ctx: RequestContext, site: SiteRecord, c: Cidr, st
   if (tree.get(c.addr, c.len)) throw duplicateNetwork();
   const attributes: Attrs = resolveAttributes(ctx, 'Network', site.id, rawAttributes, null, 'POST');
   const n: NetworkRecord = {
-    id: ctx.tx.newId('network'), siteId: site.id, version: c.version, addr: c.addr, len: c.len, state, attributes,
+    id: ctx.tx.newId('network'),
+    siteId: site.id,
+    version: c.version,
+    addr: c.addr,
+    len: c.len,
+    state,
+    attributes,
     valueIds: valueIdsFor(ctx.tx, null, attributes),
   };
   const model = ctx.shard.model('network');

@@ -7,20 +7,27 @@
  */
 import { Errors, isApiError, pyType } from '../errors.js';
 import type { ResourceSchema } from '../schema/fields.js';
+import { asId } from '../schema/id.js';
 import type { RequestContext } from '../shard/context.js';
+import { byNaturalKey } from '../shard/natural-key.js';
 import type { StoredObject } from '../shard/table.js';
 import type { ResourceModel } from './model.js';
-import { asId } from '../schema/id.js';
-import { byNaturalKey } from '../shard/natural-key.js';
 
-export function resolveRelated<R extends StoredObject>(ctx: RequestContext, model: ResourceModel<R, any>, field: string, raw: unknown, site: number | null): R {
+export function resolveRelated<R extends StoredObject>(
+  ctx: RequestContext,
+  model: ResourceModel<R, any>,
+  field: string,
+  raw: unknown,
+  site: number | null,
+): R {
   const id = asId(raw);
   if (id !== undefined) {
     const r = ctx.shard.table<R>(model.kind).get(id);
     if (!r || (site !== null && r.siteId !== site)) throw Errors.field(field, `Invalid pk "${raw}" - object does not exist.`);
     return r;
   }
-  if (typeof raw !== 'string' || !model.naturalKey) throw Errors.field(field, `Incorrect type. Expected pk value, received ${pyType(raw)}.`);
+  if (typeof raw !== 'string' || !model.naturalKey)
+    throw Errors.field(field, `Incorrect type. Expected pk value, received ${pyType(raw)}.`);
   const key = model.naturalKey.field;
   const r = byNaturalKey(ctx.shard, model, raw, site, () => Errors.multipleMatchedField(field, model.plural, key, raw));
   if (!r) throw Errors.field(field, `Object with ${key}=${raw} does not exist.`);
@@ -35,7 +42,9 @@ export type FieldErrors = Record<string, unknown>;
  * 400 becomes `errors[field]`, so every failing field is reported at once.
  */
 export function collectFieldError(errors: FieldErrors, field: string, step: () => void): void {
-  try { step(); } catch (err) {
+  try {
+    step();
+  } catch (err) {
     if (isApiError(err) && err.status === 400 && typeof err.body === 'object' && field in err.body) errors[field] = err.body[field];
     else throw err;
   }

@@ -7,16 +7,24 @@
  * applies they also know the count without walking the records, so a page of
  * a huge result costs the page. Also the `site_id` field of their schemas.
  */
-import { Field } from '../schema/fields.js';
-import { compileFilters, where } from '../query/filters.js';
+
+import { errorEnvelope } from '../errors.js';
 import { postingView } from '../query/attribute-index.js';
+import { compileFilters, where } from '../query/filters.js';
+import {
+  compileTermRegexes,
+  emptyQueryError,
+  evaluateSetQuery,
+  type SiteAnswer,
+  UNIQUE_TEMPLATE,
+  unknownAttributeError,
+} from '../query/setquery.js';
 import { parseSetQuery } from '../query/setquery-parse.js';
-import { compileTermRegexes, emptyQueryError, evaluateSetQuery, UNIQUE_TEMPLATE, unknownAttributeError, type SiteAnswer } from '../query/setquery.js';
 import { intersectSorted, minusSorted, unionSorted } from '../query/sorted-ids.js';
+import { Field } from '../schema/fields.js';
 import type { RequestContext } from '../shard/context.js';
 import type { ListChecks } from '../shard/protocol.js';
 import type { ObjectTable, StoredObject } from '../shard/table.js';
-import { errorEnvelope } from '../errors.js';
 import { attributeExists, type ResourceName } from './_attributes.js';
 import type { ListResult, ResourceModel, RouteResult } from './model.js';
 
@@ -24,7 +32,8 @@ type Model = ResourceModel<any, any>;
 type Answers = Map<number, SiteAnswer>;
 
 /** The `site_id` field of a schema (devices, networks, attributes). */
-export const siteIdField = () => Field.integer({ requiredOn: ['POST'], createOnly: true, help: 'Unique ID of the Site this object is under.' });
+export const siteIdField = () =>
+  Field.integer({ requiredOn: ['POST'], createOnly: true, help: 'Unique ID of the Site this object is under.' });
 
 /** The sites a list covers: the URL site, or every site of this shard holding the kind. */
 function sitesOf(ctx: RequestContext, model: Model): number[] {
@@ -34,7 +43,10 @@ function sitesOf(ctx: RequestContext, model: Model): number[] {
 /** One site's answer as records in id order. */
 function* siteRecords<R extends StoredObject>(table: ObjectTable<R>, site: number, a: SiteAnswer): Iterable<R> {
   if (!a.all) {
-    for (const id of a.ids) { const r = table.get(id); if (r) yield r; }
+    for (const id of a.ids) {
+      const r = table.get(id);
+      if (r) yield r;
+    }
     return;
   }
   let j = 0;
@@ -48,7 +60,10 @@ function* siteRecords<R extends StoredObject>(table: ObjectTable<R>, site: numbe
 
 /** Several id-ordered streams as one, by id. */
 function* mergeById<R extends StoredObject>(streams: Iterable<R>[]): Iterable<R> {
-  if (streams.length === 1) { yield* streams[0]; return; }
+  if (streams.length === 1) {
+    yield* streams[0];
+    return;
+  }
   const its = streams.map((s) => s[Symbol.iterator]());
   const heads = its.map((it) => it.next());
   for (;;) {
@@ -73,7 +88,10 @@ function intersectAnswer(a: SiteAnswer, b: SiteAnswer): SiteAnswer {
 
 /** `?attributes=k=v` (repeatable, ANDed, exact; an unknown name matches nothing), per site. */
 function attributeFilterAnswers(ctx: RequestContext, model: Model, items: string[]): Answers {
-  const pairs = items.map((item) => { const eq = item.indexOf('='); return eq < 0 ? [item, ''] : [item.slice(0, eq), item.slice(eq + 1)]; });
+  const pairs = items.map((item) => {
+    const eq = item.indexOf('=');
+    return eq < 0 ? [item, ''] : [item.slice(0, eq), item.slice(eq + 1)];
+  });
   const out: Answers = new Map();
   for (const site of sitesOf(ctx, model)) {
     let ids: Int32Array | null = null;
@@ -102,8 +120,12 @@ function resourceRecords<R extends StoredObject>(ctx: RequestContext, model: Mod
   const items = ctx.query.all('attributes');
   if (items.length > 0 && model.attributesOf) {
     const byAttributes = attributeFilterAnswers(ctx, model, items);
-    answers = answers === null ? byAttributes
-      : new Map([...answers].filter(([site]) => byAttributes.has(site)).map(([site, a]) => [site, intersectAnswer(a, byAttributes.get(site)!)]));
+    answers =
+      answers === null
+        ? byAttributes
+        : new Map(
+            [...answers].filter(([site]) => byAttributes.has(site)).map(([site, a]) => [site, intersectAnswer(a, byAttributes.get(site)!)]),
+          );
   }
   const table = ctx.shard.table<R>(model.kind);
   let records: Iterable<R>;
@@ -138,12 +160,16 @@ export function setQueryRoute(model: Model, resourceName: ResourceName): (ctx: R
     compileTermRegexes(terms);
     // An attribute unknown here may exist in a site on another shard: on a top-level route
     // the main thread reports it only if every shard does (ListChecks.unanimous).
-    const unknown = terms.map((t, order) => ({ order, t }))
+    const unknown = terms
+      .map((t, order) => ({ order, t }))
       .filter(({ t }) => !attributeExists(ctx.shard, ctx.urlSite, resourceName, t.name));
     if (unknown.length > 0) {
       // A nested query (or a top-level one answered by a single shard) knows every site it covers.
       if (!ctx.req.scatter) throw unknownAttributeError(unknown[0].t.name);
-      checks.unanimous = unknown.map(({ order, t }) => { const e = unknownAttributeError(t.name); return { order, status: e.status, body: errorEnvelope(e) }; });
+      checks.unanimous = unknown.map(({ order, t }) => {
+        const e = unknownAttributeError(t.name);
+        return { order, status: e.status, body: errorEnvelope(e) };
+      });
     }
     const answers = evaluateSetQuery(ctx.shard, { kind: model.kind, sites: sitesOf(ctx, model) }, terms);
     const { records, count } = resourceRecords(ctx, model, answers);

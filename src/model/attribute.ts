@@ -6,17 +6,22 @@
  */
 import { Type } from '@sinclair/typebox';
 import { Errors, pyType } from '../errors.js';
-import { USER_REGEX_LIMITS, userRegex, UserRegexError } from '../query/user-regex.js';
+import { postingIds } from '../query/attribute-index.js';
+import { USER_REGEX_LIMITS, UserRegexError, userRegex } from '../query/user-regex.js';
 import { defineSchema, Field } from '../schema/fields.js';
 import { SchemaWriters } from '../schema/serialize.js';
 import { validateFields } from '../schema/validate.js';
-import type { Kind } from '../store/kinds.js';
+import type { ShardState } from '../shard/state.js';
 import {
-  catalogKey, kindOfResource, RESOURCE_NAMES, valueProblem, type AttributeRecord, type Constraints, type ResourceName,
+  type AttributeRecord,
+  type Constraints,
+  catalogKey,
+  kindOfResource,
+  RESOURCE_NAMES,
+  type ResourceName,
+  valueProblem,
 } from './_attributes.js';
 import { applyFilters, siteIdField } from './_resource.js';
-import { postingIds } from '../query/attribute-index.js';
-import type { ShardState } from '../shard/state.js';
 import type { ResourceModel } from './model.js';
 import type { ProtocolTypeRecord } from './protocol-type.js';
 
@@ -27,18 +32,29 @@ export const attributeSchema = defineSchema('Attribute', 'API endpoint that allo
   name: Field.string({ maxLength: 64, requiredOn: ['POST'], help: 'The name of the Attribute.' }),
   resource_name: Field.choice(RESOURCE_NAMES, { requiredOn: ['POST'], help: 'The name of the Resource to which this Attribute is bound.' }),
   required: Field.boolean({ help: 'Whether this Attribute is required.' }),
-  display: Field.boolean({ help: 'Whether this Attribute should be be displayed by default in UIs. If required is set, this is also set.' }),
+  display: Field.boolean({
+    help: 'Whether this Attribute should be be displayed by default in UIs. If required is set, this is also set.',
+  }),
   multi: Field.boolean({ help: 'Whether the Attribute should be treated as a list type.' }),
-  constraints: Field.json(Type.Object({ allow_empty: Type.Boolean(), pattern: Type.String(), valid_values: Type.Array(Type.String()) }),
-    { help: 'Dictionary of Attribute constraints.' }),
-  default: Field.json(Type.Union([Type.String(), Type.Array(Type.String()), Type.Null()]), { help: 'Default value set on resources when the Attribute is not given.' }),
+  constraints: Field.json(Type.Object({ allow_empty: Type.Boolean(), pattern: Type.String(), valid_values: Type.Array(Type.String()) }), {
+    help: 'Dictionary of Attribute constraints.',
+  }),
+  default: Field.json(Type.Union([Type.String(), Type.Array(Type.String()), Type.Null()]), {
+    help: 'Default value set on resources when the Attribute is not given.',
+  }),
 });
 
 const NAME = /^[a-z][a-z0-9_]*$/;
 
 export const render = (a: AttributeRecord) => ({
-  id: a.id, site_id: a.siteId, description: a.description, name: a.name, resource_name: a.resourceName,
-  required: a.required, display: a.display, multi: a.multi,
+  id: a.id,
+  site_id: a.siteId,
+  description: a.description,
+  name: a.name,
+  resource_name: a.resourceName,
+  required: a.required,
+  display: a.display,
+  multi: a.multi,
   constraints: { allow_empty: a.constraints.allow_empty, pattern: a.constraints.pattern, valid_values: a.constraints.valid_values },
   default: a.default,
 });
@@ -54,7 +70,11 @@ const bad = (text: string) => Errors.fieldPlain('constraints', text);
 export function normalizeConstraints(raw: unknown): Constraints {
   let v = raw;
   if (typeof v === 'string' && v !== '') {
-    try { v = JSON.parse(v); } catch { throw bad(`Expected dictionary but received <type '${pyType(raw)}'>.`); }
+    try {
+      v = JSON.parse(v);
+    } catch {
+      throw bad(`Expected dictionary but received <type '${pyType(raw)}'>.`);
+    }
   }
   // Falsy as Python reads it: null, false, 0, "", and an empty list or object.
   if (!v || (Array.isArray(v) && v.length === 0)) return { allow_empty: false, pattern: '', valid_values: [] };
@@ -68,7 +88,9 @@ export function normalizeConstraints(raw: unknown): Constraints {
   if (!Array.isArray(validValues)) throw bad('valid_values expected type list.');
   if (pattern) {
     // Compiled as value checks will use it, so a pattern that saves can always be applied.
-    try { userRegex(pattern, 'prefix'); } catch (e) {
+    try {
+      userRegex(pattern, 'prefix');
+    } catch (e) {
       if (e instanceof UserRegexError) throw Errors.regexRefused('constraints', 'pattern', e.reason, pattern, USER_REGEX_LIMITS);
       throw e;
     }
@@ -92,9 +114,12 @@ export const attributeModel: ResourceModel<AttributeRecord> = {
   schema: attributeSchema,
   writers: new SchemaWriters(attributeSchema),
   routes: {
-    topLevel: true, nested: true,
-    list: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'], detail: ['GET', 'PUT', 'PATCH', 'DELETE'],
-    listRoutes: {}, detailRoutes: {},
+    topLevel: true,
+    nested: true,
+    list: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'],
+    detail: ['GET', 'PUT', 'PATCH', 'DELETE'],
+    listRoutes: {},
+    detailRoutes: {},
     // `attributes/query/` names a list route attributes do not have (gaps.md §1.3, §21).
   },
   uniqueKeys: { catalog: (a) => catalogKey(a.resourceName, a.name) },
@@ -111,7 +136,10 @@ export const attributeModel: ResourceModel<AttributeRecord> = {
     { kind: 'value', via: holdersOf, policy: 'protect', field: 'attribute' },
     // ProtocolTypes lose it first, each with an Update Change that precedes its Delete and still names it (gaps.md §9.9, §10).
     {
-      kind: 'protocoltype', via: 'attribute', policy: 'set-null', change: true,
+      kind: 'protocoltype',
+      via: 'attribute',
+      policy: 'set-null',
+      change: true,
       unset: (t: ProtocolTypeRecord, a) => ({ ...t, requiredAttributeIds: t.requiredAttributeIds.filter((id) => id !== a.id) }),
     },
   ],
@@ -121,7 +149,7 @@ export const attributeModel: ResourceModel<AttributeRecord> = {
     return { records: applyFilters(ctx, attributeModel, site === null ? table.all() : table.inSite(site)) };
   },
 
-  parse(ctx, body, method) {
+  parse(_ctx, body, method) {
     // name and resource_name are fixed once created (§11.1).
     const input: Record<string, unknown> = method === 'POST' ? { ...body } : { ...body, name: undefined, resource_name: undefined };
     // `default: null` means no default, and a null `constraints` is falsy (all defaults): both are
@@ -142,10 +170,16 @@ export const attributeModel: ResourceModel<AttributeRecord> = {
     }
     const required = (v.required as boolean | undefined) ?? false;
     const a: AttributeRecord = {
-      id: 0, siteId: site!.id, name, resourceName,
+      id: 0,
+      siteId: site!.id,
+      name,
+      resourceName,
       description: (v.description as string | undefined) ?? '',
-      required, display: required || ((v.display as boolean | undefined) ?? false), multi: (v.multi as boolean | undefined) ?? false,
-      constraints: normalizeConstraints(v.constraints), default: null,
+      required,
+      display: required || ((v.display as boolean | undefined) ?? false),
+      multi: (v.multi as boolean | undefined) ?? false,
+      constraints: normalizeConstraints(v.constraints),
+      default: null,
     };
     a.default = checkedDefault(a, v.default);
     a.id = ctx.tx.newId('attribute');

@@ -7,10 +7,10 @@ import { Type } from '@sinclair/typebox';
 import { defineSchema, Field } from '../schema/fields.js';
 import { SchemaWriters } from '../schema/serialize.js';
 import type { ChangeRow } from '../shard/changelog.js';
-import { CHANGE_RESOURCES, EVENTS } from '../store/change-names.js';
 import type { RequestContext } from '../shard/context.js';
-import type { ResourceModel } from './model.js';
+import { CHANGE_RESOURCES, EVENTS } from '../store/change-names.js';
 import { renderSite } from './_site.js';
+import type { ResourceModel } from './model.js';
 
 export const changeSchema = defineSchema('Change', 'Read-only API endpoint that allows Changes to be viewed.', {
   id: Field.id(),
@@ -37,16 +37,27 @@ export const changeModel: ResourceModel<ChangeRow> = {
   schema: changeSchema,
   writers: new SchemaWriters(changeSchema),
   routes: {
-    topLevel: true, nested: true,
-    list: ['GET'], detail: ['GET'],
-    listRoutes: {}, detailRoutes: { diff: ['GET'] },
+    topLevel: true,
+    nested: true,
+    list: ['GET'],
+    detail: ['GET'],
+    listRoutes: {},
+    detailRoutes: { diff: ['GET'] },
   },
 
   render(row) {
-    return { id: row.id, change_at: row.at, event: EVENTS[row.event], resource_name: CHANGE_RESOURCES[row.resource], resource_id: row.resourceId };
+    return {
+      id: row.id,
+      change_at: row.at,
+      event: EVENTS[row.event],
+      resource_name: CHANGE_RESOURCES[row.resource],
+      resource_id: row.resourceId,
+    };
   },
 
-  find(ctx, id) { return ctx.shard.changes.find(id); },
+  find(ctx, id) {
+    return ctx.shard.changes.find(id);
+  },
 
   list(ctx, site) {
     const event = ctx.query.choice('event', EVENTS);
@@ -54,15 +65,18 @@ export const changeModel: ResourceModel<ChangeRow> = {
     const resourceId = ctx.query.integer('resource_id');
     const e = event === undefined ? -1 : EVENTS.indexOf(event);
     const r = resourceName === undefined ? -1 : CHANGE_RESOURCES.indexOf(resourceName);
-    const records = ctx.shard.changes.newestFirst((s, ev, res, rid) =>
-      (site === null || s === site) && (e < 0 || ev === e) && (r < 0 || res === r) && (resourceId === undefined || rid === resourceId));
+    const records = ctx.shard.changes.newestFirst(
+      (s, ev, res, rid) =>
+        (site === null || s === site) && (e < 0 || ev === e) && (r < 0 || res === r) && (resourceId === undefined || rid === resourceId),
+    );
     return { records, newestFirst: true };
   },
 
   serialize(ctx, row, detail) {
     const rec = storedRecord(ctx, row);
     const site = ctx.site(row.siteId);
-    const head = `{"id":${row.id},"site":${JSON.stringify(site ? renderSite(site) : null)},"user":${JSON.stringify({ id: rec.userId, email: rec.email })},` +
+    const head =
+      `{"id":${row.id},"site":${JSON.stringify(site ? renderSite(site) : null)},"user":${JSON.stringify({ id: rec.userId, email: rec.email })},` +
       `"change_at":${rec.at},"event":"${rec.event}","resource_name":"${rec.resourceName}","resource_id":${rec.resourceId},"resource":${rec.resource}`;
     return detail ? `${head},"resource_diff":${rec.diff}}` : `${head}}`;
   },

@@ -7,20 +7,20 @@
  */
 import { Type } from '@sinclair/typebox';
 import { Errors } from '../errors.js';
+import type { Predicate } from '../query/filters.js';
+import type { QueryParams } from '../query/params.js';
 import { defineSchema, Field } from '../schema/fields.js';
+import { parseId } from '../schema/id.js';
 import { SchemaWriters } from '../schema/serialize.js';
 import { checkFields, type Method } from '../schema/validate.js';
-import { parseId } from '../schema/id.js';
 import type { RequestContext } from '../shard/context.js';
 import type { ShardState } from '../shard/state.js';
-import type { QueryParams } from '../query/params.js';
-import type { Predicate } from '../query/filters.js';
-import { attributesField, attributeValuesIndex, resolveAttributes, valueIdsFor, type Attrs } from './_attributes.js';
 import { assignedNetworks } from './_assignments.js';
-import { circuitsAt, type CircuitRecord } from './_circuits.js';
-import { descendantsOf, slugOf, type InterfaceRecord } from './_interfaces.js';
+import { type Attrs, attributesField, attributeValuesIndex, resolveAttributes, valueIdsFor } from './_attributes.js';
+import { type CircuitRecord, circuitsAt } from './_circuits.js';
+import { descendantsOf, type InterfaceRecord, slugOf } from './_interfaces.js';
 import type { NetworkRecord } from './_networks.js';
-import { collectFieldError, resolveRelated, throwFieldErrors, type FieldErrors } from './_related.js';
+import { collectFieldError, type FieldErrors, resolveRelated, throwFieldErrors } from './_related.js';
 import { resourceList, setQueryRoute } from './_resource.js';
 import type { DeviceRecord } from './device.js';
 import type { ResourceModel, RouteResult } from './model.js';
@@ -47,7 +47,9 @@ const iface = (shard: ShardState, id: number) => shard.table<InterfaceRecord>('i
 
 function render(c: CircuitRecord, shard: ShardState) {
   return {
-    id: c.id, name: c.name, name_slug: c.slug,
+    id: c.id,
+    name: c.name,
+    name_slug: c.slug,
     // The interfaces' current slugs: a device rename shows here at once.
     endpoint_a: slugOf(iface(shard, c.aId)),
     endpoint_z: c.zId === null ? null : slugOf(iface(shard, c.zId)),
@@ -79,7 +81,9 @@ function parse(ctx: RequestContext, body: Record<string, unknown>, method: Metho
   }
   if (v.endpoint_z === null) draft.zId = null;
   else if (v.endpoint_z !== undefined) {
-    collectFieldError(all, 'endpoint_z', () => { draft.zId = resolveRelated<InterfaceRecord>(ctx, ctx.shard.model('interface'), 'endpoint_z', v.endpoint_z, zSite).id; });
+    collectFieldError(all, 'endpoint_z', () => {
+      draft.zId = resolveRelated<InterfaceRecord>(ctx, ctx.shard.model('interface'), 'endpoint_z', v.endpoint_z, zSite).id;
+    });
   }
   throwFieldErrors(circuitSchema, all);
   if (v.name !== undefined) draft.name = v.name as string;
@@ -95,7 +99,15 @@ function parse(ctx: RequestContext, body: Record<string, unknown>, method: Metho
  * Order: the field-level uniques (A, Z, name), then the endpoint cross-rules,
  * then the slug.
  */
-function checkRules(ctx: RequestContext, site: number, self: number | null, name: string, slug: string, aId: number, zId: number | null): void {
+function checkRules(
+  ctx: RequestContext,
+  site: number,
+  self: number | null,
+  name: string,
+  slug: string,
+  aId: number,
+  zId: number | null,
+): void {
   const other = (c: CircuitRecord | undefined) => c !== undefined && c.id !== self;
   const atA = circuitsAt(ctx.shard, aId);
   const atZ = zId === null ? {} : circuitsAt(ctx.shard, zId);
@@ -118,8 +130,17 @@ function endpointFilter(param: string, end: (c: CircuitRecord) => number | null)
     if (v === undefined) return null;
     const id = parseId(v);
     if (id !== undefined) return (c) => end(c) === id;
-    const ids = new Set(shard.table<InterfaceRecord>('interface').key('natural')!.everywhere(v).map((i) => i.id));
-    return (c) => { const id = end(c); return id !== null && ids.has(id); };
+    const ids = new Set(
+      shard
+        .table<InterfaceRecord>('interface')
+        .key('natural')!
+        .everywhere(v)
+        .map((i) => i.id),
+    );
+    return (c) => {
+      const id = end(c);
+      return id !== null && ids.has(id);
+    };
   };
 }
 
@@ -127,18 +148,22 @@ const filters: ResourceModel<CircuitRecord>['filters'] = [
   { param: 'endpoint_a', type: 'custom', compile: endpointFilter('endpoint_a', (c) => c.aId) },
   { param: 'endpoint_z', type: 'custom', compile: endpointFilter('endpoint_z', (c) => c.zId) },
   { param: 'name', type: 'string', value: (c) => c.name },
-  { param: 'device_hostname', type: 'custom', compile: (q, shard) => {
-    const v = q.get('device_hostname');
-    if (v === undefined) return null;
-    return (c) => iface(shard, c.aId).hostname === v || (c.zId !== null && iface(shard, c.zId).hostname === v);
-  } },
+  {
+    param: 'device_hostname',
+    type: 'custom',
+    compile: (q, shard) => {
+      const v = q.get('device_hostname');
+      if (v === undefined) return null;
+      return (c) => iface(shard, c.aId).hostname === v || (c.zId !== null && iface(shard, c.zId).hostname === v);
+    },
+  },
 ];
 
 // ---- routes (gaps.md §16) ----
 
 /** A, then Z when there is one. */
 const endsOf = (shard: ShardState, c: CircuitRecord): InterfaceRecord[] =>
-  (c.zId === null ? [iface(shard, c.aId)] : [iface(shard, c.aId), iface(shard, c.zId)]);
+  c.zId === null ? [iface(shard, c.aId)] : [iface(shard, c.aId), iface(shard, c.zId)];
 
 function addressesOf(shard: ShardState, c: CircuitRecord): NetworkRecord[] {
   const seen = new Map<number, NetworkRecord>();
@@ -156,7 +181,11 @@ function devicesOf(shard: ShardState, c: CircuitRecord): DeviceRecord[] {
   return [...seen.values()];
 }
 
-const list = (model: ResourceModel<any, any>, records: Iterable<{ id: number; siteId: number }>): RouteResult => ({ kind: 'list', model, records });
+const list = (model: ResourceModel<any, any>, records: Iterable<{ id: number; siteId: number }>): RouteResult => ({
+  kind: 'list',
+  model,
+  records,
+});
 
 export const circuitModel: ResourceModel<CircuitRecord, CircuitDraft> = {
   kind: 'circuit',
@@ -167,9 +196,12 @@ export const circuitModel: ResourceModel<CircuitRecord, CircuitDraft> = {
   schema: circuitSchema,
   writers: new SchemaWriters(circuitSchema),
   routes: {
-    topLevel: true, nested: true,
-    list: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'], detail: ['GET', 'PUT', 'PATCH', 'DELETE'],
-    listRoutes: { query: ['GET'] }, detailRoutes: { addresses: ['GET'], devices: ['GET'], interfaces: ['GET'] },
+    topLevel: true,
+    nested: true,
+    list: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'],
+    detail: ['GET', 'PUT', 'PATCH', 'DELETE'],
+    listRoutes: { query: ['GET'] },
+    detailRoutes: { addresses: ['GET'], devices: ['GET'], interfaces: ['GET'] },
   },
   siteField: null,
   siteVia: { field: 'endpoint_a', kind: 'interface' },
@@ -203,7 +235,14 @@ export const circuitModel: ResourceModel<CircuitRecord, CircuitDraft> = {
     checkRules(ctx, site!.id, null, name, slug, a.id, zId);
     const attributes: Attrs = resolveAttributes(ctx, 'Circuit', site!.id, d.attributes, null, 'POST');
     const c: CircuitRecord = {
-      id: ctx.tx.newId('circuit'), siteId: site!.id, name, slug, aId: a.id, zId, attributes, valueIds: valueIdsFor(ctx.tx, null, attributes),
+      id: ctx.tx.newId('circuit'),
+      siteId: site!.id,
+      name,
+      slug,
+      aId: a.id,
+      zId,
+      attributes,
+      valueIds: valueIdsFor(ctx.tx, null, attributes),
     };
     ctx.tx.insert(circuitModel, c);
     ctx.tx.change('Create', circuitModel, c.siteId, c.id, null, render(c, ctx.shard));
@@ -216,7 +255,8 @@ export const circuitModel: ResourceModel<CircuitRecord, CircuitDraft> = {
     const aId = d.aId ?? current.aId;
     const zId = d.zId === undefined ? current.zId : d.zId;
     checkRules(ctx, current.siteId, current.id, name, slug, aId, zId);
-    const attributes = 'attributes' in d ? resolveAttributes(ctx, 'Circuit', current.siteId, d.attributes, current.attributes, method) : current.attributes;
+    const attributes =
+      'attributes' in d ? resolveAttributes(ctx, 'Circuit', current.siteId, d.attributes, current.attributes, method) : current.attributes;
     const next: CircuitRecord = { ...current, name, slug, aId, zId, attributes, valueIds: valueIdsFor(ctx.tx, current, attributes) };
     ctx.tx.replace(circuitModel, current, next);
     ctx.tx.change('Update', circuitModel, next.siteId, next.id, render(current, ctx.shard), render(next, ctx.shard));

@@ -6,13 +6,15 @@ import { defineSchema, Field } from '../schema/fields.js';
 import { SchemaWriters } from '../schema/serialize.js';
 import { validateFields } from '../schema/validate.js';
 import type { RequestContext } from '../shard/context.js';
-import { attributesField, attributeValuesIndex, resolveAttributes, valueIdsFor, type AttributeCarrier, type Attrs } from './_attributes.js';
+import { type AttributeCarrier, type Attrs, attributesField, attributeValuesIndex, resolveAttributes, valueIdsFor } from './_attributes.js';
+import { circuitsOfDevice } from './_circuits.js';
+import { deepestFirst, interfacesOfDevice } from './_interfaces.js';
 import { resourceList, setQueryRoute, siteIdField } from './_resource.js';
 import type { ResourceModel } from './model.js';
-import { deepestFirst, interfacesOfDevice } from './_interfaces.js';
-import { circuitsOfDevice } from './_circuits.js';
 
-export interface DeviceRecord extends AttributeCarrier { hostname: string }
+export interface DeviceRecord extends AttributeCarrier {
+  hostname: string;
+}
 
 export const deviceSchema = defineSchema('Device', 'API endpoint that allows Devices to be viewed or edited.', {
   id: Field.id(),
@@ -46,9 +48,12 @@ export const deviceModel: ResourceModel<DeviceRecord> = {
   schema: deviceSchema,
   writers: new SchemaWriters(deviceSchema),
   routes: {
-    topLevel: true, nested: true,
-    list: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'], detail: ['GET', 'PUT', 'PATCH', 'DELETE'],
-    listRoutes: { query: ['GET'] }, detailRoutes: { interfaces: ['GET'], circuits: ['GET'] },
+    topLevel: true,
+    nested: true,
+    list: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'],
+    detail: ['GET', 'PUT', 'PATCH', 'DELETE'],
+    listRoutes: { query: ['GET'] },
+    detailRoutes: { interfaces: ['GET'], circuits: ['GET'] },
   },
   naturalKey: { field: 'hostname', of: (d) => d.hostname },
   derived: [attributeValuesIndex('device')],
@@ -69,13 +74,19 @@ export const deviceModel: ResourceModel<DeviceRecord> = {
     circuits: (ctx, d) => ({ kind: 'list', model: ctx.shard.model('circuit'), records: circuitsOfDevice(ctx.shard, d.id) }),
   },
 
-  parse: (ctx, body, method) => validateFields(deviceSchema, body, method),
+  parse: (_ctx, body, method) => validateFields(deviceSchema, body, method),
 
   create(ctx, v, site) {
     const hostname = v.hostname as string;
     checkHostname(ctx, hostname, site!.id, null);
     const attributes: Attrs = resolveAttributes(ctx, 'Device', site!.id, v.attributes, null, 'POST');
-    const d: DeviceRecord = { id: ctx.tx.newId('device'), siteId: site!.id, hostname, attributes, valueIds: valueIdsFor(ctx.tx, null, attributes) };
+    const d: DeviceRecord = {
+      id: ctx.tx.newId('device'),
+      siteId: site!.id,
+      hostname,
+      attributes,
+      valueIds: valueIdsFor(ctx.tx, null, attributes),
+    };
     ctx.tx.insert(deviceModel, d);
     ctx.tx.change('Create', deviceModel, d.siteId, d.id, null, render(d));
     return d;
@@ -84,7 +95,8 @@ export const deviceModel: ResourceModel<DeviceRecord> = {
   update(ctx, current, v, method) {
     const hostname = (v.hostname as string | undefined) ?? current.hostname;
     if (hostname !== current.hostname) checkHostname(ctx, hostname, current.siteId, current.id);
-    const attributes = 'attributes' in v ? resolveAttributes(ctx, 'Device', current.siteId, v.attributes, current.attributes, method) : current.attributes;
+    const attributes =
+      'attributes' in v ? resolveAttributes(ctx, 'Device', current.siteId, v.attributes, current.attributes, method) : current.attributes;
     const next: DeviceRecord = { ...current, hostname, attributes, valueIds: valueIdsFor(ctx.tx, current, attributes) };
     ctx.tx.replace(deviceModel, current, next);
     if (hostname !== current.hostname) refreshInterfaceSlugs(ctx, next.id, hostname);

@@ -13,16 +13,23 @@ import { SchemaWriters } from '../schema/serialize.js';
 import { checkFields, type Method } from '../schema/validate.js';
 import type { RequestContext, SiteRecord } from '../shard/context.js';
 import type { ShardState } from '../shard/state.js';
-import { attributesField, attributeValuesIndex, resolveAttributes, valueIdsFor, type Attrs } from './_attributes.js';
 import {
-  applyAddresses, assignedNetworks, assignmentModel, assignmentsOfHolder, parentNetworks, planAddresses, readAddressList, releaseNetworks,
+  applyAddresses,
+  assignedNetworks,
+  assignmentModel,
+  assignmentsOfHolder,
   type PlannedAddress,
+  parentNetworks,
+  planAddresses,
+  readAddressList,
+  releaseNetworks,
 } from './_assignments.js';
+import { type Attrs, attributesField, attributeValuesIndex, resolveAttributes, valueIdsFor } from './_attributes.js';
 import { circuitsAt } from './_circuits.js';
-import { ancestorsOf, childrenOf, descendantsOf, interfacesOfDevice, parentOf, slugOf, type InterfaceRecord } from './_interfaces.js';
+import { ancestorsOf, childrenOf, descendantsOf, type InterfaceRecord, interfacesOfDevice, parentOf, slugOf } from './_interfaces.js';
 import { formatMac, parseMac } from './_mac.js';
 import { cidrText, type NetworkRecord } from './_networks.js';
-import { collectFieldError, resolveRelated, throwFieldErrors, type FieldErrors } from './_related.js';
+import { collectFieldError, type FieldErrors, resolveRelated, throwFieldErrors } from './_related.js';
 import { resourceList, setQueryRoute } from './_resource.js';
 import type { DeviceRecord } from './device.js';
 import type { ResourceModel, RouteResult } from './model.js';
@@ -30,16 +37,31 @@ import type { ResourceModel, RouteResult } from './model.js';
 const pairKey = (deviceId: number, name: string) => `${deviceId}\u0000${name}`;
 
 const TYPE_NAMES: Record<string, string> = {
-  6: 'ethernet', 1: 'other', 135: 'l2vlan', 136: 'l3vlan', 161: 'lag', 24: 'loopback', 150: 'mpls', 53: 'prop_virtual', 131: 'tunnel',
+  6: 'ethernet',
+  1: 'other',
+  135: 'l2vlan',
+  136: 'l3vlan',
+  161: 'lag',
+  24: 'loopback',
+  150: 'mpls',
+  53: 'prop_virtual',
+  131: 'tunnel',
 };
 
 export const interfaceSchema = defineSchema('Interface', 'API endpoint that allows Interfaces to be viewed or edited.', {
   id: Field.id(),
-  parent_id: Field.json(Type.Union([Type.Integer(), Type.Null()]), { nullable: true, help: 'Unique ID or name_slug of the parent Interface.' }),
+  parent_id: Field.json(Type.Union([Type.Integer(), Type.Null()]), {
+    nullable: true,
+    help: 'Unique ID or name_slug of the parent Interface.',
+  }),
   parent: Field.string({ readOnly: true, nullable: true }),
   name: Field.string({ maxLength: 255, requiredOn: ['POST', 'PUT'], help: 'Name of the Interface.' }),
   name_slug: Field.string({ readOnly: true }),
-  device: Field.json(Type.Integer(), { requiredOn: ['POST'], createOnly: true, help: 'Unique ID or hostname of the Device this Interface is on.' }),
+  device: Field.json(Type.Integer(), {
+    requiredOn: ['POST'],
+    createOnly: true,
+    help: 'Unique ID or hostname of the Device this Interface is on.',
+  }),
   device_hostname: Field.string({ readOnly: true }),
   description: Field.string({ maxLength: 255, allowBlank: true, help: 'A brief yet helpful description.' }),
   addresses: Field.json(Type.Array(Type.String()), { requiredOn: ['PUT'], help: 'List of host addresses to assign.' }),
@@ -57,11 +79,21 @@ function render(i: InterfaceRecord, shard: ShardState) {
   const parent = parentOf(shard, i);
   const assigned = assignedNetworks(shard, i);
   return {
-    id: i.id, parent_id: i.parentId, parent: parent ? slugOf(parent) : null, name: i.name, name_slug: slugOf(i),
-    device: i.deviceId, device_hostname: i.hostname, description: i.description,
+    id: i.id,
+    parent_id: i.parentId,
+    parent: parent ? slugOf(parent) : null,
+    name: i.name,
+    name_slug: slugOf(i),
+    device: i.deviceId,
+    device_hostname: i.hostname,
+    description: i.description,
     addresses: assigned.map((n) => cidrText(shard, n)),
     networks: parentNetworks(shard, assigned).map((n) => cidrText(shard, n)),
-    mac_address: i.mac === null ? null : formatMac(i.mac), speed: i.speed, type: i.type, mtu: i.mtu, attributes: i.attributes,
+    mac_address: i.mac === null ? null : formatMac(i.mac),
+    speed: i.speed,
+    type: i.type,
+    mtu: i.mtu,
+    attributes: i.attributes,
   };
 }
 
@@ -85,7 +117,9 @@ function parse(ctx: RequestContext, body: Record<string, unknown>, method: Metho
   const all: FieldErrors = { ...errors };
   const draft: Draft = { values };
   if (method === 'POST' && values.device !== undefined) {
-    collectFieldError(all, 'device', () => { draft.device = resolveRelated(ctx, ctx.shard.model('device'), 'device', values.device, site); });
+    collectFieldError(all, 'device', () => {
+      draft.device = resolveRelated(ctx, ctx.shard.model('device'), 'device', values.device, site);
+    });
   }
   if (values.parent_id !== undefined) {
     const scope = draft.device?.siteId ?? site;
@@ -98,7 +132,10 @@ function parse(ctx: RequestContext, body: Record<string, unknown>, method: Metho
     if (mac === null && values.mac_address !== null) all.mac_address = { mac_address: 'Enter a valid MAC Address.' };
     else draft.mac = mac;
   }
-  if (body.addresses !== undefined) collectFieldError(all, 'addresses', () => { draft.addresses = readAddressList(body.addresses); });
+  if (body.addresses !== undefined)
+    collectFieldError(all, 'addresses', () => {
+      draft.addresses = readAddressList(body.addresses);
+    });
   throwFieldErrors(interfaceSchema, all);
   return draft;
 }
@@ -121,21 +158,27 @@ function create(ctx: RequestContext, d: Draft, site: SiteRecord): InterfaceRecor
   const v = d.values;
   const device = d.device!;
   const name = v.name as string;
-  if (pairTaken(ctx, site.id, device.id, name, null)) throw Errors.validation({ non_field_errors: ['The fields device, name must make a unique set.'] });
+  if (pairTaken(ctx, site.id, device.id, name, null))
+    throw Errors.validation({ non_field_errors: ['The fields device, name must make a unique set.'] });
   const parent = d.parent ?? null;
   checkParent(ctx, parent, device.hostname, null);
   const attributes: Attrs = resolveAttributes(ctx, 'Interface', site.id, v.attributes, null, 'POST');
   const id = ctx.tx.newId('interface');
   const plan = planAddresses(ctx, site.id, device.id, id, d.addresses ?? []);
   const i: InterfaceRecord = {
-    id, siteId: site.id, deviceId: device.id, hostname: device.hostname, name,
+    id,
+    siteId: site.id,
+    deviceId: device.id,
+    hostname: device.hostname,
+    name,
     description: (v.description as string | undefined) ?? '',
     type: (v.type as number | undefined) ?? ctx.config.interfaceDefaultType,
     speed: v.speed === undefined ? ctx.config.interfaceDefaultSpeed : (v.speed as number | null),
     mtu: (v.mtu as number | null | undefined) ?? null,
     mac: d.mac === undefined ? 0 : d.mac,
     parentId: parent?.id ?? null,
-    attributes, valueIds: valueIdsFor(ctx.tx, null, attributes),
+    attributes,
+    valueIds: valueIdsFor(ctx.tx, null, attributes),
     assignments: applyAddresses(ctx, site, id, [], plan),
   };
   ctx.tx.insert(interfaceModel, i);
@@ -146,23 +189,27 @@ function create(ctx: RequestContext, d: Draft, site: SiteRecord): InterfaceRecor
 function update(ctx: RequestContext, current: InterfaceRecord, d: Draft, method: Method): InterfaceRecord {
   const v = d.values;
   const name = (v.name as string | undefined) ?? current.name;
-  const parent = d.parent === undefined ? parentOf(ctx.shard, current) ?? null : d.parent;
+  const parent = d.parent === undefined ? (parentOf(ctx.shard, current) ?? null) : d.parent;
   checkParent(ctx, parent, current.hostname, current.id);
-  const attributes = 'attributes' in v ? resolveAttributes(ctx, 'Interface', current.siteId, v.attributes, current.attributes, method) : current.attributes;
+  const attributes =
+    'attributes' in v ? resolveAttributes(ctx, 'Interface', current.siteId, v.attributes, current.attributes, method) : current.attributes;
   // The name conflict is reported before any address conflict, as existing clients expect (issue 10).
   if (name !== current.name && pairTaken(ctx, current.siteId, current.deviceId, name, current.id)) {
     throw Errors.conflict('Interface with this Device and Name already exists.');
   }
-  const plan: PlannedAddress[] | null = d.addresses === undefined ? null : planAddresses(ctx, current.siteId, current.deviceId, current.id, d.addresses);
+  const plan: PlannedAddress[] | null =
+    d.addresses === undefined ? null : planAddresses(ctx, current.siteId, current.deviceId, current.id, d.addresses);
   const next: InterfaceRecord = {
-    ...current, name,
+    ...current,
+    name,
     description: (v.description as string | undefined) ?? current.description,
     type: (v.type as number | undefined) ?? current.type,
     speed: v.speed === undefined ? current.speed : (v.speed as number | null),
     mtu: v.mtu === undefined ? current.mtu : (v.mtu as number | null),
     mac: d.mac === undefined ? current.mac : d.mac,
     parentId: parent?.id ?? null,
-    attributes, valueIds: valueIdsFor(ctx.tx, current, attributes),
+    attributes,
+    valueIds: valueIdsFor(ctx.tx, current, attributes),
     assignments: plan ? applyAddresses(ctx, ctx.site(current.siteId)!, current.id, current.assignments, plan) : current.assignments,
   };
   const before = render(current, ctx.shard);
@@ -174,7 +221,11 @@ function update(ctx: RequestContext, current: InterfaceRecord, d: Draft, method:
 // ---- model ----
 
 const list = (records: InterfaceRecord[]): RouteResult => ({ kind: 'list', model: interfaceModel, records });
-const networksList = (shard: ShardState, records: NetworkRecord[]): RouteResult => ({ kind: 'list', model: shard.model('network'), records });
+const networksList = (shard: ShardState, records: NetworkRecord[]): RouteResult => ({
+  kind: 'list',
+  model: shard.model('network'),
+  records,
+});
 
 export const interfaceModel: ResourceModel<InterfaceRecord, Draft> = {
   kind: 'interface',
@@ -185,12 +236,22 @@ export const interfaceModel: ResourceModel<InterfaceRecord, Draft> = {
   schema: interfaceSchema,
   writers: new SchemaWriters(interfaceSchema),
   routes: {
-    topLevel: true, nested: true,
-    list: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'], detail: ['GET', 'PUT', 'PATCH', 'DELETE'],
+    topLevel: true,
+    nested: true,
+    list: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'],
+    detail: ['GET', 'PUT', 'PATCH', 'DELETE'],
     listRoutes: { query: ['GET'] },
     detailRoutes: {
-      addresses: ['GET'], ancestors: ['GET'], assignments: ['GET'], children: ['GET'], circuit: ['GET'], descendants: ['GET'],
-      networks: ['GET'], parent: ['GET'], root: ['GET'], siblings: ['GET'],
+      addresses: ['GET'],
+      ancestors: ['GET'],
+      assignments: ['GET'],
+      children: ['GET'],
+      circuit: ['GET'],
+      descendants: ['GET'],
+      networks: ['GET'],
+      parent: ['GET'],
+      root: ['GET'],
+      siblings: ['GET'],
     },
     multiSegmentKey: true,
   },
@@ -214,13 +275,17 @@ export const interfaceModel: ResourceModel<InterfaceRecord, Draft> = {
     { param: 'name', type: 'string', value: (i) => i.name },
     { param: 'speed', type: 'integer', value: (i) => i.speed },
     { param: 'type', type: 'choice', choices: INTERFACE_TYPE_CODES.map(String), value: (i) => String(i.type) },
-    { param: 'mac_address', type: 'custom', compile: (q) => {
-      const raw = q.get('mac_address');
-      if (raw === undefined || raw === '') return null;
-      const mac = parseMac(raw);
-      if (mac === null) throw Errors.validation('This value must be a valid MAC address.');
-      return (i) => i.mac === mac;
-    } },
+    {
+      param: 'mac_address',
+      type: 'custom',
+      compile: (q) => {
+        const raw = q.get('mac_address');
+        if (raw === undefined || raw === '') return null;
+        const mac = parseMac(raw);
+        if (mac === null) throw Errors.validation('This value must be a valid MAC address.');
+        return (i) => i.mac === mac;
+      },
+    },
     { param: 'description', type: 'string', value: (i) => i.description },
     { param: 'parent_id', type: 'integer', value: (i) => i.parentId },
   ],
@@ -228,7 +293,10 @@ export const interfaceModel: ResourceModel<InterfaceRecord, Draft> = {
   render,
   expand: {
     device: (i, shard) => ({ model: shard.model('device'), record: shard.table('device').get(i.deviceId)! }),
-    parent_id: (i, shard) => { const p = parentOf(shard, i); return p ? { model: interfaceModel, record: p } : null; },
+    parent_id: (i, shard) => {
+      const p = parentOf(shard, i);
+      return p ? { model: interfaceModel, record: p } : null;
+    },
   },
 
   list: (ctx) => resourceList(ctx, interfaceModel),

@@ -5,16 +5,16 @@
  * the store persists whatever the model's Transaction calls write.
  */
 import type { PermissionType } from '../auth/permissions.js';
-import type { Kind } from '../store/kinds.js';
+import type { FilterSpec } from '../query/filters.js';
 import type { ResourceSchema } from '../schema/fields.js';
 import type { SchemaWriters } from '../schema/serialize.js';
-import type { StoredObject } from '../shard/table.js';
-import type { RequestContext, SiteRecord } from '../shard/context.js';
-import type { ShardState } from '../shard/state.js';
 import type { Method } from '../schema/validate.js';
-import type { FilterSpec } from '../query/filters.js';
+import type { RequestContext, SiteRecord } from '../shard/context.js';
 import type { ListChecks, Principal, SiteClaim } from '../shard/protocol.js';
+import type { ShardState } from '../shard/state.js';
+import type { StoredObject } from '../shard/table.js';
 import type { IdCounters } from '../store/ids.js';
+import type { Kind } from '../store/kinds.js';
 import type { SiteDirectory } from './site-directory.js';
 
 export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
@@ -57,7 +57,10 @@ export interface DerivedIndex<R> {
 }
 
 /** What a main-thread hook may use: the shared id counters and the site directory. */
-export interface MainThread { ids: IdCounters; sites: SiteDirectory }
+export interface MainThread {
+  ids: IdCounters;
+  sites: SiteDirectory;
+}
 
 /**
  * A step the main thread runs before forwarding a write, for rules that need
@@ -65,8 +68,10 @@ export interface MainThread { ids: IdCounters; sites: SiteDirectory }
  * verdict to the shard as a SiteClaim, and must be told when the write is
  * over (`done`).
  */
-export type MainHook = (req: { target: string; method: string; key?: string; body: unknown; principal: Principal }, main: MainThread)
-  => { claim: SiteClaim; done(): void } | null;
+export type MainHook = (
+  req: { target: string; method: string; key?: string; body: unknown; principal: Principal },
+  main: MainThread,
+) => { claim: SiteClaim; done(): void } | null;
 
 /**
  * A one-to-many relation a kind declares (`relations`): the owner id(s) a
@@ -103,13 +108,13 @@ interface DeleteRuleBase<R> {
  * Rules run in declaration order, then the record itself is removed.
  */
 export type DeleteRule<R extends StoredObject = StoredObject> =
-  | DeleteRuleBase<R> & {
-    policy: 'protect';
-    field?: string;
-    lift?(ctx: RequestContext, r: R, referrers: StoredObject[], batch: ReadonlySet<number> | undefined): boolean;
-  }
-  | DeleteRuleBase<R> & { policy: 'cascade'; order?(shard: ShardState, referrers: StoredObject[]): StoredObject[] }
-  | DeleteRuleBase<R> & { policy: 'set-null'; unset(referrer: any, r: R): StoredObject; change: boolean };
+  | (DeleteRuleBase<R> & {
+      policy: 'protect';
+      field?: string;
+      lift?(ctx: RequestContext, r: R, referrers: StoredObject[], batch: ReadonlySet<number> | undefined): boolean;
+    })
+  | (DeleteRuleBase<R> & { policy: 'cascade'; order?(shard: ShardState, referrers: StoredObject[]): StoredObject[] })
+  | (DeleteRuleBase<R> & { policy: 'set-null'; unset(referrer: any, r: R): StoredObject; change: boolean });
 
 export interface ResourceModel<R extends StoredObject = StoredObject, D = Record<string, unknown>> {
   kind: Kind;
@@ -193,10 +198,15 @@ export interface ResourceModel<R extends StoredObject = StoredObject, D = Record
 
 export type RouteResult =
   | {
-    kind: 'list'; model: ResourceModel<any, any>; records: Iterable<StoredObject>; count?: number; newestFirst?: boolean;
-    checks?: ListChecks; headers?: Record<string, string>;
-    /** Merge keys for a top-level answer from several shards, when not by id. */
-    order?: (r: StoredObject) => [number, number];
-  }
+      kind: 'list';
+      model: ResourceModel<any, any>;
+      records: Iterable<StoredObject>;
+      count?: number;
+      newestFirst?: boolean;
+      checks?: ListChecks;
+      headers?: Record<string, string>;
+      /** Merge keys for a top-level answer from several shards, when not by id. */
+      order?: (r: StoredObject) => [number, number];
+    }
   | { kind: 'object'; model: ResourceModel<any>; record: StoredObject }
   | { kind: 'raw'; status: number; body: string; headers?: Record<string, string> };

@@ -7,20 +7,28 @@
 import { Type } from '@sinclair/typebox';
 import { demand } from '../auth/permissions.js';
 import { Errors, errorEnvelope } from '../errors.js';
-import { cidrKey, formatAddress, formatCidr, parseAddress, parseCidr, WIDTH, type Cidr, type IpVersion } from '../ip/address.js';
+import { type Cidr, cidrKey, formatAddress, formatCidr, type IpVersion, parseAddress, parseCidr, WIDTH } from '../ip/address.js';
 import type { Entry } from '../ip/prefix-tree.js';
+import type { QueryParams } from '../query/params.js';
 import { defineSchema, Field } from '../schema/fields.js';
 import { SchemaWriters } from '../schema/serialize.js';
 import { validateFields } from '../schema/validate.js';
 import type { RequestContext } from '../shard/context.js';
 import type { ShardState } from '../shard/state.js';
 import type { StoredObject } from '../shard/table.js';
+import { type AssignmentHolder, assignmentModel, assignmentsOfNetwork } from './_assignments.js';
 import { attributesField, attributeValuesIndex, resolveAttributes, valueIdsFor } from './_attributes.js';
+import {
+  cidrOf,
+  cidrText,
+  duplicateNetwork as duplicate,
+  insertNetwork,
+  type NetworkRecord,
+  type NetworkState,
+  STATES,
+} from './_networks.js';
 import { resourceList, setQueryRoute, siteIdField } from './_resource.js';
 import type { DeleteRule, DerivedIndex, ResourceModel, RouteResult } from './model.js';
-import type { QueryParams } from '../query/params.js';
-import { assignmentModel, assignmentsOfNetwork, type AssignmentHolder } from './_assignments.js';
-import { cidrOf, cidrText, duplicateNetwork as duplicate, insertNetwork, STATES, type NetworkRecord, type NetworkState } from './_networks.js';
 
 export const networkSchema = defineSchema('Network', 'API endpoint that allows Networks to be viewed or edited.', {
   id: Field.id(),
@@ -48,16 +56,28 @@ const values = (entries: Iterable<Entry<NetworkRecord>>) => [...entries].map((e)
 function render(n: NetworkRecord, shard: ShardState) {
   const parent = parentOf(shard, n);
   return {
-    id: n.id, cidr: cidrText(shard, n), parent_id: parent?.id ?? null, parent: parent ? cidrText(shard, parent) : null,
-    site_id: n.siteId, is_ip: n.len === width(n), ip_version: String(n.version),
-    network_address: formatAddress(n.version, n.addr, compress(shard)), prefix_length: n.len, state: n.state, attributes: n.attributes,
+    id: n.id,
+    cidr: cidrText(shard, n),
+    parent_id: parent?.id ?? null,
+    parent: parent ? cidrText(shard, parent) : null,
+    site_id: n.siteId,
+    is_ip: n.len === width(n),
+    ip_version: String(n.version),
+    network_address: formatAddress(n.version, n.addr, compress(shard)),
+    prefix_length: n.len,
+    state: n.state,
+    attributes: n.attributes,
   };
 }
 
 /** Keeps each site's prefix trees in step with its networks. */
 const treeIndex: DerivedIndex<NetworkRecord> = {
-  add(shard, n) { treeOf(shard, n).insert(n.addr, n.len, n); },
-  remove(shard, n) { treeOf(shard, n).delete(n.addr, n.len); },
+  add(shard, n) {
+    treeOf(shard, n).insert(n.addr, n.len, n);
+  },
+  remove(shard, n) {
+    treeOf(shard, n).delete(n.addr, n.len);
+  },
 };
 
 const notAppearNetwork = (v: string) => `'${v}' does not appear to be an IPv4 or IPv6 network`;
@@ -86,33 +106,51 @@ function includeFilter(q: QueryParams): ((n: NetworkRecord) => boolean) | null {
 }
 
 const filters: ResourceModel<NetworkRecord>['filters'] = [
-  { param: 'cidr', type: 'custom', compile: (q) => {
-    const v = q.get('cidr');
-    if (v === undefined || v === '') return null;
-    const c = keyCidr(v, 'cidr', true);
-    return (n) => n.version === c.version && n.addr === c.addr && n.len === c.len;
-  } },
-  { param: 'network_address', type: 'custom', compile: (q) => {
-    const v = q.get('network_address');
-    if (v === undefined || v === '') return null;
-    const a = parseAddress(v);
-    if (!a) throw Errors.field('network_address', `'${v}' does not appear to be an IPv4 or IPv6 address`);
-    return (n) => n.version === a.version && n.addr === a.addr;
-  } },
+  {
+    param: 'cidr',
+    type: 'custom',
+    compile: (q) => {
+      const v = q.get('cidr');
+      if (v === undefined || v === '') return null;
+      const c = keyCidr(v, 'cidr', true);
+      return (n) => n.version === c.version && n.addr === c.addr && n.len === c.len;
+    },
+  },
+  {
+    param: 'network_address',
+    type: 'custom',
+    compile: (q) => {
+      const v = q.get('network_address');
+      if (v === undefined || v === '') return null;
+      const a = parseAddress(v);
+      if (!a) throw Errors.field('network_address', `'${v}' does not appear to be an IPv4 or IPv6 address`);
+      return (n) => n.version === a.version && n.addr === a.addr;
+    },
+  },
   { param: 'prefix_length', type: 'integer', value: (n) => n.len },
   { param: 'ip_version', type: 'choice', choices: ['4', '6'], value: (n) => String(n.version) },
   { param: 'state', type: 'choice', choices: STATES, value: (n) => n.state },
   // `false` applies no filter.
-  { param: 'root_only', type: 'custom', compile: (q, shard) => (q.filterBoolean('root_only') ? (n) => parentOf(shard, n) === undefined : null) },
+  {
+    param: 'root_only',
+    type: 'custom',
+    compile: (q, shard) => (q.filterBoolean('root_only') ? (n) => parentOf(shard, n) === undefined : null),
+  },
   { param: 'include_ips', type: 'custom', compile: includeFilter },
 ];
 
 // ---- traversal (gaps.md §13.3) ----
 
-const list = (records: Iterable<StoredObject>, extra: Partial<Extract<RouteResult, { kind: 'list' }>> = {}): RouteResult =>
-  ({ kind: 'list', model: networkModel, records, ...extra });
+const list = (records: Iterable<StoredObject>, extra: Partial<Extract<RouteResult, { kind: 'list' }>> = {}): RouteResult => ({
+  kind: 'list',
+  model: networkModel,
+  records,
+  ...extra,
+});
 
-function noneAbove(ctx: RequestContext) { return Errors.noSuch('Network', ctx.req.siteText ?? ctx.urlSite, null); }
+function noneAbove(ctx: RequestContext) {
+  return Errors.noSuch('Network', ctx.req.siteText ?? ctx.urlSite, null);
+}
 
 function ancestorsOf(ctx: RequestContext, n: NetworkRecord): NetworkRecord[] {
   return values(treeOf(ctx.shard, n).ancestors(n.addr, n.len));
@@ -127,9 +165,10 @@ function siblingsOf(ctx: RequestContext, n: NetworkRecord): NetworkRecord[] {
 
 // ---- next_network / next_address (gaps.md §14.2) ----
 
-const intError = (field: string, v: string | undefined) => v === undefined
-  ? Errors.fieldPlain(field, "int() argument must be a string or a number, not 'NoneType'")
-  : Errors.fieldPlain(field, `invalid literal for int() with base 10: '${v}'`);
+const intError = (field: string, v: string | undefined) =>
+  v === undefined
+    ? Errors.fieldPlain(field, "int() argument must be a string or a number, not 'NoneType'")
+    : Errors.fieldPlain(field, `invalid literal for int() with base 10: '${v}'`);
 
 function pyInt(v: string): number | null {
   const s = v.trim();
@@ -181,7 +220,10 @@ function nextBlocks(ctx: RequestContext, p: NetworkRecord, addresses: boolean): 
  * cannot do.
  */
 const protectChildren: DeleteRule<NetworkRecord> = {
-  kind: 'network', via: (shard, n) => values(treeOf(shard, n).children(n.addr, n.len)).map((c) => c.id), policy: 'protect', field: 'parent',
+  kind: 'network',
+  via: (shard, n) => values(treeOf(shard, n).children(n.addr, n.len)).map((c) => c.id),
+  policy: 'protect',
+  field: 'parent',
   lift(ctx, n, children, batch) {
     const force = batch ? false : ctx.query.flag('force_delete', false);
     if (children.length === 0 || !force) return false;
@@ -202,13 +244,25 @@ export const networkModel: ResourceModel<NetworkRecord> = {
   schema: networkSchema,
   writers: new SchemaWriters(networkSchema),
   routes: {
-    topLevel: true, nested: true,
-    list: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'], detail: ['GET', 'PUT', 'PATCH', 'DELETE'],
+    topLevel: true,
+    nested: true,
+    list: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'],
+    detail: ['GET', 'PUT', 'PATCH', 'DELETE'],
     listRoutes: { query: ['GET'], reserved: ['GET'] },
     detailRoutes: {
-      ancestors: ['GET'], assignments: ['GET'], children: ['GET'], closest_parent: ['GET'], descendants: ['GET'], descendents: ['GET'],
-      next_address: ['GET', 'POST'], next_network: ['GET', 'POST'], parent: ['GET'], root: ['GET'], siblings: ['GET'],
-      subnets: ['GET'], supernets: ['GET'],
+      ancestors: ['GET'],
+      assignments: ['GET'],
+      children: ['GET'],
+      closest_parent: ['GET'],
+      descendants: ['GET'],
+      descendents: ['GET'],
+      next_address: ['GET', 'POST'],
+      next_network: ['GET', 'POST'],
+      parent: ['GET'],
+      root: ['GET'],
+      siblings: ['GET'],
+      subnets: ['GET'],
+      supernets: ['GET'],
     },
     multiSegmentKey: true,
     keyPattern: /^[A-Fa-f0-9:./]+$/,
@@ -220,7 +274,10 @@ export const networkModel: ResourceModel<NetworkRecord> = {
     protectChildren,
     // Interfaces holding it drop it from their addresses: a cache refresh, no Change (gaps.md §9.9).
     {
-      kind: 'interface', via: 'network', policy: 'set-null', change: false,
+      kind: 'interface',
+      via: 'network',
+      policy: 'set-null',
+      change: false,
       unset: (i: AssignmentHolder, n) => ({ ...i, assignments: i.assignments.filter((a) => a.networkId !== n.id) }),
     },
   ],
@@ -229,10 +286,16 @@ export const networkModel: ResourceModel<NetworkRecord> = {
   render,
   expand: {
     site_id: (n, shard) => ({ model: shard.model('site'), record: shard.table('site').get(n.siteId)! }),
-    parent_id: (n, shard) => { const p = parentOf(shard, n); return p ? { model: networkModel, record: p } : null; },
+    parent_id: (n, shard) => {
+      const p = parentOf(shard, n);
+      return p ? { model: networkModel, record: p } : null;
+    },
   },
   encode: (n) => ({ ...n, addr: n.addr.toString(16) }),
-  decode: (v) => { const r = v as NetworkRecord & { addr: string }; return { ...r, addr: BigInt(`0x${r.addr}`) }; },
+  decode: (v) => {
+    const r = v as NetworkRecord & { addr: string };
+    return { ...r, addr: BigInt(`0x${r.addr}`) };
+  },
 
   list: (ctx) => resourceList(ctx, networkModel),
   listRoute: {
@@ -245,14 +308,26 @@ export const networkModel: ResourceModel<NetworkRecord> = {
   },
 
   detailRoute: {
-    parent: (ctx, n) => { const p = parentOf(ctx.shard, n); if (!p) throw noneAbove(ctx); return { kind: 'object', model: networkModel, record: p }; },
-    root: (ctx, n) => { const a = ancestorsOf(ctx, n); if (a.length === 0) throw noneAbove(ctx); return { kind: 'object', model: networkModel, record: a[0] }; },
-    ancestors: (ctx, n) => { const a = ancestorsOf(ctx, n); return list(ctx.query.flag('ascending', false) ? a.reverse() : a); },
+    parent: (ctx, n) => {
+      const p = parentOf(ctx.shard, n);
+      if (!p) throw noneAbove(ctx);
+      return { kind: 'object', model: networkModel, record: p };
+    },
+    root: (ctx, n) => {
+      const a = ancestorsOf(ctx, n);
+      if (a.length === 0) throw noneAbove(ctx);
+      return { kind: 'object', model: networkModel, record: a[0] };
+    },
+    ancestors: (ctx, n) => {
+      const a = ancestorsOf(ctx, n);
+      return list(ctx.query.flag('ascending', false) ? a.reverse() : a);
+    },
     children: (ctx, n) => list(values(treeOf(ctx.shard, n).children(n.addr, n.len))),
     descendants: (ctx, n) => list(values(treeOf(ctx.shard, n).descendants(n.addr, n.len))),
-    descendents: (ctx, n) => list(values(treeOf(ctx.shard, n).descendants(n.addr, n.len)), {
-      headers: { Warning: '299 - "The `descendents` API endpoint is pending deprecation. Use the `descendants` API endpoint instead."' },
-    }),
+    descendents: (ctx, n) =>
+      list(values(treeOf(ctx.shard, n).descendants(n.addr, n.len)), {
+        headers: { Warning: '299 - "The `descendents` API endpoint is pending deprecation. Use the `descendants` API endpoint instead."' },
+      }),
     siblings: (ctx, n) => {
       const includeSelf = ctx.query.flag('include_self', false);
       return list(siblingsOf(ctx, n).filter((s) => includeSelf || s.id !== n.id));
@@ -293,14 +368,16 @@ export const networkModel: ResourceModel<NetworkRecord> = {
       candidates.sort((a, b) => b.len - a.len || a.id - b.id);
       const notFound = Errors.noSuch('Network', ctx.req.siteText ?? ctx.urlSite, key);
       return {
-        kind: 'list', model: networkModel, records: candidates.slice(0, 1),
+        kind: 'list',
+        model: networkModel,
+        records: candidates.slice(0, 1),
         order: (r) => [-(r as NetworkRecord).len, r.id],
         checks: { pickOne: { notFound: { status: notFound.status, body: errorEnvelope(notFound) } } },
       };
     },
   },
 
-  parse(ctx, body, method) {
+  parse(_ctx, body, method) {
     return validateFields(networkSchema, body, method);
   },
 
@@ -317,8 +394,14 @@ export const networkModel: ResourceModel<NetworkRecord> = {
   },
 
   update(ctx, current, v, method) {
-    const attributes = 'attributes' in v ? resolveAttributes(ctx, 'Network', current.siteId, v.attributes, current.attributes, method) : current.attributes;
-    const next: NetworkRecord = { ...current, state: (v.state as NetworkState | undefined) ?? current.state, attributes, valueIds: valueIdsFor(ctx.tx, current, attributes) };
+    const attributes =
+      'attributes' in v ? resolveAttributes(ctx, 'Network', current.siteId, v.attributes, current.attributes, method) : current.attributes;
+    const next: NetworkRecord = {
+      ...current,
+      state: (v.state as NetworkState | undefined) ?? current.state,
+      attributes,
+      valueIds: valueIdsFor(ctx.tx, current, attributes),
+    };
     ctx.tx.replace(networkModel, current, next);
     ctx.tx.change('Update', networkModel, next.siteId, next.id, render(current, ctx.shard), render(next, ctx.shard));
     return next;

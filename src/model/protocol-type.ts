@@ -8,15 +8,15 @@
 import { Type } from '@sinclair/typebox';
 import { Errors, pyType } from '../errors.js';
 import { defineSchema, Field } from '../schema/fields.js';
+import { asId } from '../schema/id.js';
 import { SchemaWriters } from '../schema/serialize.js';
 import { checkFields } from '../schema/validate.js';
-import { asId } from '../schema/id.js';
 import type { RequestContext } from '../shard/context.js';
 import type { ShardState } from '../shard/state.js';
 import type { StoredObject } from '../shard/table.js';
-import { catalogKey, RESOURCE_NAMES, type AttributeRecord } from './_attributes.js';
+import { type AttributeRecord, catalogKey, RESOURCE_NAMES } from './_attributes.js';
+import { collectFieldError, type FieldErrors, throwFieldErrors } from './_related.js';
 import { applyFilters } from './_resource.js';
-import { collectFieldError, throwFieldErrors, type FieldErrors } from './_related.js';
 import type { ResourceModel } from './model.js';
 
 export interface ProtocolTypeRecord extends StoredObject {
@@ -39,7 +39,9 @@ export const protocolTypeSchema = defineSchema('Protocol Type', 'API endpoint th
 export const render = (t: ProtocolTypeRecord, shard: ShardState) => {
   const attributes = shard.table<AttributeRecord>('attribute');
   return {
-    id: t.id, name: t.name, description: t.description,
+    id: t.id,
+    name: t.name,
+    description: t.description,
     required_attributes: t.requiredAttributeIds.map((id) => attributes.get(id)?.name ?? String(id)),
     site: t.siteId,
   };
@@ -93,7 +95,8 @@ function lookupRequired(ctx: RequestContext, raw: unknown, site: number): Requir
  * the site text: their names live on that shard only.
  */
 function checkRequired(refs: RequiredRef[], site: number): number[] {
-  if (refs.some((a) => !('foreign' in a) && a.resourceName !== 'Protocol')) throw Errors.fieldPlain('required_attributes', 'Only Protocol attributes are allowed');
+  if (refs.some((a) => !('foreign' in a) && a.resourceName !== 'Protocol'))
+    throw Errors.fieldPlain('required_attributes', 'Only Protocol attributes are allowed');
   const elsewhere = refs.filter((a) => 'foreign' in a || a.siteId !== site);
   if (elsewhere.length > 0) {
     const names = elsewhere.map((a) => ('foreign' in a ? String(a.id) : `'${a.name}'`)).join(', ');
@@ -119,9 +122,12 @@ export const protocolTypeModel: ResourceModel<ProtocolTypeRecord, Draft> = {
   writers: new SchemaWriters(protocolTypeSchema),
   siteField: 'site',
   routes: {
-    topLevel: true, nested: true,
-    list: ['GET', 'POST'], detail: ['GET', 'PUT', 'PATCH', 'DELETE'],
-    listRoutes: {}, detailRoutes: {},
+    topLevel: true,
+    nested: true,
+    list: ['GET', 'POST'],
+    detail: ['GET', 'PUT', 'PATCH', 'DELETE'],
+    listRoutes: {},
+    detailRoutes: {},
   },
   naturalKey: { field: 'name', of: (t) => t.name },
   // attribute id → the types requiring it; an attribute's delete takes itself out of them (attribute.ts).
@@ -154,7 +160,9 @@ export const protocolTypeModel: ResourceModel<ProtocolTypeRecord, Draft> = {
       const where = draft.site ?? site;
       // Without an existing site there is nothing to look names up in: that is reported once stage 1 passes.
       if (where !== null && ctx.site(where)) {
-        collectFieldError(errors, 'required_attributes', () => { draft.required = lookupRequired(ctx, values.required_attributes, where); });
+        collectFieldError(errors, 'required_attributes', () => {
+          draft.required = lookupRequired(ctx, values.required_attributes, where);
+        });
       } else if (Object.keys(errors).length === 0) {
         throw Errors.siteMissing(where ?? body.site);
       }
@@ -167,7 +175,13 @@ export const protocolTypeModel: ResourceModel<ProtocolTypeRecord, Draft> = {
     const name = v.name!;
     checkName(ctx, name, site!.id, null);
     const requiredAttributeIds = v.required ? checkRequired(v.required, site!.id) : [];
-    const t: ProtocolTypeRecord = { id: ctx.tx.newId('protocoltype'), siteId: site!.id, name, description: v.description ?? '', requiredAttributeIds };
+    const t: ProtocolTypeRecord = {
+      id: ctx.tx.newId('protocoltype'),
+      siteId: site!.id,
+      name,
+      description: v.description ?? '',
+      requiredAttributeIds,
+    };
     ctx.tx.insert(protocolTypeModel, t);
     ctx.tx.change('Create', protocolTypeModel, t.siteId, t.id, null, render(t, ctx.shard));
     return t;

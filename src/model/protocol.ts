@@ -10,19 +10,25 @@ import { Type } from '@sinclair/typebox';
 import { Errors } from '../errors.js';
 import type { FilterSpec } from '../query/filters.js';
 import { defineSchema, Field } from '../schema/fields.js';
+import { asId, parseId } from '../schema/id.js';
 import { SchemaWriters } from '../schema/serialize.js';
 import { checkFields, type Method } from '../schema/validate.js';
-import { asId, parseId } from '../schema/id.js';
 import type { RequestContext } from '../shard/context.js';
 import type { ShardState } from '../shard/state.js';
 import type { StoredObject } from '../shard/table.js';
 import type { Kind } from '../store/kinds.js';
 import {
-  attributesField, attributeValuesIndex, resolveAttributes, valueIdsFor, type AttributeCarrier, type AttributeRecord, type Attrs,
+  type AttributeCarrier,
+  type AttributeRecord,
+  type Attrs,
+  attributesField,
+  attributeValuesIndex,
+  resolveAttributes,
+  valueIdsFor,
 } from './_attributes.js';
 import type { CircuitRecord } from './_circuits.js';
-import { slugOf, type InterfaceRecord } from './_interfaces.js';
-import { collectFieldError, resolveRelated, throwFieldErrors, type FieldErrors } from './_related.js';
+import { type InterfaceRecord, slugOf } from './_interfaces.js';
+import { collectFieldError, type FieldErrors, resolveRelated, throwFieldErrors } from './_related.js';
 import { resourceList, setQueryRoute } from './_resource.js';
 import type { DeviceRecord } from './device.js';
 import type { ResourceModel } from './model.js';
@@ -42,8 +48,14 @@ export const protocolSchema = defineSchema('Protocol', 'API endpoint that allows
   site: Field.integer({ createOnly: true, help: 'Unique ID of the Site this Protocol is under.' }),
   type: Field.json(Type.String(), { requiredOn: ['POST', 'PUT'], help: 'The type of this Protocol' }),
   device: Field.json(Type.String(), { requiredOn: ['POST', 'PUT'], help: 'Device that this protocol is running on' }),
-  interface: Field.json(Type.String(), { nullable: true, help: 'Interface this protocol is running on. Either interface or circuit may be populated, not both.' }),
-  circuit: Field.json(Type.String(), { nullable: true, help: 'Circuit that this protocol is running over. Either interface or circuit may be populated, not both.' }),
+  interface: Field.json(Type.String(), {
+    nullable: true,
+    help: 'Interface this protocol is running on. Either interface or circuit may be populated, not both.',
+  }),
+  circuit: Field.json(Type.String(), {
+    nullable: true,
+    help: 'Circuit that this protocol is running over. Either interface or circuit may be populated, not both.',
+  }),
   description: Field.string({ maxLength: 255, allowBlank: true, help: 'Description for this Protocol' }),
   auth_string: Field.string({ maxLength: 255, allowBlank: true, help: 'Authentication string (such as MD5 sum)' }),
   attributes: attributesField(['PUT']),
@@ -94,7 +106,13 @@ function lookupType(ctx: RequestContext, raw: unknown, site: number | null): Sto
   return resolveRelated(ctx, ctx.shard.model('protocoltype'), 'type', raw, site);
 }
 
-function lookupOptional<R extends StoredObject>(ctx: RequestContext, model: ResourceModel<R>, field: string, raw: unknown, site: number | null): R | null {
+function lookupOptional<R extends StoredObject>(
+  ctx: RequestContext,
+  model: ResourceModel<R>,
+  field: string,
+  raw: unknown,
+  site: number | null,
+): R | null {
   return raw === null ? null : resolveRelated(ctx, model, field, raw, site);
 }
 
@@ -117,10 +135,30 @@ function parse(ctx: RequestContext, body: Record<string, unknown>, method: Metho
     throw Errors.siteMissing(site);
   }
   const lookups: [string, (raw: unknown) => void][] = [
-    ['type', (raw) => { draft.type = lookupType(ctx, raw, site); }],
-    ['device', (raw) => { draft.device = resolveRelated(ctx, ctx.shard.model('device'), 'device', raw, site); }],
-    ['interface', (raw) => { draft.interface = lookupOptional(ctx, ctx.shard.model('interface'), 'interface', raw, site); }],
-    ['circuit', (raw) => { draft.circuit = lookupOptional(ctx, ctx.shard.model('circuit'), 'circuit', raw, site); }],
+    [
+      'type',
+      (raw) => {
+        draft.type = lookupType(ctx, raw, site);
+      },
+    ],
+    [
+      'device',
+      (raw) => {
+        draft.device = resolveRelated(ctx, ctx.shard.model('device'), 'device', raw, site);
+      },
+    ],
+    [
+      'interface',
+      (raw) => {
+        draft.interface = lookupOptional(ctx, ctx.shard.model('interface'), 'interface', raw, site);
+      },
+    ],
+    [
+      'circuit',
+      (raw) => {
+        draft.circuit = lookupOptional(ctx, ctx.shard.model('circuit'), 'circuit', raw, site);
+      },
+    ],
   ];
   for (const [field, lookup] of lookups) {
     if (values[field] === undefined || field in errors) continue;
@@ -146,7 +184,8 @@ function bindings(ctx: RequestContext, site: number, v: Draft, current: Protocol
   const deviceId = v.device?.id ?? current!.deviceId;
   const interfaceTable = ctx.shard.table<InterfaceRecord>('interface');
   // Not given: the current binding stays.
-  const kept = <R extends StoredObject>(kind: Kind, id: number | null | undefined) => (id == null ? null : ctx.shard.table<R>(kind).get(id) ?? null);
+  const kept = <R extends StoredObject>(kind: Kind, id: number | null | undefined) =>
+    id == null ? null : (ctx.shard.table<R>(kind).get(id) ?? null);
   const iface = v.interface !== undefined ? v.interface : kept<InterfaceRecord>('interface', current?.interfaceId);
   const circuit = v.circuit !== undefined ? v.circuit : kept<CircuitRecord>('circuit', current?.circuitId);
   if (iface && iface.deviceId !== deviceId) {
@@ -154,7 +193,8 @@ function bindings(ctx: RequestContext, site: number, v: Draft, current: Protocol
   }
   if (circuit) {
     const ends = [circuit.aId, circuit.zId].filter((id): id is number => id !== null).map((id) => interfaceTable.get(id));
-    if (!ends.some((e) => e?.deviceId === deviceId)) throw Errors.fieldPlain('circuit', 'At least one endpoint of the circuit must match the device');
+    if (!ends.some((e) => e?.deviceId === deviceId))
+      throw Errors.fieldPlain('circuit', 'At least one endpoint of the circuit must match the device');
   }
   if (iface && circuit) throw Errors.fieldPlain('circuit', 'A Protocol may be bound to an Interface or a Circuit, not both.');
   return { type, deviceId, interfaceId: iface?.id ?? null, circuitId: circuit?.id ?? null };
@@ -165,10 +205,25 @@ function bindings(ctx: RequestContext, site: number, v: Draft, current: Protocol
  * required too; they are checked whenever the set is (given `attributes`),
  * and when the type changes, against the set the Protocol keeps.
  */
-function attributesFor(ctx: RequestContext, site: number, v: Draft, type: ProtocolTypeRecord, current: ProtocolRecord | null, method: Method): Attrs {
+function attributesFor(
+  ctx: RequestContext,
+  site: number,
+  v: Draft,
+  type: ProtocolTypeRecord,
+  current: ProtocolRecord | null,
+  method: Method,
+): Attrs {
   const required = requiredBy(ctx, type);
   if (current === null || v.attributes !== undefined) {
-    return resolveAttributes(ctx, 'Protocol', site, v.attributes, current?.attributes ?? null, current === null ? 'POST' : method, required);
+    return resolveAttributes(
+      ctx,
+      'Protocol',
+      site,
+      v.attributes,
+      current?.attributes ?? null,
+      current === null ? 'POST' : method,
+      required,
+    );
   }
   if (type.id !== current.typeId) {
     const missing = required.filter((name) => !Object.hasOwn(current.attributes, name)).sort();
@@ -181,7 +236,9 @@ function attributesFor(ctx: RequestContext, site: number, v: Draft, type: Protoc
 
 function relatedFilter(param: string, kind: Kind, idOf: (p: ProtocolRecord) => number | null): FilterSpec<ProtocolRecord> {
   return {
-    param, type: 'custom', compile: (q, shard) => {
+    param,
+    type: 'custom',
+    compile: (q, shard) => {
       const v = q.get(param);
       if (v === undefined || v === '') return null;
       const id = parseId(v);
@@ -189,7 +246,10 @@ function relatedFilter(param: string, kind: Kind, idOf: (p: ProtocolRecord) => n
       const index = shard.table(kind).key('natural');
       // Within a site a natural key names one object; a top-level list may span several sites of this shard.
       const ids = new Set(index ? index.everywhere(v).map((r) => r.id) : []);
-      return (p) => { const id = idOf(p); return id !== null && ids.has(id); };
+      return (p) => {
+        const id = idOf(p);
+        return id !== null && ids.has(id);
+      };
     },
   };
 }
@@ -205,9 +265,12 @@ export const protocolModel: ResourceModel<ProtocolRecord, Draft> = {
   siteField: 'site',
   siteVia: { field: 'device', kind: 'device' },
   routes: {
-    topLevel: true, nested: true,
-    list: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'], detail: ['GET', 'PUT', 'PATCH', 'DELETE'],
-    listRoutes: { query: ['GET'] }, detailRoutes: {},
+    topLevel: true,
+    nested: true,
+    list: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'],
+    detail: ['GET', 'PUT', 'PATCH', 'DELETE'],
+    listRoutes: { query: ['GET'] },
+    detailRoutes: {},
   },
   derived: [attributeValuesIndex('protocol')],
   // What a Protocol is bound to; deleting any of them deletes it (their onDelete cascades).
@@ -232,8 +295,16 @@ export const protocolModel: ResourceModel<ProtocolRecord, Draft> = {
     const b = bindings(ctx, s, v, null);
     const attributes = attributesFor(ctx, s, v, b.type, null, 'POST');
     const p: ProtocolRecord = {
-      id: ctx.tx.newId('protocol'), siteId: s, typeId: b.type.id, deviceId: b.deviceId, interfaceId: b.interfaceId, circuitId: b.circuitId,
-      description: v.description ?? '', authString: v.authString ?? '', attributes, valueIds: valueIdsFor(ctx.tx, null, attributes),
+      id: ctx.tx.newId('protocol'),
+      siteId: s,
+      typeId: b.type.id,
+      deviceId: b.deviceId,
+      interfaceId: b.interfaceId,
+      circuitId: b.circuitId,
+      description: v.description ?? '',
+      authString: v.authString ?? '',
+      attributes,
+      valueIds: valueIdsFor(ctx.tx, null, attributes),
     };
     ctx.tx.insert(protocolModel, p);
     ctx.tx.change('Create', protocolModel, p.siteId, p.id, null, render(p, ctx.shard));
@@ -244,9 +315,15 @@ export const protocolModel: ResourceModel<ProtocolRecord, Draft> = {
     const b = bindings(ctx, current.siteId, v, current);
     const attributes = attributesFor(ctx, current.siteId, v, b.type, current, method);
     const next: ProtocolRecord = {
-      ...current, typeId: b.type.id, deviceId: b.deviceId, interfaceId: b.interfaceId, circuitId: b.circuitId,
-      description: v.description ?? current.description, authString: v.authString ?? current.authString,
-      attributes, valueIds: valueIdsFor(ctx.tx, current, attributes),
+      ...current,
+      typeId: b.type.id,
+      deviceId: b.deviceId,
+      interfaceId: b.interfaceId,
+      circuitId: b.circuitId,
+      description: v.description ?? current.description,
+      authString: v.authString ?? current.authString,
+      attributes,
+      valueIds: valueIdsFor(ctx.tx, current, attributes),
     };
     ctx.tx.replace(protocolModel, current, next);
     ctx.tx.change('Update', protocolModel, next.siteId, next.id, render(current, ctx.shard), render(next, ctx.shard));

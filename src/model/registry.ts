@@ -4,22 +4,33 @@
  */
 import { PERMISSION_TYPES } from '../auth/permissions.js';
 import { CHANGE_KINDS } from '../store/change-names.js';
-import { MODEL_NAMES, type Kind } from '../store/kinds.js';
+import { type Kind, MODEL_NAMES } from '../store/kinds.js';
 import { ATTRIBUTE_KINDS } from './_attributes.js';
-import type { ResourceModel } from './model.js';
-import { siteModel } from './site.js';
-import { changeModel } from './change.js';
 import { attributeModel } from './attribute.js';
-import { valueModel } from './value.js';
-import { deviceModel } from './device.js';
-import { networkModel } from './network.js';
-import { interfaceModel } from './interface.js';
+import { changeModel } from './change.js';
 import { circuitModel } from './circuit.js';
-import { protocolTypeModel } from './protocol-type.js';
+import { deviceModel } from './device.js';
+import { interfaceModel } from './interface.js';
+import type { ResourceModel } from './model.js';
+import { networkModel } from './network.js';
 import { protocolModel } from './protocol.js';
+import { protocolTypeModel } from './protocol-type.js';
+import { siteModel } from './site.js';
+import { valueModel } from './value.js';
 
 /** In load order: a kind's derived indexes may consult kinds listed before it. */
-export const MODELS: ResourceModel<any, any>[] = [siteModel, attributeModel, deviceModel, networkModel, interfaceModel, circuitModel, protocolTypeModel, protocolModel, valueModel, changeModel];
+export const MODELS: ResourceModel<any, any>[] = [
+  siteModel,
+  attributeModel,
+  deviceModel,
+  networkModel,
+  interfaceModel,
+  circuitModel,
+  protocolTypeModel,
+  protocolModel,
+  valueModel,
+  changeModel,
+];
 
 /**
  * Where `models` disagree with the kind tables kept as data below the
@@ -60,10 +71,11 @@ if (disagreements.length > 0) throw new Error(`model registry disagrees with the
 const byCollection = new Map(MODELS.map((m) => [m.collection, m]));
 const byKind = new Map(MODELS.map((m) => [m.kind, m]));
 
-export function modelByCollection(collection: string): ResourceModel<any, any> | undefined { return byCollection.get(collection); }
+export function modelByCollection(collection: string): ResourceModel<any, any> | undefined {
+  return byCollection.get(collection);
+}
 export function modelByKind(kind: Kind): ResourceModel<any, any> {
   const m = byKind.get(kind);
   if (!m) throw new Error(`no model registered for kind ${kind}`);
   return m;
 }
-

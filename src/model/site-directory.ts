@@ -4,10 +4,11 @@
  * name uniqueness (with reservations for creates in flight) and the
  * per-site `permissions` of a user.
  */
-import type { Store } from '../store/lmdb.js';
-import type { MainHook } from './model.js';
-import { duplicateName, siteCreateCheck } from './_site.js';
+
 import type { DirectoryUpdate } from '../shard/protocol.js';
+import type { Store } from '../store/lmdb.js';
+import { duplicateName, siteCreateCheck } from './_site.js';
+import type { MainHook } from './model.js';
 
 export class SiteDirectory {
   private readonly names = new Map<number, string>();
@@ -23,8 +24,12 @@ export class SiteDirectory {
     for (const id of store.siteIds()) if (owned(id)) this.names.set(id, store.site<{ name: string }>(id)!.name);
   }
 
-  has(id: number): boolean { return this.names.has(id); }
-  ids(): number[] { return [...this.names.keys()].sort((a, b) => a - b); }
+  has(id: number): boolean {
+    return this.names.has(id);
+  }
+  ids(): number[] {
+    return [...this.names.keys()].sort((a, b) => a - b);
+  }
 
   /** Claims `name` for a create or rename in flight; false when it is taken. */
   reserve(name: string, forSite: number | null): boolean {
@@ -33,7 +38,9 @@ export class SiteDirectory {
     this.reserved.add(name);
     return true;
   }
-  release(name: string): void { this.reserved.delete(name); }
+  release(name: string): void {
+    this.reserved.delete(name);
+  }
 
   apply(update: DirectoryUpdate | undefined): void {
     for (const s of update?.upsertSites ?? []) this.names.set(s.id, s.name);
@@ -54,9 +61,15 @@ export const claimSiteName: MainHook = (req, { ids, sites }) => {
   if (!isCreate && !isRename) return null;
   const body = req.body;
   const fields = isCreate ? siteCreateCheck(req.principal, body) : null;
-  const rawName = fields ? fields.name : body && typeof body === 'object' && !Array.isArray(body) ? (body as Record<string, unknown>).name : undefined;
+  const rawName = fields
+    ? fields.name
+    : body && typeof body === 'object' && !Array.isArray(body)
+      ? (body as Record<string, unknown>).name
+      : undefined;
   const name = typeof rawName === 'string' || typeof rawName === 'number' ? String(rawName).trim() : null;
-  const done = (claimed: boolean) => () => { if (claimed) sites.release(name!); };
+  const done = (claimed: boolean) => () => {
+    if (claimed) sites.release(name!);
+  };
   if (isCreate) {
     const siteId = ids.next('site');
     const claimed = name !== null && sites.reserve(name, null);

@@ -8,9 +8,9 @@ import { SchemaWriters } from '../schema/serialize.js';
 import { validateFields } from '../schema/validate.js';
 import type { SiteRecord } from '../shard/context.js';
 import type { ShardState } from '../shard/state.js';
-import type { DeleteRule, ResourceModel } from './model.js';
 import type { Kind } from '../store/kinds.js';
 import { duplicateName, renderSite as render, siteSchema } from './_site.js';
+import type { DeleteRule, ResourceModel } from './model.js';
 import { claimSiteName } from './site-directory.js';
 
 function* idsInSite(shard: ShardState, kind: Kind, site: number): Iterable<number> {
@@ -18,8 +18,9 @@ function* idsInSite(shard: ShardState, kind: Kind, site: number): Iterable<numbe
 }
 
 /** Whatever a site holds blocks its delete, checked in this order (gaps.md §9.9). */
-const SITE_GUARDS: DeleteRule<SiteRecord>[] = (['attribute', 'circuit', 'device', 'interface', 'network', 'protocol', 'protocoltype', 'value'] as const)
-  .map((kind) => ({ kind, via: (shard, s) => idsInSite(shard, kind, s.id), policy: 'protect', field: 'site' }));
+const SITE_GUARDS: DeleteRule<SiteRecord>[] = (
+  ['attribute', 'circuit', 'device', 'interface', 'network', 'protocol', 'protocoltype', 'value'] as const
+).map((kind) => ({ kind, via: (shard, s) => idsInSite(shard, kind, s.id), policy: 'protect', field: 'site' }));
 
 export const siteModel: ResourceModel<SiteRecord> = {
   kind: 'site',
@@ -32,9 +33,12 @@ export const siteModel: ResourceModel<SiteRecord> = {
   storeDb: 'sites',
   siteKeyed: true,
   routes: {
-    topLevel: true, nested: false,
-    list: ['GET', 'POST'], detail: ['GET', 'PUT', 'PATCH', 'DELETE'],
-    listRoutes: {}, detailRoutes: {},
+    topLevel: true,
+    nested: false,
+    list: ['GET', 'POST'],
+    detail: ['GET', 'PUT', 'PATCH', 'DELETE'],
+    listRoutes: {},
+    detailRoutes: {},
   },
   // Site names are unique across shards: the main thread claims them (site-directory.ts).
   beforeForward: claimSiteName,

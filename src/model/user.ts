@@ -3,20 +3,21 @@
  * authenticates every request. Users are persisted in LMDB but write no
  * Changes.
  */
+
+import { Type } from '@sinclair/typebox';
 import { isValidEmail } from '../auth/email.js';
 import { demandSuperuser, VALID_GRANTS } from '../auth/permissions.js';
 import { newSecretKey } from '../auth/secrets.js';
 import { Errors, pyType } from '../errors.js';
+import { type LinkBase, pageEnvelope, pageLinks, readPage } from '../query/pagination.js';
+import type { QueryParams } from '../query/params.js';
 import { defineSchema, Field } from '../schema/fields.js';
-import { Type } from '@sinclair/typebox';
-import { coerceBoolean } from '../schema/validate.js';
 import { parseId } from '../schema/id.js';
-import { highWaterOp, type Store } from '../store/lmdb.js';
+import { coerceBoolean } from '../schema/validate.js';
 import type { Principal } from '../shard/protocol.js';
+import { highWaterOp, type Store } from '../store/lmdb.js';
 import type { RouteSpec } from './model.js';
 import type { SiteDirectory } from './site-directory.js';
-import { QueryParams } from '../query/params.js';
-import { pageEnvelope, pageLinks, readPage, type LinkBase } from '../query/pagination.js';
 
 export interface UserRecord {
   id: number;
@@ -35,12 +36,19 @@ export const userSchema = defineSchema('User', 'API endpoint that allows Users t
 });
 
 export const userRoutes: RouteSpec = {
-  topLevel: true, nested: false,
-  list: ['GET', 'POST'], detail: ['GET', 'PATCH'],
-  listRoutes: {}, detailRoutes: { rotate_secret_key: ['POST'] },
+  topLevel: true,
+  nested: false,
+  list: ['GET', 'POST'],
+  detail: ['GET', 'PATCH'],
+  listRoutes: {},
+  detailRoutes: { rotate_secret_key: ['POST'] },
 };
 
-export interface Reply { status: number; body: string; headers?: Record<string, string> }
+export interface Reply {
+  status: number;
+  body: string;
+  headers?: Record<string, string>;
+}
 const json = (status: number, value: unknown): Reply => ({ status, body: JSON.stringify(value) });
 
 export class UserDirectory {
@@ -49,13 +57,24 @@ export class UserDirectory {
   /** Emails being created right now, so two first requests make one user. */
   private readonly creating = new Map<string, Promise<UserRecord>>();
 
-  constructor(private readonly store: Store, private readonly sites: SiteDirectory, private readonly nextId: () => number) {
+  constructor(
+    private readonly store: Store,
+    private readonly sites: SiteDirectory,
+    private readonly nextId: () => number,
+  ) {
     for (const { value } of store.db('users').getRange()) this.add(value as UserRecord);
   }
 
-  private add(u: UserRecord): void { this.byId.set(u.id, u); this.byEmail.set(u.email, u); }
-  get(id: number): UserRecord | undefined { return this.byId.get(id); }
-  byEmailAddress(email: string): UserRecord | undefined { return this.byEmail.get(email); }
+  private add(u: UserRecord): void {
+    this.byId.set(u.id, u);
+    this.byEmail.set(u.email, u);
+  }
+  get(id: number): UserRecord | undefined {
+    return this.byId.get(id);
+  }
+  byEmailAddress(email: string): UserRecord | undefined {
+    return this.byEmail.get(email);
+  }
 
   private async save(u: UserRecord): Promise<void> {
     await this.store.commit({ ops: [{ db: 'users', key: u.id, value: u }, highWaterOp('user', 'main', u.id)] });
@@ -72,7 +91,9 @@ export class UserDirectory {
     const pending = this.creating.get(email);
     if (pending) return pending;
     const u: UserRecord = { id: this.nextId(), email, secretKey: newSecretKey(), keyGeneration: 0, superuser, grants: {} };
-    const p = this.save(u).then(() => u).finally(() => this.creating.delete(email));
+    const p = this.save(u)
+      .then(() => u)
+      .finally(() => this.creating.delete(email));
     this.creating.set(email, p);
     return p;
   }
@@ -88,7 +109,11 @@ export class UserDirectory {
   render(u: UserRecord, withSecret = false): Record<string, unknown> {
     const permissions: Record<string, unknown> = {};
     for (const siteId of this.sites.ids()) {
-      permissions[String(siteId)] = { user_id: u.id, site_id: siteId, permissions: u.superuser ? ['admin'] : u.grants[String(siteId)] ?? [] };
+      permissions[String(siteId)] = {
+        user_id: u.id,
+        site_id: siteId,
+        permissions: u.superuser ? ['admin'] : (u.grants[String(siteId)] ?? []),
+      };
     }
     const out: Record<string, unknown> = { id: u.id, email: u.email, permissions };
     if (withSecret) out.secret_key = u.secretKey;
@@ -168,11 +193,15 @@ export class UserDirectory {
       for (const [siteKey, value] of Object.entries(b.permissions as Record<string, unknown>)) {
         const site = parseId(siteKey);
         if (site === undefined || !this.sites.has(site)) throw Errors.siteMissing(siteKey);
-        const list = Array.isArray(value) ? value
-          : value && typeof value === 'object' && Array.isArray((value as { permissions?: unknown }).permissions) ? (value as { permissions: unknown[] }).permissions
-          : null;
-        if (list === null) throw Errors.fieldPlain('permissions', `Invalid permission: '${typeof value === 'string' ? value : JSON.stringify(value)}'`);
-        for (const p of list) if (typeof p !== 'string' || !VALID_GRANTS.has(p)) throw Errors.fieldPlain('permissions', `Invalid permission: '${String(p)}'`);
+        const list = Array.isArray(value)
+          ? value
+          : value && typeof value === 'object' && Array.isArray((value as { permissions?: unknown }).permissions)
+            ? (value as { permissions: unknown[] }).permissions
+            : null;
+        if (list === null)
+          throw Errors.fieldPlain('permissions', `Invalid permission: '${typeof value === 'string' ? value : JSON.stringify(value)}'`);
+        for (const p of list)
+          if (typeof p !== 'string' || !VALID_GRANTS.has(p)) throw Errors.fieldPlain('permissions', `Invalid permission: '${String(p)}'`);
         next.grants[String(Number(siteKey))] = [...new Set(list as string[])];
       }
     }

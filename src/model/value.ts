@@ -10,11 +10,17 @@ import { SchemaWriters } from '../schema/serialize.js';
 import type { RequestContext } from '../shard/context.js';
 import type { StoredObject } from '../shard/table.js';
 import { KINDS, MODEL_NAMES } from '../store/kinds.js';
-import { ATTRIBUTE_KINDS, findAttribute, RESOURCE_NAMES, valuesOf, type AttributeCarrier, type AttributeKind } from './_attributes.js';
+import { ATTRIBUTE_KINDS, type AttributeCarrier, type AttributeKind, findAttribute, RESOURCE_NAMES, valuesOf } from './_attributes.js';
 import { applyFilters } from './_resource.js';
 import type { ResourceModel } from './model.js';
 
-export interface ValueRecord extends StoredObject { name: string; value: string; attribute: number; resourceName: string; resourceId: number }
+export interface ValueRecord extends StoredObject {
+  name: string;
+  value: string;
+  attribute: number;
+  resourceName: string;
+  resourceId: number;
+}
 
 export const valueSchema = defineSchema('Value', 'Read-only API endpoint that allows Attribute Values to be viewed.', {
   id: Field.id(),
@@ -26,13 +32,21 @@ export const valueSchema = defineSchema('Value', 'Read-only API endpoint that al
 });
 void Type;
 
-function toRecord(ctx: RequestContext, kind: AttributeKind, holder: AttributeCarrier,
-  v: { id: number; name: string; value: string }): ValueRecord {
+function toRecord(
+  ctx: RequestContext,
+  kind: AttributeKind,
+  holder: AttributeCarrier,
+  v: { id: number; name: string; value: string },
+): ValueRecord {
   const resourceName = MODEL_NAMES[kind];
   return {
-    id: v.id, siteId: holder.siteId, name: v.name, value: v.value,
+    id: v.id,
+    siteId: holder.siteId,
+    name: v.name,
+    value: v.value,
     attribute: findAttribute(ctx.shard, holder.siteId, resourceName, v.name)?.id ?? 0,
-    resourceName, resourceId: holder.id,
+    resourceName,
+    resourceId: holder.id,
   };
 }
 
@@ -62,7 +76,7 @@ function valuesOfResource(ctx: RequestContext, site: number | null): ValueRecord
     const rn = ctx.query.get('resource_name');
     if (rn && rn !== MODEL_NAMES[kind]) continue;
     const holder = ctx.shard.table<AttributeCarrier>(kind).get(id);
-    if (!holder || !holder.valueIds || (site !== null && holder.siteId !== site)) continue;
+    if (!holder?.valueIds || (site !== null && holder.siteId !== site)) continue;
     for (const v of valuesOf(holder)) out.push(toRecord(ctx, kind, holder, v));
   }
   return out.sort((a, b) => a.id - b.id);
@@ -83,7 +97,14 @@ export const valueModel: ResourceModel<ValueRecord> = {
     { param: 'resource_name', type: 'choice', choices: RESOURCE_NAMES, value: (v) => v.resourceName },
     { param: 'resource_id', type: 'integer', value: (v) => v.resourceId },
   ],
-  render: (v) => ({ id: v.id, name: v.name, value: v.value, attribute: v.attribute, resource_name: v.resourceName, resource_id: v.resourceId }),
+  render: (v) => ({
+    id: v.id,
+    name: v.name,
+    value: v.value,
+    attribute: v.attribute,
+    resource_name: v.resourceName,
+    resource_id: v.resourceId,
+  }),
 
   find: (ctx, id) => valueById(ctx, id),
 

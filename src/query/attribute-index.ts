@@ -47,8 +47,9 @@ export class AttributeIndex {
       for (const value of Array.isArray(v) ? v : [v]) {
         const p = values.get(value);
         if (p === undefined) values.set(value, id);
-        else if (typeof p === 'number') { if (p !== id) values.set(value, SortedIds.of(p, id)); }
-        else p.add(id);
+        else if (typeof p === 'number') {
+          if (p !== id) values.set(value, SortedIds.of(p, id));
+        } else p.add(id);
       }
     }
   }
@@ -61,7 +62,10 @@ export class AttributeIndex {
       for (const value of Array.isArray(v) ? v : [v]) {
         const p = values.get(value);
         if (p === undefined) continue;
-        if (typeof p === 'number') { if (p === id) values.delete(value); continue; }
+        if (typeof p === 'number') {
+          if (p === id) values.delete(value);
+          continue;
+        }
         p.remove(id);
         if (p.size === 1) values.set(value, p.view()[0]);
       }

@@ -4,8 +4,9 @@
  * are read (and invalid ones rejected with 400) once per request, before any
  * record is visited; then records stream through the compiled predicate.
  */
-import type { QueryParams } from './params.js';
+
 import type { ShardState } from '../shard/state.js';
+import type { QueryParams } from './params.js';
 
 export type FilterSpec<R> =
   | { param: string; type: 'string'; value: (r: R) => string | null | undefined }
@@ -55,6 +56,9 @@ export function compileFilters<R>(q: QueryParams, specs: FilterSpec<R>[], shard?
 }
 
 export function* where<R>(records: Iterable<R>, keep: Predicate<R> | null): Iterable<R> {
-  if (!keep) { yield* records; return; }
+  if (!keep) {
+    yield* records;
+    return;
+  }
   for (const r of records) if (keep(r)) yield r;
 }

@@ -3,9 +3,12 @@
  * with one, the envelope {count,next,previous,results} with absolute links
  * whose parameters are re-encoded sorted by name.
  */
-import { QueryParams, quotePlus } from './params.js';
+import { type QueryParams, quotePlus } from './params.js';
 
-export interface Page { limit: number; offset: number }
+export interface Page {
+  limit: number;
+  offset: number;
+}
 
 /** A non-negative integer parameter (optional `+`, decimal digits); huge values are capped so links stay plain digits. */
 function nonNegative(v: string | undefined): number | null {
@@ -24,7 +27,11 @@ export function readPage(q: QueryParams): Page | null {
   return { limit, offset: nonNegative(q.get('offset')) ?? 0 };
 }
 
-export interface LinkBase { scheme: string; host: string; path: string }
+export interface LinkBase {
+  scheme: string;
+  host: string;
+  path: string;
+}
 
 function link(base: LinkBase, q: QueryParams, limit: number, offset: number | null): string {
   const pairs: [string, string][] = [];

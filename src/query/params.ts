@@ -6,7 +6,16 @@
 import { Errors } from '../errors.js';
 
 // A Map, not an object literal: `constructor` or `__proto__` must not read as a boolean.
-const BOOL = new Map<string, boolean>([['true', true], ['1', true], ['yes', true], ['on', true], ['false', false], ['0', false], ['no', false], ['off', false]]);
+const BOOL = new Map<string, boolean>([
+  ['true', true],
+  ['1', true],
+  ['yes', true],
+  ['on', true],
+  ['false', false],
+  ['0', false],
+  ['no', false],
+  ['off', false],
+]);
 
 /**
  * Query-string and form decoding as existing clients rely on it (Python's
@@ -16,7 +25,11 @@ const BOOL = new Map<string, boolean>([['true', true], ['1', true], ['yes', true
 export function formDecode(s: string): string {
   const plus = s.includes('+') ? s.replace(/\+/g, ' ') : s;
   if (!plus.includes('%')) return plus;
-  try { return decodeURIComponent(plus); } catch { /* fall through */ }
+  try {
+    return decodeURIComponent(plus);
+  } catch {
+    /* fall through */
+  }
   return plus.replace(/(?:%[0-9A-Fa-f]{2})+/g, (run) => Buffer.from(run.replace(/%/g, ''), 'hex').toString('utf8'));
 }
 
@@ -31,14 +44,24 @@ export class QueryParams {
       const name = formDecode(eq < 0 ? part : part.slice(0, eq));
       const value = eq < 0 ? '' : formDecode(part.slice(eq + 1));
       const list = this.map.get(name);
-      if (list) list.push(value); else this.map.set(name, [value]);
+      if (list) list.push(value);
+      else this.map.set(name, [value]);
     }
   }
 
-  has(name: string): boolean { return this.map.has(name); }
-  get(name: string): string | undefined { const l = this.map.get(name); return l ? l[l.length - 1] : undefined; }
-  all(name: string): string[] { return this.map.get(name) ?? []; }
-  entries(): [string, string[]][] { return [...this.map.entries()]; }
+  has(name: string): boolean {
+    return this.map.has(name);
+  }
+  get(name: string): string | undefined {
+    const l = this.map.get(name);
+    return l ? l[l.length - 1] : undefined;
+  }
+  all(name: string): string[] {
+    return this.map.get(name) ?? [];
+  }
+  entries(): [string, string[]][] {
+    return [...this.map.entries()];
+  }
 
   /** Integer filter: absent or empty → undefined; otherwise must be `[+-]?\d+`. */
   integer(name: string): number | undefined {
@@ -68,7 +91,9 @@ export class QueryParams {
   }
 
   /** String filter: absent → undefined (an empty value is an exact match on ""). */
-  string(name: string): string | undefined { return this.get(name); }
+  string(name: string): string | undefined {
+    return this.get(name);
+  }
 
   choice<T extends string>(name: string, choices: readonly T[]): T | undefined {
     const v = this.get(name);
@@ -82,7 +107,10 @@ export class QueryParams {
   list(name: string): string[] | null {
     const v = this.get(name);
     if (v === undefined) return null;
-    const names = v.split(',').map((s) => s.trim()).filter(Boolean);
+    const names = v
+      .split(',')
+      .map((s) => s.trim())
+      .filter(Boolean);
     return names.length > 0 ? names : null;
   }
 }
@@ -90,8 +118,12 @@ export class QueryParams {
 /** Python's quote_plus, which existing clients see in next/previous links. */
 export function quotePlus(s: string): string {
   let encoded: string;
-  try { encoded = encodeURIComponent(s); } catch { encoded = encodeURIComponent(s.replace(LONE_SURROGATE, '\uFFFD')); }
-  return encoded.replace(/[!'()*]/g, (c) => '%' + c.charCodeAt(0).toString(16).toUpperCase()).replace(/%20/g, '+');
+  try {
+    encoded = encodeURIComponent(s);
+  } catch {
+    encoded = encodeURIComponent(s.replace(LONE_SURROGATE, '\uFFFD'));
+  }
+  return encoded.replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`).replace(/%20/g, '+');
 }
 
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;

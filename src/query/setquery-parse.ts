@@ -21,7 +21,12 @@
 import { Errors } from '../errors.js';
 
 export type SetOp = 'intersect' | 'union' | 'difference';
-export interface SetTerm { op: SetOp; name: string; value: string; regex: boolean }
+export interface SetTerm {
+  op: SetOp;
+  name: string;
+  value: string;
+  regex: boolean;
+}
 
 const REGEX_SUFFIX = '_regex';
 
@@ -43,7 +48,11 @@ function splitWords(s: string): string[] {
   while (i < n) {
     const c = s[i]!;
     if (isSpace(c)) {
-      if (inWord) { words.push(tok); tok = ''; inWord = false; }
+      if (inWord) {
+        words.push(tok);
+        tok = '';
+        inWord = false;
+      }
       i++;
     } else if (c === "'") {
       const end = s.indexOf("'", i + 1);
@@ -57,11 +66,14 @@ function splitWords(s: string): string[] {
       for (;;) {
         if (i >= n) throw noClosingQuotation();
         const d = s[i]!;
-        if (d === '"') { i++; break; }
+        if (d === '"') {
+          i++;
+          break;
+        }
         if (d === '\\') {
           if (i + 1 >= n) throw noEscapedCharacter();
           const e = s[i + 1]!;
-          if (e !== '\n') tok += isDqEscapable(e) ? e : '\\' + e;
+          if (e !== '\n') tok += isDqEscapable(e) ? e : `\\${e}`;
           i += 2;
         } else {
           tok += d;
@@ -71,7 +83,10 @@ function splitWords(s: string): string[] {
     } else if (c === '\\') {
       if (i + 1 >= n) throw noEscapedCharacter();
       const e = s[i + 1]!;
-      if (e !== '\n') { tok += e; inWord = true; }
+      if (e !== '\n') {
+        tok += e;
+        inWord = true;
+      }
       i += 2;
     } else {
       tok += c;
@@ -87,8 +102,13 @@ function splitWords(s: string): string[] {
 function toTerm(word: string): SetTerm {
   let op: SetOp = 'intersect';
   let rest = word;
-  if (word.startsWith('+')) { op = 'union'; rest = word.slice(1); }
-  else if (word.startsWith('-')) { op = 'difference'; rest = word.slice(1); }
+  if (word.startsWith('+')) {
+    op = 'union';
+    rest = word.slice(1);
+  } else if (word.startsWith('-')) {
+    op = 'difference';
+    rest = word.slice(1);
+  }
   const eq = rest.indexOf('=');
   let name = eq < 0 ? rest : rest.slice(0, eq);
   const value = eq < 0 ? '' : rest.slice(eq + 1);

@@ -17,10 +17,10 @@
 import { Errors } from '../errors.js';
 import type { ShardState } from '../shard/state.js';
 import type { Kind } from '../store/kinds.js';
-import { postingView, type AttributeIndex } from './attribute-index.js';
+import { type AttributeIndex, postingView } from './attribute-index.js';
 import type { SetTerm } from './setquery-parse.js';
 import { intersectSorted, minusSorted, unionMany, unionSorted } from './sorted-ids.js';
-import { testUserRegex, USER_REGEX_LIMITS, userRegex, UserRegexError } from './user-regex.js';
+import { testUserRegex, USER_REGEX_LIMITS, UserRegexError, userRegex } from './user-regex.js';
 
 /** One site's answer: ids ascending, or every object of the site except some. */
 export type SiteAnswer = { all: false; ids: Int32Array } | { all: true; except: Int32Array };
@@ -35,7 +35,9 @@ export interface SetQueryScope {
 export function compileTermRegexes(terms: SetTerm[]): (RegExp | null)[] {
   return terms.map((t) => {
     if (!t.regex) return null;
-    try { return userRegex(t.value); } catch (e) {
+    try {
+      return userRegex(t.value);
+    } catch (e) {
       if (e instanceof UserRegexError) throw Errors.regexRefused('query', 'regex', e.reason, t.value, USER_REGEX_LIMITS);
       throw e;
     }
@@ -61,7 +63,11 @@ function apply(acc: SiteAnswer, term: SetTerm, m: Int32Array): SiteAnswer {
 }
 
 /** Each site's answer to the terms. The arrays may be views into the index: read them before it changes. */
-export function evaluateSetQuery(shard: Pick<ShardState, 'attributeIndex'>, scope: SetQueryScope, terms: SetTerm[]): Map<number, SiteAnswer> {
+export function evaluateSetQuery(
+  shard: Pick<ShardState, 'attributeIndex'>,
+  scope: SetQueryScope,
+  terms: SetTerm[],
+): Map<number, SiteAnswer> {
   const regexes = compileTermRegexes(terms);
   const perSite = new Map<number, SiteAnswer>();
   for (const site of scope.sites) {

@@ -17,7 +17,9 @@ export class SortedIds {
   private data: Int32Array;
   private n = 0;
 
-  constructor(capacity = 4) { this.data = new Int32Array(capacity); }
+  constructor(capacity = 4) {
+    this.data = new Int32Array(capacity);
+  }
 
   static of(...ids: number[]): SortedIds {
     const s = new SortedIds(Math.max(4, ids.length));
@@ -25,23 +27,39 @@ export class SortedIds {
     return s;
   }
 
-  get size(): number { return this.n; }
+  get size(): number {
+    return this.n;
+  }
 
   /** A read-only view of the ids in ascending order (valid until the next change). */
-  view(): Int32Array { return this.data.subarray(0, this.n); }
+  view(): Int32Array {
+    return this.data.subarray(0, this.n);
+  }
 
   private search(id: number): number {
-    let lo = 0, hi = this.n;
-    while (lo < hi) { const mid = (lo + hi) >>> 1; if (this.data[mid] < id) lo = mid + 1; else hi = mid; }
+    let lo = 0,
+      hi = this.n;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (this.data[mid] < id) lo = mid + 1;
+      else hi = mid;
+    }
     return lo;
   }
 
-  has(id: number): boolean { const i = this.search(id); return i < this.n && this.data[i] === id; }
+  has(id: number): boolean {
+    const i = this.search(id);
+    return i < this.n && this.data[i] === id;
+  }
 
   add(id: number): boolean {
     const at = this.n > 0 && id > this.data[this.n - 1] ? this.n : this.search(id);
     if (at < this.n && this.data[at] === id) return false;
-    if (this.n === this.data.length) { const d = new Int32Array(this.data.length * 2); d.set(this.data); this.data = d; }
+    if (this.n === this.data.length) {
+      const d = new Int32Array(this.data.length * 2);
+      d.set(this.data);
+      this.data = d;
+    }
     if (at < this.n) this.data.copyWithin(at + 1, at, this.n);
     this.data[at] = id;
     this.n++;
@@ -62,10 +80,19 @@ const EMPTY = new Int32Array(0);
 
 /** First index in `a[from..]` whose value is ≥ x (galloping, then binary search). */
 function gallop(a: Int32Array, x: number, from: number): number {
-  let step = 1, hi = from;
-  while (hi < a.length && a[hi] < x) { from = hi + 1; hi += step; step *= 2; }
+  let step = 1,
+    hi = from;
+  while (hi < a.length && a[hi] < x) {
+    from = hi + 1;
+    hi += step;
+    step *= 2;
+  }
   hi = Math.min(hi, a.length);
-  while (from < hi) { const mid = (from + hi) >>> 1; if (a[mid] < x) from = mid + 1; else hi = mid; }
+  while (from < hi) {
+    const mid = (from + hi) >>> 1;
+    if (a[mid] < x) from = mid + 1;
+    else hi = mid;
+  }
   return from;
 }
 
@@ -81,10 +108,17 @@ export function intersectSorted(a: Int32Array, b: Int32Array): Int32Array {
       if (j < large.length && large[j] === small[i]) out[k++] = small[i];
     }
   } else {
-    let i = 0, j = 0;
+    let i = 0,
+      j = 0;
     while (i < small.length && j < large.length) {
-      const x = small[i], y = large[j];
-      if (x === y) { out[k++] = x; i++; j++; } else if (x < y) i++; else j++;
+      const x = small[i],
+        y = large[j];
+      if (x === y) {
+        out[k++] = x;
+        i++;
+        j++;
+      } else if (x < y) i++;
+      else j++;
     }
   }
   return out.subarray(0, k);
@@ -94,10 +128,23 @@ export function unionSorted(a: Int32Array, b: Int32Array): Int32Array {
   if (a.length === 0) return b;
   if (b.length === 0) return a;
   const out = new Int32Array(a.length + b.length);
-  let i = 0, j = 0, k = 0;
+  let i = 0,
+    j = 0,
+    k = 0;
   while (i < a.length && j < b.length) {
-    const x = a[i], y = b[j];
-    if (x === y) { out[k++] = x; i++; j++; } else if (x < y) { out[k++] = x; i++; } else { out[k++] = y; j++; }
+    const x = a[i],
+      y = b[j];
+    if (x === y) {
+      out[k++] = x;
+      i++;
+      j++;
+    } else if (x < y) {
+      out[k++] = x;
+      i++;
+    } else {
+      out[k++] = y;
+      j++;
+    }
   }
   while (i < a.length) out[k++] = a[i++];
   while (j < b.length) out[k++] = b[j++];
@@ -107,10 +154,15 @@ export function unionSorted(a: Int32Array, b: Int32Array): Int32Array {
 export function minusSorted(a: Int32Array, b: Int32Array): Int32Array {
   if (a.length === 0 || b.length === 0) return a;
   const out = new Int32Array(a.length);
-  let k = 0, j = 0;
+  let k = 0,
+    j = 0;
   for (let i = 0; i < a.length; i++) {
     const x = a[i];
-    if (b.length < a.length / 8) { j = gallop(b, x, j); } else { while (j < b.length && b[j] < x) j++; }
+    if (b.length < a.length / 8) {
+      j = gallop(b, x, j);
+    } else {
+      while (j < b.length && b[j] < x) j++;
+    }
     if (j < b.length && b[j] === x) continue;
     out[k++] = x;
   }
@@ -124,7 +176,10 @@ export function unionMany(arrays: Int32Array[]): Int32Array {
   for (const a of arrays) total += a.length;
   const all = new Int32Array(total);
   let k = 0;
-  for (const a of arrays) { all.set(a, k); k += a.length; }
+  for (const a of arrays) {
+    all.set(a, k);
+    k += a.length;
+  }
   all.sort();
   let w = 0;
   for (let r = 0; r < all.length; r++) if (r === 0 || all[r] !== all[r - 1]) all[w++] = all[r];

@@ -41,7 +41,15 @@
  */
 import { setFlagsFromString } from 'node:v8';
 
-const linearEngine = () => { try { new RegExp('', 'l'); return true; } catch { return false; } };
+const linearEngine = () => {
+  try {
+    // biome-ignore lint/complexity/useRegexLiterals: a literal with the V8-only `l` flag does not compile in TypeScript.
+    new RegExp('', 'l');
+    return true;
+  } catch {
+    return false;
+  }
+};
 // Node 20 keeps V8's linear engine behind this flag, and without it the `l` flag is a SyntaxError.
 // V8 flags are process-wide and read when a RegExp is built, so setting it here, before the first
 // user pattern is compiled in any thread (each thread that compiles one imports this module), is
@@ -61,7 +69,10 @@ export const USER_REGEX_LIMITS = { maxLength: USER_REGEX_MAX_LENGTH, budgetMs: U
 export type UserRegexRefusal = 'invalid' | 'not-linear' | 'too-long' | 'too-costly';
 
 export class UserRegexError extends Error {
-  constructor(readonly reason: UserRegexRefusal, readonly pattern: string) {
+  constructor(
+    readonly reason: UserRegexRefusal,
+    readonly pattern: string,
+  ) {
     super(`${reason}: ${pattern.length > 80 ? `${pattern.slice(0, 80)}…` : pattern}`);
   }
 }
@@ -97,7 +108,9 @@ export function userRegex(pattern: string, mode: UserRegexMode = 'search'): RegE
 let spentMs = 0;
 
 /** Starts a new request's matching budget; the shard calls it before each request it serves. */
-export function resetUserRegexBudget(): void { spentMs = 0; }
+export function resetUserRegexBudget(): void {
+  spentMs = 0;
+}
 
 /**
  * `re.test(value)` from the start of `value` (a 'prefix' RegExp is sticky),
@@ -117,7 +130,11 @@ export function testUserRegex(re: RegExp, value: string, pattern: string): boole
 
 function compile(pattern: string, flags: 'l' | 'ly'): RegExp | UserRegexRefusal {
   // The plain parse tells a syntax error from a valid pattern the linear engine refuses.
-  try { new RegExp(pattern); } catch { return 'invalid'; }
+  try {
+    new RegExp(pattern);
+  } catch {
+    return 'invalid';
+  }
   try {
     // The original first: whether it runs in linear time depends on its groups (a backreference).
     new RegExp(pattern, flags);
@@ -162,7 +179,9 @@ function scan(pattern: string, edit: (token: string) => string | undefined): { o
   let named = false;
   let inClass = false;
   let i = 0;
-  const emit = (token: string) => { out += edit(token) ?? token; };
+  const emit = (token: string) => {
+    out += edit(token) ?? token;
+  };
   while (i < pattern.length) {
     const c = pattern[i];
     if (c === '\\') {
@@ -170,24 +189,52 @@ function scan(pattern: string, edit: (token: string) => string | undefined): { o
       if (!inClass && next >= '1' && next <= '9') {
         let end = i + 2;
         while (pattern[end] >= '0' && pattern[end] <= '9') end++;
-        emit(pattern.slice(i, end)); i = end; continue;
+        emit(pattern.slice(i, end));
+        i = end;
+        continue;
       }
       if (!inClass && next === 'k') {
         const close = pattern[i + 2] === '<' ? pattern.indexOf('>', i + 3) : -1;
         const end = close > 0 ? close + 1 : i + 2;
-        emit(pattern.slice(i, end)); i = end; continue;
+        emit(pattern.slice(i, end));
+        i = end;
+        continue;
       }
-      out += c + next; i += 2; continue;
+      out += c + next;
+      i += 2;
+      continue;
     }
-    if (inClass) { if (c === ']') inClass = false; out += c; i++; continue; }
-    if (c === '[') { inClass = true; out += c; i++; continue; }
-    if (c === '(' && pattern[i + 1] !== '?') { count++; emit(c); i++; continue; }
+    if (inClass) {
+      if (c === ']') inClass = false;
+      out += c;
+      i++;
+      continue;
+    }
+    if (c === '[') {
+      inClass = true;
+      out += c;
+      i++;
+      continue;
+    }
+    if (c === '(' && pattern[i + 1] !== '?') {
+      count++;
+      emit(c);
+      i++;
+      continue;
+    }
     // `(?<name>` is a named group; `(?<=` and `(?<!` are lookbehinds.
     if (c === '(' && pattern[i + 2] === '<' && pattern[i + 3] !== '=' && pattern[i + 3] !== '!') {
       const close = pattern.indexOf('>', i + 3);
-      if (close > 0) { count++; named = true; emit(pattern.slice(i, close + 1)); i = close + 1; continue; }
+      if (close > 0) {
+        count++;
+        named = true;
+        emit(pattern.slice(i, close + 1));
+        i = close + 1;
+        continue;
+      }
     }
-    out += c; i++;
+    out += c;
+    i++;
   }
   return { out, count, named };
 }

@@ -2,14 +2,19 @@
  * OPTIONS bodies (gaps.md §22) and the OpenAPI document, both read off the
  * same ResourceSchemas that validate and serialise.
  */
-import { meta, type FieldSchema, type ResourceSchema } from './fields.js';
+import { type FieldSchema, meta, type ResourceSchema } from './fields.js';
 
 export const RENDERS = ['application/json', 'text/html'];
 export const PARSES = ['application/json', 'application/x-www-form-urlencoded', 'multipart/form-data'];
 
 function descriptor(name: string, f: FieldSchema, method: 'POST' | 'PUT'): Record<string, unknown> {
   const m = meta(f);
-  const limits = ((f as { anyOf?: object[] }).anyOf?.[0] ?? f) as { maxLength?: number; minLength?: number; minimum?: number; maximum?: number };
+  const limits = ((f as { anyOf?: object[] }).anyOf?.[0] ?? f) as {
+    maxLength?: number;
+    minLength?: number;
+    minimum?: number;
+    maximum?: number;
+  };
   const d: Record<string, unknown> = { type: m.fieldType };
   d.required = !m.readOnly && m.requiredOn.includes(method);
   d.read_only = m.readOnly;

@@ -5,7 +5,7 @@
  * (schema/validate.ts), output serialisation (schema/serialize.ts), OPTIONS and
  * the OpenAPI document (schema/describe.ts).
  */
-import { Type, type TSchema } from '@sinclair/typebox';
+import { type TSchema, Type } from '@sinclair/typebox';
 
 /** How OPTIONS names a field's type (gaps.md §22). */
 export type FieldType = 'string' | 'integer' | 'boolean' | 'choice' | 'field';
@@ -57,8 +57,11 @@ function labelFor(name: string): string {
   return words.charAt(0).toUpperCase() + words.slice(1);
 }
 
-function withMeta(base: TSchema, fieldType: FieldType,
-  o: Common & { allowBlank?: boolean; choices?: readonly (string | number)[]; choiceNames?: Record<string, string> }): FieldSchema {
+function withMeta(
+  base: TSchema,
+  fieldType: FieldType,
+  o: Common & { allowBlank?: boolean; choices?: readonly (string | number)[]; choiceNames?: Record<string, string> },
+): FieldSchema {
   const meta: FieldMeta = {
     fieldType,
     readOnly: o.readOnly ?? false,
@@ -80,8 +83,7 @@ export const Field = {
   id: () => withMeta(Type.Integer(), 'integer', { readOnly: true }),
   integer: (o: Common & { minimum?: number; maximum?: number } = {}) =>
     withMeta(Type.Integer({ minimum: o.minimum, maximum: o.maximum }), 'integer', o),
-  string: (o: Common & { maxLength?: number; allowBlank?: boolean } = {}) =>
-    withMeta(Type.String({ maxLength: o.maxLength }), 'string', o),
+  string: (o: Common & { maxLength?: number; allowBlank?: boolean } = {}) => withMeta(Type.String({ maxLength: o.maxLength }), 'string', o),
   boolean: (o: Common = {}) => withMeta(Type.Boolean(), 'boolean', o),
   choice: (choices: readonly (string | number)[], o: Common & { names?: Record<string, string> } = {}) =>
     withMeta(typeof choices[0] === 'number' ? Type.Integer() : Type.String(), 'choice', { ...o, choices, choiceNames: o.names }),

@@ -3,8 +3,9 @@
  * into one writer per selection of fields (fields=/omit=), cached, so the hot
  * path never walks a schema. Keys come out in canonical order (gaps.md §20.1).
  */
-import fastJson from 'fast-json-stringify';
+
 import type { TSchema } from '@sinclair/typebox';
+import fastJson from 'fast-json-stringify';
 import type { ResourceSchema } from './fields.js';
 
 export type Writer = (obj: object) => string;
@@ -20,8 +21,14 @@ export class SchemaWriters {
   /** Canonical keys kept by fields/omit (fields first, then omit; unknown names ignored). */
   select(fields: string[] | null, omit: string[] | null): string[] {
     let keys = this.schema.order;
-    if (fields) { const f = new Set(fields); keys = keys.filter((k) => f.has(k)); }
-    if (omit) { const o = new Set(omit); keys = keys.filter((k) => !o.has(k)); }
+    if (fields) {
+      const f = new Set(fields);
+      keys = keys.filter((k) => f.has(k));
+    }
+    if (omit) {
+      const o = new Set(omit);
+      keys = keys.filter((k) => !o.has(k));
+    }
     return keys;
   }
 

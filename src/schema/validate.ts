@@ -31,8 +31,14 @@ export function coerceInteger(v: unknown): number | undefined {
   if (typeof v === 'number') return Number.isSafeInteger(v) ? v : undefined;
   if (typeof v === 'string') {
     const s = v.trim();
-    if (/^[-+]?\d+$/.test(s)) { const n = Number(s); return Number.isSafeInteger(n) ? n : undefined; }
-    if (/^[-+]?\d+\.0*$/.test(s)) { const n = Number(s); return Number.isSafeInteger(n) ? n : undefined; }
+    if (/^[-+]?\d+$/.test(s)) {
+      const n = Number(s);
+      return Number.isSafeInteger(n) ? n : undefined;
+    }
+    if (/^[-+]?\d+\.0*$/.test(s)) {
+      const n = Number(s);
+      return Number.isSafeInteger(n) ? n : undefined;
+    }
   }
   return undefined;
 }
@@ -63,7 +69,11 @@ export function validateFields(schema: ResourceSchema, body: Record<string, unkn
  * `validateFields` without the throw, for models whose stage 1 also resolves
  * related fields and reports their failures together with these.
  */
-export function checkFields(schema: ResourceSchema, body: Record<string, unknown>, method: Method): { values: Record<string, unknown>; errors: FieldErrors } {
+export function checkFields(
+  schema: ResourceSchema,
+  body: Record<string, unknown>,
+  method: Method,
+): { values: Record<string, unknown>; errors: FieldErrors } {
   const out: Record<string, unknown> = {};
   const errors: FieldErrors = {};
   for (const name of schema.order) {
@@ -77,35 +87,61 @@ export function checkFields(schema: ResourceSchema, body: Record<string, unknown
     }
     const raw = body[name];
     if (raw === null) {
-      if (m.nullable) out[name] = null; else errors[name] = ['This field may not be null.'];
+      if (m.nullable) out[name] = null;
+      else errors[name] = ['This field may not be null.'];
       continue;
     }
-    const f = schema.fields[name] as unknown as { maxLength?: number; minimum?: number; maximum?: number; anyOf?: { maxLength?: number; minimum?: number; maximum?: number }[] };
+    const f = schema.fields[name] as unknown as {
+      maxLength?: number;
+      minimum?: number;
+      maximum?: number;
+      anyOf?: { maxLength?: number; minimum?: number; maximum?: number }[];
+    };
     const limits = f.anyOf ? f.anyOf[0] : f;
     switch (m.fieldType) {
       case 'string': {
-        if (typeof raw !== 'string' && typeof raw !== 'number') { errors[name] = ['Not a valid string.']; break; }
+        if (typeof raw !== 'string' && typeof raw !== 'number') {
+          errors[name] = ['Not a valid string.'];
+          break;
+        }
         // An integer beyond ±2^53 has already lost digits in JSON.parse: storing its text would store other digits.
-        if (typeof raw === 'number' && Number.isInteger(raw) && !Number.isSafeInteger(raw)) { errors[name] = ['Not a valid string.']; break; }
+        if (typeof raw === 'number' && Number.isInteger(raw) && !Number.isSafeInteger(raw)) {
+          errors[name] = ['Not a valid string.'];
+          break;
+        }
         const s = String(raw).trim();
-        if (s === '' && !m.allowBlank) { errors[name] = ['This field may not be blank.']; break; }
+        if (s === '' && !m.allowBlank) {
+          errors[name] = ['This field may not be blank.'];
+          break;
+        }
         if (limits.maxLength !== undefined && s.length > limits.maxLength) {
-          errors[name] = [`Ensure this field has no more than ${limits.maxLength} characters.`]; break;
+          errors[name] = [`Ensure this field has no more than ${limits.maxLength} characters.`];
+          break;
         }
         out[name] = s;
         break;
       }
       case 'integer': {
         const n = coerceInteger(raw);
-        if (n === undefined || typeof raw === 'boolean') { errors[name] = ['A valid integer is required.']; break; }
-        if (limits.minimum !== undefined && n < limits.minimum) { errors[name] = [`Ensure this value is greater than or equal to ${limits.minimum}.`]; break; }
-        if (limits.maximum !== undefined && n > limits.maximum) { errors[name] = [`Ensure this value is less than or equal to ${limits.maximum}.`]; break; }
+        if (n === undefined || typeof raw === 'boolean') {
+          errors[name] = ['A valid integer is required.'];
+          break;
+        }
+        if (limits.minimum !== undefined && n < limits.minimum) {
+          errors[name] = [`Ensure this value is greater than or equal to ${limits.minimum}.`];
+          break;
+        }
+        if (limits.maximum !== undefined && n > limits.maximum) {
+          errors[name] = [`Ensure this value is less than or equal to ${limits.maximum}.`];
+          break;
+        }
         out[name] = n;
         break;
       }
       case 'boolean': {
         const b = coerceBoolean(raw);
-        if (b === undefined) errors[name] = ['Must be a valid boolean.']; else out[name] = b;
+        if (b === undefined) errors[name] = ['Must be a valid boolean.'];
+        else out[name] = b;
         break;
       }
       case 'choice': {

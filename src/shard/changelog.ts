@@ -21,7 +21,14 @@
  * | drop a site            | O(n) (site deletes are rare) |
  */
 
-export interface ChangeRow { id: number; siteId: number; at: number; event: number; resource: number; resourceId: number }
+export interface ChangeRow {
+  id: number;
+  siteId: number;
+  at: number;
+  event: number;
+  resource: number;
+  resourceId: number;
+}
 
 export class ChangeLog {
   private ids = new Int32Array(1024);
@@ -42,7 +49,9 @@ export class ChangeLog {
   /** Indices of rows [0, orderedFrom) sorted by (change_at, id); null until needed. */
   private perm: Int32Array | null = null;
 
-  get length(): number { return this.n; }
+  get length(): number {
+    return this.n;
+  }
 
   /** change_at for a new Change: the wall clock, never earlier than the last one. */
   stamp(nowMs = Date.now()): number {
@@ -52,7 +61,11 @@ export class ChangeLog {
 
   private grow(): void {
     const size = this.ids.length * 2;
-    const copy = <T extends Int32Array | Float64Array | Uint8Array>(a: T, make: (n: number) => T): T => { const b = make(size); b.set(a); return b; };
+    const copy = <T extends Int32Array | Float64Array | Uint8Array>(a: T, make: (n: number) => T): T => {
+      const b = make(size);
+      b.set(a);
+      return b;
+    };
     this.ids = copy(this.ids, (k) => new Int32Array(k));
     this.siteIds = copy(this.siteIds, (k) => new Int32Array(k));
     this.ats = copy(this.ats, (k) => new Float64Array(k));
@@ -65,11 +78,18 @@ export class ChangeLog {
     if (this.n === this.ids.length) this.grow();
     if (this.n > 0 && row.id <= this.ids[this.n - 1]) throw new Error(`change ${row.id} appended out of id order`);
     const i = this.n;
-    this.ids[i] = row.id; this.siteIds[i] = row.siteId; this.ats[i] = row.at;
-    this.events[i] = row.event; this.resources[i] = row.resource; this.resourceIds[i] = row.resourceId;
+    this.ids[i] = row.id;
+    this.siteIds[i] = row.siteId;
+    this.ats[i] = row.at;
+    this.events[i] = row.event;
+    this.resources[i] = row.resource;
+    this.resourceIds[i] = row.resourceId;
     this.n++;
     this.lastAt = Math.max(this.lastAt, row.at);
-    if (row.at < this.maxAt) { this.orderedFrom = this.n; this.perm = null; } else this.maxAt = row.at;
+    if (row.at < this.maxAt) {
+      this.orderedFrom = this.n;
+      this.perm = null;
+    } else this.maxAt = row.at;
   }
 
   /** Removes the last `count` rows (a rolled-back transaction appended them). */
@@ -85,25 +105,36 @@ export class ChangeLog {
     let max = 0;
     let from = 0;
     for (let i = 0; i < this.n; i++) {
-      if (this.ats[i] < max) from = i + 1; else max = this.ats[i];
+      if (this.ats[i] < max) from = i + 1;
+      else max = this.ats[i];
     }
     this.maxAt = max;
-    if (from !== this.orderedFrom) { this.orderedFrom = from; this.perm = null; }
-    else if (this.perm && this.perm.length !== from) this.perm = null;
+    if (from !== this.orderedFrom) {
+      this.orderedFrom = from;
+      this.perm = null;
+    } else if (this.perm && this.perm.length !== from) this.perm = null;
   }
 
   private sortedPrefix(): Int32Array {
     if (this.perm && this.perm.length === this.orderedFrom) return this.perm;
     const perm = new Int32Array(this.orderedFrom);
     for (let i = 0; i < perm.length; i++) perm[i] = i;
-    const ats = this.ats, ids = this.ids;
-    perm.sort((a, b) => (ats[a] - ats[b]) || (ids[a] - ids[b]));
+    const ats = this.ats,
+      ids = this.ids;
+    perm.sort((a, b) => ats[a] - ats[b] || ids[a] - ids[b]);
     this.perm = perm;
     return perm;
   }
 
   row(i: number): ChangeRow {
-    return { id: this.ids[i], siteId: this.siteIds[i], at: this.ats[i], event: this.events[i], resource: this.resources[i], resourceId: this.resourceIds[i] };
+    return {
+      id: this.ids[i],
+      siteId: this.siteIds[i],
+      at: this.ats[i],
+      event: this.events[i],
+      resource: this.resources[i],
+      resourceId: this.resourceIds[i],
+    };
   }
 
   /** Newest first, filtered; rows are materialised only when they match. */
@@ -121,12 +152,14 @@ export class ChangeLog {
   }
 
   find(id: number): ChangeRow | undefined {
-    let lo = 0, hi = this.n - 1;
+    let lo = 0,
+      hi = this.n - 1;
     while (lo <= hi) {
       const mid = (lo + hi) >> 1;
       const v = this.ids[mid];
       if (v === id) return this.row(mid);
-      if (v < id) lo = mid + 1; else hi = mid - 1;
+      if (v < id) lo = mid + 1;
+      else hi = mid - 1;
     }
     return undefined;
   }
@@ -135,9 +168,16 @@ export class ChangeLog {
   dropSite(siteId: number, dropped: (id: number) => void = () => undefined): void {
     let w = 0;
     for (let r = 0; r < this.n; r++) {
-      if (this.siteIds[r] === siteId) { dropped(this.ids[r]); continue; }
-      this.ids[w] = this.ids[r]; this.siteIds[w] = this.siteIds[r]; this.ats[w] = this.ats[r];
-      this.events[w] = this.events[r]; this.resources[w] = this.resources[r]; this.resourceIds[w] = this.resourceIds[r];
+      if (this.siteIds[r] === siteId) {
+        dropped(this.ids[r]);
+        continue;
+      }
+      this.ids[w] = this.ids[r];
+      this.siteIds[w] = this.siteIds[r];
+      this.ats[w] = this.ats[r];
+      this.events[w] = this.events[r];
+      this.resources[w] = this.resources[r];
+      this.resourceIds[w] = this.resourceIds[r];
       w++;
     }
     this.n = w;

@@ -3,14 +3,17 @@
  * the caller, the URL site, the query, and (lazily) its Transaction.
  */
 import { Errors } from '../errors.js';
-import { NO_ID, parseId } from '../schema/id.js';
 import { QueryParams } from '../query/params.js';
-import type { ShardRequest, Principal, DirectoryUpdate } from './protocol.js';
+import { NO_ID, parseId } from '../schema/id.js';
+import type { DirectoryUpdate, Principal, ShardRequest } from './protocol.js';
 import type { ShardState } from './state.js';
-import { Transaction } from './transaction.js';
 import type { StoredObject } from './table.js';
+import { Transaction } from './transaction.js';
 
-export interface SiteRecord extends StoredObject { name: string; description: string }
+export interface SiteRecord extends StoredObject {
+  name: string;
+  description: string;
+}
 
 export class RequestContext {
   readonly query: QueryParams;
@@ -22,36 +25,53 @@ export class RequestContext {
    */
   readonly directory: DirectoryUpdate = {};
 
-  constructor(readonly shard: ShardState, readonly req: ShardRequest) {
+  constructor(
+    readonly shard: ShardState,
+    readonly req: ShardRequest,
+  ) {
     this.query = new QueryParams(req.query);
   }
 
-  get principal(): Principal { return this.req.principal; }
+  get principal(): Principal {
+    return this.req.principal;
+  }
   /** The site named by the URL, or null on top-level routes. */
-  get urlSite(): number | null { return this.req.site; }
+  get urlSite(): number | null {
+    return this.req.site;
+  }
   /** The URL's site for messages: as written when it is too large to be a site id (NO_ID). */
-  get urlSiteLabel(): number | string | null { return this.req.site === NO_ID ? this.req.siteText ?? NO_ID : this.req.site; }
-  get config() { return this.shard.config; }
+  get urlSiteLabel(): number | string | null {
+    return this.req.site === NO_ID ? (this.req.siteText ?? NO_ID) : this.req.site;
+  }
+  get config() {
+    return this.shard.config;
+  }
 
   get tx(): Transaction {
     if (!this.txn) this.txn = new Transaction(this.shard, this.req.principal);
     return this.txn;
   }
-  get hasTx(): boolean { return this.txn !== null; }
+  get hasTx(): boolean {
+    return this.txn !== null;
+  }
 
-  site(id: number): SiteRecord | undefined { return this.shard.table<SiteRecord>('site').get(id); }
+  site(id: number): SiteRecord | undefined {
+    return this.shard.table<SiteRecord>('site').get(id);
+  }
 
   /** The site an object will be created in (gaps.md §9.2): URL site, else the body's. */
   targetSite(body: Record<string, unknown>, field: 'site_id' | 'site' = 'site_id'): SiteRecord {
     const url = this.urlSite;
     const raw = body[field];
     if (url !== null) {
-      if (raw !== undefined && raw !== null && String(raw) !== String(this.urlSiteLabel)) throw Errors.siteMismatch(field, raw, this.urlSiteLabel!);
+      if (raw !== undefined && raw !== null && String(raw) !== String(this.urlSiteLabel))
+        throw Errors.siteMismatch(field, raw, this.urlSiteLabel!);
       const s = this.site(url);
       if (!s) throw Errors.siteMissing(this.urlSiteLabel);
       return s;
     }
-    if (raw === undefined || raw === null) throw Errors.field(field, raw === null ? 'This field may not be null.' : 'This field is required.');
+    if (raw === undefined || raw === null)
+      throw Errors.field(field, raw === null ? 'This field may not be null.' : 'This field is required.');
     const id = typeof raw === 'number' && Number.isInteger(raw) ? raw : typeof raw === 'string' ? parseId(raw.trim()) : undefined;
     if (id === undefined) throw Errors.field(field, 'A valid integer is required.');
     const s = this.site(id);

@@ -31,7 +31,9 @@ class Doomed {
     s.add(id);
     return true;
   }
-  has(kind: Kind, id: number): boolean { return this.ids.get(kind)?.has(id) ?? false; }
+  has(kind: Kind, id: number): boolean {
+    return this.ids.get(kind)?.has(id) ?? false;
+  }
 }
 
 /** The ids of the records referring to `r` through `rule`. */
@@ -43,7 +45,10 @@ function referrerIds(shard: ShardState, rule: DeleteRule<any>, r: StoredObject):
 function referrers(shard: ShardState, rule: DeleteRule<any>, r: StoredObject): StoredObject[] {
   const table = shard.table(rule.kind);
   const out: StoredObject[] = [];
-  for (const id of referrerIds(shard, rule, r)) { const x = table.get(id); if (x) out.push(x); }
+  for (const id of referrerIds(shard, rule, r)) {
+    const x = table.get(id);
+    if (x) out.push(x);
+  }
   return out;
 }
 
@@ -52,7 +57,12 @@ function collect(shard: ShardState, model: Model, records: StoredObject[], doome
   const fresh = records.filter((r) => doomed.add(model.kind, r.id));
   for (const rule of model.onDelete ?? []) {
     if (rule.policy !== 'cascade') continue;
-    collect(shard, modelByKind(rule.kind), fresh.flatMap((r) => referrers(shard, rule, r)), doomed);
+    collect(
+      shard,
+      modelByKind(rule.kind),
+      fresh.flatMap((r) => referrers(shard, rule, r)),
+      doomed,
+    );
   }
 }
 
@@ -68,14 +78,24 @@ function check(ctx: RequestContext, model: Model, records: StoredObject[], doome
         held = !rule.lift(ctx, r, remaining, batch) && remaining.length > 0;
       } else {
         held = false;
-        for (const id of referrerIds(ctx.shard, rule, r)) if (!doomed.has(rule.kind, id)) { held = true; break; }
+        for (const id of referrerIds(ctx.shard, rule, r))
+          if (!doomed.has(rule.kind, id)) {
+            held = true;
+            break;
+          }
       }
       if (held) throw Errors.protectedReference(model.name, `${modelByKind(rule.kind).name}.${rule.field ?? rule.via}`);
     }
   }
   for (const rule of rules) {
     if (rule.policy !== 'cascade') continue;
-    check(ctx, modelByKind(rule.kind), records.flatMap((r) => referrers(ctx.shard, rule, r)), doomed, batch);
+    check(
+      ctx,
+      modelByKind(rule.kind),
+      records.flatMap((r) => referrers(ctx.shard, rule, r)),
+      doomed,
+      batch,
+    );
   }
 }
 
@@ -100,7 +120,10 @@ function run(ctx: RequestContext, model: Model, r: StoredObject): void {
       }
     }
   }
-  if (typeof model.remove === 'function') { model.remove(ctx, r); return; }
+  if (typeof model.remove === 'function') {
+    model.remove(ctx, r);
+    return;
+  }
   const before = model.render(r, ctx.shard);
   ctx.tx.remove(model, r);
   ctx.tx.change('Delete', model, r.siteId, r.id, before, null);

@@ -5,28 +5,31 @@
  * answers only after the commit is durable. Reads also wait for the shard's latest commit, so nothing
  * uncommitted is ever reported.
  */
+
+import { isAllowed } from '../auth/permissions.js';
 import { asApiError, Errors, errorEnvelope } from '../errors.js';
 import { Logger } from '../log.js';
-import { isAllowed } from '../auth/permissions.js';
 import type { ResourceModel, RouteResult } from '../model/model.js';
 import { modelByCollection } from '../model/registry.js';
+import { resetUserRegexBudget } from '../query/user-regex.js';
 import type { Method } from '../schema/validate.js';
-import { naturalKeyMatches } from './natural-key.js';
-import { createMany, createOne, deleteMany, deleteOne, updateMany, updateOne } from './writes.js';
-import { lookup } from './lookup.js';
 import { RequestContext } from './context.js';
+import { lookup } from './lookup.js';
+import { naturalKeyMatches } from './natural-key.js';
 import type { DirectoryUpdate, ShardReply, ShardRequest } from './protocol.js';
 import { listBody, objectBody } from './render.js';
-import { resetUserRegexBudget } from '../query/user-regex.js';
 import type { ShardState } from './state.js';
 import { CommitGroup } from './transaction.js';
+import { createMany, createOne, deleteMany, deleteOne, updateMany, updateOne } from './writes.js';
 
 type Reply = Omit<ShardReply, 'seq'>;
 
 function fromResult(ctx: RequestContext, result: RouteResult): Reply {
   switch (result.kind) {
-    case 'raw': return { status: result.status, body: result.body, headers: result.headers };
-    case 'object': return { status: 200, body: objectBody(ctx, result.model, result.record) };
+    case 'raw':
+      return { status: result.status, body: result.body, headers: result.headers };
+    case 'object':
+      return { status: 200, body: objectBody(ctx, result.model, result.record) };
     case 'list': {
       const l = listBody(ctx, result.model, result.records, result.newestFirst, result.checks, result.count, result.order);
       return { status: 200, body: l.body, part: l.part, headers: result.headers };
@@ -102,7 +105,12 @@ function run(ctx: RequestContext, model: ResourceModel<any>): Reply {
 type Send = (replies: ShardReply[]) => void;
 
 /** What one turn ran: its requests in order, their replies, and which of them wrote. */
-interface Turn { group: CommitGroup; requests: ShardRequest[]; replies: ShardReply[]; wrote: boolean[] }
+interface Turn {
+  group: CommitGroup;
+  requests: ShardRequest[];
+  replies: ShardReply[];
+  wrote: boolean[];
+}
 
 /**
  * Serves a shard's requests. Each request runs as it arrives (memory changes
@@ -130,19 +138,34 @@ export class ShardServer {
   private recovering = false;
 
   /** `log`: the worker's Logger (stdout, at the configured level); a new one at that level when not given. */
-  constructor(private readonly shard: ShardState, private readonly send: Send, private readonly log = new Logger(shard.config.logLevel)) {
+  constructor(
+    private readonly shard: ShardState,
+    private readonly send: Send,
+    private readonly log = new Logger(shard.config.logLevel),
+  ) {
     this.turn = this.newTurn();
   }
 
-  private newTurn(): Turn { return { group: new CommitGroup(this.shard), requests: [], replies: [], wrote: [] }; }
+  private newTurn(): Turn {
+    return { group: new CommitGroup(this.shard), requests: [], replies: [], wrote: [] };
+  }
 
   submit(reqs: ShardRequest[]): void {
-    if (this.recovering) { for (const req of reqs) this.held.push(req); return; }
+    if (this.recovering) {
+      for (const req of reqs) this.held.push(req);
+      return;
+    }
     for (let i = 0; i < reqs.length; i++) {
-      if (this.shard.failed) { this.hold(reqs.slice(i)); return; }
+      if (this.shard.failed) {
+        this.hold(reqs.slice(i));
+        return;
+      }
       this.serve(reqs[i]);
     }
-    if (!this.closing && this.turn.replies.length > 0) { this.closing = true; setImmediate(this.close); }
+    if (!this.closing && this.turn.replies.length > 0) {
+      this.closing = true;
+      setImmediate(this.close);
+    }
   }
 
   private serve(req: ShardRequest): void {
@@ -159,7 +182,10 @@ export class ShardServer {
       return;
     }
     const writes = ctx.hasTx && !ctx.tx.isEmpty;
-    if (ctx.hasTx && !this.turn.group.add(ctx.tx)) { this.close(); this.turn.group.add(ctx.tx); }
+    if (ctx.hasTx && !this.turn.group.add(ctx.tx)) {
+      this.close();
+      this.turn.group.add(ctx.tx);
+    }
     this.record(req, finished(req.seq, reply, ctx.directory), writes);
   }
 
@@ -175,7 +201,10 @@ export class ShardServer {
     if (this.turn.replies.length === 0) return;
     const turn = this.turn;
     this.turn = this.newTurn();
-    turn.group.commit().then(() => this.send(turn.replies), (err) => this.commitFailed(turn, err));
+    turn.group.commit().then(
+      () => this.send(turn.replies),
+      (err) => this.commitFailed(turn, err),
+    );
   };
 
   private commitFailed(turn: Turn, err: unknown): void {
@@ -192,7 +221,10 @@ export class ShardServer {
     });
     const restored = turn.group.rollback();
     this.send(answered);
-    if (restored) { this.submit(again); return; }
+    if (restored) {
+      this.submit(again);
+      return;
+    }
     this.shard.failed = true;
     this.hold(again);
   }
@@ -209,7 +241,10 @@ export class ShardServer {
       this.held = [];
       this.submit(held);
     };
-    const failed = (err: unknown) => { this.log.error(`shard ${this.shard.shardIndex}: reload failed: ${stackOf(err)}`); resume(); };
+    const failed = (err: unknown) => {
+      this.log.error(`shard ${this.shard.shardIndex}: reload failed: ${stackOf(err)}`);
+      resume();
+    };
     recover(this.shard).then(resume, failed);
   }
 

@@ -38,8 +38,12 @@ export function normalizedKey(model: ResourceModel<any, any>, key: string): stri
  * when `site` is null. None for a model without a natural key. A key the
  * model cannot normalize throws the model's 400.
  */
-export function naturalKeyMatches<R extends StoredObject>(shard: ShardState, model: ResourceModel<R, any>, key: string,
-  site: number | null): R[] {
+export function naturalKeyMatches<R extends StoredObject>(
+  shard: ShardState,
+  model: ResourceModel<R, any>,
+  key: string,
+  site: number | null,
+): R[] {
   if (!model.naturalKey) return [];
   const index = shard.table<R>(model.kind).key('natural')!;
   const normalized = normalizedKey(model, key);
@@ -49,8 +53,13 @@ export function naturalKeyMatches<R extends StoredObject>(shard: ShardState, mod
 }
 
 /** The one object with natural key `key`, or undefined; several (only across sites) throw `ambiguous()`. */
-export function byNaturalKey<R extends StoredObject>(shard: ShardState, model: ResourceModel<R, any>, key: string, site: number | null,
-  ambiguous: () => ApiError): R | undefined {
+export function byNaturalKey<R extends StoredObject>(
+  shard: ShardState,
+  model: ResourceModel<R, any>,
+  key: string,
+  site: number | null,
+  ambiguous: () => ApiError,
+): R | undefined {
   const matches = naturalKeyMatches(shard, model, key, site);
   if (matches.length > 1) throw ambiguous();
   return matches[0];

@@ -17,12 +17,18 @@ export interface PoolEvents {
 }
 
 export class ShardPool {
-  private constructor(private readonly shards: SupervisedShard[], readonly index: IdShardIndex) {}
+  private constructor(
+    private readonly shards: SupervisedShard[],
+    readonly index: IdShardIndex,
+  ) {}
 
   static async start(config: Config, shared: SharedIdState, events: PoolEvents): Promise<ShardPool> {
     const workerData = { shardCount: config.shards, config, shared };
-    const started = await Promise.allSettled(Array.from({ length: config.shards }, (_, shardIndex) =>
-      SupervisedShard.start({ shardIndex, workerData, stallMs: config.shardStallMs, ...events })));
+    const started = await Promise.allSettled(
+      Array.from({ length: config.shards }, (_, shardIndex) =>
+        SupervisedShard.start({ shardIndex, workerData, stallMs: config.shardStallMs, ...events }),
+      ),
+    );
     const shards = started.flatMap((s) => (s.status === 'fulfilled' ? [s.value] : []));
     const failed = started.find((s): s is PromiseRejectedResult => s.status === 'rejected');
     if (failed) {
@@ -32,22 +38,36 @@ export class ShardPool {
     return new ShardPool(shards, new IdShardIndex(shared));
   }
 
-  get count(): number { return this.shards.length; }
+  get count(): number {
+    return this.shards.length;
+  }
 
-  shardOfSite(site: number): number { return site % this.shards.length; }
+  shardOfSite(site: number): number {
+    return site % this.shards.length;
+  }
 
   /** The shard that holds `id` of `kind`, or -1. */
-  shardOfId(kind: Kind, id: number): number { return this.index.get(kind, id); }
+  shardOfId(kind: Kind, id: number): number {
+    return this.index.get(kind, id);
+  }
 
-  send(shard: number, req: Omit<ShardRequest, 'seq'>): Promise<ShardReply> { return this.shards[shard].send(req); }
+  send(shard: number, req: Omit<ShardRequest, 'seq'>): Promise<ShardReply> {
+    return this.shards[shard].send(req);
+  }
 
   /** One copy per shard: `send` stamps its sequence number on the object it queues. */
-  all(req: Omit<ShardRequest, 'seq'>): Promise<ShardReply[]> { return Promise.all(this.shards.map((s) => s.send({ ...req }))); }
+  all(req: Omit<ShardRequest, 'seq'>): Promise<ShardReply[]> {
+    return Promise.all(this.shards.map((s) => s.send({ ...req })));
+  }
 
   /** Test hook only (config.testHooks). */
-  control(shard: number, message: ShardControl): void { this.shards[shard].control(message); }
+  control(shard: number, message: ShardControl): void {
+    this.shards[shard].control(message);
+  }
 
-  async stop(): Promise<void> { await Promise.all(this.shards.map((s) => s.stop())); }
+  async stop(): Promise<void> {
+    await Promise.all(this.shards.map((s) => s.stop()));
+  }
 }
 
 /**
@@ -63,9 +83,13 @@ export function mergeParts(parts: ListPart[], newestFirst: boolean): { count: nu
     let best = -1;
     for (let i = 0; i < parts.length; i++) {
       if (pos[i] >= parts[i].items.length) continue;
-      if (best < 0) { best = i; continue; }
-      const a = parts[i], b = parts[best];
-      const d = (a.keys[pos[i]] - b.keys[pos[best]]) || (a.keys2[pos[i]] - b.keys2[pos[best]]);
+      if (best < 0) {
+        best = i;
+        continue;
+      }
+      const a = parts[i],
+        b = parts[best];
+      const d = a.keys[pos[i]] - b.keys[pos[best]] || a.keys2[pos[i]] - b.keys2[pos[best]];
       if (sign * d < 0) best = i;
     }
     if (best < 0) break;

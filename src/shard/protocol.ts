@@ -14,9 +14,18 @@ export interface Principal {
 }
 
 export type Op =
-  | 'list' | 'create' | 'bulk-update' | 'bulk-delete' | 'list-route'
-  | 'detail' | 'replace' | 'patch' | 'delete' | 'detail-route'
-  | 'resolve' | 'permits';
+  | 'list'
+  | 'create'
+  | 'bulk-update'
+  | 'bulk-delete'
+  | 'list-route'
+  | 'detail'
+  | 'replace'
+  | 'patch'
+  | 'delete'
+  | 'detail-route'
+  | 'resolve'
+  | 'permits';
 
 export interface ShardRequest {
   seq: number;
@@ -47,9 +56,7 @@ export interface ShardRequest {
  * shard to report after its own lookup, permission and field checks
  * (gaps.md §1.6).
  */
-export type SiteClaim =
-  | { kind: 'create'; siteId: number }
-  | { kind: 'rename'; nameTaken: boolean };
+export type SiteClaim = { kind: 'create'; siteId: number } | { kind: 'rename'; nameTaken: boolean };
 
 /**
  * Main thread → worker control messages outside the request stream. Only the

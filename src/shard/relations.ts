@@ -38,22 +38,34 @@ export class Relation {
     return s ? [...s].sort((a, b) => a - b) : [];
   }
 
-  count(owner: number): number { return this.byOwner.get(owner)?.size ?? 0; }
+  count(owner: number): number {
+    return this.byOwner.get(owner)?.size ?? 0;
+  }
 }
 
 /**
  * A DerivedIndex that files each record under the owner(s) `ownersOf` names
  * (null and undefined are skipped) in the shard's relation `name`.
  */
-export function relationIndex<R extends StoredObject>(name: string, ownersOf: (r: R) => number | null | undefined | readonly number[]): DerivedIndex<R> {
+export function relationIndex<R extends StoredObject>(
+  name: string,
+  ownersOf: (r: R) => number | null | undefined | readonly number[],
+): DerivedIndex<R> {
   const each = (r: R, fn: (owner: number) => void) => {
     const o = ownersOf(r);
     if (o === null || o === undefined) return;
-    if (typeof o === 'number') fn(o); else for (const x of new Set(o)) fn(x);
+    if (typeof o === 'number') fn(o);
+    else for (const x of new Set(o)) fn(x);
   };
   return {
-    add(shard, r) { const rel = shard.relation(name); each(r, (owner) => rel.add(owner, r.id)); },
-    remove(shard, r) { const rel = shard.relation(name); each(r, (owner) => rel.remove(owner, r.id)); },
+    add(shard, r) {
+      const rel = shard.relation(name);
+      each(r, (owner) => rel.add(owner, r.id));
+    },
+    remove(shard, r) {
+      const rel = shard.relation(name);
+      each(r, (owner) => rel.remove(owner, r.id));
+    },
   };
 }
 
@@ -66,7 +78,7 @@ const indexes = new WeakMap<ResourceModel<any, any>, DerivedIndex<any>[]>();
 export function indexesOf<R extends StoredObject>(model: ResourceModel<R, any>): DerivedIndex<R>[] {
   let out = indexes.get(model);
   if (!out) {
-    out = [...model.derived ?? []];
+    out = [...(model.derived ?? [])];
     for (const [name, owners] of Object.entries(model.relations ?? {})) out.push(relationIndex(relationName(model.kind, name), owners));
     indexes.set(model, out);
   }

@@ -3,17 +3,21 @@
  * (bare array, page envelope, or a scatter part for the main thread to merge).
  * fields/omit/expand apply to GET responses only (gaps.md §20.2).
  */
+
+import { Errors } from '../errors.js';
 import type { ResourceModel } from '../model/model.js';
 import { pageEnvelope, pageLinks, readPage } from '../query/pagination.js';
 import type { RequestContext } from './context.js';
 import type { ListChecks, ListPart } from './protocol.js';
-import { Errors } from '../errors.js';
 import type { StoredObject } from './table.js';
 
-interface Selection { keys: string[] | null; expand: string[] | null }
+interface Selection {
+  keys: string[] | null;
+  expand: string[] | null;
+}
 
 /** Own keys only: `?expand=__proto__` or `constructor` names no expandable field. */
-const owns = (o: object, k: string): boolean => Object.prototype.hasOwnProperty.call(o, k);
+const owns = (o: object, k: string): boolean => Object.hasOwn(o, k);
 
 function selection(ctx: RequestContext, model: ResourceModel<any>): Selection {
   if (ctx.req.method !== 'GET' && ctx.req.method !== 'HEAD') return { keys: null, expand: null };
@@ -25,7 +29,13 @@ function selection(ctx: RequestContext, model: ResourceModel<any>): Selection {
   return { keys, expand: usable.length > 0 ? usable : null };
 }
 
-function expanded(ctx: RequestContext, model: ResourceModel<any>, r: StoredObject, keys: string[], expand: string[]): Record<string, unknown> {
+function expanded(
+  ctx: RequestContext,
+  model: ResourceModel<any>,
+  r: StoredObject,
+  keys: string[],
+  expand: string[],
+): Record<string, unknown> {
   const obj = model.render(r, ctx.shard);
   const out: Record<string, unknown> = {};
   for (const k of keys) out[k] = obj[k];
@@ -33,7 +43,10 @@ function expanded(ctx: RequestContext, model: ResourceModel<any>, r: StoredObjec
     const [head, ...rest] = path.split('.');
     if (!owns(out, head) || !model.expand || !owns(model.expand, head)) continue;
     const target = model.expand[head](r, ctx.shard);
-    if (!target) { out[head] = null; continue; }
+    if (!target) {
+      out[head] = null;
+      continue;
+    }
     const deeper = rest.length ? [rest.join('.')] : [];
     out[head] = expanded(ctx, target.model, target.record, target.model.schema.order, deeper);
   }
@@ -49,8 +62,15 @@ export function objectBody(ctx: RequestContext, model: ResourceModel<any>, r: St
 }
 
 /** Serialises a list as this request asks: a scatter part, an envelope, or a bare array. */
-export function listBody(ctx: RequestContext, model: ResourceModel<any, any>, records: Iterable<StoredObject>, newestFirst = false,
-  checks?: ListChecks, knownCount?: number, order?: (r: StoredObject) => [number, number]): { body: string; part?: ListPart } {
+export function listBody(
+  ctx: RequestContext,
+  model: ResourceModel<any, any>,
+  records: Iterable<StoredObject>,
+  newestFirst = false,
+  checks?: ListChecks,
+  knownCount?: number,
+  order?: (r: StoredObject) => [number, number],
+): { body: string; part?: ListPart } {
   if (!ctx.req.scatter && checks?.unanimous?.length) {
     const first = checks.unanimous.reduce((a, b) => (a.order <= b.order ? a : b));
     throw Errors.relayed(first.status, first.body);

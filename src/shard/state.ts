@@ -3,18 +3,18 @@
  * owns, rebuilt from LMDB at start-up (and after a failed commit).
  */
 import type { Config } from '../config.js';
-import { IdCounters, IdShardIndex, type SharedIdState } from '../store/ids.js';
-import type { Kind } from '../store/kinds.js';
-import { Store } from '../store/lmdb.js';
+import { RadixTree } from '../ip/radix-tree.js';
 import type { ResourceModel } from '../model/model.js';
 import { MODELS, modelByKind } from '../model/registry.js';
 import { AttributeIndex } from '../query/attribute-index.js';
-import { RadixTree } from '../ip/radix-tree.js';
-import { ValueOwners } from './value-owners.js';
-import { ChangeLog, type ChangeRow } from './changelog.js';
 import { CHANGE_RESOURCES, EVENTS } from '../store/change-names.js';
-import { ObjectTable, type StoredObject } from './table.js';
+import { IdCounters, IdShardIndex, type SharedIdState } from '../store/ids.js';
+import type { Kind } from '../store/kinds.js';
+import type { Store } from '../store/lmdb.js';
+import { ChangeLog, type ChangeRow } from './changelog.js';
 import { indexesOf, Relation } from './relations.js';
+import { ObjectTable, type StoredObject } from './table.js';
+import { ValueOwners } from './value-owners.js';
 
 export class ShardState {
   readonly ids: IdCounters;
@@ -53,9 +53,13 @@ export class ShardState {
     this.reset();
   }
 
-  get writerName(): string { return `shard${this.shardIndex}`; }
+  get writerName(): string {
+    return `shard${this.shardIndex}`;
+  }
 
-  ownsSite(siteId: number): boolean { return siteId % this.shardCount === this.shardIndex; }
+  ownsSite(siteId: number): boolean {
+    return siteId % this.shardCount === this.shardIndex;
+  }
 
   /** The table of a kind; kinds without a registered model get an empty one. */
   table<R extends StoredObject>(kind: Kind): ObjectTable<R> {
@@ -82,7 +86,9 @@ export class ShardState {
    * The model of a kind. Models reach each other through this at run time
    * rather than by importing each other's modules.
    */
-  model(kind: Kind): ResourceModel<any, any> { return modelByKind(kind); }
+  model(kind: Kind): ResourceModel<any, any> {
+    return modelByKind(kind);
+  }
 
   /** The relation index `name` (see relations.ts), created on first use. */
   relation(name: string): Relation {
@@ -109,8 +115,18 @@ export class ShardState {
       const site = this.store.site<StoredObject>(siteId)!;
       push(byKind, 'site', decode(modelByKind('site'), site));
       for (const { kind, value } of this.store.scanSite(siteId)) push(byKind, kind, decode(modelByKind(kind), value));
-      for (const { id, row: [at, event, resourceName, resourceId] } of this.store.scanChangeIndex(siteId)) {
-        rows.push({ id, siteId, at, event: EVENTS.indexOf(event as never), resource: CHANGE_RESOURCES.indexOf(resourceName as never), resourceId });
+      for (const {
+        id,
+        row: [at, event, resourceName, resourceId],
+      } of this.store.scanChangeIndex(siteId)) {
+        rows.push({
+          id,
+          siteId,
+          at,
+          event: EVENTS.indexOf(event as never),
+          resource: CHANGE_RESOURCES.indexOf(resourceName as never),
+          resourceId,
+        });
       }
     }
     // Kinds load in registry order, so a derived index may look up kinds registered before its own.
@@ -142,5 +158,6 @@ function decode(model: ResourceModel<any>, value: unknown): StoredObject {
 
 function push<K, V>(m: Map<K, V[]>, k: K, v: V): void {
   const l = m.get(k);
-  if (l) l.push(v); else m.set(k, [v]);
+  if (l) l.push(v);
+  else m.set(k, [v]);
 }

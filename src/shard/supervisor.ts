@@ -24,9 +24,9 @@
  * fresh worker reloads the shard's sites from the store, and requests for
  * this shard are answered 503 until it is ready. Other shards keep serving.
  */
-import { MessageChannel, Worker, type MessagePort } from 'node:worker_threads';
+import { MessageChannel, type MessagePort, Worker } from 'node:worker_threads';
 import { Errors, errorEnvelope } from '../errors.js';
-import type { ShardReply, ShardRequest, ShardControl } from './protocol.js';
+import type { ShardControl, ShardReply, ShardRequest } from './protocol.js';
 
 type Pending = (reply: ShardReply) => void;
 
@@ -52,7 +52,11 @@ const WORKER_URL = import.meta.url.endsWith('.ts')
 /** Longest wait between attempts when a replacement worker keeps failing to start. */
 const MAX_BACKOFF_MS = 30_000;
 
-interface Running { worker: Worker; port: MessagePort; progress: Int32Array }
+interface Running {
+  worker: Worker;
+  port: MessagePort;
+  progress: Int32Array;
+}
 
 /**
  * Messages are batched per event-loop turn in both directions: requests that
@@ -91,8 +95,12 @@ export class SupervisedShard {
     return shard;
   }
 
-  get inFlight(): number { return this.pending.size; }
-  get ready(): boolean { return this.running !== null; }
+  get inFlight(): number {
+    return this.pending.size;
+  }
+  get ready(): boolean {
+    return this.running !== null;
+  }
 
   /** Queues `req` (stamping its seq on it) for this turn's batch; answered 503 at once while the shard restarts. */
   send(req: Omit<ShardRequest, 'seq'>): Promise<ShardReply> {
@@ -107,14 +115,19 @@ export class SupervisedShard {
   }
 
   /** Test hook (NETSOT_TEST_HOOKS): makes the worker exit or stall as a crash or a runaway request would. */
-  control(message: ShardControl): void { this.running?.port.postMessage(message); }
+  control(message: ShardControl): void {
+    this.running?.port.postMessage(message);
+  }
 
   async stop(): Promise<void> {
     this.stopped = true;
     clearInterval(this.watch);
     const running = this.running;
     this.running = null;
-    if (running) { running.port.close(); await running.worker.terminate(); }
+    if (running) {
+      running.port.close();
+      await running.worker.terminate();
+    }
   }
 
   /**
@@ -139,7 +152,10 @@ export class SupervisedShard {
       transferList: [port2],
     });
     return new Promise<Running>((resolve, reject) => {
-      const failed = (err: unknown) => { port1.close(); reject(err); };
+      const failed = (err: unknown) => {
+        port1.close();
+        reject(err);
+      };
       const exited = (code: number) => failed(new Error(`shard ${this.launch.shardIndex} exited with code ${code} while loading`));
       worker.once('error', failed);
       worker.once('exit', exited);
@@ -153,18 +169,27 @@ export class SupervisedShard {
   }
 
   private adopt(running: Running): void {
-    if (this.stopped) { running.port.close(); void running.worker.terminate(); return; }
+    if (this.stopped) {
+      running.port.close();
+      void running.worker.terminate();
+      return;
+    }
     this.running = running;
     this.lastProgress = Atomics.load(running.progress, 0);
     this.lastProgressAt = performance.now();
     running.port.on('message', (replies: ShardReply[]) => {
       for (const reply of replies) {
         const done = this.pending.get(reply.seq);
-        if (done) { this.pending.delete(reply.seq); done(reply); }
+        if (done) {
+          this.pending.delete(reply.seq);
+          done(reply);
+        }
       }
     });
     running.worker.on('error', (err) => this.launch.report(`shard ${this.launch.shardIndex} failed: ${err.stack ?? err}`));
-    running.worker.once('exit', (code) => { if (this.running === running) this.replace(`exited with code ${code}`); });
+    running.worker.once('exit', (code) => {
+      if (this.running === running) this.replace(`exited with code ${code}`);
+    });
   }
 
   private checkProgress(): void {
@@ -190,10 +215,12 @@ export class SupervisedShard {
     const old = this.running;
     if (!old || this.stopped) return;
     this.running = null;
-    this.launch.report(`shard ${this.launch.shardIndex} ${reason}; answering its ${this.pending.size} waiting requests 503 and restarting it`);
+    this.launch.report(
+      `shard ${this.launch.shardIndex} ${reason}; answering its ${this.pending.size} waiting requests 503 and restarting it`,
+    );
     old.port.close();
     void old.worker.terminate();
-    this.pending.forEach((resolve, seq) => resolve(this.unavailable(seq)));
+    for (const [seq, resolve] of this.pending) resolve(this.unavailable(seq));
     this.pending.clear();
     this.outbox = [];
     this.restart();
@@ -204,14 +231,17 @@ export class SupervisedShard {
     this.failures++;
     const attempt = () => {
       if (this.stopped) return;
-      this.spawn().then((running) => {
-        this.adopt(running);
-        this.launch.report(`shard ${this.launch.shardIndex} is serving again (loaded in ${Math.round(this.lastLoadMs)} ms)`);
-        this.launch.onRestarted?.(this.launch.shardIndex);
-      }, (err) => {
-        this.launch.report(`shard ${this.launch.shardIndex} could not be restarted: ${(err as Error).message ?? err}`);
-        this.restart();
-      });
+      this.spawn().then(
+        (running) => {
+          this.adopt(running);
+          this.launch.report(`shard ${this.launch.shardIndex} is serving again (loaded in ${Math.round(this.lastLoadMs)} ms)`);
+          this.launch.onRestarted?.(this.launch.shardIndex);
+        },
+        (err) => {
+          this.launch.report(`shard ${this.launch.shardIndex} could not be restarted: ${(err as Error).message ?? err}`);
+          this.restart();
+        },
+      );
     };
     setTimeout(attempt, delay);
   }

@@ -12,7 +12,10 @@
  * | insert / replace / del | O(1) |
  * | iterate site / all     | O(n) in id order |
  */
-export interface StoredObject { id: number; siteId: number }
+export interface StoredObject {
+  id: number;
+  siteId: number;
+}
 
 /**
  * A per-site unique key (a natural key) and, across sites, everything with a
@@ -31,8 +34,9 @@ export class NaturalKeyIndex<R extends StoredObject> {
     m.set(k, r);
     const held = this.all.get(k);
     if (held === undefined) this.all.set(k, r);
-    else if (Array.isArray(held)) { if (!held.includes(r)) held.push(r); }
-    else if (held !== r) this.all.set(k, [held, r]);
+    else if (Array.isArray(held)) {
+      if (!held.includes(r)) held.push(r);
+    } else if (held !== r) this.all.set(k, [held, r]);
   }
 
   remove(r: R): void {
@@ -47,7 +51,9 @@ export class NaturalKeyIndex<R extends StoredObject> {
     }
   }
 
-  inSite(site: number, key: string): R | undefined { return this.bySite.get(site)?.get(key); }
+  inSite(site: number, key: string): R | undefined {
+    return this.bySite.get(site)?.get(key);
+  }
   everywhere(key: string): R[] {
     const held = this.all.get(key);
     return held === undefined ? [] : Array.isArray(held) ? [...held] : [held];
@@ -67,18 +73,34 @@ export class ObjectTable<R extends StoredObject> {
     this.keys = [...this.keyIndexes.values()];
   }
 
-  key(name: string): NaturalKeyIndex<R> | undefined { return this.keyIndexes.get(name); }
+  key(name: string): NaturalKeyIndex<R> | undefined {
+    return this.keyIndexes.get(name);
+  }
   private maxId = 0;
   /** Set when an insert arrived below maxId (a rolled-back delete): re-sort before iterating. */
   private outOfOrder = false;
 
-  get(id: number): R | undefined { return this.byId.get(id); }
-  get size(): number { return this.byId.size; }
+  get(id: number): R | undefined {
+    return this.byId.get(id);
+  }
+  get size(): number {
+    return this.byId.size;
+  }
 
-  all(): Iterable<R> { this.ensureOrder(); return this.byId.values(); }
-  inSite(site: number): Iterable<R> { this.ensureOrder(); return this.bySite.get(site)?.values() ?? []; }
-  countInSite(site: number): number { return this.bySite.get(site)?.size ?? 0; }
-  sites(): Iterable<number> { return this.bySite.keys(); }
+  all(): Iterable<R> {
+    this.ensureOrder();
+    return this.byId.values();
+  }
+  inSite(site: number): Iterable<R> {
+    this.ensureOrder();
+    return this.bySite.get(site)?.values() ?? [];
+  }
+  countInSite(site: number): number {
+    return this.bySite.get(site)?.size ?? 0;
+  }
+  sites(): Iterable<number> {
+    return this.bySite.keys();
+  }
 
   private ensureOrder(): void {
     if (!this.outOfOrder) return;
@@ -94,7 +116,8 @@ export class ObjectTable<R extends StoredObject> {
   }
 
   insert(r: R): void {
-    if (r.id < this.maxId) this.outOfOrder = true; else this.maxId = r.id;
+    if (r.id < this.maxId) this.outOfOrder = true;
+    else this.maxId = r.id;
     this.byId.set(r.id, r);
     let m = this.bySite.get(r.siteId);
     if (!m) this.bySite.set(r.siteId, (m = new Map()));
@@ -112,7 +135,10 @@ export class ObjectTable<R extends StoredObject> {
   remove(r: R): void {
     this.byId.delete(r.id);
     const m = this.bySite.get(r.siteId);
-    if (m) { m.delete(r.id); if (m.size === 0) this.bySite.delete(r.siteId); }
+    if (m) {
+      m.delete(r.id);
+      if (m.size === 0) this.bySite.delete(r.siteId);
+    }
     for (const k of this.keys) k.remove(r);
   }
 

@@ -6,15 +6,16 @@
  * Changes and id high-water marks of one or more Transactions in one LMDB
  * transaction.
  */
-import { highWaterOp, type StoredChange, type WriteSet, type WriteOp } from '../store/lmdb.js';
-import type { Kind } from '../store/kinds.js';
+
 import type { ResourceModel } from '../model/model.js';
+import { CHANGE_RESOURCES, type ChangeEvent, EVENTS } from '../store/change-names.js';
+import type { Kind } from '../store/kinds.js';
+import { highWaterOp, type StoredChange, type WriteOp, type WriteSet } from '../store/lmdb.js';
+import { resourceDiff } from './diff.js';
 import type { Principal } from './protocol.js';
+import { indexesOf } from './relations.js';
 import type { ShardState } from './state.js';
 import type { StoredObject } from './table.js';
-import { CHANGE_RESOURCES, EVENTS, type ChangeEvent } from '../store/change-names.js';
-import { resourceDiff } from './diff.js';
-import { indexesOf } from './relations.js';
 
 /**
  * Whether a Create's or Delete's diff can be rebuilt from the resource's JSON
@@ -33,12 +34,16 @@ export class Transaction {
   private readonly writes: WriteSet = { ops: [], removeRanges: [] };
   private readonly undo: (() => void)[] = [];
   private readonly highWater = new Map<Kind, number>();
-  private changeRows = 0;
   private rolledBack = false;
 
-  constructor(private readonly shard: ShardState, private readonly principal: Principal) {}
+  constructor(
+    private readonly shard: ShardState,
+    private readonly principal: Principal,
+  ) {}
 
-  get isEmpty(): boolean { return this.writes.ops.length === 0 && this.writes.removeRanges!.length === 0; }
+  get isEmpty(): boolean {
+    return this.writes.ops.length === 0 && this.writes.removeRanges!.length === 0;
+  }
 
   newId(kind: Kind): number {
     const id = this.shard.ids.next(kind);
@@ -53,9 +58,8 @@ export class Transaction {
 
   private put(model: ResourceModel<any>, r: StoredObject | undefined, key: StoredObject): void {
     const value = r !== undefined && model.encode ? model.encode(r) : r;
-    const op: WriteOp = model.storeDb === 'sites'
-      ? { db: 'sites', key: key.id, value }
-      : { db: 'objects', key: [key.siteId, model.kind, key.id], value };
+    const op: WriteOp =
+      model.storeDb === 'sites' ? { db: 'sites', key: key.id, value } : { db: 'objects', key: [key.siteId, model.kind, key.id], value };
     this.writes.ops.push(op);
   }
 
@@ -100,23 +104,43 @@ export class Transaction {
   }
 
   /** Records one Change; `before`/`after` are API shapes (null on create/delete). */
-  change(event: ChangeEvent, model: ResourceModel<any>, siteId: number, resourceId: number,
-    before: Record<string, unknown> | null, after: Record<string, unknown> | null): void {
+  change(
+    event: ChangeEvent,
+    model: ResourceModel<any>,
+    siteId: number,
+    resourceId: number,
+    before: Record<string, unknown> | null,
+    after: Record<string, unknown> | null,
+  ): void {
     const id = this.newId('change');
     const at = this.shard.changes.stamp();
     const record: StoredChange = {
-      id, siteId, at, event,
-      resourceName: model.name, resourceId,
-      userId: this.principal.id, email: this.principal.email,
+      id,
+      siteId,
+      at,
+      event,
+      resourceName: model.name,
+      resourceId,
+      userId: this.principal.id,
+      email: this.principal.email,
       resource: JSON.stringify(after ?? before),
     };
     if ((before && after) || !impliesDiff((after ?? before)!)) record.diff = JSON.stringify(resourceDiff(before, after));
     this.writes.ops.push({ db: 'changes', key: [siteId, id], value: record });
     this.writes.ops.push({ db: 'changeIndex', key: [siteId, id], value: [at, event, model.name, resourceId] });
-    this.shard.changes.append({ id, siteId, at, event: EVENTS.indexOf(event), resource: CHANGE_RESOURCES.indexOf(model.name as never), resourceId });
+    this.shard.changes.append({
+      id,
+      siteId,
+      at,
+      event: EVENTS.indexOf(event),
+      resource: CHANGE_RESOURCES.indexOf(model.name as never),
+      resourceId,
+    });
     this.shard.index.set('change', id, this.shard.shardIndex);
-    this.changeRows++;
-    this.undo.push(() => { this.shard.changes.truncate(1); this.shard.index.clear('change', id); });
+    this.undo.push(() => {
+      this.shard.changes.truncate(1);
+      this.shard.index.clear('change', id);
+    });
   }
 
   /** Removes every Change of a site (the site is being deleted). */
@@ -124,7 +148,9 @@ export class Transaction {
     this.writes.removeRanges!.push({ db: 'changes', prefix: siteId }, { db: 'changeIndex', prefix: siteId });
     this.shard.changes.dropSite(siteId, (id) => this.shard.index.clear('change', id));
     // Not undoable in memory: a failure after this point reloads the shard from disk.
-    this.undo.push(() => { this.shard.failed = true; });
+    this.undo.push(() => {
+      this.shard.failed = true;
+    });
   }
 
   /**
@@ -161,7 +187,9 @@ export class CommitGroup {
 
   constructor(private readonly shard: ShardState) {}
 
-  get isEmpty(): boolean { return this.ops.length === 0 && this.removeRanges!.length === 0; }
+  get isEmpty(): boolean {
+    return this.ops.length === 0 && this.removeRanges!.length === 0;
+  }
 
   /**
    * Takes `tx`'s writes, in order after those already held. A store applies a
@@ -170,7 +198,10 @@ export class CommitGroup {
    * caller commits this group and starts another.
    */
   add(tx: Transaction): boolean {
-    if (tx.isEmpty) { tx.seal(); return true; }
+    if (tx.isEmpty) {
+      tx.seal();
+      return true;
+    }
     const { writes, highWater } = tx.seal();
     if (writes.removeRanges!.length > 0) {
       if (!this.isEmpty) return false;
@@ -191,7 +222,11 @@ export class CommitGroup {
     // LMDB commits synchronously inside this call, so the flag spans exactly the commit and its sync.
     this.shard.inStore(true);
     let p: Promise<void>;
-    try { p = this.shard.store.commit({ ops: this.ops, removeRanges: this.removeRanges }); } finally { this.shard.inStore(false); }
+    try {
+      p = this.shard.store.commit({ ops: this.ops, removeRanges: this.removeRanges });
+    } finally {
+      this.shard.inStore(false);
+    }
     this.shard.tail = p.catch(() => undefined);
     return p;
   }

@@ -18,8 +18,12 @@ export class ValueOwners {
     if (valueId >= this.kinds.length) {
       let size = this.kinds.length;
       while (size <= valueId) size *= 2;
-      const k = new Uint8Array(size); k.set(this.kinds); this.kinds = k;
-      const o = new Int32Array(size); o.set(this.owners); this.owners = o;
+      const k = new Uint8Array(size);
+      k.set(this.kinds);
+      this.kinds = k;
+      const o = new Int32Array(size);
+      o.set(this.owners);
+      this.owners = o;
     }
     this.kinds[valueId] = kindSlot + 1;
     this.owners[valueId] = ownerId;

@@ -2,16 +2,17 @@
  * Shard worker entry: opens the store, rebuilds its sites in memory, then
  * serves ShardRequests from its MessagePort one after another.
  */
-import { workerData, parentPort, type MessagePort } from 'node:worker_threads';
+
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
+import { type MessagePort, parentPort, workerData } from 'node:worker_threads';
 import type { Config } from '../config.js';
-import type { SharedIdState } from '../store/ids.js';
 import { Logger } from '../log.js';
+import type { SharedIdState } from '../store/ids.js';
 import { Store } from '../store/lmdb.js';
 import { ShardServer } from './dispatch.js';
 import type { ShardControl, ShardReply, ShardRequest } from './protocol.js';
 import { ShardState } from './state.js';
-import { setFlagsFromString } from 'node:v8';
-import { runInNewContext } from 'node:vm';
 
 /**
  * Loading decodes every stored record once and leaves most of that garbage
@@ -39,13 +40,21 @@ const shard = new ShardState(data.shardIndex, data.shardCount, data.config, stor
 const started = performance.now();
 shard.load();
 collectGarbage();
-shard.heartbeat = () => { Atomics.add(data.progress, 0, 1); };
-shard.inStore = (busy) => { Atomics.store(data.progress, 1, busy ? 1 : 0); };
-// Replies leave in batches, one postMessage per commit group (see SupervisedShard in supervisor.ts).
-const server = new ShardServer(shard, (replies: ShardReply[]) => {
+shard.heartbeat = () => {
   Atomics.add(data.progress, 0, 1);
-  data.port.postMessage(replies);
-}, new Logger(data.config.logLevel));
+};
+shard.inStore = (busy) => {
+  Atomics.store(data.progress, 1, busy ? 1 : 0);
+};
+// Replies leave in batches, one postMessage per commit group (see SupervisedShard in supervisor.ts).
+const server = new ShardServer(
+  shard,
+  (replies: ShardReply[]) => {
+    Atomics.add(data.progress, 0, 1);
+    data.port.postMessage(replies);
+  },
+  new Logger(data.config.logLevel),
+);
 data.port.on('message', (message: string | ShardControl) => {
   Atomics.add(data.progress, 0, 1);
   if (typeof message === 'string') server.submit(JSON.parse(message) as ShardRequest[]);

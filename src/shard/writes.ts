@@ -5,15 +5,15 @@
  * one Change per object, all in the request's one Transaction.
  */
 import { demand } from '../auth/permissions.js';
-import { Errors, isApiError, pyType, type ErrorMessage } from '../errors.js';
-import type { ResourceModel } from '../model/model.js';
-import { requireObject, siteIdIn, type Method } from '../schema/validate.js';
-import { asId, NO_ID } from '../schema/id.js';
-import type { RequestContext, SiteRecord } from './context.js';
-import { lookup } from './lookup.js';
-import { deleteRecord } from './delete-policies.js';
-import { modelByKind } from '../model/registry.js';
+import { type ErrorMessage, Errors, isApiError, pyType } from '../errors.js';
 import { resolveRelated } from '../model/_related.js';
+import type { ResourceModel } from '../model/model.js';
+import { modelByKind } from '../model/registry.js';
+import { asId, NO_ID } from '../schema/id.js';
+import { type Method, requireObject, siteIdIn } from '../schema/validate.js';
+import type { RequestContext, SiteRecord } from './context.js';
+import { deleteRecord } from './delete-policies.js';
+import { lookup } from './lookup.js';
 import type { StoredObject } from './table.js';
 
 type Model = ResourceModel<any, any>;
@@ -32,7 +32,10 @@ function siteViaRelated(ctx: RequestContext, model: Model, body: Body): number |
   }
 }
 
-interface Bound { body: Body; site: number | null }
+interface Bound {
+  body: Body;
+  site: number | null;
+}
 
 /**
  * Binds a create body to its site (§9.2): on a nested route the URL site fills
@@ -46,7 +49,8 @@ function bindSite(ctx: RequestContext, model: Model, body: Body): Bound {
   const url = ctx.urlSite;
   if (field && url !== null) {
     const given = body[field];
-    if (given !== undefined && given !== null && String(given) !== String(ctx.urlSiteLabel)) throw Errors.siteMismatch(field, given, ctx.urlSiteLabel!);
+    if (given !== undefined && given !== null && String(given) !== String(ctx.urlSiteLabel))
+      throw Errors.siteMismatch(field, given, ctx.urlSiteLabel!);
     body = { ...body, [field]: url };
   }
   const site = url ?? (field ? siteIdIn(body[field]) : null) ?? siteViaRelated(ctx, model, body);
@@ -60,7 +64,7 @@ function siteOfDraft(ctx: RequestContext, model: Model, draft: Body, bound: numb
   const raw = field ? draft[field] : undefined;
   const id = (field ? siteIdIn(raw) : null) ?? bound;
   const site = id === null ? undefined : ctx.site(id);
-  if (!site) throw Errors.siteMissing(id === NO_ID ? ctx.urlSiteLabel : id ?? raw);
+  if (!site) throw Errors.siteMissing(id === NO_ID ? ctx.urlSiteLabel : (id ?? raw));
   return site;
 }
 
@@ -92,7 +96,9 @@ function perItem<T, U>(items: T[], fn: (item: T, index: number) => U, collectAll
   const errors: Record<string, ErrorMessage> = {};
   items.forEach((item, i) => {
     if (!collectAll && Object.keys(errors).length > 0) return;
-    try { out.push(fn(item, i)); } catch (err) {
+    try {
+      out.push(fn(item, i));
+    } catch (err) {
       if (!isApiError(err)) throw err;
       // Permission and lookup failures keep their own status; they stop the request at once.
       if (err.status !== 400) throw err;

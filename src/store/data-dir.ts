@@ -13,7 +13,7 @@
  * birth: LMDB opens its data and lock files with `STORE_FILE_MODE`, and the
  * server key is written by `writePrivateFile`.
  */
-import { chmodSync, closeSync, fchmodSync, lstatSync, mkdirSync, openSync, readdirSync, writeSync, type Stats } from 'node:fs';
+import { chmodSync, closeSync, fchmodSync, lstatSync, mkdirSync, openSync, readdirSync, type Stats, writeSync } from 'node:fs';
 import { join } from 'node:path';
 
 export const DATA_DIR_MODE = 0o700;
@@ -35,13 +35,18 @@ export function ensurePrivateDir(dir: string): boolean {
  */
 export function secureDataDir(dir: string, warn: (line: string) => void): string[] {
   const lines: string[] = [];
-  const say = (line: string) => { lines.push(line); warn(line); };
+  const say = (line: string) => {
+    lines.push(line);
+    warn(line);
+  };
   if (ensurePrivateDir(dir)) return lines;
   const uid = process.getuid?.();
   const dirStat = lstatSync(dir);
   if (uid !== undefined && dirStat.uid !== uid) {
-    say(`netsot: data dir ${dir} is owned by uid ${dirStat.uid}, not by this process (uid ${uid}): `
-      + 'whoever owns it can read every secret in it');
+    say(
+      `netsot: data dir ${dir} is owned by uid ${dirStat.uid}, not by this process (uid ${uid}): ` +
+        'whoever owns it can read every secret in it',
+    );
   }
   tighten(dir, dirStat, DATA_DIR_MODE, 'data dir', say);
   for (const name of readdirSync(dir)) {
@@ -63,8 +68,10 @@ function tighten(path: string, st: Stats, mode: number, what: string, say: (line
     chmodSync(path, mode);
     say(`netsot: ${what} ${path} was mode ${octal(st.mode)}, readable by others; now ${octal(mode)}`);
   } catch (e) {
-    say(`netsot: ${what} ${path} is mode ${octal(st.mode)}, readable by others, `
-      + `and could not be changed to ${octal(mode)}: ${(e as Error).message}`);
+    say(
+      `netsot: ${what} ${path} is mode ${octal(st.mode)}, readable by others, ` +
+        `and could not be changed to ${octal(mode)}: ${(e as Error).message}`,
+    );
   }
 }
 
@@ -74,7 +81,7 @@ export function writePrivateFile(path: string, data: Uint8Array): void {
   try {
     // Before the secret goes in: a file that already existed keeps its mode through open.
     fchmodSync(fd, STORE_FILE_MODE);
-    for (let done = 0; done < data.length;) done += writeSync(fd, data, done, data.length - done);
+    for (let done = 0; done < data.length; ) done += writeSync(fd, data, done, data.length - done);
   } finally {
     closeSync(fd);
   }

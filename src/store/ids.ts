@@ -35,9 +35,15 @@ export function createSharedIdState(initial: Partial<Record<Kind, number>>): Sha
 
 export class IdCounters {
   private readonly view: Int32Array;
-  constructor(state: SharedIdState) { this.view = new Int32Array(state.counters); }
-  next(kind: Kind): number { return Atomics.add(this.view, kindSlot(kind), 1) + 1; }
-  current(kind: Kind): number { return Atomics.load(this.view, kindSlot(kind)); }
+  constructor(state: SharedIdState) {
+    this.view = new Int32Array(state.counters);
+  }
+  next(kind: Kind): number {
+    return Atomics.add(this.view, kindSlot(kind), 1) + 1;
+  }
+  current(kind: Kind): number {
+    return Atomics.load(this.view, kindSlot(kind));
+  }
 }
 
 export class IdShardIndex {
@@ -48,7 +54,11 @@ export class IdShardIndex {
     if (minLength > sab.byteLength) {
       let size = sab.byteLength;
       while (size < minLength) size *= 2;
-      try { sab.grow(Math.min(size, sab.maxByteLength)); } catch { /* another thread grew it first */ }
+      try {
+        sab.grow(Math.min(size, sab.maxByteLength));
+      } catch {
+        /* another thread grew it first */
+      }
     }
     return new Uint8Array(sab);
   }

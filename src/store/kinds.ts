@@ -3,8 +3,18 @@
  * so each kind has one counter slot and one id→shard index.
  */
 export const KINDS = [
-  'site', 'attribute', 'value', 'device', 'network', 'interface', 'circuit',
-  'protocoltype', 'protocol', 'change', 'assignment', 'user',
+  'site',
+  'attribute',
+  'value',
+  'device',
+  'network',
+  'interface',
+  'circuit',
+  'protocoltype',
+  'protocol',
+  'change',
+  'assignment',
+  'user',
 ] as const;
 
 export type Kind = (typeof KINDS)[number];
@@ -19,8 +29,16 @@ export const kindSlot = (kind: Kind): number => KINDS.indexOf(kind);
  * every model's `name` agrees (model/registry.ts, kindTableDisagreements).
  */
 export const MODEL_NAMES = {
-  site: 'Site', attribute: 'Attribute', value: 'Value', device: 'Device', network: 'Network', interface: 'Interface',
-  circuit: 'Circuit', protocoltype: 'ProtocolType', protocol: 'Protocol', change: 'Change',
+  site: 'Site',
+  attribute: 'Attribute',
+  value: 'Value',
+  device: 'Device',
+  network: 'Network',
+  interface: 'Interface',
+  circuit: 'Circuit',
+  protocoltype: 'ProtocolType',
+  protocol: 'Protocol',
+  change: 'Change',
 } as const satisfies Partial<Record<Kind, string>>;
 
 export type ModelKind = keyof typeof MODEL_NAMES;

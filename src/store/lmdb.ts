@@ -24,9 +24,10 @@
  * on the committing thread, so when `commit` resolves the write is on disk and
  * a 2xx is never sent for a write that a crash could lose.
  */
-import { open, type RootDatabase, type Database } from 'lmdb';
+
 import { statfsSync } from 'node:fs';
 import { join } from 'node:path';
+import { type Database, open, type RootDatabase } from 'lmdb';
 import { ensurePrivateDir, STORE_FILE_MODE } from './data-dir.js';
 import type { Kind } from './kinds.js';
 
@@ -60,7 +61,11 @@ export type DbName = 'sites' | 'objects' | 'changes' | 'changeIndex' | 'users' |
 /** What a shard keeps of a Change in memory; stored apart so loading never reads the payloads. */
 export type ChangeIndexRow = [at: number, event: string, resourceName: string, resourceId: number];
 
-export interface WriteOp { db: DbName; key: Key; value?: unknown }
+export interface WriteOp {
+  db: DbName;
+  key: Key;
+  value?: unknown;
+}
 
 export interface WriteSet {
   ops: WriteOp[];
@@ -103,7 +108,9 @@ export class Store {
     };
   }
 
-  db(name: DbName): Database { return this.dbs[name]; }
+  db(name: DbName): Database {
+    return this.dbs[name];
+  }
 
   /**
    * Applies a write set atomically; resolves once it is durable on disk.
@@ -126,7 +133,8 @@ export class Store {
       }
       for (const op of writes.ops) {
         const db = this.dbs[op.db];
-        if (op.value === undefined) db.remove(op.key); else db.put(op.key, op.value);
+        if (op.value === undefined) db.remove(op.key);
+        else db.put(op.key, op.value);
       }
     });
   }
@@ -153,7 +161,9 @@ export class Store {
     return Array.from(this.dbs.sites.getKeys() as Iterable<number>);
   }
 
-  site<T>(siteId: number): T | undefined { return this.dbs.sites.get(siteId) as T | undefined; }
+  site<T>(siteId: number): T | undefined {
+    return this.dbs.sites.get(siteId) as T | undefined;
+  }
 
   /** Every object of one site, in key order: kind, then id. */
   *scanSite(siteId: number): Iterable<{ kind: Kind; id: number; value: unknown }> {
@@ -186,7 +196,9 @@ export class Store {
     return out;
   }
 
-  async close(): Promise<void> { await this.root.close(); }
+  async close(): Promise<void> {
+    await this.root.close();
+  }
 }
 
 /** The diff of a Create or Delete whose resource was stored as `resource` (see StoredChange). */
@@ -197,5 +209,4 @@ function impliedDiff(event: ChangeRecord['event'], resource: string): string {
   return JSON.stringify(diff);
 }
 
-export const highWaterOp = (kind: Kind, writer: string, id: number): WriteOp =>
-  ({ db: 'meta', key: ['hw', kind, writer], value: id });
+export const highWaterOp = (kind: Kind, writer: string, id: number): WriteOp => ({ db: 'meta', key: ['hw', kind, writer], value: id });

@@ -13,8 +13,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { InjectServer as TestServer, type Response } from '../helpers/inject.js';
-import { fixtures, type Change } from '../helpers/fixtures.js';
+import { type Change, fixtures } from '../helpers/fixtures.js';
+import { type Response, InjectServer as TestServer } from '../helpers/inject.js';
 
 let s: TestServer;
 let dataDir: string;
@@ -29,8 +29,22 @@ afterAll(async () => {
 
 const fx = fixtures(() => s, { base: 'conc' });
 
-interface Net { id: number; cidr: string; parent_id: number | null; parent: string | null; site_id: number; state: string; prefix_length: number }
-interface Parent { site: number; id: number; cidr: string; base: number; len: number }
+interface Net {
+  id: number;
+  cidr: string;
+  parent_id: number | null;
+  parent: string | null;
+  site_id: number;
+  state: string;
+  prefix_length: number;
+}
+interface Parent {
+  site: number;
+  id: number;
+  cidr: string;
+  base: number;
+  len: number;
+}
 
 const ip4 = (n: number) => [24, 16, 8, 0].map((sh) => (n >>> sh) & 255).join('.');
 const num4 = (a: string) => a.split('.').reduce((acc, o) => acc * 256 + Number(o), 0);
@@ -49,8 +63,15 @@ function pathFor(p: Parent, k: number, route: string, query: string): string {
   return `${prefix}/${key}/${route}/?${query}`;
 }
 
-interface Ask { parent: Parent; num: number; reserve: boolean; path: string }
-interface Got extends Ask { r: Response }
+interface Ask {
+  parent: Parent;
+  num: number;
+  reserve: boolean;
+  path: string;
+}
+interface Got extends Ask {
+  r: Response;
+}
 
 /** `count` requests at `parent`: num alternating 1 and `big`, every 4th with reserve=true, all route forms. */
 function asks(parent: Parent, count: number, route: string, big: number, extra = ''): Ask[] {
@@ -64,7 +85,10 @@ function asks(parent: Parent, count: number, route: string, big: number, extra =
 
 /** Fires every request at once (interleaved across parents), waits for all. */
 async function storm(all: Ask[]): Promise<Got[]> {
-  const shuffled = all.map((a, i) => ({ a, k: (i * 7919) % all.length })).sort((x, y) => x.k - y.k).map((x) => x.a);
+  const shuffled = all
+    .map((a, i) => ({ a, k: (i * 7919) % all.length }))
+    .sort((x, y) => x.k - y.k)
+    .map((x) => x.a);
   const rs = await Promise.all(shuffled.map((a) => s.post(a.path)));
   return shuffled.map((a, i) => ({ ...a, r: rs[i] }));
 }
@@ -110,7 +134,10 @@ async function checkParent(p: Parent, got: Got[], L: number): Promise<string[]> 
   const all = mine.flatMap((g) => g.r.json as string[]);
   expect(new Set(all).size).toBe(all.length);
   const order = new Map(expected.map((b, i) => [b, i]));
-  expect(all.every((b) => order.has(b)), 'every block is one of the first free ones').toBe(true);
+  expect(
+    all.every((b) => order.has(b)),
+    'every block is one of the first free ones',
+  ).toBe(true);
   expect(all.length).toBe(expected.length);
   for (const g of mine) {
     const idx = (g.r.json as string[]).map((b) => order.get(b)!);
@@ -131,15 +158,26 @@ async function checkParent(p: Parent, got: Got[], L: number): Promise<string[]> 
 async function checkSite(site: number, parents: Parent[], blocks: string[]): Promise<void> {
   const nets = await netsOf(site);
   const parentIds = new Set(parents.map((p) => p.id));
-  expect(nets.filter((n) => parentIds.has(n.id)).map((n) => n.cidr).sort()).toEqual(parents.map((p) => p.cidr).sort());
+  expect(
+    nets
+      .filter((n) => parentIds.has(n.id))
+      .map((n) => n.cidr)
+      .sort(),
+  ).toEqual(parents.map((p) => p.cidr).sort());
   const rest = nets.filter((n) => !parentIds.has(n.id));
-  expect(rest.every((n) => n.parent_id !== null && parentIds.has(n.parent_id)), 'nothing outside the parents').toBe(true);
+  expect(
+    rest.every((n) => n.parent_id !== null && parentIds.has(n.parent_id)),
+    'nothing outside the parents',
+  ).toBe(true);
   expect(rest.map((n) => n.cidr).sort()).toEqual(blocks.slice().sort());
   const changes = await networkChanges(site);
   expect(changes.every((c) => c.event === 'Create' && c.site.id === site)).toBe(true);
   const perId = new Map<number, number>();
   for (const c of changes) perId.set(c.resource_id, (perId.get(c.resource_id) ?? 0) + 1);
-  expect([...perId.values()].every((n) => n === 1), 'one Create per network').toBe(true);
+  expect(
+    [...perId.values()].every((n) => n === 1),
+    'one Create per network',
+  ).toBe(true);
   expect(changes.map((c) => c.resource_id).sort((a, b) => a - b)).toEqual(nets.map((n) => n.id).sort((a, b) => a - b));
   const byId = new Map(nets.map((n) => [n.id, n]));
   for (const c of changes) {
@@ -188,7 +226,10 @@ describe('concurrent POST next_* (SHARDS=2)', () => {
   });
 
   test('64 + 64 simultaneous next_network at parents in two sites on different shards', async () => {
-    const got = await storm([...asks(P.a4, 64, 'next_network', 4, '&prefix_length=28'), ...asks(P.b4, 64, 'next_network', 4, '&prefix_length=28')]);
+    const got = await storm([
+      ...asks(P.a4, 64, 'next_network', 4, '&prefix_length=28'),
+      ...asks(P.b4, 64, 'next_network', 4, '&prefix_length=28'),
+    ]);
     allocated.a4 = await checkParent(P.a4, got, 28);
     allocated.b4 = await checkParent(P.b4, got, 28);
   });
@@ -219,7 +260,11 @@ describe('concurrent POST next_* (SHARDS=2)', () => {
   });
 
   test('each site holds exactly its parents and the blocks, one Create Change each', async () => {
-    await checkSite(a, [P.a1, P.a2, P.a3, P.a4, P.a5], [...allocated.a1, ...allocated.a2, ...allocated.a3, ...allocated.a4, ...allocated.a5]);
+    await checkSite(
+      a,
+      [P.a1, P.a2, P.a3, P.a4, P.a5],
+      [...allocated.a1, ...allocated.a2, ...allocated.a3, ...allocated.a4, ...allocated.a5],
+    );
     await checkSite(b, [P.b2, P.b4], [...allocated.b2, ...allocated.b4]);
   });
 

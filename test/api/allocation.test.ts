@@ -12,8 +12,8 @@
  * NETWORK_INTERCONNECT_PREFIXES=30,126. Every test works in fresh sites.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { InjectServer as TestServer, type Response } from '../helpers/inject.js';
-import { expectError, fixtures, FORBIDDEN, type Change } from '../helpers/fixtures.js';
+import { type Change, expectError, FORBIDDEN, fixtures } from '../helpers/fixtures.js';
+import { type Response, InjectServer as TestServer } from '../helpers/inject.js';
 
 let s: TestServer;
 let t: TestServer;
@@ -23,7 +23,9 @@ beforeAll(async () => {
     TestServer.start({ shards: 2, env: { NEXT_NUM_MAX: '5', SERVICE_COMPRESS_IPV6: 'false', NETWORK_INTERCONNECT_PREFIXES: '30,126' } }),
   ]);
 });
-afterAll(async () => { await Promise.all([s?.stop(), t?.stop()]); });
+afterAll(async () => {
+  await Promise.all([s?.stop(), t?.stop()]);
+});
 
 const fx = fixtures(() => s, { base: 'alloc' });
 const fxT = fixtures(() => t, { base: 'alloc' });
@@ -33,13 +35,25 @@ const NONE_TYPE = "int() argument must be a string or a number, not 'NoneType'";
 const literal = (v: string) => `invalid literal for int() with base 10: '${v}'`;
 
 interface Net {
-  id: number; cidr: string; parent_id: number | null; parent: string | null; site_id: number; is_ip: boolean;
-  ip_version: string; network_address: string; prefix_length: number; state: string; attributes: Record<string, unknown>;
+  id: number;
+  cidr: string;
+  parent_id: number | null;
+  parent: string | null;
+  site_id: number;
+  is_ip: boolean;
+  ip_version: string;
+  network_address: string;
+  prefix_length: number;
+  state: string;
+  attributes: Record<string, unknown>;
 }
 
 /** Creates these networks in the site (one bulk POST, in order); the created records. */
 async function mkNets(site: number, cidrs: (string | { cidr: string; state?: string })[], srv = s): Promise<Net[]> {
-  const r = await srv.post(`/api/sites/${site}/networks/`, cidrs.map((c) => (typeof c === 'string' ? { cidr: c } : c)));
+  const r = await srv.post(
+    `/api/sites/${site}/networks/`,
+    cidrs.map((c) => (typeof c === 'string' ? { cidr: c } : c)),
+  );
   expect(r.status, r.text).toBe(201);
   return r.json;
 }
@@ -109,8 +123,13 @@ async function expectNothingWritten(site: number, write: () => Promise<void>, sr
  * in the site with this state and parent, one Create Change per block in
  * ascending order, by `user`.
  */
-async function expectSaved(site: number, before: Net[], beforeChanges: Change[], blocks: string[],
-  opts: { state?: string; parents?: string[]; user?: string; srv?: TestServer } = {}): Promise<void> {
+async function expectSaved(
+  site: number,
+  before: Net[],
+  beforeChanges: Change[],
+  blocks: string[],
+  opts: { state?: string; parents?: string[]; user?: string; srv?: TestServer } = {},
+): Promise<void> {
   const srv = opts.srv ?? s;
   const after = await netsOf(site, srv);
   expect(after.slice(0, before.length)).toEqual(before);
@@ -135,12 +154,23 @@ async function expectSaved(site: number, before: Net[], beforeChanges: Change[],
     expect(c.resource_diff).toBeUndefined();
   }
   // Ascending ids follow ascending blocks.
-  expect(added.map((n) => n.id)).toEqual(added.map((n) => n.id).slice().sort((a, b) => a - b));
+  expect(added.map((n) => n.id)).toEqual(
+    added
+      .map((n) => n.id)
+      .slice()
+      .sort((a, b) => a - b),
+  );
 }
 
 /** POST and check that exactly `blocks` were answered and saved. */
-async function postSaves(site: number, key: string | number, route: Route, query: string, blocks: string[],
-  opts: { state?: string; parents?: string[]; user?: string; srv?: TestServer; path?: string } = {}): Promise<void> {
+async function postSaves(
+  site: number,
+  key: string | number,
+  route: Route,
+  query: string,
+  blocks: string[],
+  opts: { state?: string; parents?: string[]; user?: string; srv?: TestServer; path?: string } = {},
+): Promise<void> {
   const srv = opts.srv ?? s;
   const before = await netsOf(site, srv);
   const beforeChanges = await changesOf(site, srv);
@@ -172,7 +202,9 @@ const E1_ROWS: [Route, string, string[], string[]][] = [
 
 describe('E1: 10.16.2.0/25 with a /29 and four addresses', () => {
   let site: number;
-  beforeAll(async () => { site = await siteWith(E1); });
+  beforeAll(async () => {
+    site = await siteWith(E1);
+  });
 
   test.each(E1_ROWS)('GET %s?%s', async (route, query, first) => {
     expectBlocks(await nextGet(site, E1P, route, query), first);
@@ -193,19 +225,38 @@ describe('E1: 10.16.2.0/25 with a /29 and four addresses', () => {
 
   test('E1 saved addresses take their parent from the tree: .8 and .9 go under the /29', async () => {
     const fresh = await siteWith(E1);
-    await postSaves(fresh, E1P, 'next_address', 'num=6', v4('10.16.2.', [3, 5, 6, 7, 8, 9]),
-      { parents: [E1P, E1P, E1P, E1P, '10.16.2.8/29', '10.16.2.8/29'] });
-    expect(await childrenOf(fresh, E1P)).toEqual(['10.16.2.1/32', '10.16.2.2/32', '10.16.2.3/32', '10.16.2.4/32', '10.16.2.5/32',
-      '10.16.2.6/32', '10.16.2.7/32', '10.16.2.8/29', '10.16.2.17/32']);
+    await postSaves(fresh, E1P, 'next_address', 'num=6', v4('10.16.2.', [3, 5, 6, 7, 8, 9]), {
+      parents: [E1P, E1P, E1P, E1P, '10.16.2.8/29', '10.16.2.8/29'],
+    });
+    expect(await childrenOf(fresh, E1P)).toEqual([
+      '10.16.2.1/32',
+      '10.16.2.2/32',
+      '10.16.2.3/32',
+      '10.16.2.4/32',
+      '10.16.2.5/32',
+      '10.16.2.6/32',
+      '10.16.2.7/32',
+      '10.16.2.8/29',
+      '10.16.2.17/32',
+    ]);
     expect(await childrenOf(fresh, '10.16.2.8/29')).toEqual(['10.16.2.8/32', '10.16.2.9/32']);
   });
 
-  test('E1 POST next_network: the parent\'s children list grows by the saved blocks', async () => {
+  test("E1 POST next_network: the parent's children list grows by the saved blocks", async () => {
     const fresh = await siteWith(E1);
-    await postSaves(fresh, E1P, 'next_network', 'prefix_length=27&num=3', ['10.16.2.32/27', '10.16.2.64/27', '10.16.2.96/27'],
-      { parents: [E1P, E1P, E1P] });
-    expect(await childrenOf(fresh, E1P)).toEqual(['10.16.2.1/32', '10.16.2.2/32', '10.16.2.4/32', '10.16.2.8/29', '10.16.2.17/32',
-      '10.16.2.32/27', '10.16.2.64/27', '10.16.2.96/27']);
+    await postSaves(fresh, E1P, 'next_network', 'prefix_length=27&num=3', ['10.16.2.32/27', '10.16.2.64/27', '10.16.2.96/27'], {
+      parents: [E1P, E1P, E1P],
+    });
+    expect(await childrenOf(fresh, E1P)).toEqual([
+      '10.16.2.1/32',
+      '10.16.2.2/32',
+      '10.16.2.4/32',
+      '10.16.2.8/29',
+      '10.16.2.17/32',
+      '10.16.2.32/27',
+      '10.16.2.64/27',
+      '10.16.2.96/27',
+    ]);
     // The /27s are saved, so a /28 search now finds nothing but what lies below .32 ...
     expectBlocks(await nextGet(fresh, E1P, 'next_network', 'prefix_length=28&num=9&strict_allocation=true'), []);
     // ... and non-strict still offers /28s inside the empty /27s (they are shorter than L).
@@ -219,31 +270,60 @@ describe('E2 and E3: strict and non-strict', () => {
 
   test('E2 GET strict and non-strict', async () => {
     const site = await siteWith(E2);
-    expectBlocks(await nextGet(site, E2P, 'next_network', 'prefix_length=28&num=4&strict_allocation=true'),
-      ['10.2.1.160/28', '10.2.1.176/28', '10.2.1.192/28', '10.2.1.208/28']);
-    expectBlocks(await nextGet(site, E2P, 'next_network', 'prefix_length=28&num=4'),
-      ['10.2.1.0/28', '10.2.1.16/28', '10.2.1.32/28', '10.2.1.48/28']);
+    expectBlocks(await nextGet(site, E2P, 'next_network', 'prefix_length=28&num=4&strict_allocation=true'), [
+      '10.2.1.160/28',
+      '10.2.1.176/28',
+      '10.2.1.192/28',
+      '10.2.1.208/28',
+    ]);
+    expectBlocks(await nextGet(site, E2P, 'next_network', 'prefix_length=28&num=4'), [
+      '10.2.1.0/28',
+      '10.2.1.16/28',
+      '10.2.1.32/28',
+      '10.2.1.48/28',
+    ]);
     // Descendants of length >= L take their blocks in non-strict mode, grandchildren included.
-    expectBlocks(await nextGet(site, E2P, 'next_network', 'prefix_length=27&num=8'),
-      ['10.2.1.64/27', '10.2.1.96/27', '10.2.1.160/27', '10.2.1.192/27', '10.2.1.224/27']);
-    expectBlocks(await nextGet(site, E2P, 'next_network', 'prefix_length=27&num=8&strict_allocation=true'),
-      ['10.2.1.160/27', '10.2.1.192/27', '10.2.1.224/27']);
+    expectBlocks(await nextGet(site, E2P, 'next_network', 'prefix_length=27&num=8'), [
+      '10.2.1.64/27',
+      '10.2.1.96/27',
+      '10.2.1.160/27',
+      '10.2.1.192/27',
+      '10.2.1.224/27',
+    ]);
+    expectBlocks(await nextGet(site, E2P, 'next_network', 'prefix_length=27&num=8&strict_allocation=true'), [
+      '10.2.1.160/27',
+      '10.2.1.192/27',
+      '10.2.1.224/27',
+    ]);
   });
 
   test('E2 POST strict: saves the four /28s, then only two remain', async () => {
     const site = await siteWith(E2);
-    await postSaves(site, E2P, 'next_network', 'prefix_length=28&num=4&strict_allocation=true',
-      ['10.2.1.160/28', '10.2.1.176/28', '10.2.1.192/28', '10.2.1.208/28'], { parents: [E2P, E2P, E2P, E2P] });
+    await postSaves(
+      site,
+      E2P,
+      'next_network',
+      'prefix_length=28&num=4&strict_allocation=true',
+      ['10.2.1.160/28', '10.2.1.176/28', '10.2.1.192/28', '10.2.1.208/28'],
+      { parents: [E2P, E2P, E2P, E2P] },
+    );
     await postSaves(site, E2P, 'next_network', 'prefix_length=28&num=4&strict_allocation=true', ['10.2.1.224/28', '10.2.1.240/28']);
     await postSaves(site, E2P, 'next_network', 'prefix_length=28&num=4&strict_allocation=true', []);
   });
 
   test('E2 POST non-strict: blocks inside the shorter /27s, saved under them', async () => {
     const site = await siteWith(E2);
-    await postSaves(site, E2P, 'next_network', 'prefix_length=28&num=4', ['10.2.1.0/28', '10.2.1.16/28', '10.2.1.32/28', '10.2.1.48/28'],
-      { parents: ['10.2.1.0/27', '10.2.1.0/27', '10.2.1.32/27', '10.2.1.32/27'] });
-    await postSaves(site, E2P, 'next_network', 'prefix_length=28&num=4', ['10.2.1.64/28', '10.2.1.80/28', '10.2.1.96/28', '10.2.1.112/28'],
-      { parents: ['10.2.1.0/25', '10.2.1.0/25', '10.2.1.0/25', '10.2.1.0/25'] });
+    await postSaves(site, E2P, 'next_network', 'prefix_length=28&num=4', ['10.2.1.0/28', '10.2.1.16/28', '10.2.1.32/28', '10.2.1.48/28'], {
+      parents: ['10.2.1.0/27', '10.2.1.0/27', '10.2.1.32/27', '10.2.1.32/27'],
+    });
+    await postSaves(
+      site,
+      E2P,
+      'next_network',
+      'prefix_length=28&num=4',
+      ['10.2.1.64/28', '10.2.1.80/28', '10.2.1.96/28', '10.2.1.112/28'],
+      { parents: ['10.2.1.0/25', '10.2.1.0/25', '10.2.1.0/25', '10.2.1.0/25'] },
+    );
     expect(await childrenOf(site, '10.2.1.0/27')).toEqual(['10.2.1.0/28', '10.2.1.16/28']);
   });
 
@@ -252,7 +332,9 @@ describe('E2 and E3: strict and non-strict', () => {
     expectBlocks(await nextGet(site, '10.1.2.0/24', 'next_network', 'prefix_length=32&strict_allocation=true'), ['10.1.2.128/32']);
     expectBlocks(await nextGet(site, '10.1.2.0/24', 'next_address'), ['10.1.2.1/32']);
     expectBlocks(await nextGet(site, '10.1.2.0/24', 'next_address', 'strict_allocation=true'), ['10.1.2.128/32']);
-    await postSaves(site, '10.1.2.0/24', 'next_network', 'prefix_length=32&strict_allocation=true', ['10.1.2.128/32'], { parents: ['10.1.2.0/24'] });
+    await postSaves(site, '10.1.2.0/24', 'next_network', 'prefix_length=32&strict_allocation=true', ['10.1.2.128/32'], {
+      parents: ['10.1.2.0/24'],
+    });
     await postSaves(site, '10.1.2.0/24', 'next_network', 'prefix_length=32&strict_allocation=true', ['10.1.2.129/32']);
     await postSaves(site, '10.1.2.0/24', 'next_address', '', ['10.1.2.1/32'], { parents: ['10.1.2.0/25'] });
     await postSaves(site, '10.1.2.0/24', 'next_address', '', ['10.1.2.2/32']);
@@ -271,10 +353,13 @@ describe('E4: host exclusion and interconnects', () => {
 
   test('E4 POST: interconnects give both addresses, then nothing', async () => {
     const site = await siteWith(['10.0.0.0/31', '2001:db8::/127', '10.0.1.0/30', '2001:db8:1::/64']);
-    await postSaves(site, '10.0.0.0/31', 'next_address', 'num=2', ['10.0.0.0/32', '10.0.0.1/32'], { parents: ['10.0.0.0/31', '10.0.0.0/31'] });
+    await postSaves(site, '10.0.0.0/31', 'next_address', 'num=2', ['10.0.0.0/32', '10.0.0.1/32'], {
+      parents: ['10.0.0.0/31', '10.0.0.0/31'],
+    });
     await postSaves(site, '10.0.0.0/31', 'next_address', 'num=2', []);
-    await postSaves(site, '2001:db8::/127', 'next_address', 'num=2', ['2001:db8::/128', '2001:db8::1/128'],
-      { parents: ['2001:db8::/127', '2001:db8::/127'] });
+    await postSaves(site, '2001:db8::/127', 'next_address', 'num=2', ['2001:db8::/128', '2001:db8::1/128'], {
+      parents: ['2001:db8::/127', '2001:db8::/127'],
+    });
     await postSaves(site, '2001:db8::/127', 'next_address', 'num=2', []);
     await postSaves(site, '10.0.1.0/30', 'next_address', 'num=2', ['10.0.1.1/32', '10.0.1.2/32']);
     await postSaves(site, '10.0.1.0/30', 'next_address', 'num=2', []);
@@ -303,10 +388,14 @@ describe('E4: host exclusion and interconnects', () => {
     const base = 0x20010db8000700000000000000000000n;
     const children = range(65, 126).map((k) => `${hex6(base + (1n << 64n) - (1n << BigInt(129 - k)))}/${k}`);
     await mkNets(site, children);
-    expectBlocks(await nextGet(site, '2001:db8:7::/64', 'next_network', 'prefix_length=126&num=3&strict_allocation=true'),
-      ['2001:db8:7:0:ffff:ffff:ffff:fffc/126']);
-    expectBlocks(await nextGet(site, '2001:db8:7::/64', 'next_address', 'num=5&strict_allocation=true'),
-      ['2001:db8:7:0:ffff:ffff:ffff:fffc/128', '2001:db8:7:0:ffff:ffff:ffff:fffd/128', '2001:db8:7:0:ffff:ffff:ffff:fffe/128']);
+    expectBlocks(await nextGet(site, '2001:db8:7::/64', 'next_network', 'prefix_length=126&num=3&strict_allocation=true'), [
+      '2001:db8:7:0:ffff:ffff:ffff:fffc/126',
+    ]);
+    expectBlocks(await nextGet(site, '2001:db8:7::/64', 'next_address', 'num=5&strict_allocation=true'), [
+      '2001:db8:7:0:ffff:ffff:ffff:fffc/128',
+      '2001:db8:7:0:ffff:ffff:ffff:fffd/128',
+      '2001:db8:7:0:ffff:ffff:ffff:fffe/128',
+    ]);
   });
 
   test('the interconnect rule is per version: a v6 /31 and a v4 /30 are not interconnects', async () => {
@@ -326,8 +415,10 @@ describe('E4: host exclusion and interconnects', () => {
     const site = await siteWith(['10.0.0.0/30', '10.0.1.0/31', '2001:db8::/126', '2001:db8:1::/127', '2001:dc0::/30'], t);
     expectBlocks(await nextGet(site, '10.0.0.0/30', 'next_address', 'num=5', t), v4('10.0.0.', [0, 1, 2, 3]));
     expectBlocks(await nextGet(site, '10.0.1.0/31', 'next_address', 'num=5', t), []);
-    expectBlocks(await nextGet(site, '2001:0db8:0000:0000:0000:0000:0000:0000/126', 'next_address', 'num=5', t),
-      [0, 1, 2, 3].map((n) => `2001:0db8:0000:0000:0000:0000:0000:000${n}/128`));
+    expectBlocks(
+      await nextGet(site, '2001:0db8:0000:0000:0000:0000:0000:0000/126', 'next_address', 'num=5', t),
+      [0, 1, 2, 3].map((n) => `2001:0db8:0000:0000:0000:0000:0000:000${n}/128`),
+    );
     expectBlocks(await nextGet(site, '2001:db8:1::/127', 'next_address', 'num=5', t), []);
     // v4's 30 does not make a v6 /30 an interconnect.
     expectBlocks(await nextGet(site, '2001:dc0::/30', 'next_address', 'num=1', t), ['2001:0dc0:0000:0000:0000:0000:0000:0001/128']);
@@ -340,12 +431,20 @@ describe('checks in order (§14.2 table)', () => {
   let site: number;
   const P = '10.40.0.0/25';
   const P6 = '2001:db8:40::/48';
-  beforeAll(async () => { site = await siteWith([P, '10.40.0.0/28', P6, { cidr: '10.41.0.0/24', state: 'reserved' }]); });
+  beforeAll(async () => {
+    site = await siteWith([P, '10.40.0.0/28', P6, { cidr: '10.41.0.0/24', state: 'reserved' }]);
+  });
 
   // Every error case, on GET and POST, with nothing written on POST.
   const cases: [string, Route, string, string, unknown][] = [
     // 2: flags
-    ['strict_allocation invalid', 'next_network', P, 'prefix_length=28&strict_allocation=maybe', { strict_allocation: ['Must be a valid boolean.'] }],
+    [
+      'strict_allocation invalid',
+      'next_network',
+      P,
+      'prefix_length=28&strict_allocation=maybe',
+      { strict_allocation: ['Must be a valid boolean.'] },
+    ],
     ['strict_allocation invalid (address)', 'next_address', P, 'strict_allocation=2', { strict_allocation: ['Must be a valid boolean.'] }],
     ['flag before prefix_length', 'next_network', P, 'strict_allocation=nope', { strict_allocation: ['Must be a valid boolean.'] }],
     ['flag before num', 'next_address', P, 'num=0&strict_allocation=nope', { strict_allocation: ['Must be a valid boolean.'] }],
@@ -376,11 +475,34 @@ describe('checks in order (§14.2 table)', () => {
     ['num not an integer before L > W', 'next_network', P, 'prefix_length=40&num=z', { num: literal('z') }],
     // 6: L > W
     ['L > W', 'next_network', P, 'prefix_length=33', { prefix_length: 'prefix length diff 33 is invalid for netblock 10.40.0.0/25' }],
-    ['L > W with a sign', 'next_network', P, 'prefix_length=%2B40', { prefix_length: 'prefix length diff 40 is invalid for netblock 10.40.0.0/25' }],
-    ['L > W with zeros', 'next_network', P, 'prefix_length=0064', { prefix_length: 'prefix length diff 64 is invalid for netblock 10.40.0.0/25' }],
-    ['L > W huge', 'next_network', P, 'prefix_length=123456789012345678901234567890',
-      { prefix_length: 'prefix length diff 123456789012345678901234567890 is invalid for netblock 10.40.0.0/25' }],
-    ['L > W v6', 'next_network', P6, 'prefix_length=129&num=2', { prefix_length: 'prefix length diff 129 is invalid for netblock 2001:db8:40::/48' }],
+    [
+      'L > W with a sign',
+      'next_network',
+      P,
+      'prefix_length=%2B40',
+      { prefix_length: 'prefix length diff 40 is invalid for netblock 10.40.0.0/25' },
+    ],
+    [
+      'L > W with zeros',
+      'next_network',
+      P,
+      'prefix_length=0064',
+      { prefix_length: 'prefix length diff 64 is invalid for netblock 10.40.0.0/25' },
+    ],
+    [
+      'L > W huge',
+      'next_network',
+      P,
+      'prefix_length=123456789012345678901234567890',
+      { prefix_length: 'prefix length diff 123456789012345678901234567890 is invalid for netblock 10.40.0.0/25' },
+    ],
+    [
+      'L > W v6',
+      'next_network',
+      P6,
+      'prefix_length=129&num=2',
+      { prefix_length: 'prefix length diff 129 is invalid for netblock 2001:db8:40::/48' },
+    ],
   ];
 
   test.each(cases)('GET %s', async (_name, route, key, query, message) => {
@@ -395,13 +517,24 @@ describe('checks in order (§14.2 table)', () => {
     await expectNothingWritten(site, async () => {
       expectError(await nextPost(site, P, 'next_address', 'reserve=sure'), 400, { reserve: ['Must be a valid boolean.'] });
       expectError(await nextPost(site, P, 'next_network', 'reserve=sure'), 400, { reserve: ['Must be a valid boolean.'] });
-      expectError(await nextPost(site, P, 'next_network', 'reserve=sure&num=0&prefix_length=99'), 400, { reserve: ['Must be a valid boolean.'] });
+      expectError(await nextPost(site, P, 'next_network', 'reserve=sure&num=0&prefix_length=99'), 400, {
+        reserve: ['Must be a valid boolean.'],
+      });
     });
   });
 
   test('1: a reserved parent answers [] before every other check, and POST saves nothing', async () => {
     const R = '10.41.0.0/24';
-    for (const q of ['', 'num=5', 'prefix_length=26', 'strict_allocation=maybe', 'prefix_length=abc', 'prefix_length=8', 'num=0', 'prefix_length=99']) {
+    for (const q of [
+      '',
+      'num=5',
+      'prefix_length=26',
+      'strict_allocation=maybe',
+      'prefix_length=abc',
+      'prefix_length=8',
+      'num=0',
+      'prefix_length=99',
+    ]) {
       expectBlocks(await nextGet(site, R, 'next_network', q), []);
       expectBlocks(await nextGet(site, R, 'next_address', q), []);
     }
@@ -414,7 +547,10 @@ describe('checks in order (§14.2 table)', () => {
   });
 
   test('a parent that is not reserved is searched in every other state', async () => {
-    const other = await siteWith([{ cidr: '10.42.0.0/30', state: 'orphaned' }, { cidr: '10.42.1.0/30', state: 'allocated' }]);
+    const other = await siteWith([
+      { cidr: '10.42.0.0/30', state: 'orphaned' },
+      { cidr: '10.42.1.0/30', state: 'allocated' },
+    ]);
     expectBlocks(await nextGet(other, '10.42.0.0/30', 'next_address'), ['10.42.0.1/32']);
     // A parent made reserved by an update stops answering.
     const r = await s.patch(`/api/sites/${other}/networks/10.42.1.0/30/`, { state: 'reserved' });
@@ -424,7 +560,10 @@ describe('checks in order (§14.2 table)', () => {
 
   test('next_address ignores prefix_length', async () => {
     expectBlocks(await nextGet(site, P, 'next_address', 'prefix_length=abc'), ['10.40.0.1/32']);
-    expectBlocks(await nextGet(site, P, 'next_address', 'prefix_length=8&num=2&strict_allocation=true'), ['10.40.0.16/32', '10.40.0.17/32']);
+    expectBlocks(await nextGet(site, P, 'next_address', 'prefix_length=8&num=2&strict_allocation=true'), [
+      '10.40.0.16/32',
+      '10.40.0.17/32',
+    ]);
   });
 
   test('num absent means 1; num = NEXT_NUM_MAX is allowed; the last of repeated values wins', async () => {
@@ -442,9 +581,11 @@ describe('checks in order (§14.2 table)', () => {
     const e = await siteWith(E1);
     const strict = v4('10.16.2.', [3, 5, 6, 7, 16, 18]);
     const loose = v4('10.16.2.', [3, 5, 6, 7, 8, 9]);
-    for (const v of ['true', 'True', '1', 'yes', 'ON', '']) expectBlocks(await nextGet(e, E1P, 'next_address', `num=6&strict_allocation=${v}`), strict);
+    for (const v of ['true', 'True', '1', 'yes', 'ON', ''])
+      expectBlocks(await nextGet(e, E1P, 'next_address', `num=6&strict_allocation=${v}`), strict);
     expectBlocks(await nextGet(e, E1P, 'next_address', 'num=6&strict_allocation'), strict);
-    for (const v of ['false', 'FALSE', '0', 'no', 'off']) expectBlocks(await nextGet(e, E1P, 'next_address', `num=6&strict_allocation=${v}`), loose);
+    for (const v of ['false', 'FALSE', '0', 'no', 'off'])
+      expectBlocks(await nextGet(e, E1P, 'next_address', `num=6&strict_allocation=${v}`), loose);
   });
 
   test('parameters come from the query string only, also on POST', async () => {
@@ -453,7 +594,11 @@ describe('checks in order (§14.2 table)', () => {
       expectError(r, 400, { prefix_length: NONE_TYPE });
     });
     const e = await siteWith(['10.44.0.0/29']);
-    const r = await s.post(nextPath(e, '10.44.0.0/29', 'next_address', 'num=2'), { num: 5, reserve: true }, { headers: { 'Content-Type': 'application/json' } });
+    const r = await s.post(
+      nextPath(e, '10.44.0.0/29', 'next_address', 'num=2'),
+      { num: 5, reserve: true },
+      { headers: { 'Content-Type': 'application/json' } },
+    );
     expectBlocks(r, ['10.44.0.1/32', '10.44.0.2/32']);
     expect((await netsOf(e)).map((n) => n.state)).toEqual(['allocated', 'allocated', 'allocated']);
   });
@@ -463,16 +608,23 @@ describe('checks in order (§14.2 table)', () => {
     expectBlocks(await nextGet(site2, '10.40.0.0/24', 'next_address', 'num=5', t), v4('10.40.0.', [1, 2, 3, 4, 5]));
     for (const q of ['num=6', 'num=0', 'num=-3', 'num=10000']) {
       expectError(await nextGet(site2, '10.40.0.0/24', 'next_address', q, t), 400, { num: 'num must be between 1 and 5' });
-      await expectNothingWritten(site2, async () => {
-        expectError(await nextPost(site2, '10.40.0.0/24', 'next_network', `prefix_length=30&${q}`, t), 400, { num: 'num must be between 1 and 5' });
-      }, t);
+      await expectNothingWritten(
+        site2,
+        async () => {
+          expectError(await nextPost(site2, '10.40.0.0/24', 'next_network', `prefix_length=30&${q}`, t), 400, {
+            num: 'num must be between 1 and 5',
+          });
+        },
+        t,
+      );
     }
   });
 
   test('L > W names the netblock in the configured IPv6 form', async () => {
     const site2 = await siteWith(['2001:db8:40::/48'], t);
-    expectError(await nextGet(site2, '2001:db8:40::/48', 'next_network', 'prefix_length=200', t), 400,
-      { prefix_length: 'prefix length diff 200 is invalid for netblock 2001:0db8:0040:0000:0000:0000:0000:0000/48' });
+    expectError(await nextGet(site2, '2001:db8:40::/48', 'next_network', 'prefix_length=200', t), 400, {
+      prefix_length: 'prefix length diff 200 is invalid for netblock 2001:0db8:0040:0000:0000:0000:0000:0000/48',
+    });
   });
 });
 
@@ -524,25 +676,43 @@ describe('L = P.prefix', () => {
   test('the same on the second server', async () => {
     const site = await siteWith(['10.62.0.0/30'], t);
     expectBlocks(await nextGet(site, '10.62.0.0/30', 'next_network', 'prefix_length=30', t), ['10.62.0.0/30']);
-    await expectNothingWritten(site, async () => {
-      expectError(await nextPost(site, '10.62.0.0/30', 'next_network', 'prefix_length=30', t), 400, DUPLICATE);
-    }, t);
+    await expectNothingWritten(
+      site,
+      async () => {
+        expectError(await nextPost(site, '10.62.0.0/30', 'next_network', 'prefix_length=30', t), 400, DUPLICATE);
+      },
+      t,
+    );
   });
 });
 
 describe('taking rules', () => {
   test('non-strict: descendants of any state and kind take their block; shorter ones are ignored', async () => {
-    const site = await siteWith(['10.70.0.0/24', { cidr: '10.70.0.0/26', state: 'reserved' }, { cidr: '10.70.0.0/28', state: 'orphaned' },
-      { cidr: '10.70.0.16/30', state: 'reserved' }, { cidr: '10.70.0.40/32', state: 'allocated' }, { cidr: '10.70.0.64/27', state: 'orphaned' }]);
+    const site = await siteWith([
+      '10.70.0.0/24',
+      { cidr: '10.70.0.0/26', state: 'reserved' },
+      { cidr: '10.70.0.0/28', state: 'orphaned' },
+      { cidr: '10.70.0.16/30', state: 'reserved' },
+      { cidr: '10.70.0.40/32', state: 'allocated' },
+      { cidr: '10.70.0.64/27', state: 'orphaned' },
+    ]);
     const P = '10.70.0.0/24';
     // L = 28: .0/28 holds the /28 itself, .16/28 the /30, .32/28 the .40 address; the /26 and /27 are shorter.
-    expectBlocks(await nextGet(site, P, 'next_network', 'prefix_length=28&num=5'),
-      ['10.70.0.48/28', '10.70.0.64/28', '10.70.0.80/28', '10.70.0.96/28', '10.70.0.112/28']);
+    expectBlocks(await nextGet(site, P, 'next_network', 'prefix_length=28&num=5'), [
+      '10.70.0.48/28',
+      '10.70.0.64/28',
+      '10.70.0.80/28',
+      '10.70.0.96/28',
+      '10.70.0.112/28',
+    ]);
     // L = 26: the /26 takes .0/26, the /27 (longer) takes .64/26.
     expectBlocks(await nextGet(site, P, 'next_network', 'prefix_length=26&num=5'), ['10.70.0.128/26', '10.70.0.192/26']);
     // Strict: the direct children are the /26 and the /27, of any state; they take every block inside them.
-    expectBlocks(await nextGet(site, P, 'next_network', 'prefix_length=28&num=3&strict_allocation=true'),
-      ['10.70.0.96/28', '10.70.0.112/28', '10.70.0.128/28']);
+    expectBlocks(await nextGet(site, P, 'next_network', 'prefix_length=28&num=3&strict_allocation=true'), [
+      '10.70.0.96/28',
+      '10.70.0.112/28',
+      '10.70.0.128/28',
+    ]);
     expectBlocks(await nextGet(site, P, 'next_address', 'num=3&strict_allocation=true'), v4('10.70.0.', [96, 97, 98]));
     expectBlocks(await nextGet(site, P, 'next_address', 'num=3'), v4('10.70.0.', [1, 2, 3]));
     expectBlocks(await nextGet(site, P, 'next_address', 'num=3&strict_allocation=false'), v4('10.70.0.', [1, 2, 3]));
@@ -553,12 +723,21 @@ describe('taking rules', () => {
 
   test('a full parent answers [] on GET and POST, strict or not', async () => {
     const site = await siteWith(['10.71.0.0/24', '10.71.0.0/25', '10.71.0.128/25', '10.71.1.0/30', '10.71.1.1/32', '10.71.1.2/32']);
-    for (const q of ['prefix_length=25', 'prefix_length=25&num=10', 'prefix_length=25&strict_allocation=true', 'prefix_length=30&strict_allocation=true']) {
+    for (const q of [
+      'prefix_length=25',
+      'prefix_length=25&num=10',
+      'prefix_length=25&strict_allocation=true',
+      'prefix_length=30&strict_allocation=true',
+    ]) {
       expectBlocks(await nextGet(site, '10.71.0.0/24', 'next_network', q), []);
     }
     // Non-strict, /26s lie inside the shorter /25s and are offered.
-    expectBlocks(await nextGet(site, '10.71.0.0/24', 'next_network', 'prefix_length=26&num=10'),
-      ['10.71.0.0/26', '10.71.0.64/26', '10.71.0.128/26', '10.71.0.192/26']);
+    expectBlocks(await nextGet(site, '10.71.0.0/24', 'next_network', 'prefix_length=26&num=10'), [
+      '10.71.0.0/26',
+      '10.71.0.64/26',
+      '10.71.0.128/26',
+      '10.71.0.192/26',
+    ]);
     expectBlocks(await nextGet(site, '10.71.0.0/24', 'next_address', 'strict_allocation=true'), []);
     expectBlocks(await nextGet(site, '10.71.1.0/30', 'next_address', 'num=4'), []);
     await expectNothingWritten(site, async () => {
@@ -567,7 +746,7 @@ describe('taking rules', () => {
     });
   });
 
-  test('only the parent\'s own range counts: neighbours and other sites do not take blocks', async () => {
+  test("only the parent's own range counts: neighbours and other sites do not take blocks", async () => {
     const [a, b] = await fx.sitesOnOneShard();
     await mkNets(a.id, ['10.72.0.0/24', '10.72.0.0/25', '10.72.1.0/24']);
     await mkNets(b.id, ['10.72.0.0/24', '10.72.0.128/25', '10.72.0.129/32']);
@@ -583,22 +762,39 @@ describe('taking rules', () => {
 describe('IPv6', () => {
   test('compressed output on GET and POST; any notation in the key', async () => {
     const site = await siteWith(['2001:db8:80::/48', '2001:db8:80::/64', '2001:db8:80:1::/64']);
-    expectBlocks(await nextGet(site, '2001:DB8:0080:0::/48', 'next_network', 'prefix_length=64&num=3'),
-      ['2001:db8:80:2::/64', '2001:db8:80:3::/64', '2001:db8:80:4::/64']);
-    expectBlocks(await nextGet(site, '2001:db8:80::/64', 'next_address', 'num=3'), ['2001:db8:80::1/128', '2001:db8:80::2/128', '2001:db8:80::3/128']);
-    await postSaves(site, '2001:db8:80::/48', 'next_network', 'prefix_length=64&num=2', ['2001:db8:80:2::/64', '2001:db8:80:3::/64'],
-      { parents: ['2001:db8:80::/48', '2001:db8:80::/48'] });
-    await postSaves(site, '2001:db8:80:1::/64', 'next_address', 'num=2', ['2001:db8:80:1::1/128', '2001:db8:80:1::2/128'],
-      { parents: ['2001:db8:80:1::/64', '2001:db8:80:1::/64'] });
+    expectBlocks(await nextGet(site, '2001:DB8:0080:0::/48', 'next_network', 'prefix_length=64&num=3'), [
+      '2001:db8:80:2::/64',
+      '2001:db8:80:3::/64',
+      '2001:db8:80:4::/64',
+    ]);
+    expectBlocks(await nextGet(site, '2001:db8:80::/64', 'next_address', 'num=3'), [
+      '2001:db8:80::1/128',
+      '2001:db8:80::2/128',
+      '2001:db8:80::3/128',
+    ]);
+    await postSaves(site, '2001:db8:80::/48', 'next_network', 'prefix_length=64&num=2', ['2001:db8:80:2::/64', '2001:db8:80:3::/64'], {
+      parents: ['2001:db8:80::/48', '2001:db8:80::/48'],
+    });
+    await postSaves(site, '2001:db8:80:1::/64', 'next_address', 'num=2', ['2001:db8:80:1::1/128', '2001:db8:80:1::2/128'], {
+      parents: ['2001:db8:80:1::/64', '2001:db8:80:1::/64'],
+    });
   });
 
   test('exploded output with SERVICE_COMPRESS_IPV6=false, GET and POST', async () => {
     const site = await siteWith(['2001:db8:80::/48', '2001:db8:80::/64'], t);
     const x = (h: string) => `2001:0db8:0080:${h}`;
-    expectBlocks(await nextGet(site, '2001:db8:80::/48', 'next_network', 'prefix_length=64&num=2', t),
-      [x('0001:0000:0000:0000:0000/64'), x('0002:0000:0000:0000:0000/64')]);
-    await postSaves(site, '2001:db8:80::/64', 'next_address', 'num=2', [x('0000:0000:0000:0000:0001/128'), x('0000:0000:0000:0000:0002/128')],
-      { srv: t, parents: [x('0000:0000:0000:0000:0000/64'), x('0000:0000:0000:0000:0000/64')] });
+    expectBlocks(await nextGet(site, '2001:db8:80::/48', 'next_network', 'prefix_length=64&num=2', t), [
+      x('0001:0000:0000:0000:0000/64'),
+      x('0002:0000:0000:0000:0000/64'),
+    ]);
+    await postSaves(
+      site,
+      '2001:db8:80::/64',
+      'next_address',
+      'num=2',
+      [x('0000:0000:0000:0000:0001/128'), x('0000:0000:0000:0000:0002/128')],
+      { srv: t, parents: [x('0000:0000:0000:0000:0000/64'), x('0000:0000:0000:0000:0000/64')] },
+    );
     await postSaves(site, '2001:0db8:0080:0000::/48', 'next_network', 'prefix_length=64', [x('0001:0000:0000:0000:0000/64')], { srv: t });
   });
 
@@ -611,8 +807,16 @@ describe('IPv6', () => {
   });
 
   test('huge ranges answer at once: a /32 and a /64 parent, empty, sparse and full', async () => {
-    const site = await siteWith(['2001:db8::/32', '2001:db8::/33', '2001:db8:8000::/34', '2400:cb00::/64', '2400:cb00::/65', '2400:cb00:0:0:8000::/66',
-      '2400:cb00:0:0:c000::/66', '2a00::/64']);
+    const site = await siteWith([
+      '2001:db8::/32',
+      '2001:db8::/33',
+      '2001:db8:8000::/34',
+      '2400:cb00::/64',
+      '2400:cb00::/65',
+      '2400:cb00:0:0:8000::/66',
+      '2400:cb00:0:0:c000::/66',
+      '2a00::/64',
+    ]);
     const timed = async (f: () => Promise<Response>) => {
       const t0 = performance.now();
       const r = await f();
@@ -620,23 +824,35 @@ describe('IPv6', () => {
       return r;
     };
     // Strict: the /33 and /34 cover three quarters of the /32.
-    expectBlocks(await timed(() => nextGet(site, '2001:db8::/32', 'next_network', 'prefix_length=64&num=2&strict_allocation=true')),
-      ['2001:db8:c000::/64', '2001:db8:c000:1::/64']);
-    expectBlocks(await timed(() => nextGet(site, '2001:db8::/32', 'next_address', 'num=2&strict_allocation=true')),
-      ['2001:db8:c000::/128', '2001:db8:c000::1/128']);
+    expectBlocks(await timed(() => nextGet(site, '2001:db8::/32', 'next_network', 'prefix_length=64&num=2&strict_allocation=true')), [
+      '2001:db8:c000::/64',
+      '2001:db8:c000:1::/64',
+    ]);
+    expectBlocks(await timed(() => nextGet(site, '2001:db8::/32', 'next_address', 'num=2&strict_allocation=true')), [
+      '2001:db8:c000::/128',
+      '2001:db8:c000::1/128',
+    ]);
     // Non-strict: the /33 and /34 are shorter than L and ignored.
     expectBlocks(await timed(() => nextGet(site, '2001:db8::/32', 'next_address', 'num=2')), ['2001:db8::1/128', '2001:db8::2/128']);
     // The /34 is as long as L and takes its block; the /33 is shorter and ignored.
-    expectBlocks(await timed(() => nextGet(site, '2001:db8::/32', 'next_network', 'prefix_length=34&num=5')),
-      ['2001:db8::/34', '2001:db8:4000::/34', '2001:db8:c000::/34']);
+    expectBlocks(await timed(() => nextGet(site, '2001:db8::/32', 'next_network', 'prefix_length=34&num=5')), [
+      '2001:db8::/34',
+      '2001:db8:4000::/34',
+      '2001:db8:c000::/34',
+    ]);
     // A /64 whose direct children fill it: nothing, in strict mode, however many blocks are walked over.
     expectBlocks(await timed(() => nextGet(site, '2400:cb00::/64', 'next_address', 'num=10000&strict_allocation=true')), []);
-    expectBlocks(await timed(() => nextGet(site, '2400:cb00::/64', 'next_network', 'prefix_length=100&num=10000&strict_allocation=true')), []);
+    expectBlocks(
+      await timed(() => nextGet(site, '2400:cb00::/64', 'next_network', 'prefix_length=100&num=10000&strict_allocation=true')),
+      [],
+    );
     // Non-strict at L = 65: the /65 and the two /66s (longer) take both halves.
     expectBlocks(await timed(() => nextGet(site, '2400:cb00::/64', 'next_network', 'prefix_length=65&num=10000')), []);
     // At L = 66 the /65 is shorter and ignored.
-    expectBlocks(await timed(() => nextGet(site, '2400:cb00::/64', 'next_network', 'prefix_length=66&num=10000')),
-      ['2400:cb00::/66', '2400:cb00:0:0:4000::/66']);
+    expectBlocks(await timed(() => nextGet(site, '2400:cb00::/64', 'next_network', 'prefix_length=66&num=10000')), [
+      '2400:cb00::/66',
+      '2400:cb00:0:0:4000::/66',
+    ]);
     await expectNothingWritten(site, async () => {
       expectBlocks(await timed(() => nextPost(site, '2400:cb00::/64', 'next_address', 'num=10000&strict_allocation=true')), []);
     });
@@ -651,8 +867,11 @@ describe('IPv6', () => {
     expectBlocks(await timed(() => nextGet(whole, '::/0', 'next_network', 'prefix_length=1&num=3')), ['::/1', '8000::/1']);
     await postSaves(whole, '::/0', 'next_network', 'prefix_length=127&num=2', ['::/127', '::2/127']);
     expectBlocks(await timed(() => nextGet(whole, '::/0', 'next_address', 'num=2&strict_allocation=true')), ['::4/128', '::5/128']);
-    await postSaves(site, '2001:db8::/32', 'next_network', 'prefix_length=64&num=3&strict_allocation=true',
-      ['2001:db8:c000::/64', '2001:db8:c000:1::/64', '2001:db8:c000:2::/64']);
+    await postSaves(site, '2001:db8::/32', 'next_network', 'prefix_length=64&num=3&strict_allocation=true', [
+      '2001:db8:c000::/64',
+      '2001:db8:c000:1::/64',
+      '2001:db8:c000:2::/64',
+    ]);
   });
 });
 
@@ -669,17 +888,24 @@ describe('top-level routes and ids', () => {
     expect(await cidrsOf(site)).toEqual(['10.83.0.0/24']);
   });
 
-
-  test('GET and POST by CIDR and by id on /api/networks/ save in P\'s site (sites on both shards)', async () => {
+  test("GET and POST by CIDR and by id on /api/networks/ save in P's site (sites on both shards)", async () => {
     const [a, b] = await fx.sitesOnTwoShards();
     const [pa] = await mkNets(a.id, ['10.80.0.0/24']);
     const [pb] = await mkNets(b.id, ['10.81.0.0/24', '10.81.0.0/30']);
     expectBlocks(await s.get('/api/networks/10.80.0.0/24/next_address/?num=2'), ['10.80.0.1/32', '10.80.0.2/32']);
     expectBlocks(await s.get(`/api/networks/${pb.id}/next_network/?prefix_length=30`), ['10.81.0.4/30']);
-    await postSaves(a.id, pa.id, 'next_address', '', ['10.80.0.1/32', '10.80.0.2/32'], { path: '/api/networks/10.80.0.0/24/next_address/?num=2', parents: ['10.80.0.0/24', '10.80.0.0/24'] });
+    await postSaves(a.id, pa.id, 'next_address', '', ['10.80.0.1/32', '10.80.0.2/32'], {
+      path: '/api/networks/10.80.0.0/24/next_address/?num=2',
+      parents: ['10.80.0.0/24', '10.80.0.0/24'],
+    });
     await postSaves(a.id, pa.id, 'next_address', '', ['10.80.0.3/32'], { path: `/api/networks/${pa.id}/next_address/` });
-    await postSaves(b.id, pb.id, 'next_network', '', ['10.81.0.4/30', '10.81.0.8/30'], { path: `/api/networks/${pb.id}/next_network/?prefix_length=30&num=2&reserve=true`, state: 'reserved' });
-    await postSaves(b.id, pb.id, 'next_address', '', ['10.81.0.12/32'], { path: '/api/networks/10.81.0.0/24/next_address/?strict_allocation=true' });
+    await postSaves(b.id, pb.id, 'next_network', '', ['10.81.0.4/30', '10.81.0.8/30'], {
+      path: `/api/networks/${pb.id}/next_network/?prefix_length=30&num=2&reserve=true`,
+      state: 'reserved',
+    });
+    await postSaves(b.id, pb.id, 'next_address', '', ['10.81.0.12/32'], {
+      path: '/api/networks/10.81.0.0/24/next_address/?strict_allocation=true',
+    });
     // Nested by id works too; the other site is untouched.
     await postSaves(a.id, pa.id, 'next_network', 'prefix_length=26', ['10.80.0.64/26']);
     expect(await cidrsOf(b.id)).toEqual(['10.81.0.0/24', '10.81.0.0/30', '10.81.0.4/30', '10.81.0.8/30', '10.81.0.12/32']);
@@ -689,12 +915,16 @@ describe('top-level routes and ids', () => {
     const [a, b] = await fx.sitesOnTwoShards();
     const [pa] = await mkNets(a.id, ['10.82.0.0/24']);
     await mkNets(b.id, ['10.82.0.0/24']);
-    const amb = 'Multiple Networks matched cidr=\'10.82.0.0/24\'. Use a site-specific endpoint or lookup by ID.';
+    const amb = "Multiple Networks matched cidr='10.82.0.0/24'. Use a site-specific endpoint or lookup by ID.";
     expectError(await s.get('/api/networks/10.82.0.0/24/next_address/'), 400, amb);
     await expectNothingWritten(a.id, async () => expectError(await s.post('/api/networks/10.82.0.0/24/next_address/'), 400, amb));
     const other = await fx.mkSiteId();
     expectError(await nextPost(other, pa.id, 'next_address'), 404, `No such Network found at (site_id, id) = (${other}, ${pa.id})`);
-    expectError(await nextGet(other, '10.82.0.0/24', 'next_address'), 404, `No such Network found at (site_id, id) = (${other}, 10.82.0.0/24)`);
+    expectError(
+      await nextGet(other, '10.82.0.0/24', 'next_address'),
+      404,
+      `No such Network found at (site_id, id) = (${other}, 10.82.0.0/24)`,
+    );
     expectError(await s.post('/api/networks/999999999/next_address/'), 404, 'No such Network found at (site_id, id) = (None, 999999999)');
     expectBlocks(await s.post(`/api/networks/${pa.id}/next_address/`), ['10.82.0.1/32']);
     expect(await cidrsOf(b.id)).toEqual(['10.82.0.0/24']);
@@ -702,7 +932,7 @@ describe('top-level routes and ids', () => {
 });
 
 describe('permissions', () => {
-  test('POST needs add_network (or admin) in P\'s site; GET needs none; nothing written on 403', async () => {
+  test("POST needs add_network (or admin) in P's site; GET needs none; nothing written on 403", async () => {
     const [a, b] = await fx.sitesOnTwoShards();
     const [pa] = await mkNets(a.id, ['10.90.0.0/24', { cidr: '10.90.1.0/24', state: 'reserved' }]);
     const nobody = await fx.mkUser();
@@ -737,8 +967,13 @@ describe('Changes and atomicity', () => {
     const before = await changesOf(site);
     expect(before).toHaveLength(2);
     await expectNothingWritten(site, async () => {
-      expectBlocks(await nextGet(site, '10.95.0.0/24', 'next_address', 'num=20&strict_allocation=true'), v4('10.95.0.', [1, 2, 3, ...range(8, 24)]));
-      expectError(await nextPost(site, '10.95.0.0/24', 'next_address', 'num=20&strict_allocation=x'), 400, { strict_allocation: ['Must be a valid boolean.'] });
+      expectBlocks(
+        await nextGet(site, '10.95.0.0/24', 'next_address', 'num=20&strict_allocation=true'),
+        v4('10.95.0.', [1, 2, 3, ...range(8, 24)]),
+      );
+      expectError(await nextPost(site, '10.95.0.0/24', 'next_address', 'num=20&strict_allocation=x'), 400, {
+        strict_allocation: ['Must be a valid boolean.'],
+      });
       expectError(await nextPost(site, '10.95.0.4/30', 'next_network', 'prefix_length=30'), 400, DUPLICATE);
       expectBlocks(await nextPost(site, '10.95.0.0/24', 'next_network', 'prefix_length=24'), []);
     });

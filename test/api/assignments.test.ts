@@ -10,12 +10,16 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { type Change, expectError, fixtures } from '../helpers/fixtures.js';
 import { InjectServer as TestServer } from '../helpers/inject.js';
-import { expectError, fixtures, type Change } from '../helpers/fixtures.js';
 
 let s: TestServer;
-beforeAll(async () => { s = await TestServer.start({ shards: 2 }); });
-afterAll(async () => { await s.stop(); });
+beforeAll(async () => {
+  s = await TestServer.start({ shards: 2 });
+});
+afterAll(async () => {
+  await s.stop();
+});
 
 const { mkSite, mkDevice } = fixtures(() => s);
 
@@ -48,7 +52,11 @@ describe('assignment on create', () => {
     const n = await t.net('10.0.0.1/32');
     expect(n).toMatchObject({ state: 'assigned', parent_id: t.base.id, is_ip: true });
     const after = (await t.changes()).slice(before);
-    expect(after.map((c) => [c.event, c.resource_name])).toEqual([['Create', 'Network'], ['Create', 'Network'], ['Create', 'Interface']]);
+    expect(after.map((c) => [c.event, c.resource_name])).toEqual([
+      ['Create', 'Network'],
+      ['Create', 'Network'],
+      ['Create', 'Interface'],
+    ]);
     expect(after[0].resource).toMatchObject({ cidr: '10.0.0.1/32', state: 'assigned' });
   });
 
@@ -121,26 +129,32 @@ describe('assignment entry checks', () => {
   test('assignment refuses an address already on another interface of the device', async () => {
     const t = await setup();
     await t.iface('eth0', ['10.0.0.1']);
-    expectError(await s.post(`/api/sites/${t.site}/interfaces/`, { device: t.device.id, name: 'eth1', addresses: ['10.0.0.1'] }), 400,
-      { address: 'Address already assigned to this Device.' });
+    expectError(await s.post(`/api/sites/${t.site}/interfaces/`, { device: t.device.id, name: 'eth1', addresses: ['10.0.0.1'] }), 400, {
+      address: 'Address already assigned to this Device.',
+    });
   });
 
   test('a failing entry changes nothing, not even the good entries before it', async () => {
     const t = await setup();
     const i = await t.iface('eth0', ['10.0.0.1']);
     const before = (await t.changes()).length;
-    expectError(await s.patch(`/api/interfaces/${i.id}/`, { addresses: ['10.0.0.2', '10.0.0.300'] }), 400,
-      { address: "'10.0.0.300' does not appear to be an IPv4 or IPv6 network" });
+    expectError(await s.patch(`/api/interfaces/${i.id}/`, { addresses: ['10.0.0.2', '10.0.0.300'] }), 400, {
+      address: "'10.0.0.300' does not appear to be an IPv4 or IPv6 network",
+    });
     expect((await s.get(`/api/interfaces/${i.id}/`)).json.addresses).toEqual(['10.0.0.1/32']);
     expect((await s.get(`/api/sites/${t.site}/networks/?cidr=10.0.0.2`)).json).toEqual([]);
     expect(await t.changes()).toHaveLength(before);
   });
 
-  test('a network is looked up in the interface\'s site only', async () => {
-    const t = await setup();
+  test("a network is looked up in the interface's site only", async () => {
+    const _t = await setup();
     const other = (await mkSite()).id;
     const d = await mkDevice(other);
-    expectError(await s.post(`/api/sites/${other}/interfaces/`, { device: d.id, name: 'x', addresses: ['10.0.0.1'] }), 400, 'IP Address needs base network.');
+    expectError(
+      await s.post(`/api/sites/${other}/interfaces/`, { device: d.id, name: 'x', addresses: ['10.0.0.1'] }),
+      400,
+      'IP Address needs base network.',
+    );
   });
 });
 
@@ -155,7 +169,9 @@ describe('assignment updates and states', () => {
     expect((await t.net('10.0.0.2')).state).toBe('assigned');
     const after = (await t.changes()).slice(before);
     expect(after.map((c) => [c.event, c.resource_name, (c.resource as { cidr?: string }).cidr ?? null])).toEqual([
-      ['Create', 'Network', '10.0.0.3/32'], ['Update', 'Network', '10.0.0.1/32'], ['Update', 'Interface', null],
+      ['Create', 'Network', '10.0.0.3/32'],
+      ['Update', 'Network', '10.0.0.1/32'],
+      ['Update', 'Interface', null],
     ]);
   });
 
@@ -212,10 +228,13 @@ describe('assignment updates and states', () => {
     const before = (await t.changes()).length;
     expect((await s.delete(`/api/interfaces/${i.id}/`)).status).toBe(204);
     expect((await t.net('10.0.0.1')).state).toBe('orphaned');
-    expect((await t.changes()).slice(before).map((c) => [c.event, c.resource_name])).toEqual([['Update', 'Network'], ['Delete', 'Interface']]);
+    expect((await t.changes()).slice(before).map((c) => [c.event, c.resource_name])).toEqual([
+      ['Update', 'Network'],
+      ['Delete', 'Interface'],
+    ]);
   });
 
-  test('device delete orphans its interfaces\' addresses', async () => {
+  test("device delete orphans its interfaces' addresses", async () => {
     const t = await setup();
     await t.iface('eth0', ['10.0.0.1']);
     await t.iface('eth1', ['2001:db8::5']);
@@ -232,7 +251,10 @@ describe('assignment outputs and routes', () => {
     expect(i.networks).toEqual(['2001:db8::/64', '10.0.0.0/24']);
     await created(`/api/sites/${t.site}/networks/`, { cidr: '10.0.0.0/30' });
     expect((await s.get(`/api/interfaces/${i.id}/`)).json.networks).toEqual(['2001:db8::/64', '10.0.0.0/30']);
-    expect((await s.get(`/api/interfaces/${i.id}/networks/`)).json.map((n: { cidr: string }) => n.cidr)).toEqual(['2001:db8::/64', '10.0.0.0/30']);
+    expect((await s.get(`/api/interfaces/${i.id}/networks/`)).json.map((n: { cidr: string }) => n.cidr)).toEqual([
+      '2001:db8::/64',
+      '10.0.0.0/30',
+    ]);
   });
 
   test('deleting an assigned IP removes it from the interface and its assignments', async () => {
@@ -258,7 +280,10 @@ describe('assignment outputs and routes', () => {
     const t = await setup();
     const i = await t.iface('eth0', ['10.0.0.9', '10.0.0.1']);
     const list = (await s.get(`/api/interfaces/${i.id}/addresses/`)).json;
-    expect(list.map((n: { cidr: string; state: string }) => [n.cidr, n.state])).toEqual([['10.0.0.9/32', 'assigned'], ['10.0.0.1/32', 'assigned']]);
+    expect(list.map((n: { cidr: string; state: string }) => [n.cidr, n.state])).toEqual([
+      ['10.0.0.9/32', 'assigned'],
+      ['10.0.0.1/32', 'assigned'],
+    ]);
   });
 
   test('assignment records have the documented shape on interface and network routes', async () => {
@@ -267,7 +292,18 @@ describe('assignment outputs and routes', () => {
     const i = await t.iface('ae0.0', ['10.0.0.1']);
     const j = await t.iface('eth9', ['10.0.0.1'], other.id);
     const mine = (await s.get(`/api/interfaces/${i.id}/assignments/`)).json;
-    expect(JSON.stringify(mine)).toBe(JSON.stringify([{ id: mine[0].id, device: t.device.id, hostname: t.device.hostname, interface: i.id, interface_name: 'ae0.0', address: '10.0.0.1/32' }]));
+    expect(JSON.stringify(mine)).toBe(
+      JSON.stringify([
+        {
+          id: mine[0].id,
+          device: t.device.id,
+          hostname: t.device.hostname,
+          interface: i.id,
+          interface_name: 'ae0.0',
+          address: '10.0.0.1/32',
+        },
+      ]),
+    );
     const onNet = (await s.get(`/api/sites/${t.site}/networks/10.0.0.1/32/assignments/`)).json;
     expect(onNet.map((a: { interface: number }) => a.interface)).toEqual([i.id, j.id]);
     expect((await s.get(`/api/sites/${t.site}/networks/10.0.0.0/24/assignments/`)).json).toEqual([]);
@@ -285,24 +321,37 @@ describe('assignment durability and concurrency', () => {
   test('assignments, states and caches survive a restart', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'netsot-assign-'));
     let srv = await TestServer.start({ dataDir: dir, shards: 2 });
-    const post = async (path: string, body: unknown) => { const r = await srv.post(path, body); expect(r.status, r.text).toBe(201); return r.json; };
+    const post = async (path: string, body: unknown) => {
+      const r = await srv.post(path, body);
+      expect(r.status, r.text).toBe(201);
+      return r.json;
+    };
     const site = (await post('/api/sites/', { name: 'durable-assign' })).id;
     const d = await post(`/api/sites/${site}/devices/`, { hostname: 'r1' });
     await post(`/api/sites/${site}/networks/`, { cidr: '10.9.0.0/24' });
     const p = await post(`/api/sites/${site}/interfaces/`, { device: d.id, name: 'ae0' });
-    const i = await post(`/api/sites/${site}/interfaces/`, { device: 'r1', name: 'ae0.0', parent_id: p.id, addresses: ['10.9.0.1', '10.9.0.2'] });
+    const i = await post(`/api/sites/${site}/interfaces/`, {
+      device: 'r1',
+      name: 'ae0.0',
+      parent_id: p.id,
+      addresses: ['10.9.0.1', '10.9.0.2'],
+    });
     await srv.patch(`/api/interfaces/${i.id}/`, { addresses: ['10.9.0.2'] });
     await srv.patch(`/api/devices/${d.id}/`, { hostname: 'r2' });
     const snapshot = async () => [
-      (await srv.get(`/api/interfaces/${i.id}/`)).text, (await srv.get(`/api/interfaces/${i.id}/assignments/`)).text,
-      (await srv.get(`/api/sites/${site}/networks/`)).text, (await srv.get(`/api/interfaces/r2:ae0/children/`)).text,
+      (await srv.get(`/api/interfaces/${i.id}/`)).text,
+      (await srv.get(`/api/interfaces/${i.id}/assignments/`)).text,
+      (await srv.get(`/api/sites/${site}/networks/`)).text,
+      (await srv.get(`/api/interfaces/r2:ae0/children/`)).text,
     ];
     const before = await snapshot();
     await srv.stop(false);
     srv = await TestServer.start({ dataDir: dir, shards: 2 });
     expect(await snapshot()).toEqual(before);
     expect(JSON.parse(before[2]).map((n: { cidr: string; state: string }) => [n.cidr, n.state])).toEqual([
-      ['10.9.0.0/24', 'allocated'], ['10.9.0.1/32', 'orphaned'], ['10.9.0.2/32', 'assigned'],
+      ['10.9.0.0/24', 'allocated'],
+      ['10.9.0.1/32', 'orphaned'],
+      ['10.9.0.2/32', 'assigned'],
     ]);
     await srv.stop();
     rmSync(dir, { recursive: true, force: true });
@@ -310,8 +359,11 @@ describe('assignment durability and concurrency', () => {
 
   test('concurrent interfaces claiming one address on one device: exactly one wins', async () => {
     const t = await setup();
-    const replies = await Promise.all(Array.from({ length: 16 }, (_, k) =>
-      s.post(`/api/sites/${t.site}/interfaces/`, { device: t.device.id, name: `c${k}`, addresses: ['10.0.0.77'] })));
+    const replies = await Promise.all(
+      Array.from({ length: 16 }, (_, k) =>
+        s.post(`/api/sites/${t.site}/interfaces/`, { device: t.device.id, name: `c${k}`, addresses: ['10.0.0.77'] }),
+      ),
+    );
     expect(replies.filter((r) => r.status === 201)).toHaveLength(1);
     for (const r of replies.filter((x) => x.status !== 201)) expectError(r, 400, { address: 'Address already assigned to this Device.' });
     expect((await s.get(`/api/sites/${t.site}/networks/10.0.0.77/32/assignments/`)).json).toHaveLength(1);

@@ -8,12 +8,16 @@
  * different shards.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { InjectServer as TestServer, type Response } from '../helpers/inject.js';
-import { expectError, fixtures, type Attr } from '../helpers/fixtures.js';
+import { type Attr, expectError, fixtures } from '../helpers/fixtures.js';
+import { type Response, InjectServer as TestServer } from '../helpers/inject.js';
 
 let s: TestServer;
-beforeAll(async () => { s = await TestServer.start({ shards: 2 }); });
-afterAll(async () => { await s.stop(); });
+beforeAll(async () => {
+  s = await TestServer.start({ shards: 2 });
+});
+afterAll(async () => {
+  await s.stop();
+});
 
 const { fresh, mkSiteId: mkSite, siteIdsOnTwoShards: twoSites, mkAttrFrom: mkAttr } = fixtures(() => s, { base: 'a', names: 'ident' });
 /** For names built inline in tests. */
@@ -25,8 +29,17 @@ const NO_CONSTRAINTS = { allow_empty: false, pattern: '', valid_values: [] };
 /** The full expected record, from the defaults plus overrides. */
 function attrShape(id: number, site: number, name: string, over: Partial<Attr> = {}): Attr {
   return {
-    id, site_id: site, description: '', name, resource_name: 'Device', required: false, display: false, multi: false,
-    constraints: NO_CONSTRAINTS, default: null, ...over,
+    id,
+    site_id: site,
+    description: '',
+    name,
+    resource_name: 'Device',
+    required: false,
+    display: false,
+    multi: false,
+    constraints: NO_CONSTRAINTS,
+    default: null,
+    ...over,
   };
 }
 
@@ -38,18 +51,25 @@ async function changesOf(id: number): Promise<any[]> {
 
 describe('attribute create', () => {
   let site: number;
-  beforeAll(async () => { site = await mkSite(); });
+  beforeAll(async () => {
+    site = await mkSite();
+  });
 
   test('attribute create returns 201, the canonical shape and a relative Location', async () => {
     const name = fresh('vendor');
     const r = await s.post(`/api/sites/${site}/attributes/`, {
-      name, resource_name: 'Device', description: 'Vendor', required: true,
+      name,
+      resource_name: 'Device',
+      description: 'Vendor',
+      required: true,
       constraints: { valid_values: ['arista', 'cisco', 'juniper'] },
     });
     expect(r.status).toBe(201);
     const id = r.json.id;
-    expect(r.text).toBe(`{"id":${id},"site_id":${site},"description":"Vendor","name":"${name}","resource_name":"Device","required":true,"display":true,"multi":false,`
-      + '"constraints":{"allow_empty":false,"pattern":"","valid_values":["arista","cisco","juniper"]},"default":null}');
+    expect(r.text).toBe(
+      `{"id":${id},"site_id":${site},"description":"Vendor","name":"${name}","resource_name":"Device","required":true,"display":true,"multi":false,` +
+        '"constraints":{"allow_empty":false,"pattern":"","valid_values":["arista","cisco","juniper"]},"default":null}',
+    );
     expect(r.headers.get('location')).toBe(`/api/sites/${site}/attributes/${id}/`);
     expect(r.headers.get('content-type')).toBe('application/json');
     expect((await s.get(`/api/attributes/${id}/`)).text).toBe(r.text);
@@ -77,40 +97,63 @@ describe('attribute create', () => {
     const r = await s.post(`/api/sites/${site}/attributes/`, again);
     expect(r.status, r.text).toBe(201);
     expect(r.json).toEqual({ ...again, id: r.json.id });
-    const nulls = await s.post(`/api/sites/${site}/attributes/`, { name: fresh(), resource_name: 'Device', default: null, constraints: null });
+    const nulls = await s.post(`/api/sites/${site}/attributes/`, {
+      name: fresh(),
+      resource_name: 'Device',
+      default: null,
+      constraints: null,
+    });
     expect(nulls.status, nulls.text).toBe(201);
     expect(nulls.json.default).toBeNull();
     expect(nulls.json.constraints).toEqual(NO_CONSTRAINTS);
   });
 
   test('attribute create requires name and resource_name', async () => {
-    expectError(await s.post(`/api/sites/${site}/attributes/`, {}), 400, { name: ['This field is required.'], resource_name: ['This field is required.'] });
+    expectError(await s.post(`/api/sites/${site}/attributes/`, {}), 400, {
+      name: ['This field is required.'],
+      resource_name: ['This field is required.'],
+    });
     expectError(await s.post(`/api/sites/${site}/attributes/`, { name: fresh() }), 400, { resource_name: ['This field is required.'] });
     expectError(await s.post(`/api/sites/${site}/attributes/`, { resource_name: 'Device' }), 400, { name: ['This field is required.'] });
   });
 
   test('attribute create on the top-level route requires site_id', async () => {
-    expectError(await s.post('/api/attributes/', { name: fresh(), resource_name: 'Device' }), 400, { site_id: ['This field is required.'] });
-    expectError(await s.post('/api/attributes/', { name: fresh(), resource_name: 'Device', site_id: 'x' }), 400, { site_id: ['A valid integer is required.'] });
-    expectError(await s.post('/api/attributes/', { name: fresh(), resource_name: 'Device', site_id: 987654 }), 400, 'Site with id number 987654 does not exist');
+    expectError(await s.post('/api/attributes/', { name: fresh(), resource_name: 'Device' }), 400, {
+      site_id: ['This field is required.'],
+    });
+    expectError(await s.post('/api/attributes/', { name: fresh(), resource_name: 'Device', site_id: 'x' }), 400, {
+      site_id: ['A valid integer is required.'],
+    });
+    expectError(
+      await s.post('/api/attributes/', { name: fresh(), resource_name: 'Device', site_id: 987654 }),
+      400,
+      'Site with id number 987654 does not exist',
+    );
   });
 
   test('attribute create on a nested route rejects a different body site_id', async () => {
     const other = await mkSite();
-    expectError(await s.post(`/api/sites/${site}/attributes/`, { name: fresh(), resource_name: 'Device', site_id: other }), 400,
-      { site_id: `Site in body (${other}) does not match site in URL (${site}).` });
+    expectError(await s.post(`/api/sites/${site}/attributes/`, { name: fresh(), resource_name: 'Device', site_id: other }), 400, {
+      site_id: `Site in body (${other}) does not match site in URL (${site}).`,
+    });
     const same = await s.post(`/api/sites/${site}/attributes/`, { name: fresh(), resource_name: 'Device', site_id: site });
     expect(same.status).toBe(201);
     expect(same.json.site_id).toBe(site);
   });
 
   test('attribute create on a nested route of a missing site is 400', async () => {
-    expectError(await s.post('/api/sites/987654/attributes/', { name: fresh(), resource_name: 'Device' }), 400, 'Site with id number 987654 does not exist');
+    expectError(
+      await s.post('/api/sites/987654/attributes/', { name: fresh(), resource_name: 'Device' }),
+      400,
+      'Site with id number 987654 does not exist',
+    );
   });
 
   test('attribute create rejects names outside ^[a-z][a-z0-9_]*$', async () => {
     for (const name of ['Foo', 'fooBar', '1abc', '_abc', 'a-b', 'a b', 'a.b', 'é', 'abc$', '9']) {
-      expectError(await s.post(`/api/sites/${site}/attributes/`, { name, resource_name: 'Device' }), 400, { name: `Invalid name: '${name}'.` });
+      expectError(await s.post(`/api/sites/${site}/attributes/`, { name, resource_name: 'Device' }), 400, {
+        name: `Invalid name: '${name}'.`,
+      });
     }
     for (const name of ['a', 'z9', `x_${uniq}_y`, `abc_def_${uniq}9`]) {
       const r = await s.post(`/api/sites/${site}/attributes/`, { name, resource_name: 'Circuit' });
@@ -124,13 +167,18 @@ describe('attribute create', () => {
     const ok = await s.post(`/api/sites/${site}/attributes/`, { name: name64, resource_name: 'Device' });
     expect(ok.status).toBe(201);
     expect(ok.json.name).toBe(name64);
-    expectError(await s.post(`/api/sites/${site}/attributes/`, { name: `${name64}y`, resource_name: 'Device' }), 400,
-      { name: ['Ensure this field has no more than 64 characters.'] });
+    expectError(await s.post(`/api/sites/${site}/attributes/`, { name: `${name64}y`, resource_name: 'Device' }), 400, {
+      name: ['Ensure this field has no more than 64 characters.'],
+    });
   });
 
   test('attribute create rejects a blank or null name', async () => {
-    expectError(await s.post(`/api/sites/${site}/attributes/`, { name: '', resource_name: 'Device' }), 400, { name: ['This field may not be blank.'] });
-    expectError(await s.post(`/api/sites/${site}/attributes/`, { name: null, resource_name: 'Device' }), 400, { name: ['This field may not be null.'] });
+    expectError(await s.post(`/api/sites/${site}/attributes/`, { name: '', resource_name: 'Device' }), 400, {
+      name: ['This field may not be blank.'],
+    });
+    expectError(await s.post(`/api/sites/${site}/attributes/`, { name: null, resource_name: 'Device' }), 400, {
+      name: ['This field may not be null.'],
+    });
   });
 
   test('attribute create trims the name before checking it', async () => {
@@ -151,17 +199,23 @@ describe('attribute create', () => {
 
   test('attribute create rejects other resource names, case-sensitively', async () => {
     for (const rn of ['device', 'DEVICE', 'Site', 'Value', 'ProtocolType', 'Attribute', 'x']) {
-      expectError(await s.post(`/api/sites/${site}/attributes/`, { name: fresh(), resource_name: rn }), 400, { resource_name: [`"${rn}" is not a valid choice.`] });
+      expectError(await s.post(`/api/sites/${site}/attributes/`, { name: fresh(), resource_name: rn }), 400, {
+        resource_name: [`"${rn}" is not a valid choice.`],
+      });
     }
   });
 
   test('attribute create reports every failing schema field together', async () => {
-    expectError(await s.post(`/api/sites/${site}/attributes/`, { name: '', resource_name: 'dev', required: 'maybe', description: 'd'.repeat(256) }), 400, {
-      description: ['Ensure this field has no more than 255 characters.'],
-      name: ['This field may not be blank.'],
-      resource_name: ['"dev" is not a valid choice.'],
-      required: ['Must be a valid boolean.'],
-    });
+    expectError(
+      await s.post(`/api/sites/${site}/attributes/`, { name: '', resource_name: 'dev', required: 'maybe', description: 'd'.repeat(256) }),
+      400,
+      {
+        description: ['Ensure this field has no more than 255 characters.'],
+        name: ['This field may not be blank.'],
+        resource_name: ['"dev" is not a valid choice.'],
+        required: ['Must be a valid boolean.'],
+      },
+    );
   });
 
   test('attribute create limits description to 255 characters and trims it', async () => {
@@ -170,16 +224,26 @@ describe('attribute create', () => {
     expect(ok.json.description).toBe('d'.repeat(255));
     const trimmed = await s.post(`/api/sites/${site}/attributes/`, { name: fresh(), resource_name: 'Device', description: '  words  ' });
     expect(trimmed.json.description).toBe('words');
-    expectError(await s.post(`/api/sites/${site}/attributes/`, { name: fresh(), resource_name: 'Device', description: null }), 400,
-      { description: ['This field may not be null.'] });
+    expectError(await s.post(`/api/sites/${site}/attributes/`, { name: fresh(), resource_name: 'Device', description: null }), 400, {
+      description: ['This field may not be null.'],
+    });
   });
 
   test('attribute create reads boolean flags in their word forms', async () => {
-    const r = await s.post(`/api/sites/${site}/attributes/`, { name: fresh(), resource_name: 'Device', required: 'no', display: 'YES', multi: 1 });
+    const r = await s.post(`/api/sites/${site}/attributes/`, {
+      name: fresh(),
+      resource_name: 'Device',
+      required: 'no',
+      display: 'YES',
+      multi: 1,
+    });
     expect(r.status).toBe(201);
     expect([r.json.required, r.json.display, r.json.multi]).toEqual([false, true, true]);
-    expectError(await s.post(`/api/sites/${site}/attributes/`, { name: fresh(), resource_name: 'Device', multi: 'sometimes', display: 2 }), 400,
-      { display: ['Must be a valid boolean.'], multi: ['Must be a valid boolean.'] });
+    expectError(
+      await s.post(`/api/sites/${site}/attributes/`, { name: fresh(), resource_name: 'Device', multi: 'sometimes', display: 2 }),
+      400,
+      { display: ['Must be a valid boolean.'], multi: ['Must be a valid boolean.'] },
+    );
   });
 
   test('attribute create forces display when required', async () => {
@@ -194,17 +258,22 @@ describe('attribute create', () => {
     const [a, b] = await twoSites();
     const name = fresh();
     const first = await mkAttr(a, { name });
-    expectError(await s.post(`/api/sites/${a}/attributes/`, { name, resource_name: 'Device' }), 400,
-      { __all__: ['Attribute with this Site, Resource Name and Name already exists.'] });
-    expectError(await s.post('/api/attributes/', { name, resource_name: 'Device', site_id: a, description: 'again' }), 400,
-      { __all__: ['Attribute with this Site, Resource Name and Name already exists.'] });
+    expectError(await s.post(`/api/sites/${a}/attributes/`, { name, resource_name: 'Device' }), 400, {
+      __all__: ['Attribute with this Site, Resource Name and Name already exists.'],
+    });
+    expectError(await s.post('/api/attributes/', { name, resource_name: 'Device', site_id: a, description: 'again' }), 400, {
+      __all__: ['Attribute with this Site, Resource Name and Name already exists.'],
+    });
     const net = await s.post(`/api/sites/${a}/attributes/`, { name, resource_name: 'Network' });
     expect(net.status).toBe(201);
     const elsewhere = await s.post(`/api/sites/${b}/attributes/`, { name, resource_name: 'Device' });
     expect(elsewhere.status).toBe(201);
     expect(new Set([first.id, net.json.id, elsewhere.json.id]).size).toBe(3);
-    expect((await s.get(`/api/attributes/?name=${name}`)).json.map((x: Attr) => [x.site_id, x.resource_name]))
-      .toEqual([[a, 'Device'], [a, 'Network'], [b, 'Device']]);
+    expect((await s.get(`/api/attributes/?name=${name}`)).json.map((x: Attr) => [x.site_id, x.resource_name])).toEqual([
+      [a, 'Device'],
+      [a, 'Network'],
+      [b, 'Device'],
+    ]);
   });
 
   test('attribute create ignores id and unknown fields', async () => {
@@ -216,24 +285,46 @@ describe('attribute create', () => {
   });
 
   test('attribute create with a non-object body gives the dictionary error', async () => {
-    expectError(await s.post(`/api/sites/${site}/attributes/`, 'text'), 400, { non_field_errors: ['Invalid data. Expected a dictionary, but got str.'] });
-    expectError(await s.post(`/api/sites/${site}/attributes/`, 5), 400, { non_field_errors: ['Invalid data. Expected a dictionary, but got int.'] });
+    expectError(await s.post(`/api/sites/${site}/attributes/`, 'text'), 400, {
+      non_field_errors: ['Invalid data. Expected a dictionary, but got str.'],
+    });
+    expectError(await s.post(`/api/sites/${site}/attributes/`, 5), 400, {
+      non_field_errors: ['Invalid data. Expected a dictionary, but got int.'],
+    });
   });
 
   test('attribute create accepts a form body with JSON text in constraints and default', async () => {
     const name = fresh();
-    const form = new URLSearchParams({ name, resource_name: 'Device', multi: 'true', constraints: '{"pattern":"a"}', default: '["ab","ac"]' });
+    const form = new URLSearchParams({
+      name,
+      resource_name: 'Device',
+      multi: 'true',
+      constraints: '{"pattern":"a"}',
+      default: '["ab","ac"]',
+    });
     const r = await s.request('POST', `/api/sites/${site}/attributes/`, {
-      rawBody: form.toString(), headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
+      rawBody: form.toString(),
+      headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
     });
     expect(r.status, r.text).toBe(201);
-    expect(r.json).toEqual(attrShape(r.json.id, site, name, { multi: true, constraints: { allow_empty: false, pattern: 'a', valid_values: [] }, default: ['ab', 'ac'] }));
+    expect(r.json).toEqual(
+      attrShape(r.json.id, site, name, {
+        multi: true,
+        constraints: { allow_empty: false, pattern: 'a', valid_values: [] },
+        default: ['ab', 'ac'],
+      }),
+    );
   });
 
   test('concurrent attribute creates with one name give one 201 and duplicate 400s', async () => {
     const name = fresh('race');
-    const replies = await Promise.all(Array.from({ length: 10 }, (_, i) =>
-      (i % 2 ? s.post('/api/attributes/', { name, resource_name: 'Device', site_id: site }) : s.post(`/api/sites/${site}/attributes/`, { name, resource_name: 'Device' }))));
+    const replies = await Promise.all(
+      Array.from({ length: 10 }, (_, i) =>
+        i % 2
+          ? s.post('/api/attributes/', { name, resource_name: 'Device', site_id: site })
+          : s.post(`/api/sites/${site}/attributes/`, { name, resource_name: 'Device' }),
+      ),
+    );
     expect(replies.filter((r) => r.status === 201)).toHaveLength(1);
     for (const r of replies.filter((x) => x.status !== 201)) {
       expectError(r, 400, { __all__: ['Attribute with this Site, Resource Name and Name already exists.'] });
@@ -243,7 +334,9 @@ describe('attribute create', () => {
 
   test('attribute create that fails writes nothing', async () => {
     const name = fresh();
-    expectError(await s.post(`/api/sites/${site}/attributes/`, { name, resource_name: 'Device', default: 5 }), 400, { default: 'Attribute values must be a string type' });
+    expectError(await s.post(`/api/sites/${site}/attributes/`, { name, resource_name: 'Device', default: 5 }), 400, {
+      default: 'Attribute values must be a string type',
+    });
     expect((await s.get(`/api/attributes/?name=${name}`)).json).toEqual([]);
     expect((await mkAttr(site, { name })).name).toBe(name);
   });
@@ -251,7 +344,9 @@ describe('attribute create', () => {
 
 describe('attribute constraints', () => {
   let site: number;
-  beforeAll(async () => { site = await mkSite(); });
+  beforeAll(async () => {
+    site = await mkSite();
+  });
   const post = (constraints: unknown, extra: Record<string, unknown> = {}) =>
     s.post(`/api/sites/${site}/attributes/`, { name: fresh(), resource_name: 'Device', constraints, ...extra });
 
@@ -311,8 +406,11 @@ describe('attribute constraints', () => {
 
 describe('attribute default', () => {
   let site: number;
-  beforeAll(async () => { site = await mkSite(); });
-  const post = (body: Record<string, unknown>) => s.post(`/api/sites/${site}/attributes/`, { name: fresh('def'), resource_name: 'Device', ...body });
+  beforeAll(async () => {
+    site = await mkSite();
+  });
+  const post = (body: Record<string, unknown>) =>
+    s.post(`/api/sites/${site}/attributes/`, { name: fresh('def'), resource_name: 'Device', ...body });
 
   test('attribute default is a string for a single attribute and a list for a multi one', async () => {
     const one = await post({ default: 'x' });
@@ -337,17 +435,36 @@ describe('attribute default', () => {
 
   test('attribute default obeys the attribute constraints with the value texts', async () => {
     const name = fresh('dv');
-    expectError(await s.post(`/api/sites/${site}/attributes/`, { name, resource_name: 'Device', default: 'z', constraints: { valid_values: ['b', 'a'] } }), 400,
-      { default: `Attribute value z for ${name} not a valid value: b, a` });
-    expectError(await s.post(`/api/sites/${site}/attributes/`, { name, resource_name: 'Device', default: 'xa', constraints: { pattern: 'a' } }), 400,
-      { default: `Attribute value xa for ${name} didn't match pattern: a` });
-    expectError(await s.post(`/api/sites/${site}/attributes/`, { name, resource_name: 'Device', default: '' }), 400,
-      { default: `Attribute ${name} doesn't allow empty values` });
-    expectError(await s.post(`/api/sites/${site}/attributes/`, { name, resource_name: 'Device', default: 'd'.repeat(256) }), 400,
-      { default: `Attribute value for ${name} exceeds 255 characters` });
-    expectError(await s.post(`/api/sites/${site}/attributes/`, { name, resource_name: 'Device', multi: true, default: ['a', 'a'] }), 400,
-      { default: `Duplicate value a for attribute ${name}` });
-    const ok = await s.post(`/api/sites/${site}/attributes/`, { name, resource_name: 'Device', default: '', constraints: { allow_empty: true } });
+    expectError(
+      await s.post(`/api/sites/${site}/attributes/`, {
+        name,
+        resource_name: 'Device',
+        default: 'z',
+        constraints: { valid_values: ['b', 'a'] },
+      }),
+      400,
+      { default: `Attribute value z for ${name} not a valid value: b, a` },
+    );
+    expectError(
+      await s.post(`/api/sites/${site}/attributes/`, { name, resource_name: 'Device', default: 'xa', constraints: { pattern: 'a' } }),
+      400,
+      { default: `Attribute value xa for ${name} didn't match pattern: a` },
+    );
+    expectError(await s.post(`/api/sites/${site}/attributes/`, { name, resource_name: 'Device', default: '' }), 400, {
+      default: `Attribute ${name} doesn't allow empty values`,
+    });
+    expectError(await s.post(`/api/sites/${site}/attributes/`, { name, resource_name: 'Device', default: 'd'.repeat(256) }), 400, {
+      default: `Attribute value for ${name} exceeds 255 characters`,
+    });
+    expectError(await s.post(`/api/sites/${site}/attributes/`, { name, resource_name: 'Device', multi: true, default: ['a', 'a'] }), 400, {
+      default: `Duplicate value a for attribute ${name}`,
+    });
+    const ok = await s.post(`/api/sites/${site}/attributes/`, {
+      name,
+      resource_name: 'Device',
+      default: '',
+      constraints: { allow_empty: true },
+    });
     expect(ok.status).toBe(201);
     expect(ok.json.default).toBe('');
   });
@@ -355,8 +472,12 @@ describe('attribute default', () => {
   test('attribute default is re-validated on every update', async () => {
     const a = await mkAttr(site, { name: fresh(), default: 'abc' });
     expectError(await s.patch(`/api/attributes/${a.id}/`, { multi: true }), 400, { default: 'Attribute values must be a list type' });
-    expectError(await s.patch(`/api/attributes/${a.id}/`, { constraints: { pattern: '^x' } }), 400, { default: `Attribute value abc for ${a.name} didn't match pattern: ^x` });
-    expectError(await s.put(`/api/attributes/${a.id}/`, { constraints: { valid_values: ['q'] } }), 400, { default: `Attribute value abc for ${a.name} not a valid value: q` });
+    expectError(await s.patch(`/api/attributes/${a.id}/`, { constraints: { pattern: '^x' } }), 400, {
+      default: `Attribute value abc for ${a.name} didn't match pattern: ^x`,
+    });
+    expectError(await s.put(`/api/attributes/${a.id}/`, { constraints: { valid_values: ['q'] } }), 400, {
+      default: `Attribute value abc for ${a.name} not a valid value: q`,
+    });
     expect((await s.get(`/api/attributes/${a.id}/`)).json).toEqual(a);
     const both = await s.patch(`/api/attributes/${a.id}/`, { multi: true, default: ['abc', 'd'] });
     expect(both.status).toBe(200);
@@ -371,7 +492,9 @@ describe('attribute default', () => {
 
 describe('attribute update', () => {
   let site: number;
-  beforeAll(async () => { site = await mkSite(); });
+  beforeAll(async () => {
+    site = await mkSite();
+  });
 
   test('attribute PUT with an empty body changes nothing and writes an Update Change', async () => {
     const a = await mkAttr(site, { name: fresh(), description: 'keep', multi: true, default: ['x'], constraints: { pattern: 'x' } });
@@ -387,7 +510,12 @@ describe('attribute update', () => {
     const [a1, other] = await twoSites();
     const a = await mkAttr(a1, { name: fresh() });
     for (const method of ['put', 'patch'] as const) {
-      const r = await s[method](`/api/attributes/${a.id}/`, { name: 'renamed', resource_name: 'Network', site_id: other, description: method });
+      const r = await s[method](`/api/attributes/${a.id}/`, {
+        name: 'renamed',
+        resource_name: 'Network',
+        site_id: other,
+        description: method,
+      });
       expect(r.status, r.text).toBe(200);
       expect(r.json).toEqual({ ...a, description: method });
     }
@@ -407,10 +535,23 @@ describe('attribute update', () => {
   test('attribute update changes description, flags, constraints and default', async () => {
     const a = await mkAttr(site, { name: fresh() });
     const r = await s.patch(`/api/sites/${site}/attributes/${a.id}/`, {
-      description: ' new ', multi: 'true', display: 'on', constraints: '{"valid_values":["b","a"]}', default: ['a'],
+      description: ' new ',
+      multi: 'true',
+      display: 'on',
+      constraints: '{"valid_values":["b","a"]}',
+      default: ['a'],
     });
     expect(r.status).toBe(200);
-    expect(r.text).toBe(JSON.stringify({ ...a, description: 'new', display: true, multi: true, constraints: { allow_empty: false, pattern: '', valid_values: ['b', 'a'] }, default: ['a'] }));
+    expect(r.text).toBe(
+      JSON.stringify({
+        ...a,
+        description: 'new',
+        display: true,
+        multi: true,
+        constraints: { allow_empty: false, pattern: '', valid_values: ['b', 'a'] },
+        default: ['a'],
+      }),
+    );
   });
 
   test('attribute update replaces constraints as a whole, normalised', async () => {
@@ -423,14 +564,19 @@ describe('attribute update', () => {
     expect(reset.status).toBe(200);
     expect(reset.json.constraints).toEqual(NO_CONSTRAINTS);
     expectError(await s.patch(`/api/attributes/${a.id}/`, { constraints: { pattern: '[' } }), 400, { constraints: "Invalid pattern: '['" });
-    expectError(await s.put(`/api/attributes/${a.id}/`, { constraints: ['x'] }), 400, { constraints: "Expected dictionary but received <type 'list'>." });
+    expectError(await s.put(`/api/attributes/${a.id}/`, { constraints: ['x'] }), 400, {
+      constraints: "Expected dictionary but received <type 'list'>.",
+    });
   });
 
   test('attribute update keeps display forced while required', async () => {
     const a = await mkAttr(site, { name: fresh() });
     expect((await s.patch(`/api/attributes/${a.id}/`, { required: true })).json).toMatchObject({ required: true, display: true });
     expect((await s.patch(`/api/attributes/${a.id}/`, { display: false })).json).toMatchObject({ required: true, display: true });
-    expect((await s.put(`/api/attributes/${a.id}/`, { display: false, required: true })).json).toMatchObject({ required: true, display: true });
+    expect((await s.put(`/api/attributes/${a.id}/`, { display: false, required: true })).json).toMatchObject({
+      required: true,
+      display: true,
+    });
     expect((await s.patch(`/api/attributes/${a.id}/`, { required: false })).json).toMatchObject({ required: false, display: true });
     expect((await s.patch(`/api/attributes/${a.id}/`, { display: false })).json).toMatchObject({ required: false, display: false });
   });
@@ -438,7 +584,8 @@ describe('attribute update', () => {
   test('attribute update rejects bad field values and changes nothing', async () => {
     const a = await mkAttr(site, { name: fresh() });
     expectError(await s.patch(`/api/attributes/${a.id}/`, { required: 'perhaps', description: 'x'.repeat(256) }), 400, {
-      description: ['Ensure this field has no more than 255 characters.'], required: ['Must be a valid boolean.'],
+      description: ['Ensure this field has no more than 255 characters.'],
+      required: ['Must be a valid boolean.'],
     });
     expectError(await s.put(`/api/attributes/${a.id}/`, { multi: null }), 400, { multi: ['This field may not be null.'] });
     expect((await s.get(`/api/attributes/${a.id}/`)).json).toEqual(a);
@@ -448,19 +595,26 @@ describe('attribute update', () => {
   test('attribute update of a missing or other-site attribute is 404', async () => {
     const [a1, b1] = await twoSites();
     const a = await mkAttr(a1, { name: fresh() });
-    expectError(await s.patch(`/api/sites/${b1}/attributes/${a.id}/`, { description: 'x' }), 404, `No such Attribute found at (site_id, id) = (${b1}, ${a.id})`);
+    expectError(
+      await s.patch(`/api/sites/${b1}/attributes/${a.id}/`, { description: 'x' }),
+      404,
+      `No such Attribute found at (site_id, id) = (${b1}, ${a.id})`,
+    );
     expectError(await s.put('/api/attributes/99999999/', {}), 404, 'No such Attribute found at (site_id, id) = (None, 99999999)');
     expectError(await s.patch('/api/attributes/vendor/', {}), 404, 'No such Attribute found at (site_id, id) = (None, vendor)');
   });
 
   test('attribute PUT with a non-object body gives the dictionary error', async () => {
     const a = await mkAttr(site, { name: fresh() });
-    expectError(await s.put(`/api/attributes/${a.id}/`, [1]), 400, { non_field_errors: ['Invalid data. Expected a dictionary, but got list.'] });
+    expectError(await s.put(`/api/attributes/${a.id}/`, [1]), 400, {
+      non_field_errors: ['Invalid data. Expected a dictionary, but got list.'],
+    });
   });
 });
 
 describe('attribute read', () => {
-  let sa: number; let sb: number;
+  let sa: number;
+  let sb: number;
   let attrs: Attr[];
   beforeAll(async () => {
     [sa, sb] = await twoSites();
@@ -497,7 +651,11 @@ describe('attribute read', () => {
     expect(ids(await s.get(`/api/sites/${sa}/attributes/?name=owner`))).toEqual([attrs[0].id, attrs[2].id]);
     expect(ids(await s.get(`/api/sites/${sa}/attributes/?name=OWNER`))).toEqual([]);
     expect(ids(await s.get(`/api/sites/${sa}/attributes/?name=own`))).toEqual([]);
-    expect(ids(await s.get('/api/attributes/?name=owner')).filter((i) => attrs.some((a) => a.id === i))).toEqual([attrs[0].id, attrs[2].id, attrs[4].id]);
+    expect(ids(await s.get('/api/attributes/?name=owner')).filter((i) => attrs.some((a) => a.id === i))).toEqual([
+      attrs[0].id,
+      attrs[2].id,
+      attrs[4].id,
+    ]);
   });
 
   test('attribute list filters by resource_name', async () => {
@@ -508,7 +666,9 @@ describe('attribute read', () => {
   });
 
   test('attribute list rejects an unknown resource_name', async () => {
-    expectError(await s.get(`/api/sites/${sa}/attributes/?resource_name=device`), 400, { resource_name: ['"device" is not a valid choice.'] });
+    expectError(await s.get(`/api/sites/${sa}/attributes/?resource_name=device`), 400, {
+      resource_name: ['"device" is not a valid choice.'],
+    });
     expectError(await s.get('/api/attributes/?resource_name=Site'), 400, { resource_name: ['"Site" is not a valid choice.'] });
   });
 
@@ -542,7 +702,8 @@ describe('attribute read', () => {
   test('attribute list paginates', async () => {
     const r = await s.get(`/api/sites/${sa}/attributes/?limit=3&offset=1`);
     expect(r.json).toEqual({
-      count: 4, next: null,
+      count: 4,
+      next: null,
       previous: `http://127.0.0.1:${s.port}/api/sites/${sa}/attributes/?limit=3`,
       results: attrs.slice(1, 4),
     });
@@ -585,7 +746,9 @@ describe('attribute read', () => {
 
 describe('attribute bulk writes', () => {
   let site: number;
-  beforeAll(async () => { site = await mkSite(); });
+  beforeAll(async () => {
+    site = await mkSite();
+  });
   const list = async () => (await s.get(`/api/sites/${site}/attributes/`)).json as Attr[];
 
   test('attribute bulk create returns every object in request order without Location', async () => {
@@ -613,36 +776,52 @@ describe('attribute bulk writes', () => {
 
   test('attribute bulk create reports the schema errors of every item by index', async () => {
     const before = await list();
-    expectError(await s.post(`/api/sites/${site}/attributes/`, [
-      { name: fresh(), resource_name: 'Device' },
-      { name: fresh(), resource_name: 'device' },
-      { name: fresh(), resource_name: 'Device' },
-      { resource_name: 'Device', multi: 'x' },
-      'nope',
-    ]), 400, {
-      1: { resource_name: ['"device" is not a valid choice.'] },
-      3: { multi: ['Must be a valid boolean.'], name: ['This field is required.'] },
-      4: { non_field_errors: ['Invalid data. Expected a dictionary, but got str.'] },
-    });
+    expectError(
+      await s.post(`/api/sites/${site}/attributes/`, [
+        { name: fresh(), resource_name: 'Device' },
+        { name: fresh(), resource_name: 'device' },
+        { name: fresh(), resource_name: 'Device' },
+        { resource_name: 'Device', multi: 'x' },
+        'nope',
+      ]),
+      400,
+      {
+        1: { resource_name: ['"device" is not a valid choice.'] },
+        3: { multi: ['Must be a valid boolean.'], name: ['This field is required.'] },
+        4: { non_field_errors: ['Invalid data. Expected a dictionary, but got str.'] },
+      },
+    );
     expect(await list()).toEqual(before);
   });
 
   test('attribute bulk create stops at the first failing domain rule and writes nothing', async () => {
     const before = await list();
     const dup = fresh('dup');
-    expectError(await s.post(`/api/sites/${site}/attributes/`, [
-      { name: dup, resource_name: 'Device' },
-      { name: 'Bad', resource_name: 'Device' },
-      { name: dup, resource_name: 'Device' },
-    ]), 400, { 1: { name: "Invalid name: 'Bad'." } });
-    expectError(await s.post(`/api/sites/${site}/attributes/`, [
-      { name: dup, resource_name: 'Device' },
-      { name: dup, resource_name: 'Device' },
-    ]), 400, { 1: { __all__: ['Attribute with this Site, Resource Name and Name already exists.'] } });
-    expectError(await s.post(`/api/sites/${site}/attributes/`, [
-      { name: fresh(), resource_name: 'Device', constraints: { pattern: '(' } },
-      { name: fresh(), resource_name: 'Device', default: ['x'] },
-    ]), 400, { 0: { constraints: "Invalid pattern: '('" } });
+    expectError(
+      await s.post(`/api/sites/${site}/attributes/`, [
+        { name: dup, resource_name: 'Device' },
+        { name: 'Bad', resource_name: 'Device' },
+        { name: dup, resource_name: 'Device' },
+      ]),
+      400,
+      { 1: { name: "Invalid name: 'Bad'." } },
+    );
+    expectError(
+      await s.post(`/api/sites/${site}/attributes/`, [
+        { name: dup, resource_name: 'Device' },
+        { name: dup, resource_name: 'Device' },
+      ]),
+      400,
+      { 1: { __all__: ['Attribute with this Site, Resource Name and Name already exists.'] } },
+    );
+    expectError(
+      await s.post(`/api/sites/${site}/attributes/`, [
+        { name: fresh(), resource_name: 'Device', constraints: { pattern: '(' } },
+        { name: fresh(), resource_name: 'Device', default: ['x'] },
+      ]),
+      400,
+      { 0: { constraints: "Invalid pattern: '('" } },
+    );
     expect(await list()).toEqual(before);
     expect((await s.get(`/api/attributes/?name=${dup}`)).json).toEqual([]);
   });
@@ -650,12 +829,24 @@ describe('attribute bulk writes', () => {
   test('attribute bulk update applies PUT and PATCH items and answers in id order', async () => {
     const a = await mkAttr(site, { name: fresh(), description: 'a' });
     const b = await mkAttr(site, { name: fresh(), description: 'b', multi: true });
-    const patched = await s.patch(`/api/sites/${site}/attributes/`, [{ id: b.id, description: 'B' }, { id: a.id, required: true }]);
+    const patched = await s.patch(`/api/sites/${site}/attributes/`, [
+      { id: b.id, description: 'B' },
+      { id: a.id, required: true },
+    ]);
     expect(patched.status).toBe(200);
-    expect(patched.json).toEqual([{ ...a, required: true, display: true }, { ...b, description: 'B' }]);
-    const put = await s.put('/api/attributes/', [{ id: String(b.id), default: ['z'] }, { id: a.id, name: 'ignored' }]);
+    expect(patched.json).toEqual([
+      { ...a, required: true, display: true },
+      { ...b, description: 'B' },
+    ]);
+    const put = await s.put('/api/attributes/', [
+      { id: String(b.id), default: ['z'] },
+      { id: a.id, name: 'ignored' },
+    ]);
     expect(put.status).toBe(200);
-    expect(put.json).toEqual([{ ...a, required: true, display: true }, { ...b, description: 'B', default: ['z'] }]);
+    expect(put.json).toEqual([
+      { ...a, required: true, display: true },
+      { ...b, description: 'B', default: ['z'] },
+    ]);
     expect((await changesOf(a.id)).map((c) => c.event)).toEqual(['Update', 'Update', 'Create']);
   });
 
@@ -663,20 +854,38 @@ describe('attribute bulk writes', () => {
     const a = await mkAttr(site, { name: fresh() });
     const other = await mkSite();
     expect((await s.put(`/api/sites/${site}/attributes/`, [])).json).toEqual([]);
-    expectError(await s.patch('/api/attributes/', { id: a.id }), 400, { non_field_errors: ['Expected a list of items but got type "dict".'] });
+    expectError(await s.patch('/api/attributes/', { id: a.id }), 400, {
+      non_field_errors: ['Expected a list of items but got type "dict".'],
+    });
     expectError(await s.patch('/api/attributes/', [{ description: 'no id' }]), 400, 'Could not find all objects to update.');
     expectError(await s.patch('/api/attributes/', [{ id: 99999999 }]), 400, 'Could not find all objects to update.');
     expectError(await s.patch(`/api/sites/${other}/attributes/`, [{ id: a.id }]), 400, 'Could not find all objects to update.');
-    expectError(await s.patch('/api/attributes/', [{ id: a.id }, { id: a.id, description: 'x' }]), 400, `Duplicate id in bulk update: ${a.id}`);
+    expectError(
+      await s.patch('/api/attributes/', [{ id: a.id }, { id: a.id, description: 'x' }]),
+      400,
+      `Duplicate id in bulk update: ${a.id}`,
+    );
   });
 
   test('attribute bulk update reports item errors by index and writes nothing', async () => {
     const a = await mkAttr(site, { name: fresh() });
     const b = await mkAttr(site, { name: fresh(), default: 'v' });
-    expectError(await s.patch(`/api/sites/${site}/attributes/`, [{ id: a.id, description: 'changed' }, { id: b.id, required: 'x' }]), 400,
-      { 1: { required: ['Must be a valid boolean.'] } });
-    expectError(await s.patch(`/api/sites/${site}/attributes/`, [{ id: a.id, description: 'changed' }, { id: b.id, multi: true }]), 400,
-      { 1: { default: 'Attribute values must be a list type' } });
+    expectError(
+      await s.patch(`/api/sites/${site}/attributes/`, [
+        { id: a.id, description: 'changed' },
+        { id: b.id, required: 'x' },
+      ]),
+      400,
+      { 1: { required: ['Must be a valid boolean.'] } },
+    );
+    expectError(
+      await s.patch(`/api/sites/${site}/attributes/`, [
+        { id: a.id, description: 'changed' },
+        { id: b.id, multi: true },
+      ]),
+      400,
+      { 1: { default: 'Attribute values must be a list type' } },
+    );
     expect((await s.get(`/api/attributes/${a.id}/`)).json).toEqual(a);
     expect((await s.get(`/api/attributes/${b.id}/`)).json).toEqual(b);
     expect((await changesOf(a.id)).map((c) => c.event)).toEqual(['Create']);
@@ -705,14 +914,20 @@ describe('attribute bulk writes', () => {
     expectError(await del([1.5]), 400, 'Invalid id: 1.5. Ids must be integers.');
     expectError(await del([a.id, 99999999]), 404, 'No such Attribute found at (site_id, id) = (None, 99999999)');
     const other = await mkSite();
-    expectError(await del([a.id], `/api/sites/${other}/attributes/`), 404, `No such Attribute found at (site_id, id) = (${other}, ${a.id})`);
+    expectError(
+      await del([a.id], `/api/sites/${other}/attributes/`),
+      404,
+      `No such Attribute found at (site_id, id) = (${other}, ${a.id})`,
+    );
     expect((await s.get(`/api/attributes/${a.id}/`)).json).toEqual(a);
   });
 });
 
 describe('attribute delete', () => {
   let site: number;
-  beforeAll(async () => { site = await mkSite(); });
+  beforeAll(async () => {
+    site = await mkSite();
+  });
 
   test('attribute delete returns 204 and removes it', async () => {
     const a = await mkAttr(site, { name: fresh() });
@@ -733,9 +948,13 @@ describe('attribute delete', () => {
   test('attribute delete is refused with 409 while a device uses it, and allowed after', async () => {
     const a = await mkAttr(site, { name: fresh() });
     const keep = await mkAttr(site, { name: fresh() });
-    const d = await s.post(`/api/sites/${site}/devices/`, { hostname: fresh('dev-').replace(/_/g, '-'), attributes: { [a.name]: 'v', [keep.name]: 'k' } });
+    const d = await s.post(`/api/sites/${site}/devices/`, {
+      hostname: fresh('dev-').replace(/_/g, '-'),
+      attributes: { [a.name]: 'v', [keep.name]: 'k' },
+    });
     expect(d.status, d.text).toBe(201);
-    const blocked = "Cannot delete some instances of model 'Attribute' because they are referenced through a protected foreign key: 'Value.attribute'";
+    const blocked =
+      "Cannot delete some instances of model 'Attribute' because they are referenced through a protected foreign key: 'Value.attribute'";
     expectError(await s.delete(`/api/attributes/${a.id}/`), 409, blocked);
     expectError(await s.request('DELETE', `/api/sites/${site}/attributes/`, { body: [a.id] }), 409, blocked);
     expect((await s.get(`/api/attributes/${a.id}/`)).json).toEqual(a);
@@ -796,7 +1015,9 @@ describe('attribute Changes', () => {
     expect(Object.keys(create.resource_diff)).toEqual(KEYS);
     expect(create.resource_diff.name).toEqual({ old: null, new: a.name });
     expect((await s.get(`/api/changes/${changes[1].id}/diff/`)).json).toEqual({
-      description: { old: 'one', new: 'two' }, required: { old: false, new: true }, display: { old: false, new: true },
+      description: { old: 'one', new: 'two' },
+      required: { old: false, new: true },
+      display: { old: false, new: true },
     });
     const del = (await s.get(`/api/changes/${changes[0].id}/diff/`)).json;
     expect(del.constraints).toEqual({ old: NO_CONSTRAINTS, new: null });
@@ -804,7 +1025,10 @@ describe('attribute Changes', () => {
 
   test('attribute bulk create writes its Changes in item order', async () => {
     const site = await mkSite();
-    const r = await s.post('/api/attributes/', [{ name: fresh(), resource_name: 'Device', site_id: site }, { name: fresh(), resource_name: 'Device', site_id: site }]);
+    const r = await s.post('/api/attributes/', [
+      { name: fresh(), resource_name: 'Device', site_id: site },
+      { name: fresh(), resource_name: 'Device', site_id: site },
+    ]);
     expect(r.status).toBe(201);
     const c0 = (await changesOf(r.json[0].id))[0];
     const c1 = (await changesOf(r.json[1].id))[0];

@@ -11,9 +11,9 @@ import { createHmac, randomBytes } from 'node:crypto';
 import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { InjectServer as TestServer, type Response } from '../helpers/inject.js';
-import { expectJsonError as expectError, freshEmail } from '../helpers/fixtures.js';
 import { TokenSigner } from '../../src/auth/secrets.js';
+import { expectJsonError as expectError, freshEmail } from '../helpers/fixtures.js';
+import { type Response, InjectServer as TestServer } from '../helpers/inject.js';
 
 let s: TestServer;
 let siteId: number;
@@ -24,7 +24,9 @@ beforeAll(async () => {
   expect(r.status, r.text).toBe(201);
   siteId = r.json.id;
 });
-afterAll(async () => { await s?.stop(); });
+afterAll(async () => {
+  await s?.stop();
+});
 
 /** 401 with `WWW-Authenticate: AuthToken`. */
 function expect401(r: Response, message: unknown): void {
@@ -41,7 +43,10 @@ const WRONG_USER = { auth_token: 'Invalid user when deserializing.' };
 
 /** The caller's own secret key, read through header authentication. */
 async function secretOf(srv: TestServer, email: string, header = 'X-Service-Email'): Promise<string> {
-  const r = await srv.get('/api/users/0/?with_secret_key=true', header === 'X-Service-Email' ? { as: email } : { as: null, headers: { [header]: email } });
+  const r = await srv.get(
+    '/api/users/0/?with_secret_key=true',
+    header === 'X-Service-Email' ? { as: email } : { as: null, headers: { [header]: email } },
+  );
   expect(r.status, r.text).toBe(200);
   return r.json.secret_key;
 }
@@ -74,8 +79,15 @@ function forgeSigned(srv: TestServer, payloadText: string): string {
 
 describe('method selection (gaps.md §3.1)', () => {
   test('a request with no credentials gets 401 not provided with WWW-Authenticate', async () => {
-    for (const [method, path] of [['GET', '/api/sites/'], ['GET', '/api/users/'], ['POST', '/api/sites/'], ['GET', `/api/sites/${siteId}/`],
-      ['OPTIONS', '/api/sites/'], ['DELETE', `/api/sites/${siteId}/`], ['GET', '/api/changes/']] as const) {
+    for (const [method, path] of [
+      ['GET', '/api/sites/'],
+      ['GET', '/api/users/'],
+      ['POST', '/api/sites/'],
+      ['GET', `/api/sites/${siteId}/`],
+      ['OPTIONS', '/api/sites/'],
+      ['DELETE', `/api/sites/${siteId}/`],
+      ['GET', '/api/changes/'],
+    ] as const) {
       const r = await s.request(method, path, { as: null });
       expect401(r, NOT_PROVIDED);
     }
@@ -141,7 +153,11 @@ describe('method selection (gaps.md §3.1)', () => {
   });
 
   test('authentication failures carry Vary: Accept', async () => {
-    for (const r of [await s.get('/api/sites/', { as: null }), await s.get('/api/sites/', { as: 'bad' }), await s.get('/api/sites/', withAuth('AuthToken'))]) {
+    for (const r of [
+      await s.get('/api/sites/', { as: null }),
+      await s.get('/api/sites/', { as: 'bad' }),
+      await s.get('/api/sites/', withAuth('AuthToken')),
+    ]) {
       expect(r.headers.get('vary')).toBe('Accept');
     }
   });
@@ -149,7 +165,7 @@ describe('method selection (gaps.md §3.1)', () => {
   // Server bug (src/http/server.ts, not owned here): `x.allow` is set only after authentication,
   // so 401/400 auth failures on a known route have no Allow header. gaps.md §1.4: every API
   // response carries `Allow: <methods of the route>`.
-  test('authentication failures on a known route carry the route\'s Allow header', async () => {
+  test("authentication failures on a known route carry the route's Allow header", async () => {
     expect((await s.get('/api/sites/', { as: null })).headers.get('allow')).toBe('GET, POST, HEAD, OPTIONS');
     expect((await s.get('/api/users/0/', withAuth('AuthToken'))).headers.get('allow')).toBe('GET, PATCH, HEAD, OPTIONS');
     expect((await s.post('/api/verify_token/', undefined, { as: null })).headers.get('allow')).toBe('POST, OPTIONS');
@@ -157,9 +173,15 @@ describe('method selection (gaps.md §3.1)', () => {
 
   test('authentication is checked before the route, method and body', async () => {
     expect401(await s.put('/api/users/', {}, { as: null }), NOT_PROVIDED);
-    expect401(await s.request('POST', '/api/sites/', { as: null, rawBody: '{bad json', headers: { 'Content-Type': 'application/json' } }), NOT_PROVIDED);
+    expect401(
+      await s.request('POST', '/api/sites/', { as: null, rawBody: '{bad json', headers: { 'Content-Type': 'application/json' } }),
+      NOT_PROVIDED,
+    );
     expectError(await s.get('/api/pizza/', { as: 'not-an-email' }), 400, 'Username must contain a valid email address');
-    expect401(await s.get('/api/pizza/', withAuth('AuthToken nocolon')), 'Invalid token header. Credentials must be in the form <email>:<auth_token>.');
+    expect401(
+      await s.get('/api/pizza/', withAuth('AuthToken nocolon')),
+      'Invalid token header. Credentials must be in the form <email>:<auth_token>.',
+    );
   });
 });
 
@@ -240,7 +262,11 @@ describe('header authentication (gaps.md §3.2)', () => {
     expect((await s.post('/api/users/', { email })).status).toBe(201);
     const r = await s.get('/api/users/0/', { as: email });
     expect(r.json.permissions[String(siteId)].permissions).toEqual([]);
-    expectError(await s.post('/api/sites/', { name: `x-${email}` }, { as: email }), 403, 'You do not have permission to perform this action.');
+    expectError(
+      await s.post('/api/sites/', { name: `x-${email}` }, { as: email }),
+      403,
+      'You do not have permission to perform this action.',
+    );
   });
 });
 
@@ -248,7 +274,10 @@ describe('POST /api/authenticate/ (gaps.md §3.3)', () => {
   test('authenticate with an empty body lists both required fields', async () => {
     const r = await s.request('POST', '/api/authenticate/', { as: null });
     expect401(r, { email: ['This field is required.'], secret_key: ['This field is required.'] });
-    expect401(await s.post('/api/authenticate/', {}, { as: null }), { email: ['This field is required.'], secret_key: ['This field is required.'] });
+    expect401(await s.post('/api/authenticate/', {}, { as: null }), {
+      email: ['This field is required.'],
+      secret_key: ['This field is required.'],
+    });
   });
 
   test('authenticate lists only the missing field', async () => {
@@ -257,25 +286,42 @@ describe('POST /api/authenticate/ (gaps.md §3.3)', () => {
   });
 
   test('authenticate reports blank fields', async () => {
-    expect401(await s.post('/api/authenticate/', { email: '', secret_key: 'abc' }, { as: null }), { email: ['This field may not be blank.'] });
-    expect401(await s.post('/api/authenticate/', { email: 'admin@localhost', secret_key: '   ' }, { as: null }), { secret_key: ['This field may not be blank.'] });
-    expect401(await s.post('/api/authenticate/', { email: '', secret_key: '' }, { as: null }),
-      { email: ['This field may not be blank.'], secret_key: ['This field may not be blank.'] });
-    expect401(await s.post('/api/authenticate/', { email: '' }, { as: null }),
-      { email: ['This field may not be blank.'], secret_key: ['This field is required.'] });
+    expect401(await s.post('/api/authenticate/', { email: '', secret_key: 'abc' }, { as: null }), {
+      email: ['This field may not be blank.'],
+    });
+    expect401(await s.post('/api/authenticate/', { email: 'admin@localhost', secret_key: '   ' }, { as: null }), {
+      secret_key: ['This field may not be blank.'],
+    });
+    expect401(await s.post('/api/authenticate/', { email: '', secret_key: '' }, { as: null }), {
+      email: ['This field may not be blank.'],
+      secret_key: ['This field may not be blank.'],
+    });
+    expect401(await s.post('/api/authenticate/', { email: '' }, { as: null }), {
+      email: ['This field may not be blank.'],
+      secret_key: ['This field is required.'],
+    });
   });
 
   test('authenticate reports null and non-string fields', async () => {
-    expect401(await s.post('/api/authenticate/', { email: null, secret_key: 'abc' }, { as: null }), { email: ['This field may not be null.'] });
-    expect401(await s.post('/api/authenticate/', { email: 'admin@localhost', secret_key: ['abc'] }, { as: null }), { secret_key: ['Not a valid string.'] });
-    expect401(await s.post('/api/authenticate/', { email: { a: 1 }, secret_key: true }, { as: null }),
-      { email: ['Not a valid string.'], secret_key: ['Not a valid string.'] });
+    expect401(await s.post('/api/authenticate/', { email: null, secret_key: 'abc' }, { as: null }), {
+      email: ['This field may not be null.'],
+    });
+    expect401(await s.post('/api/authenticate/', { email: 'admin@localhost', secret_key: ['abc'] }, { as: null }), {
+      secret_key: ['Not a valid string.'],
+    });
+    expect401(await s.post('/api/authenticate/', { email: { a: 1 }, secret_key: true }, { as: null }), {
+      email: ['Not a valid string.'],
+      secret_key: ['Not a valid string.'],
+    });
   });
 
   test('authenticate with a non-object body gives 401 and no server error', async () => {
-    expect401(await s.post('/api/authenticate/', [{ email: 'admin@localhost', secret_key: 'x' }], { as: null }),
-      { non_field_errors: ['Invalid data. Expected a dictionary, but got list.'] });
-    expect401(await s.post('/api/authenticate/', 'admin@localhost', { as: null }), { non_field_errors: ['Invalid data. Expected a dictionary, but got str.'] });
+    expect401(await s.post('/api/authenticate/', [{ email: 'admin@localhost', secret_key: 'x' }], { as: null }), {
+      non_field_errors: ['Invalid data. Expected a dictionary, but got list.'],
+    });
+    expect401(await s.post('/api/authenticate/', 'admin@localhost', { as: null }), {
+      non_field_errors: ['Invalid data. Expected a dictionary, but got str.'],
+    });
   });
 
   test('authenticate with an unknown email gives Invalid email/secret_key', async () => {
@@ -317,7 +363,12 @@ describe('POST /api/authenticate/ (gaps.md §3.3)', () => {
       expect(r.status, accept).toBe(200);
       expect(r.text, accept).toMatch(/^\{"auth_token":"[^"]+"\}$/);
     }
-    for (const accept of ['application/json; version=2.0', '*/*; version=2.0', 'application/json; version=1', 'application/json; version=banana']) {
+    for (const accept of [
+      'application/json; version=2.0',
+      '*/*; version=2.0',
+      'application/json; version=1',
+      'application/json; version=banana',
+    ]) {
       const r = await s.post('/api/authenticate/', { email, secret_key: secret }, { as: null, headers: { Accept: accept } });
       expect(r.status, accept).toBe(200);
       expect(r.text, accept).toMatch(/^\{"status":"ok","data":\{"auth_token":"[^"]+"\}\}$/);
@@ -327,7 +378,11 @@ describe('POST /api/authenticate/ (gaps.md §3.3)', () => {
   });
 
   test('authenticate errors are never wrapped', async () => {
-    const r = await s.post('/api/authenticate/', { email: 'nobody@example.com', secret_key: 'x' }, { as: null, headers: { Accept: 'application/json; version=2.0' } });
+    const r = await s.post(
+      '/api/authenticate/',
+      { email: 'nobody@example.com', secret_key: 'x' },
+      { as: null, headers: { Accept: 'application/json; version=2.0' } },
+    );
     expect401(r, INVALID_CREDENTIALS);
     expect(r.text).toBe('{"error":{"code":401,"message":"Invalid email/secret_key"}}');
   });
@@ -348,14 +403,25 @@ describe('POST /api/authenticate/ (gaps.md §3.3)', () => {
   test('authenticate ignores credentials on the request itself', async () => {
     const email = freshEmail();
     const secret = await secretOf(s, email);
-    const r = await s.post('/api/authenticate/', { email, secret_key: secret }, { as: 'not-an-email', headers: { Authorization: 'AuthToken garbage' } });
+    const r = await s.post(
+      '/api/authenticate/',
+      { email, secret_key: secret },
+      { as: 'not-an-email', headers: { Authorization: 'AuthToken garbage' } },
+    );
     expect(r.status, r.text).toBe(200);
     // The email header is not a login.
-    expect401(await s.request('POST', '/api/authenticate/', { as: email }), { email: ['This field is required.'], secret_key: ['This field is required.'] });
+    expect401(await s.request('POST', '/api/authenticate/', { as: email }), {
+      email: ['This field is required.'],
+      secret_key: ['This field is required.'],
+    });
   });
 
   test('authenticate with a malformed JSON body gives 400', async () => {
-    const r = await s.request('POST', '/api/authenticate/', { as: null, rawBody: '{"email":', headers: { 'Content-Type': 'application/json' } });
+    const r = await s.request('POST', '/api/authenticate/', {
+      as: null,
+      rawBody: '{"email":',
+      headers: { 'Content-Type': 'application/json' },
+    });
     expect(r.status).toBe(400);
     expect(r.json.error.code).toBe(400);
     expect(r.json.error.message).toMatch(/^JSON parse error - /);
@@ -441,7 +507,11 @@ describe('token checks (gaps.md §3.3)', () => {
     const signer = new TokenSigner(serverKey(s), 600);
     await expectTokenFailure(`AuthToken ${email}:${signer.issue(email, 0, Date.now() + 120_000)}`, INVALID_TOKEN);
     // A small clock skew is tolerated.
-    const near = await s.post('/api/verify_token/', undefined, withAuth(`AuthToken ${email}:${signer.issue(email, 0, Date.now() + 30_000)}`));
+    const near = await s.post(
+      '/api/verify_token/',
+      undefined,
+      withAuth(`AuthToken ${email}:${signer.issue(email, 0, Date.now() + 30_000)}`),
+    );
     expect(near.status, near.text).toBe(200);
   });
 
@@ -449,7 +519,11 @@ describe('token checks (gaps.md §3.3)', () => {
     const { email } = await userWithToken();
     const signer = new TokenSigner(serverKey(s), 600);
     await expectTokenFailure(`AuthToken ${email}:${signer.issue(email, 0, Date.now() - 601_000)}`, INVALID_TOKEN);
-    const fresh = await s.post('/api/verify_token/', undefined, withAuth(`AuthToken ${email}:${signer.issue(email, 0, Date.now() - 590_000)}`));
+    const fresh = await s.post(
+      '/api/verify_token/',
+      undefined,
+      withAuth(`AuthToken ${email}:${signer.issue(email, 0, Date.now() - 590_000)}`),
+    );
     expect(fresh.status, fresh.text).toBe(200);
   });
 
@@ -459,7 +533,7 @@ describe('token checks (gaps.md §3.3)', () => {
     await expectTokenFailure(`AuthToken ${email}:${forgeSigned(s, '{"unexpected":true}')}`, UNDESERIALIZABLE);
   });
 
-  test('another user\'s token fails with Invalid user when deserializing.', async () => {
+  test("another user's token fails with Invalid user when deserializing.", async () => {
     const a = await userWithToken();
     const b = await userWithToken();
     await expectTokenFailure(`AuthToken ${b.email}:${a.token}`, WRONG_USER);
@@ -479,7 +553,11 @@ describe('token checks (gaps.md §3.3)', () => {
 
   test('errors keep the envelope at version 2.0', async () => {
     const { email } = await userWithToken();
-    const r = await s.post('/api/verify_token/', undefined, withAuth(`AuthToken ${email}:garbage`, { Accept: 'application/json; version=2.0' }));
+    const r = await s.post(
+      '/api/verify_token/',
+      undefined,
+      withAuth(`AuthToken ${email}:garbage`, { Accept: 'application/json; version=2.0' }),
+    );
     expect(r.status).toBe(400);
     expect(r.text).toBe('{"error":{"code":400,"message":{"auth_token":"Invalid/expired auth_token."}}}');
   });
@@ -492,7 +570,11 @@ describe('POST /api/verify_token/ (gaps.md §3.3, §2)', () => {
     expect(r.status).toBe(200);
     expect(r.text).toBe('true');
     expect(r.headers.get('content-type')).toBe('application/json');
-    const r1 = await s.post('/api/verify_token/', undefined, withAuth(`AuthToken ${email}:${token}`, { Accept: 'application/json; version=1.0' }));
+    const r1 = await s.post(
+      '/api/verify_token/',
+      undefined,
+      withAuth(`AuthToken ${email}:${token}`, { Accept: 'application/json; version=1.0' }),
+    );
     expect(r1.text).toBe('true');
   });
 
@@ -508,7 +590,10 @@ describe('POST /api/verify_token/ (gaps.md §3.3, §2)', () => {
   test('verify_token with only the email header gets 401 not provided', async () => {
     expect401(await s.post('/api/verify_token/', undefined, { as: 'admin@localhost' }), NOT_PROVIDED);
     expect401(await s.post('/api/verify_token/', undefined, { as: null }), NOT_PROVIDED);
-    expect401(await s.post('/api/verify_token/', undefined, { as: 'admin@localhost', headers: { Authorization: 'Bearer x' } }), NOT_PROVIDED);
+    expect401(
+      await s.post('/api/verify_token/', undefined, { as: 'admin@localhost', headers: { Authorization: 'Bearer x' } }),
+      NOT_PROVIDED,
+    );
     expect401(await s.post('/api/verify_token/', undefined, { as: 'not-an-email' }), NOT_PROVIDED);
   });
 
@@ -521,14 +606,18 @@ describe('POST /api/verify_token/ (gaps.md §3.3, §2)', () => {
 
   test('verify_token accepts a JSON Content-Type with an empty body', async () => {
     const { email, token } = await userWithToken();
-    const r = await s.request('POST', '/api/verify_token/', withAuth(`AuthToken ${email}:${token}`, { 'Content-Type': 'application/json' }));
+    const r = await s.request(
+      'POST',
+      '/api/verify_token/',
+      withAuth(`AuthToken ${email}:${token}`, { 'Content-Type': 'application/json' }),
+    );
     expect(r.status, r.text).toBe(200);
     expect(r.text).toBe('true');
   });
 });
 
 describe('tokens on resource routes', () => {
-  test('a token authenticates as its user with that user\'s permissions', async () => {
+  test("a token authenticates as its user with that user's permissions", async () => {
     const email = freshEmail('tok');
     expect((await s.post('/api/users/', { email })).status).toBe(201);
     const secret = await secretOf(s, email);
@@ -536,7 +625,11 @@ describe('tokens on resource routes', () => {
     const me = await s.get('/api/users/0/', withAuth(`AuthToken ${email}:${token}`));
     expect(me.status).toBe(200);
     expect(me.json.email).toBe(email);
-    expectError(await s.post('/api/sites/', { name: `tok-${email}` }, withAuth(`AuthToken ${email}:${token}`)), 403, 'You do not have permission to perform this action.');
+    expectError(
+      await s.post('/api/sites/', { name: `tok-${email}` }, withAuth(`AuthToken ${email}:${token}`)),
+      403,
+      'You do not have permission to perform this action.',
+    );
     const adminToken = await login(s, 'admin@localhost', await secretOf(s, 'admin@localhost'));
     const created = await s.post('/api/sites/', { name: `admin-tok-${email}` }, withAuth(`AuthToken admin@localhost:${adminToken}`));
     expect(created.status, created.text).toBe(201);
@@ -566,7 +659,7 @@ describe('rotation revokes tokens (gaps.md §3.3, §3.4)', () => {
     expect((await s.get('/api/sites/', { as: email })).status).toBe(200);
   });
 
-  test('rotating one user\'s key leaves other users\' tokens valid', async () => {
+  test("rotating one user's key leaves other users' tokens valid", async () => {
     const a = await userWithToken();
     const b = await userWithToken();
     expect((await s.post('/api/users/0/rotate_secret_key/', undefined, { as: a.email })).status).toBe(200);
@@ -578,9 +671,13 @@ describe('rotation revokes tokens (gaps.md §3.3, §3.4)', () => {
 describe('settings: AUTH_TOKEN_EXPIRY, USER_AUTH_HEADER, SERVICE_NEW_USERS_AS_SUPERUSER (gaps.md §23)', () => {
   let t: TestServer;
   beforeAll(async () => {
-    t = await TestServer.start({ env: { AUTH_TOKEN_EXPIRY: '1', USER_AUTH_HEADER: 'X-Remote-User', SERVICE_NEW_USERS_AS_SUPERUSER: 'false' } });
+    t = await TestServer.start({
+      env: { AUTH_TOKEN_EXPIRY: '1', USER_AUTH_HEADER: 'X-Remote-User', SERVICE_NEW_USERS_AS_SUPERUSER: 'false' },
+    });
   });
-  afterAll(async () => { await t?.stop(); });
+  afterAll(async () => {
+    await t?.stop();
+  });
 
   const as = (email: string) => ({ as: null, headers: { 'X-Remote-User': email } });
 
@@ -603,7 +700,11 @@ describe('settings: AUTH_TOKEN_EXPIRY, USER_AUTH_HEADER, SERVICE_NEW_USERS_AS_SU
     expect(users.map((u: { email: string }) => u.email)).toContain(email);
     // No superuser exists on this server, so nobody can create a site: the permissions map stays empty.
     expect(users.find((u: { email: string }) => u.email === email).permissions).toEqual({});
-    expectError(await t.post('/api/users/', { email: 'other@example.com' }, as(email)), 403, 'You do not have permission to perform this action.');
+    expectError(
+      await t.post('/api/users/', { email: 'other@example.com' }, as(email)),
+      403,
+      'You do not have permission to perform this action.',
+    );
   });
 
   test('a token expires after AUTH_TOKEN_EXPIRY seconds', async () => {

@@ -12,10 +12,14 @@ beforeAll(async () => {
   [small, standard] = await Promise.all([TestServer.start({ env: { MAX_BULK_ITEMS: '5' } }), TestServer.start()]);
   for (const s of [small, standard]) expect((await s.post('/api/sites/', { name: 'bulk' })).status).toBe(201);
 });
-afterAll(async () => { await Promise.all([small?.stop(), standard?.stop()]); });
+afterAll(async () => {
+  await Promise.all([small?.stop(), standard?.stop()]);
+});
 
 const devices = (n: number, tag: string) => Array.from({ length: n }, (_, i) => ({ hostname: `${tag}-${i}` }));
-const tooMany = (max: number, got: number) => ({ error: { code: 413, message: `A bulk request may hold at most ${max} items; got ${got}.` } });
+const tooMany = (max: number, got: number) => ({
+  error: { code: 413, message: `A bulk request may hold at most ${max} items; got ${got}.` },
+});
 
 async function changeCount(s: TestServer): Promise<number> {
   return (await s.get('/api/changes/?limit=1')).json.count;
@@ -47,24 +51,36 @@ describe('MAX_BULK_ITEMS', () => {
     expect(del.status).toBe(413);
     expect(del.json).toEqual(tooMany(5, 6));
     expect(await changeCount(small)).toBe(before);
-    expect(((await small.get('/api/sites/1/devices/')).json as { hostname: string }[]).map((d) => d.hostname).sort())
-      .toEqual(devices(5, 'at').map((d) => d.hostname).sort());
+    expect(((await small.get('/api/sites/1/devices/')).json as { hostname: string }[]).map((d) => d.hostname).sort()).toEqual(
+      devices(5, 'at')
+        .map((d) => d.hostname)
+        .sort(),
+    );
   });
 
   test('the count ignores commas inside strings and nested lists', async () => {
-    const items = [{ hostname: 'x', attributes: { a: [1, 2, 3, 4, 5, 6, 7] } }, ...Array.from({ length: 4 }, (_, i) => ({ hostname: `c,${i},,,,` }))];
+    const items = [
+      { hostname: 'x', attributes: { a: [1, 2, 3, 4, 5, 6, 7] } },
+      ...Array.from({ length: 4 }, (_, i) => ({ hostname: `c,${i},,,,` })),
+    ];
     const r = await small.post('/api/sites/1/devices/', items);
     expect(r.status).not.toBe(413);
   });
 
   test('the default limit is 10000 items', async () => {
-    const r = await standard.request('POST', '/api/sites/1/devices/', { rawBody: `[${Array(10_001).fill('{}').join(',')}]`, headers: { 'Content-Type': 'application/json' } });
+    const r = await standard.request('POST', '/api/sites/1/devices/', {
+      rawBody: `[${Array(10_001).fill('{}').join(',')}]`,
+      headers: { 'Content-Type': 'application/json' },
+    });
     expect(r.status).toBe(413);
     expect(r.json).toEqual(tooMany(10_000, 10_001));
   });
 
   test('a list of a million items is refused at once and the server keeps serving', async () => {
-    const r = await standard.request('POST', '/api/networks/', { rawBody: `[${Array(1_000_000).fill('{"cidr":"10.0.0.0/8","site_id":1}').join(',')}]`, headers: { 'Content-Type': 'application/json' } });
+    const r = await standard.request('POST', '/api/networks/', {
+      rawBody: `[${Array(1_000_000).fill('{"cidr":"10.0.0.0/8","site_id":1}').join(',')}]`,
+      headers: { 'Content-Type': 'application/json' },
+    });
     expect(r.status).toBe(413);
     expect(r.json).toEqual(tooMany(10_000, 1_000_000));
     expect((await standard.get('/api/sites/1/')).status).toBe(200);

@@ -8,15 +8,21 @@
  * sites on one shard). One server with SHARDS=2.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { type Device, expectError, FORBIDDEN, fixtures } from '../helpers/fixtures.js';
 import { InjectServer as TestServer } from '../helpers/inject.js';
-import { FORBIDDEN, expectError, fixtures, type Device } from '../helpers/fixtures.js';
 
 let s: TestServer;
-beforeAll(async () => { s = await TestServer.start({ shards: 2 }); });
-afterAll(async () => { await s.stop(); });
+beforeAll(async () => {
+  s = await TestServer.start({ shards: 2 });
+});
+afterAll(async () => {
+  await s.stop();
+});
 
 const { fresh, mkSite, sitesOnTwoShards, sitesOnOneShard, mkAttr, mkDevice, mkUser, deviceChanges } = fixtures(() => s, { base: 'bulk' });
-const ONE_SITE = { non_field_errors: ['A bulk request must keep to one site: send one request per site, or use /api/sites/<site_id>/<collection>/.'] };
+const ONE_SITE = {
+  non_field_errors: ['A bulk request must keep to one site: send one request per site, or use /api/sites/<site_id>/<collection>/.'],
+};
 const NOT_FOUND_ALL = 'Could not find all objects to update.';
 
 async function devicesOf(site: number): Promise<Device[]> {
@@ -56,9 +62,15 @@ describe('bulk create', () => {
 
   test('bulk create at top level takes site_id per item', async () => {
     const site = await mkSite();
-    const r = await s.post('/api/devices/', [{ site_id: site.id, hostname: 't1' }, { site_id: String(site.id), hostname: 't2' }]);
+    const r = await s.post('/api/devices/', [
+      { site_id: site.id, hostname: 't1' },
+      { site_id: String(site.id), hostname: 't2' },
+    ]);
     expect(r.status, r.text).toBe(201);
-    expect((r.json as Device[]).map((d) => [d.site_id, d.hostname])).toEqual([[site.id, 't1'], [site.id, 't2']]);
+    expect((r.json as Device[]).map((d) => [d.site_id, d.hostname])).toEqual([
+      [site.id, 't1'],
+      [site.id, 't2'],
+    ]);
   });
 
   test('bulk create with attributes applies them per item', async () => {
@@ -88,7 +100,9 @@ describe('bulk create', () => {
       2: { hostname: ['This field is required.'] },
       3: { hostname: ['Ensure this field has no more than 255 characters.'] },
     });
-    expect(r.text).toBe('{"error":{"code":400,"message":{"0":{"hostname":["This field may not be blank."]},"2":{"hostname":["This field is required."]},"3":{"hostname":["Ensure this field has no more than 255 characters."]}}}}');
+    expect(r.text).toBe(
+      '{"error":{"code":400,"message":{"0":{"hostname":["This field may not be blank."]},"2":{"hostname":["This field is required."]},"3":{"hostname":["Ensure this field has no more than 255 characters."]}}}}',
+    );
     expect(await devicesOf(site.id)).toEqual([]);
   });
 
@@ -105,31 +119,49 @@ describe('bulk create', () => {
   test('bulk create reports later-stage errors only for the first failing item', async () => {
     const site = await mkSite();
     await mkAttr(site.id, 'owner');
-    expectError(await s.post(`/api/sites/${site.id}/devices/`, [{ hostname: 'ok1' }, { hostname: 'bad_name' }, { hostname: 'a.b' }, { hostname: 'ok2', attributes: { nope: 1 } }]), 400,
-      { 1: { name: "Invalid name: 'bad_name'." } });
-    expectError(await s.post(`/api/sites/${site.id}/devices/`, [{ hostname: 'ok1' }, { hostname: 'ok2', attributes: { nope: 'x' } }, { hostname: 'bad_name' }]), 400,
-      { 1: { attributes: 'Attribute name (nope) does not exist.' } });
+    expectError(
+      await s.post(`/api/sites/${site.id}/devices/`, [
+        { hostname: 'ok1' },
+        { hostname: 'bad_name' },
+        { hostname: 'a.b' },
+        { hostname: 'ok2', attributes: { nope: 1 } },
+      ]),
+      400,
+      { 1: { name: "Invalid name: 'bad_name'." } },
+    );
+    expectError(
+      await s.post(`/api/sites/${site.id}/devices/`, [
+        { hostname: 'ok1' },
+        { hostname: 'ok2', attributes: { nope: 'x' } },
+        { hostname: 'bad_name' },
+      ]),
+      400,
+      { 1: { attributes: 'Attribute name (nope) does not exist.' } },
+    );
     expect(await devicesOf(site.id)).toEqual([]);
   });
 
   test('bulk create does not run later stages when any item fails stage 1', async () => {
     const site = await mkSite();
-    expectError(await s.post(`/api/sites/${site.id}/devices/`, [{ hostname: 'bad_name' }, { hostname: 'ok' }, { hostname: '' }]), 400,
-      { 2: { hostname: ['This field may not be blank.'] } });
+    expectError(await s.post(`/api/sites/${site.id}/devices/`, [{ hostname: 'bad_name' }, { hostname: 'ok' }, { hostname: '' }]), 400, {
+      2: { hostname: ['This field may not be blank.'] },
+    });
   });
 
   test('bulk create reports a hostname repeated inside the list on the later item', async () => {
     const site = await mkSite();
-    expectError(await s.post(`/api/sites/${site.id}/devices/`, [{ hostname: 'same' }, { hostname: 'other' }, { hostname: 'same' }]), 400,
-      { 2: { non_field_errors: ['The fields site, hostname must make a unique set.'] } });
+    expectError(await s.post(`/api/sites/${site.id}/devices/`, [{ hostname: 'same' }, { hostname: 'other' }, { hostname: 'same' }]), 400, {
+      2: { non_field_errors: ['The fields site, hostname must make a unique set.'] },
+    });
     expect(await devicesOf(site.id)).toEqual([]);
   });
 
   test('bulk create reports a hostname already taken in the site', async () => {
     const site = await mkSite();
     await mkDevice(site.id, 'taken');
-    expectError(await s.post(`/api/sites/${site.id}/devices/`, [{ hostname: 'new1' }, { hostname: 'taken' }]), 400,
-      { 1: { non_field_errors: ['The fields site, hostname must make a unique set.'] } });
+    expectError(await s.post(`/api/sites/${site.id}/devices/`, [{ hostname: 'new1' }, { hostname: 'taken' }]), 400, {
+      1: { non_field_errors: ['The fields site, hostname must make a unique set.'] },
+    });
     expect((await devicesOf(site.id)).map((d) => d.hostname)).toEqual(['taken']);
   });
 
@@ -154,8 +186,9 @@ describe('bulk create', () => {
   test('bulk create that fails late leaves no trace of the ids it used', async () => {
     const site = await mkSite();
     const before = await mkDevice(site.id);
-    expectError(await s.post(`/api/sites/${site.id}/devices/`, [{ hostname: 'g1' }, { hostname: 'g2' }, { hostname: 'g_3' }]), 400,
-      { 2: { name: "Invalid name: 'g_3'." } });
+    expectError(await s.post(`/api/sites/${site.id}/devices/`, [{ hostname: 'g1' }, { hostname: 'g2' }, { hostname: 'g_3' }]), 400, {
+      2: { name: "Invalid name: 'g_3'." },
+    });
     const after = await mkDevice(site.id);
     expect(after.id).toBeGreaterThan(before.id);
     for (let id = before.id + 1; id < after.id; id++) {
@@ -167,26 +200,32 @@ describe('bulk create', () => {
 
   test('top-level bulk create reports an unknown site per item', async () => {
     const site = await mkSite();
-    expectError(await s.post('/api/devices/', [{ site_id: 999979, hostname: 'u1' }]), 400, { 0: 'Site with id number 999979 does not exist' });
+    expectError(await s.post('/api/devices/', [{ site_id: 999979, hostname: 'u1' }]), 400, {
+      0: 'Site with id number 999979 does not exist',
+    });
     expect(await devicesOf(site.id)).toEqual([]);
   });
 
   test('nested bulk create rejects an item naming another site, keyed by index', async () => {
     const [a, b] = await sitesOnTwoShards();
-    expectError(await s.post(`/api/sites/${a.id}/devices/`, [{ hostname: 'n1' }, { hostname: 'n2', site_id: b.id }]), 400,
-      { 1: { site_id: `Site in body (${b.id}) does not match site in URL (${a.id}).` } });
+    expectError(await s.post(`/api/sites/${a.id}/devices/`, [{ hostname: 'n1' }, { hostname: 'n2', site_id: b.id }]), 400, {
+      1: { site_id: `Site in body (${b.id}) does not match site in URL (${a.id}).` },
+    });
     expect(await devicesOf(a.id)).toEqual([]);
   });
 
   test('top-level bulk create reports a missing site_id per item', async () => {
     const site = await mkSite();
-    expectError(await s.post('/api/devices/', [{ site_id: site.id, hostname: 'ok' }, { hostname: 'nosite' }]), 400,
-      { 1: { site_id: ['This field is required.'] } });
+    expectError(await s.post('/api/devices/', [{ site_id: site.id, hostname: 'ok' }, { hostname: 'nosite' }]), 400, {
+      1: { site_id: ['This field is required.'] },
+    });
     expect(await devicesOf(site.id)).toEqual([]);
   });
 
   test('bulk create on a non-bulk collection is refused with the dictionary text', async () => {
-    expectError(await s.post('/api/sites/', [{ name: fresh() }]), 400, { non_field_errors: ['Invalid data. Expected a dictionary, but got list.'] });
+    expectError(await s.post('/api/sites/', [{ name: fresh() }]), 400, {
+      non_field_errors: ['Invalid data. Expected a dictionary, but got list.'],
+    });
   });
 });
 
@@ -212,10 +251,13 @@ describe('bulk update', () => {
   test('bulk update with a non-list body gives the list text', async () => {
     const site = await mkSite();
     const d = await mkDevice(site.id);
-    expectError(await s.put(`/api/sites/${site.id}/devices/`, { id: d.id, hostname: 'x', attributes: {} }), 400,
-      { non_field_errors: ['Expected a list of items but got type "dict".'] });
+    expectError(await s.put(`/api/sites/${site.id}/devices/`, { id: d.id, hostname: 'x', attributes: {} }), 400, {
+      non_field_errors: ['Expected a list of items but got type "dict".'],
+    });
     expectError(await s.patch('/api/devices/', 'text'), 400, { non_field_errors: ['Expected a list of items but got type "str".'] });
-    expectError(await s.patch(`/api/sites/${site.id}/devices/`, 3), 400, { non_field_errors: ['Expected a list of items but got type "int".'] });
+    expectError(await s.patch(`/api/sites/${site.id}/devices/`, 3), 400, {
+      non_field_errors: ['Expected a list of items but got type "int".'],
+    });
   });
 
   test('bulk update with no body gives the list text for dict', async () => {
@@ -237,7 +279,11 @@ describe('bulk update', () => {
     const d1 = await mkDevice(site.id, 'u1');
     const d2 = await mkDevice(site.id, 'u2');
     const d3 = await mkDevice(site.id, 'u3');
-    const r = await s.patch(`/api/sites/${site.id}/devices/`, [{ id: d3.id, hostname: 'u3x' }, { id: d1.id, hostname: 'u1x' }, { id: d2.id }]);
+    const r = await s.patch(`/api/sites/${site.id}/devices/`, [
+      { id: d3.id, hostname: 'u3x' },
+      { id: d1.id, hostname: 'u1x' },
+      { id: d2.id },
+    ]);
     expect(r.status, r.text).toBe(200);
     expect(r.json).toEqual([{ ...d1, hostname: 'u1x' }, { ...d2 }, { ...d3, hostname: 'u3x' }]);
     expect(await devicesOf(site.id)).toEqual(r.json);
@@ -248,13 +294,26 @@ describe('bulk update', () => {
     await mkAttr(site.id, 'owner');
     const d1 = await mkDevice(site.id, 'p1', { owner: 'a' });
     const d2 = await mkDevice(site.id, 'p2', { owner: 'b' });
-    expectError(await s.put(`/api/sites/${site.id}/devices/`, [{ id: d1.id, hostname: 'p1' }, { id: d2.id, attributes: {} }]), 400, {
-      0: { attributes: ['This field is required.'] },
-      1: { hostname: ['This field is required.'] },
-    });
-    const r = await s.put('/api/devices/', [{ id: d2.id, hostname: 'p2', attributes: {} }, { id: d1.id, hostname: 'p1y', attributes: { owner: 'z' } }]);
+    expectError(
+      await s.put(`/api/sites/${site.id}/devices/`, [
+        { id: d1.id, hostname: 'p1' },
+        { id: d2.id, attributes: {} },
+      ]),
+      400,
+      {
+        0: { attributes: ['This field is required.'] },
+        1: { hostname: ['This field is required.'] },
+      },
+    );
+    const r = await s.put('/api/devices/', [
+      { id: d2.id, hostname: 'p2', attributes: {} },
+      { id: d1.id, hostname: 'p1y', attributes: { owner: 'z' } },
+    ]);
     expect(r.status, r.text).toBe(200);
-    expect(r.json).toEqual([{ ...d1, hostname: 'p1y', attributes: { owner: 'z' } }, { ...d2, attributes: {} }]);
+    expect(r.json).toEqual([
+      { ...d1, hostname: 'p1y', attributes: { owner: 'z' } },
+      { ...d2, attributes: {} },
+    ]);
   });
 
   test('bulk update writes one Update Change per item in item order', async () => {
@@ -263,7 +322,12 @@ describe('bulk update', () => {
     const d2 = await mkDevice(site.id);
     await s.patch(`/api/sites/${site.id}/devices/`, [{ id: d2.id, hostname: 'w2' }, { id: d1.id }]);
     const changes = await deviceChanges(site.id);
-    expect(changes.map((c) => [c.event, c.resource_id])).toEqual([['Create', d1.id], ['Create', d2.id], ['Update', d2.id], ['Update', d1.id]]);
+    expect(changes.map((c) => [c.event, c.resource_id])).toEqual([
+      ['Create', d1.id],
+      ['Create', d2.id],
+      ['Update', d2.id],
+      ['Update', d1.id],
+    ]);
     expect(changes[2].resource).toEqual({ ...d2, hostname: 'w2' });
   });
 
@@ -303,8 +367,19 @@ describe('bulk update', () => {
     const site = await mkSite();
     const d1 = await mkDevice(site.id);
     const d2 = await mkDevice(site.id);
-    expectError(await s.patch(`/api/sites/${site.id}/devices/`, [{ id: d1.id }, { id: d2.id }, { id: d1.id, hostname: 'x' }]), 400, `Duplicate id in bulk update: ${d1.id}`);
-    expectError(await s.put('/api/devices/', [{ id: d2.id, hostname: 'a', attributes: {} }, { id: d2.id, hostname: 'b', attributes: {} }]), 400, `Duplicate id in bulk update: ${d2.id}`);
+    expectError(
+      await s.patch(`/api/sites/${site.id}/devices/`, [{ id: d1.id }, { id: d2.id }, { id: d1.id, hostname: 'x' }]),
+      400,
+      `Duplicate id in bulk update: ${d1.id}`,
+    );
+    expectError(
+      await s.put('/api/devices/', [
+        { id: d2.id, hostname: 'a', attributes: {} },
+        { id: d2.id, hostname: 'b', attributes: {} },
+      ]),
+      400,
+      `Duplicate id in bulk update: ${d2.id}`,
+    );
   });
 
   test('bulk update reports stage-1 errors for every item and later errors for the first only', async () => {
@@ -312,12 +387,27 @@ describe('bulk update', () => {
     const d1 = await mkDevice(site.id);
     const d2 = await mkDevice(site.id);
     const d3 = await mkDevice(site.id);
-    expectError(await s.patch(`/api/sites/${site.id}/devices/`, [{ id: d1.id, hostname: '' }, { id: d2.id, hostname: 'ok' }, { id: d3.id, hostname: null }]), 400, {
-      0: { hostname: ['This field may not be blank.'] },
-      2: { hostname: ['This field may not be null.'] },
-    });
-    expectError(await s.patch(`/api/sites/${site.id}/devices/`, [{ id: d1.id, hostname: 'ok' }, { id: d2.id, hostname: 'a_b' }, { id: d3.id, hostname: 'c.d' }]), 400,
-      { 1: { name: "Invalid name: 'a_b'." } });
+    expectError(
+      await s.patch(`/api/sites/${site.id}/devices/`, [
+        { id: d1.id, hostname: '' },
+        { id: d2.id, hostname: 'ok' },
+        { id: d3.id, hostname: null },
+      ]),
+      400,
+      {
+        0: { hostname: ['This field may not be blank.'] },
+        2: { hostname: ['This field may not be null.'] },
+      },
+    );
+    expectError(
+      await s.patch(`/api/sites/${site.id}/devices/`, [
+        { id: d1.id, hostname: 'ok' },
+        { id: d2.id, hostname: 'a_b' },
+        { id: d3.id, hostname: 'c.d' },
+      ]),
+      400,
+      { 1: { name: "Invalid name: 'a_b'." } },
+    );
     expect(await devicesOf(site.id)).toEqual([d1, d2, d3]);
   });
 
@@ -325,8 +415,14 @@ describe('bulk update', () => {
     const site = await mkSite();
     const d1 = await mkDevice(site.id, 'r1');
     const d2 = await mkDevice(site.id, 'r2');
-    expectError(await s.patch(`/api/sites/${site.id}/devices/`, [{ id: d1.id, hostname: 'r1b' }, { id: d2.id, hostname: 'r1b' }]), 400,
-      { 1: { __all__: ['Device with this Site and Hostname already exists.'] } });
+    expectError(
+      await s.patch(`/api/sites/${site.id}/devices/`, [
+        { id: d1.id, hostname: 'r1b' },
+        { id: d2.id, hostname: 'r1b' },
+      ]),
+      400,
+      { 1: { __all__: ['Device with this Site and Hostname already exists.'] } },
+    );
     expect(await devicesOf(site.id)).toEqual([d1, d2]);
   });
 
@@ -334,9 +430,15 @@ describe('bulk update', () => {
     const site = await mkSite();
     const d1 = await mkDevice(site.id, 's1');
     const d2 = await mkDevice(site.id, 's2');
-    const r = await s.patch(`/api/sites/${site.id}/devices/`, [{ id: d1.id, hostname: 's1-tmp' }, { id: d2.id, hostname: 's1' }]);
+    const r = await s.patch(`/api/sites/${site.id}/devices/`, [
+      { id: d1.id, hostname: 's1-tmp' },
+      { id: d2.id, hostname: 's1' },
+    ]);
     expect(r.status, r.text).toBe(200);
-    expect(r.json).toEqual([{ ...d1, hostname: 's1-tmp' }, { ...d2, hostname: 's1' }]);
+    expect(r.json).toEqual([
+      { ...d1, hostname: 's1-tmp' },
+      { ...d2, hostname: 's1' },
+    ]);
   });
 
   test('bulk update with a bad item leaves every device and writes no Change', async () => {
@@ -345,11 +447,15 @@ describe('bulk update', () => {
     const d1 = await mkDevice(site.id, 'k1', { owner: 'a' });
     const d2 = await mkDevice(site.id, 'k2', { owner: 'b' });
     const d3 = await mkDevice(site.id, 'k3', { owner: 'c' });
-    expectError(await s.patch(`/api/sites/${site.id}/devices/`, [
-      { id: d1.id, hostname: 'k1x', attributes: { owner: 'aa' } },
-      { id: d2.id, attributes: { bogus: 'b' } },
-      { id: d3.id, hostname: 'k3x' },
-    ]), 400, { 1: { attributes: 'Attribute name (bogus) does not exist.' } });
+    expectError(
+      await s.patch(`/api/sites/${site.id}/devices/`, [
+        { id: d1.id, hostname: 'k1x', attributes: { owner: 'aa' } },
+        { id: d2.id, attributes: { bogus: 'b' } },
+        { id: d3.id, hostname: 'k3x' },
+      ]),
+      400,
+      { 1: { attributes: 'Attribute name (bogus) does not exist.' } },
+    );
     expect(await devicesOf(site.id)).toEqual([d1, d2, d3]);
     expect((await deviceChanges(site.id)).map((c) => c.event)).toEqual(['Create', 'Create', 'Create']);
     expect((await s.get(`/api/sites/${site.id}/devices/query/?query=owner%3Daa`)).json).toEqual([]);
@@ -369,10 +475,28 @@ describe('bulk update', () => {
     const d1 = await mkDevice(site.id);
     const d2 = await mkDevice(site.id);
     const adder = await mkUser({ [String(site.id)]: ['add_device', 'delete_device'] });
-    expectError(await s.patch(`/api/sites/${site.id}/devices/`, [{ id: d1.id, hostname: 'q1' }, { id: d2.id, hostname: '' }], { as: adder }), 403, FORBIDDEN);
+    expectError(
+      await s.patch(
+        `/api/sites/${site.id}/devices/`,
+        [
+          { id: d1.id, hostname: 'q1' },
+          { id: d2.id, hostname: '' },
+        ],
+        { as: adder },
+      ),
+      403,
+      FORBIDDEN,
+    );
     expect(await devicesOf(site.id)).toEqual([d1, d2]);
     const changer = await mkUser({ [String(site.id)]: ['change_device'] });
-    const r = await s.patch('/api/devices/', [{ id: d1.id, hostname: 'q1' }, { id: d2.id, hostname: 'q2' }], { as: changer });
+    const r = await s.patch(
+      '/api/devices/',
+      [
+        { id: d1.id, hostname: 'q1' },
+        { id: d2.id, hostname: 'q2' },
+      ],
+      { as: changer },
+    );
     expect(r.status, r.text).toBe(200);
   });
 
@@ -453,7 +577,12 @@ describe('bulk delete', () => {
     const d2 = await mkDevice(site.id);
     expect((await del('/api/devices/', [d2.id, d1.id])).status).toBe(204);
     const changes = await deviceChanges(site.id);
-    expect(changes.map((c) => [c.event, c.resource_id])).toEqual([['Create', d1.id], ['Create', d2.id], ['Delete', d2.id], ['Delete', d1.id]]);
+    expect(changes.map((c) => [c.event, c.resource_id])).toEqual([
+      ['Create', d1.id],
+      ['Create', d2.id],
+      ['Delete', d2.id],
+      ['Delete', d1.id],
+    ]);
     expect(changes[2].resource).toEqual(d2);
   });
 
@@ -469,7 +598,11 @@ describe('bulk delete', () => {
     const site = await mkSite();
     const d1 = await mkDevice(site.id);
     const d2 = await mkDevice(site.id);
-    expectError(await del(`/api/sites/${site.id}/devices/`, [d1.id, 999986, 999985, d2.id]), 404, `No such Device found at (site_id, id) = (${site.id}, 999986)`);
+    expectError(
+      await del(`/api/sites/${site.id}/devices/`, [d1.id, 999986, 999985, d2.id]),
+      404,
+      `No such Device found at (site_id, id) = (${site.id}, 999986)`,
+    );
     expectError(await del('/api/devices/', [d1.id, 999984, d2.id]), 404, 'No such Device found at (site_id, id) = (None, 999984)');
     expectError(await del('/api/devices/', [-1]), 404, 'No such Device found at (site_id, id) = (None, -1)');
     expect(await devicesOf(site.id)).toEqual([d1, d2]);
@@ -491,8 +624,16 @@ describe('bulk delete', () => {
     const da = await mkDevice(a.id);
     const db = await mkDevice(b.id);
     const dc = await mkDevice(c.id);
-    expectError(await del(`/api/sites/${a.id}/devices/`, [da.id, db.id]), 404, `No such Device found at (site_id, id) = (${a.id}, ${db.id})`);
-    expectError(await del(`/api/sites/${c.id}/devices/`, [dc.id, da.id]), 404, `No such Device found at (site_id, id) = (${c.id}, ${da.id})`);
+    expectError(
+      await del(`/api/sites/${a.id}/devices/`, [da.id, db.id]),
+      404,
+      `No such Device found at (site_id, id) = (${a.id}, ${db.id})`,
+    );
+    expectError(
+      await del(`/api/sites/${c.id}/devices/`, [dc.id, da.id]),
+      404,
+      `No such Device found at (site_id, id) = (${c.id}, ${da.id})`,
+    );
     expect(await devicesOf(a.id)).toEqual([da]);
     expect(await devicesOf(b.id)).toEqual([db]);
     expect(await devicesOf(c.id)).toEqual([dc]);
@@ -514,7 +655,11 @@ describe('bulk delete', () => {
   test('bulk delete looks ids up before checking permission', async () => {
     const site = await mkSite();
     const email = await mkUser();
-    expectError(await del(`/api/sites/${site.id}/devices/`, [999983], email), 404, `No such Device found at (site_id, id) = (${site.id}, 999983)`);
+    expectError(
+      await del(`/api/sites/${site.id}/devices/`, [999983], email),
+      404,
+      `No such Device found at (site_id, id) = (${site.id}, 999983)`,
+    );
   });
 
   test('bulk delete removes the devices from set queries and values', async () => {
@@ -530,11 +675,21 @@ describe('bulk delete', () => {
 
 describe('top-level bulk writes keep to one site', () => {
   // Two sites on different shards (refused by the main thread) and on one shard (refused by the shard).
-  const pairs = [['sites on two shards', () => sitesOnTwoShards()], ['two sites on one shard', () => sitesOnOneShard()]] as const;
+  const pairs = [
+    ['sites on two shards', () => sitesOnTwoShards()],
+    ['two sites on one shard', () => sitesOnOneShard()],
+  ] as const;
 
   test.each(pairs)('top-level bulk create naming %s gives 400 and writes nothing', async (_label, pair) => {
     const [a, b] = await pair();
-    expectError(await s.post('/api/devices/', [{ site_id: a.id, hostname: 'x1' }, { site_id: b.id, hostname: 'x2' }]), 400, ONE_SITE);
+    expectError(
+      await s.post('/api/devices/', [
+        { site_id: a.id, hostname: 'x1' },
+        { site_id: b.id, hostname: 'x2' },
+      ]),
+      400,
+      ONE_SITE,
+    );
     expect(await devicesOf(a.id)).toEqual([]);
     expect(await devicesOf(b.id)).toEqual([]);
     expect(await deviceChanges(a.id)).toEqual([]);
@@ -544,20 +699,43 @@ describe('top-level bulk writes keep to one site', () => {
     const [a, b] = await pair();
     const da = await mkDevice(a.id);
     const db = await mkDevice(b.id);
-    expectError(await s.patch('/api/devices/', [{ id: da.id, hostname: 'z1' }, { id: db.id, hostname: 'z2' }]), 400, ONE_SITE);
-    expectError(await s.put('/api/devices/', [{ id: da.id, hostname: 'z1', attributes: {} }, { id: db.id, hostname: 'z2', attributes: {} }]), 400, ONE_SITE);
+    expectError(
+      await s.patch('/api/devices/', [
+        { id: da.id, hostname: 'z1' },
+        { id: db.id, hostname: 'z2' },
+      ]),
+      400,
+      ONE_SITE,
+    );
+    expectError(
+      await s.put('/api/devices/', [
+        { id: da.id, hostname: 'z1', attributes: {} },
+        { id: db.id, hostname: 'z2', attributes: {} },
+      ]),
+      400,
+      ONE_SITE,
+    );
     expectError(await del('/api/devices/', [da.id, db.id]), 400, ONE_SITE);
     for (const x of [da, db]) expect((await s.get(`/api/devices/${x.id}/`)).json).toEqual(x);
   });
 
   test('top-level bulk writes within one site succeed', async () => {
     const site = await mkSite();
-    const c = await s.post('/api/devices/', [{ site_id: site.id, hostname: 'o1' }, { site_id: site.id, hostname: 'o2' }]);
+    const c = await s.post('/api/devices/', [
+      { site_id: site.id, hostname: 'o1' },
+      { site_id: site.id, hostname: 'o2' },
+    ]);
     expect(c.status, c.text).toBe(201);
     const [d1, d2] = c.json as Device[];
-    const u = await s.patch('/api/devices/', [{ id: d2.id, hostname: 'o2x' }, { id: d1.id, hostname: 'o1x' }]);
+    const u = await s.patch('/api/devices/', [
+      { id: d2.id, hostname: 'o2x' },
+      { id: d1.id, hostname: 'o1x' },
+    ]);
     expect(u.status, u.text).toBe(200);
-    expect(u.json).toEqual([{ ...d1, hostname: 'o1x' }, { ...d2, hostname: 'o2x' }]);
+    expect(u.json).toEqual([
+      { ...d1, hostname: 'o1x' },
+      { ...d2, hostname: 'o2x' },
+    ]);
     expect((await del('/api/devices/', [d1.id, d2.id])).status).toBe(204);
     expect(await devicesOf(site.id)).toEqual([]);
   });

@@ -5,8 +5,8 @@
  * lookups, and that the collection is read-only. One server, SHARDS=2.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { type Change, expectError, fixtures, type Site } from '../helpers/fixtures.js';
 import { InjectServer as TestServer } from '../helpers/inject.js';
-import { expectError, fixtures, type Change, type Site } from '../helpers/fixtures.js';
 
 let s: TestServer;
 let host: string;
@@ -22,14 +22,15 @@ async function changesOf(siteId: number): Promise<Change[]> {
 /** (change_at, id) strictly descending. */
 function expectNewestFirst(list: Change[]): void {
   for (let i = 1; i < list.length; i++) {
-    const a = list[i - 1], b = list[i];
+    const a = list[i - 1],
+      b = list[i];
     const ok = a.change_at > b.change_at || (a.change_at === b.change_at && a.id > b.id);
     expect(ok, `item ${i - 1} (id ${a.id}, at ${a.change_at}) before item ${i} (id ${b.id}, at ${b.change_at})`).toBe(true);
   }
 }
 
 // A fixed population, built once: sites on both shards, each with a Create and some Updates.
-let sites: Site[] = [];
+const sites: Site[] = [];
 let adminId = 0;
 
 beforeAll(async () => {
@@ -46,7 +47,9 @@ beforeAll(async () => {
     }
   }
 });
-afterAll(async () => { await s.stop(); });
+afterAll(async () => {
+  await s.stop();
+});
 
 describe('change shapes', () => {
   test('change list item has the canonical keys in order and no resource_diff', async () => {
@@ -55,8 +58,10 @@ describe('change shapes', () => {
     expect(r.status).toBe(200);
     expect(r.json).toHaveLength(1);
     const c = r.json[0] as Change;
-    expect(r.text).toBe(`[{"id":${c.id},"site":${JSON.stringify(site)},"user":{"id":${adminId},"email":"admin@localhost"},` +
-      `"change_at":${c.change_at},"event":"Create","resource_name":"Site","resource_id":${site.id},"resource":${JSON.stringify(site)}}]`);
+    expect(r.text).toBe(
+      `[{"id":${c.id},"site":${JSON.stringify(site)},"user":{"id":${adminId},"email":"admin@localhost"},` +
+        `"change_at":${c.change_at},"event":"Create","resource_name":"Site","resource_id":${site.id},"resource":${JSON.stringify(site)}}]`,
+    );
   });
 
   test('change detail is the list shape plus a final resource_diff', async () => {
@@ -65,9 +70,11 @@ describe('change shapes', () => {
     const r = await s.get(`/api/changes/${c.id}/`);
     expect(r.status).toBe(200);
     const diff = `{"id":{"old":null,"new":${site.id}},"name":{"old":null,"new":${JSON.stringify(site.name)}},"description":{"old":null,"new":"dd"}}`;
-    expect(r.text).toBe(`{"id":${c.id},"site":${JSON.stringify(site)},"user":{"id":${adminId},"email":"admin@localhost"},` +
-      `"change_at":${c.change_at},"event":"Create","resource_name":"Site","resource_id":${site.id},"resource":${JSON.stringify(site)},` +
-      `"resource_diff":${diff}}`);
+    expect(r.text).toBe(
+      `{"id":${c.id},"site":${JSON.stringify(site)},"user":{"id":${adminId},"email":"admin@localhost"},` +
+        `"change_at":${c.change_at},"event":"Create","resource_name":"Site","resource_id":${site.id},"resource":${JSON.stringify(site)},` +
+        `"resource_diff":${diff}}`,
+    );
     expect(r.headers.get('allow')).toBe('GET, HEAD, OPTIONS');
   });
 
@@ -293,13 +300,17 @@ describe('change filters', () => {
   test('change filters combine with AND', async () => {
     const site = sites[3];
     const r = await s.get(`/api/changes/?event=Update&resource_name=Site&resource_id=${site.id}`);
-    expect(r.json.map((c: Change) => [c.event, c.resource_id])).toEqual([['Update', site.id], ['Update', site.id]]);
+    expect(r.json.map((c: Change) => [c.event, c.resource_id])).toEqual([
+      ['Update', site.id],
+      ['Update', site.id],
+    ]);
     expect((await s.get(`/api/changes/?event=Create&resource_id=${site.id}`)).json).toHaveLength(1);
     expect((await s.get(`/api/changes/?event=Delete&resource_id=${site.id}`)).json).toEqual([]);
   });
 
   test('change filters apply to nested lists', async () => {
-    const a = sites[0], b = sites[1];
+    const a = sites[0],
+      b = sites[1];
     expect((await s.get(`/api/sites/${a.id}/changes/?event=Create`)).json.map((c: Change) => c.resource_id)).toEqual([a.id]);
     expect((await s.get(`/api/sites/${a.id}/changes/?resource_id=${b.id}`)).json).toEqual([]);
     expect((await s.get(`/api/sites/${a.id}/changes/?event=Update`)).json).toHaveLength(2);
@@ -350,7 +361,12 @@ describe('change pagination', () => {
     expect(Object.keys(p1.json)).toEqual(['count', 'next', 'previous', 'results']);
     expect(p1.json).toEqual({ count: n, next: `http://${host}/api/changes/?limit=3&offset=3`, previous: null, results: all.slice(0, 3) });
     const p2 = await s.get('/api/changes/?limit=3&offset=3');
-    expect(p2.json).toEqual({ count: n, next: `http://${host}/api/changes/?limit=3&offset=6`, previous: `http://${host}/api/changes/?limit=3`, results: all.slice(3, 6) });
+    expect(p2.json).toEqual({
+      count: n,
+      next: `http://${host}/api/changes/?limit=3&offset=6`,
+      previous: `http://${host}/api/changes/?limit=3`,
+      results: all.slice(3, 6),
+    });
     const p3 = await s.get('/api/changes/?limit=3&offset=4');
     expect(p3.json.previous).toBe(`http://${host}/api/changes/?limit=3&offset=1`);
     expect(p3.json.results).toEqual(all.slice(4, 7));
@@ -395,9 +411,19 @@ describe('change pagination', () => {
     const site = sites[4];
     const all = await changesOf(site.id);
     const r = await s.get(`/api/sites/${site.id}/changes/?limit=2`);
-    expect(r.json).toEqual({ count: 3, next: `http://${host}/api/sites/${site.id}/changes/?limit=2&offset=2`, previous: null, results: all.slice(0, 2) });
+    expect(r.json).toEqual({
+      count: 3,
+      next: `http://${host}/api/sites/${site.id}/changes/?limit=2&offset=2`,
+      previous: null,
+      results: all.slice(0, 2),
+    });
     const r2 = await s.get(`/api/sites/${site.id}/changes/?limit=2&offset=2`);
-    expect(r2.json).toEqual({ count: 3, next: null, previous: `http://${host}/api/sites/${site.id}/changes/?limit=2`, results: all.slice(2) });
+    expect(r2.json).toEqual({
+      count: 3,
+      next: null,
+      previous: `http://${host}/api/sites/${site.id}/changes/?limit=2`,
+      results: all.slice(2),
+    });
   });
 
   test('paginated change items have no resource_diff', async () => {
@@ -416,7 +442,11 @@ describe('change lookups', () => {
   test('change ids beyond any integer range are 404, not 500', async () => {
     const big = '99999999999999999999999';
     expectError(await s.get(`/api/changes/${big}/`), 404, `No such Change found at (site_id, id) = (None, ${big})`);
-    expectError(await s.get(`/api/sites/${sites[0].id}/changes/${big}/`), 404, `No such Change found at (site_id, id) = (${sites[0].id}, ${big})`);
+    expectError(
+      await s.get(`/api/sites/${sites[0].id}/changes/${big}/`),
+      404,
+      `No such Change found at (site_id, id) = (${sites[0].id}, ${big})`,
+    );
     const nested = await s.get(`/api/sites/${big}/changes/`);
     expect(nested.status).toBe(200);
     expect(nested.json).toEqual([]);
@@ -430,15 +460,25 @@ describe('change lookups', () => {
   test('non-numeric change key is 404', async () => {
     expectError(await s.get('/api/changes/abc/'), 404, 'No such Change found at (site_id, id) = (None, abc)');
     expectError(await s.get('/api/changes/abc/diff/'), 404, 'No such Change found at (site_id, id) = (None, abc)');
-    expectError(await s.get(`/api/sites/${sites[0].id}/changes/abc/`), 404, `No such Change found at (site_id, id) = (${sites[0].id}, abc)`);
+    expectError(
+      await s.get(`/api/sites/${sites[0].id}/changes/abc/`),
+      404,
+      `No such Change found at (site_id, id) = (${sites[0].id}, abc)`,
+    );
   });
 
   test('nested change detail of another site is 404', async () => {
-    const a = sites[0], b = sites[1], c = sites[2];
+    const a = sites[0],
+      b = sites[1],
+      c = sites[2];
     const [ca] = await changesOf(a.id);
     expectError(await s.get(`/api/sites/${b.id}/changes/${ca.id}/`), 404, `No such Change found at (site_id, id) = (${b.id}, ${ca.id})`);
     expectError(await s.get(`/api/sites/${c.id}/changes/${ca.id}/`), 404, `No such Change found at (site_id, id) = (${c.id}, ${ca.id})`);
-    expectError(await s.get(`/api/sites/${b.id}/changes/${ca.id}/diff/`), 404, `No such Change found at (site_id, id) = (${b.id}, ${ca.id})`);
+    expectError(
+      await s.get(`/api/sites/${b.id}/changes/${ca.id}/diff/`),
+      404,
+      `No such Change found at (site_id, id) = (${b.id}, ${ca.id})`,
+    );
     expectError(await s.get(`/api/sites/987654/changes/${ca.id}/`), 404, `No such Change found at (site_id, id) = (987654, ${ca.id})`);
   });
 
@@ -458,8 +498,10 @@ describe('change OPTIONS', () => {
     };
     const [c] = await changesOf(sites[0].id);
     for (const [path, name] of [
-      ['/api/changes/', 'Change List'], [`/api/sites/${sites[0].id}/changes/`, 'Change List'],
-      [`/api/changes/${c.id}/`, 'Change Instance'], [`/api/changes/${c.id}/diff/`, 'Change Instance'],
+      ['/api/changes/', 'Change List'],
+      [`/api/sites/${sites[0].id}/changes/`, 'Change List'],
+      [`/api/changes/${c.id}/`, 'Change Instance'],
+      [`/api/changes/${c.id}/diff/`, 'Change Instance'],
     ]) {
       const r = await s.request('OPTIONS', path);
       expect(r.status, path).toBe(200);

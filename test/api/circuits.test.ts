@@ -11,17 +11,35 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { type Attrs, type Change, expectBody, expectError, FORBIDDEN, fixtures } from '../helpers/fixtures.js';
 import { InjectServer as TestServer } from '../helpers/inject.js';
-import { FORBIDDEN, expectBody, expectError, fixtures, type Attrs, type Change } from '../helpers/fixtures.js';
 
 let s: TestServer;
-beforeAll(async () => { s = await TestServer.start({ shards: 2 }); });
-afterAll(async () => { await s.stop(); });
+beforeAll(async () => {
+  s = await TestServer.start({ shards: 2 });
+});
+afterAll(async () => {
+  await s.stop();
+});
 
 const { fresh, mkSite, sitesOnTwoShards, sitesOnOneShard, mkAttr, mkDevice, mkUser } = fixtures(() => s, { base: 'c' });
 
-interface Iface { id: number; name: string; name_slug: string; device: number; device_hostname: string; parent_id: number | null }
-interface Circuit { id: number; name: string; name_slug: string; endpoint_a: string; endpoint_z: string | null; attributes: Attrs }
+interface Iface {
+  id: number;
+  name: string;
+  name_slug: string;
+  device: number;
+  device_hostname: string;
+  parent_id: number | null;
+}
+interface Circuit {
+  id: number;
+  name: string;
+  name_slug: string;
+  endpoint_a: string;
+  endpoint_z: string | null;
+  attributes: Attrs;
+}
 
 async function created<T>(path: string, body: unknown): Promise<T> {
   const r = await s.post(path, body);
@@ -39,10 +57,17 @@ async function mkEnd(site: number, name?: string): Promise<Iface> {
 const mkEnds = async (site: number): Promise<[Iface, Iface]> => [await mkEnd(site), await mkEnd(site)];
 const mkCircuit = (site: number, body: Record<string, unknown>) => created<Circuit>(`/api/sites/${site}/circuits/`, body);
 const mkNet = (site: number, cidr: string) => created<{ id: number; cidr: string }>(`/api/sites/${site}/networks/`, { cidr });
-const circuitAttr = (site: number, name: string, extra: Record<string, unknown> = {}) => mkAttr(site, name, { resource_name: 'Circuit', ...extra });
+const circuitAttr = (site: number, name: string, extra: Record<string, unknown> = {}) =>
+  mkAttr(site, name, { resource_name: 'Circuit', ...extra });
 
-const shape = (id: number, name: string, a: Iface, z: Iface | null, attributes: Attrs = {}, slug = name.replaceAll('/', '_')): Circuit =>
-  ({ id, name, name_slug: slug, endpoint_a: a.name_slug, endpoint_z: z ? z.name_slug : null, attributes });
+const shape = (id: number, name: string, a: Iface, z: Iface | null, attributes: Attrs = {}, slug = name.replaceAll('/', '_')): Circuit => ({
+  id,
+  name,
+  name_slug: slug,
+  endpoint_a: a.name_slug,
+  endpoint_z: z ? z.name_slug : null,
+  attributes,
+});
 const ids = (r: { json: { id: number }[] }) => r.json.map((x) => x.id);
 
 async function circuitChanges(site: number): Promise<Change[]> {
@@ -84,9 +109,18 @@ describe('circuit create', () => {
     const [a1, z1] = await mkEnds(site.id);
     const [a2, z2] = await mkEnds(site.id);
     const [a3, z3] = await mkEnds(site.id);
-    expect(await mkCircuit(site.id, { endpoint_a: a1.id, endpoint_z: z1.id })).toMatchObject({ endpoint_a: a1.name_slug, endpoint_z: z1.name_slug });
-    expect(await mkCircuit(site.id, { endpoint_a: String(a2.id), endpoint_z: String(z2.id) })).toMatchObject({ endpoint_a: a2.name_slug, endpoint_z: z2.name_slug });
-    expect(await mkCircuit(site.id, { endpoint_a: a3.name_slug, endpoint_z: z3.name_slug })).toMatchObject({ endpoint_a: a3.name_slug, endpoint_z: z3.name_slug });
+    expect(await mkCircuit(site.id, { endpoint_a: a1.id, endpoint_z: z1.id })).toMatchObject({
+      endpoint_a: a1.name_slug,
+      endpoint_z: z1.name_slug,
+    });
+    expect(await mkCircuit(site.id, { endpoint_a: String(a2.id), endpoint_z: String(z2.id) })).toMatchObject({
+      endpoint_a: a2.name_slug,
+      endpoint_z: z2.name_slug,
+    });
+    expect(await mkCircuit(site.id, { endpoint_a: a3.name_slug, endpoint_z: z3.name_slug })).toMatchObject({
+      endpoint_a: a3.name_slug,
+      endpoint_z: z3.name_slug,
+    });
   });
 
   test('circuit endpoints may both be on one device', async () => {
@@ -121,14 +155,18 @@ describe('circuit create', () => {
     expectError(await s.post(path, { endpoint_a: a.id, name: null }), 400, { name: ['This field may not be null.'] });
     expectError(await s.post(path, { endpoint_a: a.id, name: '' }), 400, { name: ['This field may not be blank.'] });
     expectError(await s.post(path, { endpoint_a: a.id, name: '   ' }), 400, { name: ['This field may not be blank.'] });
-    expectError(await s.post(path, { endpoint_a: a.id, name: 'x'.repeat(256) }), 400, { name: ['Ensure this field has no more than 255 characters.'] });
+    expectError(await s.post(path, { endpoint_a: a.id, name: 'x'.repeat(256) }), 400, {
+      name: ['Ensure this field has no more than 255 characters.'],
+    });
     expect((await mkCircuit(site.id, { endpoint_a: a.id, name: '  padded  ' })).name).toBe('padded');
   });
 
   test('circuit create requires endpoint_a', async () => {
     const site = await mkSite();
     expectError(await s.post(`/api/sites/${site.id}/circuits/`, {}), 400, { endpoint_a: ['This field is required.'] });
-    expectError(await s.post(`/api/sites/${site.id}/circuits/`, { endpoint_a: null }), 400, { endpoint_a: ['This field may not be null.'] });
+    expectError(await s.post(`/api/sites/${site.id}/circuits/`, { endpoint_a: null }), 400, {
+      endpoint_a: ['This field may not be null.'],
+    });
     expectError(await s.post('/api/circuits/', { name: 'x' }), 400, { endpoint_a: ['This field is required.'] });
   });
 
@@ -145,11 +183,18 @@ describe('circuit create', () => {
     const site = await mkSite();
     const r = await s.post(`/api/sites/${site.id}/circuits/`, { endpoint_z: 'nope:z', endpoint_a: 'nope:a', name: '' });
     expect(r.status).toBe(400);
-    expect(r.text).toBe(JSON.stringify({ error: { code: 400, message: {
-      name: ['This field may not be blank.'],
-      endpoint_a: ['Object with name_slug=nope:a does not exist.'],
-      endpoint_z: ['Object with name_slug=nope:z does not exist.'],
-    } } }));
+    expect(r.text).toBe(
+      JSON.stringify({
+        error: {
+          code: 400,
+          message: {
+            name: ['This field may not be blank.'],
+            endpoint_a: ['Object with name_slug=nope:a does not exist.'],
+            endpoint_z: ['Object with name_slug=nope:z does not exist.'],
+          },
+        },
+      }),
+    );
   });
 
   test('nested circuit create looks both ends up in the URL site only', async () => {
@@ -158,8 +203,12 @@ describe('circuit create', () => {
     const mine = await mkEnd(one.id);
     const path = `/api/sites/${one.id}/circuits/`;
     expectError(await s.post(path, { endpoint_a: a.id }), 400, { endpoint_a: [`Invalid pk "${a.id}" - object does not exist.`] });
-    expectError(await s.post(path, { endpoint_a: a.name_slug }), 400, { endpoint_a: [`Object with name_slug=${a.name_slug} does not exist.`] });
-    expectError(await s.post(path, { endpoint_a: mine.id, endpoint_z: z.id }), 400, { endpoint_z: [`Invalid pk "${z.id}" - object does not exist.`] });
+    expectError(await s.post(path, { endpoint_a: a.name_slug }), 400, {
+      endpoint_a: [`Object with name_slug=${a.name_slug} does not exist.`],
+    });
+    expectError(await s.post(path, { endpoint_a: mine.id, endpoint_z: z.id }), 400, {
+      endpoint_z: [`Invalid pk "${z.id}" - object does not exist.`],
+    });
   });
 
   test('nested circuit create in an unknown site gives the site text', async () => {
@@ -182,28 +231,37 @@ describe('circuit create', () => {
     }
   });
 
-  test('top-level circuit create looks Z up in A\'s site', async () => {
+  test("top-level circuit create looks Z up in A's site", async () => {
     const [one, two] = await sitesOnTwoShards();
     const a = await mkEnd(one.id);
     const z = await mkEnd(two.id);
-    expectError(await s.post('/api/circuits/', { endpoint_a: a.id, endpoint_z: z.name_slug }), 400, { endpoint_z: [`Object with name_slug=${z.name_slug} does not exist.`] });
-    expectError(await s.post('/api/circuits/', { endpoint_a: a.name_slug, endpoint_z: z.id }), 400, { endpoint_z: [`Invalid pk "${z.id}" - object does not exist.`] });
+    expectError(await s.post('/api/circuits/', { endpoint_a: a.id, endpoint_z: z.name_slug }), 400, {
+      endpoint_z: [`Object with name_slug=${z.name_slug} does not exist.`],
+    });
+    expectError(await s.post('/api/circuits/', { endpoint_a: a.name_slug, endpoint_z: z.id }), 400, {
+      endpoint_z: [`Invalid pk "${z.id}" - object does not exist.`],
+    });
   });
 
   test('top-level circuit create by a slug held in two sites is ambiguous, on one shard or two', async () => {
     for (const pair of [await sitesOnTwoShards(), await sitesOnOneShard()]) {
       const hostname = fresh('dup');
       for (const site of pair) await mkIface(site.id, (await mkDevice(site.id, hostname)).id, 'eth0');
-      expectError(await s.post('/api/circuits/', { endpoint_a: `${hostname}:eth0` }), 400,
-        { endpoint_a: [`Multiple Interfaces matched name_slug='${hostname}:eth0'. Use a site-specific endpoint or lookup by ID.`] });
+      expectError(await s.post('/api/circuits/', { endpoint_a: `${hostname}:eth0` }), 400, {
+        endpoint_a: [`Multiple Interfaces matched name_slug='${hostname}:eth0'. Use a site-specific endpoint or lookup by ID.`],
+      });
       // The site-specific endpoint resolves it.
       expect((await mkCircuit(pair[0].id, { endpoint_a: `${hostname}:eth0` })).endpoint_a).toBe(`${hostname}:eth0`);
     }
   });
 
   test('top-level circuit create with an unknown endpoint_a reports the lookup', async () => {
-    expectError(await s.post('/api/circuits/', { endpoint_a: 'ghost:eth0' }), 400, { endpoint_a: ['Object with name_slug=ghost:eth0 does not exist.'] });
-    expectError(await s.post('/api/circuits/', { endpoint_a: 999999 }), 400, { endpoint_a: ['Invalid pk "999999" - object does not exist.'] });
+    expectError(await s.post('/api/circuits/', { endpoint_a: 'ghost:eth0' }), 400, {
+      endpoint_a: ['Object with name_slug=ghost:eth0 does not exist.'],
+    });
+    expectError(await s.post('/api/circuits/', { endpoint_a: 999999 }), 400, {
+      endpoint_a: ['Invalid pk "999999" - object does not exist.'],
+    });
   });
 
   test('circuit create sets attributes and applies Circuit attribute rules', async () => {
@@ -213,7 +271,9 @@ describe('circuit create', () => {
     const [a, z] = await mkEnds(site.id);
     const path = `/api/sites/${site.id}/circuits/`;
     expectError(await s.post(path, { endpoint_a: a.id }), 400, { attributes: 'Missing required attributes: provider' });
-    expectError(await s.post(path, { endpoint_a: a.id, attributes: { owner: 'x' } }), 400, { attributes: 'Attribute name (owner) does not exist.' });
+    expectError(await s.post(path, { endpoint_a: a.id, attributes: { owner: 'x' } }), 400, {
+      attributes: 'Attribute name (owner) does not exist.',
+    });
     const c = await mkCircuit(site.id, { endpoint_a: a.id, endpoint_z: z.id, attributes: { provider: 'acme' } });
     expect(c.attributes).toEqual({ provider: 'acme', speed: '10g' });
   });
@@ -234,7 +294,9 @@ describe('circuit uniqueness', () => {
     const site = await mkSite();
     const [a1, a2] = await mkEnds(site.id);
     await mkCircuit(site.id, { endpoint_a: a1.id, name: 'wan-1' });
-    expectError(await s.post(`/api/sites/${site.id}/circuits/`, { endpoint_a: a2.id, name: 'wan-1' }), 400, { name: ['circuit with this name already exists.'] });
+    expectError(await s.post(`/api/sites/${site.id}/circuits/`, { endpoint_a: a2.id, name: 'wan-1' }), 400, {
+      name: ['circuit with this name already exists.'],
+    });
   });
 
   test('circuit name may repeat in another site', async () => {
@@ -248,10 +310,12 @@ describe('circuit uniqueness', () => {
     const site = await mkSite();
     const [a1, a2] = await mkEnds(site.id);
     await mkCircuit(site.id, { endpoint_a: a1.id, name: 'x/y' });
-    expectError(await s.post(`/api/sites/${site.id}/circuits/`, { endpoint_a: a2.id, name: 'x_y' }), 400, { name_slug: ['Circuit with this Name slug already exists.'] });
+    expectError(await s.post(`/api/sites/${site.id}/circuits/`, { endpoint_a: a2.id, name: 'x_y' }), 400, {
+      name_slug: ['Circuit with this Name slug already exists.'],
+    });
   });
 
-  test('circuit update onto another circuit\'s name or slug is refused, its own name is kept', async () => {
+  test("circuit update onto another circuit's name or slug is refused, its own name is kept", async () => {
     const site = await mkSite();
     const [a1, a2] = await mkEnds(site.id);
     await mkCircuit(site.id, { endpoint_a: a1.id, name: 'p/q' });
@@ -268,8 +332,9 @@ describe('circuit endpoint rules', () => {
     const site = await mkSite();
     const [a, z] = await mkEnds(site.id);
     await mkCircuit(site.id, { endpoint_a: a.id });
-    expectError(await s.post(`/api/sites/${site.id}/circuits/`, { endpoint_a: a.id, endpoint_z: z.id }), 400,
-      { endpoint_a: ['circuit with this A-side endpoint Interface already exists.'] });
+    expectError(await s.post(`/api/sites/${site.id}/circuits/`, { endpoint_a: a.id, endpoint_z: z.id }), 400, {
+      endpoint_a: ['circuit with this A-side endpoint Interface already exists.'],
+    });
   });
 
   test('an interface that is Z of another circuit cannot be Z again', async () => {
@@ -277,32 +342,39 @@ describe('circuit endpoint rules', () => {
     const [a1, z] = await mkEnds(site.id);
     const a2 = await mkEnd(site.id);
     await mkCircuit(site.id, { endpoint_a: a1.id, endpoint_z: z.id });
-    expectError(await s.post(`/api/sites/${site.id}/circuits/`, { endpoint_a: a2.id, endpoint_z: z.id }), 400,
-      { endpoint_z: ['circuit with this Z-side endpoint Interface already exists.'] });
+    expectError(await s.post(`/api/sites/${site.id}/circuits/`, { endpoint_a: a2.id, endpoint_z: z.id }), 400, {
+      endpoint_z: ['circuit with this Z-side endpoint Interface already exists.'],
+    });
   });
 
   test('an interface that is Z of another circuit cannot be A', async () => {
     const site = await mkSite();
     const [a, z] = await mkEnds(site.id);
     await mkCircuit(site.id, { endpoint_a: a.id, endpoint_z: z.id });
-    expectError(await s.post(`/api/sites/${site.id}/circuits/`, { endpoint_a: z.id }), 400, { endpoint_a: 'Interface already used as an endpoint_z' });
+    expectError(await s.post(`/api/sites/${site.id}/circuits/`, { endpoint_a: z.id }), 400, {
+      endpoint_a: 'Interface already used as an endpoint_z',
+    });
   });
 
   test('an interface that is A of another circuit cannot be Z', async () => {
     const site = await mkSite();
     const [a, other] = await mkEnds(site.id);
     await mkCircuit(site.id, { endpoint_a: a.id });
-    expectError(await s.post(`/api/sites/${site.id}/circuits/`, { endpoint_a: other.id, endpoint_z: a.id }), 400, { endpoint_z: 'Interface already used as an endpoint_a' });
+    expectError(await s.post(`/api/sites/${site.id}/circuits/`, { endpoint_a: other.id, endpoint_z: a.id }), 400, {
+      endpoint_z: 'Interface already used as an endpoint_a',
+    });
   });
 
   test('a circuit cannot have the same interface as A and Z', async () => {
     const site = await mkSite();
     const a = await mkEnd(site.id);
-    expectError(await s.post(`/api/sites/${site.id}/circuits/`, { endpoint_a: a.id, endpoint_z: a.name_slug }), 400,
-      { endpoint_z: 'endpoint_z cannot be the same Interface as endpoint_a' });
+    expectError(await s.post(`/api/sites/${site.id}/circuits/`, { endpoint_a: a.id, endpoint_z: a.name_slug }), 400, {
+      endpoint_z: 'endpoint_z cannot be the same Interface as endpoint_a',
+    });
     const c = await mkCircuit(site.id, { endpoint_a: a.id });
-    expectError(await s.patch(`/api/sites/${site.id}/circuits/${c.id}/`, { endpoint_z: a.id }), 400,
-      { endpoint_z: 'endpoint_z cannot be the same Interface as endpoint_a' });
+    expectError(await s.patch(`/api/sites/${site.id}/circuits/${c.id}/`, { endpoint_z: a.id }), 400, {
+      endpoint_z: 'endpoint_z cannot be the same Interface as endpoint_a',
+    });
   });
 
   test('a circuit may swap its own A and Z', async () => {
@@ -324,15 +396,19 @@ describe('circuit endpoint rules', () => {
     expect(r.json).toEqual(c);
   });
 
-  test('updating a circuit onto another circuit\'s ends gives the endpoint texts', async () => {
+  test("updating a circuit onto another circuit's ends gives the endpoint texts", async () => {
     const site = await mkSite();
     const [a1, z1] = await mkEnds(site.id);
     const [a2, z2] = await mkEnds(site.id);
     await mkCircuit(site.id, { endpoint_a: a1.id, endpoint_z: z1.id });
     const c = await mkCircuit(site.id, { endpoint_a: a2.id, endpoint_z: z2.id });
     const path = `/api/sites/${site.id}/circuits/${c.id}/`;
-    expectError(await s.patch(path, { endpoint_a: a1.id }), 400, { endpoint_a: ['circuit with this A-side endpoint Interface already exists.'] });
-    expectError(await s.patch(path, { endpoint_z: z1.id }), 400, { endpoint_z: ['circuit with this Z-side endpoint Interface already exists.'] });
+    expectError(await s.patch(path, { endpoint_a: a1.id }), 400, {
+      endpoint_a: ['circuit with this A-side endpoint Interface already exists.'],
+    });
+    expectError(await s.patch(path, { endpoint_z: z1.id }), 400, {
+      endpoint_z: ['circuit with this Z-side endpoint Interface already exists.'],
+    });
     expectError(await s.patch(path, { endpoint_a: z1.id }), 400, { endpoint_a: 'Interface already used as an endpoint_z' });
     expectError(await s.patch(path, { endpoint_z: a1.id }), 400, { endpoint_z: 'Interface already used as an endpoint_a' });
   });
@@ -355,7 +431,11 @@ describe('circuit update', () => {
     const a = await mkEnd(site.id);
     const c = await mkCircuit(site.id, { endpoint_a: a.id });
     const r = await s.put(`/api/sites/${site.id}/circuits/${c.id}/`, { name: 'n' });
-    expect(r.text).toBe(JSON.stringify({ error: { code: 400, message: { endpoint_a: ['This field is required.'], attributes: ['This field is required.'] } } }));
+    expect(r.text).toBe(
+      JSON.stringify({
+        error: { code: 400, message: { endpoint_a: ['This field is required.'], attributes: ['This field is required.'] } },
+      }),
+    );
     expect((await s.get(`/api/sites/${site.id}/circuits/${c.id}/`)).json).toEqual(c);
   });
 
@@ -401,13 +481,17 @@ describe('circuit update', () => {
     expect((await s.get(`/api/sites/${site.id}/circuits/a_b_c/`)).json.id).toBe(c.id);
   });
 
-  test('circuit update looks new endpoints up in the circuit\'s site, also at top level', async () => {
+  test("circuit update looks new endpoints up in the circuit's site, also at top level", async () => {
     const [one, two] = await sitesOnOneShard();
     const a = await mkEnd(one.id);
     const foreign = await mkEnd(two.id);
     const c = await mkCircuit(one.id, { endpoint_a: a.id });
-    expectError(await s.patch(`/api/circuits/${c.id}/`, { endpoint_z: foreign.id }), 400, { endpoint_z: [`Invalid pk "${foreign.id}" - object does not exist.`] });
-    expectError(await s.patch(`/api/circuits/${c.id}/`, { endpoint_a: foreign.name_slug }), 400, { endpoint_a: [`Object with name_slug=${foreign.name_slug} does not exist.`] });
+    expectError(await s.patch(`/api/circuits/${c.id}/`, { endpoint_z: foreign.id }), 400, {
+      endpoint_z: [`Invalid pk "${foreign.id}" - object does not exist.`],
+    });
+    expectError(await s.patch(`/api/circuits/${c.id}/`, { endpoint_a: foreign.name_slug }), 400, {
+      endpoint_a: [`Object with name_slug=${foreign.name_slug} does not exist.`],
+    });
   });
 
   test('circuit update ignores id, name_slug and unknown fields', async () => {
@@ -441,17 +525,29 @@ describe('circuit lookups and output', () => {
   test('nested circuit detail in another site is a 404', async () => {
     const [one, two] = await sitesOnOneShard();
     const c = await mkCircuit(one.id, { endpoint_a: (await mkEnd(one.id)).id, name: fresh('n') });
-    expectError(await s.get(`/api/sites/${two.id}/circuits/${c.id}/`), 404, `No such Circuit found at (site_id, id) = (${two.id}, ${c.id})`);
-    expectError(await s.get(`/api/sites/${two.id}/circuits/${c.name_slug}/`), 404, `No such Circuit found at (site_id, id) = (${two.id}, ${c.name_slug})`);
+    expectError(
+      await s.get(`/api/sites/${two.id}/circuits/${c.id}/`),
+      404,
+      `No such Circuit found at (site_id, id) = (${two.id}, ${c.id})`,
+    );
+    expectError(
+      await s.get(`/api/sites/${two.id}/circuits/${c.name_slug}/`),
+      404,
+      `No such Circuit found at (site_id, id) = (${two.id}, ${c.name_slug})`,
+    );
   });
 
   test('top-level circuit detail by a slug held in two sites is ambiguous', async () => {
     const name = fresh('twin');
     for (const site of await sitesOnTwoShards()) await mkCircuit(site.id, { endpoint_a: (await mkEnd(site.id)).id, name });
-    expectError(await s.get(`/api/circuits/${name}/`), 400, `Multiple Circuits matched name_slug='${name}'. Use a site-specific endpoint or lookup by ID.`);
+    expectError(
+      await s.get(`/api/circuits/${name}/`),
+      400,
+      `Multiple Circuits matched name_slug='${name}'. Use a site-specific endpoint or lookup by ID.`,
+    );
   });
 
-  test('a device rename changes the circuit\'s endpoint_a but not its name', async () => {
+  test("a device rename changes the circuit's endpoint_a but not its name", async () => {
     const site = await mkSite();
     const d = await mkDevice(site.id);
     const a = await mkIface(site.id, d.id, 'eth0');
@@ -467,8 +563,12 @@ describe('circuit lookups and output', () => {
   test('circuit fields and omit select keys in canonical order', async () => {
     const site = await mkSite();
     const c = await mkCircuit(site.id, { endpoint_a: (await mkEnd(site.id)).id });
-    expect((await s.get(`/api/sites/${site.id}/circuits/${c.id}/?fields=endpoint_z,name,id`)).text).toBe(JSON.stringify({ id: c.id, name: c.name, endpoint_z: null }));
-    expect((await s.get(`/api/sites/${site.id}/circuits/?omit=attributes,name_slug,endpoint_a`)).text).toBe(JSON.stringify([{ id: c.id, name: c.name, endpoint_z: null }]));
+    expect((await s.get(`/api/sites/${site.id}/circuits/${c.id}/?fields=endpoint_z,name,id`)).text).toBe(
+      JSON.stringify({ id: c.id, name: c.name, endpoint_z: null }),
+    );
+    expect((await s.get(`/api/sites/${site.id}/circuits/?omit=attributes,name_slug,endpoint_a`)).text).toBe(
+      JSON.stringify([{ id: c.id, name: c.name, endpoint_z: null }]),
+    );
   });
 
   test('OPTIONS on the circuit list describes the write fields', async () => {
@@ -478,7 +578,13 @@ describe('circuit lookups and output', () => {
     expect(r.json.name).toBe('Circuit List');
     expect(r.json.description).toBe('API endpoint that allows Circuits to be viewed or edited.');
     expect(Object.keys(r.json.actions.POST)).toEqual(['name', 'endpoint_a', 'endpoint_z', 'attributes']);
-    expect(r.json.actions.POST.endpoint_a).toEqual({ type: 'field', required: true, read_only: false, label: 'Endpoint a', help_text: 'Unique ID of Interface at the A-side.' });
+    expect(r.json.actions.POST.endpoint_a).toEqual({
+      type: 'field',
+      required: true,
+      read_only: false,
+      label: 'Endpoint a',
+      help_text: 'Unique ID of Interface at the A-side.',
+    });
     expect(r.json.actions.POST.endpoint_z).toMatchObject({ type: 'field', required: false, read_only: false, label: 'Endpoint z' });
     expect(r.json.actions.POST.name).toMatchObject({ type: 'string', required: false, max_length: 255 });
     expect(Object.keys(r.json.actions.PUT)).toEqual(['id', 'name', 'endpoint_a', 'endpoint_z', 'attributes']);
@@ -554,8 +660,12 @@ describe('circuit lists and filters', () => {
     expect(await nested('query/?query=tier_regex=.%20%2Bprovider=acme')).toEqual([c1.id, c2.id, c3.id]);
     expect(await nested('query/?query=-provider=acme')).toEqual([c3.id]);
     expect((await s.get(`/api/sites/${site.id}/circuits/query/?query=tier=2&unique=true`)).json).toEqual([c3]);
-    expectError(await s.get(`/api/sites/${site.id}/circuits/query/?query=fake=1`), 400, { query: "Attribute matching query does not exist: 'fake'" });
-    expectError(await s.get(`/api/sites/${site.id}/circuits/query/?query=&unique=true`), 400, { query: 'Query empty, unable to provide Circuit' });
+    expectError(await s.get(`/api/sites/${site.id}/circuits/query/?query=fake=1`), 400, {
+      query: "Attribute matching query does not exist: 'fake'",
+    });
+    expectError(await s.get(`/api/sites/${site.id}/circuits/query/?query=&unique=true`), 400, {
+      query: 'Query empty, unable to provide Circuit',
+    });
     expect(ids(await s.get(`/api/circuits/query/?query=provider=acme&name=${encodeURIComponent(c2.name)}`))).toEqual([c2.id]);
   });
 
@@ -607,7 +717,7 @@ describe('circuit routes', () => {
     expect((await s.get(`/api/circuits/${lone.id}/devices/`)).json).toEqual([same]);
   });
 
-  test('circuit addresses/ gives A\'s networks, A\'s descendants\', then Z\'s, each network once', async () => {
+  test("circuit addresses/ gives A's networks, A's descendants', then Z's, each network once", async () => {
     const site = await mkSite();
     await mkNet(site.id, '10.0.0.0/24');
     await mkNet(site.id, '10.9.0.0/24');
@@ -626,10 +736,28 @@ describe('circuit routes', () => {
     const r = await s.get(`/api/sites/${site.id}/circuits/${c.id}/addresses/`);
     expect(r.status).toBe(200);
     expect(r.json.map((n: { cidr: string }) => n.cidr)).toEqual([
-      '10.0.0.5/32', '10.0.0.1/32', '10.0.0.9/32', '10.0.0.7/32', '10.0.0.3/32', '10.9.0.1/32', '10.9.0.2/32',
+      '10.0.0.5/32',
+      '10.0.0.1/32',
+      '10.0.0.9/32',
+      '10.0.0.7/32',
+      '10.0.0.3/32',
+      '10.9.0.1/32',
+      '10.9.0.2/32',
     ]);
     const one = r.json[0];
-    expect(Object.keys(one)).toEqual(['id', 'cidr', 'parent_id', 'parent', 'site_id', 'is_ip', 'ip_version', 'network_address', 'prefix_length', 'state', 'attributes']);
+    expect(Object.keys(one)).toEqual([
+      'id',
+      'cidr',
+      'parent_id',
+      'parent',
+      'site_id',
+      'is_ip',
+      'ip_version',
+      'network_address',
+      'prefix_length',
+      'state',
+      'attributes',
+    ]);
     expect((await s.get(`/api/circuits/${c.id}/addresses/`)).json).toEqual(r.json);
   });
 
@@ -642,7 +770,11 @@ describe('circuit routes', () => {
   test('circuit routes on an unknown circuit are a 404', async () => {
     const site = await mkSite();
     for (const route of ['interfaces', 'devices', 'addresses']) {
-      expectError(await s.get(`/api/sites/${site.id}/circuits/999999/${route}/`), 404, `No such Circuit found at (site_id, id) = (${site.id}, 999999)`);
+      expectError(
+        await s.get(`/api/sites/${site.id}/circuits/999999/${route}/`),
+        404,
+        `No such Circuit found at (site_id, id) = (${site.id}, 999999)`,
+      );
     }
   });
 
@@ -663,7 +795,9 @@ describe('circuit delete and Changes', () => {
     expect((await s.delete(`/api/sites/${site.id}/circuits/${c.id}/`)).status).toBe(204);
     const changes = await circuitChanges(site.id);
     expect(changes.map((ch) => [ch.event, ch.resource_name, ch.resource_id])).toEqual([
-      ['Create', 'Circuit', c.id], ['Update', 'Circuit', c.id], ['Delete', 'Circuit', c.id],
+      ['Create', 'Circuit', c.id],
+      ['Update', 'Circuit', c.id],
+      ['Delete', 'Circuit', c.id],
     ]);
     expect(changes.map((ch) => ch.resource)).toEqual([c, updated, updated]);
     const diff = (await s.get(`/api/changes/${changes[1].id}/diff/`)).json;
@@ -677,7 +811,11 @@ describe('circuit delete and Changes', () => {
     const r = await s.delete(`/api/circuits/${c.name_slug}/`);
     expect(r.status).toBe(204);
     expect(r.text).toBe('');
-    expectError(await s.get(`/api/sites/${site.id}/circuits/${c.id}/`), 404, `No such Circuit found at (site_id, id) = (${site.id}, ${c.id})`);
+    expectError(
+      await s.get(`/api/sites/${site.id}/circuits/${c.id}/`),
+      404,
+      `No such Circuit found at (site_id, id) = (${site.id}, ${c.id})`,
+    );
   });
 
   test('circuit delete needs delete_circuit', async () => {
@@ -702,11 +840,17 @@ describe('circuit bulk writes', () => {
     const site = await mkSite();
     const [a1, z1] = await mkEnds(site.id);
     const a2 = await mkEnd(site.id);
-    const r = await s.post(`/api/sites/${site.id}/circuits/`, [{ endpoint_a: a1.id, endpoint_z: z1.name_slug }, { endpoint_a: a2.name_slug, name: 'b/2' }]);
+    const r = await s.post(`/api/sites/${site.id}/circuits/`, [
+      { endpoint_a: a1.id, endpoint_z: z1.name_slug },
+      { endpoint_a: a2.name_slug, name: 'b/2' },
+    ]);
     expect(r.status, r.text).toBe(201);
     expect(r.headers.get('location')).toBeNull();
     expect(r.json).toEqual([shape(r.json[0].id, `${a1.name_slug}_${z1.name_slug}`, a1, z1), shape(r.json[1].id, 'b/2', a2, null)]);
-    expect((await circuitChanges(site.id)).map((c) => [c.event, c.resource_id])).toEqual([['Create', r.json[0].id], ['Create', r.json[1].id]]);
+    expect((await circuitChanges(site.id)).map((c) => [c.event, c.resource_id])).toEqual([
+      ['Create', r.json[0].id],
+      ['Create', r.json[1].id],
+    ]);
   });
 
   test('circuit bulk create at top level routes by endpoint_a', async () => {
@@ -721,14 +865,19 @@ describe('circuit bulk writes', () => {
   test('circuit bulk create across sites on two shards is refused', async () => {
     const [one, two] = await sitesOnTwoShards();
     const r = await s.post('/api/circuits/', [{ endpoint_a: (await mkEnd(one.id)).id }, { endpoint_a: (await mkEnd(two.id)).name_slug }]);
-    expectError(r, 400, { non_field_errors: ['A bulk request must keep to one site: send one request per site, or use /api/sites/<site_id>/<collection>/.'] });
+    expectError(r, 400, {
+      non_field_errors: ['A bulk request must keep to one site: send one request per site, or use /api/sites/<site_id>/<collection>/.'],
+    });
   });
 
   test('circuit bulk create reports stage-1 errors of every item and writes nothing', async () => {
     const site = await mkSite();
     const a = await mkEnd(site.id);
     const r = await s.post(`/api/sites/${site.id}/circuits/`, [{ endpoint_a: 'ghost:x' }, { endpoint_a: a.id }, {}]);
-    expectError(r, 400, { 0: { endpoint_a: ['Object with name_slug=ghost:x does not exist.'] }, 2: { endpoint_a: ['This field is required.'] } });
+    expectError(r, 400, {
+      0: { endpoint_a: ['Object with name_slug=ghost:x does not exist.'] },
+      2: { endpoint_a: ['This field is required.'] },
+    });
     expect((await s.get(`/api/sites/${site.id}/circuits/`)).json).toEqual([]);
   });
 
@@ -747,15 +896,24 @@ describe('circuit bulk writes', () => {
     const [a2, z2] = await mkEnds(site.id);
     const c1 = await mkCircuit(site.id, { endpoint_a: a1.id, endpoint_z: z1.id });
     const c2 = await mkCircuit(site.id, { endpoint_a: a2.id, endpoint_z: z2.id });
-    const r = await s.patch(`/api/sites/${site.id}/circuits/`, [{ id: c2.id, name: 'second' }, { id: c1.id, endpoint_z: null }]);
+    const r = await s.patch(`/api/sites/${site.id}/circuits/`, [
+      { id: c2.id, name: 'second' },
+      { id: c1.id, endpoint_z: null },
+    ]);
     expect(r.status, r.text).toBe(200);
     expect(r.json).toEqual([shape(c1.id, c1.name, a1, null), shape(c2.id, 'second', a2, z2)]);
     // Items apply in order: c1 cannot take z2 while c2 holds it, and nothing is written…
-    const r2 = await s.patch('/api/circuits/', [{ id: c1.id, endpoint_z: z2.id }, { id: c2.id, endpoint_z: z1.id }]);
+    const r2 = await s.patch('/api/circuits/', [
+      { id: c1.id, endpoint_z: z2.id },
+      { id: c2.id, endpoint_z: z1.id },
+    ]);
     expectError(r2, 400, { 0: { endpoint_z: ['circuit with this Z-side endpoint Interface already exists.'] } });
     expect((await s.get(`/api/circuits/${c2.id}/`)).json.endpoint_z).toBe(z2.name_slug);
     // …but it can once an earlier item has released it.
-    const r3 = await s.patch('/api/circuits/', [{ id: c2.id, endpoint_z: z1.id }, { id: c1.id, endpoint_z: z2.id }]);
+    const r3 = await s.patch('/api/circuits/', [
+      { id: c2.id, endpoint_z: z1.id },
+      { id: c1.id, endpoint_z: z2.id },
+    ]);
     expect(r3.status, r3.text).toBe(200);
     expect(r3.json.map((c: Circuit) => c.endpoint_z)).toEqual([z2.name_slug, z1.name_slug]);
   });
@@ -764,11 +922,18 @@ describe('circuit bulk writes', () => {
     const site = await mkSite();
     const a = await mkEnd(site.id);
     const c = await mkCircuit(site.id, { endpoint_a: a.id });
-    expectError(await s.put(`/api/sites/${site.id}/circuits/`, [{ id: c.id }]), 400,
-      { 0: { endpoint_a: ['This field is required.'], attributes: ['This field is required.'] } });
-    expectError(await s.put(`/api/sites/${site.id}/circuits/`, [{ id: 999999, endpoint_a: a.id, attributes: {} }]), 400, 'Could not find all objects to update.');
+    expectError(await s.put(`/api/sites/${site.id}/circuits/`, [{ id: c.id }]), 400, {
+      0: { endpoint_a: ['This field is required.'], attributes: ['This field is required.'] },
+    });
+    expectError(
+      await s.put(`/api/sites/${site.id}/circuits/`, [{ id: 999999, endpoint_a: a.id, attributes: {} }]),
+      400,
+      'Could not find all objects to update.',
+    );
     expectError(await s.patch(`/api/sites/${site.id}/circuits/`, [{ name: 'x' }]), 400, 'Could not find all objects to update.');
-    expectError(await s.patch(`/api/sites/${site.id}/circuits/`, { id: c.id }), 400, { non_field_errors: ['Expected a list of items but got type "dict".'] });
+    expectError(await s.patch(`/api/sites/${site.id}/circuits/`, { id: c.id }), 400, {
+      non_field_errors: ['Expected a list of items but got type "dict".'],
+    });
     const ok = await s.put(`/api/sites/${site.id}/circuits/`, [{ id: c.id, endpoint_a: a.name_slug, name: 'put', attributes: {} }]);
     expect(ok.json).toEqual([shape(c.id, 'put', a, null)]);
   });
@@ -778,7 +943,11 @@ describe('circuit bulk writes', () => {
     const c1 = await mkCircuit(site.id, { endpoint_a: (await mkEnd(site.id)).id });
     const c2 = await mkCircuit(site.id, { endpoint_a: (await mkEnd(site.id)).id });
     const c3 = await mkCircuit(site.id, { endpoint_a: (await mkEnd(site.id)).id });
-    expectError(await s.request('DELETE', `/api/sites/${site.id}/circuits/`, { body: [c1.id, 999999] }), 404, `No such Circuit found at (site_id, id) = (${site.id}, 999999)`);
+    expectError(
+      await s.request('DELETE', `/api/sites/${site.id}/circuits/`, { body: [c1.id, 999999] }),
+      404,
+      `No such Circuit found at (site_id, id) = (${site.id}, 999999)`,
+    );
     const r = await s.request('DELETE', '/api/circuits/', { body: [c3.id, c1.id, c3.id] });
     expect(r.status, r.text).toBe(204);
     expect(ids(await s.get(`/api/sites/${site.id}/circuits/`))).toEqual([c2.id]);
@@ -802,7 +971,11 @@ describe('circuit durability and concurrency', () => {
   test('circuits, their names and endpoint indexes survive a restart', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'netsot-circuits-'));
     let srv = await TestServer.start({ dataDir: dir, shards: 2 });
-    const post = async (path: string, body: unknown) => { const r = await srv.post(path, body); expect(r.status, r.text).toBe(201); return r.json; };
+    const post = async (path: string, body: unknown) => {
+      const r = await srv.post(path, body);
+      expect(r.status, r.text).toBe(201);
+      return r.json;
+    };
     const site = (await post('/api/sites/', { name: 'durable-circuits' })).id;
     for (const hostname of ['r1', 'r2']) await post(`/api/sites/${site}/devices/`, { hostname });
     const a = await post(`/api/sites/${site}/interfaces/`, { device: 'r1', name: 'ge-0/0/0' });
@@ -810,7 +983,8 @@ describe('circuit durability and concurrency', () => {
     const c = await post(`/api/sites/${site}/circuits/`, { endpoint_a: a.id, endpoint_z: z.id });
     await srv.patch(`/api/devices/r1/`, { hostname: 'r9' });
     const snapshot = async () => [
-      (await srv.get(`/api/circuits/${c.id}/`)).text, (await srv.get('/api/circuits/r1:ge-0_0_0_r2:ge-0_0_0/interfaces/')).text,
+      (await srv.get(`/api/circuits/${c.id}/`)).text,
+      (await srv.get('/api/circuits/r1:ge-0_0_0_r2:ge-0_0_0/interfaces/')).text,
       (await srv.get(`/api/circuits/?endpoint_z=r2:ge-0/0/0`)).text,
     ];
     const before = await snapshot();
@@ -821,8 +995,9 @@ describe('circuit durability and concurrency', () => {
     // The endpoint and name indexes were rebuilt with the records.
     const again = await srv.post(`/api/sites/${site}/circuits/`, { endpoint_a: z.id });
     expectError(again, 400, { endpoint_a: 'Interface already used as an endpoint_z' });
-    expectError(await srv.post(`/api/sites/${site}/circuits/`, { endpoint_a: 'r9:ge-0/0/0' }), 400,
-      { endpoint_a: ['circuit with this A-side endpoint Interface already exists.'] });
+    expectError(await srv.post(`/api/sites/${site}/circuits/`, { endpoint_a: 'r9:ge-0/0/0' }), 400, {
+      endpoint_a: ['circuit with this A-side endpoint Interface already exists.'],
+    });
     await srv.stop();
     rmSync(dir, { recursive: true, force: true });
   });
@@ -830,10 +1005,14 @@ describe('circuit durability and concurrency', () => {
   test('concurrent circuits claiming one A end: exactly one wins, the rest get the text', async () => {
     const site = await mkSite();
     const a = await mkEnd(site.id);
-    const replies = await Promise.all(Array.from({ length: 12 }, (_, k) =>
-      s.post(k % 2 ? '/api/circuits/' : `/api/sites/${site.id}/circuits/`, { endpoint_a: a.name_slug, name: `c${k}` })));
+    const replies = await Promise.all(
+      Array.from({ length: 12 }, (_, k) =>
+        s.post(k % 2 ? '/api/circuits/' : `/api/sites/${site.id}/circuits/`, { endpoint_a: a.name_slug, name: `c${k}` }),
+      ),
+    );
     expect(replies.filter((r) => r.status === 201)).toHaveLength(1);
-    for (const r of replies.filter((x) => x.status !== 201)) expectError(r, 400, { endpoint_a: ['circuit with this A-side endpoint Interface already exists.'] });
+    for (const r of replies.filter((x) => x.status !== 201))
+      expectError(r, 400, { endpoint_a: ['circuit with this A-side endpoint Interface already exists.'] });
     expect((await s.get(`/api/sites/${site.id}/circuits/`)).json).toHaveLength(1);
   });
 });
@@ -850,7 +1029,11 @@ describe('circuits seen from interfaces and devices', () => {
   test('interface circuit/ without a circuit is a 404 naming the key as given', async () => {
     const site = await mkSite();
     const a = await mkEnd(site.id);
-    expectError(await s.get(`/api/sites/${site.id}/interfaces/${a.name_slug}/circuit/`), 404, `No Circuit found at Interface (site_id, id) = (${site.id}, ${a.name_slug})`);
+    expectError(
+      await s.get(`/api/sites/${site.id}/interfaces/${a.name_slug}/circuit/`),
+      404,
+      `No Circuit found at Interface (site_id, id) = (${site.id}, ${a.name_slug})`,
+    );
     expectError(await s.get(`/api/interfaces/${a.id}/circuit/`), 404, `No Circuit found at Interface (site_id, id) = (None, ${a.id})`);
   });
 
@@ -870,7 +1053,8 @@ describe('circuits seen from interfaces and devices', () => {
     const site = await mkSite();
     const [a, z] = await mkEnds(site.id);
     const c = await mkCircuit(site.id, { endpoint_a: a.id, endpoint_z: z.id });
-    const msg = (field: string) => `Cannot delete some instances of model 'Interface' because they are referenced through a protected foreign key: 'Circuit.${field}'`;
+    const msg = (field: string) =>
+      `Cannot delete some instances of model 'Interface' because they are referenced through a protected foreign key: 'Circuit.${field}'`;
     expectError(await s.delete(`/api/interfaces/${a.id}/`), 409, msg('endpoint_a'));
     expectError(await s.delete(`/api/interfaces/${z.id}/`), 409, msg('endpoint_z'));
     expectError(await s.delete(`/api/devices/${z.device}/`), 409, msg('endpoint_z'));

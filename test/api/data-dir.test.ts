@@ -14,7 +14,13 @@ import { TestServer } from '../helpers/server.js';
 
 const FILES = ['netsot.mdb', 'netsot.mdb-lock', 'token-signing.key'];
 const mode = (path: string) => (statSync(path).mode & 0o777).toString(8);
-const modes = (dir: string) => Object.fromEntries([['.', mode(dir)], ...readdirSync(dir).sort().map((f) => [f, mode(join(dir, f))])]);
+const modes = (dir: string) =>
+  Object.fromEntries([
+    ['.', mode(dir)],
+    ...readdirSync(dir)
+      .sort()
+      .map((f) => [f, mode(join(dir, f))]),
+  ]);
 
 let root: string;
 let savedUmask: number;
@@ -25,7 +31,9 @@ beforeAll(() => {
   // The issue's umask; the server inherits it from this process.
   savedUmask = process.umask(0o022);
 });
-afterEach(async () => { for (const srv of servers.splice(0)) await srv.stop(false); });
+afterEach(async () => {
+  for (const srv of servers.splice(0)) await srv.stop(false);
+});
 afterAll(() => {
   process.umask(savedUmask);
   rmSync(root, { recursive: true, force: true });
@@ -41,7 +49,11 @@ async function start(dataDir: string): Promise<TestServer> {
 /** A server run once on `dataDir`, making a site so the store has data. (Stopped here, not again in afterEach.) */
 async function runOnce(dataDir: string, site: string): Promise<void> {
   const srv = await TestServer.start({ dataDir, shards: 1 });
-  try { await serves(srv, site); } finally { await srv.stop(false); }
+  try {
+    await serves(srv, site);
+  } finally {
+    await srv.stop(false);
+  }
 }
 
 /** The server serves: it can make a site and read it back. */
@@ -51,7 +63,11 @@ async function serves(srv: TestServer, name: string): Promise<void> {
   expect((await srv.get(`/api/sites/${created.json.id}/`)).json.name).toBe(name);
 }
 
-const warnings = (srv: TestServer) => srv.output.join('').split('\n').filter((l) => l.startsWith('netsot: ') && !l.includes('listening'));
+const warnings = (srv: TestServer) =>
+  srv.output
+    .join('')
+    .split('\n')
+    .filter((l) => l.startsWith('netsot: ') && !l.includes('listening'));
 
 describe('data dir permissions', () => {
   test('the server does create a missing data dir 0700 with its files 0600 under umask 022', async () => {
@@ -119,7 +135,9 @@ describe('writePrivateFile', () => {
       const path = join(root, 'key-new');
       writePrivateFile(path, Buffer.from('secret'));
       expect(mode(path)).toBe('600');
-    } finally { process.umask(previous); }
+    } finally {
+      process.umask(previous);
+    }
   });
 
   test('writePrivateFile does make an existing 0644 file 0600 as it replaces it', () => {

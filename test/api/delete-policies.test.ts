@@ -6,12 +6,16 @@
  * refused delete changing nothing.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { type Change, expectError, fixtures } from '../helpers/fixtures.js';
 import { TestServer } from '../helpers/server.js';
-import { expectError, fixtures, type Change } from '../helpers/fixtures.js';
 
 let s: TestServer;
-beforeAll(async () => { s = await TestServer.start({ shards: 2 }); });
-afterAll(async () => { await s.stop(); });
+beforeAll(async () => {
+  s = await TestServer.start({ shards: 2 });
+});
+afterAll(async () => {
+  await s.stop();
+});
 
 const { mkSite, mkDevice } = fixtures(() => s, { base: 'delpol' });
 
@@ -68,14 +72,20 @@ describe('delete protections', () => {
 
     const before = await changeCount(site);
     // The grandchild stays: the child is protected, and the whole request is refused.
-    expectError(await s.request('DELETE', `/api/sites/${site}/interfaces/`, { body: [parent.id, child.id] }), 409, protectedBy('Interface', 'Interface.parent'));
+    expectError(
+      await s.request('DELETE', `/api/sites/${site}/interfaces/`, { body: [parent.id, child.id] }),
+      409,
+      protectedBy('Interface', 'Interface.parent'),
+    );
     expect(await changeCount(site)).toBe(before);
     expect((await s.get(`/api/devices/${d.id}/interfaces/`)).json).toHaveLength(3);
 
     expect((await s.request('DELETE', `/api/sites/${site}/interfaces/`, { body: [parent.id, child.id, grandchild.id] })).status).toBe(204);
     const changes = ((await s.get(`/api/sites/${site}/changes/`)).json as Change[]).slice(0, 3).reverse();
     expect(changes.map((c) => [c.event, c.resource_name, c.resource_id])).toEqual([
-      ['Delete', 'Interface', parent.id], ['Delete', 'Interface', child.id], ['Delete', 'Interface', grandchild.id],
+      ['Delete', 'Interface', parent.id],
+      ['Delete', 'Interface', child.id],
+      ['Delete', 'Interface', grandchild.id],
     ]);
   });
 });

@@ -8,8 +8,8 @@
  * even site ids live on different shards.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { type Device, err, expectError, FORBIDDEN, fixtures, type Site } from '../helpers/fixtures.js';
 import { InjectServer as TestServer } from '../helpers/inject.js';
-import { FORBIDDEN, err, expectError, fixtures, type Device, type Site } from '../helpers/fixtures.js';
 
 let s: TestServer;
 let host: string;
@@ -17,7 +17,9 @@ beforeAll(async () => {
   s = await TestServer.start({ shards: 2 });
   host = `127.0.0.1:${s.port}`;
 });
-afterAll(async () => { await s.stop(); });
+afterAll(async () => {
+  await s.stop();
+});
 
 const { mkSite, sitesOnTwoShards, sitesOnOneShard, mkAttr, mkDevice, mkUser, deviceChanges } = fixtures(() => s);
 
@@ -82,8 +84,9 @@ describe('device create', () => {
 
   test('nested device create rejects a different body site_id', async () => {
     const [a, b] = await sitesOnTwoShards();
-    expectError(await s.post(`/api/sites/${a.id}/devices/`, { site_id: b.id, hostname: 'mismatch' }), 400,
-      { site_id: `Site in body (${b.id}) does not match site in URL (${a.id}).` });
+    expectError(await s.post(`/api/sites/${a.id}/devices/`, { site_id: b.id, hostname: 'mismatch' }), 400, {
+      site_id: `Site in body (${b.id}) does not match site in URL (${a.id}).`,
+    });
     expect((await s.get(`/api/sites/${a.id}/devices/`)).json).toEqual([]);
     expect((await s.get(`/api/sites/${b.id}/devices/`)).json).toEqual([]);
   });
@@ -107,16 +110,24 @@ describe('device create', () => {
 
   test('device create with a non-object body gives the dictionary text', async () => {
     const site = await mkSite();
-    expectError(await s.post(`/api/sites/${site.id}/devices/`, 'lax'), 400, { non_field_errors: ['Invalid data. Expected a dictionary, but got str.'] });
-    expectError(await s.post(`/api/sites/${site.id}/devices/`, 5), 400, { non_field_errors: ['Invalid data. Expected a dictionary, but got int.'] });
-    expectError(await s.post(`/api/sites/${site.id}/devices/`, true), 400, { non_field_errors: ['Invalid data. Expected a dictionary, but got bool.'] });
+    expectError(await s.post(`/api/sites/${site.id}/devices/`, 'lax'), 400, {
+      non_field_errors: ['Invalid data. Expected a dictionary, but got str.'],
+    });
+    expectError(await s.post(`/api/sites/${site.id}/devices/`, 5), 400, {
+      non_field_errors: ['Invalid data. Expected a dictionary, but got int.'],
+    });
+    expectError(await s.post(`/api/sites/${site.id}/devices/`, true), 400, {
+      non_field_errors: ['Invalid data. Expected a dictionary, but got bool.'],
+    });
   });
 
   // gaps.md §9.3: "Any other non-object body gives the same message with its <type>". src/http/server.ts
   // passes `body ?? {}` to the shard, so a JSON `null` body is read as `{}` (and reports the missing hostname).
   test('device create with a JSON null body gives the dictionary text with NoneType', async () => {
     const site = await mkSite();
-    expectError(await s.post(`/api/sites/${site.id}/devices/`, null), 400, { non_field_errors: ['Invalid data. Expected a dictionary, but got NoneType.'] });
+    expectError(await s.post(`/api/sites/${site.id}/devices/`, null), 400, {
+      non_field_errors: ['Invalid data. Expected a dictionary, but got NoneType.'],
+    });
   });
 
   test('device create with an empty body requires hostname', async () => {
@@ -138,7 +149,9 @@ describe('device create', () => {
 
 describe('device hostname rules', () => {
   let site: Site;
-  beforeAll(async () => { site = await mkSite(); });
+  beforeAll(async () => {
+    site = await mkSite();
+  });
   const post = (hostname: unknown) => s.post(`/api/sites/${site.id}/devices/`, { hostname });
   const invalid = (v: string) => ({ name: `Invalid name: '${v}'.` });
 
@@ -234,9 +247,13 @@ describe('device hostname rules', () => {
 
   test('hostname uniqueness holds under concurrent creates, nested and top level', async () => {
     const x = await mkSite();
-    const replies = await Promise.all(Array.from({ length: 12 }, (_, i) => (i % 2 === 0
-      ? s.post(`/api/sites/${x.id}/devices/`, { hostname: 'race' })
-      : s.post('/api/devices/', { site_id: x.id, hostname: 'race' }))));
+    const replies = await Promise.all(
+      Array.from({ length: 12 }, (_, i) =>
+        i % 2 === 0
+          ? s.post(`/api/sites/${x.id}/devices/`, { hostname: 'race' })
+          : s.post('/api/devices/', { site_id: x.id, hostname: 'race' }),
+      ),
+    );
     expect(replies.filter((r) => r.status === 201).length).toBe(1);
     for (const r of replies.filter((r) => r.status !== 201)) {
       expectError(r, 400, { non_field_errors: ['The fields site, hostname must make a unique set.'] });
@@ -253,7 +270,13 @@ describe('device read', () => {
   test('device detail answers by id and by hostname, nested and top level', async () => {
     const site = await mkSite();
     const d = await mkDevice(site.id, 'read-r1');
-    for (const path of [`/api/sites/${site.id}/devices/${d.id}/`, `/api/sites/${site.id}/devices/read-r1/`, `/api/devices/${d.id}/`, '/api/devices/read-r1/', '/api/devices/read-r1']) {
+    for (const path of [
+      `/api/sites/${site.id}/devices/${d.id}/`,
+      `/api/sites/${site.id}/devices/read-r1/`,
+      `/api/devices/${d.id}/`,
+      '/api/devices/read-r1/',
+      '/api/devices/read-r1',
+    ]) {
       const r = await s.get(path);
       expect(r.status, path).toBe(200);
       expect(r.json, path).toEqual(d);
@@ -265,14 +288,22 @@ describe('device read', () => {
     expectError(await s.get('/api/devices/987654/'), 404, 'No such Device found at (site_id, id) = (None, 987654)');
     expectError(await s.get('/api/devices/nope-host/'), 404, 'No such Device found at (site_id, id) = (None, nope-host)');
     expectError(await s.get(`/api/sites/${site.id}/devices/987654/`), 404, `No such Device found at (site_id, id) = (${site.id}, 987654)`);
-    expectError(await s.get(`/api/sites/${site.id}/devices/nope-host/`), 404, `No such Device found at (site_id, id) = (${site.id}, nope-host)`);
+    expectError(
+      await s.get(`/api/sites/${site.id}/devices/nope-host/`),
+      404,
+      `No such Device found at (site_id, id) = (${site.id}, nope-host)`,
+    );
   });
 
   test('nested device detail does not reach a device of another site', async () => {
     const [a, b] = await sitesOnTwoShards();
     const d = await mkDevice(a.id, 'other-site');
     expectError(await s.get(`/api/sites/${b.id}/devices/${d.id}/`), 404, `No such Device found at (site_id, id) = (${b.id}, ${d.id})`);
-    expectError(await s.get(`/api/sites/${b.id}/devices/other-site/`), 404, `No such Device found at (site_id, id) = (${b.id}, other-site)`);
+    expectError(
+      await s.get(`/api/sites/${b.id}/devices/other-site/`),
+      404,
+      `No such Device found at (site_id, id) = (${b.id}, other-site)`,
+    );
     const [, c] = await sitesOnOneShard();
     if (c.id % 2 === a.id % 2) expect((await s.get(`/api/sites/${c.id}/devices/${d.id}/`)).status).toBe(404);
   });
@@ -280,7 +311,11 @@ describe('device read', () => {
   test('device with an all-digit hostname is reached by id only', async () => {
     const site = await mkSite();
     const d = await mkDevice(site.id, '9999999');
-    expectError(await s.get(`/api/sites/${site.id}/devices/9999999/`), 404, `No such Device found at (site_id, id) = (${site.id}, 9999999)`);
+    expectError(
+      await s.get(`/api/sites/${site.id}/devices/9999999/`),
+      404,
+      `No such Device found at (site_id, id) = (${site.id}, 9999999)`,
+    );
     expect((await s.get(`/api/sites/${site.id}/devices/${d.id}/`)).json).toEqual(d);
     expect((await s.get(`/api/sites/${site.id}/devices/?hostname=9999999`)).json).toEqual([d]);
   });
@@ -337,7 +372,9 @@ describe('device read', () => {
     expect((await s.get(`/api/sites/${site.id}/devices/${d.id}/?expand=site_id`)).text).toBe(expected);
     expect((await s.get(`/api/devices/exp-r1/?expand=site_id`)).text).toBe(expected);
     expect((await s.get(`/api/sites/${site.id}/devices/?expand=site_id`)).text).toBe(`[${expected}]`);
-    expect((await s.get(`/api/sites/${site.id}/devices/?expand=site_id&fields=site_id`)).text).toBe(`[{"site_id":{"id":${site.id},"name":"${site.name}","description":""}}]`);
+    expect((await s.get(`/api/sites/${site.id}/devices/?expand=site_id&fields=site_id`)).text).toBe(
+      `[{"site_id":{"id":${site.id},"name":"${site.name}","description":""}}]`,
+    );
     expect((await s.get(`/api/sites/${site.id}/devices/${d.id}/?expand=hostname,bogus`)).json).toEqual(d);
   });
 
@@ -350,7 +387,10 @@ describe('device read', () => {
 });
 
 describe('device natural-key ambiguity', () => {
-  let a: Site; let b: Site; let da: Device; let db: Device;
+  let a: Site;
+  let b: Site;
+  let da: Device;
+  let db: Device;
   const MULTI = "Multiple Devices matched hostname='twin'. Use a site-specific endpoint or lookup by ID.";
   beforeAll(async () => {
     [a, b] = await sitesOnTwoShards();
@@ -391,8 +431,16 @@ describe('device natural-key ambiguity', () => {
     const [c, d] = await sitesOnOneShard();
     await mkDevice(c.id, 'twin-same-shard');
     await mkDevice(d.id, 'twin-same-shard');
-    expectError(await s.get('/api/devices/twin-same-shard/'), 400, "Multiple Devices matched hostname='twin-same-shard'. Use a site-specific endpoint or lookup by ID.");
-    expectError(await s.patch('/api/devices/twin-same-shard/', { hostname: 'x' }), 400, "Multiple Devices matched hostname='twin-same-shard'. Use a site-specific endpoint or lookup by ID.");
+    expectError(
+      await s.get('/api/devices/twin-same-shard/'),
+      400,
+      "Multiple Devices matched hostname='twin-same-shard'. Use a site-specific endpoint or lookup by ID.",
+    );
+    expectError(
+      await s.patch('/api/devices/twin-same-shard/', { hostname: 'x' }),
+      400,
+      "Multiple Devices matched hostname='twin-same-shard'. Use a site-specific endpoint or lookup by ID.",
+    );
   });
 
   test('a hostname becomes unambiguous at top level once one twin is renamed', async () => {
@@ -415,8 +463,12 @@ describe('device update', () => {
     const d = await mkDevice(site.id);
     const r = await s.put(`/api/sites/${site.id}/devices/${d.id}/`, {});
     expect(r.status).toBe(400);
-    expect(r.text).toBe('{"error":{"code":400,"message":{"hostname":["This field is required."],"attributes":["This field is required."]}}}');
-    expectError(await s.put(`/api/sites/${site.id}/devices/${d.id}/`, { hostname: d.hostname }), 400, { attributes: ['This field is required.'] });
+    expect(r.text).toBe(
+      '{"error":{"code":400,"message":{"hostname":["This field is required."],"attributes":["This field is required."]}}}',
+    );
+    expectError(await s.put(`/api/sites/${site.id}/devices/${d.id}/`, { hostname: d.hostname }), 400, {
+      attributes: ['This field is required.'],
+    });
     expectError(await s.put(`/api/sites/${site.id}/devices/${d.id}/`, { attributes: {} }), 400, { hostname: ['This field is required.'] });
     expect((await deviceChanges(site.id)).length).toBe(1);
   });
@@ -513,7 +565,9 @@ describe('device update', () => {
     const url = `/api/sites/${site.id}/devices/${d.id}/`;
     expectError(await s.patch(url, { hostname: '' }), 400, { hostname: ['This field may not be blank.'] });
     expectError(await s.patch(url, { hostname: null }), 400, { hostname: ['This field may not be null.'] });
-    expectError(await s.patch(url, { hostname: 'h'.repeat(256) }), 400, { hostname: ['Ensure this field has no more than 255 characters.'] });
+    expectError(await s.patch(url, { hostname: 'h'.repeat(256) }), 400, {
+      hostname: ['Ensure this field has no more than 255 characters.'],
+    });
     expectError(await s.patch(url, { hostname: 'a..b' }), 400, { name: "Invalid name: 'a..b'." });
     expectError(await s.put(url, { hostname: 'a_b', attributes: {} }), 400, { name: "Invalid name: 'a_b'." });
     const r = await s.patch(url, { hostname: ' spaced ' });
@@ -522,14 +576,20 @@ describe('device update', () => {
 
   test('device update of an unknown device gives 404 before validation', async () => {
     const site = await mkSite();
-    expectError(await s.put(`/api/sites/${site.id}/devices/999990/`, {}), 404, `No such Device found at (site_id, id) = (${site.id}, 999990)`);
+    expectError(
+      await s.put(`/api/sites/${site.id}/devices/999990/`, {}),
+      404,
+      `No such Device found at (site_id, id) = (${site.id}, 999990)`,
+    );
     expectError(await s.patch('/api/devices/ghost/', { hostname: '' }), 404, 'No such Device found at (site_id, id) = (None, ghost)');
   });
 
   test('device update with a non-object body gives the dictionary text', async () => {
     const site = await mkSite();
     const d = await mkDevice(site.id);
-    expectError(await s.patch(`/api/devices/${d.id}/`, [{ hostname: 'x' }]), 400, { non_field_errors: ['Invalid data. Expected a dictionary, but got list.'] });
+    expectError(await s.patch(`/api/devices/${d.id}/`, [{ hostname: 'x' }]), 400, {
+      non_field_errors: ['Invalid data. Expected a dictionary, but got list.'],
+    });
   });
 
   test('device PUT and PATCH write one Update Change each, even when nothing changed', async () => {
@@ -549,7 +609,9 @@ describe('device update', () => {
     const site = await mkSite();
     await mkAttr(site.id, 'owner');
     const d = await mkDevice(site.id, 'keep-r1', { owner: 'a' });
-    expectError(await s.patch(`/api/devices/${d.id}/`, { hostname: 'keep-r2', attributes: { nope: 'x' } }), 400, { attributes: 'Attribute name (nope) does not exist.' });
+    expectError(await s.patch(`/api/devices/${d.id}/`, { hostname: 'keep-r2', attributes: { nope: 'x' } }), 400, {
+      attributes: 'Attribute name (nope) does not exist.',
+    });
     expect((await s.get(`/api/devices/${d.id}/`)).json).toEqual(d);
     expect((await s.get('/api/devices/keep-r2/')).status).toBe(404);
     expect((await deviceChanges(site.id)).length).toBe(1);
@@ -569,21 +631,27 @@ describe('device attributes', () => {
   test('device attributes of another site are unknown', async () => {
     const [a, b] = await sitesOnTwoShards();
     await mkAttr(a.id, 'only_a');
-    expectError(await s.post(`/api/sites/${b.id}/devices/`, { hostname: 'x1', attributes: { only_a: 'v' } }), 400, { attributes: 'Attribute name (only_a) does not exist.' });
+    expectError(await s.post(`/api/sites/${b.id}/devices/`, { hostname: 'x1', attributes: { only_a: 'v' } }), 400, {
+      attributes: 'Attribute name (only_a) does not exist.',
+    });
   });
 
   test('device attributes of another resource type are unknown', async () => {
     const site = await mkSite();
     const r = await s.post(`/api/sites/${site.id}/attributes/`, { name: 'netattr', resource_name: 'Network' });
     expect(r.status).toBe(201);
-    expectError(await s.post(`/api/sites/${site.id}/devices/`, { hostname: 'x1', attributes: { netattr: 'v' } }), 400, { attributes: 'Attribute name (netattr) does not exist.' });
+    expectError(await s.post(`/api/sites/${site.id}/devices/`, { hostname: 'x1', attributes: { netattr: 'v' } }), 400, {
+      attributes: 'Attribute name (netattr) does not exist.',
+    });
   });
 
   test('device create applies attribute defaults and required attributes', async () => {
     const site = await mkSite();
     await mkAttr(site.id, 'vendor', { default: 'juniper' });
     await mkAttr(site.id, 'owner', { required: true });
-    expectError(await s.post(`/api/sites/${site.id}/devices/`, { hostname: 'req-r1' }), 400, { attributes: 'Missing required attributes: owner' });
+    expectError(await s.post(`/api/sites/${site.id}/devices/`, { hostname: 'req-r1' }), 400, {
+      attributes: 'Missing required attributes: owner',
+    });
     const d = await mkDevice(site.id, 'req-r1', { owner: 'ops' });
     expect(d.attributes).toEqual({ owner: 'ops', vendor: 'juniper' });
   });
@@ -632,8 +700,12 @@ describe('device delete', () => {
 });
 
 describe('device filters', () => {
-  let site: Site; let other: Site;
-  let d1: Device; let d2: Device; let d3: Device; let d4: Device;
+  let site: Site;
+  let other: Site;
+  let d1: Device;
+  let d2: Device;
+  let d3: Device;
+  let d4: Device;
   beforeAll(async () => {
     [site, other] = await sitesOnTwoShards();
     for (const x of [site, other]) {
@@ -708,7 +780,12 @@ describe('device filters', () => {
 
   test('device list paginates with the envelope and links', async () => {
     const r = await s.get(`/api/sites/${site.id}/devices/?limit=2`);
-    expect(r.json).toEqual({ count: 3, next: `http://${host}/api/sites/${site.id}/devices/?limit=2&offset=2`, previous: null, results: [d1, d2] });
+    expect(r.json).toEqual({
+      count: 3,
+      next: `http://${host}/api/sites/${site.id}/devices/?limit=2&offset=2`,
+      previous: null,
+      results: [d1, d2],
+    });
     const r2 = await s.get(`/api/sites/${site.id}/devices/?limit=2&offset=2`);
     expect(r2.json).toEqual({ count: 3, next: null, previous: `http://${host}/api/sites/${site.id}/devices/?limit=2`, results: [d3] });
   });
@@ -716,7 +793,8 @@ describe('device filters', () => {
   test('device list pagination counts after filters', async () => {
     const r = await s.get(`/api/sites/${site.id}/devices/?attributes=owner=jathan&limit=1&offset=1`);
     expect(r.json).toEqual({
-      count: 2, next: null,
+      count: 2,
+      next: null,
       previous: `http://${host}/api/sites/${site.id}/devices/?attributes=owner%3Djathan&limit=1`,
       results: [d2],
     });
@@ -729,8 +807,11 @@ describe('device filters', () => {
 });
 
 describe('device permissions', () => {
-  let a: Site; let b: Site;
-  beforeAll(async () => { [a, b] = await sitesOnTwoShards(); });
+  let a: Site;
+  let b: Site;
+  beforeAll(async () => {
+    [a, b] = await sitesOnTwoShards();
+  });
 
   test('device read needs only authentication', async () => {
     const email = await mkUser();
@@ -757,7 +838,11 @@ describe('device permissions', () => {
     expectError(await s.post('/api/devices/', { site_id: a.id, hostname: 'bad_name' }, { as: email }), 403, FORBIDDEN);
     // No site known: the validation error comes first.
     expectError(await s.post('/api/devices/', { hostname: 'x' }, { as: email }), 400, { site_id: ['This field is required.'] });
-    expectError(await s.post('/api/devices/', { site_id: 999996, hostname: 'x' }, { as: email }), 400, 'Site with id number 999996 does not exist');
+    expectError(
+      await s.post('/api/devices/', { site_id: 999996, hostname: 'x' }, { as: email }),
+      400,
+      'Site with id number 999996 does not exist',
+    );
   });
 
   test('device change and delete grants are separate from add', async () => {
@@ -797,7 +882,11 @@ describe('device permissions', () => {
 
   test('device update of a missing device is 404 before 403', async () => {
     const email = await mkUser();
-    expectError(await s.patch(`/api/sites/${a.id}/devices/999995/`, {}, { as: email }), 404, `No such Device found at (site_id, id) = (${a.id}, 999995)`);
+    expectError(
+      await s.patch(`/api/sites/${a.id}/devices/999995/`, {}, { as: email }),
+      404,
+      `No such Device found at (site_id, id) = (${a.id}, 999995)`,
+    );
     expectError(await s.delete('/api/devices/999995/', { as: email }), 404, 'No such Device found at (site_id, id) = (None, 999995)');
   });
 

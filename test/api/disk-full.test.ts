@@ -38,7 +38,12 @@ afterAll(async () => {
 
 /** Everything a client sees of the site's networks and Changes. */
 async function snapshot(server: TestServer): Promise<string[]> {
-  const paths = ['/api/sites/1/networks/', '/api/sites/1/changes/', '/api/networks/?limit=5', '/api/sites/1/networks/10.0.0.0/8/children/?limit=3'];
+  const paths = [
+    '/api/sites/1/networks/',
+    '/api/sites/1/changes/',
+    '/api/networks/?limit=5',
+    '/api/sites/1/networks/10.0.0.0/8/children/?limit=3',
+  ];
   const out: string[] = [];
   for (const p of paths) {
     const r = await server.get(p);
@@ -48,7 +53,8 @@ async function snapshot(server: TestServer): Promise<string[]> {
   return out;
 }
 
-const batch = (round: number) => Array.from({ length: 200 }, (_, i) => ({ cidr: `10.${round % 250}.${i}.0/24`, site_id: 1, attributes: {} }));
+const batch = (round: number) =>
+  Array.from({ length: 200 }, (_, i) => ({ cidr: `10.${round % 250}.${i}.0/24`, site_id: 1, attributes: {} }));
 
 describe('a full disk', () => {
   test('writes that cannot be saved answer 507 and change nothing; reads keep working; memory equals the store', async (ctx) => {

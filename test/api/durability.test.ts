@@ -7,10 +7,18 @@
  */
 import { rmSync } from 'node:fs';
 import { afterEach, describe, expect, test } from 'vitest';
-import { TestServer } from '../helpers/server.js';
 import type { Site } from '../helpers/fixtures.js';
+import { TestServer } from '../helpers/server.js';
 
-interface Change { id: number; site: Site; event: string; resource_name: string; resource_id: number; resource: Site; change_at: number }
+interface Change {
+  id: number;
+  site: Site;
+  event: string;
+  resource_name: string;
+  resource_id: number;
+  resource: Site;
+  change_at: number;
+}
 
 const running: TestServer[] = [];
 const dirs = new Set<string>();
@@ -29,7 +37,9 @@ afterEach(async () => {
 });
 
 /** Everything a client can see about sites and Changes, as raw text. */
-async function snapshot(s: TestServer): Promise<{ sites: string; changes: string; details: Map<number, string>; nested: Map<number, string> }> {
+async function snapshot(
+  s: TestServer,
+): Promise<{ sites: string; changes: string; details: Map<number, string>; nested: Map<number, string> }> {
   const sites = await s.get('/api/sites/');
   const changes = await s.get('/api/changes/');
   expect(sites.status).toBe(200);
@@ -118,7 +128,7 @@ describe('restart', () => {
     const allChanges = (await s1.get('/api/changes/')).json as Change[];
     expect(maxId(allChanges)).toBe(maxId(topChanges));
     expect((await s1.delete(`/api/sites/${top.json.id}/`)).status).toBe(204);
-    const { s2, before, after } = await restartSame(s1);
+    const { s2 } = await restartSame(s1);
     expect((await s2.get(`/api/sites/${top.json.id}/`)).status).toBe(404);
     for (const c of topChanges) expect((await s2.get(`/api/changes/${c.id}/`)).status).toBe(404);
 
@@ -141,7 +151,10 @@ describe('restart', () => {
       dir = s.dataDir;
       const a = (await s.post('/api/sites/', { name: `round-${round}-a` })).json as Site;
       const b = (await s.post('/api/sites/', { name: `round-${round}-b` })).json as Site;
-      for (const id of [a.id, b.id]) { expect(seenSites.has(id)).toBe(false); seenSites.add(id); }
+      for (const id of [a.id, b.id]) {
+        expect(seenSites.has(id)).toBe(false);
+        seenSites.add(id);
+      }
       for (const c of [...(await s.get(`/api/sites/${a.id}/changes/`)).json, ...(await s.get(`/api/sites/${b.id}/changes/`)).json]) {
         expect(seenChanges.has(c.id)).toBe(false);
         seenChanges.add(c.id);
@@ -166,8 +179,12 @@ describe('crash', () => {
     const client = async () => {
       while (!killed) {
         const i = sent++;
-        let r;
-        try { r = await s1.post('/api/sites/', { name: `burst-${i}`, description: `d${i}` }); } catch { return; }
+        let r: Awaited<ReturnType<TestServer['post']>>;
+        try {
+          r = await s1.post('/api/sites/', { name: `burst-${i}`, description: `d${i}` });
+        } catch {
+          return;
+        }
         expect(r.status, r.text).toBe(201);
         acked.push(r.json);
         if (acked.length === killAfter) killed = s1.kill();
@@ -194,7 +211,7 @@ describe('crash', () => {
     // Names of unacknowledged creates are either present (committed) or free.
     const names = new Set(sites.map((x) => x.name));
     const retries = await Promise.all(Array.from({ length: total }, (_, i) => s2.post('/api/sites/', { name: `burst-${i}` })));
-    retries.forEach((r, i) => expect(r.status, `burst-${i}`).toBe(names.has(`burst-${i}`) ? 400 : 201));
+    for (const [i, r] of retries.entries()) expect(r.status, `burst-${i}`).toBe(names.has(`burst-${i}`) ? 400 : 201);
     // No id of a stored site is handed out again.
     const fresh = await s2.post('/api/sites/', { name: 'after-crash' });
     expect(fresh.json.id).toBeGreaterThan(maxId(sites));
@@ -205,8 +222,9 @@ describe('crash', () => {
     const s1 = await start();
     const sites: Site[] = [];
     for (let i = 0; i < 10; i++) sites.push((await s1.post('/api/sites/', { name: `upd-${i}` })).json);
-    const replies = await Promise.all(sites.flatMap((site) => [1, 2, 3].map((k) =>
-      s1.patch(`/api/sites/${site.id}/`, { description: `v${k}` }))));
+    const replies = await Promise.all(
+      sites.flatMap((site) => [1, 2, 3].map((k) => s1.patch(`/api/sites/${site.id}/`, { description: `v${k}` }))),
+    );
     for (const r of replies) expect(r.status).toBe(200);
     const acked = await Promise.all(sites.map(async (site) => (await s1.get(`/api/sites/${site.id}/`)).json));
     const changeCount = ((await s1.get('/api/changes/')).json as Change[]).length;
@@ -259,7 +277,8 @@ describe('reshard', () => {
       const list = JSON.parse(after.changes) as Change[];
       expect([...list].sort((x, y) => x.id - y.id)).toEqual([...allChanges].sort((x, y) => x.id - y.id));
       for (let i = 1; i < list.length; i++) {
-        const p = list[i - 1], q = list[i];
+        const p = list[i - 1],
+          q = list[i];
         expect(p.change_at > q.change_at || (p.change_at === q.change_at && p.id > q.id)).toBe(true);
       }
       for (const site of sites) expect((await s.get(`/api/sites/${site.id}/`)).status).toBe(200);

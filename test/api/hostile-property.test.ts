@@ -29,15 +29,32 @@ const COUNTED = ['sites', 'attributes', 'devices', 'networks', 'interfaces', 'ci
 
 const DETAIL_ROUTES: Record<string, string[]> = {
   devices: ['interfaces', 'circuits'],
-  networks: ['ancestors', 'assignments', 'children', 'closest_parent', 'descendants', 'descendents', 'next_address', 'next_network',
-    'parent', 'root', 'siblings', 'subnets', 'supernets'],
+  networks: [
+    'ancestors',
+    'assignments',
+    'children',
+    'closest_parent',
+    'descendants',
+    'descendents',
+    'next_address',
+    'next_network',
+    'parent',
+    'root',
+    'siblings',
+    'subnets',
+    'supernets',
+  ],
   interfaces: ['addresses', 'ancestors', 'assignments', 'children', 'circuit', 'descendants', 'networks', 'parent', 'root', 'siblings'],
   circuits: ['addresses', 'devices', 'interfaces'],
   changes: ['diff'],
   users: ['rotate_secret_key'],
 };
 const LIST_ROUTES: Record<string, string[]> = {
-  devices: ['query'], networks: ['query', 'reserved'], interfaces: ['query'], circuits: ['query'], protocols: ['query'],
+  devices: ['query'],
+  networks: ['query', 'reserved'],
+  interfaces: ['query'],
+  circuits: ['query'],
+  protocols: ['query'],
 };
 
 /** Writable fields per collection, for valid-looking bodies. */
@@ -57,9 +74,43 @@ const FIELDS: Record<string, string[]> = {
 
 const NINES = '9'.repeat(400);
 /** Path segments no route or object has, or that parsers trip on. */
-const HOSTILE_SEGMENTS = [NINES, '18446744073709551616', '9007199254740993', '9007199254740991', '-1', '0', '00', '1e3', '1.5',
-  '%2F', '%25', '%zz', '%', '%00', 'ü', '%F0%9F%92%A9', '%ED%A0%80', 'a'.repeat(3000), '__proto__', 'constructor', 'toString',
-  'hasOwnProperty', '..', '.', 'query', 'reserved', ' 1', '1 ', '%201', '+1', '0x10', 'r1:ae0', '10.0.0.0', '24', 'null'];
+const HOSTILE_SEGMENTS = [
+  NINES,
+  '18446744073709551616',
+  '9007199254740993',
+  '9007199254740991',
+  '-1',
+  '0',
+  '00',
+  '1e3',
+  '1.5',
+  '%2F',
+  '%25',
+  '%zz',
+  '%',
+  '%00',
+  'ü',
+  '%F0%9F%92%A9',
+  '%ED%A0%80',
+  'a'.repeat(3000),
+  '__proto__',
+  'constructor',
+  'toString',
+  'hasOwnProperty',
+  '..',
+  '.',
+  'query',
+  'reserved',
+  ' 1',
+  '1 ',
+  '%201',
+  '+1',
+  '0x10',
+  'r1:ae0',
+  '10.0.0.0',
+  '24',
+  'null',
+];
 
 const SAFE_REGEXES = ['^r', 'r.*1$', '[', '(', '\\', 'a{2,1}', '(?<x>a)\\k<x>', '.*', '', '[^]', '\\p{L}', 'a**', '(?=a)'];
 /** Catastrophic for a backtracking engine; user regexes run on the linear one (src/query/user-regex.ts). */
@@ -67,10 +118,34 @@ const CATASTROPHIC_REGEXES = ['(a+)+$', '(a|a)*$', '(a|aa)+$', '(.*a){25}', '^(\
 const REGEXES = [...SAFE_REGEXES, ...CATASTROPHIC_REGEXES];
 
 /** JSON text fragments for numbers JSON.parse cannot carry, and other awkward literals. */
-const NUMBER_TEXTS = ['1e309', '-1e309', '1e999999', NINES, `-${NINES}`, '18446744073709551616', '9007199254740993', '-9007199254740993',
-  '9007199254740991', '1e-400', '-0', '0.1e1', '1.5', '65536', '-1', '0', '1', '2', '3', '4.000000000000000000001'];
+const NUMBER_TEXTS = [
+  '1e309',
+  '-1e309',
+  '1e999999',
+  NINES,
+  `-${NINES}`,
+  '18446744073709551616',
+  '9007199254740993',
+  '-9007199254740993',
+  '9007199254740991',
+  '1e-400',
+  '-0',
+  '0.1e1',
+  '1.5',
+  '65536',
+  '-1',
+  '0',
+  '1',
+  '2',
+  '3',
+  '4.000000000000000000001',
+];
 
-interface Fixtures { site: number; other: number; keys: Record<string, string[]> }
+interface Fixtures {
+  site: number;
+  other: number;
+  keys: Record<string, string[]>;
+}
 
 let s: TestServer;
 let fx: Fixtures;
@@ -90,8 +165,15 @@ beforeAll(async () => {
   await made(s.post(at('attributes'), { name: 'rack', resource_name: 'Device', constraints: { pattern: '^rack-\\d+$' } }));
   await made(s.post(at('attributes'), { name: 'tier', resource_name: 'Network' }));
   await made(s.post(at('attributes'), { name: 'peer', resource_name: 'Protocol' }));
-  await made(s.post(at('devices'), [{ hostname: 'r1', attributes: { role: 'edge', rack: 'rack-1' } }, { hostname: 'r2', attributes: { role: 'core' } }]));
-  await made(s.post(at('networks'), [{ cidr: '10.0.0.0/8', attributes: { tier: 'a' } }, { cidr: '10.1.0.0/16' }, { cidr: '2001:db8::/32' }]));
+  await made(
+    s.post(at('devices'), [
+      { hostname: 'r1', attributes: { role: 'edge', rack: 'rack-1' } },
+      { hostname: 'r2', attributes: { role: 'core' } },
+    ]),
+  );
+  await made(
+    s.post(at('networks'), [{ cidr: '10.0.0.0/8', attributes: { tier: 'a' } }, { cidr: '10.1.0.0/16' }, { cidr: '2001:db8::/32' }]),
+  );
   await made(s.post(at('interfaces'), { device: 'r1', name: 'ae0', addresses: ['10.0.0.1'] }));
   await made(s.post(at('interfaces'), { device: 'r1', name: 'ae1' }));
   await made(s.post(at('interfaces'), { device: 'r2', name: 'xe-0/0/0', parent_id: null }));
@@ -105,7 +187,12 @@ beforeAll(async () => {
 
   const keys: Record<string, string[]> = {};
   const natural: Record<string, string> = {
-    devices: 'hostname', networks: 'cidr', interfaces: 'name_slug', circuits: 'name', attributes: 'name', protocol_types: 'name',
+    devices: 'hostname',
+    networks: 'cidr',
+    interfaces: 'name_slug',
+    circuits: 'name',
+    attributes: 'name',
+    protocol_types: 'name',
   };
   for (const c of TOP) {
     const list = await made(s.get(c === 'sites' || c === 'users' ? `/api/${c}/` : at(c)));
@@ -114,11 +201,19 @@ beforeAll(async () => {
   keys.users.push('0');
   fx = { site, other, keys };
 }, 60_000);
-afterAll(async () => { await s.stop(); });
+afterAll(async () => {
+  await s.stop();
+});
 
 // ---- arbitraries -------------------------------------------------------------------------------------------
 
-interface Req { method: string; path: string; query: string; headers: Record<string, string>; body?: string }
+interface Req {
+  method: string;
+  path: string;
+  query: string;
+  headers: Record<string, string>;
+  body?: string;
+}
 
 const hostileSegment = fc.constantFrom(...HOSTILE_SEGMENTS);
 
@@ -135,7 +230,13 @@ function keyOf(collection: string): fc.Arbitrary<string> {
 /** Path shapes weighted by method, so that writes mostly reach routes that take them. */
 const SHAPE_WEIGHTS: Record<string, [number, number, number, number]> = {
   // list, list route, detail, detail route
-  GET: [3, 2, 3, 3], HEAD: [3, 2, 3, 3], OPTIONS: [3, 2, 3, 3], POST: [8, 1, 1, 2], PUT: [3, 1, 4, 1], PATCH: [3, 1, 4, 1], DELETE: [3, 1, 4, 1],
+  GET: [3, 2, 3, 3],
+  HEAD: [3, 2, 3, 3],
+  OPTIONS: [3, 2, 3, 3],
+  POST: [8, 1, 1, 2],
+  PUT: [3, 1, 4, 1],
+  PATCH: [3, 1, 4, 1],
+  DELETE: [3, 1, 4, 1],
 };
 
 function pathOf(method: string): fc.Arbitrary<string> {
@@ -145,45 +246,91 @@ function pathOf(method: string): fc.Arbitrary<string> {
     { weight: 1, arbitrary: fc.constant(String(fx.other)) },
     { weight: 1, arbitrary: hostileSegment },
   );
-  const route = fc.oneof(
-    { weight: 2, arbitrary: fc.constant({ nested: false }) },
-    { weight: 3, arbitrary: fc.constant({ nested: true }) },
-  ).chain(({ nested }) => fc.record({
-    prefix: nested ? site.map((x) => `/api/sites/${x}`) : fc.constant('/api'),
-    collection: fc.constantFrom(...(nested ? NESTED : TOP)),
-  }));
-  return route.chain(({ prefix, collection }) => fc.oneof(
-    { weight: wList, arbitrary: fc.constant(`${prefix}/${collection}/`) },
-    { weight: wListRoute, arbitrary: fc.constantFrom(...(LIST_ROUTES[collection] ?? ['query'])).map((r) => `${prefix}/${collection}/${r}/`) },
-    { weight: wDetail, arbitrary: keyOf(collection).map((k) => `${prefix}/${collection}/${k}/`) },
-    {
-      weight: wDetailRoute,
-      arbitrary: fc.tuple(keyOf(collection), fc.oneof(
-        { weight: 5, arbitrary: fc.constantFrom(...(DETAIL_ROUTES[collection] ?? ['parent'])) },
-        { weight: 1, arbitrary: hostileSegment },
-      )).map(([k, r]) => `${prefix}/${collection}/${k}/${r}/`),
-    },
-  ).chain((p) => fc.constantFrom(p, p.slice(0, -1))));
+  const route = fc
+    .oneof({ weight: 2, arbitrary: fc.constant({ nested: false }) }, { weight: 3, arbitrary: fc.constant({ nested: true }) })
+    .chain(({ nested }) =>
+      fc.record({
+        prefix: nested ? site.map((x) => `/api/sites/${x}`) : fc.constant('/api'),
+        collection: fc.constantFrom(...(nested ? NESTED : TOP)),
+      }),
+    );
+  return route.chain(({ prefix, collection }) =>
+    fc
+      .oneof(
+        { weight: wList, arbitrary: fc.constant(`${prefix}/${collection}/`) },
+        {
+          weight: wListRoute,
+          arbitrary: fc.constantFrom(...(LIST_ROUTES[collection] ?? ['query'])).map((r) => `${prefix}/${collection}/${r}/`),
+        },
+        { weight: wDetail, arbitrary: keyOf(collection).map((k) => `${prefix}/${collection}/${k}/`) },
+        {
+          weight: wDetailRoute,
+          arbitrary: fc
+            .tuple(
+              keyOf(collection),
+              fc.oneof(
+                { weight: 5, arbitrary: fc.constantFrom(...(DETAIL_ROUTES[collection] ?? ['parent'])) },
+                { weight: 1, arbitrary: hostileSegment },
+              ),
+            )
+            .map(([k, r]) => `${prefix}/${collection}/${k}/${r}/`),
+        },
+      )
+      .chain((p) => fc.constantFrom(p, p.slice(0, -1))),
+  );
 }
 
 const numberText = fc.constantFrom(...NUMBER_TEXTS);
 const queryValue = fc.oneof(
-  numberText, fc.constantFrom(...REGEXES), fc.string({ maxLength: 20 }), fc.constantFrom('', 'true', 'false', 'x', 'role=edge', 'r1'),
+  numberText,
+  fc.constantFrom(...REGEXES),
+  fc.string({ maxLength: 20 }),
+  fc.constantFrom('', 'true', 'false', 'x', 'role=edge', 'r1'),
 );
 const queryParam = fc.oneof(
   fc.tuple(fc.constantFrom('limit', 'offset', 'num', 'prefix_length', 'resource_id', 'speed', 'device', 'parent_id', 'depth'), queryValue),
-  fc.tuple(fc.constantFrom('fields', 'omit', 'expand'), fc.constantFrom('id', 'name', 'site_id.x', 'attributes', '__proto__', ',,', 'id,name')),
-  fc.tuple(fc.constantFrom('hostname', 'name', 'cidr', 'state', 'attributes', 'endpoint_a', 'mac_address', 'include_ips', 'root_only',
-    'with_secret_key', 'reserve', 'strict_allocation', 'resource_name', 'format', 'event', 'include_networks'), queryValue),
-  fc.tuple(fc.constant('query'), fc.oneof(
+  fc.tuple(
+    fc.constantFrom('fields', 'omit', 'expand'),
+    fc.constantFrom('id', 'name', 'site_id.x', 'attributes', '__proto__', ',,', 'id,name'),
+  ),
+  fc.tuple(
+    fc.constantFrom(
+      'hostname',
+      'name',
+      'cidr',
+      'state',
+      'attributes',
+      'endpoint_a',
+      'mac_address',
+      'include_ips',
+      'root_only',
+      'with_secret_key',
+      'reserve',
+      'strict_allocation',
+      'resource_name',
+      'format',
+      'event',
+      'include_networks',
+    ),
+    queryValue,
+  ),
+  fc.tuple(
+    fc.constant('query'),
+    fc.oneof(
+      fc.constantFrom(...REGEXES).map((r) => `note_regex=${r}`),
+      fc
+        .tuple(fc.constantFrom('role', 'rack', '-role', '+role', 'nope', '', '='), fc.constantFrom('edge', 'core', '', '=', NINES))
+        .map(([a, v]) => `${a}=${v}`),
+      fc.string({ maxLength: 30 }),
+    ),
+  ),
+  fc.tuple(
+    fc.constantFrom('attributes', 'hostname__regex', 'name__regex'),
     fc.constantFrom(...REGEXES).map((r) => `note_regex=${r}`),
-    fc.tuple(fc.constantFrom('role', 'rack', '-role', '+role', 'nope', '', '='), fc.constantFrom('edge', 'core', '', '=', NINES))
-      .map(([a, v]) => `${a}=${v}`),
-    fc.string({ maxLength: 30 }),
-  )),
-  fc.tuple(fc.constantFrom('attributes', 'hostname__regex', 'name__regex'), fc.constantFrom(...REGEXES).map((r) => `note_regex=${r}`)),
+  ),
 );
-const queryOf = fc.array(queryParam, { maxLength: 4 })
+const queryOf = fc
+  .array(queryParam, { maxLength: 4 })
   .map((ps) => ps.map(([k, v]) => `${encodeURIComponent(k)}=${encodeURIComponent(v)}`).join('&'));
 
 /** A JSON text fragment: a hostile or plausible value for any field. */
@@ -192,19 +339,43 @@ const valueText: fc.Arbitrary<string> = fc.letrec<{ v: string }>((tie) => ({
     { depthSize: 'small', withCrossShrink: true },
     { weight: 4, arbitrary: numberText },
     { weight: 3, arbitrary: fc.jsonValue({ maxDepth: 2 }).map((v) => JSON.stringify(v)) },
-    { weight: 2, arbitrary: fc.constantFrom('"r1"', '"r1:ae0"', '"r2:xe-0/0/0"', '"bgp"', '"c1"', '"10.0.0.1"', '"10.0.0.0/8"', '"edge"',
-      `"${NINES}"`, '"18446744073709551616"', '"-1"', '" 1 "', '"00:11:22:33:44:55"', '"__proto__"', '"\\u0000"', '"\\ud800"') },
-    { weight: 1, arbitrary: fc.constantFrom('"' + 'x'.repeat(70_000) + '"', '['.repeat(1200) + ']'.repeat(1200), '[[[[[[[[]]]]]]]]') },
+    {
+      weight: 2,
+      arbitrary: fc.constantFrom(
+        '"r1"',
+        '"r1:ae0"',
+        '"r2:xe-0/0/0"',
+        '"bgp"',
+        '"c1"',
+        '"10.0.0.1"',
+        '"10.0.0.0/8"',
+        '"edge"',
+        `"${NINES}"`,
+        '"18446744073709551616"',
+        '"-1"',
+        '" 1 "',
+        '"00:11:22:33:44:55"',
+        '"__proto__"',
+        '"\\u0000"',
+        '"\\ud800"',
+      ),
+    },
+    { weight: 1, arbitrary: fc.constantFrom(`"${'x'.repeat(70_000)}"`, '['.repeat(1200) + ']'.repeat(1200), '[[[[[[[[]]]]]]]]') },
     { weight: 1, arbitrary: fc.constantFrom(...REGEXES).map((r) => JSON.stringify({ pattern: r, valid_values: ['a'] })) },
     { weight: 2, arbitrary: fc.array(tie('v'), { maxLength: 3 }).map((xs) => `[${xs.join(',')}]`) },
-    { weight: 2, arbitrary: fc.array(fc.tuple(fc.constantFrom('role', 'rack', 'peer', 'tier', 'a', '__proto__', ''), tie('v')), { maxLength: 3 })
-      .map((es) => `{${es.map(([k, v]) => `${JSON.stringify(k)}:${v}`).join(',')}}`) },
+    {
+      weight: 2,
+      arbitrary: fc
+        .array(fc.tuple(fc.constantFrom('role', 'rack', 'peer', 'tier', 'a', '__proto__', ''), tie('v')), { maxLength: 3 })
+        .map((es) => `{${es.map(([k, v]) => `${JSON.stringify(k)}:${v}`).join(',')}}`),
+    },
   ),
 })).v;
 
 function objectText(collection: string): fc.Arbitrary<string> {
   const fields = [...(FIELDS[collection] ?? ['name']), 'id', '__proto__', 'unknown'];
-  return fc.array(fc.tuple(fc.constantFrom(...fields), valueText), { maxLength: 5 })
+  return fc
+    .array(fc.tuple(fc.constantFrom(...fields), valueText), { maxLength: 5 })
     .map((es) => `{${es.map(([k, v]) => `${JSON.stringify(k)}:${v}`).join(',')}}`);
 }
 
@@ -212,15 +383,24 @@ function objectText(collection: string): fc.Arbitrary<string> {
 function validEntries(collection: string, n: number): string[] {
   const site = `"site_id":${fx.site}`;
   switch (collection) {
-    case 'sites': return [`"name":"fz-${n}"`];
-    case 'attributes': return [`"name":"fz${n}"`, '"resource_name":"Device"', site];
-    case 'devices': return [`"hostname":"fz-${n}"`, '"attributes":{"role":"edge"}', site];
-    case 'networks': return [`"cidr":"10.${n % 256}.${(n >> 8) % 256}.0/24"`, site];
-    case 'interfaces': return ['"device":"r1"', `"name":"fz${n}"`, '"mtu":1500', '"mac_address":"00:11:22:33:44:55"'];
-    case 'circuits': return [`"name":"fz${n}"`];
-    case 'protocol_types': return [`"name":"fz${n}"`, `"site":${fx.site}`];
-    case 'protocols': return ['"type":"bgp"', '"device":"r1"', '"attributes":{"peer":"p"}', `"site":${fx.site}`];
-    default: return [`"name":"fz${n}"`];
+    case 'sites':
+      return [`"name":"fz-${n}"`];
+    case 'attributes':
+      return [`"name":"fz${n}"`, '"resource_name":"Device"', site];
+    case 'devices':
+      return [`"hostname":"fz-${n}"`, '"attributes":{"role":"edge"}', site];
+    case 'networks':
+      return [`"cidr":"10.${n % 256}.${(n >> 8) % 256}.0/24"`, site];
+    case 'interfaces':
+      return ['"device":"r1"', `"name":"fz${n}"`, '"mtu":1500', '"mac_address":"00:11:22:33:44:55"'];
+    case 'circuits':
+      return [`"name":"fz${n}"`];
+    case 'protocol_types':
+      return [`"name":"fz${n}"`, `"site":${fx.site}`];
+    case 'protocols':
+      return ['"type":"bgp"', '"device":"r1"', '"attributes":{"peer":"p"}', `"site":${fx.site}`];
+    default:
+      return [`"name":"fz${n}"`];
   }
 }
 
@@ -228,10 +408,22 @@ function validEntries(collection: string, n: number): string[] {
 function plausibleText(collection: string): fc.Arbitrary<string> {
   const fields = FIELDS[collection] ?? ['name'];
   const ids = (fx.keys[collection] ?? []).filter((k) => /^\d+$/.test(k));
-  const id = ids.length ? fc.option(fc.constantFrom(...ids).map((i) => `"id":${i}`), { freq: 2 }) : fc.constant(null);
-  return fc.tuple(fc.nat(1 << 20), id, fc.option(fc.tuple(fc.constantFrom(...fields, 'id'), valueText), { freq: 2 }))
-    .map(([n, idEntry, extra]) => `{${[...validEntries(collection, n), ...(idEntry ? [idEntry] : []),
-      ...(extra ? [`${JSON.stringify(extra[0])}:${extra[1]}`] : [])].join(',')}}`);
+  const id = ids.length
+    ? fc.option(
+        fc.constantFrom(...ids).map((i) => `"id":${i}`),
+        { freq: 2 },
+      )
+    : fc.constant(null);
+  return fc
+    .tuple(fc.nat(1 << 20), id, fc.option(fc.tuple(fc.constantFrom(...fields, 'id'), valueText), { freq: 2 }))
+    .map(
+      ([n, idEntry, extra]) =>
+        `{${[
+          ...validEntries(collection, n),
+          ...(idEntry ? [idEntry] : []),
+          ...(extra ? [`${JSON.stringify(extra[0])}:${extra[1]}`] : []),
+        ].join(',')}}`,
+    );
 }
 
 /** A key as a JSON value: ids as numbers, natural keys as strings. */
@@ -245,33 +437,69 @@ function bodyOf(path: string): fc.Arbitrary<string | undefined> {
     { weight: 3, arbitrary: fc.array(plausibleText(collection), { minLength: 1, maxLength: 3 }).map((xs) => `[${xs.join(',')}]`) },
     { weight: 5, arbitrary: objectText(collection) },
     { weight: 3, arbitrary: fc.array(objectText(collection), { minLength: 1, maxLength: 3 }).map((xs) => `[${xs.join(',')}]`) },
-    { weight: 2, arbitrary: fc.array(fc.oneof(numberText, fc.constantFrom(...(fx.keys[collection] ?? ['1'])).map(keyText)), { minLength: 1, maxLength: 3 })
-      .map((xs) => `[${xs.join(',')}]`) },
+    {
+      weight: 2,
+      arbitrary: fc
+        .array(fc.oneof(numberText, fc.constantFrom(...(fx.keys[collection] ?? ['1'])).map(keyText)), { minLength: 1, maxLength: 3 })
+        .map((xs) => `[${xs.join(',')}]`),
+    },
     { weight: 1, arbitrary: fc.oneof(valueText, fc.constantFrom('{', '', 'nul', '{"a":1}}', 'name=x&description=1e309', '\u00ff\u00fe')) },
   );
 }
 
 /** Built once the fixtures exist: paths and bodies draw on their keys. */
-const requestArb = (): fc.Arbitrary<Req> => fc.constantFrom('GET', 'GET', 'HEAD', 'OPTIONS', 'POST', 'POST', 'PUT', 'PATCH', 'DELETE')
-  .chain((method) => fc.tuple(fc.constant(method), fc.oneof(
-    { weight: 12, arbitrary: pathOf(method) },
-    { weight: 1, arbitrary: fc.constantFrom('/api/', '/api/authenticate/', '/api/verify_token/', '/api/sites/query/', '/docs/openapi.json') },
-    // Set queries over the device with a long attribute value: where a backtracking regex would stall.
-    { weight: 1, arbitrary: fc.constantFrom(`/api/sites/${fx.site}/devices/query/`, '/api/devices/query/') },
-  ))).chain(([method, path]) => fc.record({
-  method: fc.constant(method),
-  path: fc.constant(path),
-  query: path.endsWith('/devices/query/')
-    ? fc.constantFrom(...REGEXES).map((r) => `query=${encodeURIComponent(`note_regex=${r}`)}`)
-    : queryOf,
-  headers: fc.record({
-    Accept: fc.constantFrom('application/json', 'application/json', 'application/json', '*/*', '', '', 'text/html',
-      'application/json; version=2.0', 'image/png', ';;,'),
-    'Content-Type': fc.constantFrom('application/json', 'application/json', 'application/json', 'application/json; charset=utf-8', '', '',
-      'text/plain', 'application/x-www-form-urlencoded', 'multipart/form-data; boundary=x'),
-  }),
-  body: bodyOf(path),
-}));
+const requestArb = (): fc.Arbitrary<Req> =>
+  fc
+    .constantFrom('GET', 'GET', 'HEAD', 'OPTIONS', 'POST', 'POST', 'PUT', 'PATCH', 'DELETE')
+    .chain((method) =>
+      fc.tuple(
+        fc.constant(method),
+        fc.oneof(
+          { weight: 12, arbitrary: pathOf(method) },
+          {
+            weight: 1,
+            arbitrary: fc.constantFrom('/api/', '/api/authenticate/', '/api/verify_token/', '/api/sites/query/', '/docs/openapi.json'),
+          },
+          // Set queries over the device with a long attribute value: where a backtracking regex would stall.
+          { weight: 1, arbitrary: fc.constantFrom(`/api/sites/${fx.site}/devices/query/`, '/api/devices/query/') },
+        ),
+      ),
+    )
+    .chain(([method, path]) =>
+      fc.record({
+        method: fc.constant(method),
+        path: fc.constant(path),
+        query: path.endsWith('/devices/query/')
+          ? fc.constantFrom(...REGEXES).map((r) => `query=${encodeURIComponent(`note_regex=${r}`)}`)
+          : queryOf,
+        headers: fc.record({
+          Accept: fc.constantFrom(
+            'application/json',
+            'application/json',
+            'application/json',
+            '*/*',
+            '',
+            '',
+            'text/html',
+            'application/json; version=2.0',
+            'image/png',
+            ';;,',
+          ),
+          'Content-Type': fc.constantFrom(
+            'application/json',
+            'application/json',
+            'application/json',
+            'application/json; charset=utf-8',
+            '',
+            '',
+            'text/plain',
+            'application/x-www-form-urlencoded',
+            'multipart/form-data; boundary=x',
+          ),
+        }),
+        body: bodyOf(path),
+      }),
+    );
 
 // ---- the checks ----------------------------------------------------------------------------------------------
 
@@ -303,45 +531,70 @@ async function fingerprint(): Promise<string> {
   return parts.join(' ');
 }
 
-const describeReq = (r: Req) => `${r.method} ${r.path}${r.query ? `?${r.query}` : ''} [${JSON.stringify(r.headers)}] ${
-  r.body === undefined ? '' : r.body.length > 300 ? `${r.body.slice(0, 300)}…(${r.body.length} chars)` : r.body}`;
+const describeReq = (r: Req) =>
+  `${r.method} ${r.path}${r.query ? `?${r.query}` : ''} [${JSON.stringify(r.headers)}] ${
+    r.body === undefined ? '' : r.body.length > 300 ? `${r.body.slice(0, 300)}…(${r.body.length} chars)` : r.body
+  }`;
 
 describe('hostile input property', () => {
   test(`no generated request gets a 5xx, stalls, answers outside the envelope, or writes when refused (${RUNS} runs)`, async () => {
     const seen = new Map<number, number>();
     let known: string | null = null;
-    await fc.assert(fc.asyncProperty(requestArb(), async (r) => {
-      const write = WRITES.has(r.method);
-      const before = write ? (known ??= await fingerprint()) : known;
-      let res: Awaited<ReturnType<typeof send>>;
-      try { res = await send(r); } catch (err) {
-        throw new Error(`no answer within ${REQUEST_BOUND_MS} ms (${(err as Error).name}): ${describeReq(r)}`);
-      }
-      seen.set(res.status, (seen.get(res.status) ?? 0) + 1);
-      if (process.env.HOSTILE_DEBUG === 'requests') console.log(res.status, res.text.slice(0, 150), describeReq(r).slice(0, 250));
-      if (res.status >= 500) {
-        const log = s.output.join('').split('\n').filter((l) => /internal error|^\s+at /.test(l)).slice(-8).join('\n');
-        throw new Error(`${res.status} ${res.text.slice(0, 300)}: ${describeReq(r)}\nserver log:\n${log}`);
-      }
-      const html = res.type.startsWith('text/html');
-      if (res.status >= 400 && r.method !== 'HEAD' && !html) {
-        let envelope: any;
-        try { envelope = JSON.parse(res.text); } catch { envelope = undefined; }
-        if (!envelope || Object.keys(envelope).join() !== 'error' || envelope.error.code !== res.status || envelope.error.message === undefined) {
-          throw new Error(`not the error envelope: ${res.status} ${res.text.slice(0, 300)}: ${describeReq(r)}`);
+    await fc.assert(
+      fc.asyncProperty(requestArb(), async (r) => {
+        const write = WRITES.has(r.method);
+        const before = write ? (known ??= await fingerprint()) : known;
+        let res: Awaited<ReturnType<typeof send>>;
+        try {
+          res = await send(r);
+        } catch (err) {
+          throw new Error(`no answer within ${REQUEST_BOUND_MS} ms (${(err as Error).name}): ${describeReq(r)}`);
         }
-      }
-      if (write && res.status >= 400) {
-        const after = await fingerprint();
-        if (after !== before) throw new Error(`refused write (${res.status} ${res.text.slice(0, 200)}) changed the store: ${before} → ${after}: ${describeReq(r)}`);
-        known = after;
-      } else if (write) {
-        known = null; // a successful write moves the fingerprint on
-      }
-    }), { seed: SEED, numRuns: RUNS, endOnFailure: true, interruptAfterTimeLimit: 600_000 });
+        seen.set(res.status, (seen.get(res.status) ?? 0) + 1);
+        if (process.env.HOSTILE_DEBUG === 'requests') console.log(res.status, res.text.slice(0, 150), describeReq(r).slice(0, 250));
+        if (res.status >= 500) {
+          const log = s.output
+            .join('')
+            .split('\n')
+            .filter((l) => /internal error|^\s+at /.test(l))
+            .slice(-8)
+            .join('\n');
+          throw new Error(`${res.status} ${res.text.slice(0, 300)}: ${describeReq(r)}\nserver log:\n${log}`);
+        }
+        const html = res.type.startsWith('text/html');
+        if (res.status >= 400 && r.method !== 'HEAD' && !html) {
+          let envelope: any;
+          try {
+            envelope = JSON.parse(res.text);
+          } catch {
+            envelope = undefined;
+          }
+          if (
+            !envelope ||
+            Object.keys(envelope).join() !== 'error' ||
+            envelope.error.code !== res.status ||
+            envelope.error.message === undefined
+          ) {
+            throw new Error(`not the error envelope: ${res.status} ${res.text.slice(0, 300)}: ${describeReq(r)}`);
+          }
+        }
+        if (write && res.status >= 400) {
+          const after = await fingerprint();
+          if (after !== before)
+            throw new Error(
+              `refused write (${res.status} ${res.text.slice(0, 200)}) changed the store: ${before} → ${after}: ${describeReq(r)}`,
+            );
+          known = after;
+        } else if (write) {
+          known = null; // a successful write moves the fingerprint on
+        }
+      }),
+      { seed: SEED, numRuns: RUNS, endOnFailure: true, interruptAfterTimeLimit: 600_000 },
+    );
     if (process.env.HOSTILE_DEBUG) console.log('statuses', JSON.stringify([...seen].sort()));
     // The storm reached past the front door: objects were read and written, bodies validated and refused.
-    for (const status of [200, 201, 400, 404, 405]) expect(seen.get(status) ?? 0, `status ${status} in ${JSON.stringify([...seen])}`).toBeGreaterThan(0);
+    for (const status of [200, 201, 400, 404, 405])
+      expect(seen.get(status) ?? 0, `status ${status} in ${JSON.stringify([...seen])}`).toBeGreaterThan(0);
     const after = await s.get(`/api/sites/${fx.site}/devices/?limit=1`);
     expect(after.status).toBe(200);
     expect((await s.get('/api/')).status).toBe(200);

@@ -7,19 +7,35 @@
  * file (assignments.test.ts). One server with SHARDS=2.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { type Change, expectError, fixtures } from '../helpers/fixtures.js';
 import { InjectServer as TestServer } from '../helpers/inject.js';
-import { expectError, fixtures, type Change } from '../helpers/fixtures.js';
 
 let s: TestServer;
-beforeAll(async () => { s = await TestServer.start({ shards: 2 }); });
-afterAll(async () => { await s.stop(); });
+beforeAll(async () => {
+  s = await TestServer.start({ shards: 2 });
+});
+afterAll(async () => {
+  await s.stop();
+});
 
 const { fresh, mkSite, mkDevice, mkAttr, sitesOnTwoShards, sitesOnOneShard, mkUser } = fixtures(() => s);
 
 export interface Iface {
-  id: number; parent_id: number | null; parent: string | null; name: string; name_slug: string; device: number; device_hostname: string;
-  description: string; addresses: string[]; networks: string[]; mac_address: string | null; speed: number | null; type: number;
-  mtu: number | null; attributes: Record<string, string | string[]>;
+  id: number;
+  parent_id: number | null;
+  parent: string | null;
+  name: string;
+  name_slug: string;
+  device: number;
+  device_hostname: string;
+  description: string;
+  addresses: string[];
+  networks: string[];
+  mac_address: string | null;
+  speed: number | null;
+  type: number;
+  mtu: number | null;
+  attributes: Record<string, string | string[]>;
 }
 
 async function mkIface(site: number, body: Record<string, unknown>): Promise<Iface> {
@@ -43,10 +59,25 @@ describe('interface create', () => {
     const r = await s.post(`/api/sites/${site}/interfaces/`, { device, name: 'eth0' });
     expect(r.status).toBe(201);
     const id = r.json.id;
-    expect(r.text).toBe(JSON.stringify({
-      id, parent_id: null, parent: null, name: 'eth0', name_slug: `${hostname}:eth0`, device, device_hostname: hostname,
-      description: '', addresses: [], networks: [], mac_address: '00:00:00:00:00:00', speed: 1000, type: 6, mtu: null, attributes: {},
-    }));
+    expect(r.text).toBe(
+      JSON.stringify({
+        id,
+        parent_id: null,
+        parent: null,
+        name: 'eth0',
+        name_slug: `${hostname}:eth0`,
+        device,
+        device_hostname: hostname,
+        description: '',
+        addresses: [],
+        networks: [],
+        mac_address: '00:00:00:00:00:00',
+        speed: 1000,
+        type: 6,
+        mtu: null,
+        attributes: {},
+      }),
+    );
     expect(r.headers.get('location')).toBe(`/api/sites/${site}/interfaces/${id}/`);
     expect((await s.get(`/api/interfaces/${id}/`)).text).toBe(r.text);
   });
@@ -60,7 +91,15 @@ describe('interface create', () => {
 
   test('interface create keeps every given field', async () => {
     const { site, device } = await siteWithDevice();
-    const i = await mkIface(site, { device, name: 'lo0', description: 'loop', type: '24', speed: 10.0, mtu: 9000, mac_address: '00-1C-73-2A-60-62' });
+    const i = await mkIface(site, {
+      device,
+      name: 'lo0',
+      description: 'loop',
+      type: '24',
+      speed: 10.0,
+      mtu: 9000,
+      mac_address: '00-1C-73-2A-60-62',
+    });
     expect(i).toMatchObject({ description: 'loop', type: 24, speed: 10, mtu: 9000, mac_address: '00:1C:73:2A:60:62' });
   });
 
@@ -73,7 +112,10 @@ describe('interface create', () => {
 
   test('interface create requires device and name, reported together', async () => {
     const { site } = await siteWithDevice();
-    expectError(await s.post(`/api/sites/${site}/interfaces/`, {}), 400, { name: ['This field is required.'], device: ['This field is required.'] });
+    expectError(await s.post(`/api/sites/${site}/interfaces/`, {}), 400, {
+      name: ['This field is required.'],
+      device: ['This field is required.'],
+    });
   });
 
   test('interface create refuses a blank name', async () => {
@@ -83,37 +125,56 @@ describe('interface create', () => {
 
   test('interface create reports an unknown device id and hostname with the related-field texts', async () => {
     const { site } = await siteWithDevice();
-    expectError(await s.post(`/api/sites/${site}/interfaces/`, { device: 999999, name: 'e' }), 400, { device: ['Invalid pk "999999" - object does not exist.'] });
-    expectError(await s.post(`/api/sites/${site}/interfaces/`, { device: 'nope-host', name: 'e' }), 400, { device: ['Object with hostname=nope-host does not exist.'] });
-    expectError(await s.post(`/api/sites/${site}/interfaces/`, { device: [1], name: 'e' }), 400, { device: ['Incorrect type. Expected pk value, received list.'] });
+    expectError(await s.post(`/api/sites/${site}/interfaces/`, { device: 999999, name: 'e' }), 400, {
+      device: ['Invalid pk "999999" - object does not exist.'],
+    });
+    expectError(await s.post(`/api/sites/${site}/interfaces/`, { device: 'nope-host', name: 'e' }), 400, {
+      device: ['Object with hostname=nope-host does not exist.'],
+    });
+    expectError(await s.post(`/api/sites/${site}/interfaces/`, { device: [1], name: 'e' }), 400, {
+      device: ['Incorrect type. Expected pk value, received list.'],
+    });
   });
 
   test('nested interface create does not find a device of another site', async () => {
     const { device } = await siteWithDevice();
     const other = (await mkSite()).id;
-    expectError(await s.post(`/api/sites/${other}/interfaces/`, { device, name: 'e' }), 400, { device: [`Invalid pk "${device}" - object does not exist.`] });
+    expectError(await s.post(`/api/sites/${other}/interfaces/`, { device, name: 'e' }), 400, {
+      device: [`Invalid pk "${device}" - object does not exist.`],
+    });
   });
 
   test('interface create refuses a type outside the nine codes', async () => {
     const { site, device } = await siteWithDevice();
-    expectError(await s.post(`/api/sites/${site}/interfaces/`, { device, name: 'e', type: 7 }), 400, { type: ['"7" is not a valid choice.'] });
-    expectError(await s.post(`/api/sites/${site}/interfaces/`, { device, name: 'e', type: 'ethernet' }), 400, { type: ['"ethernet" is not a valid choice.'] });
+    expectError(await s.post(`/api/sites/${site}/interfaces/`, { device, name: 'e', type: 7 }), 400, {
+      type: ['"7" is not a valid choice.'],
+    });
+    expectError(await s.post(`/api/sites/${site}/interfaces/`, { device, name: 'e', type: 'ethernet' }), 400, {
+      type: ['"ethernet" is not a valid choice.'],
+    });
   });
 
   test('interface accepts each of the nine type codes', async () => {
     const { site, device } = await siteWithDevice();
-    for (const type of [6, 1, 135, 136, 161, 24, 150, 53, 131]) expect((await mkIface(site, { device, name: `t${type}`, type })).type).toBe(type);
+    for (const type of [6, 1, 135, 136, 161, 24, 150, 53, 131])
+      expect((await mkIface(site, { device, name: `t${type}`, type })).type).toBe(type);
   });
 
   test('interface speed must be an integer', async () => {
     const { site, device } = await siteWithDevice();
-    expectError(await s.post(`/api/sites/${site}/interfaces/`, { device, name: 'e', speed: 10.5 }), 400, { speed: ['A valid integer is required.'] });
+    expectError(await s.post(`/api/sites/${site}/interfaces/`, { device, name: 'e', speed: 10.5 }), 400, {
+      speed: ['A valid integer is required.'],
+    });
   });
 
   test('interface mtu is bounded to 68–65535', async () => {
     const { site, device } = await siteWithDevice();
-    expectError(await s.post(`/api/sites/${site}/interfaces/`, { device, name: 'e', mtu: 67 }), 400, { mtu: ['Ensure this value is greater than or equal to 68.'] });
-    expectError(await s.post(`/api/sites/${site}/interfaces/`, { device, name: 'e', mtu: 65536 }), 400, { mtu: ['Ensure this value is less than or equal to 65535.'] });
+    expectError(await s.post(`/api/sites/${site}/interfaces/`, { device, name: 'e', mtu: 67 }), 400, {
+      mtu: ['Ensure this value is greater than or equal to 68.'],
+    });
+    expectError(await s.post(`/api/sites/${site}/interfaces/`, { device, name: 'e', mtu: 65536 }), 400, {
+      mtu: ['Ensure this value is less than or equal to 65535.'],
+    });
     expect((await mkIface(site, { device, name: 'm68', mtu: 68 })).mtu).toBe(68);
     expect((await mkIface(site, { device, name: 'm65535', mtu: 65535 })).mtu).toBe(65535);
   });
@@ -121,7 +182,9 @@ describe('interface create', () => {
   test('interface (device, name) is unique on create', async () => {
     const { site, device } = await siteWithDevice();
     await mkIface(site, { device, name: 'dup' });
-    expectError(await s.post(`/api/sites/${site}/interfaces/`, { device, name: 'dup' }), 400, { non_field_errors: ['The fields device, name must make a unique set.'] });
+    expectError(await s.post(`/api/sites/${site}/interfaces/`, { device, name: 'dup' }), 400, {
+      non_field_errors: ['The fields device, name must make a unique set.'],
+    });
   });
 
   test('interface names repeat freely across devices', async () => {
@@ -139,7 +202,7 @@ describe('interface create', () => {
     expect(changes[0]).toMatchObject({ event: 'Create', resource_name: 'Interface', resource_id: i.id, resource: i });
   });
 
-  test('interface create with a body site_id ignores it (the site is the device\'s)', async () => {
+  test("interface create with a body site_id ignores it (the site is the device's)", async () => {
     const { site, device } = await siteWithDevice();
     const i = await mkIface(site, { device, name: 'e', site_id: 99999 });
     expect(i.device).toBe(device);
@@ -148,19 +211,31 @@ describe('interface create', () => {
 
 describe('interface MAC addresses', () => {
   const accepted: [unknown, string][] = [
-    ['00:1c:73:2a:60:62', '00:1C:73:2A:60:62'], ['00-1C-73-2A-60-62', '00:1C:73:2A:60:62'], ['001c.732a.6062', '00:1C:73:2A:60:62'],
-    ['001c732a6062', '00:1C:73:2A:60:62'], ['0:1c:73:2a:60:62', '00:1C:73:2A:60:62'], ['001c73-2a6062', '00:1C:73:2A:60:62'],
-    ['001c73:2a6062', '00:1C:73:2A:60:62'], [0x001c732a6062, '00:1C:73:2A:60:62'], ['1', '00:00:00:00:00:01'], [281474976710655, 'FF:FF:FF:FF:FF:FF'],
+    ['00:1c:73:2a:60:62', '00:1C:73:2A:60:62'],
+    ['00-1C-73-2A-60-62', '00:1C:73:2A:60:62'],
+    ['001c.732a.6062', '00:1C:73:2A:60:62'],
+    ['001c732a6062', '00:1C:73:2A:60:62'],
+    ['0:1c:73:2a:60:62', '00:1C:73:2A:60:62'],
+    ['001c73-2a6062', '00:1C:73:2A:60:62'],
+    ['001c73:2a6062', '00:1C:73:2A:60:62'],
+    [0x001c732a6062, '00:1C:73:2A:60:62'],
+    ['1', '00:00:00:00:00:01'],
+    [281474976710655, 'FF:FF:FF:FF:FF:FF'],
   ];
   test.each(accepted)('interface mac_address %j is stored as %s', async (input, output) => {
     const { site, device } = await siteWithDevice();
     expect((await mkIface(site, { device, name: 'm', mac_address: input })).mac_address).toBe(output);
   });
 
-  test.each([['zz:1c:73:2a:60:62'], ['00:1c:73:2a:60'], [281474976710656], ['00:1c-73:2a:60:62'], [true], [1.5], ['']])('interface mac_address %j is refused with the doubly nested text', async (input) => {
-    const { site, device } = await siteWithDevice();
-    expectError(await s.post(`/api/sites/${site}/interfaces/`, { device, name: 'm', mac_address: input }), 400, { mac_address: { mac_address: 'Enter a valid MAC Address.' } });
-  });
+  test.each([['zz:1c:73:2a:60:62'], ['00:1c:73:2a:60'], [281474976710656], ['00:1c-73:2a:60:62'], [true], [1.5], ['']])(
+    'interface mac_address %j is refused with the doubly nested text',
+    async (input) => {
+      const { site, device } = await siteWithDevice();
+      expectError(await s.post(`/api/sites/${site}/interfaces/`, { device, name: 'm', mac_address: input }), 400, {
+        mac_address: { mac_address: 'Enter a valid MAC Address.' },
+      });
+    },
+  );
 
   test('interface mac_address filter matches a string or an integer, and refuses junk', async () => {
     const { site, device } = await siteWithDevice();
@@ -200,25 +275,39 @@ describe('interface top-level routing', () => {
       const hostname = fresh('twin');
       await mkDevice(a.id, hostname);
       await mkDevice(b.id, hostname);
-      expectError(await s.post('/api/interfaces/', { device: hostname, name: 'e' }), 400,
-        { device: [`Multiple Devices matched hostname='${hostname}'. Use a site-specific endpoint or lookup by ID.`] });
+      expectError(await s.post('/api/interfaces/', { device: hostname, name: 'e' }), 400, {
+        device: [`Multiple Devices matched hostname='${hostname}'. Use a site-specific endpoint or lookup by ID.`],
+      });
     }
   });
 
   test('top-level interface create with an unknown device reports it', async () => {
-    expectError(await s.post('/api/interfaces/', { device: 'never-there', name: 'e' }), 400, { device: ['Object with hostname=never-there does not exist.'] });
-    expectError(await s.post('/api/interfaces/', { device: 99999999, name: 'e' }), 400, { device: ['Invalid pk "99999999" - object does not exist.'] });
+    expectError(await s.post('/api/interfaces/', { device: 'never-there', name: 'e' }), 400, {
+      device: ['Object with hostname=never-there does not exist.'],
+    });
+    expectError(await s.post('/api/interfaces/', { device: 99999999, name: 'e' }), 400, {
+      device: ['Invalid pk "99999999" - object does not exist.'],
+    });
   });
 
   test('top-level bulk interface create routes by the devices, and refuses two sites', async () => {
     const [a, b] = await sitesOnTwoShards();
     const da = await mkDevice(a.id);
     const db = await mkDevice(b.id);
-    const ok = await s.post('/api/interfaces/', [{ device: da.hostname, name: 'e0' }, { device: da.id, name: 'e1' }]);
+    const ok = await s.post('/api/interfaces/', [
+      { device: da.hostname, name: 'e0' },
+      { device: da.id, name: 'e1' },
+    ]);
     expect(ok.status, ok.text).toBe(201);
     expect(ok.json.map((i: Iface) => i.name)).toEqual(['e0', 'e1']);
-    expectError(await s.post('/api/interfaces/', [{ device: da.id, name: 'x0' }, { device: db.id, name: 'x1' }]), 400,
-      { non_field_errors: ['A bulk request must keep to one site: send one request per site, or use /api/sites/<site_id>/<collection>/.'] });
+    expectError(
+      await s.post('/api/interfaces/', [
+        { device: da.id, name: 'x0' },
+        { device: db.id, name: 'x1' },
+      ]),
+      400,
+      { non_field_errors: ['A bulk request must keep to one site: send one request per site, or use /api/sites/<site_id>/<collection>/.'] },
+    );
     expect((await s.get(`/api/sites/${a.id}/interfaces/?name=x0`)).json).toEqual([]);
   });
 
@@ -229,14 +318,22 @@ describe('interface top-level routing', () => {
     expect((await s.get(`/api/sites/${site}/interfaces/${hostname}:xe-1/2/3:10.0`)).json.id).toBe(i.id);
     expect((await s.get(`/api/sites/${site}/interfaces/${encodeURIComponent(`${hostname}:xe-1/2/3:10.0`)}/`)).json.id).toBe(i.id);
     const other = (await mkSite()).id;
-    expectError(await s.get(`/api/sites/${other}/interfaces/${hostname}:xe-1/2/3:10.0/`), 404, `No such Interface found at (site_id, id) = (${other}, ${hostname}:xe-1/2/3:10.0)`);
+    expectError(
+      await s.get(`/api/sites/${other}/interfaces/${hostname}:xe-1/2/3:10.0/`),
+      404,
+      `No such Interface found at (site_id, id) = (${other}, ${hostname}:xe-1/2/3:10.0)`,
+    );
   });
 
   test('interface detail by a slug held in two sites answers Multiple at top level', async () => {
     const [a, b] = await sitesOnTwoShards();
     const hostname = fresh('tw');
     for (const site of [a.id, b.id]) await mkIface(site, { device: (await mkDevice(site, hostname)).id, name: 'e0' });
-    expectError(await s.get(`/api/interfaces/${hostname}:e0/`), 400, `Multiple Interfaces matched name_slug='${hostname}:e0'. Use a site-specific endpoint or lookup by ID.`);
+    expectError(
+      await s.get(`/api/interfaces/${hostname}:e0/`),
+      400,
+      `Multiple Interfaces matched name_slug='${hostname}:e0'. Use a site-specific endpoint or lookup by ID.`,
+    );
   });
 });
 
@@ -244,8 +341,11 @@ describe('interface updates', () => {
   test('interface PUT requires name, attributes and addresses', async () => {
     const { site, device } = await siteWithDevice();
     const i = await mkIface(site, { device, name: 'p' });
-    expectError(await s.put(`/api/interfaces/${i.id}/`, {}), 400,
-      { name: ['This field is required.'], addresses: ['This field is required.'], attributes: ['This field is required.'] });
+    expectError(await s.put(`/api/interfaces/${i.id}/`, {}), 400, {
+      name: ['This field is required.'],
+      addresses: ['This field is required.'],
+      attributes: ['This field is required.'],
+    });
   });
 
   test('interface PUT keeps omitted optional fields and ignores a device change', async () => {
@@ -286,7 +386,7 @@ describe('interface updates', () => {
     expect((await s.put(`/api/interfaces/${b.id}/`, { ...body, name: 'b' })).status).toBe(400);
   });
 
-  test('interface rename changes its name_slug and its children\'s parent', async () => {
+  test("interface rename changes its name_slug and its children's parent", async () => {
     const { site, device, hostname } = await siteWithDevice();
     const p = await mkIface(site, { device, name: 'ae0' });
     const c = await mkIface(site, { device, name: 'ae0.0', parent_id: p.id });
@@ -311,9 +411,15 @@ describe('interface updates', () => {
     const { site, device } = await siteWithDevice();
     const a = await mkIface(site, { device, name: 'a' });
     const b = await mkIface(site, { device, name: 'b' });
-    const r = await s.patch(`/api/sites/${site}/interfaces/`, [{ id: b.id, speed: 1 }, { id: a.id, speed: 2 }]);
+    const r = await s.patch(`/api/sites/${site}/interfaces/`, [
+      { id: b.id, speed: 1 },
+      { id: a.id, speed: 2 },
+    ]);
     expect(r.status, r.text).toBe(200);
-    expect(r.json.map((i: Iface) => [i.id, i.speed])).toEqual([[a.id, 2], [b.id, 1]]);
+    expect(r.json.map((i: Iface) => [i.id, i.speed])).toEqual([
+      [a.id, 2],
+      [b.id, 1],
+    ]);
   });
 
   test('bulk interface create reports each failing item by index', async () => {
@@ -343,14 +449,19 @@ describe('interface parent tree', () => {
   test('interface parent on another device is refused with the hostname text', async () => {
     const t = await tree();
     const other = await mkDevice(t.site);
-    expectError(await s.post(`/api/sites/${t.site}/interfaces/`, { device: other.id, name: 'x', parent_id: t.root.id }), 400,
-      { parent: `Parent's device does not match device with host name '${other.hostname}'` });
+    expectError(await s.post(`/api/sites/${t.site}/interfaces/`, { device: other.id, name: 'x', parent_id: t.root.id }), 400, {
+      parent: `Parent's device does not match device with host name '${other.hostname}'`,
+    });
   });
 
-  test('interface cannot be its own parent or descendant\'s child', async () => {
+  test("interface cannot be its own parent or descendant's child", async () => {
     const t = await tree();
-    expectError(await s.patch(`/api/interfaces/${t.root.id}/`, { parent_id: t.root.id }), 400, { parent: 'An interface cannot be its own ancestor.' });
-    expectError(await s.patch(`/api/interfaces/${t.root.id}/`, { parent_id: t.g.id }), 400, { parent: 'An interface cannot be its own ancestor.' });
+    expectError(await s.patch(`/api/interfaces/${t.root.id}/`, { parent_id: t.root.id }), 400, {
+      parent: 'An interface cannot be its own ancestor.',
+    });
+    expectError(await s.patch(`/api/interfaces/${t.root.id}/`, { parent_id: t.g.id }), 400, {
+      parent: 'An interface cannot be its own ancestor.',
+    });
   });
 
   test('interface parent can be cleared with null', async () => {
@@ -360,7 +471,9 @@ describe('interface parent tree', () => {
 
   test('interface parent_id that does not exist is a related-field error', async () => {
     const t = await tree();
-    expectError(await s.patch(`/api/interfaces/${t.c2.id}/`, { parent_id: 'nope:x' }), 400, { parent_id: ['Object with name_slug=nope:x does not exist.'] });
+    expectError(await s.patch(`/api/interfaces/${t.c2.id}/`, { parent_id: 'nope:x' }), 400, {
+      parent_id: ['Object with name_slug=nope:x does not exist.'],
+    });
   });
 
   test('interface tree routes answer in their documented orders', async () => {
@@ -378,7 +491,11 @@ describe('interface parent tree', () => {
 
   test('interface parent/ of a root is a 404 naming None', async () => {
     const t = await tree();
-    expectError(await s.get(`/api/sites/${t.site}/interfaces/${t.root.id}/parent/`), 404, `No such Interface found at (site_id, id) = (${t.site}, None)`);
+    expectError(
+      await s.get(`/api/sites/${t.site}/interfaces/${t.root.id}/parent/`),
+      404,
+      `No such Interface found at (site_id, id) = (${t.site}, None)`,
+    );
     expectError(await s.get(`/api/interfaces/${t.root.id}/parent/`), 404, 'No such Interface found at (site_id, id) = (None, None)');
   });
 
@@ -396,8 +513,11 @@ describe('interface parent tree', () => {
 
   test('interface with children cannot be deleted; with its children in one bulk delete it can', async () => {
     const t = await tree();
-    expectError(await s.delete(`/api/interfaces/${t.c1.id}/`), 409,
-      "Cannot delete some instances of model 'Interface' because they are referenced through a protected foreign key: 'Interface.parent'");
+    expectError(
+      await s.delete(`/api/interfaces/${t.c1.id}/`),
+      409,
+      "Cannot delete some instances of model 'Interface' because they are referenced through a protected foreign key: 'Interface.parent'",
+    );
     expect((await s.request('DELETE', `/api/sites/${t.site}/interfaces/`, { body: [t.c1.id, t.g.id] })).status).toBe(204);
     expect(ids((await s.get(`/api/interfaces/${t.root.id}/descendants/`)).json)).toEqual([t.c2.id]);
   });
@@ -408,7 +528,12 @@ describe('interface parent tree', () => {
     expect((await s.get(`/api/sites/${t.site}/interfaces/`)).json).toEqual([]);
     const deletes = ((await s.get(`/api/sites/${t.site}/changes/?event=Delete`)).json as Change[]).reverse();
     expect(deletes.map((c) => [c.resource_name, c.resource_id])).toEqual([
-      ['Interface', t.g.id], ['Interface', t.c1.id], ['Interface', t.c2.id], ['Interface', t.root.id], ['Interface', t.root2.id], ['Device', t.device],
+      ['Interface', t.g.id],
+      ['Interface', t.c1.id],
+      ['Interface', t.c2.id],
+      ['Interface', t.root.id],
+      ['Interface', t.root2.id],
+      ['Device', t.device],
     ]);
   });
 });
@@ -460,10 +585,14 @@ describe('interface lists', () => {
     const p = await mkIface(site, { device, name: 'p' });
     const c = await mkIface(site, { device, name: 'c', parent_id: p.id });
     const r = (await s.get(`/api/interfaces/${c.id}/?expand=device.site_id,parent_id&fields=id,device,parent_id`)).json;
-    expect(r).toEqual({ id: c.id, parent_id: p, device: { id: device, site_id: (await s.get(`/api/sites/${site}/`)).json, hostname, attributes: {} } });
+    expect(r).toEqual({
+      id: c.id,
+      parent_id: p,
+      device: { id: device, site_id: (await s.get(`/api/sites/${site}/`)).json, hostname, attributes: {} },
+    });
   });
 
-  test('device interfaces/ lists the device\'s interfaces by id', async () => {
+  test("device interfaces/ lists the device's interfaces by id", async () => {
     const { site, device } = await siteWithDevice();
     const a = await mkIface(site, { device, name: 'a' });
     const b = await mkIface(site, { device, name: 'b' });
@@ -474,10 +603,14 @@ describe('interface lists', () => {
 });
 
 describe('interface permissions and OPTIONS', () => {
-  test('interface create needs add_interface in the device\'s site, also at top level', async () => {
+  test("interface create needs add_interface in the device's site, also at top level", async () => {
     const { site, device } = await siteWithDevice();
     const email = await mkUser({ [site]: ['add_device'] });
-    expectError(await s.request('POST', '/api/interfaces/', { body: { device, name: 'e' }, as: email }), 403, 'You do not have permission to perform this action.');
+    expectError(
+      await s.request('POST', '/api/interfaces/', { body: { device, name: 'e' }, as: email }),
+      403,
+      'You do not have permission to perform this action.',
+    );
     const allowed = await mkUser({ [site]: ['add_interface'] });
     expect((await s.request('POST', '/api/interfaces/', { body: { device, name: 'e' }, as: allowed })).status).toBe(201);
   });

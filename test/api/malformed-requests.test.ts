@@ -16,7 +16,11 @@ import { TestServer } from '../helpers/server.js';
 
 let s: TestServer;
 
-interface Outcome { closed: boolean; ms: number; text: string }
+interface Outcome {
+  closed: boolean;
+  ms: number;
+  text: string;
+}
 
 /**
  * Writes `parts` on a fresh connection, `gapMs` apart, and collects what comes back until the server
@@ -38,7 +42,15 @@ function exchange(parts: (string | Buffer)[], boundMs: number, gapMs = 50): Prom
       resolve({ closed, ms: Date.now() - started, text: Buffer.concat(chunks).toString('latin1') });
     };
     timers.push(setTimeout(() => settle(false), boundMs));
-    socket.on('connect', () => parts.forEach((p, i) => timers.push(setTimeout(() => { if (!settled) socket.write(p); }, i * gapMs))));
+    socket.on('connect', () => {
+      for (const [i, p] of parts.entries()) {
+        timers.push(
+          setTimeout(() => {
+            if (!settled) socket.write(p);
+          }, i * gapMs),
+        );
+      }
+    });
     socket.on('data', (d: Buffer) => chunks.push(d));
     // A close by the server shows up as end (FIN) or ECONNRESET (RST, when it closes with unread bytes).
     socket.on('end', () => settle(true));

@@ -11,19 +11,20 @@
  */
 import { rmSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { InjectServer as TestServer, type Response } from '../helpers/inject.js';
-import { expectError, fixtures, type Attrs, type Change, netShape, expectBody, type Net } from '../helpers/fixtures.js';
+import { type Change, expectBody, expectError, fixtures, type Net, netShape } from '../helpers/fixtures.js';
+import { InjectServer as TestServer } from '../helpers/inject.js';
 
 let s: TestServer;
 let restartedDir: string | null = null;
-beforeAll(async () => { s = await TestServer.start({ shards: 2 }); });
+beforeAll(async () => {
+  s = await TestServer.start({ shards: 2 });
+});
 afterAll(async () => {
   await s?.stop();
   if (restartedDir) rmSync(restartedDir, { recursive: true, force: true });
 });
 
 const { mkSite, sitesOnTwoShards, sitesOnOneShard } = fixtures(() => s, { base: 'tree' });
-
 
 async function mkNet(site: number, cidr: string, extra: Record<string, unknown> = {}): Promise<Net> {
   const r = await s.post(`/api/sites/${site}/networks/`, { cidr, ...extra });
@@ -56,13 +57,17 @@ async function netChanges(site: number): Promise<Change[]> {
 const events = (list: Change[]) => list.map((c) => `${c.event} ${c.resource_id}`);
 
 const NONE_ABOVE = (site: number | string) => `No such Network found at (site_id, id) = (${site}, None)`;
-const PROTECTED = "Cannot delete some instances of model 'Network' because they are referenced through a protected foreign key: 'Network.parent'";
+const PROTECTED =
+  "Cannot delete some instances of model 'Network' because they are referenced through a protected foreign key: 'Network.parent'";
 const FORCE_ROOT = 'You cannot forcefully delete a network that does not have a parent, and whose children are leaf nodes.';
 
 // ---------------------------------------------------------------------------
 
 describe('trees per site and per version (§13.2)', () => {
-  test.each([['one shard', true], ['two shards', false]] as const)('a network in another site never parents or captures (%s)', async (_n, same) => {
+  test.each([
+    ['one shard', true],
+    ['two shards', false],
+  ] as const)('a network in another site never parents or captures (%s)', async (_n, same) => {
     const [a, b] = same ? await sitesOnOneShard() : await sitesOnTwoShards();
     const a24 = await mkNet(a.id, '10.0.0.0/24');
     const aIp = await mkNet(a.id, '10.0.0.1');
@@ -86,7 +91,10 @@ describe('trees per site and per version (§13.2)', () => {
     const all6 = await mkNet(site, '::/0');
     const all4 = await mkNet(site, '0.0.0.0/0');
     expect(await parents(site)).toEqual({
-      '10.0.0.0/8': '0.0.0.0/0', '::ffff:0:0/96': '::/0', '::/0': null, '0.0.0.0/0': null,
+      '10.0.0.0/8': '0.0.0.0/0',
+      '::ffff:0:0/96': '::/0',
+      '::/0': null,
+      '0.0.0.0/0': null,
     });
     expect(cidrs(await listOf(`/api/sites/${site}/networks/${all6.id}/children/`))).toEqual(['::ffff:0:0/96']);
     expect(cidrs(await listOf(`/api/sites/${site}/networks/${all4.id}/descendants/`))).toEqual(['10.0.0.0/8']);
@@ -109,8 +117,13 @@ describe('reparenting on create (§13.2), with no Changes', () => {
     const n16 = await mkNet(site, '10.1.0.0/16');
     expect(n16).toEqual(netShape(n16.id, site, '10.1.0.0/16', n8));
     expect(await parents(site)).toEqual({
-      '10.0.0.0/8': null, '10.1.0.0/24': '10.1.0.0/16', '10.1.255.0/24': '10.1.0.0/16', '10.2.0.0/24': '10.0.0.0/8',
-      '10.1.0.5/32': '10.1.0.0/24', '10.3.0.1/32': '10.0.0.0/8', '10.1.0.0/16': '10.0.0.0/8',
+      '10.0.0.0/8': null,
+      '10.1.0.0/24': '10.1.0.0/16',
+      '10.1.255.0/24': '10.1.0.0/16',
+      '10.2.0.0/24': '10.0.0.0/8',
+      '10.1.0.5/32': '10.1.0.0/24',
+      '10.3.0.1/32': '10.0.0.0/8',
+      '10.1.0.0/16': '10.0.0.0/8',
     });
     expect((await get(site, a.id)).parent_id).toBe(n16.id);
     expect((await get(site, b.id)).parent_id).toBe(n16.id);
@@ -131,7 +144,11 @@ describe('reparenting on create (§13.2), with no Changes', () => {
     const top = await mkNet(site, '10.0.0.0/8');
     expect(top.parent).toBeNull();
     expect(await parents(site)).toEqual({
-      '10.1.0.0/16': '10.0.0.0/8', '10.2.0.0/16': '10.0.0.0/8', '11.0.0.0/8': null, '10.1.2.3/32': '10.1.0.0/16', '10.0.0.0/8': null,
+      '10.1.0.0/16': '10.0.0.0/8',
+      '10.2.0.0/16': '10.0.0.0/8',
+      '11.0.0.0/8': null,
+      '10.1.2.3/32': '10.1.0.0/16',
+      '10.0.0.0/8': null,
     });
     await mkNet(site, '10.1.2.0/24');
     expect((await parents(site))['10.1.2.3/32']).toBe('10.1.2.0/24');
@@ -152,8 +169,11 @@ describe('reparenting on create (§13.2), with no Changes', () => {
     const mid = await mkNet(site, '2001:DB8:0::/48');
     expect(mid).toEqual(netShape(mid.id, site, '2001:db8::/48', top));
     expect(await parents(site)).toEqual({
-      '2001:db8::/32': null, '2001:db8:0:1::/64': '2001:db8::/48', '2001:db8:1::/64': '2001:db8::/32',
-      '2001:db8:0:1::1/128': '2001:db8:0:1::/64', '2001:db8::/48': '2001:db8::/32',
+      '2001:db8::/32': null,
+      '2001:db8:0:1::/64': '2001:db8::/48',
+      '2001:db8:1::/64': '2001:db8::/32',
+      '2001:db8:0:1::1/128': '2001:db8:0:1::/64',
+      '2001:db8::/48': '2001:db8::/32',
     });
   });
 });
@@ -170,9 +190,26 @@ describe('traversal routes (§13.3)', () => {
     [site, other] = [await siteId(), await siteId()];
     // Created out of address order, so id order differs from the tree order.
     for (const c of [
-      '10.1.0.0/16', '192.168.0.0/16', '10.0.0.0/8', '2001:db8::/32', '10.0.0.0/16', '10.0.0.10', '10.0.1.0/24', '10.0.0.0/24',
-      '10.0.0.9', '10.0.0.2', '10.1.0.128/25', '10.1.0.129', '192.168.1.1', '2001:db8:a::/48', '2001:db8:9::/48', '2001:db8::/48',
-      '2001:db8::1', '172.16.0.0/12', '2001:db8:a::10', '2001:db8:a::9',
+      '10.1.0.0/16',
+      '192.168.0.0/16',
+      '10.0.0.0/8',
+      '2001:db8::/32',
+      '10.0.0.0/16',
+      '10.0.0.10',
+      '10.0.1.0/24',
+      '10.0.0.0/24',
+      '10.0.0.9',
+      '10.0.0.2',
+      '10.1.0.128/25',
+      '10.1.0.129',
+      '192.168.1.1',
+      '2001:db8:a::/48',
+      '2001:db8:9::/48',
+      '2001:db8::/48',
+      '2001:db8::1',
+      '172.16.0.0/12',
+      '2001:db8:a::10',
+      '2001:db8:a::9',
     ]) {
       const n = await mkNet(site, c);
       N[n.cidr] = n;
@@ -183,22 +220,55 @@ describe('traversal routes (§13.3)', () => {
     await mkNet(other, '2001:db8::/32');
   });
 
-  const DESC8 = ['10.0.0.0/16', '10.0.0.0/24', '10.0.0.2/32', '10.0.0.9/32', '10.0.0.10/32', '10.0.1.0/24', '10.1.0.0/16', '10.1.0.128/25', '10.1.0.129/32'];
+  const DESC8 = [
+    '10.0.0.0/16',
+    '10.0.0.0/24',
+    '10.0.0.2/32',
+    '10.0.0.9/32',
+    '10.0.0.10/32',
+    '10.0.1.0/24',
+    '10.1.0.0/16',
+    '10.1.0.128/25',
+    '10.1.0.129/32',
+  ];
 
   test('the tree as listed', async () => {
     expect(await parents(site)).toEqual({
-      '10.1.0.0/16': '10.0.0.0/8', '192.168.0.0/16': null, '10.0.0.0/8': null, '2001:db8::/32': null, '10.0.0.0/16': '10.0.0.0/8',
-      '10.0.0.10/32': '10.0.0.0/24', '10.0.1.0/24': '10.0.0.0/16', '10.0.0.0/24': '10.0.0.0/16', '10.0.0.9/32': '10.0.0.0/24',
-      '10.0.0.2/32': '10.0.0.0/24', '10.1.0.128/25': '10.1.0.0/16', '10.1.0.129/32': '10.1.0.128/25', '192.168.1.1/32': '192.168.0.0/16',
-      '2001:db8:a::/48': '2001:db8::/32', '2001:db8:9::/48': '2001:db8::/32', '2001:db8::/48': '2001:db8::/32',
-      '2001:db8::1/128': '2001:db8::/48', '172.16.0.0/12': null, '2001:db8:a::10/128': '2001:db8:a::/48', '2001:db8:a::9/128': '2001:db8:a::/48',
+      '10.1.0.0/16': '10.0.0.0/8',
+      '192.168.0.0/16': null,
+      '10.0.0.0/8': null,
+      '2001:db8::/32': null,
+      '10.0.0.0/16': '10.0.0.0/8',
+      '10.0.0.10/32': '10.0.0.0/24',
+      '10.0.1.0/24': '10.0.0.0/16',
+      '10.0.0.0/24': '10.0.0.0/16',
+      '10.0.0.9/32': '10.0.0.0/24',
+      '10.0.0.2/32': '10.0.0.0/24',
+      '10.1.0.128/25': '10.1.0.0/16',
+      '10.1.0.129/32': '10.1.0.128/25',
+      '192.168.1.1/32': '192.168.0.0/16',
+      '2001:db8:a::/48': '2001:db8::/32',
+      '2001:db8:9::/48': '2001:db8::/32',
+      '2001:db8::/48': '2001:db8::/32',
+      '2001:db8::1/128': '2001:db8::/48',
+      '172.16.0.0/12': null,
+      '2001:db8:a::10/128': '2001:db8:a::/48',
+      '2001:db8:a::9/128': '2001:db8:a::/48',
     });
   });
 
   test('parent: the object; 404 for a root, with the URL site or None', async () => {
     expectBody(await s.get(route('10.0.0.0/24', 'parent')), 200, netShape(at('10.0.0.0/16').id, site, '10.0.0.0/16', at('10.0.0.0/8')));
-    expectBody(await s.get(route(at('10.0.0.9/32').id, 'parent')), 200, netShape(at('10.0.0.0/24').id, site, '10.0.0.0/24', at('10.0.0.0/16')));
-    expectBody(await s.get(`/api/networks/${at('2001:db8::1/128').id}/parent/`), 200, netShape(at('2001:db8::/48').id, site, '2001:db8::/48', at('2001:db8::/32')));
+    expectBody(
+      await s.get(route(at('10.0.0.9/32').id, 'parent')),
+      200,
+      netShape(at('10.0.0.0/24').id, site, '10.0.0.0/24', at('10.0.0.0/16')),
+    );
+    expectBody(
+      await s.get(`/api/networks/${at('2001:db8::1/128').id}/parent/`),
+      200,
+      netShape(at('2001:db8::/48').id, site, '2001:db8::/48', at('2001:db8::/32')),
+    );
     expectError(await s.get(route('10.0.0.0/8', 'parent')), 404, NONE_ABOVE(site));
     expectError(await s.get(route('2001:db8::/32', 'parent')), 404, NONE_ABOVE(site));
     expectError(await s.get(`/api/networks/${at('10.0.0.0/8').id}/parent/`), 404, NONE_ABOVE('None'));
@@ -237,20 +307,29 @@ describe('traversal routes (§13.3)', () => {
     expect(await names('2001:db8:a::/48', 'children')).toEqual(['2001:db8:a::9/128', '2001:db8:a::10/128']);
     expect(await names('10.0.0.9', 'children')).toEqual([]);
     expect(await names('172.16.0.0/12', 'children')).toEqual([]);
-    expectBody(await s.get(route('10.1.0.128/25', 'children')), 200, [netShape(at('10.1.0.129/32').id, site, '10.1.0.129/32', at('10.1.0.128/25'))]);
+    expectBody(await s.get(route('10.1.0.128/25', 'children')), 200, [
+      netShape(at('10.1.0.129/32').id, site, '10.1.0.129/32', at('10.1.0.128/25')),
+    ]);
   });
 
   test('descendants and descendents: the whole subtree in (address, prefix) order; only descendents warns', async () => {
     expect(await names('10.0.0.0/8', 'descendants')).toEqual(DESC8);
     expect(await names('2001:db8::/32', 'descendants')).toEqual([
-      '2001:db8::/48', '2001:db8::1/128', '2001:db8:9::/48', '2001:db8:a::/48', '2001:db8:a::9/128', '2001:db8:a::10/128',
+      '2001:db8::/48',
+      '2001:db8::1/128',
+      '2001:db8:9::/48',
+      '2001:db8:a::/48',
+      '2001:db8:a::9/128',
+      '2001:db8:a::10/128',
     ]);
     expect(await names('10.0.0.2', 'descendants')).toEqual([]);
     const a = await s.get(route('10.0.0.0/8', 'descendants'));
     const b = await s.get(route('10.0.0.0/8', 'descendents'));
     expect(b.status).toBe(200);
     expect(b.text).toBe(a.text);
-    expect(b.headers.get('warning')).toBe('299 - "The `descendents` API endpoint is pending deprecation. Use the `descendants` API endpoint instead."');
+    expect(b.headers.get('warning')).toBe(
+      '299 - "The `descendents` API endpoint is pending deprecation. Use the `descendants` API endpoint instead."',
+    );
     expect(a.headers.get('warning')).toBeNull();
     const top = await s.get(`/api/networks/${at('10.0.0.0/16').id}/descendents/`);
     expect(cidrs(top.json)).toEqual(DESC8.slice(1, 6));
@@ -271,20 +350,44 @@ describe('traversal routes (§13.3)', () => {
   test('siblings of a root: every root of the site, both versions, IPv4 first; no other site', async () => {
     expect(await names('10.0.0.0/8', 'siblings')).toEqual(['172.16.0.0/12', '192.168.0.0/16', '2001:db8::/32']);
     expect(await names('2001:db8::/32', 'siblings')).toEqual(['10.0.0.0/8', '172.16.0.0/12', '192.168.0.0/16']);
-    expect(await names('172.16.0.0/12', 'siblings', '?include_self=true')).toEqual(['10.0.0.0/8', '172.16.0.0/12', '192.168.0.0/16', '2001:db8::/32']);
-    expect(cidrs(await listOf(`/api/networks/${at('192.168.0.0/16').id}/siblings/`))).toEqual(['10.0.0.0/8', '172.16.0.0/12', '2001:db8::/32']);
+    expect(await names('172.16.0.0/12', 'siblings', '?include_self=true')).toEqual([
+      '10.0.0.0/8',
+      '172.16.0.0/12',
+      '192.168.0.0/16',
+      '2001:db8::/32',
+    ]);
+    expect(cidrs(await listOf(`/api/networks/${at('192.168.0.0/16').id}/siblings/`))).toEqual([
+      '10.0.0.0/8',
+      '172.16.0.0/12',
+      '2001:db8::/32',
+    ]);
   });
 
   test('subnets: flags, direct, and an IP gives []', async () => {
     expect(await names('10.0.0.0/8', 'subnets')).toEqual(DESC8);
     expect(await names('10.0.0.0/8', 'subnets', '?include_networks=true&include_ips=true&direct=false')).toEqual(DESC8);
-    expect(await names('10.0.0.0/8', 'subnets', '?include_ips=false')).toEqual(['10.0.0.0/16', '10.0.0.0/24', '10.0.1.0/24', '10.1.0.0/16', '10.1.0.128/25']);
-    expect(await names('10.0.0.0/8', 'subnets', '?include_networks=false')).toEqual(['10.0.0.2/32', '10.0.0.9/32', '10.0.0.10/32', '10.1.0.129/32']);
+    expect(await names('10.0.0.0/8', 'subnets', '?include_ips=false')).toEqual([
+      '10.0.0.0/16',
+      '10.0.0.0/24',
+      '10.0.1.0/24',
+      '10.1.0.0/16',
+      '10.1.0.128/25',
+    ]);
+    expect(await names('10.0.0.0/8', 'subnets', '?include_networks=false')).toEqual([
+      '10.0.0.2/32',
+      '10.0.0.9/32',
+      '10.0.0.10/32',
+      '10.1.0.129/32',
+    ]);
     expect(await names('10.0.0.0/8', 'subnets', '?include_networks=false&include_ips=false')).toEqual([]);
     expect(await names('10.0.0.0/8', 'subnets', '?direct=true')).toEqual(['10.0.0.0/16', '10.1.0.0/16']);
     expect(await names('10.0.0.0/16', 'subnets', '?direct')).toEqual(['10.0.0.0/24', '10.0.1.0/24']);
     expect(await names('10.0.0.0/24', 'subnets', '?direct=true&include_ips=false')).toEqual([]);
-    expect(await names('10.0.0.0/24', 'subnets', '?direct=true&include_networks=false')).toEqual(['10.0.0.2/32', '10.0.0.9/32', '10.0.0.10/32']);
+    expect(await names('10.0.0.0/24', 'subnets', '?direct=true&include_networks=false')).toEqual([
+      '10.0.0.2/32',
+      '10.0.0.9/32',
+      '10.0.0.10/32',
+    ]);
     expect(await names('10.0.0.9', 'subnets')).toEqual([]);
     expect(await names('10.0.0.9', 'subnets', '?direct=true')).toEqual([]);
     expect(await names('2001:db8::/32', 'subnets', '?include_ips=false')).toEqual(['2001:db8::/48', '2001:db8:9::/48', '2001:db8:a::/48']);
@@ -294,7 +397,9 @@ describe('traversal routes (§13.3)', () => {
   test('supernets: every containing non-IP network in order; direct gives the parent; a root gives []', async () => {
     expect(await names('10.0.0.9', 'supernets')).toEqual(['10.0.0.0/8', '10.0.0.0/16', '10.0.0.0/24']);
     expect(await names('10.0.0.9', 'supernets', '?direct=true')).toEqual(['10.0.0.0/24']);
-    expectBody(await s.get(route('10.1.0.128/25', 'supernets', '?direct=true')), 200, [netShape(at('10.1.0.0/16').id, site, '10.1.0.0/16', at('10.0.0.0/8'))]);
+    expectBody(await s.get(route('10.1.0.128/25', 'supernets', '?direct=true')), 200, [
+      netShape(at('10.1.0.0/16').id, site, '10.1.0.0/16', at('10.0.0.0/8')),
+    ]);
     expect(await names('2001:db8:a::10', 'supernets')).toEqual(['2001:db8::/32', '2001:db8:a::/48']);
     expect(await names('10.0.0.0/8', 'supernets')).toEqual([]);
     expect(await names('10.0.0.0/8', 'supernets', '?direct=true')).toEqual([]);
@@ -316,12 +421,26 @@ describe('traversal routes (§13.3)', () => {
   });
 
   test('unknown networks: 404 on every traversal route', async () => {
-    for (const r of ['parent', 'root', 'ancestors', 'children', 'descendants', 'descendents', 'siblings', 'subnets', 'supernets', 'assignments']) {
+    for (const r of [
+      'parent',
+      'root',
+      'ancestors',
+      'children',
+      'descendants',
+      'descendents',
+      'siblings',
+      'subnets',
+      'supernets',
+      'assignments',
+    ]) {
       expectError(await s.get(route('10.9.0.0/16', r)), 404, `No such Network found at (site_id, id) = (${site}, 10.9.0.0/16)`);
       expectError(await s.get(route(999999, r)), 404, `No such Network found at (site_id, id) = (${site}, 999999)`);
       // Another site's network by id
-      expectError(await s.get(`/api/sites/${other}/networks/${at('10.0.0.0/16').id}/${r}/`), 404,
-        `No such Network found at (site_id, id) = (${other}, ${at('10.0.0.0/16').id})`);
+      expectError(
+        await s.get(`/api/sites/${other}/networks/${at('10.0.0.0/16').id}/${r}/`),
+        404,
+        `No such Network found at (site_id, id) = (${other}, ${at('10.0.0.0/16').id})`,
+      );
     }
   });
 
@@ -339,21 +458,30 @@ describe('a random tree against brute force', () => {
     seed = (seed + 0x6d2b79f5) | 0;
     let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
     t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return (((t ^ (t >>> 14)) >>> 0) / 4294967296 * n) | 0;
+    return ((((t ^ (t >>> 14)) >>> 0) / 4294967296) * n) | 0;
   };
-  interface P { addr: bigint; len: number; v: 4 | 6; text: string }
+  interface P {
+    addr: bigint;
+    len: number;
+    v: 4 | 6;
+    text: string;
+  }
   const W = (v: 4 | 6) => (v === 4 ? 32 : 128);
-  const contains = (a: P, b: P) => a.v === b.v && a.len < b.len && (b.addr >> BigInt(W(a.v) - a.len)) === (a.addr >> BigInt(W(a.v) - a.len));
+  const contains = (a: P, b: P) => a.v === b.v && a.len < b.len && b.addr >> BigInt(W(a.v) - a.len) === a.addr >> BigInt(W(a.v) - a.len);
   const order = (a: P, b: P) => a.v - b.v || (a.addr < b.addr ? -1 : a.addr > b.addr ? 1 : a.len - b.len);
   const v4text = (addr: bigint, len: number) => `${[24n, 16n, 8n, 0n].map((sh) => String((addr >> sh) & 255n)).join('.')}/${len}`;
   /** RFC 5952, written out independently of the product. */
   const v6text = (addr: bigint, len: number) => {
     const g = [112n, 96n, 80n, 64n, 48n, 32n, 16n, 0n].map((sh) => Number((addr >> sh) & 0xffffn));
-    let best = -1, bestLen = 1;
+    let best = -1,
+      bestLen = 1;
     for (let i = 0; i < 8; i++) {
       let j = i;
       while (j < 8 && g[j] === 0) j++;
-      if (j - i > bestLen) { best = i; bestLen = j - i; }
+      if (j - i > bestLen) {
+        best = i;
+        bestLen = j - i;
+      }
     }
     const h = g.map((x) => x.toString(16));
     const text = best < 0 ? h.join(':') : `${h.slice(0, best).join(':')}::${h.slice(best + bestLen).join(':')}`;
@@ -392,8 +520,14 @@ describe('a random tree against brute force', () => {
     const roots = prefixes.slice(0, 2);
     // Shuffle all but the two roots; IPs need their base, which the roots give.
     const rest = prefixes.slice(2);
-    for (let i = rest.length - 1; i > 0; i--) { const j = rnd(i + 1); [rest[i], rest[j]] = [rest[j], rest[i]]; }
-    const created = await s.post(`/api/sites/${site}/networks/`, [...roots, ...rest].map((p) => ({ cidr: p.text })));
+    for (let i = rest.length - 1; i > 0; i--) {
+      const j = rnd(i + 1);
+      [rest[i], rest[j]] = [rest[j], rest[i]];
+    }
+    const created = await s.post(
+      `/api/sites/${site}/networks/`,
+      [...roots, ...rest].map((p) => ({ cidr: p.text })),
+    );
     expect(created.status, created.text).toBe(201);
     expect(cidrs(created.json)).toEqual([...roots, ...rest].map((p) => p.text));
 
@@ -412,15 +546,19 @@ describe('a random tree against brute force', () => {
       for (const n of all.filter((_, i) => i % 9 === 0)) {
         const key = n.text;
         const sorted = (ps: P[]) => ps.sort(order).map((p) => p.text);
-        expect(await (async () => cidrs(await listOf(`/api/sites/${site}/networks/${key}/children/`)))(), `children of ${key}`)
-          .toEqual(sorted(all.filter((c) => parentOf(all, c) === n)));
-        expect(cidrs(await listOf(`/api/sites/${site}/networks/${key}/descendants/`)), `descendants of ${key}`)
-          .toEqual(sorted(all.filter((c) => contains(n, c))));
-        expect(cidrs(await listOf(`/api/sites/${site}/networks/${key}/supernets/`)), `supernets of ${key}`)
-          .toEqual(sorted(all.filter((c) => c.len < W(c.v) && contains(c, n))));
+        expect(await (async () => cidrs(await listOf(`/api/sites/${site}/networks/${key}/children/`)))(), `children of ${key}`).toEqual(
+          sorted(all.filter((c) => parentOf(all, c) === n)),
+        );
+        expect(cidrs(await listOf(`/api/sites/${site}/networks/${key}/descendants/`)), `descendants of ${key}`).toEqual(
+          sorted(all.filter((c) => contains(n, c))),
+        );
+        expect(cidrs(await listOf(`/api/sites/${site}/networks/${key}/supernets/`)), `supernets of ${key}`).toEqual(
+          sorted(all.filter((c) => c.len < W(c.v) && contains(c, n))),
+        );
         const parent = parentOf(all, n);
-        expect(cidrs(await listOf(`/api/sites/${site}/networks/${key}/siblings/`)), `siblings of ${key}`)
-          .toEqual(sorted(all.filter((c) => c !== n && (parent ? parentOf(all, c) === parent : parentOf(all, c) === null))));
+        expect(cidrs(await listOf(`/api/sites/${site}/networks/${key}/siblings/`)), `siblings of ${key}`).toEqual(
+          sorted(all.filter((c) => c !== n && (parent ? parentOf(all, c) === parent : parentOf(all, c) === null))),
+        );
       }
     };
     await check(prefixes);
@@ -482,10 +620,21 @@ describe('closest_parent (§13.4)', () => {
     const site = await siteId();
     const top = await mkNet(site, '2001:db8::/32');
     const mid = await mkNet(site, '2001:db8:0:1::/64');
-    expectBody(await s.get(`/api/sites/${site}/networks/2001:DB8:0:1::AB/closest_parent/`), 200, netShape(mid.id, site, '2001:db8:0:1::/64', top));
-    expectBody(await s.get(`/api/sites/${site}/networks/2001:db8:0:2::/64/closest_parent/?prefix_length=32`), 200, netShape(top.id, site, '2001:db8::/32'));
-    expectError(await s.get(`/api/sites/${site}/networks/2001:db8:0:2::/64/closest_parent/?prefix_length=33`), 404,
-      `No such Network found at (site_id, id) = (${site}, 2001:db8:0:2::/64)`);
+    expectBody(
+      await s.get(`/api/sites/${site}/networks/2001:DB8:0:1::AB/closest_parent/`),
+      200,
+      netShape(mid.id, site, '2001:db8:0:1::/64', top),
+    );
+    expectBody(
+      await s.get(`/api/sites/${site}/networks/2001:db8:0:2::/64/closest_parent/?prefix_length=32`),
+      200,
+      netShape(top.id, site, '2001:db8::/32'),
+    );
+    expectError(
+      await s.get(`/api/sites/${site}/networks/2001:db8:0:2::/64/closest_parent/?prefix_length=33`),
+      404,
+      `No such Network found at (site_id, id) = (${site}, 2001:db8:0:2::/64)`,
+    );
   });
 
   test('IPs are never candidates; an IP CIDR that exists gets its parent', async () => {
@@ -499,7 +648,14 @@ describe('closest_parent (§13.4)', () => {
     const site = await siteId();
     await mkNet(site, '10.0.0.0/8');
     const cp = (key: string, v: string) => s.get(`/api/sites/${site}/networks/${key}/closest_parent/?prefix_length=${v}`);
-    for (const [key, v] of [['10.0.0.0/24', 'x'], ['10.0.0.0/24', '-1'], ['10.0.0.0/24', '25'], ['10.0.0.1', '33'], ['10.0.0.0/24', '1.5'], ['2001:db8::/64', '65']]) {
+    for (const [key, v] of [
+      ['10.0.0.0/24', 'x'],
+      ['10.0.0.0/24', '-1'],
+      ['10.0.0.0/24', '25'],
+      ['10.0.0.1', '33'],
+      ['10.0.0.0/24', '1.5'],
+      ['2001:db8::/64', '65'],
+    ]) {
       expectError(await cp(key, v), 400, { prefix_length: `Invalid prefix_length: '${v}'` });
     }
     // Equal to the CIDR's own prefix is allowed (and finds nothing, as candidates are strictly shorter).
@@ -510,8 +666,12 @@ describe('closest_parent (§13.4)', () => {
     const site = await siteId();
     await mkNet(site, '10.0.0.0/8');
     for (const key of ['1', '42', '10.0.0.1/24', '10.0.0.0/33', '1.2.3', '1::2::3']) {
-      expectError(await s.get(`/api/sites/${site}/networks/${key}/closest_parent/`), 400, { cidr: `'${key}' does not appear to be an IPv4 or IPv6 network` });
-      expectError(await s.get(`/api/networks/${key}/closest_parent/`), 400, { cidr: `'${key}' does not appear to be an IPv4 or IPv6 network` });
+      expectError(await s.get(`/api/sites/${site}/networks/${key}/closest_parent/`), 400, {
+        cidr: `'${key}' does not appear to be an IPv4 or IPv6 network`,
+      });
+      expectError(await s.get(`/api/networks/${key}/closest_parent/`), 400, {
+        cidr: `'${key}' does not appear to be an IPv4 or IPv6 network`,
+      });
     }
     expectError(await s.get(`/api/sites/${site}/networks/zz/closest_parent/`), 404, 'Endpoint not found.');
   });
@@ -571,7 +731,12 @@ describe('delete, force_delete and bulk delete (§9.8, §9.9)', () => {
     const ip24 = await mkNet(site, '10.1.1.1');
     const r = await s.delete(`/api/sites/${site}/networks/10.1.0.0/16/?force_delete=true`);
     expect([r.status, r.text]).toEqual([204, '']);
-    expect(await parents(site)).toEqual({ '10.0.0.0/8': null, '10.1.1.0/24': '10.0.0.0/8', '10.1.0.1/32': '10.0.0.0/8', '10.1.1.1/32': '10.1.1.0/24' });
+    expect(await parents(site)).toEqual({
+      '10.0.0.0/8': null,
+      '10.1.1.0/24': '10.0.0.0/8',
+      '10.1.0.1/32': '10.0.0.0/8',
+      '10.1.1.1/32': '10.1.1.0/24',
+    });
     expect(await get(site, n24.id)).toEqual(netShape(n24.id, site, '10.1.1.0/24', n8));
     expect(cidrs(await listOf(`/api/sites/${site}/networks/${n8.id}/children/`))).toEqual(['10.1.0.1/32', '10.1.1.0/24']);
     const ch = await netChanges(site);
@@ -607,7 +772,12 @@ describe('delete, force_delete and bulk delete (§9.8, §9.9)', () => {
     await mkNet(site, '10.2.0.0/24');
     const r = await s.delete(`/api/sites/${site}/networks/10.0.0.0/8/?force_delete=true`);
     expect([r.status, r.text]).toEqual([204, '']);
-    expect(await parents(site)).toEqual({ '10.1.0.0/16': null, '10.2.0.0/16': null, '10.1.0.1/32': '10.1.0.0/16', '10.2.0.0/24': '10.2.0.0/16' });
+    expect(await parents(site)).toEqual({
+      '10.1.0.0/16': null,
+      '10.2.0.0/16': null,
+      '10.1.0.1/32': '10.1.0.0/16',
+      '10.2.0.0/24': '10.2.0.0/16',
+    });
     expect(await get(site, a.id)).toEqual(netShape(a.id, site, '10.1.0.0/16'));
     expect(cidrs(await listOf(`/api/sites/${site}/networks/${b.id}/siblings/`))).toEqual(['10.1.0.0/16']);
     expect(events(await netChanges(site)).filter((e) => e.startsWith('Delete'))).toEqual([`Delete ${n8.id}`]);
@@ -616,7 +786,9 @@ describe('delete, force_delete and bulk delete (§9.8, §9.9)', () => {
   test('force_delete of a network without children is a plain delete; a bad flag is a 400', async () => {
     const site = await siteId();
     const n8 = await mkNet(site, '10.0.0.0/8');
-    expectError(await s.delete(`/api/sites/${site}/networks/${n8.id}/?force_delete=perhaps`), 400, { force_delete: ['Must be a valid boolean.'] });
+    expectError(await s.delete(`/api/sites/${site}/networks/${n8.id}/?force_delete=perhaps`), 400, {
+      force_delete: ['Must be a valid boolean.'],
+    });
     expect((await s.delete(`/api/sites/${site}/networks/${n8.id}/?force_delete=true`)).status).toBe(204);
   });
 
@@ -666,7 +838,8 @@ describe('restart (trees are rebuilt from storage)', () => {
   test('parents, children, closest_parent and next_address answer the same after a restart', async () => {
     const [a, b] = await sitesOnTwoShards();
     for (const site of [a.id, b.id]) {
-      for (const c of ['10.0.0.0/8', '10.1.0.0/24', '10.1.0.1', '10.1.0.2', '10.1.0.0/16', '2001:db8::/32', '2001:db8::1']) await mkNet(site, c);
+      for (const c of ['10.0.0.0/8', '10.1.0.0/24', '10.1.0.1', '10.1.0.2', '10.1.0.0/16', '2001:db8::/32', '2001:db8::1'])
+        await mkNet(site, c);
     }
     await mkNet(b.id, '10.1.0.4', { state: 'reserved' });
     const unique = await mkNet(a.id, '198.51.100.0/24');
@@ -674,16 +847,30 @@ describe('restart (trees are rebuilt from storage)', () => {
     const snapshot = async () => {
       const out: string[] = [];
       // Top-level lookups need the natural-key and id indexes rebuilt too.
-      for (const path of ['/api/networks/198.51.100.0/24/', `/api/networks/${bIp.id}/`, `/api/networks/${bIp.id}/parent/`, `/api/networks/${unique.id}/siblings/`]) {
+      for (const path of [
+        '/api/networks/198.51.100.0/24/',
+        `/api/networks/${bIp.id}/`,
+        `/api/networks/${bIp.id}/parent/`,
+        `/api/networks/${unique.id}/siblings/`,
+      ]) {
         const r = await s.get(path);
         expect(r.status, `${path}: ${r.text}`).toBe(200);
         out.push(r.text);
       }
       for (const site of [a.id, b.id]) {
         for (const path of [
-          '', '10.0.0.0/8/children/', '10.0.0.0/8/descendants/', '10.1.0.1/ancestors/', '10.1.0.0/16/siblings/?include_self',
-          '10.0.0.0/8/siblings/', '10.1.0.3/closest_parent/', '10.1.0.0/24/next_address/?num=3', '10.0.0.0/8/next_network/?prefix_length=16&num=2',
-          '2001:db8::/32/next_address/', 'reserved/', '10.1.0.0/24/root/',
+          '',
+          '10.0.0.0/8/children/',
+          '10.0.0.0/8/descendants/',
+          '10.1.0.1/ancestors/',
+          '10.1.0.0/16/siblings/?include_self',
+          '10.0.0.0/8/siblings/',
+          '10.1.0.3/closest_parent/',
+          '10.1.0.0/24/next_address/?num=3',
+          '10.0.0.0/8/next_network/?prefix_length=16&num=2',
+          '2001:db8::/32/next_address/',
+          'reserved/',
+          '10.1.0.0/24/root/',
         ]) {
           const r = await s.get(`/api/sites/${site}/networks/${path}`);
           expect(r.status, `${path}: ${r.text}`).toBe(200);

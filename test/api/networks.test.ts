@@ -13,22 +13,20 @@
  * network-tree.test.ts.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { InjectServer as TestServer, type Response } from '../helpers/inject.js';
-import { FORBIDDEN, expectError, fixtures, type Attrs, type Change, netShape, expectBody, type Net } from '../helpers/fixtures.js';
+import { type Change, expectBody, expectError, FORBIDDEN, fixtures, type Net, netShape } from '../helpers/fixtures.js';
+import { InjectServer as TestServer } from '../helpers/inject.js';
 
 let s: TestServer;
 let x: TestServer; // SERVICE_COMPRESS_IPV6=false
 beforeAll(async () => {
-  [s, x] = await Promise.all([
-    TestServer.start({ shards: 2 }),
-    TestServer.start({ shards: 2, env: { SERVICE_COMPRESS_IPV6: 'false' } }),
-  ]);
+  [s, x] = await Promise.all([TestServer.start({ shards: 2 }), TestServer.start({ shards: 2, env: { SERVICE_COMPRESS_IPV6: 'false' } })]);
 });
-afterAll(async () => { await Promise.all([s?.stop(), x?.stop()]); });
+afterAll(async () => {
+  await Promise.all([s?.stop(), x?.stop()]);
+});
 
 const { mkSite, sitesOnTwoShards, sitesOnOneShard, mkAttr, mkUser } = fixtures(() => s, { base: 'net' });
 const xf = fixtures(() => x, { base: 'netx' });
-
 
 async function mkNetOn(server: TestServer, site: number, cidr: string, extra: Record<string, unknown> = {}): Promise<Net> {
   const r = await server.post(`/api/sites/${site}/networks/`, { cidr, ...extra });
@@ -68,8 +66,10 @@ describe('create forms', () => {
     const site = await siteId();
     const r = await s.post(`/api/sites/${site}/networks/`, { cidr: '10.0.0.0/8' });
     expect(r.status).toBe(201);
-    expect(r.text).toBe(`{"id":${r.json.id},"cidr":"10.0.0.0/8","parent_id":null,"parent":null,"site_id":${site},"is_ip":false,` +
-      `"ip_version":"4","network_address":"10.0.0.0","prefix_length":8,"state":"allocated","attributes":{}}`);
+    expect(r.text).toBe(
+      `{"id":${r.json.id},"cidr":"10.0.0.0/8","parent_id":null,"parent":null,"site_id":${site},"is_ip":false,` +
+        `"ip_version":"4","network_address":"10.0.0.0","prefix_length":8,"state":"allocated","attributes":{}}`,
+    );
     expect(r.headers.get('location')).toBe(`/api/sites/${site}/networks/${r.json.id}/`);
     expect(r.headers.get('content-type')).toBe('application/json');
     expect((await s.get(`/api/sites/${site}/networks/${r.json.id}/`)).text).toBe(r.text);
@@ -133,7 +133,12 @@ describe('create forms', () => {
   test('read-only fields in the body are ignored', async () => {
     const site = await siteId();
     const r = await s.post(`/api/sites/${site}/networks/`, {
-      cidr: '10.0.0.0/8', id: 999999, parent_id: 5, parent: '1.0.0.0/8', is_ip: true, ip_version: '6',
+      cidr: '10.0.0.0/8',
+      id: 999999,
+      parent_id: 5,
+      parent: '1.0.0.0/8',
+      is_ip: true,
+      ip_version: '6',
     });
     expectBody(r, 201, netShape(r.json.id, site, '10.0.0.0/8'));
     expect(r.json.id).not.toBe(999999);
@@ -162,7 +167,9 @@ describe('create forms', () => {
 
 describe('create errors (§13.1)', () => {
   let site: number;
-  beforeAll(async () => { site = await siteId(); });
+  beforeAll(async () => {
+    site = await siteId();
+  });
   const post = (body: unknown) => s.post(`/api/sites/${site}/networks/`, body);
 
   test('no usable input: plain string', async () => {
@@ -187,7 +194,17 @@ describe('create errors (§13.1)', () => {
   });
 
   test('unparsable cidr', async () => {
-    for (const v of ['bogus', '10.0.0.0/33', '::/129', '10.0.0.256/8', '10.0.0/8', '10.0.0.0/', '10.0.0.0/8/8', '01.0.0.0/8', '1::2::3/64']) {
+    for (const v of [
+      'bogus',
+      '10.0.0.0/33',
+      '::/129',
+      '10.0.0.256/8',
+      '10.0.0/8',
+      '10.0.0.0/',
+      '10.0.0.0/8/8',
+      '01.0.0.0/8',
+      '1::2::3/64',
+    ]) {
       expectError(await post({ cidr: v }), 400, NOT_NETWORK(v));
     }
   });
@@ -214,7 +231,9 @@ describe('create errors (§13.1)', () => {
 
   test('schema errors are reported together', async () => {
     expectError(await post({ cidr: null, prefix_length: 'x', state: 'nope' }), 400, {
-      cidr: ['This field may not be null.'], prefix_length: ['A valid integer is required.'], state: ['"nope" is not a valid choice.'],
+      cidr: ['This field may not be null.'],
+      prefix_length: ['A valid integer is required.'],
+      state: ['"nope" is not a valid choice.'],
     });
   });
 
@@ -228,8 +247,9 @@ describe('create errors (§13.1)', () => {
     expectError(await s.post('/api/networks/', { cidr: '10.0.0.0/8' }), 400, { site_id: ['This field is required.'] });
     expectError(await s.post('/api/networks/', { cidr: '10.0.0.0/8', site_id: 'x' }), 400, { site_id: ['A valid integer is required.'] });
     expectError(await s.post('/api/networks/', { cidr: '10.0.0.0/8', site_id: 999999 }), 400, 'Site with id number 999999 does not exist');
-    expectError(await s.post(`/api/sites/${site}/networks/`, { cidr: '10.0.0.0/8', site_id: site + 1 }), 400,
-      { site_id: `Site in body (${site + 1}) does not match site in URL (${site}).` });
+    expectError(await s.post(`/api/sites/${site}/networks/`, { cidr: '10.0.0.0/8', site_id: site + 1 }), 400, {
+      site_id: `Site in body (${site + 1}) does not match site in URL (${site}).`,
+    });
   });
 
   test('none of these errors wrote anything', async () => {
@@ -358,12 +378,15 @@ describe('IPv6 notation and display', () => {
     expect(diff.json).toEqual({ state: { old: 'allocated', new: 'reserved' } });
 
     // next_* strings follow the setting too.
-    expectBody(await x.get(`/api/sites/${site}/networks/${top.json.id}/next_network/?prefix_length=64`), 200,
-      ['2001:0db8:0000:0000:0000:0000:0000:0000/64']);
+    expectBody(await x.get(`/api/sites/${site}/networks/${top.json.id}/next_network/?prefix_length=64`), 200, [
+      '2001:0db8:0000:0000:0000:0000:0000:0000/64',
+    ]);
     expectBody(await x.get(`/api/sites/${site}/networks/${sub.json.id}/next_address/?num=2`), 200, []); // reserved parent
     await x.patch(`/api/sites/${site}/networks/${sub.json.id}/`, { state: 'allocated' });
-    expectBody(await x.get(`/api/sites/${site}/networks/${sub.json.id}/next_address/?num=2`), 200,
-      ['2001:0db8:0000:0001:0000:0000:0000:0001/128', '2001:0db8:0000:0001:0000:0000:0000:0002/128']);
+    expectBody(await x.get(`/api/sites/${site}/networks/${sub.json.id}/next_address/?num=2`), 200, [
+      '2001:0db8:0000:0001:0000:0000:0000:0001/128',
+      '2001:0db8:0000:0001:0000:0000:0000:0002/128',
+    ]);
   });
 
   test('the same inputs are compressed on the default server', async () => {
@@ -374,7 +397,10 @@ describe('IPv6 notation and display', () => {
     const sub = await mkNet(site, '2001:db8:0:1::/64');
     expect([sub.cidr, sub.parent]).toEqual(['2001:db8:0:1::/64', '2001:db8::/32']);
     expectBody(await s.get(`/api/sites/${site}/networks/${top.id}/next_network/?prefix_length=64`), 200, ['2001:db8::/64']);
-    expectBody(await s.get(`/api/sites/${site}/networks/${sub.id}/next_address/?num=2`), 200, ['2001:db8:0:1::1/128', '2001:db8:0:1::2/128']);
+    expectBody(await s.get(`/api/sites/${site}/networks/${sub.id}/next_address/?num=2`), 200, [
+      '2001:db8:0:1::1/128',
+      '2001:db8:0:1::2/128',
+    ]);
   });
 });
 
@@ -383,11 +409,27 @@ describe('field selection and concurrency', () => {
     const site = await mkSite();
     const top = await mkNet(site.id, '10.0.0.0/8');
     const sub = await mkNet(site.id, '10.1.0.0/16');
-    expectBody(await s.get(`/api/sites/${site.id}/networks/${sub.id}/?fields=parent,cidr,id`), 200, { id: sub.id, cidr: '10.1.0.0/16', parent: '10.0.0.0/8' });
+    expectBody(await s.get(`/api/sites/${site.id}/networks/${sub.id}/?fields=parent,cidr,id`), 200, {
+      id: sub.id,
+      cidr: '10.1.0.0/16',
+      parent: '10.0.0.0/8',
+    });
     const omitted = await s.get(`/api/sites/${site.id}/networks/${sub.id}/?omit=attributes,state,parent`);
-    expect(Object.keys(omitted.json)).toEqual(['id', 'cidr', 'parent_id', 'site_id', 'is_ip', 'ip_version', 'network_address', 'prefix_length']);
-    expectBody(await s.get(`/api/sites/${site.id}/networks/${sub.id}/?expand=parent_id,site_id`), 200,
-      { ...netShape(sub.id, site.id, '10.1.0.0/16', top), parent_id: netShape(top.id, site.id, '10.0.0.0/8'), site_id: site });
+    expect(Object.keys(omitted.json)).toEqual([
+      'id',
+      'cidr',
+      'parent_id',
+      'site_id',
+      'is_ip',
+      'ip_version',
+      'network_address',
+      'prefix_length',
+    ]);
+    expectBody(await s.get(`/api/sites/${site.id}/networks/${sub.id}/?expand=parent_id,site_id`), 200, {
+      ...netShape(sub.id, site.id, '10.1.0.0/16', top),
+      parent_id: netShape(top.id, site.id, '10.0.0.0/8'),
+      site_id: site,
+    });
     // A root's parent_id stays null.
     expectBody(await s.get(`/api/sites/${site.id}/networks/${top.id}/?expand=parent_id`), 200, netShape(top.id, site.id, '10.0.0.0/8'));
     const kids = await s.get(`/api/sites/${site.id}/networks/${top.id}/children/?fields=id,parent_id`);
@@ -397,8 +439,13 @@ describe('field selection and concurrency', () => {
   test('concurrent creates of one prefix: exactly one 201, the others the duplicate 400', async () => {
     const site = await siteId();
     await mkNet(site, '10.0.0.0/8');
-    const rs = await Promise.all(Array.from({ length: 16 }, (_, i) =>
-      i % 2 === 0 ? s.post(`/api/sites/${site}/networks/`, { cidr: '10.9.0.0/16' }) : s.post('/api/networks/', { site_id: site, network_address: '10.9.0.0', prefix_length: 16 })));
+    const rs = await Promise.all(
+      Array.from({ length: 16 }, (_, i) =>
+        i % 2 === 0
+          ? s.post(`/api/sites/${site}/networks/`, { cidr: '10.9.0.0/16' })
+          : s.post('/api/networks/', { site_id: site, network_address: '10.9.0.0', prefix_length: 16 }),
+      ),
+    );
     expect(rs.filter((r) => r.status === 201)).toHaveLength(1);
     for (const r of rs.filter((r2) => r2.status !== 201)) expectError(r, 400, DUPLICATE);
     expect(cidrs(await listOf(`/api/sites/${site}/networks/?cidr=10.9.0.0/16`))).toEqual(['10.9.0.0/16']);
@@ -410,7 +457,9 @@ describe('updates', () => {
   test('PUT requires attributes and writes nothing without it', async () => {
     const site = await siteId();
     const n = await mkNet(site, '10.0.0.0/8');
-    expectError(await s.put(`/api/sites/${site}/networks/${n.id}/`, { state: 'reserved' }), 400, { attributes: ['This field is required.'] });
+    expectError(await s.put(`/api/sites/${site}/networks/${n.id}/`, { state: 'reserved' }), 400, {
+      attributes: ['This field is required.'],
+    });
     expect((await s.get(`/api/networks/${n.id}/`)).json.state).toBe('allocated');
     expect(events(await netChanges(site))).toEqual([`Create ${n.id}`]);
   });
@@ -418,13 +467,30 @@ describe('updates', () => {
   test('cidr, network_address, prefix_length and site are immutable and ignored on PUT and PATCH', async () => {
     const [a, b] = await sitesOnOneShard();
     const n = await mkNet(a.id, '10.0.0.0/8');
-    const body = { cidr: '11.0.0.0/8', network_address: '12.0.0.0', prefix_length: 16, site_id: b.id, parent_id: 3, is_ip: true, ip_version: '6' };
-    expectBody(await s.put(`/api/sites/${a.id}/networks/${n.id}/`, { ...body, state: 'reserved', attributes: {} }), 200,
-      netShape(n.id, a.id, '10.0.0.0/8', null, { state: 'reserved' }));
-    expectBody(await s.patch(`/api/networks/${n.id}/`, { ...body, state: 'orphaned' }), 200,
-      netShape(n.id, a.id, '10.0.0.0/8', null, { state: 'orphaned' }));
-    expectBody(await s.patch(`/api/networks/${n.id}/`, { cidr: 'garbage', network_address: 'garbage', prefix_length: 'garbage' }), 200,
-      netShape(n.id, a.id, '10.0.0.0/8', null, { state: 'orphaned' }));
+    const body = {
+      cidr: '11.0.0.0/8',
+      network_address: '12.0.0.0',
+      prefix_length: 16,
+      site_id: b.id,
+      parent_id: 3,
+      is_ip: true,
+      ip_version: '6',
+    };
+    expectBody(
+      await s.put(`/api/sites/${a.id}/networks/${n.id}/`, { ...body, state: 'reserved', attributes: {} }),
+      200,
+      netShape(n.id, a.id, '10.0.0.0/8', null, { state: 'reserved' }),
+    );
+    expectBody(
+      await s.patch(`/api/networks/${n.id}/`, { ...body, state: 'orphaned' }),
+      200,
+      netShape(n.id, a.id, '10.0.0.0/8', null, { state: 'orphaned' }),
+    );
+    expectBody(
+      await s.patch(`/api/networks/${n.id}/`, { cidr: 'garbage', network_address: 'garbage', prefix_length: 'garbage' }),
+      200,
+      netShape(n.id, a.id, '10.0.0.0/8', null, { state: 'orphaned' }),
+    );
     expect(await listOf(`/api/sites/${b.id}/networks/`)).toEqual([]);
   });
 
@@ -448,7 +514,9 @@ describe('updates', () => {
     const keep = await s.put(`/api/sites/${site}/networks/10.0.0.0/8/`, { attributes: {} });
     expect(keep.json.state).toBe('assigned');
     expect(current).toBe('reserved');
-    expectError(await s.patch(`/api/sites/${site}/networks/${n.id}/`, { state: 'gone' }), 400, { state: ['"gone" is not a valid choice.'] });
+    expectError(await s.patch(`/api/sites/${site}/networks/${n.id}/`, { state: 'gone' }), 400, {
+      state: ['"gone" is not a valid choice.'],
+    });
     expectError(await s.patch(`/api/sites/${site}/networks/${n.id}/`, { state: null }), 400, { state: ['This field may not be null.'] });
   });
 
@@ -502,8 +570,11 @@ describe('updates', () => {
     expect((await s.patch(`/api/sites/${site}/networks/10.0.0.0/8/`, { state: 'reserved' })).json.state).toBe('reserved');
     expect((await s.patch(`/api/sites/${site}/networks/10.0.0.0%2F8/`, { state: 'orphaned' })).json.state).toBe('orphaned');
     expect((await s.get(`/api/networks/${n.id}/`)).json.state).toBe('orphaned');
-    expectError(await s.patch(`/api/sites/${site}/networks/11.0.0.0/8/`, { state: 'reserved' }), 404,
-      `No such Network found at (site_id, id) = (${site}, 11.0.0.0/8)`);
+    expectError(
+      await s.patch(`/api/sites/${site}/networks/11.0.0.0/8/`, { state: 'reserved' }),
+      404,
+      `No such Network found at (site_id, id) = (${site}, 11.0.0.0/8)`,
+    );
     expectError(await s.put('/api/networks/999999/', { attributes: {} }), 404, 'No such Network found at (site_id, id) = (None, 999999)');
   });
 });
@@ -522,14 +593,17 @@ describe('attributes on networks', () => {
     expect(put.json.attributes).toEqual({ vlan: '30' });
     const put2 = await s.put(`/api/networks/${n.id}/`, { attributes: {} });
     expect(put2.json.attributes).toEqual({ vlan: '1' });
-    expectError(await s.post(`/api/sites/${site}/networks/`, { cidr: '11.0.0.0/8', attributes: { role: 'x' } }), 400,
-      { attributes: 'Attribute name (role) does not exist.' });
+    expectError(await s.post(`/api/sites/${site}/networks/`, { cidr: '11.0.0.0/8', attributes: { role: 'x' } }), 400, {
+      attributes: 'Attribute name (role) does not exist.',
+    });
   });
 
   test('a required Network attribute is enforced on create', async () => {
     const site = await siteId();
     await mkAttr(site, 'region', { resource_name: 'Network', required: true });
-    expectError(await s.post(`/api/sites/${site}/networks/`, { cidr: '10.0.0.0/8' }), 400, { attributes: 'Missing required attributes: region' });
+    expectError(await s.post(`/api/sites/${site}/networks/`, { cidr: '10.0.0.0/8' }), 400, {
+      attributes: 'Missing required attributes: region',
+    });
     const n = await mkNet(site, '10.0.0.0/8', { attributes: { region: 'eu' } });
     expect(n.attributes).toEqual({ region: 'eu' });
     expect(events(await netChanges(site))).toEqual([`Create ${n.id}`]);
@@ -557,7 +631,16 @@ describe('filters (§7.4)', () => {
     }
   });
   const q = async (query: string) => cidrs(await listOf(`/api/sites/${site}/networks/?${query}`));
-  const ALL = ['10.0.0.0/8', '10.1.0.0/16', '10.1.0.0/24', '10.1.0.1/32', '10.1.0.2/32', '192.168.0.0/24', '2001:db8::/32', '2001:db8::1/128'];
+  const ALL = [
+    '10.0.0.0/8',
+    '10.1.0.0/16',
+    '10.1.0.0/24',
+    '10.1.0.1/32',
+    '10.1.0.2/32',
+    '192.168.0.0/24',
+    '2001:db8::/32',
+    '2001:db8::1/128',
+  ];
   const IPS = ['10.1.0.1/32', '10.1.0.2/32', '2001:db8::1/128'];
   const NETS = ALL.filter((c) => !IPS.includes(c));
 
@@ -580,8 +663,9 @@ describe('filters (§7.4)', () => {
 
   test('cidr errors', async () => {
     for (const v of ['bogus', '10.1.0.1/24', '10.0.0.0/33']) {
-      expectError(await s.get(`/api/sites/${site}/networks/?cidr=${encodeURIComponent(v)}`), 400,
-        { cidr: [`'${v}' does not appear to be an IPv4 or IPv6 network`] });
+      expectError(await s.get(`/api/sites/${site}/networks/?cidr=${encodeURIComponent(v)}`), 400, {
+        cidr: [`'${v}' does not appear to be an IPv4 or IPv6 network`],
+      });
     }
   });
 
@@ -591,8 +675,9 @@ describe('filters (§7.4)', () => {
     expect(await q('network_address=2001:db8:0:0:0:0:0:1')).toEqual(['2001:db8::1/128']);
     expect(await q('network_address=10.9.9.9')).toEqual([]);
     for (const v of ['bogus', '10.0.0.0/8', '1.2.3']) {
-      expectError(await s.get(`/api/sites/${site}/networks/?network_address=${encodeURIComponent(v)}`), 400,
-        { network_address: [`'${v}' does not appear to be an IPv4 or IPv6 address`] });
+      expectError(await s.get(`/api/sites/${site}/networks/?network_address=${encodeURIComponent(v)}`), 400, {
+        network_address: [`'${v}' does not appear to be an IPv4 or IPv6 address`],
+      });
     }
   });
 
@@ -695,10 +780,18 @@ describe('natural-key lookups (§1.3, §8)', () => {
     const nb = await mkNet(b.id, '100.64.2.0/24');
     expectBody(await s.get('/api/networks/100.64.1.0/24/'), 200, netShape(na.id, a.id, '100.64.1.0/24'));
     expectBody(await s.get('/api/networks/100.64.2.0%2F24/'), 200, netShape(nb.id, b.id, '100.64.2.0/24'));
-    expectBody(await s.patch('/api/networks/100.64.2.0/24/', { state: 'reserved' }), 200, netShape(nb.id, b.id, '100.64.2.0/24', null, { state: 'reserved' }));
+    expectBody(
+      await s.patch('/api/networks/100.64.2.0/24/', { state: 'reserved' }),
+      200,
+      netShape(nb.id, b.id, '100.64.2.0/24', null, { state: 'reserved' }),
+    );
     expect((await s.get('/api/networks/100.64.1.0/24/children/')).json).toEqual([]);
     expectError(await s.get('/api/networks/100.64.3.0/24/'), 404, 'No such Network found at (site_id, id) = (None, 100.64.3.0/24)');
-    expectError(await s.get(`/api/sites/${b.id}/networks/100.64.1.0/24/`), 404, `No such Network found at (site_id, id) = (${b.id}, 100.64.1.0/24)`);
+    expectError(
+      await s.get(`/api/sites/${b.id}/networks/100.64.1.0/24/`),
+      404,
+      `No such Network found at (site_id, id) = (${b.id}, 100.64.1.0/24)`,
+    );
     expectError(await s.get(`/api/sites/${b.id}/networks/${na.id}/`), 404, `No such Network found at (site_id, id) = (${b.id}, ${na.id})`);
     expect((await s.delete('/api/networks/100.64.1.0/24/')).status).toBe(204);
     expectError(await s.get(`/api/networks/${na.id}/`), 404, `No such Network found at (site_id, id) = (None, ${na.id})`);
@@ -711,7 +804,11 @@ describe('natural-key lookups (§1.3, §8)', () => {
     expectBody(await x.get('/api/networks/10.0.0.0/8/'), 200, netShape(n.id, b.id, '10.0.0.0/8'));
     expectBody(await x.get('/api/networks/10.0.0.0%2F8/'), 200, netShape(n.id, b.id, '10.0.0.0/8'));
     await mkNetOn(x, a.id, '10.0.0.0/8');
-    expectError(await x.get('/api/networks/10.0.0.0/8/'), 400, "Multiple Networks matched cidr='10.0.0.0/8'. Use a site-specific endpoint or lookup by ID.");
+    expectError(
+      await x.get('/api/networks/10.0.0.0/8/'),
+      400,
+      "Multiple Networks matched cidr='10.0.0.0/8'. Use a site-specific endpoint or lookup by ID.",
+    );
     expectBody(await x.get(`/api/networks/${n.id}/`), 200, netShape(n.id, b.id, '10.0.0.0/8'));
   });
 
@@ -737,8 +834,11 @@ describe('natural-key lookups (§1.3, §8)', () => {
     const [a, b] = await sitesOnOneShard();
     await mkNet(a.id, '2001:db8:65::/48');
     await mkNet(b.id, '2001:db8:65::/48');
-    expectError(await s.get('/api/networks/2001:DB8:65:0::/48/'), 400,
-      "Multiple Networks matched cidr='2001:DB8:65:0::/48'. Use a site-specific endpoint or lookup by ID.");
+    expectError(
+      await s.get('/api/networks/2001:DB8:65:0::/48/'),
+      400,
+      "Multiple Networks matched cidr='2001:DB8:65:0::/48'. Use a site-specific endpoint or lookup by ID.",
+    );
   });
 
   test('IPv6 keys in any notation, with and without %2F, and sub-routes after them', async () => {
@@ -746,7 +846,13 @@ describe('natural-key lookups (§1.3, §8)', () => {
     const n = await mkNet(site, '2001:db8::/32');
     const sub = await mkNet(site, '2001:db8:0:1::/64');
     const expected = netShape(n.id, site, '2001:db8::/32');
-    for (const key of ['2001:db8::/32', '2001:DB8::/32', '2001:0db8:0000:0000:0000:0000:0000:0000/32', '2001:db8:0:0::%2F32', '2001:db8::0/32']) {
+    for (const key of [
+      '2001:db8::/32',
+      '2001:DB8::/32',
+      '2001:0db8:0000:0000:0000:0000:0000:0000/32',
+      '2001:db8:0:0::%2F32',
+      '2001:db8::0/32',
+    ]) {
       expectBody(await s.get(`/api/sites/${site}/networks/${key}/`), 200, expected);
     }
     expectBody(await s.get(`/api/sites/${site}/networks/2001:DB8::/32/children/`), 200, [netShape(sub.id, site, '2001:db8:0:1::/64', n)]);
@@ -759,7 +865,11 @@ describe('natural-key lookups (§1.3, §8)', () => {
     }
     expect(cidrs(await listOf(`/api/sites/${site}/networks/?network_address=::ffff:1.2.3.0`))).toEqual(['::ffff:102:300/120']);
     // ::1.2.3.0 is the IPv4-compatible ::102:300, a different prefix.
-    expectError(await s.get(`/api/sites/${site}/networks/::1.2.3.0/120/`), 404, `No such Network found at (site_id, id) = (${site}, ::1.2.3.0/120)`);
+    expectError(
+      await s.get(`/api/sites/${site}/networks/::1.2.3.0/120/`),
+      404,
+      `No such Network found at (site_id, id) = (${site}, ::1.2.3.0/120)`,
+    );
   });
 
   test('key characters outside [A-Fa-f0-9:./] give 404 Endpoint not found', async () => {
@@ -775,11 +885,23 @@ describe('natural-key lookups (§1.3, §8)', () => {
 
   test('a key that parses is looked up; a miss is a 404 with the key as given', async () => {
     const site = await siteId();
-    expectError(await s.get(`/api/sites/${site}/networks/10.0.0.0/8/`), 404, `No such Network found at (site_id, id) = (${site}, 10.0.0.0/8)`);
-    expectError(await s.get(`/api/sites/${site}/networks/10.0.0.0%2F8/`), 404, `No such Network found at (site_id, id) = (${site}, 10.0.0.0/8)`);
+    expectError(
+      await s.get(`/api/sites/${site}/networks/10.0.0.0/8/`),
+      404,
+      `No such Network found at (site_id, id) = (${site}, 10.0.0.0/8)`,
+    );
+    expectError(
+      await s.get(`/api/sites/${site}/networks/10.0.0.0%2F8/`),
+      404,
+      `No such Network found at (site_id, id) = (${site}, 10.0.0.0/8)`,
+    );
     expectError(await s.get(`/api/sites/${site}/networks/1.2.3.4/`), 404, `No such Network found at (site_id, id) = (${site}, 1.2.3.4)`);
     expectError(await s.get(`/api/sites/${site}/networks/999999/`), 404, `No such Network found at (site_id, id) = (${site}, 999999)`);
-    expectError(await s.get(`/api/sites/${site}/networks/2001:DB8::/32/`), 404, `No such Network found at (site_id, id) = (${site}, 2001:DB8::/32)`);
+    expectError(
+      await s.get(`/api/sites/${site}/networks/2001:DB8::/32/`),
+      404,
+      `No such Network found at (site_id, id) = (${site}, 2001:DB8::/32)`,
+    );
   });
 
   test('a nested key with host bits or an invalid prefix is a 400', async () => {
@@ -790,9 +912,15 @@ describe('natural-key lookups (§1.3, §8)', () => {
       expectError(await s.get(`/api/sites/${site}/networks/${key}/`), 400, msg);
       expectError(await s.get(`/api/sites/${site}/networks/${key.replace(/\//g, '%2F')}/`), 400, msg);
     }
-    expectError(await s.get(`/api/sites/${site}/networks/10.0.0.1/24/children/`), 400, { cidr: "'10.0.0.1/24' does not appear to be an IPv4 or IPv6 network" });
-    expectError(await s.patch(`/api/sites/${site}/networks/10.0.0.1/24/`, { state: 'reserved' }), 400, { cidr: "'10.0.0.1/24' does not appear to be an IPv4 or IPv6 network" });
-    expectError(await s.delete(`/api/sites/${site}/networks/10.0.0.1/24/`), 400, { cidr: "'10.0.0.1/24' does not appear to be an IPv4 or IPv6 network" });
+    expectError(await s.get(`/api/sites/${site}/networks/10.0.0.1/24/children/`), 400, {
+      cidr: "'10.0.0.1/24' does not appear to be an IPv4 or IPv6 network",
+    });
+    expectError(await s.patch(`/api/sites/${site}/networks/10.0.0.1/24/`, { state: 'reserved' }), 400, {
+      cidr: "'10.0.0.1/24' does not appear to be an IPv4 or IPv6 network",
+    });
+    expectError(await s.delete(`/api/sites/${site}/networks/10.0.0.1/24/`), 400, {
+      cidr: "'10.0.0.1/24' does not appear to be an IPv4 or IPv6 network",
+    });
   });
 
   test('a top-level key with host bits or an invalid prefix is a 400', async () => {
@@ -820,7 +948,8 @@ describe('reserved/ and assignments/', () => {
     const a2 = await mkNet(a.id, '10.1.0.0/16', { state: 'reserved' });
     await mkNet(b.id, '10.1.0.0/16', { state: 'assigned' });
     expectBody(await s.get(`/api/sites/${a.id}/networks/reserved/`), 200, [
-      netShape(a1.id, a.id, '10.0.0.0/8', null, { state: 'reserved' }), netShape(a2.id, a.id, '10.1.0.0/16', a1, { state: 'reserved' }),
+      netShape(a1.id, a.id, '10.0.0.0/8', null, { state: 'reserved' }),
+      netShape(a2.id, a.id, '10.1.0.0/16', a1, { state: 'reserved' }),
     ]);
     expect(ids(await listOf(`/api/sites/${b.id}/networks/reserved/`))).toEqual([b1.id]);
     const top = (await listOf('/api/networks/reserved/')).filter((n) => n.site_id === a.id || n.site_id === b.id);
@@ -841,7 +970,11 @@ describe('reserved/ and assignments/', () => {
     expectBody(await s.get(`/api/sites/${site}/networks/${n.id}/assignments/`), 200, []);
     expectBody(await s.get(`/api/networks/${ip.id}/assignments/`), 200, []);
     expectBody(await s.get(`/api/sites/${site}/networks/10.0.0.1/32/assignments/`), 200, []);
-    expectError(await s.get(`/api/sites/${site}/networks/11.0.0.0/8/assignments/`), 404, `No such Network found at (site_id, id) = (${site}, 11.0.0.0/8)`);
+    expectError(
+      await s.get(`/api/sites/${site}/networks/11.0.0.0/8/assignments/`),
+      404,
+      `No such Network found at (site_id, id) = (${site}, 11.0.0.0/8)`,
+    );
   });
 });
 
@@ -849,14 +982,19 @@ describe('bulk', () => {
   test('bulk create: 201, request order, no Location, parents as of the end of the request, one Change each', async () => {
     const site = await siteId();
     const r = await s.post(`/api/sites/${site}/networks/`, [
-      { cidr: '10.1.0.0/24' }, { network_address: '10.0.0.0', prefix_length: 8 }, { cidr: '10.1.0.1', state: 'reserved' }, { cidr: '2001:db8::/32' },
+      { cidr: '10.1.0.0/24' },
+      { network_address: '10.0.0.0', prefix_length: 8 },
+      { cidr: '10.1.0.1', state: 'reserved' },
+      { cidr: '2001:db8::/32' },
     ]);
     expect(r.status, r.text).toBe(201);
     expect(r.headers.get('location')).toBeNull();
     const [c, a, ip, v6] = r.json as Net[];
     expect(ids(r.json)).toEqual([c.id, a.id, ip.id, v6.id].sort((p, q) => p - q));
     expectBody(r, 201, [
-      netShape(c.id, site, '10.1.0.0/24', a), netShape(a.id, site, '10.0.0.0/8'), netShape(ip.id, site, '10.1.0.1/32', c, { state: 'reserved' }),
+      netShape(c.id, site, '10.1.0.0/24', a),
+      netShape(a.id, site, '10.0.0.0/8'),
+      netShape(ip.id, site, '10.1.0.1/32', c, { state: 'reserved' }),
       netShape(v6.id, site, '2001:db8::/32'),
     ]);
     expect(events(await netChanges(site))).toEqual([`Create ${c.id}`, `Create ${a.id}`, `Create ${ip.id}`, `Create ${v6.id}`]);
@@ -865,16 +1003,24 @@ describe('bulk', () => {
 
   test('bulk create top level with site_id in each item', async () => {
     const site = await siteId();
-    const r = await s.post('/api/networks/', [{ site_id: site, cidr: '10.0.0.0/8' }, { site_id: site, cidr: '10.0.0.1' }]);
+    const r = await s.post('/api/networks/', [
+      { site_id: site, cidr: '10.0.0.0/8' },
+      { site_id: site, cidr: '10.0.0.1' },
+    ]);
     expect(r.status, r.text).toBe(201);
     expect(cidrs(r.json)).toEqual(['10.0.0.0/8', '10.0.0.1/32']);
   });
 
   test('bulk create errors: every item reported for schema errors, first domain error, nothing written', async () => {
     const site = await siteId();
-    expectError(await s.post(`/api/sites/${site}/networks/`, [{ cidr: '10.0.0.0/8' }, { cidr: null }, { cidr: '11.0.0.0/8', state: 'x' }]), 400, {
-      1: { cidr: ['This field may not be null.'] }, 2: { state: ['"x" is not a valid choice.'] },
-    });
+    expectError(
+      await s.post(`/api/sites/${site}/networks/`, [{ cidr: '10.0.0.0/8' }, { cidr: null }, { cidr: '11.0.0.0/8', state: 'x' }]),
+      400,
+      {
+        1: { cidr: ['This field may not be null.'] },
+        2: { state: ['"x" is not a valid choice.'] },
+      },
+    );
     expectError(await s.post(`/api/sites/${site}/networks/`, [{ cidr: '10.0.0.0/8' }, { cidr: 'bogus' }, { cidr: '10.0.0.1/8' }]), 400, {
       1: NOT_NETWORK('bogus'),
     });
@@ -889,21 +1035,41 @@ describe('bulk', () => {
     const site = await siteId();
     const a = await mkNet(site, '10.0.0.0/8');
     const b = await mkNet(site, '10.1.0.0/16');
-    const r = await s.patch(`/api/sites/${site}/networks/`, [{ id: b.id, state: 'reserved', cidr: '12.0.0.0/8' }, { id: a.id, state: 'orphaned' }]);
-    expectBody(r, 200, [netShape(a.id, site, '10.0.0.0/8', null, { state: 'orphaned' }), netShape(b.id, site, '10.1.0.0/16', a, { state: 'reserved' })]);
-    const p = await s.put('/api/networks/', [{ id: a.id, attributes: {} }, { id: b.id, state: 'allocated', attributes: {} }]);
+    const r = await s.patch(`/api/sites/${site}/networks/`, [
+      { id: b.id, state: 'reserved', cidr: '12.0.0.0/8' },
+      { id: a.id, state: 'orphaned' },
+    ]);
+    expectBody(r, 200, [
+      netShape(a.id, site, '10.0.0.0/8', null, { state: 'orphaned' }),
+      netShape(b.id, site, '10.1.0.0/16', a, { state: 'reserved' }),
+    ]);
+    const p = await s.put('/api/networks/', [
+      { id: a.id, attributes: {} },
+      { id: b.id, state: 'allocated', attributes: {} },
+    ]);
     expectBody(p, 200, [netShape(a.id, site, '10.0.0.0/8', null, { state: 'orphaned' }), netShape(b.id, site, '10.1.0.0/16', a)]);
     expectError(await s.put('/api/networks/', [{ id: a.id, state: 'allocated' }]), 400, { 0: { attributes: ['This field is required.'] } });
     expectError(await s.patch('/api/networks/', [{ id: a.id }, { id: a.id }]), 400, `Duplicate id in bulk update: ${a.id}`);
     expectError(await s.patch('/api/networks/', [{ id: 999999, state: 'reserved' }]), 400, 'Could not find all objects to update.');
     // Changes follow item order (§10), the response id order.
-    expect(events(await netChanges(site))).toEqual([`Create ${a.id}`, `Create ${b.id}`, `Update ${b.id}`, `Update ${a.id}`, `Update ${a.id}`, `Update ${b.id}`]);
+    expect(events(await netChanges(site))).toEqual([
+      `Create ${a.id}`,
+      `Create ${b.id}`,
+      `Update ${b.id}`,
+      `Update ${a.id}`,
+      `Update ${a.id}`,
+      `Update ${b.id}`,
+    ]);
   });
 
   test('bulk update out of the URL site is "Could not find all objects"', async () => {
     const [a, b] = await sitesOnOneShard();
     const n = await mkNet(a.id, '10.0.0.0/8');
-    expectError(await s.patch(`/api/sites/${b.id}/networks/`, [{ id: n.id, state: 'reserved' }]), 400, 'Could not find all objects to update.');
+    expectError(
+      await s.patch(`/api/sites/${b.id}/networks/`, [{ id: n.id, state: 'reserved' }]),
+      400,
+      'Could not find all objects to update.',
+    );
   });
 
   test('bulk delete: 204, duplicates dropped, one Delete Change each; errors', async () => {
@@ -913,9 +1079,16 @@ describe('bulk', () => {
     const c = await mkNet(site, '12.0.0.0/8');
     expectError(await s.request('DELETE', `/api/sites/${site}/networks/`, { body: { id: a.id } }), 400, 'Expected a list of ids.');
     expectError(await s.request('DELETE', `/api/sites/${site}/networks/`, { body: [] }), 400, 'No ids provided.');
-    expectError(await s.request('DELETE', `/api/sites/${site}/networks/`, { body: [a.id, '1'] }), 400, 'Invalid id: "1". Ids must be integers.');
-    expectError(await s.request('DELETE', `/api/sites/${site}/networks/`, { body: [a.id, 999999] }), 404,
-      `No such Network found at (site_id, id) = (${site}, 999999)`);
+    expectError(
+      await s.request('DELETE', `/api/sites/${site}/networks/`, { body: [a.id, '1'] }),
+      400,
+      'Invalid id: "1". Ids must be integers.',
+    );
+    expectError(
+      await s.request('DELETE', `/api/sites/${site}/networks/`, { body: [a.id, 999999] }),
+      404,
+      `No such Network found at (site_id, id) = (${site}, 999999)`,
+    );
     const r = await s.request('DELETE', `/api/sites/${site}/networks/`, { body: [b.id, a.id, b.id] });
     expect([r.status, r.text]).toEqual([204, '']);
     expect(ids(await listOf(`/api/sites/${site}/networks/`))).toEqual([c.id]);
@@ -944,7 +1117,9 @@ describe('Changes and deletes', () => {
     const detail = (await s.get(`/api/changes/${ch[3].id}/`)).json;
     expect(detail.resource_diff).toEqual({ state: { old: 'allocated', new: 'reserved' } });
     const create = (await s.get(`/api/changes/${ch[0].id}/diff/`)).text;
-    expect(create).toBe(JSON.stringify(Object.fromEntries(Object.entries(netShape(a.id, site, '10.0.0.0/8')).map(([k, v]) => [k, { old: null, new: v }]))));
+    expect(create).toBe(
+      JSON.stringify(Object.fromEntries(Object.entries(netShape(a.id, site, '10.0.0.0/8')).map(([k, v]) => [k, { old: null, new: v }]))),
+    );
     const del = (await s.get(`/api/changes/${ch[4].id}/diff/`)).json;
     expect(del.cidr).toEqual({ old: '10.1.1.0/24', new: null });
   });
@@ -953,8 +1128,11 @@ describe('Changes and deletes', () => {
     const site = await siteId();
     const a = await mkNet(site, '10.0.0.0/8');
     await mkNet(site, '10.0.0.1');
-    expectError(await s.delete(`/api/networks/${a.id}/`), 409,
-      "Cannot delete some instances of model 'Network' because they are referenced through a protected foreign key: 'Network.parent'");
+    expectError(
+      await s.delete(`/api/networks/${a.id}/`),
+      409,
+      "Cannot delete some instances of model 'Network' because they are referenced through a protected foreign key: 'Network.parent'",
+    );
     expect((await s.get(`/api/networks/${a.id}/`)).status).toBe(200);
     expect(events(await netChanges(site)).filter((e) => e.startsWith('Delete'))).toEqual([]);
   });

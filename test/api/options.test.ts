@@ -1,11 +1,12 @@
 /**
  * OPTIONS (gaps.md §22) through the API, and the public /docs/ pages.
  */
-import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+
 import { Type } from '@sinclair/typebox';
-import { InjectServer as TestServer } from '../helpers/inject.js';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { actionFields, optionsBody } from '../../src/schema/describe.js';
 import { defineSchema, Field } from '../../src/schema/fields.js';
+import { InjectServer as TestServer } from '../helpers/inject.js';
 
 const RENDERS = ['application/json', 'text/html'];
 const PARSES = ['application/json', 'application/x-www-form-urlencoded', 'multipart/form-data'];
@@ -16,7 +17,13 @@ const PLAIN = 'viewer@example.com';
 const CHANGER = 'changer@example.com';
 
 const SITE_NAME = { type: 'string', required: true, read_only: false, label: 'Name', help_text: 'The name of the Site.', max_length: 255 };
-const SITE_DESCRIPTION = { type: 'string', required: false, read_only: false, label: 'Description', help_text: 'A helpful description for the Site.' };
+const SITE_DESCRIPTION = {
+  type: 'string',
+  required: false,
+  read_only: false,
+  label: 'Description',
+  help_text: 'A helpful description for the Site.',
+};
 const ID = { type: 'integer', required: false, read_only: true, label: 'ID' };
 
 let s: TestServer;
@@ -37,7 +44,9 @@ beforeAll(async () => {
   const granted = await s.patch(`/api/users/${changer.json.id}/`, { permissions: { [String(siteId)]: ['change_site'] } });
   expect(granted.status).toBe(200);
 });
-afterAll(async () => { await s.stop(); });
+afterAll(async () => {
+  await s.stop();
+});
 
 describe('OPTIONS on sites', () => {
   test('OPTIONS on the site list shows POST to a superuser', async () => {
@@ -46,10 +55,15 @@ describe('OPTIONS on sites', () => {
     expect(r.headers.get('content-type')).toBe('application/json');
     expect(r.headers.get('allow')).toBe('GET, POST, HEAD, OPTIONS');
     expect(r.headers.get('vary')).toBe('Accept');
-    expect(r.text).toBe(JSON.stringify({
-      name: 'Site List', description: SITES_DESCRIPTION, renders: RENDERS, parses: PARSES,
-      actions: { POST: { name: SITE_NAME, description: SITE_DESCRIPTION } },
-    }));
+    expect(r.text).toBe(
+      JSON.stringify({
+        name: 'Site List',
+        description: SITES_DESCRIPTION,
+        renders: RENDERS,
+        parses: PARSES,
+        actions: { POST: { name: SITE_NAME, description: SITE_DESCRIPTION } },
+      }),
+    );
   });
 
   test('OPTIONS on the site list omits actions for a caller who cannot create sites', async () => {
@@ -64,10 +78,15 @@ describe('OPTIONS on sites', () => {
     const r = await options(`/api/sites/${siteId}/`);
     expect(r.status).toBe(200);
     expect(r.headers.get('allow')).toBe('GET, PUT, PATCH, DELETE, HEAD, OPTIONS');
-    expect(r.text).toBe(JSON.stringify({
-      name: 'Site Instance', description: SITES_DESCRIPTION, renders: RENDERS, parses: PARSES,
-      actions: { PUT: { id: ID, name: SITE_NAME, description: SITE_DESCRIPTION } },
-    }));
+    expect(r.text).toBe(
+      JSON.stringify({
+        name: 'Site Instance',
+        description: SITES_DESCRIPTION,
+        renders: RENDERS,
+        parses: PARSES,
+        actions: { PUT: { id: ID, name: SITE_NAME, description: SITE_DESCRIPTION } },
+      }),
+    );
   });
 
   test('OPTIONS on a missing site omits PUT and still answers 200', async () => {
@@ -124,7 +143,13 @@ describe('OPTIONS on changes and users', () => {
     expect(admin.json).toMatchObject({ name: 'User List', description: USERS_DESCRIPTION, renders: RENDERS, parses: PARSES });
     expect(Object.keys(admin.json.actions)).toEqual(['POST']);
     expect(Object.keys(admin.json.actions.POST)).toEqual(['email']);
-    expect(admin.json.actions.POST.email).toMatchObject({ type: 'string', required: true, read_only: false, label: 'Email', max_length: 255 });
+    expect(admin.json.actions.POST.email).toMatchObject({
+      type: 'string',
+      required: true,
+      read_only: false,
+      label: 'Email',
+      max_length: 255,
+    });
     const plain = await options('/api/users/', PLAIN);
     expect(plain.text).toBe(JSON.stringify({ name: 'User List', description: USERS_DESCRIPTION, renders: RENDERS, parses: PARSES }));
   });
@@ -167,7 +192,18 @@ describe('OPTIONS protocol', () => {
     expect(Object.keys(r.json)).toEqual(['name', 'description', 'renders', 'parses', 'actions']);
     for (const d of Object.values(r.json.actions.POST) as Record<string, unknown>[]) {
       const keys = Object.keys(d);
-      const order = ['type', 'required', 'read_only', 'label', 'help_text', 'min_length', 'max_length', 'min_value', 'max_value', 'choices'];
+      const order = [
+        'type',
+        'required',
+        'read_only',
+        'label',
+        'help_text',
+        'min_length',
+        'max_length',
+        'min_value',
+        'max_value',
+        'choices',
+      ];
       expect(keys).toEqual(order.filter((k) => keys.includes(k)));
       expect(keys.slice(0, 3)).toEqual(['type', 'required', 'read_only']);
     }
@@ -205,9 +241,21 @@ describe('docs', () => {
     expect(r.json.openapi).toMatch(/^3\./);
     expect(r.json.info).toMatchObject({ title: 'netsot', version: '1.0' });
     const paths = Object.keys(r.json.paths);
-    for (const p of ['/api/', '/api/sites/', '/api/sites/{id}/', '/api/changes/', '/api/changes/{id}/', '/api/changes/{id}/diff/',
-      '/api/sites/{site_id}/changes/', '/api/sites/{site_id}/changes/{id}/', '/api/users/', '/api/users/{id}/',
-      '/api/users/{id}/rotate_secret_key/', '/api/authenticate/', '/api/verify_token/']) {
+    for (const p of [
+      '/api/',
+      '/api/sites/',
+      '/api/sites/{id}/',
+      '/api/changes/',
+      '/api/changes/{id}/',
+      '/api/changes/{id}/diff/',
+      '/api/sites/{site_id}/changes/',
+      '/api/sites/{site_id}/changes/{id}/',
+      '/api/users/',
+      '/api/users/{id}/',
+      '/api/users/{id}/rotate_secret_key/',
+      '/api/authenticate/',
+      '/api/verify_token/',
+    ]) {
       expect(paths, p).toContain(p);
     }
     expect(paths).not.toContain('/api/sites/{site_id}/sites/');
@@ -221,7 +269,9 @@ describe('docs', () => {
 
   test('docs OpenAPI document declares every path parameter', async () => {
     const r = await s.get('/docs/openapi.json', { as: null });
-    for (const [path, ops] of Object.entries(r.json.paths as Record<string, Record<string, { parameters?: { name: string; in: string; required: boolean }[] }>>)) {
+    for (const [path, ops] of Object.entries(
+      r.json.paths as Record<string, Record<string, { parameters?: { name: string; in: string; required: boolean }[] }>>,
+    )) {
       const names = [...path.matchAll(/\{(\w+)\}/g)].map((m) => m[1]);
       for (const op of Object.values(ops)) {
         const declared = (op.parameters ?? []).filter((p) => p.in === 'path' && p.required).map((p) => p.name);
@@ -237,6 +287,18 @@ describe('docs', () => {
     const post = await s.post('/docs/', {}, { as: null });
     expect(post.status).toBe(405);
     expect(post.json).toEqual({ error: { code: 405, message: 'Method "POST" not allowed.' } });
+  });
+
+  test('docs answer OPTIONS like any endpoint, without authentication', async () => {
+    for (const [path, name] of [
+      ['/docs/', 'Docs'],
+      ['/docs/openapi.json', 'OpenAPI Document'],
+    ]) {
+      const r = await s.request('OPTIONS', path, { as: null });
+      expect(r.status, path).toBe(200);
+      expect(r.json.name).toBe(name);
+      expect(r.headers.get('allow')).toBe('GET, HEAD, OPTIONS');
+    }
   });
 
   test('docs give 404 below /docs/ for unknown pages', async () => {
@@ -255,23 +317,46 @@ describe('OPTIONS descriptors from a schema', () => {
     hostname: Field.string({ maxLength: 255, requiredOn: ['POST', 'PUT'], help: 'The hostname of the Device.' }),
     attributes: Field.json(Type.Object({}), { requiredOn: ['PUT'], help: 'Dictionary of attributes to set.' }),
   });
-  const HOSTNAME = { type: 'string', required: true, read_only: false, label: 'Hostname', help_text: 'The hostname of the Device.', max_length: 255 };
-  const ATTRIBUTES = { type: 'field', required: false, read_only: false, label: 'Attributes', help_text: 'Dictionary of attributes to set.' };
+  const HOSTNAME = {
+    type: 'string',
+    required: true,
+    read_only: false,
+    label: 'Hostname',
+    help_text: 'The hostname of the Device.',
+    max_length: 255,
+  };
+  const ATTRIBUTES = {
+    type: 'field',
+    required: false,
+    read_only: false,
+    label: 'Attributes',
+    help_text: 'Dictionary of attributes to set.',
+  };
 
   test('actionFields gives the Device POST example of gaps §22 in its field order', () => {
-    expect(JSON.stringify(actionFields(deviceLike, 'POST'))).toBe(JSON.stringify({
-      hostname: HOSTNAME,
-      attributes: ATTRIBUTES,
-      site_id: { type: 'integer', required: true, read_only: false, label: 'Site', help_text: 'Unique ID of the Site this object is under.' },
-    }));
+    expect(JSON.stringify(actionFields(deviceLike, 'POST'))).toBe(
+      JSON.stringify({
+        hostname: HOSTNAME,
+        attributes: ATTRIBUTES,
+        site_id: {
+          type: 'integer',
+          required: true,
+          read_only: false,
+          label: 'Site',
+          help_text: 'Unique ID of the Site this object is under.',
+        },
+      }),
+    );
   });
 
   test('actionFields gives the Device PUT example of gaps §22 with attributes required', () => {
-    expect(JSON.stringify(actionFields(deviceLike, 'PUT'))).toBe(JSON.stringify({
-      id: { type: 'integer', required: false, read_only: true, label: 'ID' },
-      hostname: HOSTNAME,
-      attributes: { ...ATTRIBUTES, required: true },
-    }));
+    expect(JSON.stringify(actionFields(deviceLike, 'PUT'))).toBe(
+      JSON.stringify({
+        id: { type: 'integer', required: false, read_only: true, label: 'ID' },
+        hostname: HOSTNAME,
+        attributes: { ...ATTRIBUTES, required: true },
+      }),
+    );
   });
 
   test('actionFields describes limits and writable choices', () => {
@@ -283,19 +368,33 @@ describe('OPTIONS descriptors from a schema', () => {
       cidr: Field.string(),
       is_ip: Field.boolean(),
     });
-    expect(JSON.stringify(actionFields(schema, 'POST'))).toBe(JSON.stringify({
-      mtu: { type: 'integer', required: false, read_only: false, label: 'Mtu', min_value: 68, max_value: 65535 },
-      kind: { type: 'choice', required: false, read_only: false, label: 'Kind', choices: [{ value: 'a', display_name: 'a' }, { value: 'b', display_name: 'b' }] },
-      cidr: { type: 'string', required: false, read_only: false, label: 'CIDR' },
-      is_ip: { type: 'boolean', required: false, read_only: false, label: 'Is ip' },
-    }));
+    expect(JSON.stringify(actionFields(schema, 'POST'))).toBe(
+      JSON.stringify({
+        mtu: { type: 'integer', required: false, read_only: false, label: 'Mtu', min_value: 68, max_value: 65535 },
+        kind: {
+          type: 'choice',
+          required: false,
+          read_only: false,
+          label: 'Kind',
+          choices: [
+            { value: 'a', display_name: 'a' },
+            { value: 'b', display_name: 'b' },
+          ],
+        },
+        cidr: { type: 'string', required: false, read_only: false, label: 'CIDR' },
+        is_ip: { type: 'boolean', required: false, read_only: false, label: 'Is ip' },
+      }),
+    );
   });
 
   test('optionsBody names list and instance routes and omits empty actions', () => {
     expect(JSON.parse(optionsBody(deviceLike, true, { POST: true, PUT: true }))).toMatchObject({ name: 'Device List' });
     expect(Object.keys(JSON.parse(optionsBody(deviceLike, true, { POST: true, PUT: true })).actions)).toEqual(['POST', 'PUT']);
     expect(JSON.parse(optionsBody(deviceLike, false, {}))).toEqual({
-      name: 'Device Instance', description: 'API endpoint that allows Devices to be viewed or edited.', renders: RENDERS, parses: PARSES,
+      name: 'Device Instance',
+      description: 'API endpoint that allows Devices to be viewed or edited.',
+      renders: RENDERS,
+      parses: PARSES,
     });
     expect(JSON.parse(optionsBody(defineSchema('Protocol Type', 'd', { id: Field.id() }), false, {})).name).toBe('Protocol Type Instance');
   });

@@ -7,8 +7,8 @@
  * refused rather than stored with other digits. Nothing is ever written.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { InjectServer as TestServer, type Response } from '../helpers/inject.js';
 import { expectError } from '../helpers/fixtures.js';
+import { type Response, InjectServer as TestServer } from '../helpers/inject.js';
 
 const NINES = '9'.repeat(400);
 const NUMBER_REQUIRED = ['A valid number is required.'];
@@ -24,7 +24,9 @@ beforeAll(async () => {
   await s.post(`/api/sites/${site}/networks/`, { cidr: '10.0.0.0/8' });
   await s.post(`/api/sites/${site}/interfaces/`, { device: 'r1', name: 'ae0' });
 });
-afterAll(async () => { await s.stop(); });
+afterAll(async () => {
+  await s.stop();
+});
 
 /** A body as JSON text, so that it can hold literals no JS value stringifies to (1e309, 2^64). */
 const raw = (method: string, path: string, text: string) =>
@@ -66,28 +68,58 @@ describe('ids beyond the safe integer range in paths (issue 15 item 3)', () => {
   });
 
   test('nested network routes under a huge site id are 404 naming the site as written', async () => {
-    expectError(await s.get(`/api/sites/${NINES}/networks/10.0.0.0/8/`), 404, `No such Network found at (site_id, id) = (${NINES}, 10.0.0.0/8)`);
-    expectError(await s.get(`/api/sites/${NINES}/networks/10.0.0.0/8/children/`), 404, `No such Network found at (site_id, id) = (${NINES}, 10.0.0.0/8)`);
-    await refused(() => s.post(`/api/sites/${NINES}/networks/10.0.0.0/8/next_address/?reserve=true`), 404,
-      `No such Network found at (site_id, id) = (${NINES}, 10.0.0.0/8)`);
-    await refused(() => s.post(`/api/sites/${NINES}/networks/`, { cidr: '10.9.0.0/16' }), 400, `Site with id number ${NINES} does not exist`);
-    await refused(() => s.post(`/api/sites/${NINES}/networks/`, { cidr: '10.9.0.0/16', site_id: site }), 400,
-      { site_id: `Site in body (${site}) does not match site in URL (${NINES}).` });
+    expectError(
+      await s.get(`/api/sites/${NINES}/networks/10.0.0.0/8/`),
+      404,
+      `No such Network found at (site_id, id) = (${NINES}, 10.0.0.0/8)`,
+    );
+    expectError(
+      await s.get(`/api/sites/${NINES}/networks/10.0.0.0/8/children/`),
+      404,
+      `No such Network found at (site_id, id) = (${NINES}, 10.0.0.0/8)`,
+    );
+    await refused(
+      () => s.post(`/api/sites/${NINES}/networks/10.0.0.0/8/next_address/?reserve=true`),
+      404,
+      `No such Network found at (site_id, id) = (${NINES}, 10.0.0.0/8)`,
+    );
+    await refused(
+      () => s.post(`/api/sites/${NINES}/networks/`, { cidr: '10.9.0.0/16' }),
+      400,
+      `Site with id number ${NINES} does not exist`,
+    );
+    await refused(() => s.post(`/api/sites/${NINES}/networks/`, { cidr: '10.9.0.0/16', site_id: site }), 400, {
+      site_id: `Site in body (${site}) does not match site in URL (${NINES}).`,
+    });
   });
 
   test('every route under a huge site id answers what it answers under an unknown site id', async () => {
     const cases: [string, string, unknown?][] = [
-      ['GET', 'devices/'], ['GET', 'devices/1/'], ['GET', 'devices/r1/interfaces/'], ['GET', 'interfaces/r1:ae0/'],
-      ['GET', 'networks/10.0.0.0/8/parent/'], ['GET', 'devices/query/?query=role=x'], ['GET', 'changes/'], ['GET', 'values/1/'],
-      ['POST', 'devices/', { hostname: 'nope' }], ['POST', 'devices/', [{ hostname: 'nope' }]], ['PATCH', 'devices/', [{ id: device }]],
-      ['DELETE', 'devices/', [device]], ['PUT', 'devices/1/', { hostname: 'x' }], ['DELETE', 'interfaces/1/'], ['POST', 'protocol_types/', { name: 'p' }],
+      ['GET', 'devices/'],
+      ['GET', 'devices/1/'],
+      ['GET', 'devices/r1/interfaces/'],
+      ['GET', 'interfaces/r1:ae0/'],
+      ['GET', 'networks/10.0.0.0/8/parent/'],
+      ['GET', 'devices/query/?query=role=x'],
+      ['GET', 'changes/'],
+      ['GET', 'values/1/'],
+      ['POST', 'devices/', { hostname: 'nope' }],
+      ['POST', 'devices/', [{ hostname: 'nope' }]],
+      ['PATCH', 'devices/', [{ id: device }]],
+      ['DELETE', 'devices/', [device]],
+      ['PUT', 'devices/1/', { hostname: 'x' }],
+      ['DELETE', 'interfaces/1/'],
+      ['POST', 'protocol_types/', { name: 'p' }],
     ];
     const before = await storeState();
     for (const [method, rest, body] of cases) {
       const huge = await s.request(method, `/api/sites/${NINES}/${rest}`, { body });
       const unknown = await s.request(method, `/api/sites/999999/${rest}`, { body });
-      expect({ case: `${method} ${rest}`, status: huge.status, text: huge.text.replaceAll(NINES, '999999') })
-        .toEqual({ case: `${method} ${rest}`, status: unknown.status, text: unknown.text });
+      expect({ case: `${method} ${rest}`, status: huge.status, text: huge.text.replaceAll(NINES, '999999') }).toEqual({
+        case: `${method} ${rest}`,
+        status: unknown.status,
+        text: unknown.text,
+      });
     }
     expect(await storeState()).toBe(before);
   });
@@ -97,7 +129,11 @@ describe('ids beyond the safe integer range in paths (issue 15 item 3)', () => {
       expectError(await s.get(`/api/devices/${id}/`), 404, `No such Device found at (site_id, id) = (None, ${id})`);
       expectError(await s.get(`/api/sites/${site}/devices/${id}/`), 404, `No such Device found at (site_id, id) = (${site}, ${id})`);
       await refused(() => s.patch(`/api/devices/${id}/`, { hostname: 'x' }), 404, `No such Device found at (site_id, id) = (None, ${id})`);
-      await refused(() => s.delete(`/api/sites/${site}/interfaces/${id}/`), 404, `No such Interface found at (site_id, id) = (${site}, ${id})`);
+      await refused(
+        () => s.delete(`/api/sites/${site}/interfaces/${id}/`),
+        404,
+        `No such Interface found at (site_id, id) = (${site}, ${id})`,
+      );
       expectError(await s.get(`/api/changes/${id}/`), 404, `No such Change found at (site_id, id) = (None, ${id})`);
       expectError(await s.get(`/api/users/${id}/`), 404, `No such User found at (site_id, id) = (None, ${id})`);
       expectError(await s.get(`/api/sites/${site}/values/${id}/`), 404, `No such Value found at (site_id, id) = (${site}, ${id})`);
@@ -112,21 +148,38 @@ describe('ids beyond the safe integer range in paths (issue 15 item 3)', () => {
 
 describe('ids beyond the safe integer range in bodies (issue 15 item 3)', () => {
   test('a huge related id gives the unknown-id text of that field', async () => {
-    await refused(() => raw('POST', `/api/sites/${site}/interfaces/`, `{"device":"${NINES}","name":"e1"}`), 400,
-      { device: [`Invalid pk "${NINES}" - object does not exist.`] });
-    await refused(() => raw('POST', `/api/sites/${site}/interfaces/`, '{"device":18446744073709551616,"name":"e1"}'), 400,
-      { device: ['Invalid pk "18446744073709552000" - object does not exist.'] });
-    await refused(() => raw('POST', '/api/interfaces/', `{"device":"${NINES}","name":"e1"}`), 400,
-      { device: [`Invalid pk "${NINES}" - object does not exist.`] });
+    await refused(() => raw('POST', `/api/sites/${site}/interfaces/`, `{"device":"${NINES}","name":"e1"}`), 400, {
+      device: [`Invalid pk "${NINES}" - object does not exist.`],
+    });
+    await refused(() => raw('POST', `/api/sites/${site}/interfaces/`, '{"device":18446744073709551616,"name":"e1"}'), 400, {
+      device: ['Invalid pk "18446744073709552000" - object does not exist.'],
+    });
+    await refused(() => raw('POST', '/api/interfaces/', `{"device":"${NINES}","name":"e1"}`), 400, {
+      device: [`Invalid pk "${NINES}" - object does not exist.`],
+    });
   });
 
   test('a huge id in a bulk update is not found, and in a bulk delete is an unknown id', async () => {
-    await refused(() => raw('PATCH', `/api/sites/${site}/devices/`, `[{"id":"${NINES}","hostname":"x"}]`), 400, 'Could not find all objects to update.');
-    await refused(() => raw('PATCH', '/api/devices/', '[{"id":18446744073709551616,"hostname":"x"}]'), 400, 'Could not find all objects to update.');
-    await refused(() => raw('DELETE', `/api/sites/${site}/devices/`, '[18446744073709551616]'), 404,
-      `No such Device found at (site_id, id) = (${site}, 18446744073709552000)`);
-    await refused(() => raw('DELETE', '/api/devices/', '[18446744073709551616]'), 404,
-      'No such Device found at (site_id, id) = (None, 18446744073709552000)');
+    await refused(
+      () => raw('PATCH', `/api/sites/${site}/devices/`, `[{"id":"${NINES}","hostname":"x"}]`),
+      400,
+      'Could not find all objects to update.',
+    );
+    await refused(
+      () => raw('PATCH', '/api/devices/', '[{"id":18446744073709551616,"hostname":"x"}]'),
+      400,
+      'Could not find all objects to update.',
+    );
+    await refused(
+      () => raw('DELETE', `/api/sites/${site}/devices/`, '[18446744073709551616]'),
+      404,
+      `No such Device found at (site_id, id) = (${site}, 18446744073709552000)`,
+    );
+    await refused(
+      () => raw('DELETE', '/api/devices/', '[18446744073709551616]'),
+      404,
+      'No such Device found at (site_id, id) = (None, 18446744073709552000)',
+    );
   });
 
   test('a bulk delete never reads an integer as a natural key', async () => {
@@ -134,23 +187,42 @@ describe('ids beyond the safe integer range in bodies (issue 15 item 3)', () => 
     const z = (await s.post(`/api/sites/${site}/interfaces/`, { device: 'r1', name: 'ae2' })).json.id;
     expect((await s.post(`/api/sites/${site}/circuits/`, { name: '-1', endpoint_a: a })).status).toBe(201);
     expect((await s.post(`/api/sites/${site}/circuits/`, { name: '1e+21', endpoint_a: z })).status).toBe(201);
-    await refused(() => raw('DELETE', `/api/sites/${site}/circuits/`, '[-1]'), 404, `No such Circuit found at (site_id, id) = (${site}, -1)`);
-    await refused(() => raw('DELETE', `/api/sites/${site}/circuits/`, '[1e21]'), 404, `No such Circuit found at (site_id, id) = (${site}, 1e+21)`);
+    await refused(
+      () => raw('DELETE', `/api/sites/${site}/circuits/`, '[-1]'),
+      404,
+      `No such Circuit found at (site_id, id) = (${site}, -1)`,
+    );
+    await refused(
+      () => raw('DELETE', `/api/sites/${site}/circuits/`, '[1e21]'),
+      404,
+      `No such Circuit found at (site_id, id) = (${site}, 1e+21)`,
+    );
     expect((await s.get(`/api/sites/${site}/circuits/-1/`)).status).toBe(200);
     expect((await s.get(`/api/sites/${site}/circuits/1e+21/`)).status).toBe(200);
   });
 
   test('a huge site id in a body names no site', async () => {
-    await refused(() => raw('PATCH', '/api/users/0/', `{"permissions":{"${NINES}":[]}}`), 400, `Site with id number ${NINES} does not exist`);
-    await refused(() => raw('POST', '/api/devices/', `{"hostname":"x","site_id":"${NINES}"}`), 400, { site_id: ['A valid integer is required.'] });
-    await refused(() => raw('POST', '/api/devices/', '{"hostname":"x","site_id":18446744073709551616}'), 400, { site_id: ['A valid integer is required.'] });
+    await refused(
+      () => raw('PATCH', '/api/users/0/', `{"permissions":{"${NINES}":[]}}`),
+      400,
+      `Site with id number ${NINES} does not exist`,
+    );
+    await refused(() => raw('POST', '/api/devices/', `{"hostname":"x","site_id":"${NINES}"}`), 400, {
+      site_id: ['A valid integer is required.'],
+    });
+    await refused(() => raw('POST', '/api/devices/', '{"hostname":"x","site_id":18446744073709551616}'), 400, {
+      site_id: ['A valid integer is required.'],
+    });
   });
 });
 
 describe('numbers JSON cannot carry exactly (issue 15 item 4)', () => {
   test('overflowing mtu, speed and mac_address are a 400 naming each field, not an interface with nulls', async () => {
-    await refused(() => raw('POST', `/api/sites/${site}/interfaces/`, '{"device":"r1","name":"e9","mtu":1e309,"speed":1e309,"mac_address":1e309}'),
-      400, { mtu: NUMBER_REQUIRED, speed: NUMBER_REQUIRED, mac_address: NUMBER_REQUIRED });
+    await refused(
+      () => raw('POST', `/api/sites/${site}/interfaces/`, '{"device":"r1","name":"e9","mtu":1e309,"speed":1e309,"mac_address":1e309}'),
+      400,
+      { mtu: NUMBER_REQUIRED, speed: NUMBER_REQUIRED, mac_address: NUMBER_REQUIRED },
+    );
     expect((await s.get(`/api/sites/${site}/interfaces/r1:e9/`)).status).toBe(404);
   });
 
@@ -169,21 +241,33 @@ describe('numbers JSON cannot carry exactly (issue 15 item 4)', () => {
   });
 
   test('integer fields refuse integers beyond 2^53', async () => {
-    await refused(() => raw('POST', `/api/sites/${site}/interfaces/`, '{"device":"r1","name":"e8","mtu":18446744073709551616,"speed":9007199254740993}'),
-      400, { speed: ['A valid integer is required.'], mtu: ['A valid integer is required.'] });
+    await refused(
+      () =>
+        raw('POST', `/api/sites/${site}/interfaces/`, '{"device":"r1","name":"e8","mtu":18446744073709551616,"speed":9007199254740993}'),
+      400,
+      { speed: ['A valid integer is required.'], mtu: ['A valid integer is required.'] },
+    );
   });
 
   test('an overflowing number where no field type applies is a 400 at its path', async () => {
-    await refused(() => raw('POST', `/api/sites/${site}/devices/`, '{"hostname":"r7","attributes":{"role":1e309}}'), 400,
-      { attributes: { role: NUMBER_REQUIRED } });
-    await refused(() => raw('POST', `/api/sites/${site}/attributes/`, '{"name":"x","resource_name":"Device","constraints":{"valid_values":[1,-1e400]}}'),
-      400, { constraints: { valid_values: { 1: NUMBER_REQUIRED } } });
+    await refused(() => raw('POST', `/api/sites/${site}/devices/`, '{"hostname":"r7","attributes":{"role":1e309}}'), 400, {
+      attributes: { role: NUMBER_REQUIRED },
+    });
+    await refused(
+      () =>
+        raw('POST', `/api/sites/${site}/attributes/`, '{"name":"x","resource_name":"Device","constraints":{"valid_values":[1,-1e400]}}'),
+      400,
+      { constraints: { valid_values: { 1: NUMBER_REQUIRED } } },
+    );
     await refused(() => raw('POST', `/api/sites/${site}/devices/`, '1e309'), 400, { non_field_errors: NUMBER_REQUIRED });
   });
 
   test('a bulk body reports the failing item by index, as other per-item errors, and stores none', async () => {
-    await refused(() => raw('POST', `/api/sites/${site}/devices/`, '[{"hostname":"ok1"},{"hostname":"ok2","attributes":{"role":1e309}}]'), 400,
-      { 1: { attributes: { role: NUMBER_REQUIRED } } });
+    await refused(
+      () => raw('POST', `/api/sites/${site}/devices/`, '[{"hostname":"ok1"},{"hostname":"ok2","attributes":{"role":1e309}}]'),
+      400,
+      { 1: { attributes: { role: NUMBER_REQUIRED } } },
+    );
     expect((await s.get(`/api/sites/${site}/devices/ok1/`)).status).toBe(404);
     await refused(() => raw('DELETE', `/api/sites/${site}/devices/`, `[${device},1e309]`), 400, { 1: NUMBER_REQUIRED });
     expect((await s.get(`/api/sites/${site}/devices/${device}/`)).status).toBe(200);
@@ -191,7 +275,8 @@ describe('numbers JSON cannot carry exactly (issue 15 item 4)', () => {
 
   test('form bodies are held to the same rule in their JSON-valued fields', async () => {
     const r = await s.request('POST', `/api/sites/${site}/devices/`, {
-      rawBody: 'hostname=r6&attributes=%7B%22role%22%3A1e309%7D', headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
+      rawBody: 'hostname=r6&attributes=%7B%22role%22%3A1e309%7D',
+      headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
     });
     expectError(r, 400, { attributes: { role: NUMBER_REQUIRED } });
   });

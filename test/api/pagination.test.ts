@@ -24,7 +24,9 @@ beforeAll(async () => {
   await s.patch(`/api/sites/${sites[0].id}/`, { description: 'second' });
   sites[0].description = 'second';
 });
-afterAll(async () => { await s.stop(); });
+afterAll(async () => {
+  await s.stop();
+});
 
 describe('pagination of the top-level sites list', () => {
   test('sites list without limit is a bare array in id order', async () => {
@@ -41,7 +43,14 @@ describe('pagination of the top-level sites list', () => {
 
   test('limit=2&offset=2 gives the middle page with previous without offset', async () => {
     const r = await s.get('/api/sites/?limit=2&offset=2');
-    expect(r.text).toBe(text({ count: 5, next: `http://${host}/api/sites/?limit=2&offset=4`, previous: `http://${host}/api/sites/?limit=2`, results: sites.slice(2, 4) }));
+    expect(r.text).toBe(
+      text({
+        count: 5,
+        next: `http://${host}/api/sites/?limit=2&offset=4`,
+        previous: `http://${host}/api/sites/?limit=2`,
+        results: sites.slice(2, 4),
+      }),
+    );
   });
 
   test('limit=2&offset=4 gives the last page with no next', async () => {
@@ -51,7 +60,12 @@ describe('pagination of the top-level sites list', () => {
 
   test('limit=2&offset=1 gives a previous link without offset', async () => {
     const r = await s.get('/api/sites/?limit=2&offset=1');
-    expect(r.json).toEqual({ count: 5, next: `http://${host}/api/sites/?limit=2&offset=3`, previous: `http://${host}/api/sites/?limit=2`, results: sites.slice(1, 3) });
+    expect(r.json).toEqual({
+      count: 5,
+      next: `http://${host}/api/sites/?limit=2&offset=3`,
+      previous: `http://${host}/api/sites/?limit=2`,
+      results: sites.slice(1, 3),
+    });
   });
 
   test('limit of 0, negative or non-integer counts as absent', async () => {
@@ -79,7 +93,12 @@ describe('pagination of the top-level sites list', () => {
   test('offset that is negative or not an integer counts as 0', async () => {
     for (const o of ['-1', 'abc', '', '1.5']) {
       const r = await s.get(`/api/sites/?limit=2&offset=${o}`);
-      expect(r.json, o).toEqual({ count: 5, next: `http://${host}/api/sites/?limit=2&offset=2`, previous: null, results: sites.slice(0, 2) });
+      expect(r.json, o).toEqual({
+        count: 5,
+        next: `http://${host}/api/sites/?limit=2&offset=2`,
+        previous: null,
+        results: sites.slice(0, 2),
+      });
     }
   });
 
@@ -129,7 +148,12 @@ describe('pagination of changes', () => {
     expect(first.json.previous).toBeNull();
     expect(first.json.results).toEqual(all.json.slice(0, 2));
     const second = await s.get(`/api/sites/${sites[0].id}/changes/?limit=2&offset=2`);
-    expect(second.json).toEqual({ count: 3, next: null, previous: `http://${host}/api/sites/${sites[0].id}/changes/?limit=2`, results: all.json.slice(2) });
+    expect(second.json).toEqual({
+      count: 3,
+      next: null,
+      previous: `http://${host}/api/sites/${sites[0].id}/changes/?limit=2`,
+      results: all.json.slice(2),
+    });
   });
 
   test('top-level changes list pages across shards in list order', async () => {
@@ -172,7 +196,9 @@ describe('fields and omit on sites', () => {
   test('fields and omit ignore unknown names', async () => {
     expect((await s.get('/api/sites/?fields=id,bogus,Name')).text).toBe(text(sites.map(({ id }) => ({ id }))));
     expect((await s.get('/api/sites/?omit=bogus')).text).toBe(text(sites));
-    expect((await s.get('/api/sites/?fields=description,bogus&omit=nothing')).text).toBe(text(sites.map(({ description }) => ({ description }))));
+    expect((await s.get('/api/sites/?fields=description,bogus&omit=nothing')).text).toBe(
+      text(sites.map(({ description }) => ({ description }))),
+    );
   });
 
   test('fields or omit naming nothing are as if absent', async () => {
@@ -194,7 +220,14 @@ describe('fields and omit on sites', () => {
 
   test('fields applies to the results of a page and leaves the envelope alone', async () => {
     const r = await s.get('/api/sites/?limit=2&fields=id');
-    expect(r.text).toBe(text({ count: 5, next: `http://${host}/api/sites/?fields=id&limit=2&offset=2`, previous: null, results: [{ id: sites[0].id }, { id: sites[1].id }] }));
+    expect(r.text).toBe(
+      text({
+        count: 5,
+        next: `http://${host}/api/sites/?fields=id&limit=2&offset=2`,
+        previous: null,
+        results: [{ id: sites[0].id }, { id: sites[1].id }],
+      }),
+    );
   });
 
   test('fields and omit do not apply to write responses', async () => {

@@ -9,20 +9,36 @@
  * different shards.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { type Change, expectBody, expectError, FORBIDDEN, fixtures } from '../helpers/fixtures.js';
 import { InjectServer as TestServer } from '../helpers/inject.js';
-import { FORBIDDEN, expectBody, expectError, fixtures, type Change } from '../helpers/fixtures.js';
 
 let s: TestServer;
-beforeAll(async () => { s = await TestServer.start({ shards: 2 }); });
-afterAll(async () => { await s.stop(); });
+beforeAll(async () => {
+  s = await TestServer.start({ shards: 2 });
+});
+afterAll(async () => {
+  await s.stop();
+});
 
 const { fresh, mkSiteId, siteIdsOnTwoShards, sitesOnOneShard, mkAttrId, mkUser } = fixtures(() => s, { base: 'pt', names: 'ident' });
 
-export interface ProtocolType { id: number; name: string; description: string; required_attributes: string[]; site: number }
+export interface ProtocolType {
+  id: number;
+  name: string;
+  description: string;
+  required_attributes: string[];
+  site: number;
+}
 
 /** The canonical ProtocolType shape (keys in §20.1 order). */
-const ptShape = (id: number, site: number, name: string, over: Partial<ProtocolType> = {}): ProtocolType =>
-  ({ id, name, description: '', required_attributes: [], site, ...over });
+const ptShape = (id: number, site: number, name: string, over: Partial<ProtocolType> = {}): ProtocolType => ({
+  id,
+  name,
+  description: '',
+  required_attributes: [],
+  site,
+  ...over,
+});
 
 /** A ProtocolType created nested, which must succeed. */
 async function mkType(site: number, body: Record<string, unknown> = {}): Promise<ProtocolType> {
@@ -32,7 +48,8 @@ async function mkType(site: number, body: Record<string, unknown> = {}): Promise
 }
 
 /** A Protocol attribute of the site. */
-const mkProtocolAttr = (site: number, name = fresh('a'), extra: Record<string, unknown> = {}) => mkAttrId(site, name, { resource_name: 'Protocol', ...extra });
+const mkProtocolAttr = (site: number, name = fresh('a'), extra: Record<string, unknown> = {}) =>
+  mkAttrId(site, name, { resource_name: 'Protocol', ...extra });
 
 async function changesOf(id: number, resourceName = 'ProtocolType'): Promise<Change[]> {
   const r = await s.get(`/api/changes/?resource_name=${resourceName}&resource_id=${id}`);
@@ -95,14 +112,18 @@ describe('protocol type create', () => {
   test('protocol type create in an unknown site gives the site text, nested and top level', async () => {
     expectError(await s.post('/api/protocol_types/', { name: 'x', site: 999999 }), 400, 'Site with id number 999999 does not exist');
     expectError(await s.post('/api/sites/999998/protocol_types/', { name: 'x' }), 400, 'Site with id number 999998 does not exist');
-    expectError(await s.post('/api/protocol_types/', { name: 'x', site: 999997, required_attributes: ['asn'] }), 400,
-      'Site with id number 999997 does not exist');
+    expectError(
+      await s.post('/api/protocol_types/', { name: 'x', site: 999997, required_attributes: ['asn'] }),
+      400,
+      'Site with id number 999997 does not exist',
+    );
   });
 
   test('nested protocol type create rejects a different body site with the key `site`', async () => {
     const [a, b] = await siteIdsOnTwoShards();
-    expectError(await s.post(`/api/sites/${a}/protocol_types/`, { name: 'x', site: b }), 400,
-      { site: `Site in body (${b}) does not match site in URL (${a}).` });
+    expectError(await s.post(`/api/sites/${a}/protocol_types/`, { name: 'x', site: b }), 400, {
+      site: `Site in body (${b}) does not match site in URL (${a}).`,
+    });
     expect((await s.get(`/api/sites/${a}/protocol_types/`)).json).toEqual([]);
     expect((await s.get(`/api/sites/${b}/protocol_types/`)).json).toEqual([]);
   });
@@ -122,7 +143,9 @@ describe('protocol type create', () => {
     expectError(await s.post('/api/protocol_types/', [{ name: 'a', site }]), 400, message);
     expectError(await s.post(`/api/sites/${site}/protocol_types/`, []), 400, message);
     expectError(await s.post('/api/protocol_types/', []), 400, message);
-    expectError(await s.post(`/api/sites/${site}/protocol_types/`, 'isis'), 400, { non_field_errors: ['Invalid data. Expected a dictionary, but got str.'] });
+    expectError(await s.post(`/api/sites/${site}/protocol_types/`, 'isis'), 400, {
+      non_field_errors: ['Invalid data. Expected a dictionary, but got str.'],
+    });
     expect((await s.get(`/api/sites/${site}/protocol_types/`)).json).toEqual([]);
   });
 
@@ -138,8 +161,9 @@ describe('protocol type create', () => {
     const site = await mkSiteId();
     const ok = await s.post(`/api/sites/${site}/protocol_types/`, { name: 'a'.repeat(16) });
     expect(ok.status, ok.text).toBe(201);
-    expectError(await s.post(`/api/sites/${site}/protocol_types/`, { name: 'b'.repeat(17) }), 400,
-      { name: ['Ensure this field has no more than 16 characters.'] });
+    expectError(await s.post(`/api/sites/${site}/protocol_types/`, { name: 'b'.repeat(17) }), 400, {
+      name: ['Ensure this field has no more than 16 characters.'],
+    });
   });
 
   test('protocol type name and description are trimmed; the description may be blank but not longer than 255', async () => {
@@ -147,17 +171,20 @@ describe('protocol type create', () => {
     const r = await s.post(`/api/sites/${site}/protocol_types/`, { name: '  rip  ', description: '' });
     expect(r.status, r.text).toBe(201);
     expect(r.json).toEqual(ptShape(r.json.id, site, 'rip'));
-    expectError(await s.post(`/api/sites/${site}/protocol_types/`, { name: 'long', description: 'd'.repeat(256) }), 400,
-      { description: ['Ensure this field has no more than 255 characters.'] });
+    expectError(await s.post(`/api/sites/${site}/protocol_types/`, { name: 'long', description: 'd'.repeat(256) }), 400, {
+      description: ['Ensure this field has no more than 255 characters.'],
+    });
   });
 
   test('protocol type names are unique per site, not across sites', async () => {
     const [a, b] = await siteIdsOnTwoShards();
     await mkType(a, { name: 'isis' });
-    expectError(await s.post(`/api/sites/${a}/protocol_types/`, { name: 'isis' }), 400,
-      { non_field_errors: ['The fields site, name must make a unique set.'] });
-    expectError(await s.post('/api/protocol_types/', { name: 'isis', site: a }), 400,
-      { non_field_errors: ['The fields site, name must make a unique set.'] });
+    expectError(await s.post(`/api/sites/${a}/protocol_types/`, { name: 'isis' }), 400, {
+      non_field_errors: ['The fields site, name must make a unique set.'],
+    });
+    expectError(await s.post('/api/protocol_types/', { name: 'isis', site: a }), 400, {
+      non_field_errors: ['The fields site, name must make a unique set.'],
+    });
     await mkType(b, { name: 'isis' });
     expect((await s.get(`/api/sites/${a}/protocol_types/`)).json).toHaveLength(1);
   });
@@ -172,8 +199,11 @@ describe('protocol type create', () => {
     expect(changes[0].resource).toEqual(t);
     const detail = await changeDetail(changes[0].id);
     expect(detail.resource_diff).toEqual({
-      id: { old: null, new: t.id }, name: { old: null, new: 'isis' }, description: { old: null, new: 'IS-IS' },
-      required_attributes: { old: null, new: [] }, site: { old: null, new: site },
+      id: { old: null, new: t.id },
+      name: { old: null, new: 'isis' },
+      description: { old: null, new: 'IS-IS' },
+      required_attributes: { old: null, new: [] },
+      site: { old: null, new: site },
     });
   });
 });
@@ -193,7 +223,12 @@ describe('protocol type required_attributes', () => {
   });
 
   test('required_attributes accepts ids, digit strings and names, and lists names in ascending attribute id order', async () => {
-    for (const given of [[metric, asn], [String(metric), String(asn)], [metricName, asnName], [metricName, asn]]) {
+    for (const given of [
+      [metric, asn],
+      [String(metric), String(asn)],
+      [metricName, asnName],
+      [metricName, asn],
+    ]) {
       const r = await s.post(`/api/sites/${site}/protocol_types/`, { name: fresh('t').slice(0, 16), required_attributes: given });
       expect(r.status, r.text).toBe(201);
       expect(r.json.required_attributes).toEqual([asnName, metricName]);
@@ -214,8 +249,9 @@ describe('protocol type required_attributes', () => {
     const deviceName = fresh('dev');
     const deviceAttr = await mkAttrId(site, deviceName);
     for (const given of [[deviceAttr], [deviceName], [asn, deviceAttr]]) {
-      expectError(await s.post(`/api/sites/${site}/protocol_types/`, { name: 'bad', required_attributes: given }), 400,
-        { required_attributes: 'Only Protocol attributes are allowed' });
+      expectError(await s.post(`/api/sites/${site}/protocol_types/`, { name: 'bad', required_attributes: given }), 400, {
+        required_attributes: 'Only Protocol attributes are allowed',
+      });
     }
   });
 
@@ -224,8 +260,9 @@ describe('protocol type required_attributes', () => {
     const here = await mkProtocolAttr(a.id, 'here');
     const there = await mkProtocolAttr(b.id, 'elsewhere');
     const there2 = await mkProtocolAttr(b.id, 'farther');
-    expectError(await s.post(`/api/sites/${a.id}/protocol_types/`, { name: 'bad', required_attributes: [here, there2, there] }), 400,
-      { required_attributes: "Attributes must share the same site as ProtocolType.site. Got: ['elsewhere', 'farther']" });
+    expectError(await s.post(`/api/sites/${a.id}/protocol_types/`, { name: 'bad', required_attributes: [here, there2, there] }), 400, {
+      required_attributes: "Attributes must share the same site as ProtocolType.site. Got: ['elsewhere', 'farther']",
+    });
   });
 
   // This shard cannot read an attribute of a site on another shard: it is refused with the same text, named by its id.
@@ -234,57 +271,70 @@ describe('protocol type required_attributes', () => {
     const there = await mkProtocolAttr(b, 'elsewhere');
     const deviceThere = await mkAttrId(b, 'devthere');
     for (const given of [[there], [deviceThere]]) {
-      expectError(await s.post(`/api/sites/${a}/protocol_types/`, { name: 'bad', required_attributes: given }), 400,
-        { required_attributes: `Attributes must share the same site as ProtocolType.site. Got: [${given[0]}]` });
+      expectError(await s.post(`/api/sites/${a}/protocol_types/`, { name: 'bad', required_attributes: given }), 400, {
+        required_attributes: `Attributes must share the same site as ProtocolType.site. Got: [${given[0]}]`,
+      });
     }
     expect((await s.get(`/api/sites/${a}/protocol_types/`)).json).toEqual([]);
   });
 
   test('an unknown name gives the list-style "does not exist" text', async () => {
-    expectError(await s.post(`/api/sites/${site}/protocol_types/`, { name: 'bad', required_attributes: [asn, 'nosuch'] }), 400,
-      { required_attributes: ['Object with name=nosuch does not exist.'] });
+    expectError(await s.post(`/api/sites/${site}/protocol_types/`, { name: 'bad', required_attributes: [asn, 'nosuch'] }), 400, {
+      required_attributes: ['Object with name=nosuch does not exist.'],
+    });
   });
 
   test('a name that exists only in another site does not exist here', async () => {
     const other = await mkSiteId();
     const name = fresh('only');
     await mkProtocolAttr(other, name);
-    expectError(await s.post(`/api/sites/${site}/protocol_types/`, { name: 'bad', required_attributes: [name] }), 400,
-      { required_attributes: [`Object with name=${name} does not exist.`] });
+    expectError(await s.post(`/api/sites/${site}/protocol_types/`, { name: 'bad', required_attributes: [name] }), 400, {
+      required_attributes: [`Object with name=${name} does not exist.`],
+    });
   });
 
   test('an unknown id gives the list-style "Invalid pk" text', async () => {
-    expectError(await s.post(`/api/sites/${site}/protocol_types/`, { name: 'bad', required_attributes: [999999] }), 400,
-      { required_attributes: ['Invalid pk "999999" - object does not exist.'] });
-    expectError(await s.post(`/api/sites/${site}/protocol_types/`, { name: 'bad', required_attributes: ['999998'] }), 400,
-      { required_attributes: ['Invalid pk "999998" - object does not exist.'] });
+    expectError(await s.post(`/api/sites/${site}/protocol_types/`, { name: 'bad', required_attributes: [999999] }), 400, {
+      required_attributes: ['Invalid pk "999999" - object does not exist.'],
+    });
+    expectError(await s.post(`/api/sites/${site}/protocol_types/`, { name: 'bad', required_attributes: ['999998'] }), 400, {
+      required_attributes: ['Invalid pk "999998" - object does not exist.'],
+    });
   });
 
   test('an entry that is neither an id nor a name gives the pk-type text', async () => {
-    expectError(await s.post(`/api/sites/${site}/protocol_types/`, { name: 'bad', required_attributes: [{ id: asn }] }), 400,
-      { required_attributes: ['Incorrect type. Expected pk value, received dict.'] });
-    expectError(await s.post(`/api/sites/${site}/protocol_types/`, { name: 'bad', required_attributes: [true] }), 400,
-      { required_attributes: ['Incorrect type. Expected pk value, received bool.'] });
+    expectError(await s.post(`/api/sites/${site}/protocol_types/`, { name: 'bad', required_attributes: [{ id: asn }] }), 400, {
+      required_attributes: ['Incorrect type. Expected pk value, received dict.'],
+    });
+    expectError(await s.post(`/api/sites/${site}/protocol_types/`, { name: 'bad', required_attributes: [true] }), 400, {
+      required_attributes: ['Incorrect type. Expected pk value, received bool.'],
+    });
   });
 
   test('required_attributes that is not a list gives the list text; null is refused', async () => {
-    expectError(await s.post(`/api/sites/${site}/protocol_types/`, { name: 'bad', required_attributes: asnName }), 400,
-      { required_attributes: ['Expected a list of items but got type "str".'] });
-    expectError(await s.post(`/api/sites/${site}/protocol_types/`, { name: 'bad', required_attributes: null }), 400,
-      { required_attributes: ['This field may not be null.'] });
+    expectError(await s.post(`/api/sites/${site}/protocol_types/`, { name: 'bad', required_attributes: asnName }), 400, {
+      required_attributes: ['Expected a list of items but got type "str".'],
+    });
+    expectError(await s.post(`/api/sites/${site}/protocol_types/`, { name: 'bad', required_attributes: null }), 400, {
+      required_attributes: ['This field may not be null.'],
+    });
   });
 
   test('lookup failures are reported together with the other field failures', async () => {
     const r = await s.post(`/api/sites/${site}/protocol_types/`, { name: 'x'.repeat(17), required_attributes: ['nosuch'] });
-    expect(r.text).toBe('{"error":{"code":400,"message":{"name":["Ensure this field has no more than 16 characters."],'
-      + '"required_attributes":["Object with name=nosuch does not exist."]}}}');
+    expect(r.text).toBe(
+      '{"error":{"code":400,"message":{"name":["Ensure this field has no more than 16 characters."],' +
+        '"required_attributes":["Object with name=nosuch does not exist."]}}}',
+    );
   });
 
   test('a failing create leaves no protocol type and no Change', async () => {
     const lone = await mkSiteId();
     const attr = await mkProtocolAttr(lone);
     const deviceAttr = await mkAttrId(lone, fresh('d'));
-    expect((await s.post(`/api/sites/${lone}/protocol_types/`, { name: 'fails', required_attributes: [attr, deviceAttr] })).status).toBe(400);
+    expect((await s.post(`/api/sites/${lone}/protocol_types/`, { name: 'fails', required_attributes: [attr, deviceAttr] })).status).toBe(
+      400,
+    );
     expect((await s.get(`/api/sites/${lone}/protocol_types/`)).json).toEqual([]);
     expect((await s.get(`/api/sites/${lone}/changes/?resource_name=ProtocolType`)).json).toEqual([]);
   });
@@ -303,8 +353,9 @@ describe('protocol type required_attributes', () => {
   test('an update with a bad required_attributes changes nothing', async () => {
     const t = await mkType(site, { required_attributes: [asn] });
     const deviceAttr = await mkAttrId(site, fresh('d'));
-    expectError(await s.patch(`/api/protocol_types/${t.id}/`, { description: 'new', required_attributes: [metric, deviceAttr] }), 400,
-      { required_attributes: 'Only Protocol attributes are allowed' });
+    expectError(await s.patch(`/api/protocol_types/${t.id}/`, { description: 'new', required_attributes: [metric, deviceAttr] }), 400, {
+      required_attributes: 'Only Protocol attributes are allowed',
+    });
     expect((await s.get(`/api/protocol_types/${t.id}/`)).json).toEqual(t);
     expect((await changesOf(t.id)).map((c) => c.event)).toEqual(['Create']);
   });
@@ -359,8 +410,9 @@ describe('protocol type updates', () => {
     const site = await mkSiteId();
     await mkType(site, { name: 'isis' });
     const t = await mkType(site, { name: 'ospf' });
-    expectError(await s.patch(`/api/protocol_types/${t.id}/`, { name: 'isis' }), 400,
-      { non_field_errors: ['The fields site, name must make a unique set.'] });
+    expectError(await s.patch(`/api/protocol_types/${t.id}/`, { name: 'isis' }), 400, {
+      non_field_errors: ['The fields site, name must make a unique set.'],
+    });
     const same = await s.patch(`/api/protocol_types/${t.id}/`, { name: 'ospf' });
     expect(same.status, same.text).toBe(200);
   });
@@ -368,8 +420,9 @@ describe('protocol type updates', () => {
   test('PATCH checks the name limit', async () => {
     const site = await mkSiteId();
     const t = await mkType(site);
-    expectError(await s.patch(`/api/protocol_types/${t.id}/`, { name: 'n'.repeat(17) }), 400,
-      { name: ['Ensure this field has no more than 16 characters.'] });
+    expectError(await s.patch(`/api/protocol_types/${t.id}/`, { name: 'n'.repeat(17) }), 400, {
+      name: ['Ensure this field has no more than 16 characters.'],
+    });
   });
 });
 
@@ -387,14 +440,21 @@ describe('protocol type lookups and lists', () => {
     const name = fresh('m').slice(0, 16);
     const ta = await mkType(a, { name });
     await mkType(b, { name });
-    expectError(await s.get(`/api/protocol_types/${name}/`), 400,
-      `Multiple ProtocolTypes matched name='${name}'. Use a site-specific endpoint or lookup by ID.`);
+    expectError(
+      await s.get(`/api/protocol_types/${name}/`),
+      400,
+      `Multiple ProtocolTypes matched name='${name}'. Use a site-specific endpoint or lookup by ID.`,
+    );
     expect((await s.get(`/api/sites/${a}/protocol_types/${name}/`)).json).toEqual(ta);
   });
 
   test('an unknown key gives the 404 text, nested and top level', async () => {
     const site = await mkSiteId();
-    expectError(await s.get(`/api/sites/${site}/protocol_types/nosuch/`), 404, `No such ProtocolType found at (site_id, id) = (${site}, nosuch)`);
+    expectError(
+      await s.get(`/api/sites/${site}/protocol_types/nosuch/`),
+      404,
+      `No such ProtocolType found at (site_id, id) = (${site}, nosuch)`,
+    );
     expectError(await s.get('/api/protocol_types/nosuch/'), 404, 'No such ProtocolType found at (site_id, id) = (None, nosuch)');
     expectError(await s.get('/api/protocol_types/999999/'), 404, 'No such ProtocolType found at (site_id, id) = (None, 999999)');
   });
@@ -402,7 +462,11 @@ describe('protocol type lookups and lists', () => {
   test('a protocol type of another site is not found on a nested route', async () => {
     const [a, b] = await siteIdsOnTwoShards();
     const t = await mkType(a);
-    expectError(await s.get(`/api/sites/${b}/protocol_types/${t.id}/`), 404, `No such ProtocolType found at (site_id, id) = (${b}, ${t.id})`);
+    expectError(
+      await s.get(`/api/sites/${b}/protocol_types/${t.id}/`),
+      404,
+      `No such ProtocolType found at (site_id, id) = (${b}, ${t.id})`,
+    );
   });
 
   test('protocol type lists are ordered by id and filtered by name and description', async () => {
@@ -458,8 +522,11 @@ describe('protocol type delete', () => {
   test('a site with a protocol type cannot be deleted until the type is', async () => {
     const site = await mkSiteId();
     const t = await mkType(site);
-    expectError(await s.delete(`/api/sites/${site}/`), 409,
-      "Cannot delete some instances of model 'Site' because they are referenced through a protected foreign key: 'ProtocolType.site'");
+    expectError(
+      await s.delete(`/api/sites/${site}/`),
+      409,
+      "Cannot delete some instances of model 'Site' because they are referenced through a protected foreign key: 'ProtocolType.site'",
+    );
     expect((await s.delete(`/api/protocol_types/${t.id}/`)).status).toBe(204);
     expect((await s.delete(`/api/sites/${site}/`)).status).toBe(204);
   });
@@ -479,7 +546,9 @@ describe('attribute delete and required_attributes', () => {
     expect((await s.get(`/api/protocol_types/${t3.id}/`)).json).toEqual(t3);
     const all = ((await s.get(`/api/sites/${site}/changes/`)).json as Change[]).slice(0, 3).reverse();
     expect(all.map((c) => [c.event, c.resource_name, c.resource_id])).toEqual([
-      ['Update', 'ProtocolType', t1.id], ['Update', 'ProtocolType', t2.id], ['Delete', 'Attribute', drop],
+      ['Update', 'ProtocolType', t1.id],
+      ['Update', 'ProtocolType', t2.id],
+      ['Delete', 'Attribute', drop],
     ]);
     expect((await changeDetail(all[0].id)).resource_diff).toEqual({ required_attributes: { old: ['keep', 'drop'], new: ['keep'] } });
     expect((await changesOf(t3.id)).map((c) => c.event)).toEqual(['Create']);
@@ -492,8 +561,11 @@ describe('attribute delete and required_attributes', () => {
     const d = await s.post(`/api/sites/${site}/devices/`, { hostname: 'r1' });
     const p = await s.post(`/api/sites/${site}/protocols/`, { type: t.id, device: d.json.id, attributes: { asn: '65000' } });
     expect(p.status, p.text).toBe(201);
-    expectError(await s.delete(`/api/attributes/${attr}/`), 409,
-      "Cannot delete some instances of model 'Attribute' because they are referenced through a protected foreign key: 'Value.attribute'");
+    expectError(
+      await s.delete(`/api/attributes/${attr}/`),
+      409,
+      "Cannot delete some instances of model 'Attribute' because they are referenced through a protected foreign key: 'Value.attribute'",
+    );
     expect((await s.get(`/api/protocol_types/${t.id}/`)).json).toEqual(t);
     expect((await changesOf(t.id)).map((c) => c.event)).toEqual(['Create']);
   });
@@ -524,9 +596,22 @@ describe('protocol type permissions and OPTIONS', () => {
     expect(Object.keys(list.json.actions)).toEqual(['POST']);
     const post = list.json.actions.POST;
     expect(Object.keys(post)).toEqual(['name', 'description', 'required_attributes', 'site']);
-    expect(post.name).toEqual({ type: 'string', required: true, read_only: false, label: 'Name', help_text: 'Name of this type of protocol (e.g. OSPF, BGP, etc.)', max_length: 16 });
+    expect(post.name).toEqual({
+      type: 'string',
+      required: true,
+      read_only: false,
+      label: 'Name',
+      help_text: 'Name of this type of protocol (e.g. OSPF, BGP, etc.)',
+      max_length: 16,
+    });
     expect(post.required_attributes.type).toBe('field');
-    expect(post.site).toEqual({ type: 'integer', required: true, read_only: false, label: 'Site', help_text: 'Unique ID of the Site this ProtocolType is under.' });
+    expect(post.site).toEqual({
+      type: 'integer',
+      required: true,
+      read_only: false,
+      label: 'Site',
+      help_text: 'Unique ID of the Site this ProtocolType is under.',
+    });
     const t = await mkType(site);
     const detail = await s.request('OPTIONS', `/api/protocol_types/${t.id}/`);
     expect(detail.json.name).toBe('Protocol Type Instance');

@@ -5,10 +5,22 @@
  */
 import { Agent, request as httpRequest, type IncomingHttpHeaders } from 'node:http';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { TestServer, type Response } from '../helpers/server.js';
 import { err as error, expectErrorWith } from '../helpers/fixtures.js';
+import { type Response, TestServer } from '../helpers/server.js';
 
-const INDEX_ORDER = ['sites', 'attributes', 'changes', 'circuits', 'devices', 'interfaces', 'networks', 'protocols', 'protocol_types', 'users', 'values'];
+const INDEX_ORDER = [
+  'sites',
+  'attributes',
+  'changes',
+  'circuits',
+  'devices',
+  'interfaces',
+  'networks',
+  'protocols',
+  'protocol_types',
+  'users',
+  'values',
+];
 const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD', 'OPTIONS'];
 const ADMIN = 'admin@localhost';
 const PLAIN = 'plain.user@example.com';
@@ -19,7 +31,11 @@ let changeId: number;
 
 const expectError = expectErrorWith({ 'content-type': 'application/json', vary: 'Accept' });
 
-interface Raw { status: number; headers: IncomingHttpHeaders; text: string }
+interface Raw {
+  status: number;
+  headers: IncomingHttpHeaders;
+  text: string;
+}
 
 /** A request with exactly these headers (fetch adds Accept and forbids Host); `chunks` sends a chunked body. */
 function raw(method: string, path: string, headers: Record<string, string>, body?: string | Buffer, chunks?: Buffer[]): Promise<Raw> {
@@ -51,7 +67,9 @@ beforeAll(async () => {
   const u = await s.post('/api/users/', { email: PLAIN });
   expect(u.status).toBe(201);
 });
-afterAll(async () => { await s.stop(); });
+afterAll(async () => {
+  await s.stop();
+});
 
 describe('index', () => {
   test('index answers without authentication with every collection URL in order', async () => {
@@ -113,9 +131,23 @@ describe('index', () => {
 
 describe('unknown paths', () => {
   const UNKNOWN = [
-    '/api/pizza/', '/api/pizza', '/api/sites/1/pizza/', '/api/sites/abc/changes/', '/api/sites.json', '/api/sites.json/',
-    '/api/sites/1/users/', '/api/sites/1/sites/', '/api/auth/login/', '/api/sites//', '/api/changes/1/diff/extra/',
-    '/api/sites/1/constructor/', '/api/changes/1/toString/', '/api/constructor/', '/api/sites/-1/changes/', '/nope', '/',
+    '/api/pizza/',
+    '/api/pizza',
+    '/api/sites/1/pizza/',
+    '/api/sites/abc/changes/',
+    '/api/sites.json',
+    '/api/sites.json/',
+    '/api/sites/1/users/',
+    '/api/sites/1/sites/',
+    '/api/auth/login/',
+    '/api/sites//',
+    '/api/changes/1/diff/extra/',
+    '/api/sites/1/constructor/',
+    '/api/changes/1/toString/',
+    '/api/constructor/',
+    '/api/sites/-1/changes/',
+    '/nope',
+    '/',
   ];
 
   test('unknown paths answer 401 to an unauthenticated caller for every method', async () => {
@@ -244,8 +276,16 @@ describe('methods and 405', () => {
 
   test('405 is decided before Accept, body size, media type and parsing', async () => {
     expectError(await s.put('/api/sites/', undefined, { headers: { Accept: 'text/plain' } }), 405, 'Method "PUT" not allowed.');
-    expectError(await s.put('/api/sites/', undefined, { rawBody: 'hello', headers: { 'Content-Type': 'text/plain' } }), 405, 'Method "PUT" not allowed.');
-    expectError(await s.put('/api/sites/', undefined, { rawBody: '{bad', headers: { 'Content-Type': 'application/json' } }), 405, 'Method "PUT" not allowed.');
+    expectError(
+      await s.put('/api/sites/', undefined, { rawBody: 'hello', headers: { 'Content-Type': 'text/plain' } }),
+      405,
+      'Method "PUT" not allowed.',
+    );
+    expectError(
+      await s.put('/api/sites/', undefined, { rawBody: '{bad', headers: { 'Content-Type': 'application/json' } }),
+      405,
+      'Method "PUT" not allowed.',
+    );
   });
 
   test('authentication comes before 405', async () => {
@@ -257,7 +297,12 @@ describe('methods and 405', () => {
 
 describe('trailing slash', () => {
   test('list, detail and sub-routes answer without the trailing slash and without a redirect', async () => {
-    for (const [p, full] of [['/api/sites', '/api/sites/'], [`/api/sites/${siteId}`, `/api/sites/${siteId}/`], [`/api/changes/${changeId}/diff`, `/api/changes/${changeId}/diff/`], [`/api/sites/${siteId}/changes`, `/api/sites/${siteId}/changes/`]]) {
+    for (const [p, full] of [
+      ['/api/sites', '/api/sites/'],
+      [`/api/sites/${siteId}`, `/api/sites/${siteId}/`],
+      [`/api/changes/${changeId}/diff`, `/api/changes/${changeId}/diff/`],
+      [`/api/sites/${siteId}/changes`, `/api/sites/${siteId}/changes/`],
+    ]) {
       const r = await raw('GET', p, { 'X-Service-Email': ADMIN });
       expect(r.status, p).toBe(200);
       expect(r.headers.location).toBeUndefined();
@@ -275,7 +320,14 @@ describe('trailing slash', () => {
 
 describe('HEAD', () => {
   test('HEAD answers like GET without a body', async () => {
-    for (const p of ['/api/sites/', `/api/sites/${siteId}/`, '/api/changes/', `/api/changes/${changeId}/diff/`, '/api/users/', '/api/sites/?limit=1']) {
+    for (const p of [
+      '/api/sites/',
+      `/api/sites/${siteId}/`,
+      '/api/changes/',
+      `/api/changes/${changeId}/diff/`,
+      '/api/users/',
+      '/api/sites/?limit=1',
+    ]) {
       const get = await s.get(p);
       const head = await raw('HEAD', p, { 'X-Service-Email': ADMIN });
       expect(head.status, p).toBe(get.status);
@@ -290,11 +342,15 @@ describe('HEAD', () => {
   // uWS v20.30 endWithoutBody(<length>) leaves the keep-alive connection unusable.
   test('HEAD keeps a keep-alive connection usable for the next request', async () => {
     const agent = new Agent({ keepAlive: true, maxSockets: 1 });
-    const once = (method: string) => new Promise<number>((resolve, reject) => {
-      const req = httpRequest({ host: '127.0.0.1', port: s.port, method, path: '/api/', agent }, (res) => { res.resume(); res.on('end', () => resolve(res.statusCode!)); });
-      req.on('error', reject);
-      req.end();
-    });
+    const once = (method: string) =>
+      new Promise<number>((resolve, reject) => {
+        const req = httpRequest({ host: '127.0.0.1', port: s.port, method, path: '/api/', agent }, (res) => {
+          res.resume();
+          res.on('end', () => resolve(res.statusCode!));
+        });
+        req.on('error', reject);
+        req.end();
+      });
     try {
       expect(await once('HEAD')).toBe(200);
       expect(await once('GET')).toBe(200);
@@ -307,7 +363,9 @@ describe('HEAD', () => {
     const r = await raw('HEAD', '/api/sites/987654/', { 'X-Service-Email': ADMIN });
     expect(r.status).toBe(404);
     expect(r.text).toBe('');
-    expect(Number(r.headers['content-length'])).toBe(Buffer.byteLength('{"error":{"code":404,"message":"No such Site found at (site_id, id) = (None, 987654)"}}'));
+    expect(Number(r.headers['content-length'])).toBe(
+      Buffer.byteLength('{"error":{"code":404,"message":"No such Site found at (site_id, id) = (None, 987654)"}}'),
+    );
     const anon = await raw('HEAD', '/api/sites/', {});
     expect(anon.status).toBe(401);
     expect(anon.text).toBe('');
@@ -330,7 +388,11 @@ describe('Accept', () => {
   });
 
   test('Accept preferring text/html gets the HTML view with the same status', async () => {
-    for (const accept of ['text/html', 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8', 'application/json;q=0.5, text/html']) {
+    for (const accept of [
+      'text/html',
+      'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8',
+      'application/json;q=0.5, text/html',
+    ]) {
       const r = await s.get('/api/sites/', { headers: { Accept: accept } });
       expect(r.status, accept).toBe(200);
       expect(r.headers.get('content-type')).toMatch(/^text\/html/);
@@ -363,7 +425,14 @@ describe('Accept', () => {
 
   test('Accept version selection accepts any version and never answers 406', async () => {
     const expected = (await s.get('/api/sites/')).text;
-    for (const accept of ['application/json; version=1.0', 'application/json; version=2.0', '*/*; version=1.0', 'application/json;version=0.1', 'application/json; version=banana', 'application/json; version="7"']) {
+    for (const accept of [
+      'application/json; version=1.0',
+      'application/json; version=2.0',
+      '*/*; version=1.0',
+      'application/json;version=0.1',
+      'application/json; version=banana',
+      'application/json; version="7"',
+    ]) {
       const r = await s.get('/api/sites/', { headers: { Accept: accept } });
       expect(r.status, accept).toBe(200);
       expect(r.text, accept).toBe(expected);
@@ -438,7 +507,10 @@ describe('request bodies', () => {
   });
 
   test('JSON with charset and any case is parsed', async () => {
-    const r = await s.post('/api/sites/', undefined, { rawBody: '{"name":"Charset Site"}', headers: { 'Content-Type': 'Application/JSON; charset=UTF-8' } });
+    const r = await s.post('/api/sites/', undefined, {
+      rawBody: '{"name":"Charset Site"}',
+      headers: { 'Content-Type': 'Application/JSON; charset=UTF-8' },
+    });
     expect(r.status).toBe(201);
     expect(r.json.name).toBe('Charset Site');
   });
@@ -483,7 +555,10 @@ describe('request bodies', () => {
   test('an empty body with any Content-Type is never rejected', async () => {
     expect((await s.get('/api/sites/', { headers: { 'Content-Type': 'text/plain' } })).status).toBe(200);
     expect((await s.get('/api/sites/', { headers: { 'Content-Type': 'multipart/form-data' } })).status).toBe(200);
-    const rotated = await s.post('/api/users/0/rotate_secret_key/', undefined, { as: 'rotator@example.com', headers: { 'Content-Type': 'text/plain' } });
+    const rotated = await s.post('/api/users/0/rotate_secret_key/', undefined, {
+      as: 'rotator@example.com',
+      headers: { 'Content-Type': 'text/plain' },
+    });
     expect(rotated.status).toBe(200);
   });
 
@@ -493,7 +568,9 @@ describe('request bodies', () => {
   });
 
   test('a JSON body that is not an object answers the dictionary error', async () => {
-    expectError(await s.post('/api/sites/', [{ name: 'x' }]), 400, { non_field_errors: ['Invalid data. Expected a dictionary, but got list.'] });
+    expectError(await s.post('/api/sites/', [{ name: 'x' }]), 400, {
+      non_field_errors: ['Invalid data. Expected a dictionary, but got list.'],
+    });
     expectError(await s.post('/api/sites/', 'x'), 400, { non_field_errors: ['Invalid data. Expected a dictionary, but got str.'] });
   });
 
@@ -527,13 +604,19 @@ describe('request bodies', () => {
   });
 
   test('form bodies are validated like JSON bodies', async () => {
-    const r = await s.post('/api/sites/', undefined, { rawBody: 'description=x', headers: { 'Content-Type': 'application/x-www-form-urlencoded' } });
+    const r = await s.post('/api/sites/', undefined, {
+      rawBody: 'description=x',
+      headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
+    });
     expectError(r, 400, { name: ['This field is required.'] });
   });
 
   test('a chunked body is read in full', async () => {
-    const r = await raw('POST', '/api/sites/', { 'X-Service-Email': ADMIN, 'Content-Type': 'application/json' }, undefined,
-      [Buffer.from('{"name":'), Buffer.from('"Chunked'), Buffer.from(' Site"}')]);
+    const r = await raw('POST', '/api/sites/', { 'X-Service-Email': ADMIN, 'Content-Type': 'application/json' }, undefined, [
+      Buffer.from('{"name":'),
+      Buffer.from('"Chunked'),
+      Buffer.from(' Site"}'),
+    ]);
     expect(r.status).toBe(201);
     expect(JSON.parse(r.text).name).toBe('Chunked Site');
     expect(r.headers['transfer-encoding']).toBeUndefined();
@@ -597,7 +680,15 @@ describe('responses', () => {
   });
 
   test('responses are compact JSON with Content-Type application/json and no charset', async () => {
-    for (const p of ['/api/', '/api/sites/', `/api/sites/${siteId}/`, '/api/changes/', `/api/changes/${changeId}/`, '/api/users/', '/api/sites/?limit=2']) {
+    for (const p of [
+      '/api/',
+      '/api/sites/',
+      `/api/sites/${siteId}/`,
+      '/api/changes/',
+      `/api/changes/${changeId}/`,
+      '/api/users/',
+      '/api/sites/?limit=2',
+    ]) {
       const r = await s.get(p);
       expect(r.headers.get('content-type'), p).toBe('application/json');
       expect(r.text, p).toBe(JSON.stringify(JSON.parse(r.text)));
@@ -646,8 +737,12 @@ describe('responses', () => {
 
 describe('body size limit', () => {
   let small: TestServer;
-  beforeAll(async () => { small = await TestServer.start({ env: { MAX_BODY_BYTES: '100' }, shards: 1 }); });
-  afterAll(async () => { await small.stop(); });
+  beforeAll(async () => {
+    small = await TestServer.start({ env: { MAX_BODY_BYTES: '100' }, shards: 1 });
+  });
+  afterAll(async () => {
+    await small.stop();
+  });
 
   const body = (size: number) => {
     const head = '{"name":"Sized Site","description":"';
@@ -670,11 +765,21 @@ describe('body size limit', () => {
 
   test('a chunked body over MAX_BODY_BYTES answers 413', async () => {
     const r = await new Promise<Raw>((resolve, reject) => {
-      const req = httpRequest({ host: '127.0.0.1', port: small.port, method: 'POST', path: '/api/sites/', headers: { 'X-Service-Email': ADMIN, 'Content-Type': 'application/json' }, agent: false }, (res) => {
-        const parts: Buffer[] = [];
-        res.on('data', (d: Buffer) => parts.push(d));
-        res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, text: Buffer.concat(parts).toString() }));
-      });
+      const req = httpRequest(
+        {
+          host: '127.0.0.1',
+          port: small.port,
+          method: 'POST',
+          path: '/api/sites/',
+          headers: { 'X-Service-Email': ADMIN, 'Content-Type': 'application/json' },
+          agent: false,
+        },
+        (res) => {
+          const parts: Buffer[] = [];
+          res.on('data', (d: Buffer) => parts.push(d));
+          res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, text: Buffer.concat(parts).toString() }));
+        },
+      );
       req.on('error', reject);
       const text = body(300);
       req.write(text.slice(0, 80));
@@ -686,8 +791,16 @@ describe('body size limit', () => {
   });
 
   test('413 comes before the media type and parse checks', async () => {
-    expectError(await small.post('/api/sites/', undefined, { rawBody: 'y'.repeat(500), headers: { 'Content-Type': 'text/plain' } }), 413, 'Request body too large.');
-    expectError(await small.post('/api/sites/', undefined, { rawBody: '{'.repeat(500), headers: { 'Content-Type': 'application/json' } }), 413, 'Request body too large.');
+    expectError(
+      await small.post('/api/sites/', undefined, { rawBody: 'y'.repeat(500), headers: { 'Content-Type': 'text/plain' } }),
+      413,
+      'Request body too large.',
+    );
+    expectError(
+      await small.post('/api/sites/', undefined, { rawBody: '{'.repeat(500), headers: { 'Content-Type': 'application/json' } }),
+      413,
+      'Request body too large.',
+    );
   });
 
   test('the server keeps serving after 413', async () => {

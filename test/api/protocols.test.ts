@@ -10,26 +10,58 @@
  */
 import { rmSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { type Attrs, type Change, type Device, expectBody, expectError, FORBIDDEN, fixtures } from '../helpers/fixtures.js';
 import { InjectServer as TestServer } from '../helpers/inject.js';
-import { FORBIDDEN, expectBody, expectError, fixtures, type Attrs, type Change, type Device } from '../helpers/fixtures.js';
 import { prng } from '../helpers/prng.js';
 
 let s: TestServer;
-beforeAll(async () => { s = await TestServer.start({ shards: 2 }); });
-afterAll(async () => { await s.stop(); });
+beforeAll(async () => {
+  s = await TestServer.start({ shards: 2 });
+});
+afterAll(async () => {
+  await s.stop();
+});
 
 const { fresh, mkSiteId, siteIdsOnTwoShards, sitesOnOneShard, mkAttrId, mkDevice, mkUser } = fixtures(() => s, { base: 'p' });
 
 export interface Protocol {
-  id: number; site: number; type: string; device: string; interface: string | null; circuit: string | null;
-  description: string; auth_string: string; attributes: Attrs;
+  id: number;
+  site: number;
+  type: string;
+  device: string;
+  interface: string | null;
+  circuit: string | null;
+  description: string;
+  auth_string: string;
+  attributes: Attrs;
 }
-interface ProtocolType { id: number; name: string; description: string; required_attributes: string[]; site: number }
-interface Iface { id: number; name: string; name_slug: string; device: number }
+interface ProtocolType {
+  id: number;
+  name: string;
+  description: string;
+  required_attributes: string[];
+  site: number;
+}
+interface Iface {
+  id: number;
+  name: string;
+  name_slug: string;
+  device: number;
+}
 
 /** The canonical Protocol shape (keys in §20.1 order). */
-const protoShape = (id: number, site: number, type: string, device: string, over: Partial<Protocol> = {}): Protocol =>
-  ({ id, site, type, device, interface: null, circuit: null, description: '', auth_string: '', attributes: {}, ...over });
+const protoShape = (id: number, site: number, type: string, device: string, over: Partial<Protocol> = {}): Protocol => ({
+  id,
+  site,
+  type,
+  device,
+  interface: null,
+  circuit: null,
+  description: '',
+  auth_string: '',
+  attributes: {},
+  ...over,
+});
 
 async function created<T>(path: string, body: unknown): Promise<T> {
   const r = await s.post(path, body);
@@ -41,11 +73,12 @@ const mkType = (site: number, body: Record<string, unknown> = {}) =>
   created<ProtocolType>(`/api/sites/${site}/protocol_types/`, { name: fresh('t').slice(0, 16), ...body });
 const mkIface = (site: number, device: number, name = fresh('eth')) => created<Iface>(`/api/sites/${site}/interfaces/`, { device, name });
 const mkProto = (site: number, body: Record<string, unknown>) => created<Protocol>(`/api/sites/${site}/protocols/`, body);
-const mkProtocolAttr = (site: number, name: string, extra: Record<string, unknown> = {}) => mkAttrId(site, name, { resource_name: 'Protocol', ...extra });
+const mkProtocolAttr = (site: number, name: string, extra: Record<string, unknown> = {}) =>
+  mkAttrId(site, name, { resource_name: 'Protocol', ...extra });
 
 /** A site with a type and a device: the least a protocol needs. */
 async function basics(site?: number): Promise<{ site: number; type: ProtocolType; device: Device }> {
-  const id = site ?? await mkSiteId();
+  const id = site ?? (await mkSiteId());
   return { site: id, type: await mkType(id), device: await mkDevice(id) };
 }
 
@@ -57,8 +90,15 @@ async function changesOf(id: number, resourceName = 'Protocol'): Promise<Change[
 
 const ids = (list: { id: number }[]) => list.map((p) => p.id);
 
-interface Circuit { id: number; name: string; name_slug: string; endpoint_a: string; endpoint_z: string | null }
-const mkCircuit = (site: number, a: number, z: number | null) => created<Circuit>(`/api/sites/${site}/circuits/`, { endpoint_a: a, endpoint_z: z });
+interface Circuit {
+  id: number;
+  name: string;
+  name_slug: string;
+  endpoint_a: string;
+  endpoint_z: string | null;
+}
+const mkCircuit = (site: number, a: number, z: number | null) =>
+  created<Circuit>(`/api/sites/${site}/circuits/`, { endpoint_a: a, endpoint_z: z });
 
 /** A protocol's basics plus a circuit from an interface of another device to one of this device. */
 async function wired() {
@@ -78,7 +118,9 @@ describe('protocol create', () => {
     const r = await s.post(`/api/sites/${site}/protocols/`, { type: type.id, device: device.id });
     expect(r.status).toBe(201);
     const id = r.json.id;
-    expect(r.text).toBe(`{"id":${id},"site":${site},"type":"isis","device":"foo-bar1","interface":null,"circuit":null,"description":"","auth_string":"","attributes":{}}`);
+    expect(r.text).toBe(
+      `{"id":${id},"site":${site},"type":"isis","device":"foo-bar1","interface":null,"circuit":null,"description":"","auth_string":"","attributes":{}}`,
+    );
     expect(r.headers.get('location')).toBe(`/api/sites/${site}/protocols/${id}/`);
     expect((await s.get(`/api/protocols/${id}/`)).text).toBe(r.text);
     expect((await s.get(`/api/sites/${site}/protocols/${id}/`)).text).toBe(r.text);
@@ -94,7 +136,11 @@ describe('protocol create', () => {
     const [a, b] = await siteIdsOnTwoShards();
     for (const site of [a, b]) {
       const { type, device } = await basics(site);
-      for (const body of [{ site, type: type.id, device: device.id }, { type: type.id, device: device.id }, { type: type.name, device: device.hostname }]) {
+      for (const body of [
+        { site, type: type.id, device: device.id },
+        { type: type.id, device: device.id },
+        { type: type.name, device: device.hostname },
+      ]) {
         const r = await s.post('/api/protocols/', body);
         expect(r.status, r.text).toBe(201);
         expect(r.json).toEqual(protoShape(r.json.id, site, type.name, device.hostname));
@@ -109,8 +155,9 @@ describe('protocol create', () => {
     await mkDevice(a, hostname);
     await mkDevice(b, hostname);
     const type = await mkType(a);
-    expectError(await s.post('/api/protocols/', { type: type.id, device: hostname }), 400,
-      { device: [`Multiple Devices matched hostname='${hostname}'. Use a site-specific endpoint or lookup by ID.`] });
+    expectError(await s.post('/api/protocols/', { type: type.id, device: hostname }), 400, {
+      device: [`Multiple Devices matched hostname='${hostname}'. Use a site-specific endpoint or lookup by ID.`],
+    });
     const r = await s.post('/api/protocols/', { site: a, type: type.id, device: hostname });
     expect(r.status, r.text).toBe(201);
   });
@@ -125,8 +172,10 @@ describe('protocol create', () => {
 
   test('protocol create rejects null type and device', async () => {
     const site = await mkSiteId();
-    expectError(await s.post(`/api/sites/${site}/protocols/`, { type: null, device: null }), 400,
-      { type: ['This field may not be null.'], device: ['This field may not be null.'] });
+    expectError(await s.post(`/api/sites/${site}/protocols/`, { type: null, device: null }), 400, {
+      type: ['This field may not be null.'],
+      device: ['This field may not be null.'],
+    });
   });
 
   test('protocol create in an unknown site gives the site text', async () => {
@@ -137,8 +186,9 @@ describe('protocol create', () => {
   test('nested protocol create rejects a different body site with the key `site`', async () => {
     const [a, b] = await siteIdsOnTwoShards();
     const { type, device } = await basics(a);
-    expectError(await s.post(`/api/sites/${a}/protocols/`, { site: b, type: type.id, device: device.id }), 400,
-      { site: `Site in body (${b}) does not match site in URL (${a}).` });
+    expectError(await s.post(`/api/sites/${a}/protocols/`, { site: b, type: type.id, device: device.id }), 400, {
+      site: `Site in body (${b}) does not match site in URL (${a}).`,
+    });
     const ok = await s.post(`/api/sites/${a}/protocols/`, { site: String(a), type: type.id, device: device.id });
     expect(ok.status, ok.text).toBe(201);
   });
@@ -146,41 +196,54 @@ describe('protocol create', () => {
   test('protocol create with an unknown type or device gives the lookup texts, together', async () => {
     const site = await mkSiteId();
     const r = await s.post(`/api/sites/${site}/protocols/`, { type: 'nosuch', device: 'nohost' });
-    expect(r.text).toBe('{"error":{"code":400,"message":{"type":["Object with name=nosuch does not exist."],'
-      + '"device":["Object with hostname=nohost does not exist."]}}}');
-    expectError(await s.post(`/api/sites/${site}/protocols/`, { type: 999999, device: 999999 }), 400,
-      { type: ['Invalid pk "999999" - object does not exist.'], device: ['Invalid pk "999999" - object does not exist.'] });
-    expectError(await s.post(`/api/sites/${site}/protocols/`, { type: [1], device: { id: 1 } }), 400,
-      { type: ['Incorrect type. Expected pk value, received list.'], device: ['Incorrect type. Expected pk value, received dict.'] });
+    expect(r.text).toBe(
+      '{"error":{"code":400,"message":{"type":["Object with name=nosuch does not exist."],' +
+        '"device":["Object with hostname=nohost does not exist."]}}}',
+    );
+    expectError(await s.post(`/api/sites/${site}/protocols/`, { type: 999999, device: 999999 }), 400, {
+      type: ['Invalid pk "999999" - object does not exist.'],
+      device: ['Invalid pk "999999" - object does not exist.'],
+    });
+    expectError(await s.post(`/api/sites/${site}/protocols/`, { type: [1], device: { id: 1 } }), 400, {
+      type: ['Incorrect type. Expected pk value, received list.'],
+      device: ['Incorrect type. Expected pk value, received dict.'],
+    });
   });
 
   test('lookup failures are reported with the other field failures', async () => {
     const { site, type } = await basics();
     const r = await s.post(`/api/sites/${site}/protocols/`, { type: type.id, device: 'nohost', description: 'd'.repeat(256) });
-    expect(r.text).toBe('{"error":{"code":400,"message":{"device":["Object with hostname=nohost does not exist."],'
-      + '"description":["Ensure this field has no more than 255 characters."]}}}');
+    expect(r.text).toBe(
+      '{"error":{"code":400,"message":{"device":["Object with hostname=nohost does not exist."],' +
+        '"description":["Ensure this field has no more than 255 characters."]}}}',
+    );
   });
 
   test('a device of another site is not found', async () => {
     const [a, b] = await siteIdsOnTwoShards();
     const type = await mkType(a);
     const there = await mkDevice(b);
-    expectError(await s.post(`/api/sites/${a}/protocols/`, { type: type.id, device: there.id }), 400,
-      { device: [`Invalid pk "${there.id}" - object does not exist.`] });
-    expectError(await s.post(`/api/sites/${a}/protocols/`, { type: type.id, device: there.hostname }), 400,
-      { device: [`Object with hostname=${there.hostname} does not exist.`] });
+    expectError(await s.post(`/api/sites/${a}/protocols/`, { type: type.id, device: there.id }), 400, {
+      device: [`Invalid pk "${there.id}" - object does not exist.`],
+    });
+    expectError(await s.post(`/api/sites/${a}/protocols/`, { type: type.id, device: there.hostname }), 400, {
+      device: [`Object with hostname=${there.hostname} does not exist.`],
+    });
   });
 
   test('a type id of another site gives the same-site text, whichever shard holds it', async () => {
     for (const [a, b] of [await siteIdsOnTwoShards(), (await sitesOnOneShard()).map((x) => x.id)]) {
       const device = await mkDevice(a);
       const foreign = await mkType(b);
-      expectError(await s.post(`/api/sites/${a}/protocols/`, { type: foreign.id, device: device.id }), 400,
-        { type: 'The type must be on the same site as this Protocol' });
-      expectError(await s.post('/api/protocols/', { type: foreign.id, device: device.id }), 400,
-        { type: 'The type must be on the same site as this Protocol' });
-      expectError(await s.post(`/api/sites/${a}/protocols/`, { type: foreign.name, device: device.id }), 400,
-        { type: [`Object with name=${foreign.name} does not exist.`] });
+      expectError(await s.post(`/api/sites/${a}/protocols/`, { type: foreign.id, device: device.id }), 400, {
+        type: 'The type must be on the same site as this Protocol',
+      });
+      expectError(await s.post('/api/protocols/', { type: foreign.id, device: device.id }), 400, {
+        type: 'The type must be on the same site as this Protocol',
+      });
+      expectError(await s.post(`/api/sites/${a}/protocols/`, { type: foreign.name, device: device.id }), 400, {
+        type: [`Object with name=${foreign.name} does not exist.`],
+      });
     }
   });
 
@@ -189,7 +252,17 @@ describe('protocol create', () => {
     const r = await s.post(`/api/sites/${site}/protocols/`, { id: 424242, type: type.id, device: device.id, color: 'blue' });
     expect(r.status).toBe(201);
     expect(r.json.id).not.toBe(424242);
-    expect(Object.keys(r.json)).toEqual(['id', 'site', 'type', 'device', 'interface', 'circuit', 'description', 'auth_string', 'attributes']);
+    expect(Object.keys(r.json)).toEqual([
+      'id',
+      'site',
+      'type',
+      'device',
+      'interface',
+      'circuit',
+      'description',
+      'auth_string',
+      'attributes',
+    ]);
   });
 
   test('protocol create writes one Create Change with the full shape', async () => {
@@ -217,18 +290,21 @@ describe('protocol interfaces', () => {
     const { site, type, device } = await basics();
     const other = await mkDevice(site);
     const i = await mkIface(site, other.id);
-    expectError(await s.post(`/api/sites/${site}/protocols/`, { type: type.id, device: device.id, interface: i.id }), 400,
-      { interface: 'The interface must be on the same device that this Protocol is on' });
+    expectError(await s.post(`/api/sites/${site}/protocols/`, { type: type.id, device: device.id, interface: i.id }), 400, {
+      interface: 'The interface must be on the same device that this Protocol is on',
+    });
   });
 
   test('an unknown interface gives the lookup texts; one in another site is not found', async () => {
     const [a, b] = await siteIdsOnTwoShards();
     const { type, device } = await basics(a);
     const there = await mkIface(b, (await mkDevice(b)).id);
-    expectError(await s.post(`/api/sites/${a}/protocols/`, { type: type.id, device: device.id, interface: 'x:y' }), 400,
-      { interface: ['Object with name_slug=x:y does not exist.'] });
-    expectError(await s.post(`/api/sites/${a}/protocols/`, { type: type.id, device: device.id, interface: there.id }), 400,
-      { interface: [`Invalid pk "${there.id}" - object does not exist.`] });
+    expectError(await s.post(`/api/sites/${a}/protocols/`, { type: type.id, device: device.id, interface: 'x:y' }), 400, {
+      interface: ['Object with name_slug=x:y does not exist.'],
+    });
+    expectError(await s.post(`/api/sites/${a}/protocols/`, { type: type.id, device: device.id, interface: there.id }), 400, {
+      interface: [`Invalid pk "${there.id}" - object does not exist.`],
+    });
   });
 
   test('the interface and device names shown follow renames', async () => {
@@ -243,17 +319,19 @@ describe('protocol interfaces', () => {
 });
 
 describe('protocol attributes', () => {
-  test('the type\'s required attributes are required, merged with the required Protocol attributes in one sorted message', async () => {
+  test("the type's required attributes are required, merged with the required Protocol attributes in one sorted message", async () => {
     const site = await mkSiteId();
     const asn = await mkProtocolAttr(site, 'asn');
     await mkProtocolAttr(site, 'zone', { required: true });
     await mkProtocolAttr(site, 'area');
     const type = await mkType(site, { required_attributes: [asn] });
     const device = await mkDevice(site);
-    expectError(await s.post(`/api/sites/${site}/protocols/`, { type: type.id, device: device.id }), 400,
-      { attributes: 'Missing required attributes: asn, zone' });
-    expectError(await s.post(`/api/sites/${site}/protocols/`, { type: type.id, device: device.id, attributes: { zone: 'z' } }), 400,
-      { attributes: 'Missing required attributes: asn' });
+    expectError(await s.post(`/api/sites/${site}/protocols/`, { type: type.id, device: device.id }), 400, {
+      attributes: 'Missing required attributes: asn, zone',
+    });
+    expectError(await s.post(`/api/sites/${site}/protocols/`, { type: type.id, device: device.id, attributes: { zone: 'z' } }), 400, {
+      attributes: 'Missing required attributes: asn',
+    });
     const p = await mkProto(site, { type: type.id, device: device.id, attributes: { zone: 'z', asn: '65000' } });
     expect(p.attributes).toEqual({ asn: '65000', zone: 'z' });
     expect(Object.keys(p.attributes)).toEqual(['asn', 'zone']);
@@ -270,11 +348,13 @@ describe('protocol attributes', () => {
   test('protocol attributes are checked with the Protocol attributes of the site', async () => {
     const { site, type, device } = await basics();
     await mkAttrId(site, 'owner');
-    expectError(await s.post(`/api/sites/${site}/protocols/`, { type: type.id, device: device.id, attributes: { owner: 'x' } }), 400,
-      { attributes: 'Attribute name (owner) does not exist.' });
+    expectError(await s.post(`/api/sites/${site}/protocols/`, { type: type.id, device: device.id, attributes: { owner: 'x' } }), 400, {
+      attributes: 'Attribute name (owner) does not exist.',
+    });
     await mkProtocolAttr(site, 'metric', { constraints: { pattern: '\\d+' } });
-    expectError(await s.post(`/api/sites/${site}/protocols/`, { type: type.id, device: device.id, attributes: { metric: 'x' } }), 400,
-      { attributes: 'Attribute value x for metric didn\'t match pattern: \\d+' });
+    expectError(await s.post(`/api/sites/${site}/protocols/`, { type: type.id, device: device.id, attributes: { metric: 'x' } }), 400, {
+      attributes: "Attribute value x for metric didn't match pattern: \\d+",
+    });
   });
 
   test('a requirement added to the type applies when the attributes are next set', async () => {
@@ -286,13 +366,15 @@ describe('protocol attributes', () => {
     expect((await s.patch(`/api/protocol_types/${type.id}/`, { required_attributes: [asn] })).status).toBe(200);
     const untouched = await s.patch(`/api/protocols/${p.id}/`, { description: 'still fine' });
     expect(untouched.status, untouched.text).toBe(200);
-    expectError(await s.patch(`/api/protocols/${p.id}/`, { attributes: { note: 'n' } }), 400, { attributes: 'Missing required attributes: asn' });
+    expectError(await s.patch(`/api/protocols/${p.id}/`, { attributes: { note: 'n' } }), 400, {
+      attributes: 'Missing required attributes: asn',
+    });
     const set = await s.patch(`/api/protocols/${p.id}/`, { attributes: { asn: '1' } });
     expect(set.status, set.text).toBe(200);
     expect(set.json.attributes).toEqual({ asn: '1' });
   });
 
-  test('changing the type checks the new type\'s requirements against the attributes kept', async () => {
+  test("changing the type checks the new type's requirements against the attributes kept", async () => {
     const site = await mkSiteId();
     const asn = await mkProtocolAttr(site, 'asn');
     const plain = await mkType(site);
@@ -311,7 +393,9 @@ describe('protocol attributes', () => {
     const { type, device } = await basics(site);
     const p = await mkProto(site, { type: type.id, device: device.id, attributes: { asn: '65000' } });
     const values = (await s.get(`/api/sites/${site}/values/?resource_name=Protocol`)).json;
-    expect(values).toEqual([{ id: values[0].id, name: 'asn', value: '65000', attribute: values[0].attribute, resource_name: 'Protocol', resource_id: p.id }]);
+    expect(values).toEqual([
+      { id: values[0].id, name: 'asn', value: '65000', attribute: values[0].attribute, resource_name: 'Protocol', resource_id: p.id },
+    ]);
   });
 });
 
@@ -327,10 +411,12 @@ describe('protocol auth_string', () => {
 
   test('auth_string has at most 255 characters and may not be null', async () => {
     const { site, type, device } = await basics();
-    expectError(await s.post(`/api/sites/${site}/protocols/`, { type: type.id, device: device.id, auth_string: 'x'.repeat(256) }), 400,
-      { auth_string: ['Ensure this field has no more than 255 characters.'] });
-    expectError(await s.post(`/api/sites/${site}/protocols/`, { type: type.id, device: device.id, auth_string: null }), 400,
-      { auth_string: ['This field may not be null.'] });
+    expectError(await s.post(`/api/sites/${site}/protocols/`, { type: type.id, device: device.id, auth_string: 'x'.repeat(256) }), 400, {
+      auth_string: ['Ensure this field has no more than 255 characters.'],
+    });
+    expectError(await s.post(`/api/sites/${site}/protocols/`, { type: type.id, device: device.id, auth_string: null }), 400, {
+      auth_string: ['This field may not be null.'],
+    });
   });
 
   test('auth_string is never written to the log', async () => {
@@ -359,8 +445,10 @@ describe('protocol updates', () => {
     const { site, type, device } = await basics();
     const p = await mkProto(site, { type: type.id, device: device.id });
     const r = await s.put(`/api/protocols/${p.id}/`, {});
-    expect(r.text).toBe('{"error":{"code":400,"message":{"type":["This field is required."],"device":["This field is required."],'
-      + '"attributes":["This field is required."]}}}');
+    expect(r.text).toBe(
+      '{"error":{"code":400,"message":{"type":["This field is required."],"device":["This field is required."],' +
+        '"attributes":["This field is required."]}}}',
+    );
   });
 
   test('PUT of the GET payload is accepted unchanged and writes an Update Change with an empty diff', async () => {
@@ -382,7 +470,14 @@ describe('protocol updates', () => {
     await mkProtocolAttr(site, 'area');
     const { type, device } = await basics(site);
     const i = await mkIface(site, device.id);
-    const p = await mkProto(site, { type: type.id, device: device.id, interface: i.id, description: 'd', auth_string: 's', attributes: { asn: '1' } });
+    const p = await mkProto(site, {
+      type: type.id,
+      device: device.id,
+      interface: i.id,
+      description: 'd',
+      auth_string: 's',
+      attributes: { asn: '1' },
+    });
     const r = await s.put(`/api/protocols/${p.id}/`, { type: type.name, device: device.hostname, attributes: { area: '0' } });
     expect(r.status, r.text).toBe(200);
     expect(r.json).toEqual({ ...p, attributes: { area: '0' } });
@@ -399,7 +494,8 @@ describe('protocol updates', () => {
     expect(r.json).toEqual({ ...p, description: 'core', attributes: { area: '0', asn: '1' } });
     const changes = await changesOf(p.id);
     expect((await s.get(`/api/changes/${changes[0].id}/diff/`)).json).toEqual({
-      description: { old: '', new: 'core' }, attributes: { old: { asn: '1' }, new: { area: '0', asn: '1' } },
+      description: { old: '', new: 'core' },
+      attributes: { old: { asn: '1' }, new: { area: '0', asn: '1' } },
     });
   });
 
@@ -410,22 +506,26 @@ describe('protocol updates', () => {
     const i2 = await mkIface(site, other.id);
     const p = await mkProto(site, { type: type.id, device: device.id });
     expect((await s.patch(`/api/protocols/${p.id}/`, { interface: i1.id })).json.interface).toBe(i1.name_slug);
-    expectError(await s.patch(`/api/protocols/${p.id}/`, { device: other.id }), 400,
-      { interface: 'The interface must be on the same device that this Protocol is on' });
+    expectError(await s.patch(`/api/protocols/${p.id}/`, { device: other.id }), 400, {
+      interface: 'The interface must be on the same device that this Protocol is on',
+    });
     const moved = await s.patch(`/api/protocols/${p.id}/`, { device: other.hostname, interface: i2.name_slug });
     expect(moved.status, moved.text).toBe(200);
     expect(moved.json).toEqual({ ...p, device: other.hostname, interface: i2.name_slug });
     expect((await s.patch(`/api/protocols/${p.id}/`, { interface: null })).json.interface).toBeNull();
   });
 
-  test('PATCH cannot move a protocol to another site\'s type or device, and ignores the site field', async () => {
+  test("PATCH cannot move a protocol to another site's type or device, and ignores the site field", async () => {
     const [a, b] = await siteIdsOnTwoShards();
     const { type, device } = await basics(a);
     const there = await basics(b);
     const p = await mkProto(a, { type: type.id, device: device.id });
-    expectError(await s.patch(`/api/protocols/${p.id}/`, { type: there.type.id }), 400, { type: 'The type must be on the same site as this Protocol' });
-    expectError(await s.patch(`/api/protocols/${p.id}/`, { device: there.device.id }), 400,
-      { device: [`Invalid pk "${there.device.id}" - object does not exist.`] });
+    expectError(await s.patch(`/api/protocols/${p.id}/`, { type: there.type.id }), 400, {
+      type: 'The type must be on the same site as this Protocol',
+    });
+    expectError(await s.patch(`/api/protocols/${p.id}/`, { device: there.device.id }), 400, {
+      device: [`Invalid pk "${there.device.id}" - object does not exist.`],
+    });
     const r = await s.patch(`/api/protocols/${p.id}/`, { site: b });
     expect(r.status, r.text).toBe(200);
     expect(r.json.site).toBe(a);
@@ -533,25 +633,37 @@ describe('protocol lists, filters and set queries', () => {
   test('a Device attribute is unknown to the protocol set query', async () => {
     const other = await mkSiteId();
     await mkAttrId(other, 'devonly');
-    expectError(await s.get(`/api/sites/${other}/protocols/query/?query=devonly=1`), 400, { query: "Attribute matching query does not exist: 'devonly'" });
+    expectError(await s.get(`/api/sites/${other}/protocols/query/?query=devonly=1`), 400, {
+      query: "Attribute matching query does not exist: 'devonly'",
+    });
   });
 });
 
 describe('protocol bulk writes', () => {
   test('a list POST creates each protocol in order, nested and top level', async () => {
     const { site, type, device } = await basics();
-    const r = await s.post(`/api/sites/${site}/protocols/`, [{ type: type.id, device: device.id, description: 'a' }, { type: type.name, device: device.hostname, description: 'b' }]);
+    const r = await s.post(`/api/sites/${site}/protocols/`, [
+      { type: type.id, device: device.id, description: 'a' },
+      { type: type.name, device: device.hostname, description: 'b' },
+    ]);
     expect(r.status, r.text).toBe(201);
     expect(r.headers.get('location')).toBeNull();
     expect(r.json.map((x: Protocol) => x.description)).toEqual(['a', 'b']);
-    const top = await s.post('/api/protocols/', [{ type: type.id, device: device.id }, { site, type: type.id, device: device.id }]);
+    const top = await s.post('/api/protocols/', [
+      { type: type.id, device: device.id },
+      { site, type: type.id, device: device.id },
+    ]);
     expect(top.status, top.text).toBe(201);
     expect(top.json.map((x: Protocol) => x.site)).toEqual([site, site]);
   });
 
   test('a list POST reports each failing item by index and writes nothing', async () => {
     const { site, type, device } = await basics();
-    const r = await s.post(`/api/sites/${site}/protocols/`, [{ type: type.id, device: device.id }, { type: 'nosuch', device: device.id }, { device: device.id }]);
+    const r = await s.post(`/api/sites/${site}/protocols/`, [
+      { type: type.id, device: device.id },
+      { type: 'nosuch', device: device.id },
+      { device: device.id },
+    ]);
     expectError(r, 400, { 1: { type: ['Object with name=nosuch does not exist.'] }, 2: { type: ['This field is required.'] } });
     expect(await (await s.get(`/api/sites/${site}/protocols/`)).json).toEqual([]);
   });
@@ -560,7 +672,10 @@ describe('protocol bulk writes', () => {
     const [a, b] = await siteIdsOnTwoShards();
     const x = await basics(a);
     const y = await basics(b);
-    const r = await s.post('/api/protocols/', [{ type: x.type.id, device: x.device.id }, { type: y.type.id, device: y.device.id }]);
+    const r = await s.post('/api/protocols/', [
+      { type: x.type.id, device: x.device.id },
+      { type: y.type.id, device: y.device.id },
+    ]);
     expect(r.status).toBe(400);
   });
 
@@ -568,15 +683,22 @@ describe('protocol bulk writes', () => {
     const { site, type, device } = await basics();
     const a = await mkProto(site, { type: type.id, device: device.id });
     const b = await mkProto(site, { type: type.id, device: device.id });
-    const patched = await s.patch(`/api/sites/${site}/protocols/`, [{ id: b.id, description: 'B' }, { id: a.id, auth_string: 'A' }]);
+    const patched = await s.patch(`/api/sites/${site}/protocols/`, [
+      { id: b.id, description: 'B' },
+      { id: a.id, auth_string: 'A' },
+    ]);
     expect(patched.status, patched.text).toBe(200);
-    expect(patched.json).toEqual([{ ...a, auth_string: 'A' }, { ...b, description: 'B' }]);
+    expect(patched.json).toEqual([
+      { ...a, auth_string: 'A' },
+      { ...b, description: 'B' },
+    ]);
     const put = await s.put('/api/protocols/', [{ id: a.id, type: type.id, device: device.id, attributes: {} }]);
     expect(put.status, put.text).toBe(200);
     expect(put.json).toEqual([{ ...a, auth_string: 'A' }]);
     expectError(await s.patch(`/api/sites/${site}/protocols/`, [{ id: 999999 }]), 400, 'Could not find all objects to update.');
-    expectError(await s.put(`/api/sites/${site}/protocols/`, [{ id: a.id, type: type.id, device: device.id }]), 400,
-      { 0: { attributes: ['This field is required.'] } });
+    expectError(await s.put(`/api/sites/${site}/protocols/`, [{ id: a.id, type: type.id, device: device.id }]), 400, {
+      0: { attributes: ['This field is required.'] },
+    });
   });
 
   test('bulk DELETE removes the listed protocols with a Delete Change each', async () => {
@@ -589,8 +711,11 @@ describe('protocol bulk writes', () => {
     expect(ids((await s.get(`/api/sites/${site}/protocols/`)).json)).toEqual([b.id]);
     expect((await changesOf(a.id)).map((x) => x.event)).toEqual(['Delete', 'Create']);
     expect((await changesOf(c.id))[0].resource).toEqual(c);
-    expectError(await s.request('DELETE', `/api/sites/${site}/protocols/`, { body: [b.id, 999999] }), 404,
-      `No such Protocol found at (site_id, id) = (${site}, 999999)`);
+    expectError(
+      await s.request('DELETE', `/api/sites/${site}/protocols/`, { body: [b.id, 999999] }),
+      404,
+      `No such Protocol found at (site_id, id) = (${site}, 999999)`,
+    );
   });
 });
 
@@ -606,7 +731,7 @@ describe('protocol delete and cascades', () => {
     expect(changes[0].resource).toEqual(p);
   });
 
-  test('deleting a protocol type deletes its protocols, each Delete Change before the type\'s', async () => {
+  test("deleting a protocol type deletes its protocols, each Delete Change before the type's", async () => {
     const site = await mkSiteId();
     await mkProtocolAttr(site, 'asn');
     const { type, device } = await basics(site);
@@ -618,7 +743,9 @@ describe('protocol delete and cascades', () => {
     expect(ids((await s.get(`/api/sites/${site}/protocols/`)).json)).toEqual([keep.id]);
     const recent = ((await s.get(`/api/sites/${site}/changes/`)).json as Change[]).slice(0, 3).reverse();
     expect(recent.map((c) => [c.event, c.resource_name, c.resource_id])).toEqual([
-      ['Delete', 'Protocol', p1.id], ['Delete', 'Protocol', p2.id], ['Delete', 'ProtocolType', type.id],
+      ['Delete', 'Protocol', p1.id],
+      ['Delete', 'Protocol', p2.id],
+      ['Delete', 'ProtocolType', type.id],
     ]);
     expect(recent[0].resource).toEqual(p1);
     // The deleted protocol's values went with it.
@@ -655,9 +782,31 @@ describe('protocol permissions and OPTIONS', () => {
     for (const f of ['type', 'device', 'interface', 'circuit', 'attributes']) expect(post[f].type).toBe('field');
     expect(post.type.required).toBe(true);
     expect(post.device.required).toBe(true);
-    expect(post.site).toEqual({ type: 'integer', required: false, read_only: false, label: 'Site', help_text: 'Unique ID of the Site this Protocol is under.' });
-    expect(post.auth_string).toEqual({ type: 'string', required: false, read_only: false, label: 'Auth string', help_text: 'Authentication string (such as MD5 sum)', max_length: 255 });
-    expect(Object.keys(r.json.actions.PUT)).toEqual(['id', 'type', 'device', 'interface', 'circuit', 'description', 'auth_string', 'attributes']);
+    expect(post.site).toEqual({
+      type: 'integer',
+      required: false,
+      read_only: false,
+      label: 'Site',
+      help_text: 'Unique ID of the Site this Protocol is under.',
+    });
+    expect(post.auth_string).toEqual({
+      type: 'string',
+      required: false,
+      read_only: false,
+      label: 'Auth string',
+      help_text: 'Authentication string (such as MD5 sum)',
+      max_length: 255,
+    });
+    expect(Object.keys(r.json.actions.PUT)).toEqual([
+      'id',
+      'type',
+      'device',
+      'interface',
+      'circuit',
+      'description',
+      'auth_string',
+      'attributes',
+    ]);
     expect(r.json.actions.PUT.attributes.required).toBe(true);
   });
 });
@@ -670,9 +819,44 @@ describe('protocol junk input', () => {
     const device = await mkDevice(site, 'r1');
     const iface = await mkIface(site, device.id, 'ae0');
     const p = await mkProto(site, { type: type.id, device: device.id, interface: iface.id, attributes: { asn: '1' } });
-    const JUNK: unknown[] = [null, [], {}, '', ' ', -1, 0, 1.5, true, '0', String(type.id), String(p.id), type.name, 'r1', 'r1:ae0', iface.id,
-      device.id, asn, 'asn', [asn], ['asn'], [asn, 'asn'], ['nosuch'], [null], [[]], { asn: '2' }, { asn: null }, { asn: ['x'] }, 'x'.repeat(300),
-      '\u0000', 'ü', '__proto__', { __proto__: { x: 1 } }, { constructor: 'x' }, 2 ** 53, 1e308];
+    const JUNK: unknown[] = [
+      null,
+      [],
+      {},
+      '',
+      ' ',
+      -1,
+      0,
+      1.5,
+      true,
+      '0',
+      String(type.id),
+      String(p.id),
+      type.name,
+      'r1',
+      'r1:ae0',
+      iface.id,
+      device.id,
+      asn,
+      'asn',
+      [asn],
+      ['asn'],
+      [asn, 'asn'],
+      ['nosuch'],
+      [null],
+      [[]],
+      { asn: '2' },
+      { asn: null },
+      { asn: ['x'] },
+      'x'.repeat(300),
+      '\u0000',
+      'ü',
+      '__proto__',
+      { __proto__: { x: 1 } },
+      { constructor: 'x' },
+      2 ** 53,
+      1e308,
+    ];
     const FIELDS: Record<string, string[]> = {
       protocols: ['type', 'device', 'interface', 'circuit', 'description', 'auth_string', 'attributes', 'site', 'id'],
       protocol_types: ['name', 'description', 'required_attributes', 'site', 'id'],
@@ -693,7 +877,12 @@ describe('protocol junk input', () => {
       }
     }
     expect(failures).toEqual([]);
-    for (const path of [`/api/protocols/${p.id}/`, `/api/protocol_types/${type.id}/`, `/api/sites/${site}/protocols/`, `/api/sites/${site}/protocol_types/`]) {
+    for (const path of [
+      `/api/protocols/${p.id}/`,
+      `/api/protocol_types/${type.id}/`,
+      `/api/sites/${site}/protocols/`,
+      `/api/sites/${site}/protocol_types/`,
+    ]) {
       expect((await s.get(path)).status).toBe(200);
     }
   });
@@ -711,7 +900,15 @@ describe('protocols after a restart', () => {
       const isis = (await first.post(`/api/sites/${site}/protocol_types/`, { name: 'isis', required_attributes: ['asn'] })).json;
       const device = (await first.post(`/api/sites/${site}/devices/`, { hostname: 'r1' })).json.id;
       const iface = (await first.post(`/api/sites/${site}/interfaces/`, { device, name: 'eth0' })).json.id;
-      const p = (await first.post(`/api/sites/${site}/protocols/`, { type: 'bgp', device, interface: iface, auth_string: ' s3cret ', attributes: { asn: '1' } })).json;
+      const p = (
+        await first.post(`/api/sites/${site}/protocols/`, {
+          type: 'bgp',
+          device,
+          interface: iface,
+          auth_string: ' s3cret ',
+          attributes: { asn: '1' },
+        })
+      ).json;
       await first.stop(false);
       second = await TestServer.start({ shards: 2, dataDir: dir });
       expect((await second.get(`/api/protocols/${p.id}/`)).json).toEqual(p);
@@ -741,17 +938,22 @@ describe('protocols on circuits', () => {
   test('a circuit with no endpoint on the device gives the endpoint text', async () => {
     const { site, type, circuit } = await wired();
     const stranger = await mkDevice(site);
-    expectError(await s.post(`/api/sites/${site}/protocols/`, { type: type.id, device: stranger.id, circuit: circuit.id }), 400,
-      { circuit: 'At least one endpoint of the circuit must match the device' });
+    expectError(await s.post(`/api/sites/${site}/protocols/`, { type: type.id, device: stranger.id, circuit: circuit.id }), 400, {
+      circuit: 'At least one endpoint of the circuit must match the device',
+    });
   });
 
   test('an interface and a circuit together give the not-both text', async () => {
     const { site, type, device, local, circuit } = await wired();
-    expectError(await s.post(`/api/sites/${site}/protocols/`, { type: type.id, device: device.id, interface: local.id, circuit: circuit.id }), 400,
-      { circuit: 'A Protocol may be bound to an Interface or a Circuit, not both.' });
+    expectError(
+      await s.post(`/api/sites/${site}/protocols/`, { type: type.id, device: device.id, interface: local.id, circuit: circuit.id }),
+      400,
+      { circuit: 'A Protocol may be bound to an Interface or a Circuit, not both.' },
+    );
     const p = await mkProto(site, { type: type.id, device: device.id, interface: local.id });
-    expectError(await s.patch(`/api/protocols/${p.id}/`, { circuit: circuit.id }), 400,
-      { circuit: 'A Protocol may be bound to an Interface or a Circuit, not both.' });
+    expectError(await s.patch(`/api/protocols/${p.id}/`, { circuit: circuit.id }), 400, {
+      circuit: 'A Protocol may be bound to an Interface or a Circuit, not both.',
+    });
     const moved = await s.patch(`/api/protocols/${p.id}/`, { circuit: circuit.id, interface: null });
     expect(moved.status, moved.text).toBe(200);
     expect(moved.json.circuit).toBe(circuit.name_slug);
@@ -759,10 +961,12 @@ describe('protocols on circuits', () => {
 
   test('an unknown circuit gives the lookup texts', async () => {
     const { site, type, device } = await basics();
-    expectError(await s.post(`/api/sites/${site}/protocols/`, { type: type.id, device: device.id, circuit: 'nosuch' }), 400,
-      { circuit: ['Object with name_slug=nosuch does not exist.'] });
-    expectError(await s.post(`/api/sites/${site}/protocols/`, { type: type.id, device: device.id, circuit: 999999 }), 400,
-      { circuit: ['Invalid pk "999999" - object does not exist.'] });
+    expectError(await s.post(`/api/sites/${site}/protocols/`, { type: type.id, device: device.id, circuit: 'nosuch' }), 400, {
+      circuit: ['Object with name_slug=nosuch does not exist.'],
+    });
+    expectError(await s.post(`/api/sites/${site}/protocols/`, { type: type.id, device: device.id, circuit: 999999 }), 400, {
+      circuit: ['Invalid pk "999999" - object does not exist.'],
+    });
   });
 
   test('the circuit filter takes an id or a name_slug', async () => {
@@ -777,16 +981,19 @@ describe('protocols on circuits', () => {
 });
 
 describe('protocols in device, interface and circuit cascades', () => {
-  test('deleting a circuit deletes its protocols, each Delete Change before the circuit\'s', async () => {
+  test("deleting a circuit deletes its protocols, each Delete Change before the circuit's", async () => {
     const { site, type, device, circuit } = await wired();
     const p = await mkProto(site, { type: type.id, device: device.id, circuit: circuit.id });
     expect((await s.delete(`/api/circuits/${circuit.id}/`)).status).toBe(204);
     expectError(await s.get(`/api/protocols/${p.id}/`), 404, `No such Protocol found at (site_id, id) = (None, ${p.id})`);
     const recent = ((await s.get(`/api/sites/${site}/changes/`)).json as Change[]).slice(0, 2).reverse();
-    expect(recent.map((c) => [c.event, c.resource_name, c.resource_id])).toEqual([['Delete', 'Protocol', p.id], ['Delete', 'Circuit', circuit.id]]);
+    expect(recent.map((c) => [c.event, c.resource_name, c.resource_id])).toEqual([
+      ['Delete', 'Protocol', p.id],
+      ['Delete', 'Circuit', circuit.id],
+    ]);
   });
 
-  test('deleting an interface deletes its protocols, each Delete Change before the interface\'s', async () => {
+  test("deleting an interface deletes its protocols, each Delete Change before the interface's", async () => {
     const { site, type, device } = await basics();
     const i = await mkIface(site, device.id);
     const p = await mkProto(site, { type: type.id, device: device.id, interface: i.id });
@@ -794,7 +1001,10 @@ describe('protocols in device, interface and circuit cascades', () => {
     expect((await s.delete(`/api/interfaces/${i.id}/`)).status).toBe(204);
     expect(ids((await s.get(`/api/sites/${site}/protocols/`)).json)).toEqual([keep.id]);
     const recent = ((await s.get(`/api/sites/${site}/changes/`)).json as Change[]).slice(0, 2).reverse();
-    expect(recent.map((c) => [c.event, c.resource_name, c.resource_id])).toEqual([['Delete', 'Protocol', p.id], ['Delete', 'Interface', i.id]]);
+    expect(recent.map((c) => [c.event, c.resource_name, c.resource_id])).toEqual([
+      ['Delete', 'Protocol', p.id],
+      ['Delete', 'Interface', i.id],
+    ]);
   });
 
   test('deleting a device deletes its protocols first, then its interfaces', async () => {
@@ -806,7 +1016,10 @@ describe('protocols in device, interface and circuit cascades', () => {
     expect((await s.get(`/api/sites/${site}/protocols/`)).json).toEqual([]);
     const recent = ((await s.get(`/api/sites/${site}/changes/`)).json as Change[]).slice(0, 4).reverse();
     expect(recent.map((c) => [c.event, c.resource_name, c.resource_id])).toEqual([
-      ['Delete', 'Protocol', p1.id], ['Delete', 'Protocol', p2.id], ['Delete', 'Interface', i.id], ['Delete', 'Device', device.id],
+      ['Delete', 'Protocol', p1.id],
+      ['Delete', 'Protocol', p2.id],
+      ['Delete', 'Interface', i.id],
+      ['Delete', 'Device', device.id],
     ]);
   });
 });

@@ -11,8 +11,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { Store } from '../../src/store/lmdb.js';
-import { TestServer, type Response } from '../helpers/server.js';
-import { expectError, fixtures, freshIdent, type Attr, type Device, type Site } from '../helpers/fixtures.js';
+import { type Attr, type Device, expectError, fixtures, freshIdent, type Site } from '../helpers/fixtures.js';
+import { type Response, TestServer } from '../helpers/server.js';
 
 let s: TestServer;
 const { fresh, mkSite, mkAttr, mkDevice } = fixtures(() => s, { base: 'redos' });
@@ -20,8 +20,14 @@ const { fresh, mkSite, mkAttr, mkDevice } = fixtures(() => s, { base: 'redos' })
 /** The answer, or a failure when there is none within 5 s (a stalled shard never answers). */
 async function prompt(request: Promise<Response>): Promise<Response> {
   let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, fail) => { timer = setTimeout(() => fail(new Error('no answer within 5 s')), 5000); });
-  try { return await Promise.race([request, timeout]); } finally { clearTimeout(timer); }
+  const timeout = new Promise<never>((_, fail) => {
+    timer = setTimeout(() => fail(new Error('no answer within 5 s')), 5000);
+  });
+  try {
+    return await Promise.race([request, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 const EVIL = '(a+)+$';
@@ -48,7 +54,9 @@ beforeAll(async () => {
   victim = await mkDevice(site.id, fresh('victim'), { owner: VICTIM });
   plain = await mkDevice(site.id, fresh('plain'), { owner: 'aaa' });
 });
-afterAll(async () => { await s.stop(); });
+afterAll(async () => {
+  await s.stop();
+});
 
 describe('set-query regexes', () => {
   test('a set query with a catastrophic regex does answer promptly and the shard keeps serving', async () => {
@@ -64,7 +72,7 @@ describe('set-query regexes', () => {
 
   test('a set-query regex does keep matching unanchored and case-sensitively', async () => {
     expect(((await prompt(query(site.id, 'owner_regex=a!'))).json as Device[]).map((d) => d.id)).toEqual([victim.id]);
-    expect(((await prompt(query(site.id, 'owner_regex=A'))).json as Device[])).toEqual([]);
+    expect((await prompt(query(site.id, 'owner_regex=A'))).json as Device[]).toEqual([]);
     expect(((await prompt(query(site.id, 'owner_regex=(?<x>a)+!'))).json as Device[]).map((d) => d.id)).toEqual([victim.id]);
   });
 
@@ -77,8 +85,9 @@ describe('set-query regexes', () => {
   });
 
   test('a set-query regex over 1000 characters does give 400 naming query', async () => {
-    expectError(await prompt(query(site.id, `owner_regex=${'a'.repeat(1001)}`)), 400,
-      { query: 'Regex too long: 1001 characters (at most 1000)' });
+    expectError(await prompt(query(site.id, `owner_regex=${'a'.repeat(1001)}`)), 400, {
+      query: 'Regex too long: 1001 characters (at most 1000)',
+    });
     const ok = await prompt(query(site.id, `owner_regex=${'a'.repeat(1000)}`));
     expect(ok.status, ok.text).toBe(200);
   });
@@ -111,8 +120,9 @@ describe('attribute patterns', () => {
       expectError(await prompt(postPattern(p)), 400, { constraints: NOT_LINEAR('Pattern', p) });
     }
     const a = await mkAttr(site.id, freshIdent('p'), { constraints: { pattern: '^a' } });
-    expectError(await prompt(s.patch(`/api/attributes/${a.id}/`, { constraints: { pattern: '(a)\\1' } })), 400,
-      { constraints: NOT_LINEAR('Pattern', '(a)\\1') });
+    expectError(await prompt(s.patch(`/api/attributes/${a.id}/`, { constraints: { pattern: '(a)\\1' } })), 400, {
+      constraints: NOT_LINEAR('Pattern', '(a)\\1'),
+    });
     expect((await s.get(`/api/attributes/${a.id}/`)).json.constraints.pattern).toBe('^a');
   });
 
@@ -156,7 +166,10 @@ describe('patterns stored before the linear-time rule', () => {
     await old.stop(false);
 
     const store = new Store(dir);
-    for (const [a, pattern] of [[backref, STORED.backref], [long, STORED.long]] as const) {
+    for (const [a, pattern] of [
+      [backref, STORED.backref],
+      [long, STORED.long],
+    ] as const) {
       const key = [oldSite, 'attribute', a.id];
       const record = store.db('objects').get(key) as { constraints: { pattern: string } };
       expect(record.constraints.pattern).toBe('a');
@@ -173,19 +186,21 @@ describe('patterns stored before the linear-time rule', () => {
   test('a stored pattern the linear engine refuses does make value writes answer 400 telling to fix it', async () => {
     const get = await srv.get(`/api/attributes/${backref.id}/`);
     expect(get.json.constraints.pattern).toBe(STORED.backref);
-    expectError(await prompt(srv.post(`/api/sites/${oldSite}/devices/`, { hostname: 'new1', attributes: { backref: 'a' } })), 400,
-      { attributes: unusable('backref', 'it cannot run in linear time') });
+    expectError(await prompt(srv.post(`/api/sites/${oldSite}/devices/`, { hostname: 'new1', attributes: { backref: 'a' } })), 400, {
+      attributes: unusable('backref', 'it cannot run in linear time'),
+    });
     // The existing value is checked again on a full update.
     const put = srv.put(`/api/sites/${oldSite}/devices/${device.id}/`, { hostname: 'dev', attributes: { backref: 'a' } });
-    expectError(await prompt(put), 400,
-      { attributes: unusable('backref', 'it cannot run in linear time') });
+    expectError(await prompt(put), 400, { attributes: unusable('backref', 'it cannot run in linear time') });
   });
 
   test('a stored pattern over 1000 characters does make writes of its default answer 400, not 500', async () => {
-    expectError(await prompt(srv.post(`/api/sites/${oldSite}/devices/`, { hostname: 'new2' })), 400,
-      { attributes: unusable('long', 'it is longer than 1000 characters') });
-    expectError(await prompt(srv.patch(`/api/attributes/${long.id}/`, { description: 'x' })), 400,
-      { default: unusable('long', 'it is longer than 1000 characters') });
+    expectError(await prompt(srv.post(`/api/sites/${oldSite}/devices/`, { hostname: 'new2' })), 400, {
+      attributes: unusable('long', 'it is longer than 1000 characters'),
+    });
+    expectError(await prompt(srv.patch(`/api/attributes/${long.id}/`, { description: 'x' })), 400, {
+      default: unusable('long', 'it is longer than 1000 characters'),
+    });
   });
 
   test('a stored unusable pattern does stop failing once the attribute gets a valid pattern', async () => {
@@ -208,7 +223,10 @@ describe('the per-request matching budget', () => {
   test('a set query whose regex is too costly for the values it meets does give 400 within a few seconds', async () => {
     const own = await mkSite(fresh('costly'));
     await mkAttr(own.id, 'serial');
-    const r = await s.post(`/api/sites/${own.id}/devices/`, Array.from({ length: 400 }, (_, i) => ({ hostname: fresh('c'), attributes: { serial: long(i) } })));
+    const r = await s.post(
+      `/api/sites/${own.id}/devices/`,
+      Array.from({ length: 400 }, (_, i) => ({ hostname: fresh('c'), attributes: { serial: long(i) } })),
+    );
     expect(r.status, r.text).toBe(201);
     const started = Date.now();
     const q = await prompt(query(own.id, `serial_regex=${COSTLY}`));

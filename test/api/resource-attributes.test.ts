@@ -7,12 +7,16 @@
  * the inverted index staying in step (and rolled back with failed writes).
  */
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { type Attrs, type Device, expectError, fixtures } from '../helpers/fixtures.js';
 import { InjectServer as TestServer } from '../helpers/inject.js';
-import { expectError, fixtures, type Attrs, type Device } from '../helpers/fixtures.js';
 
 let s: TestServer;
-beforeAll(async () => { s = await TestServer.start({ shards: 2 }); });
-afterAll(async () => { await s.stop(); });
+beforeAll(async () => {
+  s = await TestServer.start({ shards: 2 });
+});
+afterAll(async () => {
+  await s.stop();
+});
 
 const { fresh: host, mkSiteId: mkSite, mkAttr, mkDeviceWith: mkDevice } = fixtures(() => s, { base: 'd' });
 const attrError = (text: string) => ({ attributes: text });
@@ -65,7 +69,11 @@ describe('attributes input coercion', () => {
 
   test('attributes of another type name the type', async () => {
     const bad = async (v: unknown, type: string) => {
-      expectError(await s.post(`/api/sites/${site}/devices/`, { hostname: host(), attributes: v }), 400, attrError(`Expected dictionary but received <type '${type}'>`));
+      expectError(
+        await s.post(`/api/sites/${site}/devices/`, { hostname: host(), attributes: v }),
+        400,
+        attrError(`Expected dictionary but received <type '${type}'>`),
+      );
     };
     await bad(['owner'], 'list');
     await bad([{ owner: 'x' }], 'list');
@@ -89,7 +97,8 @@ describe('attributes input coercion', () => {
 });
 
 describe('attribute names', () => {
-  let site: number; let other: number;
+  let site: number;
+  let other: number;
   beforeAll(async () => {
     site = await mkSite();
     other = await mkSite();
@@ -102,27 +111,57 @@ describe('attribute names', () => {
   });
 
   test('attributes with an unknown name are rejected', async () => {
-    expectError(await s.post(`/api/sites/${site}/devices/`, { hostname: host(), attributes: { nope: 'x', alpha: 'a', zeta: 'z' } }), 400,
-      attrError('Attribute name (nope) does not exist.'));
-    expectError(await s.post(`/api/sites/${site}/devices/`, { hostname: host(), attributes: { nope: null, alpha: 'a', zeta: 'z' } }), 400,
-      attrError('Attribute name (nope) does not exist.'));
+    expectError(
+      await s.post(`/api/sites/${site}/devices/`, { hostname: host(), attributes: { nope: 'x', alpha: 'a', zeta: 'z' } }),
+      400,
+      attrError('Attribute name (nope) does not exist.'),
+    );
+    expectError(
+      await s.post(`/api/sites/${site}/devices/`, { hostname: host(), attributes: { nope: null, alpha: 'a', zeta: 'z' } }),
+      400,
+      attrError('Attribute name (nope) does not exist.'),
+    );
   });
 
   test('attributes of another resource type or another site do not exist for the device', async () => {
-    expectError(await s.post(`/api/sites/${site}/devices/`, { hostname: host(), attributes: { cidr_note: 'x', alpha: 'a', zeta: 'z' } }), 400,
-      attrError('Attribute name (cidr_note) does not exist.'));
-    expectError(await s.post(`/api/sites/${site}/devices/`, { hostname: host(), attributes: { remote: 'x', alpha: 'a', zeta: 'z' } }), 400,
-      attrError('Attribute name (remote) does not exist.'));
-    expectError(await s.post('/api/devices/', { site_id: site, hostname: host(), attributes: { remote: 'x' } }), 400,
-      attrError('Attribute name (remote) does not exist.'));
+    expectError(
+      await s.post(`/api/sites/${site}/devices/`, { hostname: host(), attributes: { cidr_note: 'x', alpha: 'a', zeta: 'z' } }),
+      400,
+      attrError('Attribute name (cidr_note) does not exist.'),
+    );
+    expectError(
+      await s.post(`/api/sites/${site}/devices/`, { hostname: host(), attributes: { remote: 'x', alpha: 'a', zeta: 'z' } }),
+      400,
+      attrError('Attribute name (remote) does not exist.'),
+    );
+    expectError(
+      await s.post('/api/devices/', { site_id: site, hostname: host(), attributes: { remote: 'x' } }),
+      400,
+      attrError('Attribute name (remote) does not exist.'),
+    );
   });
 
   test('attributes missing required ones list them sorted', async () => {
-    expectError(await s.post(`/api/sites/${site}/devices/`, { hostname: host() }), 400, attrError('Missing required attributes: alpha, zeta'));
-    expectError(await s.post(`/api/sites/${site}/devices/`, { hostname: host(), attributes: { owner: 'o' } }), 400, attrError('Missing required attributes: alpha, zeta'));
-    expectError(await s.post(`/api/sites/${site}/devices/`, { hostname: host(), attributes: { zeta: 'z' } }), 400, attrError('Missing required attributes: alpha'));
-    expectError(await s.post(`/api/sites/${site}/devices/`, { hostname: host(), attributes: { alpha: 'a', zeta: 'z', mid: null } }), 400,
-      attrError('Missing required attributes: mid'));
+    expectError(
+      await s.post(`/api/sites/${site}/devices/`, { hostname: host() }),
+      400,
+      attrError('Missing required attributes: alpha, zeta'),
+    );
+    expectError(
+      await s.post(`/api/sites/${site}/devices/`, { hostname: host(), attributes: { owner: 'o' } }),
+      400,
+      attrError('Missing required attributes: alpha, zeta'),
+    );
+    expectError(
+      await s.post(`/api/sites/${site}/devices/`, { hostname: host(), attributes: { zeta: 'z' } }),
+      400,
+      attrError('Missing required attributes: alpha'),
+    );
+    expectError(
+      await s.post(`/api/sites/${site}/devices/`, { hostname: host(), attributes: { alpha: 'a', zeta: 'z', mid: null } }),
+      400,
+      attrError('Missing required attributes: mid'),
+    );
   });
 
   test('attributes that are required with a default may be omitted on create', async () => {
@@ -131,8 +170,16 @@ describe('attribute names', () => {
   });
 
   test('attributes report an unknown name before missing required ones, and those before bad values', async () => {
-    expectError(await s.post(`/api/sites/${site}/devices/`, { hostname: host(), attributes: { nope: 'x' } }), 400, attrError('Attribute name (nope) does not exist.'));
-    expectError(await s.post(`/api/sites/${site}/devices/`, { hostname: host(), attributes: { owner: 5 } }), 400, attrError('Missing required attributes: alpha, zeta'));
+    expectError(
+      await s.post(`/api/sites/${site}/devices/`, { hostname: host(), attributes: { nope: 'x' } }),
+      400,
+      attrError('Attribute name (nope) does not exist.'),
+    );
+    expectError(
+      await s.post(`/api/sites/${site}/devices/`, { hostname: host(), attributes: { owner: 5 } }),
+      400,
+      attrError('Missing required attributes: alpha, zeta'),
+    );
   });
 
   test('attributes deleting a required one through PATCH is a 400 naming attributes', async () => {
@@ -148,12 +195,19 @@ describe('attribute names', () => {
     const s2 = await mkSite();
     await mkAttr(s2, 'constructor', { required: true });
     await mkAttr(s2, 'tostring', { default: 'dflt' });
-    expectError(await s.post(`/api/sites/${s2}/devices/`, { hostname: host() }), 400, attrError('Missing required attributes: constructor'));
+    expectError(
+      await s.post(`/api/sites/${s2}/devices/`, { hostname: host() }),
+      400,
+      attrError('Missing required attributes: constructor'),
+    );
     const d = await mkDevice(s2, { constructor: 'c' });
     expect(d.attributes).toEqual({ constructor: 'c', tostring: 'dflt' });
     expectError(await patchAttrs(d.id, { constructor: null }), 400, attrError('Missing required attributes: constructor'));
-    expectError(await s.post(`/api/sites/${s2}/devices/`, { hostname: host(), attributes: JSON.parse('{"__proto__": "x", "constructor": "c"}') }), 400,
-      attrError('Attribute name (__proto__) does not exist.'));
+    expectError(
+      await s.post(`/api/sites/${s2}/devices/`, { hostname: host(), attributes: JSON.parse('{"__proto__": "x", "constructor": "c"}') }),
+      400,
+      attrError('Attribute name (__proto__) does not exist.'),
+    );
     expect((await s.get(`/api/sites/${s2}/devices/?attributes=constructor=c`)).json).toEqual([d]);
   });
 });
@@ -193,7 +247,10 @@ describe('attribute defaults', () => {
     // A later PATCH leaves the removed attribute removed (spec rule 6).
     expect((await patchAttrs(d.id, { owner: 'q' })).json.attributes).toEqual({ owner: 'q', tags: ['a', 'b'] });
     expect((await patchAttrs(d.id, {})).json.attributes).toEqual({ owner: 'q', tags: ['a', 'b'] });
-    expect((await s.patch(`/api/devices/${d.id}/`, { hostname: host('renamed') })).json.attributes).toEqual({ owner: 'q', tags: ['a', 'b'] });
+    expect((await s.patch(`/api/devices/${d.id}/`, { hostname: host('renamed') })).json.attributes).toEqual({
+      owner: 'q',
+      tags: ['a', 'b'],
+    });
   });
 
   test('attribute default changes apply at the next create or PUT only', async () => {
@@ -246,7 +303,11 @@ describe('attribute PATCH merge', () => {
   test('attribute PATCH that fails changes nothing', async () => {
     const d = await mkDevice(site, { owner: 'o' });
     expectError(await patchAttrs(d.id, { role: 'r-failed', tags: 'notalist' }), 400, attrError('Attribute values must be a list type'));
-    expectError(await s.patch(`/api/devices/${d.id}/`, { hostname: host('y'), attributes: { nope: 'x' } }), 400, attrError('Attribute name (nope) does not exist.'));
+    expectError(
+      await s.patch(`/api/devices/${d.id}/`, { hostname: host('y'), attributes: { nope: 'x' } }),
+      400,
+      attrError('Attribute name (nope) does not exist.'),
+    );
     expect(await getDevice(d.id)).toEqual(d);
     expect((await s.get(`/api/sites/${site}/devices/?attributes=role=r-failed`)).json).toEqual([]);
   });
@@ -313,9 +374,20 @@ describe('attribute value checks', () => {
   });
 
   test('attribute values must be among valid_values, listed in declared order', async () => {
-    expect((await mkDevice(site, { vendor: 'arista', vendors: ['cisco', 'juniper'] })).attributes).toMatchObject({ vendor: 'arista', vendors: ['cisco', 'juniper'] });
-    expectError(await create({ vendor: 'Arista' }), 400, attrError('Attribute value Arista for vendor not a valid value: juniper, arista, cisco'));
-    expectError(await create({ vendors: ['cisco', 'hp'] }), 400, attrError('Attribute value hp for vendors not a valid value: juniper, arista, cisco'));
+    expect((await mkDevice(site, { vendor: 'arista', vendors: ['cisco', 'juniper'] })).attributes).toMatchObject({
+      vendor: 'arista',
+      vendors: ['cisco', 'juniper'],
+    });
+    expectError(
+      await create({ vendor: 'Arista' }),
+      400,
+      attrError('Attribute value Arista for vendor not a valid value: juniper, arista, cisco'),
+    );
+    expectError(
+      await create({ vendors: ['cisco', 'hp'] }),
+      400,
+      attrError('Attribute value hp for vendors not a valid value: juniper, arista, cisco'),
+    );
   });
 
   test('attribute values may not repeat in a multi list', async () => {
@@ -332,14 +404,22 @@ describe('attribute value checks', () => {
     // emptiness before pattern
     expectError(await create({ both: '' }), 400, attrError("Attribute both doesn't allow empty values"));
     // element order: the first failing element is reported; a later duplicate does not hide it
-    expectError(await create({ vendors: ['juniper', 'hp', 'juniper'] }), 400, attrError('Attribute value hp for vendors not a valid value: juniper, arista, cisco'));
+    expectError(
+      await create({ vendors: ['juniper', 'hp', 'juniper'] }),
+      400,
+      attrError('Attribute value hp for vendors not a valid value: juniper, arista, cisco'),
+    );
     expectError(await create({ vendors: ['juniper', 'juniper', 'hp'] }), 400, attrError('Duplicate value juniper for attribute vendors'));
     // the type check of a later element comes after the checks of earlier ones
     expectError(await create({ tags: ['', 5] }), 400, attrError("Attribute tags doesn't allow empty values"));
   });
 
   test('attribute value checks run per attribute in name order', async () => {
-    expectError(await create({ vendor: 'hp', model: 'x', both: 'Q' }), 400, attrError("Attribute value Q for both didn't match pattern: ^[a-z]+$"));
+    expectError(
+      await create({ vendor: 'hp', model: 'x', both: 'Q' }),
+      400,
+      attrError("Attribute value Q for both didn't match pattern: ^[a-z]+$"),
+    );
     expectError(await create({ vendor: 'hp', model: 'x' }), 400, attrError("Attribute value x for model didn't match pattern: ab"));
     expectError(await create({ vendor: 'hp', tags: 'x' }), 400, attrError('Attribute values must be a list type'));
   });
@@ -368,7 +448,9 @@ describe('attribute output order', () => {
     const hostname = host();
     const r = await s.post(`/api/sites/${site}/devices/`, { hostname, attributes: { zeta: 'z', mid: 'm', alpha: 'a', a1: '1', a_1: '_' } });
     expect(r.status).toBe(201);
-    expect(r.text).toBe(`{"id":${r.json.id},"site_id":${site},"hostname":"${hostname}","attributes":{"a1":"1","a_1":"_","alpha":"a","mid":"m","zeta":"z"}}`);
+    expect(r.text).toBe(
+      `{"id":${r.json.id},"site_id":${site},"hostname":"${hostname}","attributes":{"a1":"1","a_1":"_","alpha":"a","mid":"m","zeta":"z"}}`,
+    );
     const p = await s.patch(`/api/devices/${r.json.id}/`, { attributes: { beta: ['y', 'x'] } });
     expect(p.text).toContain('"attributes":{"a1":"1","a_1":"_","alpha":"a","beta":["y","x"],"mid":"m","zeta":"z"}}');
     expect((await s.get(`/api/devices/${r.json.id}/`)).text).toBe(p.text);
@@ -392,8 +474,11 @@ describe('attribute flag changes are not retroactive', () => {
     // Any write of the set validates all of it.
     expectError(await patchAttrs(d.id, { rack: 'r2' }), 400, attrError('Attribute value x for owner not a valid value: y, z'));
     expectError(await patchAttrs(d.id, {}), 400, attrError('Attribute value x for owner not a valid value: y, z'));
-    expectError(await s.put(`/api/devices/${d.id}/`, { hostname: renamed.json.hostname, attributes: { owner: 'x' } }), 400,
-      attrError('Attribute value x for owner not a valid value: y, z'));
+    expectError(
+      await s.put(`/api/devices/${d.id}/`, { hostname: renamed.json.hostname, attributes: { owner: 'x' } }),
+      400,
+      attrError('Attribute value x for owner not a valid value: y, z'),
+    );
     expect((await patchAttrs(d.id, { owner: 'y', rack: 'r2' })).json.attributes).toEqual({ owner: 'y', rack: 'r2' });
   });
 
@@ -435,8 +520,11 @@ describe('attribute flag changes are not retroactive', () => {
 });
 
 describe('attributes filter and index upkeep', () => {
-  let site: number; let other: number;
-  let d1: Device; let d2: Device; let d3: Device;
+  let site: number;
+  let other: number;
+  let d1: Device;
+  let d2: Device;
+  let _d3: Device;
   beforeAll(async () => {
     site = await mkSite();
     other = await mkSite();
@@ -446,7 +534,7 @@ describe('attributes filter and index upkeep', () => {
     await mkAttr(other, 'owner');
     d1 = await mkDevice(site, { owner: 'jathan', role: ['br', 'core'] });
     d2 = await mkDevice(site, { owner: 'jathan', note: '' });
-    d3 = await mkDevice(site, { role: ['dr'] });
+    _d3 = await mkDevice(site, { role: ['dr'] });
     await mkDevice(other, { owner: 'jathan' });
   });
   const ids = async (q: string, path = `/api/sites/${site}/devices/`) => {
@@ -521,7 +609,8 @@ describe('attributes filter and index upkeep', () => {
 
   test('attributes set query sees attribute changes', async () => {
     const d = await mkDevice(site, { owner: 'sq-before' });
-    const q = async (query: string) => ((await s.get(`/api/sites/${site}/devices/query/?query=${encodeURIComponent(query)}`)).json as Device[]).map((x) => x.id);
+    const q = async (query: string) =>
+      ((await s.get(`/api/sites/${site}/devices/query/?query=${encodeURIComponent(query)}`)).json as Device[]).map((x) => x.id);
     expect(await q('owner=sq-before')).toEqual([d.id]);
     await patchAttrs(d.id, { owner: 'sq-after' });
     expect(await q('owner=sq-before')).toEqual([]);
@@ -539,7 +628,9 @@ describe('attribute Changes on devices', () => {
     const changes = (await s.get(`/api/changes/?resource_name=Device&resource_id=${d.id}`)).json;
     expect(changes.map((c: any) => c.event)).toEqual(['Update', 'Create']);
     expect(changes[1].resource.attributes).toEqual({ owner: 'a', role: 'leaf' });
-    expect((await s.get(`/api/changes/${changes[0].id}/diff/`)).json).toEqual({ attributes: { old: { owner: 'a', role: 'leaf' }, new: { owner: 'b' } } });
+    expect((await s.get(`/api/changes/${changes[0].id}/diff/`)).json).toEqual({
+      attributes: { old: { owner: 'a', role: 'leaf' }, new: { owner: 'b' } },
+    });
   });
 
   test('attributes write no Change of their own', async () => {

@@ -7,8 +7,8 @@
  * One server with SHARDS=2: odd and even site ids live on different shards.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { InjectServer as TestServer, type Response } from '../helpers/inject.js';
-import { err, expectError, fixtures, type Device, type Site } from '../helpers/fixtures.js';
+import { type Device, err, expectError, fixtures, type Site } from '../helpers/fixtures.js';
+import { type Response, InjectServer as TestServer } from '../helpers/inject.js';
 
 let s: TestServer;
 let host: string;
@@ -32,9 +32,15 @@ const unknown = (name: string) => ({ query: `Attribute matching query does not e
 
 // The example of gaps.md §21, once in site A (shard of A) and once in site B
 // (the other shard), with a few extra devices and attributes.
-let A: Site; let B: Site;
-let a1: Device; let a2: Device; let a3: Device; let a4: Device;
-let b1: Device; let b2: Device; let b3: Device;
+let A: Site;
+let B: Site;
+let a1: Device;
+let a2: Device;
+let a3: Device;
+let a4: Device;
+let b1: Device;
+let b2: Device;
+let b3: Device;
 
 beforeAll(async () => {
   s = await TestServer.start({ shards: 2 });
@@ -55,7 +61,9 @@ beforeAll(async () => {
   b3 = await mkDevice(B.id, 'd3', { role: 'dr' });
   a4 = await mkDevice(A.id, 'd4', {});
 });
-afterAll(async () => { await s.stop(); });
+afterAll(async () => {
+  await s.stop();
+});
 
 describe('set query example table', () => {
   test('set query owner=jathan gives d1 and d2', async () => {
@@ -379,7 +387,8 @@ describe('set query filters and pagination', () => {
     });
     const r2 = await q(A.id, '-role=br', 'limit=2&offset=2');
     expect(r2.json).toEqual({
-      count: 3, next: null,
+      count: 3,
+      next: null,
       previous: `http://${host}/api/sites/${A.id}/devices/query/?limit=2&query=-role%3Dbr`,
       results: [a4],
     });
@@ -388,7 +397,8 @@ describe('set query filters and pagination', () => {
   test('top-level set query results paginate across shards', async () => {
     const r = await q(null, 'owner=jathan', 'hostname=d2&limit=1&offset=1');
     expect(r.json).toEqual({
-      count: 2, next: null,
+      count: 2,
+      next: null,
       previous: `http://${host}/api/devices/query/?hostname=d2&limit=1&query=owner%3Djathan`,
       results: [b2],
     });

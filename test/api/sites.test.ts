@@ -5,12 +5,16 @@
  * One server with SHARDS=2, so odd and even site ids live on different shards.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { InjectServer as TestServer } from '../helpers/inject.js';
 import { expectError, fixtures } from '../helpers/fixtures.js';
+import { InjectServer as TestServer } from '../helpers/inject.js';
 
 let s: TestServer;
-beforeAll(async () => { s = await TestServer.start({ shards: 2 }); });
-afterAll(async () => { await s.stop(); });
+beforeAll(async () => {
+  s = await TestServer.start({ shards: 2 });
+});
+afterAll(async () => {
+  await s.stop();
+});
 
 const { fresh, mkSite, mkUser } = fixtures(() => s, { base: 'site' });
 
@@ -83,7 +87,9 @@ describe('site create', () => {
   });
 
   test('site create rejects a name longer than 255 characters', async () => {
-    expectError(await s.post('/api/sites/', { name: 'x'.repeat(256) }), 400, { name: ['Ensure this field has no more than 255 characters.'] });
+    expectError(await s.post('/api/sites/', { name: 'x'.repeat(256) }), 400, {
+      name: ['Ensure this field has no more than 255 characters.'],
+    });
     const ok = await s.post('/api/sites/', { name: fresh('n').padEnd(255, 'y') });
     expect(ok.status).toBe(201);
     expect(ok.json.name).toHaveLength(255);
@@ -108,12 +114,15 @@ describe('site create', () => {
 
   test('site create reports every failing field together', async () => {
     expectError(await s.post('/api/sites/', { name: '', description: null }), 400, {
-      name: ['This field may not be blank.'], description: ['This field may not be null.'],
+      name: ['This field may not be blank.'],
+      description: ['This field may not be null.'],
     });
   });
 
   test('site create with a list body gives the dictionary error', async () => {
-    expectError(await s.post('/api/sites/', [{ name: fresh() }]), 400, { non_field_errors: ['Invalid data. Expected a dictionary, but got list.'] });
+    expectError(await s.post('/api/sites/', [{ name: fresh() }]), 400, {
+      non_field_errors: ['Invalid data. Expected a dictionary, but got list.'],
+    });
     expectError(await s.post('/api/sites/', 'a string'), 400, { non_field_errors: ['Invalid data. Expected a dictionary, but got str.'] });
   });
 
@@ -226,11 +235,26 @@ describe('site read', () => {
     const p1 = await s.get('/api/sites/?limit=2');
     expect(p1.status).toBe(200);
     expect(Object.keys(p1.json)).toEqual(['count', 'next', 'previous', 'results']);
-    expect(p1.json).toEqual({ count: all.length, next: `http://${host}/api/sites/?limit=2&offset=2`, previous: null, results: all.slice(0, 2) });
+    expect(p1.json).toEqual({
+      count: all.length,
+      next: `http://${host}/api/sites/?limit=2&offset=2`,
+      previous: null,
+      results: all.slice(0, 2),
+    });
     const p2 = await s.get('/api/sites/?limit=2&offset=2');
-    expect(p2.json).toEqual({ count: all.length, next: all.length > 4 ? `http://${host}/api/sites/?limit=2&offset=4` : null, previous: `http://${host}/api/sites/?limit=2`, results: all.slice(2, 4) });
+    expect(p2.json).toEqual({
+      count: all.length,
+      next: all.length > 4 ? `http://${host}/api/sites/?limit=2&offset=4` : null,
+      previous: `http://${host}/api/sites/?limit=2`,
+      results: all.slice(2, 4),
+    });
     const last = await s.get(`/api/sites/?limit=2&offset=${all.length - 1}`);
-    expect(last.json).toEqual({ count: all.length, next: null, previous: `http://${host}/api/sites/?limit=2&offset=${all.length - 3}`, results: all.slice(-1) });
+    expect(last.json).toEqual({
+      count: all.length,
+      next: null,
+      previous: `http://${host}/api/sites/?limit=2&offset=${all.length - 3}`,
+      results: all.slice(-1),
+    });
     const past = await s.get(`/api/sites/?limit=2&offset=${all.length + 10}`);
     expect(past.json.results).toEqual([]);
     expect(past.json.count).toBe(all.length);
@@ -304,13 +328,27 @@ describe('site OPTIONS and forms', () => {
   const RENDERS = ['application/json', 'text/html'];
   const PARSES = ['application/json', 'application/x-www-form-urlencoded', 'multipart/form-data'];
   const NAME = { type: 'string', required: true, read_only: false, label: 'Name', help_text: 'The name of the Site.', max_length: 255 };
-  const DESCRIPTION = { type: 'string', required: false, read_only: false, label: 'Description', help_text: 'A helpful description for the Site.' };
+  const DESCRIPTION = {
+    type: 'string',
+    required: false,
+    read_only: false,
+    label: 'Description',
+    help_text: 'A helpful description for the Site.',
+  };
   const DESC = 'API endpoint that allows Sites to be viewed or edited.';
 
   test('site list OPTIONS shows POST to a superuser only', async () => {
     const r = await s.request('OPTIONS', '/api/sites/');
     expect(r.status).toBe(200);
-    expect(r.text).toBe(JSON.stringify({ name: 'Site List', description: DESC, renders: RENDERS, parses: PARSES, actions: { POST: { name: NAME, description: DESCRIPTION } } }));
+    expect(r.text).toBe(
+      JSON.stringify({
+        name: 'Site List',
+        description: DESC,
+        renders: RENDERS,
+        parses: PARSES,
+        actions: { POST: { name: NAME, description: DESCRIPTION } },
+      }),
+    );
     const bob = await mkUser();
     const r2 = await s.request('OPTIONS', '/api/sites/', { as: bob });
     expect(r2.json).toEqual({ name: 'Site List', description: DESC, renders: RENDERS, parses: PARSES });
@@ -319,11 +357,21 @@ describe('site OPTIONS and forms', () => {
   test('site detail OPTIONS shows PUT only for an existing site', async () => {
     const a = await mkSite();
     const r = await s.request('OPTIONS', `/api/sites/${a.id}/`);
-    expect(r.text).toBe(JSON.stringify({
-      name: 'Site Instance', description: DESC, renders: RENDERS, parses: PARSES,
-      actions: { PUT: { id: { type: 'integer', required: false, read_only: true, label: 'ID' }, name: NAME, description: DESCRIPTION } },
-    }));
-    expect((await s.request('OPTIONS', '/api/sites/99999/')).json).toEqual({ name: 'Site Instance', description: DESC, renders: RENDERS, parses: PARSES });
+    expect(r.text).toBe(
+      JSON.stringify({
+        name: 'Site Instance',
+        description: DESC,
+        renders: RENDERS,
+        parses: PARSES,
+        actions: { PUT: { id: { type: 'integer', required: false, read_only: true, label: 'ID' }, name: NAME, description: DESCRIPTION } },
+      }),
+    );
+    expect((await s.request('OPTIONS', '/api/sites/99999/')).json).toEqual({
+      name: 'Site Instance',
+      description: DESC,
+      renders: RENDERS,
+      parses: PARSES,
+    });
   });
 
   test('site create accepts a form-encoded body', async () => {
@@ -373,7 +421,9 @@ describe('site update', () => {
     const a = await mkSite();
     expectError(await s.put(`/api/sites/${a.id}/`, { name: ' ' }), 400, { name: ['This field may not be blank.'] });
     expectError(await s.put(`/api/sites/${a.id}/`, { name: null }), 400, { name: ['This field may not be null.'] });
-    expectError(await s.put(`/api/sites/${a.id}/`, { name: 'z'.repeat(256) }), 400, { name: ['Ensure this field has no more than 255 characters.'] });
+    expectError(await s.put(`/api/sites/${a.id}/`, { name: 'z'.repeat(256) }), 400, {
+      name: ['Ensure this field has no more than 255 characters.'],
+    });
     expect((await s.get(`/api/sites/${a.id}/`)).json).toEqual(a);
   });
 
@@ -406,7 +456,9 @@ describe('site update', () => {
     const a = await mkSite();
     expectError(await s.patch(`/api/sites/${a.id}/`, { name: '' }), 400, { name: ['This field may not be blank.'] });
     expectError(await s.patch(`/api/sites/${a.id}/`, { description: null }), 400, { description: ['This field may not be null.'] });
-    expectError(await s.patch(`/api/sites/${a.id}/`, [1]), 400, { non_field_errors: ['Invalid data. Expected a dictionary, but got list.'] });
+    expectError(await s.patch(`/api/sites/${a.id}/`, [1]), 400, {
+      non_field_errors: ['Invalid data. Expected a dictionary, but got list.'],
+    });
     expect((await s.get(`/api/sites/${a.id}/`)).json).toEqual(a);
   });
 
@@ -478,8 +530,16 @@ describe('site update', () => {
   test('site update by a user without change_site is forbidden', async () => {
     const a = await mkSite(fresh(), 'guarded');
     const bob = await mkUser();
-    expectError(await s.patch(`/api/sites/${a.id}/`, { description: 'hacked' }, { as: bob }), 403, 'You do not have permission to perform this action.');
-    expectError(await s.put(`/api/sites/${a.id}/`, { name: fresh() }, { as: bob }), 403, 'You do not have permission to perform this action.');
+    expectError(
+      await s.patch(`/api/sites/${a.id}/`, { description: 'hacked' }, { as: bob }),
+      403,
+      'You do not have permission to perform this action.',
+    );
+    expectError(
+      await s.put(`/api/sites/${a.id}/`, { name: fresh() }, { as: bob }),
+      403,
+      'You do not have permission to perform this action.',
+    );
     expect((await s.get(`/api/sites/${a.id}/`, { as: bob })).json).toEqual(a);
   });
 
@@ -487,7 +547,11 @@ describe('site update', () => {
     const a = await mkSite();
     const b = await mkSite();
     const bob = await mkUser();
-    expectError(await s.patch(`/api/sites/${b.id}/`, { name: a.name }, { as: bob }), 403, 'You do not have permission to perform this action.');
+    expectError(
+      await s.patch(`/api/sites/${b.id}/`, { name: a.name }, { as: bob }),
+      403,
+      'You do not have permission to perform this action.',
+    );
   });
 
   test('site update permission is checked before validation', async () => {
@@ -500,7 +564,10 @@ describe('site update', () => {
     const a = await mkSite();
     const b = await mkSite();
     const carol = await mkUser({ [a.id]: ['change_site'], [b.id]: ['admin'] });
-    expect((await s.patch(`/api/sites/${a.id}/`, { description: 'by carol' }, { as: carol })).json).toEqual({ ...a, description: 'by carol' });
+    expect((await s.patch(`/api/sites/${a.id}/`, { description: 'by carol' }, { as: carol })).json).toEqual({
+      ...a,
+      description: 'by carol',
+    });
     expect((await s.patch(`/api/sites/${b.id}/`, { description: 'by admin' }, { as: carol })).status).toBe(200);
     const other = await mkSite();
     expect((await s.patch(`/api/sites/${other.id}/`, { description: 'no' }, { as: carol })).status).toBe(403);
@@ -529,7 +596,7 @@ describe('site delete', () => {
     expect((await s.delete(`/api/sites/${a.id}/`)).status).toBe(204);
     expect((await s.get(`/api/sites/${a.id}/changes/`)).json).toEqual([]);
     const top = (await s.get('/api/changes/')).json as { site: { id: number }; resource_id: number }[];
-    expect(top.filter((c) => c.site.id === a.id || c.resource_id === a.id && (c as any).resource_name === 'Site')).toEqual([]);
+    expect(top.filter((c) => c.site.id === a.id || (c.resource_id === a.id && (c as any).resource_name === 'Site'))).toEqual([]);
     for (const c of before) {
       expectError(await s.get(`/api/changes/${c.id}/`), 404, `No such Change found at (site_id, id) = (None, ${c.id})`);
       expectError(await s.get(`/api/changes/${c.id}/diff/`), 404, `No such Change found at (site_id, id) = (None, ${c.id})`);
@@ -586,11 +653,21 @@ describe('site changes', () => {
     expect(list.json).toHaveLength(1);
     const c = list.json[0];
     expect(c).toEqual({
-      id: c.id, site: a, user: { id: c.user.id, email: 'admin@localhost' }, change_at: c.change_at,
-      event: 'Create', resource_name: 'Site', resource_id: a.id, resource: a,
+      id: c.id,
+      site: a,
+      user: { id: c.user.id, email: 'admin@localhost' },
+      change_at: c.change_at,
+      event: 'Create',
+      resource_name: 'Site',
+      resource_id: a.id,
+      resource: a,
     });
     const detail = await s.get(`/api/changes/${c.id}/`);
-    expect(detail.json.resource_diff).toEqual({ id: { old: null, new: a.id }, name: { old: null, new: a.name }, description: { old: null, new: 'cc' } });
+    expect(detail.json.resource_diff).toEqual({
+      id: { old: null, new: a.id },
+      name: { old: null, new: a.name },
+      description: { old: null, new: 'cc' },
+    });
   });
 
   test('site update writes one Update Change with only the changed fields', async () => {

@@ -10,15 +10,29 @@ import { Agent, request as httpRequest, type IncomingHttpHeaders } from 'node:ht
 import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { InjectServer } from '../helpers/inject.js';
-import { TestServer, type Response } from '../helpers/server.js';
+import { type Response, TestServer } from '../helpers/server.js';
 
 let s: TestServer;
-beforeAll(async () => { s = await TestServer.start(); });
-afterAll(async () => { await s.stop(); });
+beforeAll(async () => {
+  s = await TestServer.start();
+});
+afterAll(async () => {
+  await s.stop();
+});
 
-interface Raw { status: number; headers: IncomingHttpHeaders; text: string }
+interface Raw {
+  status: number;
+  headers: IncomingHttpHeaders;
+  text: string;
+}
 
-function raw(port: number, method: string, path: string, headers: Record<string, string>, opts: { body?: string; agent?: Agent } = {}): Promise<Raw> {
+function raw(
+  port: number,
+  method: string,
+  path: string,
+  headers: Record<string, string>,
+  opts: { body?: string; agent?: Agent } = {},
+): Promise<Raw> {
   return new Promise((resolve, reject) => {
     const req = httpRequest({ host: '127.0.0.1', port, method, path, headers, agent: opts.agent ?? false }, (res) => {
       const parts: Buffer[] = [];
@@ -83,7 +97,8 @@ describe('the uWS front end', () => {
     const sockets = new Set<unknown>();
     agent.on('free', (socket) => sockets.add(socket));
     try {
-      for (let i = 0; i < 5; i++) expect((await raw(s.port, 'GET', '/api/sites/', { 'X-Service-Email': 'admin@localhost' }, { agent })).status).toBe(200);
+      for (let i = 0; i < 5; i++)
+        expect((await raw(s.port, 'GET', '/api/sites/', { 'X-Service-Email': 'admin@localhost' }, { agent })).status).toBe(200);
       expect(sockets.size).toBe(1);
     } finally {
       agent.destroy();
@@ -98,12 +113,19 @@ describe('the uWS front end', () => {
       const answer = await new Promise<string>((resolve, reject) => {
         const socket = connect(small.port, '127.0.0.1');
         let text = '';
-        socket.on('data', (d) => { text += d.toString(); });
+        socket.on('data', (d) => {
+          text += d.toString();
+        });
         socket.on('close', () => resolve(text));
         socket.on('error', reject);
-        socket.setTimeout(5_000, () => { socket.destroy(); reject(new Error(`connection left open after: ${text}`)); });
-        socket.write(`POST /api/sites/ HTTP/1.1\r\nHost: x\r\nConnection: keep-alive\r\nX-Service-Email: admin@localhost\r\n` +
-          `Content-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`);
+        socket.setTimeout(5_000, () => {
+          socket.destroy();
+          reject(new Error(`connection left open after: ${text}`));
+        });
+        socket.write(
+          `POST /api/sites/ HTTP/1.1\r\nHost: x\r\nConnection: keep-alive\r\nX-Service-Email: admin@localhost\r\n` +
+            `Content-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`,
+        );
       });
       expect(answer).toMatch(/^HTTP\/1\.1 413 Payload Too Large\r\n/);
       expect(answer).toContain('{"error":{"code":413,"message":"Request body too large."}}');

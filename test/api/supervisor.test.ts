@@ -11,7 +11,7 @@
  */
 import { rmSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { TestServer, type Response } from '../helpers/server.js';
+import { type Response, TestServer } from '../helpers/server.js';
 
 const STALL_SECONDS = 1;
 let s: TestServer;
@@ -30,14 +30,20 @@ afterAll(async () => {
   else if (s) rmSync(s.dataDir, { recursive: true, force: true });
 });
 
-interface Acked { site: number; hostname: string; id: number }
+interface Acked {
+  site: number;
+  hostname: string;
+  id: number;
+}
 
 /** Writers creating devices on both sites until `until` resolves; every 2xx is recorded. */
 function writeLoad(server: TestServer, tag: string, until: Promise<unknown>) {
   const acked: Acked[] = [];
   const statuses = new Map<number, number[]>();
   let stop = false;
-  void until.then(() => { stop = true; });
+  void until.then(() => {
+    stop = true;
+  });
   const writer = async (site: number, w: number) => {
     for (let i = 0; !stop; i++) {
       const hostname = `${tag}-${site}-${w}-${i}`;
@@ -82,9 +88,17 @@ const allAcked: Acked[] = [];
 describe('the shard supervisor', () => {
   test('a shard worker that exits is replaced; its waiting request gets 503 and the other shard keeps serving', async () => {
     let release!: () => void;
-    const load = writeLoad(s, 'exit', new Promise<void>((ok) => { release = ok; }));
+    const load = writeLoad(
+      s,
+      'exit',
+      new Promise<void>((ok) => {
+        release = ok;
+      }),
+    );
     await new Promise((ok) => setTimeout(ok, 300));
-    const crashed = await s.get(`/api/sites/${VICTIM_SITE}/devices/?limit=1`, { headers: { 'X-Netsot-Test-Hook': `exit ${VICTIM_SHARD}` } });
+    const crashed = await s.get(`/api/sites/${VICTIM_SITE}/devices/?limit=1`, {
+      headers: { 'X-Netsot-Test-Hook': `exit ${VICTIM_SHARD}` },
+    });
     expectRestarting(crashed);
     const other = await s.get(`/api/sites/${OTHER_SITE}/`);
     expect(other.status).toBe(200);
@@ -102,7 +116,13 @@ describe('the shard supervisor', () => {
 
   test('a shard worker stuck in one request is replaced within the stall timeout while the other shard answers promptly', async () => {
     let release!: () => void;
-    const load = writeLoad(s, 'stall', new Promise<void>((ok) => { release = ok; }));
+    const load = writeLoad(
+      s,
+      'stall',
+      new Promise<void>((ok) => {
+        release = ok;
+      }),
+    );
     await new Promise((ok) => setTimeout(ok, 300));
     const started = Date.now();
     const stuck = s.get(`/api/sites/${VICTIM_SITE}/devices/?limit=1`, { headers: { 'X-Netsot-Test-Hook': `stall ${VICTIM_SHARD}` } });

@@ -5,8 +5,8 @@
  * formats, errors), the per-site `permissions` output, and methods.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { expectJsonError as expectError, FORBIDDEN, fixtures, freshEmail } from '../helpers/fixtures.js';
 import { InjectServer as TestServer } from '../helpers/inject.js';
-import { FORBIDDEN, expectJsonError as expectError, fixtures, freshEmail } from '../helpers/fixtures.js';
 
 let s: TestServer;
 let adminId: number;
@@ -36,13 +36,18 @@ function perms(userId: number, ids: number[], grants: (site: number) => string[]
 function permissionKeyOrder(text: string): string[] {
   const body = JSON.parse(text);
   const keys = Object.keys(Array.isArray(body) ? body[0].permissions : body.permissions);
-  return keys.map((k) => ({ k, at: text.indexOf(`"${k}":{"user_id"`) })).sort((a, b) => a.at - b.at).map((x) => x.k);
+  return keys
+    .map((k) => ({ k, at: text.indexOf(`"${k}":{"user_id"`) }))
+    .sort((a, b) => a.at - b.at)
+    .map((x) => x.k);
 }
 
 beforeAll(async () => {
   s = await TestServer.start();
 });
-afterAll(async () => { await s?.stop(); });
+afterAll(async () => {
+  await s?.stop();
+});
 
 describe('GET /api/users/ (gaps.md §4)', () => {
   // Runs first: on a fresh server, the first caller is the only user.
@@ -68,7 +73,11 @@ describe('GET /api/users/ (gaps.md §4)', () => {
     expect(new Set(ids).size).toBe(ids.length);
     const sites = await siteIds();
     expect(r.json[0]).toEqual({ id: adminId, email: 'admin@localhost', permissions: perms(adminId, sites, () => ['admin']) });
-    expect(r.json.find((u: { id: number }) => u.id === a.id)).toEqual({ id: a.id, email: a.email, permissions: perms(a.id, sites, () => []) });
+    expect(r.json.find((u: { id: number }) => u.id === a.id)).toEqual({
+      id: a.id,
+      email: a.email,
+      permissions: perms(a.id, sites, () => []),
+    });
     expect(ids.indexOf(b.id)).toBeGreaterThan(ids.indexOf(a.id));
     for (const u of r.json) expect(Object.keys(u)).toEqual(['id', 'email', 'permissions']);
     expect(r.text).not.toContain('secret_key');
@@ -129,7 +138,11 @@ describe('GET /api/users/ (gaps.md §4)', () => {
     const gone = await mkSite('Short-lived Site');
     const u = await mkUser();
     expect((await s.patch(`/api/users/${u.id}/`, { permissions: { [gone]: ['admin'] } })).status).toBe(200);
-    expect((await s.get(`/api/users/${u.id}/`)).json.permissions[String(gone)]).toEqual({ user_id: u.id, site_id: gone, permissions: ['admin'] });
+    expect((await s.get(`/api/users/${u.id}/`)).json.permissions[String(gone)]).toEqual({
+      user_id: u.id,
+      site_id: gone,
+      permissions: ['admin'],
+    });
     const del = await s.delete(`/api/sites/${gone}/`);
     expect(del.status, del.text).toBe(204);
     const after = (await s.get(`/api/users/${u.id}/`)).json;
@@ -147,7 +160,7 @@ describe('GET /api/users/{id}/ (gaps.md §4)', () => {
     expect(admin.json.id).toBe(adminId);
   });
 
-  test('a user may read another user\'s record without the key', async () => {
+  test("a user may read another user's record without the key", async () => {
     const u = await mkUser();
     const r = await s.get(`/api/users/${adminId}/`, { as: u.email });
     expect(r.status).toBe(200);
@@ -167,7 +180,7 @@ describe('GET /api/users/{id}/ (gaps.md §4)', () => {
 });
 
 describe('with_secret_key (gaps.md §4, §7.3)', () => {
-  test.each(['true', 'True', '1', 'yes', 'on', ''])('with_secret_key=%j on the caller\'s record adds the key last', async (value) => {
+  test.each(['true', 'True', '1', 'yes', 'on', ''])("with_secret_key=%j on the caller's record adds the key last", async (value) => {
     const u = await mkUser();
     const r = await s.get(`/api/users/0/?with_secret_key=${value}`, { as: u.email });
     expect(r.status).toBe(200);
@@ -183,18 +196,18 @@ describe('with_secret_key (gaps.md §4, §7.3)', () => {
     expect(r.json.secret_key).toMatch(KEY);
   });
 
-  test.each(['false', 'False', '0', 'no', 'off'])('with_secret_key=%s on the caller\'s record omits the key', async (value) => {
+  test.each(['false', 'False', '0', 'no', 'off'])("with_secret_key=%s on the caller's record omits the key", async (value) => {
     const r = await s.get(`/api/users/0/?with_secret_key=${value}`);
     expect(r.status).toBe(200);
     expect(Object.keys(r.json)).toEqual(['id', 'email', 'permissions']);
   });
 
-  test('an invalid with_secret_key value on the caller\'s record gives 400', async () => {
+  test("an invalid with_secret_key value on the caller's record gives 400", async () => {
     expectError(await s.get('/api/users/0/?with_secret_key=maybe'), 400, { with_secret_key: ['Must be a valid boolean.'] });
     expectError(await s.get(`/api/users/${adminId}/?with_secret_key=2`), 400, { with_secret_key: ['Must be a valid boolean.'] });
   });
 
-  test.each(['true', 'false', '', 'maybe'])('with_secret_key=%j on another user\'s record gives 403', async (value) => {
+  test.each(['true', 'false', '', 'maybe'])("with_secret_key=%j on another user's record gives 403", async (value) => {
     const u = await mkUser();
     // Even a superuser may not read someone else's key.
     expectError(await s.get(`/api/users/${u.id}/?with_secret_key=${value}`), 403, NOT_YOURS);
@@ -226,7 +239,7 @@ describe('POST /api/users/{id}/rotate_secret_key/ (gaps.md §4)', () => {
     expect(after).toBe(r.json);
   });
 
-  test('rotate_secret_key on the caller\'s own id works for a non-superuser', async () => {
+  test("rotate_secret_key on the caller's own id works for a non-superuser", async () => {
     const u = await mkUser();
     const r = await s.post(`/api/users/${u.id}/rotate_secret_key/`, undefined, { as: u.email });
     expect(r.status, r.text).toBe(200);
@@ -282,7 +295,13 @@ describe('POST /api/users/ (gaps.md §4)', () => {
 
   test('user create ignores fields other than email', async () => {
     const email = freshEmail('extra');
-    const r = await s.post('/api/users/', { email, is_superuser: true, secret_key: 'chosen', id: 424242, permissions: { [site1]: ['admin'] } });
+    const r = await s.post('/api/users/', {
+      email,
+      is_superuser: true,
+      secret_key: 'chosen',
+      id: 424242,
+      permissions: { [site1]: ['admin'] },
+    });
     expect(r.status, r.text).toBe(201);
     expect(r.json.id).not.toBe(424242);
     expect(r.json.permissions).toEqual(perms(r.json.id, await siteIds(), () => []));
@@ -301,9 +320,12 @@ describe('POST /api/users/ (gaps.md §4)', () => {
     expectError(await s.post('/api/users/', { email: null }), 400, { email: ['This field may not be null.'] });
   });
 
-  test.each(['foo', 'foo@bar', 'a b@x.com', '@example.com', 'a@example.c', 'a..b@example.com'])('user create rejects the invalid email %j', async (email) => {
-    expectError(await s.post('/api/users/', { email }), 400, { email: ['Enter a valid email address.'] });
-  });
+  test.each(['foo', 'foo@bar', 'a b@x.com', '@example.com', 'a@example.c', 'a..b@example.com'])(
+    'user create rejects the invalid email %j',
+    async (email) => {
+      expectError(await s.post('/api/users/', { email }), 400, { email: ['Enter a valid email address.'] });
+    },
+  );
 
   test('user create rejects an email longer than 255 characters', async () => {
     const long = `${'a'.repeat(256 - '@example.com'.length)}@example.com`;
@@ -319,11 +341,15 @@ describe('POST /api/users/ (gaps.md §4)', () => {
   test('user create rejects an existing email', async () => {
     const u = await mkUser();
     expectError(await s.post('/api/users/', { email: u.email }), 400, { email: ['user with this email address already exists.'] });
-    expectError(await s.post('/api/users/', { email: 'admin@localhost' }), 400, { email: ['user with this email address already exists.'] });
+    expectError(await s.post('/api/users/', { email: 'admin@localhost' }), 400, {
+      email: ['user with this email address already exists.'],
+    });
   });
 
   test('user create with a list body gives 400', async () => {
-    expectError(await s.post('/api/users/', [{ email: freshEmail() }]), 400, { non_field_errors: ['Invalid data. Expected a dictionary, but got list.'] });
+    expectError(await s.post('/api/users/', [{ email: freshEmail() }]), 400, {
+      non_field_errors: ['Invalid data. Expected a dictionary, but got list.'],
+    });
   });
 
   test('concurrent creates of one email make exactly one user', async () => {
@@ -354,7 +380,8 @@ describe('PATCH /api/users/{id}/ (gaps.md §4, §5)', () => {
     expect(r.status, r.text).toBe(200);
     const sites = await siteIds();
     const expected = {
-      id: u.id, email: u.email,
+      id: u.id,
+      email: u.email,
       permissions: perms(u.id, sites, (id) => (id === site1 ? ['change_site', 'add_device'] : id === site2 ? ['admin'] : [])),
     };
     expect(r.json).toEqual(expected);
@@ -365,9 +392,16 @@ describe('PATCH /api/users/{id}/ (gaps.md §4, §5)', () => {
   test('grants keep the order last set', async () => {
     const u = await mkUser();
     await s.patch(`/api/users/${u.id}/`, { permissions: { [site1]: ['delete_network', 'add_circuit', 'change_attribute'] } });
-    expect((await s.get(`/api/users/${u.id}/`)).json.permissions[String(site1)].permissions).toEqual(['delete_network', 'add_circuit', 'change_attribute']);
+    expect((await s.get(`/api/users/${u.id}/`)).json.permissions[String(site1)].permissions).toEqual([
+      'delete_network',
+      'add_circuit',
+      'change_attribute',
+    ]);
     await s.patch(`/api/users/${u.id}/`, { permissions: { [site1]: ['change_attribute', 'delete_network'] } });
-    expect((await s.get(`/api/users/${u.id}/`)).json.permissions[String(site1)].permissions).toEqual(['change_attribute', 'delete_network']);
+    expect((await s.get(`/api/users/${u.id}/`)).json.permissions[String(site1)].permissions).toEqual([
+      'change_attribute',
+      'delete_network',
+    ]);
   });
 
   test('grants take effect on the next request', async () => {
@@ -428,23 +462,36 @@ describe('PATCH /api/users/{id}/ (gaps.md §4, §5)', () => {
 
   test('PATCH rejects an unknown site and writes nothing', async () => {
     const u = await mkUser();
-    expectError(await s.patch(`/api/users/${u.id}/`, { permissions: { 999999: ['admin'] } }), 400, 'Site with id number 999999 does not exist');
-    expectError(await s.patch(`/api/users/${u.id}/`, { permissions: { [site1]: ['admin'], 999999: ['admin'] }, is_superuser: true }), 400,
-      'Site with id number 999999 does not exist');
+    expectError(
+      await s.patch(`/api/users/${u.id}/`, { permissions: { 999999: ['admin'] } }),
+      400,
+      'Site with id number 999999 does not exist',
+    );
+    expectError(
+      await s.patch(`/api/users/${u.id}/`, { permissions: { [site1]: ['admin'], 999999: ['admin'] }, is_superuser: true }),
+      400,
+      'Site with id number 999999 does not exist',
+    );
     const after = (await s.get(`/api/users/${u.id}/`)).json;
     expect(after.permissions).toEqual(perms(u.id, await siteIds(), () => []));
   });
 
   test.each(['fly', 'add_user', 'Admin', 'add_sites', 'view_device'])('PATCH rejects the grant %j and writes nothing', async (grant) => {
     const u = await mkUser();
-    expectError(await s.patch(`/api/users/${u.id}/`, { permissions: { [site1]: ['add_device', grant] } }), 400, { permissions: `Invalid permission: '${grant}'` });
+    expectError(await s.patch(`/api/users/${u.id}/`, { permissions: { [site1]: ['add_device', grant] } }), 400, {
+      permissions: `Invalid permission: '${grant}'`,
+    });
     expect((await s.get(`/api/users/${u.id}/`)).json.permissions[String(site1)].permissions).toEqual([]);
   });
 
   test('PATCH accepts every documented grant', async () => {
     const u = await mkUser();
-    const grants = ['admin', ...['site', 'attribute', 'device', 'network', 'interface', 'circuit', 'protocoltype', 'protocol']
-      .flatMap((t) => ['add', 'change', 'delete'].map((a) => `${a}_${t}`))];
+    const grants = [
+      'admin',
+      ...['site', 'attribute', 'device', 'network', 'interface', 'circuit', 'protocoltype', 'protocol'].flatMap((t) =>
+        ['add', 'change', 'delete'].map((a) => `${a}_${t}`),
+      ),
+    ];
     const r = await s.patch(`/api/users/${u.id}/`, { permissions: { [site1]: grants } });
     expect(r.status, r.text).toBe(200);
     expect(r.json.permissions[String(site1)].permissions).toEqual(grants);
@@ -464,7 +511,11 @@ describe('PATCH /api/users/{id}/ (gaps.md §4, §5)', () => {
   test('PATCH on an unknown user gives 404 before the permission check', async () => {
     const u = await mkUser();
     expectError(await s.patch('/api/users/999999/', { is_superuser: true }), 404, 'No such User found at (site_id, id) = (None, 999999)');
-    expectError(await s.patch('/api/users/999999/', { is_superuser: true }, { as: u.email }), 404, 'No such User found at (site_id, id) = (None, 999999)');
+    expectError(
+      await s.patch('/api/users/999999/', { is_superuser: true }, { as: u.email }),
+      404,
+      'No such User found at (site_id, id) = (None, 999999)',
+    );
     expectError(await s.patch('/api/users/abc/', {}), 404, 'No such User found at (site_id, id) = (None, abc)');
   });
 

@@ -8,19 +8,34 @@
  */
 import { rmSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { type Device, expectError, fixtures } from '../helpers/fixtures.js';
 import { InjectServer as TestServer } from '../helpers/inject.js';
-import { expectError, fixtures, type Device } from '../helpers/fixtures.js';
 
 let s: TestServer;
 let restartedDir: string | null = null;
-beforeAll(async () => { s = await TestServer.start({ shards: 2 }); });
+beforeAll(async () => {
+  s = await TestServer.start({ shards: 2 });
+});
 afterAll(async () => {
   await s.stop();
   if (restartedDir) rmSync(restartedDir, { recursive: true, force: true });
 });
 
-interface Value { id: number; name: string; value: string; attribute: number; resource_name: string; resource_id: number }
-const { fresh: host, mkSiteId: mkSite, siteIdsOnTwoShards: twoSites, mkAttrId: mkAttr, mkDeviceWith: mkDevice } = fixtures(() => s, { base: 'v' });
+interface Value {
+  id: number;
+  name: string;
+  value: string;
+  attribute: number;
+  resource_name: string;
+  resource_id: number;
+}
+const {
+  fresh: host,
+  mkSiteId: mkSite,
+  siteIdsOnTwoShards: twoSites,
+  mkAttrId: mkAttr,
+  mkDeviceWith: mkDevice,
+} = fixtures(() => s, { base: 'v' });
 
 async function valuesOf(deviceId: number): Promise<Value[]> {
   const r = await s.get(`/api/values/?resource_name=Device&resource_id=${deviceId}`);
@@ -32,7 +47,8 @@ const byId = (vs: Value[]) => [...vs].sort((a, b) => a.id - b.id);
 
 describe('value shape and list', () => {
   let site: number;
-  let owner: number; let role: number;
+  let owner: number;
+  let role: number;
   let d: Device;
   beforeAll(async () => {
     site = await mkSite();
@@ -46,13 +62,19 @@ describe('value shape and list', () => {
     const o = vs.find((v) => v.name === 'owner')!;
     const r = await s.get(`/api/values/${o.id}/`);
     expect(r.status).toBe(200);
-    expect(r.text).toBe(`{"id":${o.id},"name":"owner","value":"jathan","attribute":${owner},"resource_name":"Device","resource_id":${d.id}}`);
+    expect(r.text).toBe(
+      `{"id":${o.id},"name":"owner","value":"jathan","attribute":${owner},"resource_name":"Device","resource_id":${d.id}}`,
+    );
     expect(r.headers.get('content-type')).toBe('application/json');
   });
 
   test('value list has one Value per element, ids in canonical order (name, then element)', async () => {
     const vs = await valuesOf(d.id);
-    expect(vs.map((v) => [v.name, v.value, v.attribute])).toEqual([['owner', 'jathan', owner], ['role', 'core', role], ['role', 'br', role]]);
+    expect(vs.map((v) => [v.name, v.value, v.attribute])).toEqual([
+      ['owner', 'jathan', owner],
+      ['role', 'core', role],
+      ['role', 'br', role],
+    ]);
     expect(vs.map((v) => v.id)).toEqual(byId(vs).map((v) => v.id));
     expect(new Set(vs.map((v) => v.id)).size).toBe(3);
     for (const v of vs) expect(Object.keys(v)).toEqual(['id', 'name', 'value', 'attribute', 'resource_name', 'resource_id']);
@@ -66,7 +88,10 @@ describe('value shape and list', () => {
     const db = await mkDevice(b, { owner: 'in-b' });
     const da2 = await mkDevice(a, { owner: 'in-a2' });
     const la = (await s.get(`/api/sites/${a}/values/`)).json as Value[];
-    expect(la.map((v) => [v.value, v.resource_id])).toEqual([['in-a', da.id], ['in-a2', da2.id]]);
+    expect(la.map((v) => [v.value, v.resource_id])).toEqual([
+      ['in-a', da.id],
+      ['in-a2', da2.id],
+    ]);
     expect((await s.get(`/api/sites/${b}/values/`)).json.map((v: Value) => v.value)).toEqual(['in-b']);
     const top = (await s.get('/api/values/')).json as Value[];
     expect(top.map((v) => v.id)).toEqual(byId(top).map((v) => v.id));
@@ -82,7 +107,12 @@ describe('value shape and list', () => {
     const r = await s.get(`/api/sites/${site}/values/?limit=2`);
     expect(r.status).toBe(200);
     const all = (await s.get(`/api/sites/${site}/values/`)).json;
-    expect(r.json).toEqual({ count: 3, next: `http://127.0.0.1:${s.port}/api/sites/${site}/values/?limit=2&offset=2`, previous: null, results: all.slice(0, 2) });
+    expect(r.json).toEqual({
+      count: 3,
+      next: `http://127.0.0.1:${s.port}/api/sites/${site}/values/?limit=2&offset=2`,
+      previous: null,
+      results: all.slice(0, 2),
+    });
   });
 
   test('value attribute is the id of the attribute of that resource type and site', async () => {
@@ -98,7 +128,8 @@ describe('value shape and list', () => {
 
 describe('value filters', () => {
   let site: number;
-  let d1: Device; let d2: Device;
+  let d1: Device;
+  let d2: Device;
   beforeAll(async () => {
     site = await mkSite();
     await mkAttr(site, 'owner');
@@ -144,7 +175,9 @@ describe('value filters', () => {
     expectError(await s.get(`/api/sites/${site}/values/?resource_name=Site`), 400, { resource_name: ['"Site" is not a valid choice.'] });
     expectError(await s.get('/api/values/?resource_id=x'), 400, { resource_id: ['A valid integer is required.'] });
     expectError(await s.get(`/api/sites/${site}/values/?resource_id=1.0`), 400, { resource_id: ['A valid integer is required.'] });
-    expectError(await s.get(`/api/values/?resource_id=${d1.id}&resource_name=device`), 400, { resource_name: ['"device" is not a valid choice.'] });
+    expectError(await s.get(`/api/values/?resource_id=${d1.id}&resource_name=device`), 400, {
+      resource_name: ['"device" is not a valid choice.'],
+    });
   });
 
   test('value list by resource_id keeps to the URL site and spans shards at the top level', async () => {
@@ -179,7 +212,8 @@ describe('value filters', () => {
 });
 
 describe('value detail', () => {
-  let a: number; let b: number;
+  let a: number;
+  let b: number;
   let v: Value;
   beforeAll(async () => {
     [a, b] = await twoSites();
@@ -220,7 +254,9 @@ describe('value detail', () => {
     const paths = ['/api/values/', `/api/values/${v.id}/`, `/api/sites/${a}/values/`, `/api/sites/${a}/values/${v.id}/`];
     for (const path of paths) {
       for (const method of ['POST', 'PUT', 'PATCH', 'DELETE']) {
-        const r = await s.request(method, path, { body: method === 'DELETE' && !path.endsWith(`${v.id}/`) ? [v.id] : { value: 'changed' } });
+        const r = await s.request(method, path, {
+          body: method === 'DELETE' && !path.endsWith(`${v.id}/`) ? [v.id] : { value: 'changed' },
+        });
         expectError(r, 405, `Method "${method}" not allowed.`);
         expect(r.headers.get('allow')).toBe('GET, HEAD, OPTIONS');
       }
@@ -239,8 +275,10 @@ describe('value detail', () => {
     const opt = await s.request('OPTIONS', `/api/values/${v.id}/`);
     expect(opt.status).toBe(200);
     expect(opt.json).toEqual({
-      name: 'Value Instance', description: 'Read-only API endpoint that allows Attribute Values to be viewed.',
-      renders: ['application/json', 'text/html'], parses: ['application/json', 'application/x-www-form-urlencoded', 'multipart/form-data'],
+      name: 'Value Instance',
+      description: 'Read-only API endpoint that allows Attribute Values to be viewed.',
+      renders: ['application/json', 'text/html'],
+      parses: ['application/json', 'application/x-www-form-urlencoded', 'multipart/form-data'],
     });
   });
 });
@@ -379,16 +417,24 @@ describe('attributes and values after a restart', () => {
     s = await TestServer.start({ dataDir: restartedDir, shards: 2 });
 
     expect(await snapshot()).toEqual(before);
-    expect((await s.get(`/api/devices/${d1.id}/`)).text).toBe(`{"id":${d1.id},"site_id":${a},"hostname":"${d1.hostname}","attributes":{"owner":"jathan","role":["core","br"],"vendor":"juniper"}}`);
+    expect((await s.get(`/api/devices/${d1.id}/`)).text).toBe(
+      `{"id":${d1.id},"site_id":${a},"hostname":"${d1.hostname}","attributes":{"owner":"jathan","role":["core","br"],"vendor":"juniper"}}`,
+    );
     for (const v of valuesBefore) expect((await s.get(`/api/values/${v.id}/`)).json).toEqual(v);
 
     // The rules still hold: validation, defaults, the index and delete protection.
-    expectError(await s.patch(`/api/devices/${d1.id}/`, { attributes: { role: ['spine'] } }), 400,
-      { attributes: 'Attribute value spine for role not a valid value: br, core, edge' });
-    expectError(await s.patch(`/api/devices/${d1.id}/`, { attributes: { vendor: null } }), 400, { attributes: 'Missing required attributes: vendor' });
+    expectError(await s.patch(`/api/devices/${d1.id}/`, { attributes: { role: ['spine'] } }), 400, {
+      attributes: 'Attribute value spine for role not a valid value: br, core, edge',
+    });
+    expectError(await s.patch(`/api/devices/${d1.id}/`, { attributes: { vendor: null } }), 400, {
+      attributes: 'Missing required attributes: vendor',
+    });
     expect((await mkDevice(a, {})).attributes).toEqual({ vendor: 'juniper' });
-    expectError(await s.delete(`/api/attributes/${owner}/`), 409,
-      "Cannot delete some instances of model 'Attribute' because they are referenced through a protected foreign key: 'Value.attribute'");
+    expectError(
+      await s.delete(`/api/attributes/${owner}/`),
+      409,
+      "Cannot delete some instances of model 'Attribute' because they are referenced through a protected foreign key: 'Value.attribute'",
+    );
 
     // New values take fresh ids; unchanged pairs keep theirs.
     const maxId = Math.max(...valuesBefore.map((v) => v.id));

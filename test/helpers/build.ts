@@ -21,7 +21,11 @@ function staleSource(dir: string): string | null {
     } else if (entry.name.endsWith('.ts')) {
       const out = join(ROOT, 'dist', relative(join(ROOT, 'src'), path)).replace(/\.ts$/, '.js');
       let built = 0;
-      try { built = statSync(out).mtimeMs; } catch { /* not built */ }
+      try {
+        built = statSync(out).mtimeMs;
+      } catch {
+        /* not built */
+      }
       if (built < statSync(path).mtimeMs) return path;
     }
   }

@@ -12,19 +12,43 @@ import type { Response, TestServer } from './server.js';
 /** What fixtures need of a server: its requests (TestServer over HTTP or InjectServer in process). */
 export type ApiClient = Pick<TestServer, 'request' | 'get' | 'post' | 'put' | 'patch' | 'delete'>;
 
-export interface Site { id: number; name: string; description: string }
+export interface Site {
+  id: number;
+  name: string;
+  description: string;
+}
 export type Attrs = Record<string, string | string[]>;
-export interface Device { id: number; site_id: number; hostname: string; attributes: Attrs }
+export interface Device {
+  id: number;
+  site_id: number;
+  hostname: string;
+  attributes: Attrs;
+}
 export interface Attr {
-  id: number; site_id: number; description: string; name: string; resource_name: string;
-  required: boolean; display: boolean; multi: boolean;
+  id: number;
+  site_id: number;
+  description: string;
+  name: string;
+  resource_name: string;
+  required: boolean;
+  display: boolean;
+  multi: boolean;
   constraints: { allow_empty: boolean; pattern: string; valid_values: string[] };
   default: string | string[] | null;
 }
-export interface User { id: number; email: string }
+export interface User {
+  id: number;
+  email: string;
+}
 export interface Change {
-  id: number; site: Site; user: User; change_at: number;
-  event: string; resource_name: string; resource_id: number; resource: Record<string, unknown>;
+  id: number;
+  site: Site;
+  user: User;
+  change_at: number;
+  event: string;
+  resource_name: string;
+  resource_id: number;
+  resource: Record<string, unknown>;
   resource_diff?: Record<string, { old: unknown; new: unknown }>;
 }
 
@@ -47,7 +71,10 @@ export const expectError = expectErrorWith({});
 export const expectJsonError = expectErrorWith({ 'content-type': 'application/json' });
 
 let uniq = 0;
-const random = (length: number) => Math.random().toString(36).slice(2, 2 + length);
+const random = (length: number) =>
+  Math.random()
+    .toString(36)
+    .slice(2, 2 + length);
 
 /** `base-7-k3j9xq`: unique per call; fits site names, hostnames and emails. */
 export const freshDash = (base: string) => `${base}-${++uniq}-${random(6)}`;
@@ -131,27 +158,64 @@ export function fixtures(server: () => ApiClient, { base = 'x', names = 'dash' }
   }
 
   return {
-    fresh, mkSite, mkSiteId, sitesOnTwoShards, sitesOnOneShard, siteIdsOnTwoShards,
-    mkAttr, mkAttrId, mkAttrFrom, mkDevice, mkDeviceWith, mkUserRecord, mkUser, deviceChanges,
+    fresh,
+    mkSite,
+    mkSiteId,
+    sitesOnTwoShards,
+    sitesOnOneShard,
+    siteIdsOnTwoShards,
+    mkAttr,
+    mkAttrId,
+    mkAttrFrom,
+    mkDevice,
+    mkDeviceWith,
+    mkUserRecord,
+    mkUser,
+    deviceChanges,
   };
 }
 
 // ---- networks ----
 
 export interface Net {
-  id: number; cidr: string; parent_id: number | null; parent: string | null; site_id: number; is_ip: boolean;
-  ip_version: string; network_address: string; prefix_length: number; state: string; attributes: Attrs;
+  id: number;
+  cidr: string;
+  parent_id: number | null;
+  parent: string | null;
+  site_id: number;
+  is_ip: boolean;
+  ip_version: string;
+  network_address: string;
+  prefix_length: number;
+  state: string;
+  attributes: Attrs;
 }
 
 /** The canonical Network shape (keys in §20.1 order) for a displayed cidr. */
-export function netShape(id: number, site: number, cidr: string, parent: Pick<Net, 'id' | 'cidr'> | null = null, over: Partial<Net> = {}): Net {
+export function netShape(
+  id: number,
+  site: number,
+  cidr: string,
+  parent: Pick<Net, 'id' | 'cidr'> | null = null,
+  over: Partial<Net> = {},
+): Net {
   const slash = cidr.lastIndexOf('/');
   const addr = cidr.slice(0, slash);
   const len = Number(cidr.slice(slash + 1));
   const v6 = addr.includes(':');
   return {
-    id, cidr, parent_id: parent?.id ?? null, parent: parent?.cidr ?? null, site_id: site, is_ip: len === (v6 ? 128 : 32),
-    ip_version: v6 ? '6' : '4', network_address: addr, prefix_length: len, state: 'allocated', attributes: {}, ...over,
+    id,
+    cidr,
+    parent_id: parent?.id ?? null,
+    parent: parent?.cidr ?? null,
+    site_id: site,
+    is_ip: len === (v6 ? 128 : 32),
+    ip_version: v6 ? '6' : '4',
+    network_address: addr,
+    prefix_length: len,
+    state: 'allocated',
+    attributes: {},
+    ...over,
   };
 }
 

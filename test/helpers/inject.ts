@@ -10,7 +10,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { flagsToSource, loadConfig, type LogLevel } from '../../src/config.js';
+import { flagsToSource, type LogLevel, loadConfig } from '../../src/config.js';
 import { App } from '../../src/http/app.js';
 import { Logger } from '../../src/log.js';
 import type { Response, StartOptions } from './server.js';
@@ -24,7 +24,12 @@ const NORMALISED_METHODS = new Set(['DELETE', 'GET', 'HEAD', 'OPTIONS', 'POST', 
 
 /** Log lines go to `output` (as a spawned server's stdout would) instead of this process's stdout. */
 class CapturingLogger extends Logger {
-  constructor(level: LogLevel, private readonly output: string[]) { super(level); }
+  constructor(
+    level: LogLevel,
+    private readonly output: string[],
+  ) {
+    super(level);
+  }
   override log(level: LogLevel, line: string): void {
     if (this.enabled(level)) this.output.push(`${line}\n`);
   }
@@ -37,7 +42,12 @@ export class InjectServer {
   readonly port = nextPort++;
   private closing: Promise<void> | undefined;
 
-  private constructor(readonly app: App, readonly dataDir: string, private readonly ownsDir: boolean, readonly output: string[]) {}
+  private constructor(
+    readonly app: App,
+    readonly dataDir: string,
+    private readonly ownsDir: boolean,
+    readonly output: string[],
+  ) {}
 
   static async start(opts: StartOptions = {}): Promise<InjectServer> {
     const dataDir = opts.dataDir ?? mkdtempSync(join(tmpdir(), 'netsot-test-'));
@@ -48,13 +58,18 @@ export class InjectServer {
     return new InjectServer(app, dataDir, opts.dataDir === undefined, output);
   }
 
-  get base(): string { return `http://127.0.0.1:${this.port}`; }
+  get base(): string {
+    return `http://127.0.0.1:${this.port}`;
+  }
 
   async request(method: string, path: string, opts: RequestOptions = {}): Promise<Response> {
     const given: Record<string, string> = { ...opts.headers };
     if (opts.as !== null) given['X-Service-Email'] = opts.as ?? 'admin@localhost';
     let body: string | Buffer | undefined = opts.rawBody;
-    if (opts.body !== undefined) { body = JSON.stringify(opts.body); given['Content-Type'] ??= 'application/json'; }
+    if (opts.body !== undefined) {
+      body = JSON.stringify(opts.body);
+      given['Content-Type'] ??= 'application/json';
+    }
     const upper = method.toUpperCase();
     const sent = NORMALISED_METHODS.has(upper) ? upper : method;
     if ((sent === 'GET' || sent === 'HEAD') && body !== undefined) throw new TypeError('Request with GET/HEAD method cannot have body.');
@@ -64,6 +79,7 @@ export class InjectServer {
       // fetch sends a header value's code points as bytes (refusing any above U+00FF); uWS reads the bytes as UTF-8.
       // It trims surrounding whitespace and refuses NUL, CR and LF inside.
       const trimmed = value.replace(/^[\t\n\r ]+|[\t\n\r ]+$/g, '');
+      // biome-ignore lint/suspicious/noControlCharactersInRegex: a byte string is exactly the code points U+0000 to U+00FF.
       if (/[^\u0000-\u00ff]/.test(trimmed)) throw new TypeError(`Cannot convert header ${k} to a ByteString`);
       if (/[\0\r\n]/.test(trimmed)) throw new TypeError(`Invalid header value for ${k}`);
       const v = Buffer.from(trimmed, 'latin1').toString('utf8');
@@ -79,7 +95,11 @@ export class InjectServer {
     // Through UTF-8 and back, as over the wire: a lone surrogate arrives as U+FFFD.
     const text = Buffer.from(res.body, 'utf8').toString('utf8');
     let json: unknown;
-    try { json = text ? JSON.parse(text) : undefined; } catch { json = undefined; }
+    try {
+      json = text ? JSON.parse(text) : undefined;
+    } catch {
+      json = undefined;
+    }
     return { status: res.status, headers: out, text, json };
   }
 

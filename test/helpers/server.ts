@@ -3,19 +3,34 @@
  * process on a random port with a temporary data dir, and a small client.
  * Run `npm run build` first (npm test does).
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 
 const MAIN = resolve(__dirname, '../../dist/main.js');
 
-export interface Response { status: number; headers: Headers; text: string; json: any }
+export interface Response {
+  status: number;
+  headers: Headers;
+  text: string;
+  json: any;
+}
 
-export interface StartOptions { dataDir?: string; shards?: number; env?: Record<string, string> }
+export interface StartOptions {
+  dataDir?: string;
+  shards?: number;
+  env?: Record<string, string>;
+}
 
 export class TestServer {
-  private constructor(readonly proc: ChildProcess, readonly port: number, readonly dataDir: string, private readonly ownsDir: boolean, readonly output: string[]) {}
+  private constructor(
+    readonly proc: ChildProcess,
+    readonly port: number,
+    readonly dataDir: string,
+    private readonly ownsDir: boolean,
+    readonly output: string[],
+  ) {}
 
   static async start(opts: StartOptions = {}): Promise<TestServer> {
     const dataDir = opts.dataDir ?? mkdtempSync(join(tmpdir(), 'netsot-test-'));
@@ -29,26 +44,45 @@ export class TestServer {
       const onData = (d: Buffer) => {
         output.push(d.toString());
         const m = /listening on http:\/\/[^:]+:(\d+)/.exec(output.join(''));
-        if (m) { clearTimeout(timer); ok(Number(m[1])); }
+        if (m) {
+          clearTimeout(timer);
+          ok(Number(m[1]));
+        }
       };
       proc.stdout!.on('data', onData);
       proc.stderr!.on('data', (d: Buffer) => output.push(d.toString()));
-      proc.once('exit', (code) => { clearTimeout(timer); fail(new Error(`server exited with ${code}:\n${output.join('')}`)); });
+      proc.once('exit', (code) => {
+        clearTimeout(timer);
+        fail(new Error(`server exited with ${code}:\n${output.join('')}`));
+      });
     });
     return new TestServer(proc, port, dataDir, opts.dataDir === undefined, output);
   }
 
-  get base(): string { return `http://127.0.0.1:${this.port}`; }
+  get base(): string {
+    return `http://127.0.0.1:${this.port}`;
+  }
 
-  async request(method: string, path: string, opts: { body?: unknown; rawBody?: string | Buffer; headers?: Record<string, string>; as?: string | null } = {}): Promise<Response> {
+  async request(
+    method: string,
+    path: string,
+    opts: { body?: unknown; rawBody?: string | Buffer; headers?: Record<string, string>; as?: string | null } = {},
+  ): Promise<Response> {
     const headers: Record<string, string> = { ...opts.headers };
     if (opts.as !== null) headers['X-Service-Email'] = opts.as ?? 'admin@localhost';
     let body: string | Buffer | undefined = opts.rawBody;
-    if (opts.body !== undefined) { body = JSON.stringify(opts.body); headers['Content-Type'] ??= 'application/json'; }
+    if (opts.body !== undefined) {
+      body = JSON.stringify(opts.body);
+      headers['Content-Type'] ??= 'application/json';
+    }
     const res = await fetch(this.base + path, { method, headers, body });
     const text = await res.text();
     let json: unknown;
-    try { json = text ? JSON.parse(text) : undefined; } catch { json = undefined; }
+    try {
+      json = text ? JSON.parse(text) : undefined;
+    } catch {
+      json = undefined;
+    }
     return { status: res.status, headers: res.headers, text, json };
   }
 

@@ -6,11 +6,11 @@
  * output as dotted quad, RFC 5952 compressed or exploded IPv6.
  */
 import { describe, expect, test } from 'vitest';
-import { cidrKey, formatAddress, formatCidr, parseAddress, parseCidr, type Cidr } from '../../src/ip/address.js';
+import { type Cidr, cidrKey, formatAddress, formatCidr, parseAddress, parseCidr } from '../../src/ip/address.js';
 
 const v6 = (text: string): bigint => {
   const a = parseAddress(text);
-  if (!a || a.version !== 6) throw new Error(`not IPv6: ${text}`);
+  if (a?.version !== 6) throw new Error(`not IPv6: ${text}`);
   return a.addr;
 };
 /** Compressed display of an IPv6 text. */
@@ -30,8 +30,26 @@ describe('parseAddress: IPv4', () => {
   });
 
   test.each([
-    '', '1.2.3', '1.2.3.4.5', '256.1.1.1', '1.2.3.256', '01.2.3.4', '1.2.3.04', '1.2.3.00', '1..2.3', '.1.2.3',
-    '1.2.3.4.', ' 1.2.3.4', '1.2.3.4 ', '1.2.3.-4', '+1.2.3.4', '0x1.2.3.4', '1.2.3.4/32', 'a.b.c.d', '١.2.3.4', '1.2.3.4\n',
+    '',
+    '1.2.3',
+    '1.2.3.4.5',
+    '256.1.1.1',
+    '1.2.3.256',
+    '01.2.3.4',
+    '1.2.3.04',
+    '1.2.3.00',
+    '1..2.3',
+    '.1.2.3',
+    '1.2.3.4.',
+    ' 1.2.3.4',
+    '1.2.3.4 ',
+    '1.2.3.-4',
+    '+1.2.3.4',
+    '0x1.2.3.4',
+    '1.2.3.4/32',
+    'a.b.c.d',
+    '١.2.3.4',
+    '1.2.3.4\n',
   ])('rejects %j', (text) => {
     expect(parseAddress(text)).toBeNull();
   });
@@ -72,9 +90,34 @@ describe('parseAddress: IPv6', () => {
   });
 
   test.each([
-    ':', ':::', '1::2::3', '1:2:3:4:5:6:7:8:9', '1:2:3:4:5:6:7:8::', '::1:2:3:4:5:6:7:8', '1:2:3:4:5:6:7', ':1::2', '1::2:',
-    '12345::', '::g', '0x1::', 'fe80::1%eth0', 'fe80::1%1', '[::1]', ' ::1', '::1 ', '::1/128', '1:2:3:4:5:6:7:1.2.3.4',
-    '::1.2.3', '::256.1.1.1', '::ffff:1.2.3.04', '::ffff:01.2.3.4', '1.2.3.4::', '::1.2.3.4:1', ':1.2.3.4', '0000:0000::00001', '::-1',
+    ':',
+    ':::',
+    '1::2::3',
+    '1:2:3:4:5:6:7:8:9',
+    '1:2:3:4:5:6:7:8::',
+    '::1:2:3:4:5:6:7:8',
+    '1:2:3:4:5:6:7',
+    ':1::2',
+    '1::2:',
+    '12345::',
+    '::g',
+    '0x1::',
+    'fe80::1%eth0',
+    'fe80::1%1',
+    '[::1]',
+    ' ::1',
+    '::1 ',
+    '::1/128',
+    '1:2:3:4:5:6:7:1.2.3.4',
+    '::1.2.3',
+    '::256.1.1.1',
+    '::ffff:1.2.3.04',
+    '::ffff:01.2.3.4',
+    '1.2.3.4::',
+    '::1.2.3.4:1',
+    ':1.2.3.4',
+    '0000:0000::00001',
+    '::-1',
   ])('rejects %j', (text) => {
     expect(parseAddress(text)).toBeNull();
   });
@@ -102,8 +145,22 @@ describe('parseCidr', () => {
   });
 
   test.each([
-    '', '/8', '10.0.0.0/', '10.0.0.0/33', '::/129', '10.0.0.0/-1', '10.0.0.0/+8', '10.0.0.0/ 8', '10.0.0.0/8 ', '10.0.0.0/8/8',
-    '10.0.0.0/a', '10.0.0/8', 'bogus/8', 'fe80::%eth0/64', '10.0.0.0/8.0', '1',
+    '',
+    '/8',
+    '10.0.0.0/',
+    '10.0.0.0/33',
+    '::/129',
+    '10.0.0.0/-1',
+    '10.0.0.0/+8',
+    '10.0.0.0/ 8',
+    '10.0.0.0/8 ',
+    '10.0.0.0/8/8',
+    '10.0.0.0/a',
+    '10.0.0/8',
+    'bogus/8',
+    'fe80::%eth0/64',
+    '10.0.0.0/8.0',
+    '1',
   ])('invalid %j', (text) => {
     expect(parseCidr(text)).toBe('invalid');
   });
@@ -176,7 +233,10 @@ describe('formatAddress', () => {
 
   test('compressed output parses back to the same address', () => {
     let seed = 12345;
-    const rnd = () => { seed = (seed * 1103515245 + 12345) & 0x7fffffff; return seed; };
+    const rnd = () => {
+      seed = (seed * 1103515245 + 12345) & 0x7fffffff;
+      return seed;
+    };
     for (let i = 0; i < 500; i++) {
       // Mostly zero groups, so runs of every length and position occur.
       let addr = 0n;

@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'vitest';
-import { SortedIds } from '../../src/query/sorted-ids.js';
 import { AttributeIndex, postingIds, postingSize } from '../../src/query/attribute-index.js';
+import { SortedIds } from '../../src/query/sorted-ids.js';
 
 const ids = (p: Parameters<typeof postingIds>[0]) => [...postingIds(p)].sort((a, b) => a - b);
 
@@ -121,7 +121,12 @@ describe('AttributeIndex', () => {
     ix.add('device', 1, 2, { owner: 'y' });
     ix.add('device', 1, 3, { owner: 'y' });
     const vs = ix.values('device', 1, 'owner');
-    expect(new Map([...vs].map(([v, p]) => [v, ids(p)]))).toEqual(new Map([['x', [1]], ['y', [2, 3]]]));
+    expect(new Map([...vs].map(([v, p]) => [v, ids(p)]))).toEqual(
+      new Map([
+        ['x', [1]],
+        ['y', [2, 3]],
+      ]),
+    );
     expect(ix.values('device', 1, 'unknown').size).toBe(0);
     expect(ix.values('device', 9, 'owner').size).toBe(0);
   });
@@ -156,12 +161,18 @@ describe('AttributeIndex', () => {
     const ix = new AttributeIndex();
     const truth = new Map<number, Record<string, string | string[]>>();
     let seed = 42;
-    const rnd = (n: number) => { seed = (seed * 1103515245 + 12345) & 0x7fffffff; return seed % n; };
+    const rnd = (n: number) => {
+      seed = (seed * 1103515245 + 12345) & 0x7fffffff;
+      return seed % n;
+    };
     for (let step = 0; step < 3000; step++) {
       const id = 1 + rnd(40);
       const old = truth.get(id);
       if (old) ix.remove('device', 1, id, old);
-      if (rnd(4) === 0) { truth.delete(id); continue; }
+      if (rnd(4) === 0) {
+        truth.delete(id);
+        continue;
+      }
       const roles = [...new Set(Array.from({ length: rnd(3) }, () => `r${rnd(5)}`))];
       const attrs: Record<string, string | string[]> = { owner: `o${rnd(6)}` };
       if (roles.length) attrs.role = roles;
@@ -169,11 +180,17 @@ describe('AttributeIndex', () => {
       ix.add('device', 1, id, attrs);
     }
     for (let v = 0; v < 6; v++) {
-      const expected = [...truth].filter(([, a]) => a.owner === `o${v}`).map(([id]) => id).sort((a, b) => a - b);
+      const expected = [...truth]
+        .filter(([, a]) => a.owner === `o${v}`)
+        .map(([id]) => id)
+        .sort((a, b) => a - b);
       expect(ids(ix.matching('device', 1, 'owner', `o${v}`))).toEqual(expected);
     }
     for (let v = 0; v < 5; v++) {
-      const expected = [...truth].filter(([, a]) => (a.role as string[] | undefined)?.includes(`r${v}`)).map(([id]) => id).sort((a, b) => a - b);
+      const expected = [...truth]
+        .filter(([, a]) => (a.role as string[] | undefined)?.includes(`r${v}`))
+        .map(([id]) => id)
+        .sort((a, b) => a - b);
       expect(ids(ix.matching('device', 1, 'role', `r${v}`))).toEqual(expected);
       const p = ix.matching('device', 1, 'role', `r${v}`);
       if (p instanceof Set) expect(p.size).toBeGreaterThan(1);

@@ -1,16 +1,19 @@
 /**
  * Request bodies and Accept negotiation (gaps.md §1.4, §2).
  */
+
+import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
 import { ApiError } from '../../src/errors.js';
-import fc from 'fast-check';
 import { MAX_BODY_DEPTH, mayOverflow, negotiate, nestedDeeperThan, parseBody } from '../../src/http/body.js';
 
 const buf = (s: string | Buffer) => (typeof s === 'string' ? Buffer.from(s, 'utf8') : s);
 const parse = (s: string | Buffer, type: string) => parseBody(buf(s), type);
 
 function failure(fn: () => unknown): { status: number; body: unknown } {
-  try { fn(); } catch (e) {
+  try {
+    fn();
+  } catch (e) {
     expect(e).toBeInstanceOf(ApiError);
     return { status: (e as ApiError).status, body: (e as ApiError).body };
   }
@@ -18,7 +21,10 @@ function failure(fn: () => unknown): { status: number; body: unknown } {
 }
 
 function multipart(boundary: string, parts: { name: string; value: string; filename?: string }[]): Buffer {
-  const lines = parts.map((p) => `--${boundary}\r\nContent-Disposition: form-data; name="${p.name}"${p.filename ? `; filename="${p.filename}"` : ''}\r\n\r\n${p.value}\r\n`);
+  const lines = parts.map(
+    (p) =>
+      `--${boundary}\r\nContent-Disposition: form-data; name="${p.name}"${p.filename ? `; filename="${p.filename}"` : ''}\r\n\r\n${p.value}\r\n`,
+  );
   return Buffer.from(`${lines.join('')}--${boundary}--\r\n`, 'utf8');
 }
 
@@ -88,8 +94,12 @@ describe('parseBody JSON', () => {
 
 describe('parseBody forms', () => {
   test('parseBody reads urlencoded fields as strings', () => {
-    expect(parse('name=Demo+Site&description=caf%C3%A9%20%26+bar&empty=&bare', 'application/x-www-form-urlencoded'))
-      .toEqual({ name: 'Demo Site', description: 'café & bar', empty: '', bare: '' });
+    expect(parse('name=Demo+Site&description=caf%C3%A9%20%26+bar&empty=&bare', 'application/x-www-form-urlencoded')).toEqual({
+      name: 'Demo Site',
+      description: 'café & bar',
+      empty: '',
+      bare: '',
+    });
   });
 
   test('parseBody takes the last value of a repeated urlencoded field', () => {
@@ -101,19 +111,35 @@ describe('parseBody forms', () => {
       'hostname=r1&attributes=%7B%22owner%22%3A%22jathan%22%7D&constraints=%7B%22pattern%22%3A%22%22%7D&default=null&permissions=%7B%7D&site_id=1',
       'application/x-www-form-urlencoded; charset=utf-8',
     );
-    expect(body).toEqual({ hostname: 'r1', attributes: { owner: 'jathan' }, constraints: { pattern: '' }, default: null, permissions: {}, site_id: '1' });
+    expect(body).toEqual({
+      hostname: 'r1',
+      attributes: { owner: 'jathan' },
+      constraints: { pattern: '' },
+      default: null,
+      permissions: {},
+      site_id: '1',
+    });
   });
 
   test('parseBody leaves non-JSON text in object-valued fields as a string', () => {
-    expect(parse('attributes=not+json&default=cisco', 'application/x-www-form-urlencoded')).toEqual({ attributes: 'not json', default: 'cisco' });
+    expect(parse('attributes=not+json&default=cisco', 'application/x-www-form-urlencoded')).toEqual({
+      attributes: 'not json',
+      default: 'cisco',
+    });
   });
 
   test('parseBody does not parse JSON in ordinary form fields', () => {
-    expect(parse('name=%7B%7D&site_id=1&required=true', 'application/x-www-form-urlencoded')).toEqual({ name: '{}', site_id: '1', required: 'true' });
+    expect(parse('name=%7B%7D&site_id=1&required=true', 'application/x-www-form-urlencoded')).toEqual({
+      name: '{}',
+      site_id: '1',
+      required: 'true',
+    });
   });
 
   test('parseBody collects repeated list-valued form fields into one list', () => {
-    expect(parse('addresses=10.0.0.1%2F32&addresses=10.0.0.2%2F32', 'application/x-www-form-urlencoded')).toEqual({ addresses: ['10.0.0.1/32', '10.0.0.2/32'] });
+    expect(parse('addresses=10.0.0.1%2F32&addresses=10.0.0.2%2F32', 'application/x-www-form-urlencoded')).toEqual({
+      addresses: ['10.0.0.1/32', '10.0.0.2/32'],
+    });
     expect(parse('addresses=%5B%2210.0.0.1%2F32%22%5D', 'application/x-www-form-urlencoded')).toEqual({ addresses: ['10.0.0.1/32'] });
     expect(parse('required_attributes=metric', 'application/x-www-form-urlencoded')).toEqual({ required_attributes: ['metric'] });
   });
@@ -137,7 +163,9 @@ describe('parseBody forms', () => {
       { name: 'attributes', value: '{"owner":"jathan"}' },
     ]);
     expect(parse(body, 'multipart/form-data; boundary=XyZ123')).toEqual({
-      name: 'Multi Site', description: 'line1\r\nline2 – ü', attributes: { owner: 'jathan' },
+      name: 'Multi Site',
+      description: 'line1\r\nline2 – ü',
+      attributes: { owner: 'jathan' },
     });
   });
 
@@ -147,13 +175,21 @@ describe('parseBody forms', () => {
   });
 
   test('parseBody reads an empty multipart field', () => {
-    expect(parse(multipart('B', [{ name: 'description', value: '' }, { name: 'name', value: 'n' }]), 'multipart/form-data; boundary=B'))
-      .toEqual({ description: '', name: 'n' });
+    expect(
+      parse(
+        multipart('B', [
+          { name: 'description', value: '' },
+          { name: 'name', value: 'n' },
+        ]),
+        'multipart/form-data; boundary=B',
+      ),
+    ).toEqual({ description: '', name: 'n' });
   });
 
   test('parseBody rejects multipart without a boundary as a 400', () => {
     expect(failure(() => parse('--x\r\n', 'multipart/form-data'))).toEqual({
-      status: 400, body: 'Multipart form parse error - Invalid boundary in multipart: None',
+      status: 400,
+      body: 'Multipart form parse error - Invalid boundary in multipart: None',
     });
   });
 });
@@ -241,7 +277,9 @@ describe('negotiate', () => {
 describe('parseBody large form lists', () => {
   test('parseBody collects a very long JSON list in a list-valued form field', () => {
     const ids = Array.from({ length: 300_000 }, (_, i) => i);
-    const body = parse(`required_attributes=${encodeURIComponent(JSON.stringify(ids))}`, 'application/x-www-form-urlencoded') as { required_attributes: number[] };
+    const body = parse(`required_attributes=${encodeURIComponent(JSON.stringify(ids))}`, 'application/x-www-form-urlencoded') as {
+      required_attributes: number[];
+    };
     expect(body.required_attributes).toHaveLength(300_000);
     expect(body.required_attributes[299_999]).toBe(299_999);
   });
@@ -250,10 +288,17 @@ describe('parseBody large form lists', () => {
 describe('parseBody numbers JSON cannot carry', () => {
   test('parseBody refuses overflowing numbers with every path they sit at', () => {
     expect(failure(() => parse('{"mtu":1e309,"name":"x","attributes":{"a":[1,-1e309]}}', 'application/json'))).toEqual({
-      status: 400, body: { mtu: ['A valid number is required.'], attributes: { a: { 1: ['A valid number is required.'] } } },
+      status: 400,
+      body: { mtu: ['A valid number is required.'], attributes: { a: { 1: ['A valid number is required.'] } } },
     });
-    expect(failure(() => parse('[{"a":1},{"b":1e999}]', 'application/json'))).toEqual({ status: 400, body: { 1: { b: ['A valid number is required.'] } } });
-    expect(failure(() => parse('-1e400', 'application/json'))).toEqual({ status: 400, body: { non_field_errors: ['A valid number is required.'] } });
+    expect(failure(() => parse('[{"a":1},{"b":1e999}]', 'application/json'))).toEqual({
+      status: 400,
+      body: { 1: { b: ['A valid number is required.'] } },
+    });
+    expect(failure(() => parse('-1e400', 'application/json'))).toEqual({
+      status: 400,
+      body: { non_field_errors: ['A valid number is required.'] },
+    });
   });
 
   test('parseBody keeps a __proto__ key an ordinary name in the error', () => {
@@ -268,15 +313,23 @@ describe('parseBody numbers JSON cannot carry', () => {
 
 describe('mayOverflow', () => {
   test('mayOverflow flags every number literal JSON.parse turns into ±Infinity', () => {
-    const literal = fc.tuple(fc.constantFrom('', '-'), fc.stringMatching(/^[1-9]\d{0,320}$/), fc.option(fc.stringMatching(/^\.\d{1,5}$/)),
-      fc.option(fc.tuple(fc.constantFrom('e', 'E'), fc.constantFrom('', '+', '-'), fc.stringMatching(/^0{0,3}\d{1,3}$/))))
+    const literal = fc
+      .tuple(
+        fc.constantFrom('', '-'),
+        fc.stringMatching(/^[1-9]\d{0,320}$/),
+        fc.option(fc.stringMatching(/^\.\d{1,5}$/)),
+        fc.option(fc.tuple(fc.constantFrom('e', 'E'), fc.constantFrom('', '+', '-'), fc.stringMatching(/^0{0,3}\d{1,3}$/))),
+      )
       .map(([sign, int, frac, exp]) => `${sign}${int}${frac ?? ''}${exp ? exp.join('') : ''}`);
     let overflowed = 0;
-    fc.assert(fc.property(literal, (text) => {
-      if (Number.isFinite(JSON.parse(text))) return;
-      overflowed++;
-      expect(mayOverflow(`{"a":[${text}]}`)).toBe(true);
-    }), { seed: 15, numRuns: 2000 });
+    fc.assert(
+      fc.property(literal, (text) => {
+        if (Number.isFinite(JSON.parse(text))) return;
+        overflowed++;
+        expect(mayOverflow(`{"a":[${text}]}`)).toBe(true);
+      }),
+      { seed: 15, numRuns: 2000 },
+    );
     expect(overflowed).toBeGreaterThan(100);
   });
 

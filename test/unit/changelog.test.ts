@@ -7,11 +7,20 @@ import { describe, expect, test } from 'vitest';
 import { ChangeLog, type ChangeRow } from '../../src/shard/changelog.js';
 import { CHANGE_RESOURCES, EVENTS } from '../../src/store/change-names.js';
 
-const CREATE = EVENTS.indexOf('Create'), UPDATE = EVENTS.indexOf('Update'), DELETE = EVENTS.indexOf('Delete');
-const SITE = CHANGE_RESOURCES.indexOf('Site'), DEVICE = CHANGE_RESOURCES.indexOf('Device');
+const CREATE = EVENTS.indexOf('Create'),
+  UPDATE = EVENTS.indexOf('Update'),
+  DELETE = EVENTS.indexOf('Delete');
+const SITE = CHANGE_RESOURCES.indexOf('Site'),
+  DEVICE = CHANGE_RESOURCES.indexOf('Device');
 
-const row = (id: number, at: number, siteId = 1, event = CREATE, resource = SITE, resourceId = siteId): ChangeRow =>
-  ({ id, siteId, at, event, resource, resourceId });
+const row = (id: number, at: number, siteId = 1, event = CREATE, resource = SITE, resourceId = siteId): ChangeRow => ({
+  id,
+  siteId,
+  at,
+  event,
+  resource,
+  resourceId,
+});
 const all = () => true;
 const ids = (rows: Iterable<ChangeRow>) => [...rows].map((r) => r.id);
 
@@ -105,14 +114,24 @@ describe('ChangeLog newestFirst', () => {
   test('newestFirst passes the raw columns to the filter', () => {
     const log = logOf([row(1, 100, 4, UPDATE, DEVICE, 77)]);
     const seen: number[][] = [];
-    [...log.newestFirst((...args) => { seen.push(args); return true; })];
+    [
+      ...log.newestFirst((...args) => {
+        seen.push(args);
+        return true;
+      }),
+    ];
     expect(seen).toEqual([[4, UPDATE, DEVICE, 77]]);
   });
 
   test('newestFirst materialises rows lazily', () => {
     const log = logOf(Array.from({ length: 10 }, (_, i) => row(i + 1, 100 + i)));
     let calls = 0;
-    const it = log.newestFirst(() => { calls++; return true; })[Symbol.iterator]();
+    const it = log
+      .newestFirst(() => {
+        calls++;
+        return true;
+      })
+      [Symbol.iterator]();
     expect(it.next().value).toEqual(row(10, 109));
     expect(calls).toBe(1);
   });

@@ -28,10 +28,14 @@ class FailingStore extends Store {
 function turn(reqs: ShardRequest[]): Promise<ShardReply[]> {
   return new Promise((resolve) => {
     const got = new Map<number, ShardReply>();
-    const server = new ShardServer(shard, (replies) => {
-      for (const r of replies) got.set(r.seq, r);
-      if (got.size === reqs.length) resolve(reqs.map((q) => got.get(q.seq)!));
-    }, log);
+    const server = new ShardServer(
+      shard,
+      (replies) => {
+        for (const r of replies) got.set(r.seq, r);
+        if (got.size === reqs.length) resolve(reqs.map((q) => got.get(q.seq)!));
+      },
+      log,
+    );
     server.submit(reqs);
   });
 }
@@ -42,12 +46,22 @@ let shard: ShardState;
 let seq = 0;
 /** What the shard logged, collected instead of written to stdout. */
 let logged: string[] = [];
-const log = new Logger('info', (text) => { logged.push(text); });
-beforeEach(() => { logged = []; });
+const log = new Logger('info', (text) => {
+  logged.push(text);
+});
+beforeEach(() => {
+  logged = [];
+});
 const req = (over: Partial<ShardRequest>): ShardRequest => ({
-  seq: ++seq, op: 'list', method: 'GET', collection: 'sites', site: null, query: '',
+  seq: ++seq,
+  op: 'list',
+  method: 'GET',
+  collection: 'sites',
+  site: null,
+  query: '',
   principal: { id: 1, email: 'admin@localhost', superuser: true, grants: {} },
-  link: { scheme: 'http', host: 'h', path: '/api/sites/' }, ...over,
+  link: { scheme: 'http', host: 'h', path: '/api/sites/' },
+  ...over,
 });
 const create = (id: number, name: string) =>
   handle(shard, req({ op: 'create', method: 'POST', body: { name }, siteClaim: { kind: 'create', siteId: id } }), log);
@@ -58,7 +72,10 @@ beforeAll(() => {
   shard = new ShardState(0, 1, loadConfig({ DATA_DIR: dir }), store, createSharedIdState({}));
   shard.load();
 });
-afterAll(async () => { await store.close(); rmSync(dir, { recursive: true, force: true }); });
+afterAll(async () => {
+  await store.close();
+  rmSync(dir, { recursive: true, force: true });
+});
 
 describe('a failed commit', () => {
   test('a failed commit answers 500 and leaves memory equal to disk', async () => {
@@ -102,7 +119,9 @@ describe('a failed commit', () => {
   test('a commit failing for want of space answers 507 and memory matches a fresh load from the store', async () => {
     store.failNext = true;
     store.failCode = 28;
-    const failed = await create(8, 'no-room').finally(() => { store.failCode = undefined; });
+    const failed = await create(8, 'no-room').finally(() => {
+      store.failCode = undefined;
+    });
     expect(failed.status).toBe(507);
     log.flush();
     expect(logged.join('')).toMatch(/^shard 0: commit failed \(store full\); nothing of its group was saved: /);

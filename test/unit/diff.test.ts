@@ -7,8 +7,17 @@ import { jsonEqual, resourceDiff } from '../../src/shard/diff.js';
 
 const site = { id: 1, name: 'Demo Site', description: '' };
 const network = {
-  id: 7, cidr: '10.0.0.0/24', parent_id: null, parent: null, site_id: 1, is_ip: false, ip_version: '4',
-  network_address: '10.0.0.0', prefix_length: 24, state: 'allocated', attributes: { owner: 'jathan', tags: ['a', 'b'] },
+  id: 7,
+  cidr: '10.0.0.0/24',
+  parent_id: null,
+  parent: null,
+  site_id: 1,
+  is_ip: false,
+  ip_version: '4',
+  network_address: '10.0.0.0',
+  prefix_length: 24,
+  state: 'allocated',
+  attributes: { owner: 'jathan', tags: ['a', 'b'] },
 };
 
 describe('resourceDiff', () => {

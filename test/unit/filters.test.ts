@@ -1,8 +1,14 @@
 import { describe, expect, test } from 'vitest';
-import { compileFilters, where, type FilterSpec } from '../../src/query/filters.js';
+import { compileFilters, type FilterSpec, where } from '../../src/query/filters.js';
 import { QueryParams } from '../../src/query/params.js';
 
-interface Row { id: number; name: string; size: number; on: boolean; kind: string }
+interface Row {
+  id: number;
+  name: string;
+  size: number;
+  on: boolean;
+  kind: string;
+}
 const rows: Row[] = [
   { id: 1, name: 'a', size: 10, on: true, kind: 'x' },
   { id: 2, name: 'b', size: 10, on: false, kind: 'y' },

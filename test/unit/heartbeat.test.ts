@@ -14,9 +14,15 @@ let store: Store;
 let shard: ShardState;
 let seq = 0;
 const req = (over: Partial<ShardRequest>): ShardRequest => ({
-  seq: ++seq, op: 'list', method: 'GET', collection: 'devices', site: 1, query: '',
+  seq: ++seq,
+  op: 'list',
+  method: 'GET',
+  collection: 'devices',
+  site: 1,
+  query: '',
   principal: { id: 1, email: 'admin@localhost', superuser: true, grants: {} },
-  link: { scheme: 'http', host: 'h', path: '/api/sites/1/devices/' }, ...over,
+  link: { scheme: 'http', host: 'h', path: '/api/sites/1/devices/' },
+  ...over,
 });
 
 beforeAll(async () => {
@@ -24,15 +30,34 @@ beforeAll(async () => {
   store = new Store(dir);
   shard = new ShardState(0, 1, loadConfig({ DATA_DIR: dir }), store, createSharedIdState({}));
   shard.load();
-  expect((await handle(shard, req({ op: 'create', method: 'POST', collection: 'sites', site: null, body: { name: 's' }, siteClaim: { kind: 'create', siteId: 1 } }))).status).toBe(201);
+  expect(
+    (
+      await handle(
+        shard,
+        req({
+          op: 'create',
+          method: 'POST',
+          collection: 'sites',
+          site: null,
+          body: { name: 's' },
+          siteClaim: { kind: 'create', siteId: 1 },
+        }),
+      )
+    ).status,
+  ).toBe(201);
   const devices = Array.from({ length: 10_000 }, (_, i) => ({ hostname: `d${i}` }));
   expect((await handle(shard, req({ op: 'create', method: 'POST', body: devices }))).status).toBe(201);
 });
-afterAll(async () => { await store.close(); rmSync(dir, { recursive: true, force: true }); });
+afterAll(async () => {
+  await store.close();
+  rmSync(dir, { recursive: true, force: true });
+});
 
 test('a shard rendering a long list does tell the supervisor it is making progress', async () => {
   let beats = 0;
-  shard.heartbeat = () => { beats++; };
+  shard.heartbeat = () => {
+    beats++;
+  };
   const r = await handle(shard, req({}));
   expect(JSON.parse(r.body)).toHaveLength(10_000);
   expect(beats).toBe(Math.floor(10_000 / 4096));

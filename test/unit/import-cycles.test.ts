@@ -25,7 +25,9 @@ async function runtimeCycles(cwd: string, pattern: string): Promise<string[][]> 
   // dpdm is a dev dependency: without it this check cannot run, and must not pass.
   const { parseCircular, parseDependencyTree } = await import('dpdm');
   const tree = await parseDependencyTree(pattern, { cwd, context: cwd, transform: true, tsconfig: path.join(cwd, 'tsconfig.json') });
-  const unresolved = Object.values(tree).flatMap((deps) => deps ?? []).filter((d) => d.request.startsWith('.') && d.id === null);
+  const unresolved = Object.values(tree)
+    .flatMap((deps) => deps ?? [])
+    .filter((d) => d.request.startsWith('.') && d.id === null);
   expect(unresolved.map((d) => `${d.issuer}: ${d.request}`)).toEqual([]);
   return parseCircular(tree);
 }
@@ -35,7 +37,10 @@ describe('import cycles', () => {
   afterAll(() => rmSync(fixture, { recursive: true, force: true }));
 
   test('the cycle check reports a runtime cycle and ignores a type-only one', async () => {
-    writeFileSync(path.join(fixture, 'tsconfig.json'), JSON.stringify({ compilerOptions: { module: 'NodeNext', moduleResolution: 'NodeNext', strict: true } }));
+    writeFileSync(
+      path.join(fixture, 'tsconfig.json'),
+      JSON.stringify({ compilerOptions: { module: 'NodeNext', moduleResolution: 'NodeNext', strict: true } }),
+    );
     writeFileSync(path.join(fixture, 'a.ts'), "import { b } from './b.js';\nexport const a = () => b;\n");
     writeFileSync(path.join(fixture, 'b.ts'), "import { a } from './a.js';\nexport const b = () => a;\n");
     writeFileSync(path.join(fixture, 'c.ts'), "import type { D } from './d.js';\nexport interface C { d?: D }\nexport const c = 1;\n");

@@ -9,11 +9,16 @@ function randomValue(r: () => number, depth: number): unknown {
   const pick = Math.floor(r() * (depth > 3 ? 4 : 7));
   const tricky = ['', ',', '[', ']', '{', '}', '"', '\\', '\\"', 'é,ü', '𝄞', '\\\\', 'a"b,c'];
   switch (pick) {
-    case 0: return Math.floor(r() * 1e6) - 5e5;
-    case 1: return tricky[Math.floor(r() * tricky.length)] + tricky[Math.floor(r() * tricky.length)];
-    case 2: return r() < 0.5 ? null : r() < 0.5;
-    case 3: return r() * 1e-3;
-    case 4: return Array.from({ length: Math.floor(r() * 4) }, () => randomValue(r, depth + 1));
+    case 0:
+      return Math.floor(r() * 1e6) - 5e5;
+    case 1:
+      return tricky[Math.floor(r() * tricky.length)] + tricky[Math.floor(r() * tricky.length)];
+    case 2:
+      return r() < 0.5 ? null : r() < 0.5;
+    case 3:
+      return r() * 1e-3;
+    case 4:
+      return Array.from({ length: Math.floor(r() * 4) }, () => randomValue(r, depth + 1));
     default: {
       const o: Record<string, unknown> = {};
       for (let i = Math.floor(r() * 4); i > 0; i--) o[String(randomValue(r, 9))] = randomValue(r, depth + 1);

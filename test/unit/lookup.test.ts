@@ -8,17 +8,24 @@ import { defineSchema, Field } from '../../src/schema/fields.js';
 import { SchemaWriters } from '../../src/schema/serialize.js';
 import { RequestContext } from '../../src/shard/context.js';
 import { lookup } from '../../src/shard/lookup.js';
+import type { ShardRequest } from '../../src/shard/protocol.js';
 import { objectBody } from '../../src/shard/render.js';
 import { ShardState } from '../../src/shard/state.js';
 import type { StoredObject } from '../../src/shard/table.js';
 import { createSharedIdState } from '../../src/store/ids.js';
 import { Store } from '../../src/store/lmdb.js';
-import type { ShardRequest } from '../../src/shard/protocol.js';
 
-interface Dev extends StoredObject { hostname: string }
+interface Dev extends StoredObject {
+  hostname: string;
+}
 const schema = defineSchema('Device', 'devices', { id: Field.id(), site_id: Field.integer(), hostname: Field.string() });
 const devices: ResourceModel<Dev> = {
-  kind: 'device', name: 'Device', plural: 'Devices', collection: 'devices', schema, writers: new SchemaWriters(schema),
+  kind: 'device',
+  name: 'Device',
+  plural: 'Devices',
+  collection: 'devices',
+  schema,
+  writers: new SchemaWriters(schema),
   routes: { topLevel: true, nested: true, list: ['GET'], detail: ['GET'], listRoutes: {}, detailRoutes: {} },
   naturalKey: { field: 'hostname', of: (d) => d.hostname },
   render: (d) => ({ id: d.id, site_id: d.siteId, hostname: d.hostname }),
@@ -27,17 +34,31 @@ const devices: ResourceModel<Dev> = {
 };
 const siteSchema = defineSchema('Site', 'sites', { id: Field.id(), name: Field.string() });
 const siteLike: ResourceModel<StoredObject & { name: string }> = {
-  kind: 'site', name: 'Site', plural: 'Sites', collection: 'sites', schema: siteSchema, writers: new SchemaWriters(siteSchema),
-  routes: devices.routes, render: (s) => ({ id: s.id, name: s.name }), list: () => ({ records: [] }),
+  kind: 'site',
+  name: 'Site',
+  plural: 'Sites',
+  collection: 'sites',
+  schema: siteSchema,
+  writers: new SchemaWriters(siteSchema),
+  routes: devices.routes,
+  render: (s) => ({ id: s.id, name: s.name }),
+  list: () => ({ records: [] }),
 };
 
 let dir: string;
 let store: Store;
 let shard: ShardState;
-const ctx = (site: number | null, query = '') => new RequestContext(shard, {
-  seq: 1, op: 'detail', method: 'GET', collection: 'devices', site, query,
-  principal: { id: 1, email: 'a@b.cd', superuser: true, grants: {} }, link: { scheme: 'http', host: 'h', path: '/api/devices/' },
-} as ShardRequest);
+const ctx = (site: number | null, query = '') =>
+  new RequestContext(shard, {
+    seq: 1,
+    op: 'detail',
+    method: 'GET',
+    collection: 'devices',
+    site,
+    query,
+    principal: { id: 1, email: 'a@b.cd', superuser: true, grants: {} },
+    link: { scheme: 'http', host: 'h', path: '/api/devices/' },
+  } as ShardRequest);
 
 beforeAll(() => {
   dir = mkdtempSync(join(tmpdir(), 'netsot-lookup-'));
@@ -50,24 +71,36 @@ beforeAll(() => {
   t.insert({ id: 3, siteId: 2, hostname: 'r2' });
   shard.table('site').insert({ id: 2, siteId: 2, name: 'two' } as StoredObject);
 });
-afterAll(async () => { await store.close(); rmSync(dir, { recursive: true, force: true }); });
+afterAll(async () => {
+  await store.close();
+  rmSync(dir, { recursive: true, force: true });
+});
 
 describe('lookup', () => {
   test('lookup reads an all-digit key as an id, limited to the URL site', () => {
     expect(lookup(ctx(null), devices, '3').id).toBe(3);
     expect(lookup(ctx(2), devices, '3').id).toBe(3);
-    expect(() => lookup(ctx(1), devices, '3')).toThrowError(expect.objectContaining({ status: 404, body: 'No such Device found at (site_id, id) = (1, 3)' }));
+    expect(() => lookup(ctx(1), devices, '3')).toThrowError(
+      expect.objectContaining({ status: 404, body: 'No such Device found at (site_id, id) = (1, 3)' }),
+    );
   });
   test('lookup finds a natural key within the URL site', () => {
     expect(lookup(ctx(2), devices, 'r1').id).toBe(2);
-    expect(() => lookup(ctx(1), devices, 'r2')).toThrowError(expect.objectContaining({ status: 404, body: 'No such Device found at (site_id, id) = (1, r2)' }));
+    expect(() => lookup(ctx(1), devices, 'r2')).toThrowError(
+      expect.objectContaining({ status: 404, body: 'No such Device found at (site_id, id) = (1, r2)' }),
+    );
   });
   test('lookup refuses a natural key that matches in several sites on a top-level route', () => {
-    expect(() => lookup(ctx(null), devices, 'r1')).toThrowError(expect.objectContaining({
-      status: 400, body: "Multiple Devices matched hostname='r1'. Use a site-specific endpoint or lookup by ID.",
-    }));
+    expect(() => lookup(ctx(null), devices, 'r1')).toThrowError(
+      expect.objectContaining({
+        status: 400,
+        body: "Multiple Devices matched hostname='r1'. Use a site-specific endpoint or lookup by ID.",
+      }),
+    );
     expect(lookup(ctx(null), devices, 'r2').id).toBe(3);
-    expect(() => lookup(ctx(null), devices, 'nope')).toThrowError(expect.objectContaining({ status: 404, body: 'No such Device found at (site_id, id) = (None, nope)' }));
+    expect(() => lookup(ctx(null), devices, 'nope')).toThrowError(
+      expect.objectContaining({ status: 404, body: 'No such Device found at (site_id, id) = (None, nope)' }),
+    );
   });
 });
 

@@ -3,7 +3,11 @@ import { mergeParts } from '../../src/shard/pool.js';
 import type { ListPart } from '../../src/shard/protocol.js';
 
 const part = (ids: number[], at?: number[]): ListPart => ({
-  count: ids.length, keys: at ?? ids, keys2: ids, items: ids.map(String), newestFirst: at !== undefined,
+  count: ids.length,
+  keys: at ?? ids,
+  keys2: ids,
+  items: ids.map(String),
+  newestFirst: at !== undefined,
 });
 
 describe('mergeParts', () => {

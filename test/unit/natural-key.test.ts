@@ -18,9 +18,15 @@ let store: Store;
 let shard: ShardState;
 let seq = 0;
 const req = (over: Partial<ShardRequest>): ShardRequest => ({
-  seq: ++seq, op: 'create', method: 'POST', collection: 'sites', site: null, query: '',
+  seq: ++seq,
+  op: 'create',
+  method: 'POST',
+  collection: 'sites',
+  site: null,
+  query: '',
   principal: { id: 1, email: 'admin@localhost', superuser: true, grants: {} },
-  link: { scheme: 'http', host: 'h', path: '/api/' }, ...over,
+  link: { scheme: 'http', host: 'h', path: '/api/' },
+  ...over,
 });
 
 beforeAll(async () => {
@@ -34,7 +40,10 @@ beforeAll(async () => {
   }
   expect((await handle(shard, req({ collection: 'networks', site: 2, body: { cidr: '10.0.0.0/8' } }))).status).toBe(201);
 });
-afterAll(async () => { await store.close(); rmSync(dir, { recursive: true, force: true }); });
+afterAll(async () => {
+  await store.close();
+  rmSync(dir, { recursive: true, force: true });
+});
 
 const ambiguous = () => Errors.multipleMatched('Networks', 'cidr', 'key');
 
@@ -47,15 +56,16 @@ describe('natural-key resolver', () => {
     expect(sitesOf('10.0.0.0/8', null)).toEqual([2]);
   });
 
-  test('byNaturalKey answers the one match, none, or the caller\'s ambiguity error', () => {
+  test("byNaturalKey answers the one match, none, or the caller's ambiguity error", () => {
     expect(byNaturalKey(shard, networkModel, '10.0.0.0/8', null, ambiguous)?.siteId).toBe(2);
     expect(byNaturalKey(shard, networkModel, '2001:db8::/32', 1, ambiguous)?.siteId).toBe(1);
     expect(byNaturalKey(shard, networkModel, '192.0.2.0/24', null, ambiguous)).toBeUndefined();
-    expect(() => byNaturalKey(shard, networkModel, '2001:db8::/32', null, ambiguous))
-      .toThrowError(expect.objectContaining({ status: 400, body: "Multiple Networks matched cidr='key'. Use a site-specific endpoint or lookup by ID." }));
+    expect(() => byNaturalKey(shard, networkModel, '2001:db8::/32', null, ambiguous)).toThrowError(
+      expect.objectContaining({ status: 400, body: "Multiple Networks matched cidr='key'. Use a site-specific endpoint or lookup by ID." }),
+    );
   });
 
-  test('a key the model cannot normalize throws the model\'s 400, again on every try', () => {
+  test("a key the model cannot normalize throws the model's 400, again on every try", () => {
     for (let i = 0; i < 2; i++) {
       expect(() => naturalKeyMatches(shard, networkModel, '10.0.0.1/8', null)).toThrowError(expect.objectContaining({ status: 400 }));
     }

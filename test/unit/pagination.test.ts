@@ -44,7 +44,8 @@ describe('readPage', () => {
   test('readPage has no maximum limit and caps absurd numbers to safe integers', () => {
     expect(readPage(q('limit=1000000'))).toEqual({ limit: 1000000, offset: 0 });
     expect(readPage(q('limit=99999999999999999999999&offset=99999999999999999999999'))).toEqual({
-      limit: Number.MAX_SAFE_INTEGER, offset: Number.MAX_SAFE_INTEGER,
+      limit: Number.MAX_SAFE_INTEGER,
+      offset: Number.MAX_SAFE_INTEGER,
     });
   });
 });
@@ -84,7 +85,8 @@ describe('pageLinks', () => {
   test('pageLinks re-encodes every parameter sorted by name', () => {
     expect(links('offset=2&omit=id&limit=2&fields=id,name&attributes=role=br&attributes=owner=jathan%20x&hostname=r1', 10)).toEqual({
       next: 'http://sot.example:8990/api/devices/?attributes=role%3Dbr&attributes=owner%3Djathan+x&fields=id%2Cname&hostname=r1&limit=2&offset=4&omit=id',
-      previous: 'http://sot.example:8990/api/devices/?attributes=role%3Dbr&attributes=owner%3Djathan+x&fields=id%2Cname&hostname=r1&limit=2&omit=id',
+      previous:
+        'http://sot.example:8990/api/devices/?attributes=role%3Dbr&attributes=owner%3Djathan+x&fields=id%2Cname&hostname=r1&limit=2&omit=id',
     });
   });
 
@@ -105,20 +107,24 @@ describe('pageLinks', () => {
   });
 
   test('pageLinks re-encodes non-ASCII and reserved characters like quote_plus', () => {
-    expect(links('limit=1&name=%C3%BCber%20%2B%26', 3).next).toBe('http://sot.example:8990/api/devices/?limit=1&name=%C3%BCber+%2B%26&offset=1');
+    expect(links('limit=1&name=%C3%BCber%20%2B%26', 3).next).toBe(
+      'http://sot.example:8990/api/devices/?limit=1&name=%C3%BCber+%2B%26&offset=1',
+    );
   });
 
   test('pageLinks uses the scheme, host and path it is given', () => {
     const query = q('limit=1');
-    expect(pageLinks({ scheme: 'https', host: 'h', path: '/api/sites/1/devices/' }, query, readPage(query)!, 2).next)
-      .toBe('https://h/api/sites/1/devices/?limit=1&offset=1');
+    expect(pageLinks({ scheme: 'https', host: 'h', path: '/api/sites/1/devices/' }, query, readPage(query)!, 2).next).toBe(
+      'https://h/api/sites/1/devices/?limit=1&offset=1',
+    );
   });
 });
 
 describe('pageEnvelope', () => {
   test('pageEnvelope writes count, next, previous, results in order', () => {
-    expect(pageEnvelope(5, { next: 'http://h/api/sites/?limit=2&offset=2', previous: null }, ['{"id":1}', '{"id":2}']))
-      .toBe('{"count":5,"next":"http://h/api/sites/?limit=2&offset=2","previous":null,"results":[{"id":1},{"id":2}]}');
+    expect(pageEnvelope(5, { next: 'http://h/api/sites/?limit=2&offset=2', previous: null }, ['{"id":1}', '{"id":2}'])).toBe(
+      '{"count":5,"next":"http://h/api/sites/?limit=2&offset=2","previous":null,"results":[{"id":1},{"id":2}]}',
+    );
     expect(JSON.parse(pageEnvelope(0, { next: null, previous: null }, []))).toEqual({ count: 0, next: null, previous: null, results: [] });
   });
 });

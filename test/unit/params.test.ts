@@ -9,7 +9,9 @@ const q = (raw: string) => new QueryParams(raw);
 
 /** The ApiError a reader throws, as status + body. */
 function failure(fn: () => unknown): { status: number; body: unknown } {
-  try { fn(); } catch (e) {
+  try {
+    fn();
+  } catch (e) {
     expect(e).toBeInstanceOf(ApiError);
     return { status: (e as ApiError).status, body: (e as ApiError).body };
   }
@@ -39,7 +41,10 @@ describe('QueryParams parsing', () => {
     expect(p.get('limit')).toBe('5');
     expect(p.all('attributes')).toEqual(['a=1', 'b=2']);
     expect(p.all('nothing')).toEqual([]);
-    expect(p.entries()).toEqual([['limit', ['1', '5']], ['attributes', ['a=1', 'b=2']]]);
+    expect(p.entries()).toEqual([
+      ['limit', ['1', '5']],
+      ['attributes', ['a=1', 'b=2']],
+    ]);
   });
 
   test('QueryParams ignores empty pairs and an empty query', () => {
@@ -78,7 +83,8 @@ describe('QueryParams.integer', () => {
   test('QueryParams.integer rejects anything else with the field error', () => {
     for (const v of ['abc', '1.5', '1e3', ' 1', '1 ', '0x10', '--1', '+', '-', '1,2', '٣']) {
       expect(failure(() => q(`resource_id=${encodeURIComponent(v)}`).integer('resource_id'))).toEqual({
-        status: 400, body: { resource_id: ['A valid integer is required.'] },
+        status: 400,
+        body: { resource_id: ['A valid integer is required.'] },
       });
     }
   });
@@ -104,7 +110,8 @@ describe('QueryParams.filterBoolean', () => {
   test('QueryParams.filterBoolean rejects other words with the field error', () => {
     for (const v of ['maybe', 't', 'f', 'y', 'n', '2', 'truee', ' true']) {
       expect(failure(() => q(`root_only=${encodeURIComponent(v)}`).filterBoolean('root_only'))).toEqual({
-        status: 400, body: { root_only: ['Must be a valid boolean.'] },
+        status: 400,
+        body: { root_only: ['Must be a valid boolean.'] },
       });
     }
   });
@@ -130,7 +137,8 @@ describe('QueryParams.flag', () => {
 
   test('QueryParams.flag rejects other words with the field error', () => {
     expect(failure(() => q('with_secret_key=please').flag('with_secret_key', false))).toEqual({
-      status: 400, body: { with_secret_key: ['Must be a valid boolean.'] },
+      status: 400,
+      body: { with_secret_key: ['Must be a valid boolean.'] },
     });
   });
 });
@@ -147,10 +155,12 @@ describe('QueryParams.choice and string', () => {
 
   test('QueryParams.choice rejects other values, case included, quoting the value', () => {
     expect(failure(() => q('event=create').choice('event', ['Create', 'Update', 'Delete']))).toEqual({
-      status: 400, body: { event: ['"create" is not a valid choice.'] },
+      status: 400,
+      body: { event: ['"create" is not a valid choice.'] },
     });
     expect(failure(() => q('ip_version=5').choice('ip_version', ['4', '6']))).toEqual({
-      status: 400, body: { ip_version: ['"5" is not a valid choice.'] },
+      status: 400,
+      body: { ip_version: ['"5" is not a valid choice.'] },
     });
   });
 

@@ -63,10 +63,16 @@ export function formatAddr(addr: bigint, width: Width): string {
   let bestAt = -1;
   let bestLen = 1;
   for (let i = 0; i < 8; ) {
-    if (g[i] !== 0) { i++; continue; }
+    if (g[i] !== 0) {
+      i++;
+      continue;
+    }
     let j = i;
     while (j < 8 && g[j] === 0) j++;
-    if (j - i > bestLen) { bestAt = i; bestLen = j - i; }
+    if (j - i > bestLen) {
+      bestAt = i;
+      bestLen = j - i;
+    }
     i = j;
   }
   const hex = (xs: number[]): string => xs.map((x) => x.toString(16)).join(':');
@@ -92,7 +98,12 @@ function cidrOf(t: PrefixTree<number>, e: Entry<number> | undefined): string | u
   return e === undefined ? undefined : formatPrefix(e.addr, e.len, widthOf(t));
 }
 
-interface FreeQuery { len: number; num?: number; strict?: boolean; exclude?: string[] }
+interface FreeQuery {
+  len: number;
+  num?: number;
+  strict?: boolean;
+  exclude?: string[];
+}
 
 // ---------------------------------------------------------------- the suite
 
@@ -106,10 +117,12 @@ export function prefixTreeCases(name: string, make: Make): void {
     });
     return t;
   }
-  const at = <R>(f: (addr: bigint, len: number) => R) => (c: string): R => {
-    const p = parsePrefix(c);
-    return f(p.addr, p.len);
-  };
+  const at =
+    <R>(f: (addr: bigint, len: number) => R) =>
+    (c: string): R => {
+      const p = parsePrefix(c);
+      return f(p.addr, p.len);
+    };
   const get = (t: PrefixTree<number>, c: string) => at((a, l) => t.get(a, l))(c);
   const del = (t: PrefixTree<number>, c: string) => at((a, l) => t.delete(a, l))(c);
   const ins = (t: PrefixTree<number>, c: string, v: number) => at((a, l) => t.insert(a, l, v))(c);
@@ -124,7 +137,10 @@ export function prefixTreeCases(name: string, make: Make): void {
     const p = parsePrefix(parentCidr);
     const exclude = q.exclude?.map((x) => parseAddr(x).addr);
     const got = t.freeBlocks(p.addr, p.len, {
-      len: q.len, num: q.num ?? 1, strict: q.strict ?? false, ...(exclude ? { exclude } : {}),
+      len: q.len,
+      num: q.num ?? 1,
+      strict: q.strict ?? false,
+      ...(exclude ? { exclude } : {}),
     });
     return got.map((b) => formatPrefix(b, q.len, widthOf(t)));
   };
@@ -189,7 +205,16 @@ export function prefixTreeCases(name: string, make: Make): void {
       test('delete of a prefix that is not stored returns false and changes nothing', () => {
         const t = build('10.0.0.0/8', '10.0.0.0/10', '10.0.1.0/24', '10.0.0.0/24');
         const before = entries(t);
-        for (const c of ['10.0.0.0/9', '10.0.0.0/16', '10.0.0.0/23', '10.0.0.0/25', '10.0.0.0/32', '0.0.0.0/0', '11.0.0.0/8', '10.0.2.0/24']) {
+        for (const c of [
+          '10.0.0.0/9',
+          '10.0.0.0/16',
+          '10.0.0.0/23',
+          '10.0.0.0/25',
+          '10.0.0.0/32',
+          '0.0.0.0/0',
+          '11.0.0.0/8',
+          '10.0.2.0/24',
+        ]) {
           expect(del(t, c)).toBe(false);
         }
         expect(t.size).toBe(4);
@@ -278,9 +303,8 @@ export function prefixTreeCases(name: string, make: Make): void {
     });
 
     describe('containment', () => {
-      const tree = () => build(
-        '10.0.0.0/8', '10.1.0.0/16', '10.1.2.0/24', '10.1.2.0/25', '10.1.2.128/25', '10.1.2.130/32', '10.1.3.0/24', '192.168.0.0/16',
-      );
+      const tree = () =>
+        build('10.0.0.0/8', '10.1.0.0/16', '10.1.2.0/24', '10.1.2.0/25', '10.1.2.128/25', '10.1.2.130/32', '10.1.3.0/24', '192.168.0.0/16');
 
       test('parent returns the longest stored prefix strictly containing the query', () => {
         const t = tree();
@@ -376,7 +400,12 @@ export function prefixTreeCases(name: string, make: Make): void {
       test('descendants lists every stored prefix strictly inside, in (addr, len) order', () => {
         const t = tree();
         expect(descendants(t, '10.0.0.0/8')).toEqual([
-          '10.1.0.0/16', '10.1.2.0/24', '10.1.2.0/25', '10.1.2.128/25', '10.1.2.130/32', '10.1.3.0/24',
+          '10.1.0.0/16',
+          '10.1.2.0/24',
+          '10.1.2.0/25',
+          '10.1.2.128/25',
+          '10.1.2.130/32',
+          '10.1.3.0/24',
         ]);
         expect(descendants(t, '10.1.2.0/24')).toEqual(['10.1.2.0/25', '10.1.2.128/25', '10.1.2.130/32']);
         expect(descendants(t, '10.1.2.128/25')).toEqual(['10.1.2.130/32']);
@@ -389,7 +418,14 @@ export function prefixTreeCases(name: string, make: Make): void {
       test('descendants with equal addresses lists shorter prefixes first', () => {
         const t = build('10.0.0.0/32', '10.0.1.0/24', '10.0.0.0/24', '10.0.0.0/8', '10.0.0.0/16', '10.0.0.0/25');
         expect(descendants(t, '10.0.0.0/8')).toEqual(['10.0.0.0/16', '10.0.0.0/24', '10.0.0.0/25', '10.0.0.0/32', '10.0.1.0/24']);
-        expect(descendants(t, '10.0.0.0/7')).toEqual(['10.0.0.0/8', '10.0.0.0/16', '10.0.0.0/24', '10.0.0.0/25', '10.0.0.0/32', '10.0.1.0/24']);
+        expect(descendants(t, '10.0.0.0/7')).toEqual([
+          '10.0.0.0/8',
+          '10.0.0.0/16',
+          '10.0.0.0/24',
+          '10.0.0.0/25',
+          '10.0.0.0/32',
+          '10.0.1.0/24',
+        ]);
       });
 
       test('descendants carries the stored values', () => {
@@ -444,7 +480,15 @@ export function prefixTreeCases(name: string, make: Make): void {
       });
 
       test('IPv6 containment works across group and /64 boundaries', () => {
-        const t = build('2001:db8::/32', '2001:db8::/48', '2001:db8:0:1::/64', '2001:db8:0:1::/127', '2001:db8:0:1::1/128', '2001:db8:1::/48', '2001:db9::/32');
+        const t = build(
+          '2001:db8::/32',
+          '2001:db8::/48',
+          '2001:db8:0:1::/64',
+          '2001:db8:0:1::/127',
+          '2001:db8:0:1::1/128',
+          '2001:db8:1::/48',
+          '2001:db9::/32',
+        );
         expect(parent(t, '2001:db8:0:1::1/128')).toBe('2001:db8:0:1::/127');
         expect(parent(t, '2001:db8:0:1::2/128')).toBe('2001:db8:0:1::/64');
         expect(parent(t, '2001:db8:0:1:ffff:ffff:ffff:ffff/128')).toBe('2001:db8:0:1::/64');
@@ -488,20 +532,34 @@ export function prefixTreeCases(name: string, make: Make): void {
 
       test('freeBlocks answers gaps §14.2 E1 next_address requests', () => {
         const t = e1();
-        expect(free(t, '10.16.2.0/25', { len: 32, num: 3, exclude: e1Hosts }))
-          .toEqual(['10.16.2.3/32', '10.16.2.5/32', '10.16.2.6/32']);
-        expect(free(t, '10.16.2.0/25', { len: 32, num: 6, exclude: e1Hosts }))
-          .toEqual(['10.16.2.3/32', '10.16.2.5/32', '10.16.2.6/32', '10.16.2.7/32', '10.16.2.8/32', '10.16.2.9/32']);
-        expect(free(t, '10.16.2.0/25', { len: 32, num: 6, strict: true, exclude: e1Hosts }))
-          .toEqual(['10.16.2.3/32', '10.16.2.5/32', '10.16.2.6/32', '10.16.2.7/32', '10.16.2.16/32', '10.16.2.18/32']);
+        expect(free(t, '10.16.2.0/25', { len: 32, num: 3, exclude: e1Hosts })).toEqual(['10.16.2.3/32', '10.16.2.5/32', '10.16.2.6/32']);
+        expect(free(t, '10.16.2.0/25', { len: 32, num: 6, exclude: e1Hosts })).toEqual([
+          '10.16.2.3/32',
+          '10.16.2.5/32',
+          '10.16.2.6/32',
+          '10.16.2.7/32',
+          '10.16.2.8/32',
+          '10.16.2.9/32',
+        ]);
+        expect(free(t, '10.16.2.0/25', { len: 32, num: 6, strict: true, exclude: e1Hosts })).toEqual([
+          '10.16.2.3/32',
+          '10.16.2.5/32',
+          '10.16.2.6/32',
+          '10.16.2.7/32',
+          '10.16.2.16/32',
+          '10.16.2.18/32',
+        ]);
       });
 
       test('freeBlocks answers gaps §14.2 E2 strictly and non-strictly', () => {
         const t = build('10.2.1.0/24', '10.2.1.0/25', '10.2.1.128/27', '10.2.1.0/27', '10.2.1.64/27');
-        expect(free(t, '10.2.1.0/24', { len: 28, num: 4, strict: true }))
-          .toEqual(['10.2.1.160/28', '10.2.1.176/28', '10.2.1.192/28', '10.2.1.208/28']);
-        expect(free(t, '10.2.1.0/24', { len: 28, num: 4 }))
-          .toEqual(['10.2.1.0/28', '10.2.1.16/28', '10.2.1.32/28', '10.2.1.48/28']);
+        expect(free(t, '10.2.1.0/24', { len: 28, num: 4, strict: true })).toEqual([
+          '10.2.1.160/28',
+          '10.2.1.176/28',
+          '10.2.1.192/28',
+          '10.2.1.208/28',
+        ]);
+        expect(free(t, '10.2.1.0/24', { len: 28, num: 4 })).toEqual(['10.2.1.0/28', '10.2.1.16/28', '10.2.1.32/28', '10.2.1.48/28']);
       });
 
       test('freeBlocks answers gaps §14.2 E3 strictly and non-strictly', () => {
@@ -515,12 +573,17 @@ export function prefixTreeCases(name: string, make: Make): void {
       test('freeBlocks answers gaps §14.2 E4 for interconnects and small parents', () => {
         expect(free(build('10.0.0.0/31'), '10.0.0.0/31', { len: 32, num: 2 })).toEqual(['10.0.0.0/32', '10.0.0.1/32']);
         expect(free(build('2001:db8::/127'), '2001:db8::/127', { len: 128, num: 2 })).toEqual(['2001:db8::/128', '2001:db8::1/128']);
-        expect(free(build('10.0.0.0/30'), '10.0.0.0/30', { len: 32, num: 2, exclude: ['10.0.0.0', '10.0.0.3'] }))
-          .toEqual(['10.0.0.1/32', '10.0.0.2/32']);
-        expect(free(build('10.0.0.0/30'), '10.0.0.0/30', { len: 32, num: 5, exclude: ['10.0.0.0', '10.0.0.3'] }))
-          .toEqual(['10.0.0.1/32', '10.0.0.2/32']);
-        expect(free(build('2001:db8::/64'), '2001:db8::/64', { len: 128, exclude: ['2001:db8::', '2001:db8::ffff:ffff:ffff:ffff'] }))
-          .toEqual(['2001:db8::1/128']);
+        expect(free(build('10.0.0.0/30'), '10.0.0.0/30', { len: 32, num: 2, exclude: ['10.0.0.0', '10.0.0.3'] })).toEqual([
+          '10.0.0.1/32',
+          '10.0.0.2/32',
+        ]);
+        expect(free(build('10.0.0.0/30'), '10.0.0.0/30', { len: 32, num: 5, exclude: ['10.0.0.0', '10.0.0.3'] })).toEqual([
+          '10.0.0.1/32',
+          '10.0.0.2/32',
+        ]);
+        expect(
+          free(build('2001:db8::/64'), '2001:db8::/64', { len: 128, exclude: ['2001:db8::', '2001:db8::ffff:ffff:ffff:ffff'] }),
+        ).toEqual(['2001:db8::1/128']);
       });
 
       test('freeBlocks non-strict ignores descendants shorter than len, at any depth', () => {
@@ -539,10 +602,33 @@ export function prefixTreeCases(name: string, make: Make): void {
 
       test('freeBlocks strict takes every block a direct child overlaps and ignores grandchildren', () => {
         const t = build('10.0.0.0/24', '10.0.0.64/26', '10.0.0.5/32', '10.0.0.64/32', '10.0.0.200/29');
-        expect(free(t, '10.0.0.0/24', { len: 28, num: 20, strict: true }))
-          .toEqual(['10.0.0.16/28', '10.0.0.32/28', '10.0.0.48/28', '10.0.0.128/28', '10.0.0.144/28', '10.0.0.160/28', '10.0.0.176/28', '10.0.0.208/28', '10.0.0.224/28', '10.0.0.240/28']);
-        expect(free(t, '10.0.0.0/24', { len: 28, num: 20 }))
-          .toEqual(['10.0.0.16/28', '10.0.0.32/28', '10.0.0.48/28', '10.0.0.80/28', '10.0.0.96/28', '10.0.0.112/28', '10.0.0.128/28', '10.0.0.144/28', '10.0.0.160/28', '10.0.0.176/28', '10.0.0.208/28', '10.0.0.224/28', '10.0.0.240/28']);
+        expect(free(t, '10.0.0.0/24', { len: 28, num: 20, strict: true })).toEqual([
+          '10.0.0.16/28',
+          '10.0.0.32/28',
+          '10.0.0.48/28',
+          '10.0.0.128/28',
+          '10.0.0.144/28',
+          '10.0.0.160/28',
+          '10.0.0.176/28',
+          '10.0.0.208/28',
+          '10.0.0.224/28',
+          '10.0.0.240/28',
+        ]);
+        expect(free(t, '10.0.0.0/24', { len: 28, num: 20 })).toEqual([
+          '10.0.0.16/28',
+          '10.0.0.32/28',
+          '10.0.0.48/28',
+          '10.0.0.80/28',
+          '10.0.0.96/28',
+          '10.0.0.112/28',
+          '10.0.0.128/28',
+          '10.0.0.144/28',
+          '10.0.0.160/28',
+          '10.0.0.176/28',
+          '10.0.0.208/28',
+          '10.0.0.224/28',
+          '10.0.0.240/28',
+        ]);
       });
 
       test('freeBlocks ignores stored prefixes outside the parent and the parent itself', () => {
@@ -575,10 +661,21 @@ export function prefixTreeCases(name: string, make: Make): void {
 
       test('freeBlocks skips only the excluded block starts', () => {
         const t = build('10.0.0.0/29', '10.0.0.2/32');
-        expect(free(t, '10.0.0.0/29', { len: 32, num: 8, exclude: ['10.0.0.0', '10.0.0.7'] }))
-          .toEqual(['10.0.0.1/32', '10.0.0.3/32', '10.0.0.4/32', '10.0.0.5/32', '10.0.0.6/32']);
-        expect(free(t, '10.0.0.0/29', { len: 32, num: 8, exclude: ['10.0.0.3', '10.0.0.2', '10.0.1.0'] }))
-          .toEqual(['10.0.0.0/32', '10.0.0.1/32', '10.0.0.4/32', '10.0.0.5/32', '10.0.0.6/32', '10.0.0.7/32']);
+        expect(free(t, '10.0.0.0/29', { len: 32, num: 8, exclude: ['10.0.0.0', '10.0.0.7'] })).toEqual([
+          '10.0.0.1/32',
+          '10.0.0.3/32',
+          '10.0.0.4/32',
+          '10.0.0.5/32',
+          '10.0.0.6/32',
+        ]);
+        expect(free(t, '10.0.0.0/29', { len: 32, num: 8, exclude: ['10.0.0.3', '10.0.0.2', '10.0.1.0'] })).toEqual([
+          '10.0.0.0/32',
+          '10.0.0.1/32',
+          '10.0.0.4/32',
+          '10.0.0.5/32',
+          '10.0.0.6/32',
+          '10.0.0.7/32',
+        ]);
         expect(free(t, '10.0.0.0/29', { len: 32, num: 8, exclude: [] })).toHaveLength(7);
         expect(free(t, '10.0.0.0/29', { len: 31, num: 4, exclude: ['10.0.0.4'] })).toEqual(['10.0.0.0/31', '10.0.0.6/31']);
       });
@@ -600,11 +697,19 @@ export function prefixTreeCases(name: string, make: Make): void {
         const hosts = ['2001:db8::', '2001:db8::ffff:ffff:ffff:ffff'];
         const t = build(p, '2001:db8::1/128', '2001:db8::2/128', '2001:db8::/65', '2001:db8::8000:0:0:0/66', '2001:db8::c000:0:0:5/128');
         expect(free(t, p, { len: 128, num: 3, exclude: hosts })).toEqual(['2001:db8::3/128', '2001:db8::4/128', '2001:db8::5/128']);
-        expect(free(t, p, { len: 128, num: 3, strict: true, exclude: hosts }))
-          .toEqual(['2001:db8:0:0:c000::/128', '2001:db8::c000:0:0:1/128', '2001:db8::c000:0:0:2/128']);
+        expect(free(t, p, { len: 128, num: 3, strict: true, exclude: hosts })).toEqual([
+          '2001:db8:0:0:c000::/128',
+          '2001:db8::c000:0:0:1/128',
+          '2001:db8::c000:0:0:2/128',
+        ]);
         expect(free(t, p, { len: 128, num: 7, strict: true, exclude: hosts })).toEqual([
-          '2001:db8:0:0:c000::/128', '2001:db8::c000:0:0:1/128', '2001:db8::c000:0:0:2/128', '2001:db8::c000:0:0:3/128',
-          '2001:db8::c000:0:0:4/128', '2001:db8::c000:0:0:6/128', '2001:db8::c000:0:0:7/128',
+          '2001:db8:0:0:c000::/128',
+          '2001:db8::c000:0:0:1/128',
+          '2001:db8::c000:0:0:2/128',
+          '2001:db8::c000:0:0:3/128',
+          '2001:db8::c000:0:0:4/128',
+          '2001:db8::c000:0:0:6/128',
+          '2001:db8::c000:0:0:7/128',
         ]);
         expect(free(t, p, { len: 66, num: 4, strict: true })).toEqual([]);
         expect(free(t, p, { len: 67, num: 4, strict: true })).toEqual(['2001:db8:0:0:e000::/67']);
@@ -617,8 +722,10 @@ export function prefixTreeCases(name: string, make: Make): void {
         const t = build(p, '2001:db8::/33', '2001:db8:8000::/34', '2001:db8:c000::/48', '2001:db8:c000::1/128', '2001:db8:c001::/64');
         expect(free(t, p, { len: 128, num: 2, strict: true })).toEqual(['2001:db8:c001:1::/128', '2001:db8:c001:1::1/128']);
         expect(free(t, p, { len: 128, num: 2 })).toEqual(['2001:db8::/128', '2001:db8::1/128']);
-        expect(free(t, p, { len: 128, num: 2, exclude: ['2001:db8::', '2001:db8:ffff:ffff:ffff:ffff:ffff:ffff'] }))
-          .toEqual(['2001:db8::1/128', '2001:db8::2/128']);
+        expect(free(t, p, { len: 128, num: 2, exclude: ['2001:db8::', '2001:db8:ffff:ffff:ffff:ffff:ffff:ffff'] })).toEqual([
+          '2001:db8::1/128',
+          '2001:db8::2/128',
+        ]);
         expect(free(t, p, { len: 48, num: 3, strict: true })).toEqual(['2001:db8:c002::/48', '2001:db8:c003::/48', '2001:db8:c004::/48']);
         expect(free(t, p, { len: 48, num: 3 })).toEqual(['2001:db8::/48', '2001:db8:1::/48', '2001:db8:2::/48']);
         expect(free(t, p, { len: 64, num: 2 })).toEqual(['2001:db8::/64', '2001:db8:0:1::/64']);
@@ -660,14 +767,19 @@ export function prefixTreeCases(name: string, make: Make): void {
         expect(hosts.at(-1)).toBe('255.255.255.254/32');
         del(t, '255.255.255.255/32');
         expect(free(t, '255.255.255.0/24', { len: 32, num: 300, strict: true }).at(-1)).toBe('255.255.255.255/32');
-        expect(free(t, '255.255.255.0/24', { len: 32, num: 300, strict: true, exclude: ['255.255.255.0', '255.255.255.255'] }).at(-1))
-          .toBe('255.255.255.254/32');
+        expect(free(t, '255.255.255.0/24', { len: 32, num: 300, strict: true, exclude: ['255.255.255.0', '255.255.255.255'] }).at(-1)).toBe(
+          '255.255.255.254/32',
+        );
       });
 
       test('freeBlocks offers blocks at the end of the IPv6 space without overflow', () => {
         const top = 'ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff';
-        const t = build('ffff:ffff:ffff:ffff:ffff:ffff:ffff:fff0/124', 'ffff:ffff:ffff:ffff:ffff:ffff:ffff:fff0/125',
-          'ffff:ffff:ffff:ffff:ffff:ffff:ffff:fff8/126', 'ffff:ffff:ffff:ffff:ffff:ffff:ffff:fffc/127');
+        const t = build(
+          'ffff:ffff:ffff:ffff:ffff:ffff:ffff:fff0/124',
+          'ffff:ffff:ffff:ffff:ffff:ffff:ffff:fff0/125',
+          'ffff:ffff:ffff:ffff:ffff:ffff:ffff:fff8/126',
+          'ffff:ffff:ffff:ffff:ffff:ffff:ffff:fffc/127',
+        );
         const p = 'ffff:ffff:ffff:ffff:ffff:ffff:ffff:fff0/124';
         expect(free(t, p, { len: 128, num: 5, strict: true })).toEqual(['ffff:ffff:ffff:ffff:ffff:ffff:ffff:fffe/128', `${top}/128`]);
         expect(free(t, p, { len: 127, num: 5, strict: true })).toEqual(['ffff:ffff:ffff:ffff:ffff:ffff:ffff:fffe/127']);
@@ -676,8 +788,9 @@ export function prefixTreeCases(name: string, make: Make): void {
         expect(free(t, p, { len: 128, num: 5, strict: true, exclude: ['ffff:ffff:ffff:ffff:ffff:ffff:ffff:fff0', top] })).toEqual([]);
         ins(t, 'ffff:ffff:ffff:ffff::/64', 10);
         expect(free(t, 'ffff:ffff:ffff:ffff::/64', { len: 124, num: 2, strict: true }).at(-1)).toBe('ffff:ffff:ffff:ffff::10/124');
-        expect(free(t, 'ffff:ffff:ffff:ffff::/64', { len: 128, num: 1, strict: true, exclude: ['ffff:ffff:ffff:ffff::'] }))
-          .toEqual(['ffff:ffff:ffff:ffff::1/128']);
+        expect(free(t, 'ffff:ffff:ffff:ffff::/64', { len: 128, num: 1, strict: true, exclude: ['ffff:ffff:ffff:ffff::'] })).toEqual([
+          'ffff:ffff:ffff:ffff::1/128',
+        ]);
         ins(t, `${top}/128`, 11);
         expect(free(t, p, { len: 128, num: 5, strict: true })).toEqual([]);
       });

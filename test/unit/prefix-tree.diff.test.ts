@@ -12,18 +12,26 @@ import { NaiveTree } from '../../src/ip/naive-tree.js';
 import type { Entry, PrefixTree } from '../../src/ip/prefix-tree.js';
 import { maskTo } from '../../src/ip/prefix-tree.js';
 import { RadixTree } from '../../src/ip/radix-tree.js';
-import { formatAddr, formatPrefix, parsePrefix } from './prefix-tree.cases.js';
 import { prng } from '../helpers/prng.js';
+import { formatAddr, formatPrefix, parsePrefix } from './prefix-tree.cases.js';
 
 type Width = 32 | 128;
 
 class Rand {
   readonly next: () => number;
-  constructor(seed: number) { this.next = prng(seed); }
+  constructor(seed: number) {
+    this.next = prng(seed);
+  }
   /** Integer in [lo, hi]. */
-  int(lo: number, hi: number): number { return lo + Math.floor(this.next() * (hi - lo + 1)); }
-  chance(p: number): boolean { return this.next() < p; }
-  pick<T>(xs: readonly T[]): T { return xs[Math.floor(this.next() * xs.length)]!; }
+  int(lo: number, hi: number): number {
+    return lo + Math.floor(this.next() * (hi - lo + 1));
+  }
+  chance(p: number): boolean {
+    return this.next() < p;
+  }
+  pick<T>(xs: readonly T[]): T {
+    return xs[Math.floor(this.next() * xs.length)]!;
+  }
   /** A uniform `bits`-bit bigint. */
   bits(bits: number): bigint {
     let x = 0n;
@@ -32,7 +40,11 @@ class Rand {
   }
 }
 
-interface Region { base: bigint; len: number; weight: number }
+interface Region {
+  base: bigint;
+  len: number;
+  weight: number;
+}
 
 interface Profile {
   width: Width;
@@ -66,8 +78,16 @@ const v6: Profile = {
   ],
   favouriteLens: [48, 56, 64, 96, 112, 120, 124, 126, 127, 128],
   extras: [
-    '::/0', '2000::/3', '2001::/16', '2001:db8::/32', '2001:db8::/47', '2001:db8::/48', '2001:db8::/64',
-    'ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff/128', 'ffff::/16', '::/128',
+    '::/0',
+    '2000::/3',
+    '2001::/16',
+    '2001:db8::/32',
+    '2001:db8::/47',
+    '2001:db8::/48',
+    '2001:db8::/64',
+    'ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff/128',
+    'ffff::/16',
+    '::/128',
   ],
   // 16-bit groups from a small alphabet so that prefixes share and nest often.
   lowBits: (r, bits) => {
@@ -80,7 +100,10 @@ const v6: Profile = {
   },
 };
 
-interface Prefix { addr: bigint; len: number }
+interface Prefix {
+  addr: bigint;
+  len: number;
+}
 
 function randomPrefix(r: Rand, p: Profile, stored: Prefix[]): Prefix {
   const w = p.width;
@@ -107,7 +130,12 @@ function randomPrefix(r: Rand, p: Profile, stored: Prefix[]): Prefix {
   for (const g of p.regions) total += g.weight;
   let k = r.next() * total;
   let region = p.regions[0]!;
-  for (const g of p.regions) { if ((k -= g.weight) < 0) { region = g; break; } }
+  for (const g of p.regions) {
+    if ((k -= g.weight) < 0) {
+      region = g;
+      break;
+    }
+  }
   const favourites = p.favouriteLens.filter((l) => l >= region.len);
   const len = r.chance(0.4) && favourites.length > 0 ? r.pick(favourites) : r.int(region.len, w);
   const low = p.lowBits(r, w - region.len);
@@ -126,7 +154,13 @@ function showBlocks(bs: bigint[], w: Width, len: number): string {
   return JSON.stringify(bs.map((b) => formatPrefix(b, len, w)));
 }
 
-interface Disagreement { seed: number; op: number; what: string; naive: string; radix: string }
+interface Disagreement {
+  seed: number;
+  op: number;
+  what: string;
+  naive: string;
+  radix: string;
+}
 
 /** Runs `ops` random operations on both trees; returns the first disagreement, if any. */
 function run(p: Profile, seed: number, ops: number): Disagreement | undefined {
@@ -165,32 +199,58 @@ function run(p: Profile, seed: number, ops: number): Disagreement | undefined {
         const strict = r.chance(0.5);
         const last = parent.addr + (1n << BigInt(w - parent.len)) - 1n;
         const e = r.next();
-        const exclude = e < 0.5 ? undefined
-          : e < 0.85 ? [parent.addr, last]
-          : [parent.addr + (r.bits(w) % (1n << BigInt(w - parent.len)) >> BigInt(w - len) << BigInt(w - len)), parent.addr];
+        const exclude =
+          e < 0.5
+            ? undefined
+            : e < 0.85
+              ? [parent.addr, last]
+              : [parent.addr + (((r.bits(w) % (1n << BigInt(w - parent.len))) >> BigInt(w - len)) << BigInt(w - len)), parent.addr];
         const q = { len, num, strict, ...(exclude ? { exclude } : {}) };
         const what = `freeBlocks(${txt(parent)}, { len: ${len}, num: ${num}, strict: ${strict}${
-          exclude ? `, exclude: [${exclude.map((x) => formatAddr(x, w)).join(', ')}]` : ''} })`;
-        d = compare(what, showBlocks(naive.freeBlocks(parent.addr, parent.len, q), w, len),
-          showBlocks(radix.freeBlocks(parent.addr, parent.len, q), w, len));
+          exclude ? `, exclude: [${exclude.map((x) => formatAddr(x, w)).join(', ')}]` : ''
+        } })`;
+        d = compare(
+          what,
+          showBlocks(naive.freeBlocks(parent.addr, parent.len, q), w, len),
+          showBlocks(radix.freeBlocks(parent.addr, parent.len, q), w, len),
+        );
       }
     } else {
       const x = stored.size > 0 && r.chance(0.4) ? r.pick(storedList()) : randomPrefix(r, p, storedList());
       const s = txt(x);
       switch (r.int(0, 6)) {
-        case 0: d = compare(`get(${s})`, String(naive.get(x.addr, x.len)), String(radix.get(x.addr, x.len))); break;
-        case 1: d = compare(`parent(${s})`, showEntry(naive.parent(x.addr, x.len), w), showEntry(radix.parent(x.addr, x.len), w)); break;
-        case 2: d = compare(`ancestors(${s})`, showEntries(naive.ancestors(x.addr, x.len), w), showEntries(radix.ancestors(x.addr, x.len), w)); break;
-        case 3: d = compare(`children(${s})`, showEntries(naive.children(x.addr, x.len), w), showEntries(radix.children(x.addr, x.len), w)); break;
-        case 4: d = compare(`descendants(${s})`, showEntries(naive.descendants(x.addr, x.len), w), showEntries(radix.descendants(x.addr, x.len), w)); break;
-        case 5: d = compare(`hasDescendants(${s})`, String(naive.hasDescendants(x.addr, x.len)), String(radix.hasDescendants(x.addr, x.len))); break;
-        default: d = compare('roots()', showEntries(naive.roots(), w), showEntries(radix.roots(), w)); break;
+        case 0:
+          d = compare(`get(${s})`, String(naive.get(x.addr, x.len)), String(radix.get(x.addr, x.len)));
+          break;
+        case 1:
+          d = compare(`parent(${s})`, showEntry(naive.parent(x.addr, x.len), w), showEntry(radix.parent(x.addr, x.len), w));
+          break;
+        case 2:
+          d = compare(`ancestors(${s})`, showEntries(naive.ancestors(x.addr, x.len), w), showEntries(radix.ancestors(x.addr, x.len), w));
+          break;
+        case 3:
+          d = compare(`children(${s})`, showEntries(naive.children(x.addr, x.len), w), showEntries(radix.children(x.addr, x.len), w));
+          break;
+        case 4:
+          d = compare(
+            `descendants(${s})`,
+            showEntries(naive.descendants(x.addr, x.len), w),
+            showEntries(radix.descendants(x.addr, x.len), w),
+          );
+          break;
+        case 5:
+          d = compare(`hasDescendants(${s})`, String(naive.hasDescendants(x.addr, x.len)), String(radix.hasDescendants(x.addr, x.len)));
+          break;
+        default:
+          d = compare('roots()', showEntries(naive.roots(), w), showEntries(radix.roots(), w));
+          break;
       }
     }
     d ??= compare(`size after op ${op}`, String(naive.size), String(radix.size));
     if (!d && op % 200 === 0) {
-      d = compare('entries()', showEntries(naive.entries(), w), showEntries(radix.entries(), w))
-        ?? compare('roots()', showEntries(naive.roots(), w), showEntries(radix.roots(), w));
+      d =
+        compare('entries()', showEntries(naive.entries(), w), showEntries(radix.entries(), w)) ??
+        compare('roots()', showEntries(naive.roots(), w), showEntries(radix.roots(), w));
     }
     if (d) return d;
   }
@@ -203,11 +263,14 @@ function compareFinal(naive: PrefixTree<number>, radix: PrefixTree<number>, w: W
   return a === b ? undefined : { seed, op, what: 'final entries()', naive: a, radix: b };
 }
 
-const envSeed = process.env['PREFIX_TREE_SEED'];
+const envSeed = process.env.PREFIX_TREE_SEED;
 const seeds = envSeed !== undefined ? [Number(envSeed)] : [1, 2, 3, (Date.now() ^ (process.pid << 16)) >>> 0];
 
 describe('PrefixTree differential', () => {
-  for (const [name, profile, ops] of [['IPv4', v4, 4000], ['IPv6', v6, 4000]] as const) {
+  for (const [name, profile, ops] of [
+    ['IPv4', v4, 4000],
+    ['IPv6', v6, 4000],
+  ] as const) {
     for (const seed of seeds) {
       test(`RadixTree agrees with NaiveTree on random ${name} operations (seed ${seed})`, () => {
         const d = run(profile, seed, ops);

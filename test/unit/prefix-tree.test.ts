@@ -12,7 +12,10 @@ prefixTreeCases('RadixTree', (w) => new RadixTree<number>(w));
 
 // gaps §14.2 "L = P.prefix": the only block is P itself, offered exactly when
 // nothing is stored strictly inside it.
-describe.each([['NaiveTree', (w: 32 | 128) => new NaiveTree<number>(w)], ['RadixTree', (w: 32 | 128) => new RadixTree<number>(w)]] as const)('%s', (_name, make) => {
+describe.each([
+  ['NaiveTree', (w: 32 | 128) => new NaiveTree<number>(w)],
+  ['RadixTree', (w: 32 | 128) => new RadixTree<number>(w)],
+] as const)('%s', (_name, make) => {
   test('freeBlocks with len equal to the parent length offers the parent only when it has no descendants', () => {
     const t = make(32);
     const p = parsePrefix('10.16.2.0/25');

@@ -1,7 +1,7 @@
 import { describe, expect, test } from 'vitest';
+import { kindOfResource, RESOURCE_NAMES } from '../../src/model/_attributes.js';
 import { kindTableDisagreements, MODELS, modelByKind } from '../../src/model/registry.js';
 import { CHANGE_RESOURCES } from '../../src/store/change-names.js';
-import { RESOURCE_NAMES, kindOfResource } from '../../src/model/_attributes.js';
 import { kindOfName, MODEL_NAMES } from '../../src/store/kinds.js';
 
 describe('kind tables', () => {

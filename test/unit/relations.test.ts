@@ -20,7 +20,12 @@ function fakeShard() {
   return { shard: shard as unknown as ShardState, relations };
 }
 
-function rng(seed: number) { return () => { seed = (seed * 1103515245 + 12345) & 0x7fffffff; return seed / 0x7fffffff; }; }
+function rng(seed: number) {
+  return () => {
+    seed = (seed * 1103515245 + 12345) & 0x7fffffff;
+    return seed / 0x7fffffff;
+  };
+}
 
 describe('Relation', () => {
   test('Relation lists the ids of an owner ascending whatever the order they were added in', () => {
@@ -119,10 +124,21 @@ describe('Relation', () => {
   });
 });
 
-interface Rec { id: number; siteId: number; deviceId: number; parentId: number | null; circuitIds?: number[] | null }
+interface Rec {
+  id: number;
+  siteId: number;
+  deviceId: number;
+  parentId: number | null;
+  circuitIds?: number[] | null;
+}
 
-const rec = (id: number, deviceId: number, parentId: number | null = null, circuitIds?: number[] | null): Rec =>
-  ({ id, siteId: 1, deviceId, parentId, circuitIds });
+const rec = (id: number, deviceId: number, parentId: number | null = null, circuitIds?: number[] | null): Rec => ({
+  id,
+  siteId: 1,
+  deviceId,
+  parentId,
+  circuitIds,
+});
 
 describe('relationIndex', () => {
   test('relationIndex files each record under its owner in the named relation', () => {
@@ -155,7 +171,10 @@ describe('relationIndex', () => {
     const root = rec(1, 1, null, null);
     const loose = rec(2, 1, null, undefined);
     const child = rec(3, 1, 1, [4]);
-    for (const r of [root, loose, child]) { byParent.add(shard, r); byCircuits.add(shard, r); }
+    for (const r of [root, loose, child]) {
+      byParent.add(shard, r);
+      byCircuits.add(shard, r);
+    }
     expect(shard.relation('x.parent').ids(1)).toEqual([3]);
     expect(shard.relation('x.circuits').ids(4)).toEqual([3]);
     // Removing a record with no owner must not throw or touch anything.

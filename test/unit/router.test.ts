@@ -4,7 +4,7 @@
  * the router's job already).
  */
 import { describe, expect, test } from 'vitest';
-import { allowHeader, Router, type RouteMatch } from '../../src/http/router.js';
+import { allowHeader, type RouteMatch, Router } from '../../src/http/router.js';
 import type { HttpMethod, RouteSpec } from '../../src/model/model.js';
 
 const GET: HttpMethod[] = ['GET'];
@@ -19,24 +19,67 @@ const SPECS: Record<string, RouteSpec> = {
   changes: { ...both, list: GET, detail: GET, listRoutes: {}, detailRoutes: { diff: GET } },
   devices: { ...both, list: BULK_LIST, detail: DETAIL, listRoutes: { query: GET }, detailRoutes: routes(['interfaces', 'circuits']) },
   networks: {
-    ...both, list: BULK_LIST, detail: DETAIL, listRoutes: { query: GET, reserved: GET },
+    ...both,
+    list: BULK_LIST,
+    detail: DETAIL,
+    listRoutes: { query: GET, reserved: GET },
     detailRoutes: {
-      ...routes(['ancestors', 'assignments', 'children', 'closest_parent', 'descendants', 'descendents', 'parent', 'root', 'siblings', 'subnets', 'supernets']),
-      next_address: ['GET', 'POST'], next_network: ['GET', 'POST'],
+      ...routes([
+        'ancestors',
+        'assignments',
+        'children',
+        'closest_parent',
+        'descendants',
+        'descendents',
+        'parent',
+        'root',
+        'siblings',
+        'subnets',
+        'supernets',
+      ]),
+      next_address: ['GET', 'POST'],
+      next_network: ['GET', 'POST'],
     },
     multiSegmentKey: true,
     keyPattern: /^[A-Fa-f0-9:./]+$/,
   },
   interfaces: {
-    ...both, list: BULK_LIST, detail: DETAIL, listRoutes: { query: GET },
-    detailRoutes: routes(['addresses', 'ancestors', 'assignments', 'children', 'circuit', 'descendants', 'networks', 'parent', 'root', 'siblings']),
+    ...both,
+    list: BULK_LIST,
+    detail: DETAIL,
+    listRoutes: { query: GET },
+    detailRoutes: routes([
+      'addresses',
+      'ancestors',
+      'assignments',
+      'children',
+      'circuit',
+      'descendants',
+      'networks',
+      'parent',
+      'root',
+      'siblings',
+    ]),
     multiSegmentKey: true,
   },
-  circuits: { ...both, list: BULK_LIST, detail: DETAIL, listRoutes: { query: GET }, detailRoutes: routes(['addresses', 'devices', 'interfaces']) },
+  circuits: {
+    ...both,
+    list: BULK_LIST,
+    detail: DETAIL,
+    listRoutes: { query: GET },
+    detailRoutes: routes(['addresses', 'devices', 'interfaces']),
+  },
   protocols: { ...both, list: BULK_LIST, detail: DETAIL, listRoutes: { query: GET }, detailRoutes: {} },
   protocol_types: { ...both, list: ['GET', 'POST'], detail: DETAIL, listRoutes: {}, detailRoutes: {} },
   values: { ...both, list: GET, detail: GET, listRoutes: {}, detailRoutes: {} },
-  users: { topLevel: true, nested: false, list: ['GET', 'POST'], detail: ['GET', 'PATCH'], listRoutes: {}, detailRoutes: { rotate_secret_key: ['POST'] } },
+  users: {
+    topLevel: true,
+    nested: false,
+    list: ['GET', 'POST'],
+    detail: ['GET', 'PATCH'],
+    listRoutes: {},
+    detailRoutes: { rotate_secret_key: ['POST'] },
+  },
 };
 
 const router = new Router(Object.entries(SPECS).map(([collection, r]) => ({ collection, routes: r })));
@@ -44,7 +87,7 @@ const match = (path: string) => router.match(path);
 /** The match without its methods, for compact expectations. */
 const shape = (path: string) => {
   const m = router.match(path);
-  if (!m || m.kind !== 'resource') return m;
+  if (m?.kind !== 'resource') return m;
   const { methods: _methods, ...rest } = m;
   return rest;
 };
@@ -82,14 +125,26 @@ describe('Router top-level collections', () => {
   test('router makes the trailing slash optional', () => {
     expect(shape('/api/sites')).toEqual(shape('/api/sites/'));
     expect(shape('/api/sites/3')).toEqual({ kind: 'resource', collection: 'sites', site: null, target: 'detail', key: '3' });
-    expect(shape('/api/changes/4/diff')).toEqual({ kind: 'resource', collection: 'changes', site: null, target: 'detail-route', key: '4', route: 'diff' });
+    expect(shape('/api/changes/4/diff')).toEqual({
+      kind: 'resource',
+      collection: 'changes',
+      site: null,
+      target: 'detail-route',
+      key: '4',
+      route: 'diff',
+    });
   });
 
   test('router carries the route methods of each path shape', () => {
     expect(match('/api/sites/')).toMatchObject({ methods: ['GET', 'POST'] });
     expect(match('/api/sites/1/')).toMatchObject({ methods: DETAIL });
     expect(match('/api/changes/1/diff/')).toMatchObject({ methods: ['GET'] });
-    expect(match('/api/users/0/rotate_secret_key/')).toMatchObject({ target: 'detail-route', key: '0', route: 'rotate_secret_key', methods: ['POST'] });
+    expect(match('/api/users/0/rotate_secret_key/')).toMatchObject({
+      target: 'detail-route',
+      key: '0',
+      route: 'rotate_secret_key',
+      methods: ['POST'],
+    });
     expect(match('/api/networks/1/next_address/')).toMatchObject({ methods: ['GET', 'POST'] });
     expect(match('/api/devices/')).toMatchObject({ methods: BULK_LIST });
   });
@@ -108,7 +163,14 @@ describe('Router top-level collections', () => {
     expect(match('/api/devices/r1/bogus/')).toBeNull();
     expect(match('/api/devices/r1/interfaces/extra/')).toBeNull();
     expect(match('/api/changes/1/diff/x/')).toBeNull();
-    expect(shape('/api/devices/r1/interfaces/')).toEqual({ kind: 'resource', collection: 'devices', site: null, target: 'detail-route', key: 'r1', route: 'interfaces' });
+    expect(shape('/api/devices/r1/interfaces/')).toEqual({
+      kind: 'resource',
+      collection: 'devices',
+      site: null,
+      target: 'detail-route',
+      key: 'r1',
+      route: 'interfaces',
+    });
   });
 
   test('router does not nest sites or users', () => {
@@ -118,12 +180,42 @@ describe('Router top-level collections', () => {
   });
 
   test('router selects the list route for a key that is exactly query or reserved', () => {
-    expect(shape('/api/devices/query/')).toEqual({ kind: 'resource', collection: 'devices', site: null, target: 'list-route', route: 'query' });
-    expect(shape('/api/networks/reserved/')).toEqual({ kind: 'resource', collection: 'networks', site: null, target: 'list-route', route: 'reserved' });
-    expect(shape('/api/networks/query')).toEqual({ kind: 'resource', collection: 'networks', site: null, target: 'list-route', route: 'query' });
-    expect(shape('/api/interfaces/query/')).toEqual({ kind: 'resource', collection: 'interfaces', site: null, target: 'list-route', route: 'query' });
+    expect(shape('/api/devices/query/')).toEqual({
+      kind: 'resource',
+      collection: 'devices',
+      site: null,
+      target: 'list-route',
+      route: 'query',
+    });
+    expect(shape('/api/networks/reserved/')).toEqual({
+      kind: 'resource',
+      collection: 'networks',
+      site: null,
+      target: 'list-route',
+      route: 'reserved',
+    });
+    expect(shape('/api/networks/query')).toEqual({
+      kind: 'resource',
+      collection: 'networks',
+      site: null,
+      target: 'list-route',
+      route: 'query',
+    });
+    expect(shape('/api/interfaces/query/')).toEqual({
+      kind: 'resource',
+      collection: 'interfaces',
+      site: null,
+      target: 'list-route',
+      route: 'query',
+    });
     // reserved is a list route of networks only
-    expect(shape('/api/devices/reserved/')).toEqual({ kind: 'resource', collection: 'devices', site: null, target: 'detail', key: 'reserved' });
+    expect(shape('/api/devices/reserved/')).toEqual({
+      kind: 'resource',
+      collection: 'devices',
+      site: null,
+      target: 'detail',
+      key: 'reserved',
+    });
   });
 
   test('router gives collections without a query route no endpoint at query/', () => {
@@ -136,7 +228,14 @@ describe('Router top-level collections', () => {
     for (const p of ['/api/sites/constructor/', '/api/sites/toString/', '/api/devices/hasOwnProperty/']) {
       expect(match(p)).toMatchObject({ target: 'detail' });
     }
-    for (const p of ['/api/sites/1/constructor/', '/api/changes/1/toString/', '/api/changes/1/__proto__/', '/api/devices/r1/valueOf/', '/api/constructor/', '/api/__proto__/']) {
+    for (const p of [
+      '/api/sites/1/constructor/',
+      '/api/changes/1/toString/',
+      '/api/changes/1/__proto__/',
+      '/api/devices/r1/valueOf/',
+      '/api/constructor/',
+      '/api/__proto__/',
+    ]) {
       expect(match(p)).toBeNull();
     }
     // multi-segment keys: an inherited name is part of the key, never a route
@@ -148,12 +247,34 @@ describe('Router nested collections', () => {
   test('router matches nested lists with the site id', () => {
     expect(shape('/api/sites/12/devices/')).toEqual({ kind: 'resource', collection: 'devices', site: 12, siteText: '12', target: 'list' });
     expect(shape('/api/sites/1/changes')).toEqual({ kind: 'resource', collection: 'changes', site: 1, siteText: '1', target: 'list' });
-    expect(shape('/api/sites/1/changes/5/diff/')).toEqual({ kind: 'resource', collection: 'changes', site: 1, siteText: '1', target: 'detail-route', key: '5', route: 'diff' });
-    expect(shape('/api/sites/1/devices/query/')).toEqual({ kind: 'resource', collection: 'devices', site: 1, siteText: '1', target: 'list-route', route: 'query' });
+    expect(shape('/api/sites/1/changes/5/diff/')).toEqual({
+      kind: 'resource',
+      collection: 'changes',
+      site: 1,
+      siteText: '1',
+      target: 'detail-route',
+      key: '5',
+      route: 'diff',
+    });
+    expect(shape('/api/sites/1/devices/query/')).toEqual({
+      kind: 'resource',
+      collection: 'devices',
+      site: 1,
+      siteText: '1',
+      target: 'list-route',
+      route: 'query',
+    });
   });
 
   test('router requires an all-digit site segment', () => {
-    for (const p of ['/api/sites/abc/changes/', '/api/sites/-1/devices/', '/api/sites/1a/devices/', '/api/sites/+1/devices/', '/api/sites/ 1/devices/', '/api/sites/1.0/devices/']) {
+    for (const p of [
+      '/api/sites/abc/changes/',
+      '/api/sites/-1/devices/',
+      '/api/sites/1a/devices/',
+      '/api/sites/+1/devices/',
+      '/api/sites/ 1/devices/',
+      '/api/sites/1.0/devices/',
+    ]) {
       expect(match(p)).toBeNull();
     }
   });
@@ -191,18 +312,56 @@ describe('Router path decoding', () => {
 
 describe('Router multi-segment keys', () => {
   test('router joins network key segments and splits off a final sub-route', () => {
-    expect(shape('/api/sites/1/networks/10.0.0.0/24/parent/')).toEqual({ kind: 'resource', collection: 'networks', site: 1, siteText: '1', target: 'detail-route', key: '10.0.0.0/24', route: 'parent' });
-    expect(shape('/api/networks/10.0.0.0/24/')).toEqual({ kind: 'resource', collection: 'networks', site: null, target: 'detail', key: '10.0.0.0/24' });
-    expect(shape('/api/networks/10.0.0.0/24')).toEqual({ kind: 'resource', collection: 'networks', site: null, target: 'detail', key: '10.0.0.0/24' });
+    expect(shape('/api/sites/1/networks/10.0.0.0/24/parent/')).toEqual({
+      kind: 'resource',
+      collection: 'networks',
+      site: 1,
+      siteText: '1',
+      target: 'detail-route',
+      key: '10.0.0.0/24',
+      route: 'parent',
+    });
+    expect(shape('/api/networks/10.0.0.0/24/')).toEqual({
+      kind: 'resource',
+      collection: 'networks',
+      site: null,
+      target: 'detail',
+      key: '10.0.0.0/24',
+    });
+    expect(shape('/api/networks/10.0.0.0/24')).toEqual({
+      kind: 'resource',
+      collection: 'networks',
+      site: null,
+      target: 'detail',
+      key: '10.0.0.0/24',
+    });
     expect(shape('/api/networks/10.0.0.1/')).toMatchObject({ target: 'detail', key: '10.0.0.1' });
-    expect(shape('/api/networks/2001:db8::/32/next_network/')).toMatchObject({ target: 'detail-route', key: '2001:db8::/32', route: 'next_network' });
+    expect(shape('/api/networks/2001:db8::/32/next_network/')).toMatchObject({
+      target: 'detail-route',
+      key: '2001:db8::/32',
+      route: 'next_network',
+    });
     expect(shape('/api/networks/7/children/')).toMatchObject({ target: 'detail-route', key: '7', route: 'children' });
     expect(shape('/api/networks/10.0.0.0%2F24/descendents/')).toMatchObject({ key: '10.0.0.0/24', route: 'descendents' });
   });
 
   test('router joins interface key segments', () => {
-    expect(shape('/api/interfaces/r1:xe-1/2/3/')).toEqual({ kind: 'resource', collection: 'interfaces', site: null, target: 'detail', key: 'r1:xe-1/2/3' });
-    expect(shape('/api/sites/2/interfaces/r1:xe-1/2/3/addresses/')).toEqual({ kind: 'resource', collection: 'interfaces', site: 2, siteText: '2', target: 'detail-route', key: 'r1:xe-1/2/3', route: 'addresses' });
+    expect(shape('/api/interfaces/r1:xe-1/2/3/')).toEqual({
+      kind: 'resource',
+      collection: 'interfaces',
+      site: null,
+      target: 'detail',
+      key: 'r1:xe-1/2/3',
+    });
+    expect(shape('/api/sites/2/interfaces/r1:xe-1/2/3/addresses/')).toEqual({
+      kind: 'resource',
+      collection: 'interfaces',
+      site: 2,
+      siteText: '2',
+      target: 'detail-route',
+      key: 'r1:xe-1/2/3',
+      route: 'addresses',
+    });
     expect(shape('/api/interfaces/r1:ge-0%2F0%2F0/')).toMatchObject({ target: 'detail', key: 'r1:ge-0/0/0' });
   });
 
@@ -218,7 +377,14 @@ describe('Router multi-segment keys', () => {
   });
 
   test('router rejects network keys with characters outside hex digits, colon, dot and slash', () => {
-    for (const p of ['/api/networks/10.0.0.0/24/pizza/', '/api/networks/foo/', '/api/networks/10.0.0.0 /', '/api/sites/1/networks/10.0.0.0/24/x/', '/api/networks/parent/', '/api/networks/10.0.0.0/8/reserved/']) {
+    for (const p of [
+      '/api/networks/10.0.0.0/24/pizza/',
+      '/api/networks/foo/',
+      '/api/networks/10.0.0.0 /',
+      '/api/sites/1/networks/10.0.0.0/24/x/',
+      '/api/networks/parent/',
+      '/api/networks/10.0.0.0/8/reserved/',
+    ]) {
       expect(match(p)).toBeNull();
     }
     // hex letters are key characters: an id-like key or an IPv6 address

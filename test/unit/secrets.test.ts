@@ -3,7 +3,7 @@ import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, test } from 'vitest';
-import { loadServerKey, newSecretKey, sameSecret, SERVER_KEY_FILE, TokenSigner } from '../../src/auth/secrets.js';
+import { loadServerKey, newSecretKey, SERVER_KEY_FILE, sameSecret, TokenSigner } from '../../src/auth/secrets.js';
 
 const KEY = Buffer.alloc(32, 7);
 const OTHER_KEY = Buffer.alloc(32, 8);
@@ -110,7 +110,10 @@ describe('TokenSigner (gaps.md §3.3)', () => {
 
   test('verify accepts a token stamped up to 60 s in the future and rejects one stamped later', () => {
     expect(signer.verify(signer.issue('a@example.com', 0, NOW + 60_000), 'a@example.com', 0, NOW)).toMatchObject({ ok: true });
-    expect(signer.verify(signer.issue('a@example.com', 0, NOW + 61_000), 'a@example.com', 0, NOW)).toEqual({ ok: false, reason: 'invalid' });
+    expect(signer.verify(signer.issue('a@example.com', 0, NOW + 61_000), 'a@example.com', 0, NOW)).toEqual({
+      ok: false,
+      reason: 'invalid',
+    });
   });
 
   test('verify rejects a token issued before the last key rotation', () => {
@@ -128,11 +131,22 @@ describe('TokenSigner (gaps.md §3.3)', () => {
     // b's revoked token stays revoked whichever email accompanies it.
     expect(signer.verify(signer.issue('b@example.com', 4, NOW), 'a@example.com', lookup, NOW)).toEqual({ ok: false, reason: 'invalid' });
     // a token for a user that does not exist is invalid.
-    expect(signer.verify(signer.issue('ghost@example.com', 0, NOW), 'a@example.com', lookup, NOW)).toEqual({ ok: false, reason: 'invalid' });
+    expect(signer.verify(signer.issue('ghost@example.com', 0, NOW), 'a@example.com', lookup, NOW)).toEqual({
+      ok: false,
+      reason: 'invalid',
+    });
   });
 
   test('verify reports a validly signed but unreadable payload as undeserializable', () => {
-    for (const text of ['not json', '[1,2]', 'null', '{}', '{"e":"a@example.com","t":"x","g":0}', '{"e":1,"t":1,"g":0}', '{"e":"a@example.com","t":1}']) {
+    for (const text of [
+      'not json',
+      '[1,2]',
+      'null',
+      '{}',
+      '{"e":"a@example.com","t":"x","g":0}',
+      '{"e":1,"t":1,"g":0}',
+      '{"e":"a@example.com","t":1}',
+    ]) {
       expect(signer.verify(signed(text), 'a@example.com', 0, NOW), text).toEqual({ ok: false, reason: 'undeserializable' });
     }
   });

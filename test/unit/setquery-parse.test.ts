@@ -14,7 +14,9 @@ const words = (query: string): string[] => parseSetQuery(query).map((x) => x.nam
 
 /** The ApiError parseSetQuery throws, as status + body. */
 function failure(query: string): { status: number; body: unknown } {
-  try { parseSetQuery(query); } catch (e) {
+  try {
+    parseSetQuery(query);
+  } catch (e) {
     expect(e).toBeInstanceOf(ApiError);
     return { status: (e as ApiError).status, body: (e as ApiError).body };
   }
@@ -99,7 +101,12 @@ describe('set-query terms', () => {
 
   test('parseSetQuery does return terms in query order', () => {
     expect(parseSetQuery('a=1 +b=2 -c=3 d_regex=4 +e -f')).toEqual([
-      and('a', '1'), t('union', 'b', '2'), t('difference', 'c', '3'), and('d', '4', true), t('union', 'e', ''), t('difference', 'f', ''),
+      and('a', '1'),
+      t('union', 'b', '2'),
+      t('difference', 'c', '3'),
+      and('d', '4', true),
+      t('union', 'e', ''),
+      t('difference', 'f', ''),
     ]);
   });
 });
@@ -140,7 +147,7 @@ describe('set-query word splitting', () => {
     expect(words("'a\\b'")).toEqual(['a\\b']);
     expect(words("'a\\'")).toEqual(['a\\']);
     expect(words("'\\\\'")).toEqual(['\\\\']);
-    expect(words("'a \"b\" $c `d` #e'")).toEqual(['a "b" $c `d` #e']);
+    expect(words('\'a "b" $c `d` #e\'')).toEqual(['a "b" $c `d` #e']);
     expect(words("'a\nb'")).toEqual(['a\nb']);
     expect(parseSetQuery("owner_regex='^j\\w+$'")).toEqual([and('owner', '^j\\w+$', true)]);
   });
@@ -204,8 +211,7 @@ describe('set-query errors', () => {
   });
 
   test('parseSetQuery does answer 400 "No escaped character" for a trailing lone backslash', () => {
-    for (const q of ['\\', 'a\\', 'owner=jathan \\', 'a\\\\\\', '"abc\\'])
-      expect(failure(q), q).toEqual(NO_ESCAPED);
+    for (const q of ['\\', 'a\\', 'owner=jathan \\', 'a\\\\\\', '"abc\\']) expect(failure(q), q).toEqual(NO_ESCAPED);
   });
 
   test('parseSetQuery does accept an escaped trailing backslash', () => {
@@ -254,7 +260,7 @@ const SHLEX_CASES: string[] = [
   'a=b=c',
   '+ - ++a --b',
   'a\u000bb a\u00a0b',
-  "role_regex='^b\\d+$' +x=\"y z\"",
+  'role_regex=\'^b\\d+$\' +x="y z"',
   '"',
   "'",
   'owner="jathan',

@@ -8,10 +8,15 @@
 import { describe, expect, test } from 'vitest';
 import { ApiError } from '../../src/errors.js';
 import { AttributeIndex, postingIds } from '../../src/query/attribute-index.js';
-import { parseSetQuery } from '../../src/query/setquery-parse.js';
 import {
-  compileTermRegexes, emptyQueryError, evaluateSetQuery, uniqueCountError, unknownAttributeError, UNIQUE_TEMPLATE,
+  compileTermRegexes,
+  emptyQueryError,
+  evaluateSetQuery,
+  UNIQUE_TEMPLATE,
+  uniqueCountError,
+  unknownAttributeError,
 } from '../../src/query/setquery.js';
+import { parseSetQuery } from '../../src/query/setquery-parse.js';
 
 type Attrs = Record<string, string | string[]>;
 
@@ -48,10 +53,15 @@ function run(query: string, sites: number[] = [1], idx: AttributeIndex = index):
   const perSite = evaluateSetQuery({ attributeIndex: idx }, { kind: 'device', sites }, parseSetQuery(query));
   const out: Record<number, number[] | 'all'> = {};
   for (const [site, acc] of perSite) {
-    if (!acc.all) { out[site] = [...acc.ids]; continue; }
+    if (!acc.all) {
+      out[site] = [...acc.ids];
+      continue;
+    }
     // "every object except": the site's objects minus those.
     const except = new Set(acc.except);
-    out[site] = Object.keys(WORLD[site] ?? {}).map(Number).filter((id) => !except.has(id));
+    out[site] = Object.keys(WORLD[site] ?? {})
+      .map(Number)
+      .filter((id) => !except.has(id));
   }
   return out;
 }
@@ -59,7 +69,9 @@ function run(query: string, sites: number[] = [1], idx: AttributeIndex = index):
 const in1 = (query: string) => run(query)[1];
 
 function failure(fn: () => unknown): { status: number; body: unknown } {
-  try { fn(); } catch (e) {
+  try {
+    fn();
+  } catch (e) {
     expect(e).toBeInstanceOf(ApiError);
     return { status: (e as ApiError).status, body: (e as ApiError).body };
   }

@@ -1,7 +1,12 @@
 import { describe, expect, test } from 'vitest';
 import { intersectSorted, minusSorted, SortedIds, unionMany, unionSorted } from '../../src/query/sorted-ids.js';
 
-function rng(seed: number) { return () => { seed = (seed * 1103515245 + 12345) & 0x7fffffff; return seed / 0x7fffffff; }; }
+function rng(seed: number) {
+  return () => {
+    seed = (seed * 1103515245 + 12345) & 0x7fffffff;
+    return seed / 0x7fffffff;
+  };
+}
 const sorted = (s: Iterable<number>) => [...s].sort((a, b) => a - b);
 
 describe('SortedIds', () => {
@@ -11,8 +16,13 @@ describe('SortedIds', () => {
     const ref = new Set<number>();
     for (let i = 0; i < 5000; i++) {
       const id = Math.floor(r() * 600);
-      if (r() < 0.6) expect(ids.add(id)).toBe(!ref.has(id)), ref.add(id);
-      else expect(ids.remove(id)).toBe(ref.has(id)), ref.delete(id);
+      if (r() < 0.6) {
+        expect(ids.add(id)).toBe(!ref.has(id));
+        ref.add(id);
+      } else {
+        expect(ids.remove(id)).toBe(ref.has(id));
+        ref.delete(id);
+      }
       if (i % 250 === 0) expect([...ids.view()]).toEqual(sorted(ref));
     }
     expect([...ids.view()]).toEqual(sorted(ref));
@@ -36,7 +46,8 @@ describe('sorted set algebra', () => {
       const span = 1 + size(5000);
       const a = make(size(round % 3 === 0 ? 20 : 2000), span);
       const b = make(size(2000), span);
-      const A = new Set(a), B = new Set(b);
+      const A = new Set(a),
+        B = new Set(b);
       expect([...intersectSorted(a, b)]).toEqual(sorted([...A].filter((x) => B.has(x))));
       expect([...intersectSorted(b, a)]).toEqual(sorted([...A].filter((x) => B.has(x))));
       expect([...unionSorted(a, b)]).toEqual(sorted(new Set([...A, ...B])));
@@ -51,8 +62,11 @@ describe('sorted set algebra', () => {
   });
 
   test('sorted set algebra never writes into its inputs', () => {
-    const a = Int32Array.of(1, 2, 3), b = Int32Array.of(2, 4);
-    intersectSorted(a, b); unionSorted(a, b); minusSorted(a, b);
+    const a = Int32Array.of(1, 2, 3),
+      b = Int32Array.of(2, 4);
+    intersectSorted(a, b);
+    unionSorted(a, b);
+    minusSorted(a, b);
     expect([...a]).toEqual([1, 2, 3]);
     expect([...b]).toEqual([2, 4]);
   });

@@ -6,12 +6,22 @@
  */
 import { describe, expect, test } from 'vitest';
 import {
-  resetUserRegexBudget, testUserRegex, USER_REGEX_BUDGET_MS, USER_REGEX_MAX_LENGTH, userRegex, UserRegexError, withoutCaptures, type UserRegexRefusal,
+  resetUserRegexBudget,
+  testUserRegex,
+  USER_REGEX_BUDGET_MS,
+  USER_REGEX_MAX_LENGTH,
+  UserRegexError,
+  type UserRegexRefusal,
+  userRegex,
+  withoutCaptures,
 } from '../../src/query/user-regex.js';
 import { prng } from '../helpers/prng.js';
 
 function refusal(pattern: string): UserRegexRefusal | null {
-  try { userRegex(pattern); return null; } catch (e) {
+  try {
+    userRegex(pattern);
+    return null;
+  } catch (e) {
     if (e instanceof UserRegexError) return e.reason;
     throw e;
   }
@@ -89,14 +99,25 @@ describe('userRegex refuses', () => {
   });
 
   test.each(['(a)\\1', '(?<n>a)\\k<n>', '(?=a)', '(?!a)b', '(?<=a)b', '(?<!a)b', 'a{1000}', '(a{0,5}){0,5}', 'x{0,1000}'])(
-    'userRegex does refuse %s as not-linear', (p) => {
+    'userRegex does refuse %s as not-linear',
+    (p) => {
       expect(refusal(p)).toBe('not-linear');
-    });
+    },
+  );
 
   test('userRegex does refuse again from the cache with a fresh error', () => {
-    let first: unknown; let second: unknown;
-    try { userRegex('(b)\\1'); } catch (e) { first = e; }
-    try { userRegex('(b)\\1'); } catch (e) { second = e; }
+    let first: unknown;
+    let second: unknown;
+    try {
+      userRegex('(b)\\1');
+    } catch (e) {
+      first = e;
+    }
+    try {
+      userRegex('(b)\\1');
+    } catch (e) {
+      second = e;
+    }
     expect(first).toBeInstanceOf(UserRegexError);
     expect(second).toBeInstanceOf(UserRegexError);
     expect((second as UserRegexError).pattern).toBe('(b)\\1');
@@ -146,14 +167,27 @@ describe('withoutCaptures', () => {
     let compared = 0;
     for (let i = 0; i < 3000; i++) {
       const p = gen(0);
-      let plain: RegExp; let sticky: RegExp;
-      try { plain = new RegExp(p); sticky = new RegExp(p, 'y'); } catch { continue; }
-      let linear: RegExp; let linearSticky: RegExp;
-      try { linear = userRegex(p); linearSticky = userRegex(p, 'prefix'); } catch { continue; }
+      let plain: RegExp;
+      let sticky: RegExp;
+      try {
+        plain = new RegExp(p);
+        sticky = new RegExp(p, 'y');
+      } catch {
+        continue;
+      }
+      let linear: RegExp;
+      let linearSticky: RegExp;
+      try {
+        linear = userRegex(p);
+        linearSticky = userRegex(p, 'prefix');
+      } catch {
+        continue;
+      }
       for (let j = 0; j < 8; j++) {
         const input = Array.from({ length: Math.floor(rand() * 8) }, () => pick(['a', 'b', '1', '(', ' ', '\u0001', '8', 'k'])).join('');
         expect(linear.test(input), `${p} on ${JSON.stringify(input)}`).toBe(plain.test(input));
-        sticky.lastIndex = 0; linearSticky.lastIndex = 0;
+        sticky.lastIndex = 0;
+        linearSticky.lastIndex = 0;
         expect(linearSticky.test(input), `${p} sticky on ${JSON.stringify(input)}`).toBe(sticky.test(input));
         compared++;
       }
@@ -179,7 +213,14 @@ describe('testUserRegex', () => {
     const value = 'x'.repeat(255);
     let tests = 0;
     const refused = (() => {
-      try { for (;;) { testUserRegex(re, value, pattern); tests++; } } catch (e) { return e as UserRegexError; }
+      try {
+        for (;;) {
+          testUserRegex(re, value, pattern);
+          tests++;
+        }
+      } catch (e) {
+        return e as UserRegexError;
+      }
     })();
     expect(refused).toBeInstanceOf(UserRegexError);
     expect(refused.reason).toBe('too-costly');

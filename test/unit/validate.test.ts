@@ -12,7 +12,14 @@ const schema = defineSchema('Thing', 'things', {
   kind: Field.choice(['a', 'b']),
 });
 
-const errorsOf = (fn: () => unknown) => { try { fn(); } catch (e) { return (e as { body: unknown }).body; } return null; };
+const errorsOf = (fn: () => unknown) => {
+  try {
+    fn();
+  } catch (e) {
+    return (e as { body: unknown }).body;
+  }
+  return null;
+};
 
 describe('validateFields', () => {
   test('validateFields reports every failing field at once', () => {
@@ -28,11 +35,17 @@ describe('validateFields', () => {
     expect(validateFields(schema, {}, 'PATCH')).toEqual({});
   });
   test('validateFields trims strings, coerces types and ignores read-only and unknown fields', () => {
-    expect(validateFields(schema, { id: 9, name: ' ab ', mtu: '1500', on: 'yes', kind: 'b', extra: 1 }, 'PUT'))
-      .toEqual({ name: 'ab', mtu: 1500, on: true, kind: 'b' });
+    expect(validateFields(schema, { id: 9, name: ' ab ', mtu: '1500', on: 'yes', kind: 'b', extra: 1 }, 'PUT')).toEqual({
+      name: 'ab',
+      mtu: 1500,
+      on: true,
+      kind: 'b',
+    });
   });
   test('validateFields checks length after trimming and null against nullable', () => {
-    expect(errorsOf(() => validateFields(schema, { name: 'abcdef' }, 'POST'))).toEqual({ name: ['Ensure this field has no more than 5 characters.'] });
+    expect(errorsOf(() => validateFields(schema, { name: 'abcdef' }, 'POST'))).toEqual({
+      name: ['Ensure this field has no more than 5 characters.'],
+    });
     expect(validateFields(schema, { name: 'a', mtu: null }, 'POST')).toEqual({ name: 'a', mtu: null });
     expect(errorsOf(() => validateFields(schema, { name: null }, 'POST'))).toEqual({ name: ['This field may not be null.'] });
   });
@@ -47,7 +60,9 @@ describe('validateFields', () => {
 describe('SchemaWriters', () => {
   const w = new SchemaWriters(schema);
   test('SchemaWriters writes canonical key order whatever the object order', () => {
-    expect(w.writer()({ kind: 'a', on: true, mtu: null, note: '', name: 'n', id: 1 })).toBe('{"id":1,"name":"n","note":"","mtu":null,"on":true,"kind":"a"}');
+    expect(w.writer()({ kind: 'a', on: true, mtu: null, note: '', name: 'n', id: 1 })).toBe(
+      '{"id":1,"name":"n","note":"","mtu":null,"on":true,"kind":"a"}',
+    );
   });
   test('SchemaWriters selects fields first, then omits, ignoring unknown names', () => {
     expect(w.select(['kind', 'id', 'nope'], null)).toEqual(['id', 'kind']);
