@@ -26,6 +26,8 @@ export interface Config {
   maxBulkItems: number;
   /** Milliseconds a shard may leave its heartbeat unanswered before the supervisor replaces it (design.md, Supervision). */
   shardStallMs: number;
+  /** Milliseconds SIGTERM waits for requests in flight before the process exits anyway. */
+  shutdownMs: number;
   logLevel: LogLevel;
   /**
    * NETSOT_TEST_HOOKS=1 lets a request carry `X-Netsot-Test-Hook` to make a shard exit or stall, so the
@@ -123,6 +125,7 @@ export function loadConfig(env: Source = process.env, flags: Source = {}): Confi
     'MAX_BODY_BYTES',
     'MAX_BULK_ITEMS',
     'SHARD_STALL_TIMEOUT',
+    'SHUTDOWN_TIMEOUT',
     'LOG_LEVEL',
   ]);
   for (const k of Object.keys(flags)) if (!known.has(k)) throw new ConfigError(`unknown flag --${k.toLowerCase().replace(/_/g, '-')}`);
@@ -154,6 +157,7 @@ export function loadConfig(env: Source = process.env, flags: Source = {}): Confi
     // 10k of the heaviest item (interfaces with addresses) commit in well under a second (README, P6 and bulk limits).
     maxBulkItems: readInt(src, 'MAX_BULK_ITEMS', 10_000, 1, 1_000_000),
     shardStallMs: readInt(src, 'SHARD_STALL_TIMEOUT', 5, 1, 3600) * 1000,
+    shutdownMs: readInt(src, 'SHUTDOWN_TIMEOUT', 10, 1, 3600) * 1000,
     logLevel: logLevel as LogLevel,
     testHooks: readBool(src, 'NETSOT_TEST_HOOKS', false),
   };

@@ -28,14 +28,29 @@ async function main(argv: string[]): Promise<void> {
     const { startServer } = await import('./http/server.js');
     const server = await startServer(config, log);
     // Handlers first: a client that saw the listening line may stop the server at once.
-    const stop = () => {
+    // The first SIGTERM (or SIGINT) drains: no new connections, requests in flight answered, then exit 0.
+    // A second signal, or SHUTDOWN_TIMEOUT passing with requests still unanswered, exits 1 at once.
+    let stopping = false;
+    const stop = (signal: string) => {
+      if (stopping) {
+        log.error(`netsot: ${signal} again; exiting without waiting`);
+        log.flush();
+        process.exit(1);
+      }
+      stopping = true;
+      log.log('warn', `netsot: ${signal}; answering requests in flight, then stopping`);
+      log.flush();
       server.close().then(
-        () => process.exit(0),
+        (answered) => {
+          if (!answered) log.error(`netsot: requests still in flight after ${config.shutdownMs} ms; exiting anyway`);
+          log.flush();
+          process.exit(answered ? 0 : 1);
+        },
         () => process.exit(1),
       );
     };
-    process.once('SIGINT', stop);
-    process.once('SIGTERM', stop);
+    process.on('SIGINT', () => stop('SIGINT'));
+    process.on('SIGTERM', () => stop('SIGTERM'));
     log.log(
       'warn',
       `netsot listening on http://${config.host}:${server.port} (data ${config.dataDir}, ${config.shards} shards, ready in ${(performance.now() - started).toFixed(0)}ms)`,

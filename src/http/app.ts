@@ -103,9 +103,37 @@ export class App {
     }
   }
 
+  /** Requests whose lifecycle has not finished; SIGTERM waits for them (drain). */
+  private inFlight = 0;
+  private draining = false;
+  private drained: (() => void) | null = null;
+
   /** Runs the lifecycle; whatever it throws becomes the error response (an unexpected error a logged 500). */
   handle(x: Exchange): void {
-    this.lifecycle(x).catch((err) => x.fail(err));
+    this.inFlight++;
+    this.lifecycle(x)
+      .catch((err) => x.fail(err))
+      .finally(() => {
+        if (--this.inFlight === 0) this.drained?.();
+      });
+  }
+
+  /**
+   * Stops taking requests and resolves once every request in flight has been
+   * answered (each write among them committed first, as always), or after
+   * `timeoutMs`: true when everything was answered. New requests meanwhile get
+   * 503 and their connection closed, so keep-alive clients reconnect elsewhere.
+   */
+  drain(timeoutMs: number): Promise<boolean> {
+    this.draining = true;
+    if (this.inFlight === 0) return Promise.resolve(true);
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => resolve(false), timeoutMs);
+      this.drained = () => {
+        clearTimeout(timer);
+        resolve(true);
+      };
+    });
   }
 
   /** Runs one request through the whole stack in process (inject.ts). */
@@ -135,6 +163,8 @@ export class App {
   }
 
   private async lifecycle(x: Exchange): Promise<void> {
+    if (this.draining) return x.fail(Errors.shuttingDown(), true);
+    if (x.path === '/healthz' || x.path === '/readyz') return this.serveHealth(x);
     if (x.path === '/docs' || x.path.startsWith('/docs/')) return this.serveDocs(x);
     const match = this.router.match(x.path);
     const method = x.method === 'HEAD' ? 'GET' : x.method;
@@ -276,6 +306,25 @@ export class App {
       actions.PUT = permits;
     }
     return optionsBody(model.schema, list, actions);
+  }
+
+  /**
+   * Probes, public and cheap: `/healthz` answers while the process runs;
+   * `/readyz` only while every shard is serving (not while one is replaced).
+   */
+  private serveHealth(x: Exchange): void {
+    x.allow = 'GET, HEAD';
+    if (x.method !== 'GET' && x.method !== 'HEAD') {
+      x.fail(Errors.methodNotAllowed(x.method, x.allow));
+      return;
+    }
+    if (x.path === '/healthz') {
+      x.send(200, '{"status":"ok"}');
+      return;
+    }
+    const restarting = this.pool.restarting();
+    if (restarting.length > 0) x.fail(Errors.notReady(`shard ${restarting.join(', ')} restarting`));
+    else x.send(200, JSON.stringify({ status: 'ready', shards: this.pool.count }));
   }
 
   private serveDocs(x: Exchange): void {

@@ -13,7 +13,8 @@ import { type HttpRequest, type HttpResponse, loadUws, type us_listen_socket } f
 
 export interface RunningServer {
   port: number;
-  close(): Promise<void>;
+  /** Stops listening, answers what is in flight (at most `timeoutMs`), then stops the shards; true when all was answered. */
+  close(timeoutMs?: number): Promise<boolean>;
 }
 
 export async function startServer(config: Config, log: Logger): Promise<RunningServer> {
@@ -39,9 +40,11 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
   }
   return {
     port: uws.us_socket_local_port(listenSocket),
-    async close() {
+    async close(timeoutMs = config.shutdownMs) {
       uws.us_listen_socket_close(listenSocket);
+      const answered = await app.drain(timeoutMs);
       await app.close();
+      return answered;
     },
   };
 }

@@ -60,6 +60,11 @@ export class ShardPool {
     return Promise.all(this.shards.map((s) => s.send({ ...req })));
   }
 
+  /** Shards that are not serving now (being replaced), by index. */
+  restarting(): number[] {
+    return this.shards.flatMap((s, i) => (s.ready ? [] : [i]));
+  }
+
   /** Test hook only (config.testHooks). */
   control(shard: number, message: ShardControl): void {
     this.shards[shard].control(message);

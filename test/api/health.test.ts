@@ -1,0 +1,98 @@
+/**
+ * Health probes and graceful shutdown (issue 12 item 5), on the real process:
+ * `/healthz` and `/readyz`; the first SIGTERM answers the requests in flight
+ * (their writes committed) and exits 0; SHUTDOWN_TIMEOUT or a second SIGTERM
+ * end a shutdown that cannot finish, with exit code 1.
+ */
+import { rmSync } from 'node:fs';
+import { afterEach, describe, expect, test } from 'vitest';
+import { TestServer } from '../helpers/server.js';
+
+const started: TestServer[] = [];
+async function start(env: Record<string, string> = {}, dataDir?: string): Promise<TestServer> {
+  const s = await TestServer.start({ shards: 2, env, dataDir });
+  started.push(s);
+  return s;
+}
+afterEach(async () => {
+  for (const s of started.splice(0)) {
+    if (s.proc.exitCode === null && s.proc.signalCode === null) await s.stop(false);
+    rmSync(s.dataDir, { recursive: true, force: true });
+  }
+});
+
+const exited = (s: TestServer) =>
+  new Promise<number | null>((ok) => (s.proc.exitCode !== null ? ok(s.proc.exitCode) : s.proc.once('exit', (code) => ok(code))));
+
+describe('health probes', () => {
+  test('healthz and readyz answer without credentials while every shard serves', async () => {
+    const s = await start({ NETSOT_TEST_HOOKS: '1' });
+    const health = await s.get('/healthz', { as: null });
+    expect(health.status).toBe(200);
+    expect(health.json).toEqual({ status: 'ok' });
+    const ready = await s.get('/readyz', { as: null });
+    expect(ready.status).toBe(200);
+    expect(ready.json).toEqual({ status: 'ready', shards: 2 });
+    expect((await s.post('/healthz', {}, { as: null })).status).toBe(405);
+  });
+
+  test('readyz answers 503 while a shard is being replaced, and 200 again once it serves', async () => {
+    const s = await start({ NETSOT_TEST_HOOKS: '1' });
+    await s.get('/api/sites/', { headers: { 'X-Netsot-Test-Hook': 'exit 1' } });
+    const notReady = await s.get('/readyz', { as: null });
+    expect(notReady.status).toBe(503);
+    expect(notReady.json).toEqual({ error: { code: 503, message: 'Not ready: shard 1 restarting.' } });
+    const deadline = Date.now() + 15_000;
+    while ((await s.get('/readyz', { as: null })).status !== 200) {
+      expect(Date.now()).toBeLessThan(deadline);
+      await new Promise((ok) => setTimeout(ok, 50));
+    }
+    expect((await s.get('/healthz', { as: null })).status).toBe(200);
+  });
+});
+
+describe('shutdown', () => {
+  test('SIGTERM answers the writes in flight, which a restart then serves, and exits 0', async () => {
+    const s = await start();
+    for (const name of ['a', 'b', 'c']) expect((await s.post('/api/sites/', { name })).status).toBe(201);
+    const lists = [1, 2, 3].map((site) =>
+      s.post(
+        `/api/sites/${site}/devices/`,
+        Array.from({ length: 10_000 }, (_, i) => ({ hostname: `d${site}-${i}` })),
+      ),
+    );
+    await new Promise((ok) => setTimeout(ok, 100));
+    s.proc.kill('SIGTERM');
+    const answers = await Promise.all(lists);
+    expect(answers.map((r) => r.status)).toEqual([201, 201, 201]);
+    expect(await exited(s)).toBe(0);
+    expect(s.output.join('')).toContain('SIGTERM; answering requests in flight, then stopping');
+    const again = await start({}, s.dataDir);
+    for (const site of [1, 2, 3]) expect((await again.get(`/api/sites/${site}/devices/?limit=1`)).json.count).toBe(10_000);
+  });
+
+  test('SIGTERM gives up after SHUTDOWN_TIMEOUT when a request cannot finish, and exits 1', async () => {
+    // The stall timeout is longer than the shutdown bound, so the supervisor does not rescue the request first.
+    const s = await start({ NETSOT_TEST_HOOKS: '1', SHARD_STALL_TIMEOUT: '60', SHUTDOWN_TIMEOUT: '1' });
+    void s.get('/api/sites/', { headers: { 'X-Netsot-Test-Hook': 'stall 1' } }).catch(() => undefined);
+    await new Promise((ok) => setTimeout(ok, 200));
+    const t0 = Date.now();
+    s.proc.kill('SIGTERM');
+    expect(await exited(s)).toBe(1);
+    expect(Date.now() - t0).toBeLessThan(10_000);
+    expect(s.output.join('')).toContain('requests still in flight after 1000 ms; exiting anyway');
+  });
+
+  test('a second SIGTERM exits at once with code 1', async () => {
+    const s = await start({ NETSOT_TEST_HOOKS: '1', SHARD_STALL_TIMEOUT: '60', SHUTDOWN_TIMEOUT: '60' });
+    void s.get('/api/sites/', { headers: { 'X-Netsot-Test-Hook': 'stall 1' } }).catch(() => undefined);
+    await new Promise((ok) => setTimeout(ok, 200));
+    s.proc.kill('SIGTERM');
+    await new Promise((ok) => setTimeout(ok, 300));
+    const t0 = Date.now();
+    s.proc.kill('SIGTERM');
+    expect(await exited(s)).toBe(1);
+    expect(Date.now() - t0).toBeLessThan(5_000);
+    expect(s.output.join('')).toContain('SIGTERM again; exiting without waiting');
+  });
+});
