@@ -5,7 +5,7 @@
 import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
 import { ApiError } from '../../src/errors.js';
-import { MAX_BODY_DEPTH, mayOverflow, negotiate, nestedDeeperThan, parseBody } from '../../src/http/body.js';
+import { bodyProblem, MAX_BODY_DEPTH, negotiate, nestedDeeperThan, parseBody } from '../../src/http/body.js';
 
 const buf = (s: string | Buffer) => (typeof s === 'string' ? Buffer.from(s, 'utf8') : s);
 const parse = (s: string | Buffer, type: string) => parseBody(buf(s), type);
@@ -311,8 +311,8 @@ describe('parseBody numbers JSON cannot carry', () => {
   });
 });
 
-describe('mayOverflow', () => {
-  test('mayOverflow flags every number literal JSON.parse turns into ±Infinity', () => {
+describe('bodyProblem', () => {
+  test('bodyProblem finds every number literal JSON.parse turns into ±Infinity, wherever it sits', () => {
     const literal = fc
       .tuple(
         fc.constantFrom('', '-'),
@@ -324,19 +324,19 @@ describe('mayOverflow', () => {
     let overflowed = 0;
     fc.assert(
       fc.property(literal, (text) => {
-        if (Number.isFinite(JSON.parse(text))) return;
-        overflowed++;
-        expect(mayOverflow(`{"a":[${text}]}`)).toBe(true);
+        const expected = Number.isFinite(JSON.parse(text)) ? null : 'not-finite';
+        if (expected) overflowed++;
+        expect(bodyProblem(JSON.parse(`{"a":[${text}]}`), MAX_BODY_DEPTH)).toBe(expected);
+        expect(bodyProblem(JSON.parse(text), MAX_BODY_DEPTH)).toBe(expected);
       }),
       { seed: 15, numRuns: 2000 },
     );
     expect(overflowed).toBeGreaterThan(100);
   });
 
-  test('mayOverflow passes ordinary bodies without a walk', () => {
-    expect(mayOverflow(JSON.stringify({ hostname: 'r1', mtu: 9000, mac: 281474976710655, x: 1.5e-10, y: 1e99 }))).toBe(false);
-    expect(mayOverflow(`[${'9'.repeat(199)}]`)).toBe(false);
-    expect(mayOverflow(`[${'9'.repeat(200)}]`)).toBe(true);
-    expect(mayOverflow('[1e309]')).toBe(true);
+  test('bodyProblem reports depth before finiteness and passes ordinary bodies', () => {
+    expect(bodyProblem(JSON.parse(JSON.stringify({ hostname: 'r1', mtu: 9000, x: 1.5e-10, y: 1e99 })), 5)).toBeNull();
+    expect(bodyProblem(JSON.parse('[[[1e309]]]'), 2)).toBe('too-deep');
+    expect(bodyProblem(JSON.parse('[[[1e309]]]'), 3)).toBe('not-finite');
   });
 });
