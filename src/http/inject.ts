@@ -7,7 +7,7 @@
  * clients) stays with the uWS front end in server.ts and its real-HTTP tests.
  */
 import type { App } from './app.js';
-import { type BodyResult, EMPTY_BODY, Exchange, statusLine } from './respond.js';
+import { type BodyResult, EMPTY_BODY, Exchange, type RequestHead, statusLine } from './respond.js';
 
 export interface InjectRequest {
   method: string;
@@ -36,7 +36,8 @@ export interface InjectResponse {
 
 export function inject(app: App, req: InjectRequest): Promise<InjectResponse> {
   return new Promise<InjectResponse>((resolve, reject) => {
-    const x = new InjectExchange(app, req, resolve);
+    const head = new InjectedHead(req);
+    const x = new InjectExchange(app, req, head, resolve);
     const signal = req.signal;
     if (signal) {
       const abort = () => {
@@ -46,48 +47,50 @@ export function inject(app: App, req: InjectRequest): Promise<InjectResponse> {
       if (signal.aborted) abort();
       else signal.addEventListener('abort', abort, { once: true });
     }
-    if (app.config.testHooks) app.runTestHook(x.header('x-netsot-test-hook'));
+    if (app.config.testHooks) app.runTestHook(head.getHeader('x-netsot-test-hook'));
     app.handle(x);
   });
 }
 
-class InjectExchange extends Exchange {
-  readonly method: string;
-  readonly path: string;
-  readonly query: string;
-  readonly accept: string;
-  readonly contentType: string;
-  readonly authorization: string;
-  readonly emailHeader: string | undefined;
-  readonly host: string;
-  readonly forwardedFor: string;
-  readonly body: Promise<BodyResult>;
+/** The request line and headers of an InjectRequest, read as the uWS request would be. */
+class InjectedHead implements RequestHead {
   private readonly headers = new Map<string, string>();
+  private readonly q: number;
+
+  constructor(private readonly req: InjectRequest) {
+    for (const [k, v] of Object.entries(req.headers ?? {})) this.headers.set(k.toLowerCase(), v);
+    this.q = req.url.indexOf('?');
+  }
+
+  getCaseSensitiveMethod(): string {
+    return this.req.method;
+  }
+  getUrl(): string {
+    return this.q < 0 ? this.req.url : this.req.url.slice(0, this.q);
+  }
+  getQuery(): string {
+    return this.q < 0 ? '' : this.req.url.slice(this.q + 1);
+  }
+  getHeader(name: string): string {
+    return this.headers.get(name) ?? '';
+  }
+  forEach(cb: (key: string, value: string) => void): void {
+    for (const [k, v] of this.headers) cb(k, v);
+  }
+}
+
+class InjectExchange extends Exchange {
+  readonly body: Promise<BodyResult>;
 
   constructor(
     app: App,
     private readonly req: InjectRequest,
+    head: InjectedHead,
     private readonly answer: (res: InjectResponse) => void,
   ) {
-    super(app.log);
-    for (const [k, v] of Object.entries(req.headers ?? {})) this.headers.set(k.toLowerCase(), v);
-    this.method = req.method;
-    const q = req.url.indexOf('?');
-    this.path = q < 0 ? req.url : req.url.slice(0, q);
-    this.query = q < 0 ? '' : req.url.slice(q + 1);
-    this.accept = this.header('accept');
-    this.contentType = this.header('content-type');
-    this.authorization = this.header('authorization');
-    this.emailHeader = this.headers.get(app.config.userAuthHeader);
-    this.host = this.header('host') || 'localhost';
-    this.forwardedFor = this.header('x-forwarded-for');
+    super(app.log, head, app.config.userAuthHeader);
     const bytes = req.body === undefined ? EMPTY_BODY : typeof req.body === 'string' ? Buffer.from(req.body, 'utf8') : req.body;
     this.body = Promise.resolve(bytes.length > app.config.maxBodyBytes ? 'too-large' : bytes.length === 0 ? EMPTY_BODY : bytes);
-  }
-
-  /** A request header's value, '' when absent (as uWS's getHeader). */
-  header(name: string): string {
-    return this.headers.get(name) ?? '';
   }
 
   protected remoteAddress(): string {

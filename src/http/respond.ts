@@ -41,21 +41,36 @@ export type BodyResult = Buffer | 'too-large';
 
 export const EMPTY_BODY = Buffer.alloc(0);
 
+/**
+ * A request's line and headers as a transport holds them. uWS's HttpRequest
+ * is one as it is (so the hot path wraps nothing); inject.ts builds one from
+ * a plain object. Header names are asked in lower case.
+ */
+export interface RequestHead {
+  getCaseSensitiveMethod(): string;
+  getUrl(): string;
+  getQuery(): string | undefined;
+  /** The header's value, '' when absent. */
+  getHeader(lowerCaseName: string): string;
+  /** Every header, lower-case name first (used only to tell an absent header from an empty one). */
+  forEach(cb: (key: string, value: string) => void): void;
+}
+
 export abstract class Exchange {
   readonly started = performance.now();
   /** Case-sensitive as received (RFC 9110 §9.1): `get` is not GET and gets 405 `Method "get" not allowed.`. */
-  abstract readonly method: string;
+  readonly method: string;
   /** The path as sent, without the query; not percent-decoded. */
-  abstract readonly path: string;
+  readonly path: string;
   /** The query string after `?`, as sent, or ''. */
-  abstract readonly query: string;
-  abstract readonly accept: string;
-  abstract readonly contentType: string;
-  abstract readonly authorization: string;
+  readonly query: string;
+  readonly accept: string;
+  readonly contentType: string;
+  readonly authorization: string;
   /** The user header (config.userAuthHeader): undefined when absent, '' when sent empty. */
-  abstract readonly emailHeader: string | undefined;
-  abstract readonly host: string;
-  abstract readonly forwardedFor: string;
+  readonly emailHeader: string | undefined;
+  readonly host: string;
+  readonly forwardedFor: string;
   abstract readonly body: Promise<BodyResult>;
   /** The client went away: nothing is written, and the lifecycle stops before the handler. */
   aborted = false;
@@ -63,7 +78,23 @@ export abstract class Exchange {
   representation: Representation = 'json';
   private done = false;
 
-  constructor(protected readonly log: Logger) {}
+  /** Reads every request fact the lifecycle needs from `head` now: a uWS request is unusable once its handler returns. */
+  constructor(
+    protected readonly log: Logger,
+    head: RequestHead,
+    emailHeaderName: string,
+  ) {
+    this.method = head.getCaseSensitiveMethod();
+    this.path = head.getUrl();
+    this.query = head.getQuery() ?? '';
+    this.accept = head.getHeader('accept');
+    this.contentType = head.getHeader('content-type');
+    this.authorization = head.getHeader('authorization');
+    const email = head.getHeader(emailHeaderName);
+    this.emailHeader = email === '' && !hasHeader(head, emailHeaderName) ? undefined : email;
+    this.host = head.getHeader('host') || 'localhost';
+    this.forwardedFor = head.getHeader('x-forwarded-for');
+  }
 
   /**
    * Hands the response to the transport, at most once and never after an abort. It writes, in this order: the
@@ -141,4 +172,12 @@ function htmlView(path: string, status: number, body: string): string {
     `<!doctype html><html><head><meta charset="utf-8"><title>netsot ${escapeHtml(path)}</title></head>` +
     `<body><h1>netsot API</h1><p><code>${status} GET ${escapeHtml(path)}</code></p><pre>${escapeHtml(pretty)}</pre></body></html>`
   );
+}
+
+function hasHeader(head: RequestHead, name: string): boolean {
+  let found = false;
+  head.forEach((k) => {
+    if (k === name) found = true;
+  });
+  return found;
 }

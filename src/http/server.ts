@@ -50,15 +50,6 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
 }
 
 class UwsExchange extends Exchange {
-  readonly method: string;
-  readonly path: string;
-  readonly query: string;
-  readonly accept: string;
-  readonly contentType: string;
-  readonly authorization: string;
-  readonly emailHeader: string | undefined;
-  readonly host: string;
-  readonly forwardedFor: string;
   readonly body: Promise<BodyResult>;
 
   constructor(
@@ -68,18 +59,8 @@ class UwsExchange extends Exchange {
     maxBody: number,
     log: Logger,
   ) {
-    super(log);
     // uWS 20.30 itself closes the connection for any method token other than the nine upper-case ones (native-notes.md).
-    this.method = req.getCaseSensitiveMethod();
-    this.path = req.getUrl();
-    this.query = req.getQuery() ?? '';
-    this.accept = req.getHeader('accept');
-    this.contentType = req.getHeader('content-type');
-    this.authorization = req.getHeader('authorization');
-    const email = req.getHeader(emailHeaderName);
-    this.emailHeader = email === '' && !hasHeader(req, emailHeaderName) ? undefined : email;
-    this.host = req.getHeader('host') || 'localhost';
-    this.forwardedFor = req.getHeader('x-forwarded-for');
+    super(log, req, emailHeaderName);
     const length = req.getHeader('content-length');
     const chunked = req.getHeader('transfer-encoding') !== '';
     let settle: (b: BodyResult) => void = () => undefined;
@@ -125,14 +106,6 @@ class UwsExchange extends Exchange {
       } else res.end(payload, closeConnection);
     });
   }
-}
-
-function hasHeader(req: HttpRequest, name: string): boolean {
-  let found = false;
-  req.forEach((k) => {
-    if (k === name) found = true;
-  });
-  return found;
 }
 
 /** Collects the body, copying each chunk (uWS reuses its buffer after the callback). */
