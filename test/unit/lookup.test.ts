@@ -1,19 +1,12 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { loadConfig } from '../../src/config.js';
 import type { ResourceModel } from '../../src/model/model.js';
 import { defineSchema, Field } from '../../src/schema/fields.js';
 import { SchemaWriters } from '../../src/schema/serialize.js';
 import { RequestContext } from '../../src/shard/context.js';
 import { lookup } from '../../src/shard/lookup.js';
-import type { ShardRequest } from '../../src/shard/protocol.js';
 import { objectBody } from '../../src/shard/render.js';
-import { ShardState } from '../../src/shard/state.js';
 import type { StoredObject } from '../../src/shard/table.js';
-import { createSharedIdState } from '../../src/store/ids.js';
-import { Store } from '../../src/store/lmdb.js';
+import { openTempShard, requestsLike, type TempShard } from '../helpers/shard.js';
 
 interface Dev extends StoredObject {
   hostname: string;
@@ -45,36 +38,20 @@ const siteLike: ResourceModel<StoredObject & { name: string }> = {
   list: () => ({ records: [] }),
 };
 
-let dir: string;
-let store: Store;
-let shard: ShardState;
-const ctx = (site: number | null, query = '') =>
-  new RequestContext(shard, {
-    seq: 1,
-    op: 'detail',
-    method: 'GET',
-    collection: 'devices',
-    site,
-    query,
-    principal: { id: 1, email: 'a@b.cd', superuser: true, grants: {} },
-    link: { scheme: 'http', host: 'h', path: '/api/devices/' },
-  } as ShardRequest);
+let t: TempShard;
+const detail = requestsLike({ op: 'detail', collection: 'devices', link: { scheme: 'http', host: 'h', path: '/api/devices/' } });
+const ctx = (site: number | null, query = '') => new RequestContext(t.shard, detail({ site, query }));
 
 beforeAll(() => {
-  dir = mkdtempSync(join(tmpdir(), 'netsot-lookup-'));
-  store = new Store(dir);
-  shard = new ShardState(0, 1, loadConfig({ DATA_DIR: dir }), store, createSharedIdState({}));
-  const t = shard.table<Dev>('device');
-  if (!t.key('natural')) t.addKey('natural', (d) => d.hostname);
-  t.insert({ id: 1, siteId: 1, hostname: 'r1' });
-  t.insert({ id: 2, siteId: 2, hostname: 'r1' });
-  t.insert({ id: 3, siteId: 2, hostname: 'r2' });
-  shard.table('site').insert({ id: 2, siteId: 2, name: 'two' } as StoredObject);
+  t = openTempShard('lookup');
+  const devices = t.shard.table<Dev>('device');
+  if (!devices.key('natural')) devices.addKey('natural', (d) => d.hostname);
+  devices.insert({ id: 1, siteId: 1, hostname: 'r1' });
+  devices.insert({ id: 2, siteId: 2, hostname: 'r1' });
+  devices.insert({ id: 3, siteId: 2, hostname: 'r2' });
+  t.shard.table('site').insert({ id: 2, siteId: 2, name: 'two' } as StoredObject);
 });
-afterAll(async () => {
-  await store.close();
-  rmSync(dir, { recursive: true, force: true });
-});
+afterAll(() => t.close());
 
 describe('lookup', () => {
   test('lookup reads an all-digit key as an id, limited to the URL site', () => {
@@ -106,7 +83,7 @@ describe('lookup', () => {
 
 describe('objectBody', () => {
   test('objectBody applies fields, omit and expand to GET responses', () => {
-    const d = shard.table<Dev>('device').get(3)!;
+    const d = t.shard.table<Dev>('device').get(3)!;
     expect(objectBody(ctx(null), devices, d)).toBe('{"id":3,"site_id":2,"hostname":"r2"}');
     expect(objectBody(ctx(null, 'fields=hostname,id'), devices, d)).toBe('{"id":3,"hostname":"r2"}');
     expect(objectBody(ctx(null, 'omit=site_id'), devices, d)).toBe('{"id":3,"hostname":"r2"}');

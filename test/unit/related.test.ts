@@ -1,44 +1,24 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { loadConfig } from '../../src/config.js';
 import { resolveRelated } from '../../src/model/_related.js';
 import { type DeviceRecord, deviceModel } from '../../src/model/device.js';
 import { RequestContext } from '../../src/shard/context.js';
-import type { ShardRequest } from '../../src/shard/protocol.js';
-import { ShardState } from '../../src/shard/state.js';
-import { createSharedIdState } from '../../src/store/ids.js';
-import { Store } from '../../src/store/lmdb.js';
+import { openTempShard, requestsLike, type TempShard } from '../helpers/shard.js';
 
-let dir: string;
-let store: Store;
-let shard: ShardState;
+let t: TempShard;
 let ctx: RequestContext;
 
 beforeAll(() => {
-  dir = mkdtempSync(join(tmpdir(), 'netsot-related-'));
-  store = new Store(dir);
-  shard = new ShardState(0, 1, loadConfig({ DATA_DIR: dir }), store, createSharedIdState({}));
-  const t = shard.table<DeviceRecord>('device');
-  t.insert({ id: 1, siteId: 1, hostname: 'r1', attributes: {}, valueIds: [] });
-  t.insert({ id: 2, siteId: 2, hostname: 'r1', attributes: {}, valueIds: [] });
-  t.insert({ id: 3, siteId: 2, hostname: 'r2', attributes: {}, valueIds: [] });
-  ctx = new RequestContext(shard, {
-    seq: 1,
-    op: 'create',
-    method: 'POST',
-    collection: 'interfaces',
-    site: null,
-    query: '',
-    principal: { id: 1, email: 'a@b.cd', superuser: true, grants: {} },
-    link: { scheme: 'http', host: 'h', path: '/' },
-  } as ShardRequest);
+  t = openTempShard('related');
+  const devices = t.shard.table<DeviceRecord>('device');
+  devices.insert({ id: 1, siteId: 1, hostname: 'r1', attributes: {}, valueIds: [] });
+  devices.insert({ id: 2, siteId: 2, hostname: 'r1', attributes: {}, valueIds: [] });
+  devices.insert({ id: 3, siteId: 2, hostname: 'r2', attributes: {}, valueIds: [] });
+  ctx = new RequestContext(
+    t.shard,
+    requestsLike({ op: 'create', method: 'POST', collection: 'interfaces', link: { scheme: 'http', host: 'h', path: '/' } })(),
+  );
 });
-afterAll(async () => {
-  await store.close();
-  rmSync(dir, { recursive: true, force: true });
-});
+afterAll(() => t.close());
 
 const body = (fn: () => unknown) => {
   try {
