@@ -129,6 +129,7 @@ export class ShardState {
         });
       }
     }
+    let loaded = 0;
     // Kinds load in registry order, so a derived index may look up kinds registered before its own.
     for (const model of MODELS) {
       const records = byKind.get(model.kind);
@@ -140,7 +141,7 @@ export class ShardState {
         for (const d of indexesOf(model)) d.add(this, r);
         this.index.set(model.kind, r.id, this.shardIndex);
         // A reload after a failed commit runs while requests wait: it is progress, not a stall.
-        if ((r.id & 4095) === 0) this.heartbeat();
+        if ((++loaded & 4095) === 0) this.heartbeat();
       }
     }
     rows.sort((a, b) => a.id - b.id);

@@ -12,7 +12,7 @@
  * NETWORK_INTERCONNECT_PREFIXES=30,126. Every test works in fresh sites.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { type Change, expectError, FORBIDDEN, fixtures } from '../helpers/fixtures.js';
+import { type Change, expectError, FORBIDDEN, fixtures, type Net } from '../helpers/fixtures.js';
 import { type Response, InjectServer as TestServer } from '../helpers/inject.js';
 
 let s: TestServer;
@@ -33,20 +33,6 @@ const fxT = fixtures(() => t, { base: 'alloc' });
 const DUPLICATE = { __all__: ['Network with this Site, Ip version, Network Address and Prefix Length already exists.'] };
 const NONE_TYPE = "int() argument must be a string or a number, not 'NoneType'";
 const literal = (v: string) => `invalid literal for int() with base 10: '${v}'`;
-
-interface Net {
-  id: number;
-  cidr: string;
-  parent_id: number | null;
-  parent: string | null;
-  site_id: number;
-  is_ip: boolean;
-  ip_version: string;
-  network_address: string;
-  prefix_length: number;
-  state: string;
-  attributes: Record<string, unknown>;
-}
 
 /** Creates these networks in the site (one bulk POST, in order); the created records. */
 async function mkNets(site: number, cidrs: (string | { cidr: string; state?: string })[], srv = s): Promise<Net[]> {

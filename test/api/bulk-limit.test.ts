@@ -59,12 +59,13 @@ describe('MAX_BULK_ITEMS', () => {
   });
 
   test('the count ignores commas inside strings and nested lists', async () => {
-    const items = [
-      { hostname: 'x', attributes: { a: [1, 2, 3, 4, 5, 6, 7] } },
-      ...Array.from({ length: 4 }, (_, i) => ({ hostname: `c,${i},,,,` })),
-    ];
+    expect((await small.post('/api/sites/1/attributes/', { name: 'tags', resource_name: 'Device', multi: true })).status).toBe(201);
+    // Five items whose nested lists and strings hold far more commas and brackets than the limit.
+    const tags = ['a,b,c', '[1,2,3]', '{"x":[4,5]}', 'd\\",e', ',,,,,,'];
+    const items = Array.from({ length: 5 }, (_, i) => ({ hostname: `commas-${i}`, attributes: { tags } }));
     const r = await small.post('/api/sites/1/devices/', items);
-    expect(r.status).not.toBe(413);
+    expect(r.status, r.text).toBe(201);
+    expect((r.json as { attributes: { tags: string[] } }[]).map((d) => d.attributes.tags)).toEqual(items.map(() => tags));
   });
 
   test('the default limit is 10000 items', async () => {
