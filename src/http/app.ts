@@ -13,48 +13,29 @@
  */
 
 import { Authenticator } from '../auth/authenticate.js';
-import { isAllowed } from '../auth/permissions.js';
 import { loadServerKey, TokenSigner } from '../auth/secrets.js';
 import type { Config } from '../config.js';
 import { Errors } from '../errors.js';
 import type { Logger } from '../log.js';
-import type { HttpMethod } from '../model/model.js';
-import { MODELS, modelByCollection } from '../model/registry.js';
+import { modelByCollection } from '../model/registry.js';
 import { SiteDirectory } from '../model/site-directory.js';
-import { UserDirectory, type UserRecord, userRoutes, userSchema } from '../model/user.js';
+import { UserDirectory, type UserRecord } from '../model/user.js';
 import { QueryParams } from '../query/params.js';
-import { optionsBody } from '../schema/describe.js';
+import type { HttpMethod } from '../routes/route.js';
+import { methodsOf, ROUTES } from '../routes/table.js';
 import { ShardPool } from '../shard/pool.js';
 import { secureDataDir } from '../store/data-dir.js';
 import { createSharedIdState, IdCounters } from '../store/ids.js';
 import { Store } from '../store/lmdb.js';
 import { isJsonBody, negotiate, parseBody } from './body.js';
-import { docsPage, openApiDocument } from './docs.js';
+import { docsPage } from './docs.js';
 import { type Forwarded, Forwarder } from './forward.js';
 import { type InjectRequest, type InjectResponse, inject } from './inject.js';
 import { countListItems, mayExceed } from './list-items.js';
+import { openApiDocument } from './openapi.js';
+import { optionsFor } from './options.js';
 import type { Exchange } from './respond.js';
 import { allowHeader, type RouteMatch, Router } from './router.js';
-
-const INDEX_ORDER = [
-  'sites',
-  'attributes',
-  'changes',
-  'circuits',
-  'devices',
-  'interfaces',
-  'networks',
-  'protocols',
-  'protocol_types',
-  'users',
-  'values',
-];
-
-const methodsOf = (m: RouteMatch): HttpMethod[] => (m.kind === 'index' ? ['GET'] : m.kind === 'resource' ? m.methods : ['POST']);
-
-function wrap(version: string, payload: string): string {
-  return version === '1.0' ? payload : `{"status":"ok","data":${payload}}`;
-}
 
 export class App {
   /** Most clients send one of a few Accept headers; the parse is cached unless ?format= may apply. */
@@ -92,10 +73,7 @@ export class App {
         // A replaced shard may have committed site writes it never answered: the directory rereads them.
         onRestarted: (shard) => sites.reload(store, (site) => pool.shardOfSite(site) === shard),
       });
-      const router = new Router([
-        ...MODELS.map((m) => ({ collection: m.collection, routes: m.routes })),
-        { collection: 'users', routes: userRoutes },
-      ]);
+      const router = new Router(ROUTES);
       return new App(config, log, store, ids, sites, users, auth, pool, new Forwarder(pool), router);
     } catch (err) {
       await store.close();
@@ -168,15 +146,15 @@ export class App {
     if (x.path === '/docs' || x.path.startsWith('/docs/')) return this.serveDocs(x);
     const match = this.router.match(x.path);
     const method = x.method === 'HEAD' ? 'GET' : x.method;
-    const methods = match ? methodsOf(match) : [];
-    if (match) x.allow = allowHeader(methods);
+    if (match) x.allow = allowHeader(methodsOf(match.route));
+    const operation = match?.route.methods[method as HttpMethod];
     // Public: GET /api/ and /api/authenticate/ (so a wrong method there is a 405); OPTIONS needs credentials.
-    const isPublic = (match?.kind === 'index' && method === 'GET') || (match?.kind === 'authenticate' && method !== 'OPTIONS');
+    const isPublic = method !== 'OPTIONS' && (operation?.permission === 'public' || match?.route.publicPath === true);
     const user = isPublic
       ? null
-      : await this.auth.authenticate({ authorization: x.authorization, email: x.emailHeader }, match?.kind === 'verify_token');
+      : await this.auth.authenticate({ authorization: x.authorization, email: x.emailHeader }, match?.route.tokenOnly === true);
     if (!match) throw Errors.endpointNotFound();
-    if (method !== 'OPTIONS' && !methods.includes(method as HttpMethod)) throw Errors.methodNotAllowed(x.method, x.allow);
+    if (method !== 'OPTIONS' && !operation) throw Errors.methodNotAllowed(x.method, x.allow);
     const accepted = this.negotiate(x.accept, x.query);
     if (!accepted) throw Errors.notAcceptable();
     x.representation = accepted.representation;
@@ -186,66 +164,48 @@ export class App {
       const items = countListItems(raw);
       if (items > this.config.maxBulkItems) throw Errors.bulkTooLarge(this.config.maxBulkItems, items);
     }
-    const body = raw.length > 0 ? parseBody(raw, x.contentType) : undefined;
+    const parsed = raw.length > 0 ? parseBody(raw, x.contentType) : undefined;
     if (x.aborted) return;
-
     if (method === 'OPTIONS') return x.send(200, await this.options(match, user));
-    switch (match.kind) {
-      case 'index':
-        return x.send(200, this.indexBody(x));
-      case 'authenticate':
-        return x.send(200, wrap(accepted.version, JSON.stringify(this.auth.login(body))));
-      case 'verify_token':
-        return x.send(200, wrap(accepted.version, 'true'));
-      case 'resource': {
-        const reply =
-          match.collection === 'users' ? await this.usersRoute(match, user!, x, body) : await this.resourceRoute(match, user!, x, body);
-        return x.send(reply.status, reply.body, reply.headers);
-      }
-    }
+
+    const reply = operation!.main
+      ? await operation!.main({
+          user,
+          key: match.key,
+          query: new QueryParams(x.query),
+          // The authenticate body is judged as sent (an empty one lacks both fields); writes take {} for none.
+          body: match.collection === null ? parsed : parsed === undefined ? {} : parsed,
+          link: { scheme: 'http', host: x.host, path: x.path },
+          host: x.host,
+          version: accepted.version,
+          users: this.users,
+          auth: this.auth,
+          index: () => this.index(x.host),
+        })
+      : await this.resourceRoute(match, user!, x, parsed === undefined ? {} : parsed);
+    return x.send(reply.status, reply.body, reply.headers);
   }
 
-  private indexBody(x: Exchange): string {
+  private index(host: string): Record<string, string> {
     const out: Record<string, string> = {};
-    for (const c of INDEX_ORDER) out[c] = `http://${x.host}/api/${c}/`;
-    return JSON.stringify(out);
+    for (const c of ROUTES.indexOrder()) out[c] = `http://${host}/api/${c}/`;
+    return out;
   }
 
-  private async usersRoute(
-    match: Extract<RouteMatch, { kind: 'resource' }>,
-    user: UserRecord,
-    x: Exchange,
-    body: unknown,
-  ): Promise<Forwarded> {
-    const users = this.users;
-    const q = new QueryParams(x.query);
-    const method = x.method;
-    const link = { scheme: 'http', host: x.host, path: x.path };
-    if (match.target === 'list') return method === 'POST' ? users.post(user, body === undefined ? {} : body) : users.list(q, link);
-    if (match.target === 'detail-route') return users.rotate(user, match.key!);
-    return method === 'PATCH' ? users.patch(user, match.key!, body === undefined ? {} : body) : users.detail(user, match.key!, q);
-  }
-
-  private async resourceRoute(
-    match: Extract<RouteMatch, { kind: 'resource' }>,
-    user: UserRecord,
-    x: Exchange,
-    body: unknown,
-  ): Promise<Forwarded> {
+  private async resourceRoute(match: RouteMatch, user: UserRecord, x: Exchange, body: unknown): Promise<Forwarded> {
     const { forwarder, ids, sites } = this;
-    const model = modelByCollection(match.collection)!;
-    const link = { scheme: 'http', host: x.host, path: x.path };
+    const model = modelByCollection(match.collection!)!;
     const input = {
       match,
       model,
       method: x.method,
       query: x.query,
-      body: body === undefined ? {} : body,
+      body,
       principal: this.users.principal(user),
-      link,
+      link: { scheme: 'http', host: x.host, path: x.path },
     };
     const hook = model.beforeForward?.(
-      { target: match.target, method: x.method, key: match.key, body: input.body, principal: input.principal },
+      { target: match.route.shape, method: x.method, key: match.key, body, principal: input.principal },
       { ids, sites },
     );
     if (!hook) return this.applyDirectory(await forwarder.forward(input));
@@ -261,37 +221,13 @@ export class App {
     return reply;
   }
 
-  private async options(match: RouteMatch, user: UserRecord | null): Promise<string> {
-    if (match.kind !== 'resource') {
-      const name = match.kind === 'index' ? 'Api Root' : match.kind === 'authenticate' ? 'Authenticate' : 'Verify Token';
-      return JSON.stringify({
-        name,
-        description: '',
-        renders: ['application/json', 'text/html'],
-        parses: ['application/json', 'application/x-www-form-urlencoded', 'multipart/form-data'],
-      });
-    }
-    const list = match.target === 'list';
+  private options(match: RouteMatch, user: UserRecord | null): Promise<string> {
     const principal = this.users.principal(user!);
-    if (match.collection === 'users') {
-      return optionsBody(userSchema, list, { POST: list && principal.superuser });
-    }
-    const model = modelByCollection(match.collection)!;
-    const actions: { POST?: boolean; PUT?: boolean } = {};
-    const type = model.permissionType;
-    if (list && type) {
-      actions.POST =
-        match.methods.includes('POST') &&
-        (model.kind === 'site'
-          ? principal.superuser
-          : principal.superuser || (match.site !== null && isAllowed(principal, 'add', type, match.site)));
-      actions.PUT = match.methods.includes('PUT') && actions.POST;
-    }
-    if (match.target === 'detail' && type && match.methods.includes('PUT')) {
-      const permits = await this.forwarder
+    const permits = () =>
+      this.forwarder
         .forward({
           match,
-          model,
+          model: modelByCollection(match.collection!)!,
           method: 'GET',
           query: '',
           body: undefined,
@@ -303,9 +239,7 @@ export class App {
           (r) => r.status === 200 && r.body === 'true',
           () => false,
         );
-      actions.PUT = permits;
-    }
-    return optionsBody(model.schema, list, actions);
+    return optionsFor(match, principal, permits);
   }
 
   /**
@@ -344,7 +278,7 @@ export class App {
       x.representation = 'json';
       x.sendHtml(200, docsPage());
     } else {
-      x.send(200, JSON.stringify(openApiDocument()));
+      x.send(200, JSON.stringify(openApiDocument(this.config.userAuthHeader)));
     }
   }
 }

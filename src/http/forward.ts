@@ -5,17 +5,16 @@
  * top-level list is scattered to all shards and merged by its order.
  */
 import { Errors } from '../errors.js';
-import type { HttpMethod, ResourceModel } from '../model/model.js';
+import type { ResourceModel } from '../model/model.js';
 import { modelByKind } from '../model/registry.js';
 import { type LinkBase, pageEnvelope, pageLinks, readPage } from '../query/pagination.js';
 import { QueryParams } from '../query/params.js';
+import type { HttpMethod } from '../routes/route.js';
 import { asId, NO_ID, parseId } from '../schema/id.js';
 import { siteIdIn } from '../schema/validate.js';
 import { mergeParts, type ShardPool } from '../shard/pool.js';
 import type { DirectoryUpdate, ListPart, Op, Principal, ShardRequest, SiteClaim } from '../shard/protocol.js';
 import type { RouteMatch } from './router.js';
-
-type ResourceMatch = Extract<RouteMatch, { kind: 'resource' }>;
 
 export interface Forwarded {
   status: number;
@@ -24,18 +23,13 @@ export interface Forwarded {
   directory?: DirectoryUpdate;
 }
 
-export function opFor(match: ResourceMatch, method: string): Op {
-  const m = (method === 'HEAD' ? 'GET' : method) as HttpMethod;
-  switch (match.target) {
-    case 'list':
-      return m === 'GET' ? 'list' : m === 'POST' ? 'create' : m === 'DELETE' ? 'bulk-delete' : 'bulk-update';
-    case 'list-route':
-      return 'list-route';
-    case 'detail':
-      return m === 'GET' ? 'detail' : m === 'PUT' ? 'replace' : m === 'PATCH' ? 'patch' : 'delete';
-    case 'detail-route':
-      return 'detail-route';
-  }
+/** The shard operation a route and method run: the declared standard op, or the route's own handler by its shape. */
+export function opFor(match: RouteMatch, method: string): Op {
+  const operation = match.route.methods[(method === 'HEAD' ? 'GET' : method) as HttpMethod];
+  if (operation && typeof operation.run === 'string') return operation.run;
+  const shape = match.route.shape;
+  if (shape === 'list-route' || shape === 'detail-route' || shape === 'key-route') return shape;
+  throw Errors.endpointNotFound();
 }
 
 /** The lowest-order error every shard reported, if any (see ListChecks). */
@@ -51,7 +45,7 @@ function unanimousError(parts: ListPart[]): Forwarded | null {
 }
 
 export interface ForwardInput {
-  match: ResourceMatch;
+  match: RouteMatch;
   model: ResourceModel<any>;
   method: string;
   query: string;
@@ -73,11 +67,11 @@ export class Forwarder {
     const req: Omit<ShardRequest, 'seq'> = {
       op,
       method: input.method === 'HEAD' ? 'GET' : input.method,
-      collection: match.collection,
+      collection: model.collection,
       site: match.site,
       siteText: match.siteText,
       key: match.key,
-      route: match.route,
+      route: match.route.segment,
       query: input.query,
       body: input.body,
       principal: input.principal,
@@ -88,11 +82,11 @@ export class Forwarder {
     if (match.site !== null) return this.pool.send(match.site === NO_ID ? 0 : this.pool.shardOfSite(match.site), req);
 
     // A key route (closest_parent) needs no object at the key: every shard proposes its best.
-    if (match.key !== undefined && match.route !== undefined && model.routes.keyRoutes?.includes(match.route)) return this.scatterList(req);
+    if (op === 'key-route') return this.scatterList(req);
     if (match.key !== undefined) return this.pool.send(await this.shardOfKey(model, match.key), req);
 
     if (op === 'create') {
-      if (model.siteKeyed) {
+      if (model.api.key.isSite) {
         // A site's id picks its shard; claimSiteName allocated it before forwarding.
         if (input.siteClaim?.kind !== 'create') throw new Error('site create forwarded without the id the main thread allocated');
         return this.pool.send(this.pool.shardOfSite(input.siteClaim.siteId), req);
@@ -122,7 +116,7 @@ export class Forwarder {
     const id = parseId(key);
     if (id !== undefined) {
       if (id === NO_ID) throw Errors.noSuch(model.name, null, key);
-      const shard = model.siteKeyed ? this.pool.shardOfSite(id) : this.pool.shardOfId(model.kind, id);
+      const shard = model.api.key.isSite ? this.pool.shardOfSite(id) : this.pool.shardOfId(model.kind, id);
       if (shard < 0) throw Errors.noSuch(model.name, null, key);
       return shard;
     }

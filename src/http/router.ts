@@ -1,44 +1,26 @@
 /**
- * Path parsing (gaps.md §1.1–1.3): `/api/…` → a RouteMatch, built from each
- * collection's RouteSpec. The path is split on `/` first and each segment
+ * Path parsing (gaps.md §1.1–1.3): `/api/…` → a RouteMatch naming the
+ * declared Route (routes/table.ts). The path is split on `/` first and each segment
  * percent-decoded, so `%2F` is an ordinary key character; network and
  * interface keys may span several segments.
  */
-import type { HttpMethod, RouteSpec } from '../model/model.js';
+import type { Route } from '../routes/route.js';
+import type { RouteTable } from '../routes/table.js';
 import { parseId } from '../schema/id.js';
 
-export interface CollectionRoutes {
-  collection: string;
-  routes: RouteSpec;
+/** A path the table answers: its declared route, and what the path says of collection, site and key. */
+export interface RouteMatch {
+  route: Route;
+  /** null for the root routes. */
+  collection: string | null;
+  site: number | null;
+  /** The site segment as written, for messages (a huge one is not exactly a Number). */
+  siteText?: string;
+  key?: string;
 }
 
-export type Target = 'list' | 'list-route' | 'detail' | 'detail-route';
-
-export type RouteMatch =
-  | { kind: 'index' }
-  | { kind: 'authenticate' }
-  | { kind: 'verify_token' }
-  | {
-      kind: 'resource';
-      collection: string;
-      site: number | null;
-      /** The site segment as written, for messages (a huge one is not exactly a Number). */
-      siteText?: string;
-      target: Target;
-      key?: string;
-      route?: string;
-      methods: HttpMethod[];
-    };
-
-/** Own keys only: `constructor` or `toString` in a path is not a route. */
-const owns = (o: object, k: string): boolean => Object.hasOwn(o, k);
-
 export class Router {
-  private readonly specs = new Map<string, RouteSpec>();
-
-  constructor(collections: CollectionRoutes[]) {
-    for (const c of collections) this.specs.set(c.collection, c.routes);
-  }
+  constructor(private readonly table: RouteTable) {}
 
   /** Matches are pure functions of the path and never mutated, so recent ones are reused. */
   private readonly recent = new Map<string, RouteMatch | null>();
@@ -67,53 +49,51 @@ export class Router {
         return null;
       }
     }
-    if (segs.length === 0) return { kind: 'index' };
-    if (segs.length === 1 && segs[0] === 'authenticate') return { kind: 'authenticate' };
-    if (segs.length === 1 && segs[0] === 'verify_token') return { kind: 'verify_token' };
-
+    if (segs.length <= 1) {
+      const route = this.table.rootRoute(segs[0] ?? '');
+      if (route) return { route, collection: null, site: null };
+    }
     if (segs[0] === 'sites' && segs.length >= 3) {
       // A huge site id is well-formed but names no site (NO_ID): answered like any unknown site.
       const site = parseId(segs[1]);
       if (site === undefined) return null;
-      const spec = this.specs.get(segs[2]);
-      if (!spec?.nested) return null;
-      const m = this.within(segs[2], spec, site, segs.slice(3));
-      return m && m.kind === 'resource' ? { ...m, siteText: segs[1] } : m;
+      if (!this.table.collection(segs[2])?.api.nested) return null;
+      const m = this.within(segs[2], site, segs.slice(3));
+      return m && { ...m, siteText: segs[1] };
     }
-    const spec = this.specs.get(segs[0]);
-    if (!spec?.topLevel) return null;
-    return this.within(segs[0], spec, null, segs.slice(1));
+    if (!this.table.collection(segs[0])?.api.topLevel) return null;
+    return this.within(segs[0], null, segs.slice(1));
   }
 
-  private within(collection: string, spec: RouteSpec, site: number | null, rest: string[]): RouteMatch | null {
-    const base = { kind: 'resource' as const, collection, site };
-    if (rest.length === 0) return { ...base, target: 'list', methods: spec.list };
-    if (rest.length === 1 && owns(spec.listRoutes, rest[0])) {
-      return { ...base, target: 'list-route', route: rest[0], methods: spec.listRoutes[rest[0]] };
+  private within(collection: string, site: number | null, rest: string[]): RouteMatch | null {
+    const table = this.table;
+    const key = table.collection(collection)!.api.key;
+    const found = (route: Route | undefined, k?: string): RouteMatch | null =>
+      route ? { route, collection, site, ...(k === undefined ? {} : { key: k }) } : null;
+    if (rest.length === 0) return found(table.route(collection, 'list'));
+    if (rest.length === 1) {
+      const listRoute = table.route(collection, 'list-route', rest[0]);
+      if (listRoute) return found(listRoute);
     }
     // A key that is exactly `query` selects the list route (gaps.md §1.3); where the collection
     // has none (sites/query/, attributes/query/), there is no endpoint. (`reserved` is special on
     // networks only, which have that route.)
     if (rest.length === 1 && rest[0] === 'query') return null;
-    let key: string;
-    let route: string | undefined;
-    if (spec.multiSegmentKey) {
-      const last = rest[rest.length - 1];
-      if (rest.length >= 2 && owns(spec.detailRoutes, last)) {
-        route = last;
-        key = rest.slice(0, -1).join('/');
-      } else key = rest.join('/');
+    let k: string;
+    let sub: Route | undefined;
+    if (key.multiSegment) {
+      sub = rest.length >= 2 ? table.keySubRoute(collection, rest[rest.length - 1]) : undefined;
+      k = sub ? rest.slice(0, -1).join('/') : rest.join('/');
     } else {
       if (rest.length > 2) return null;
-      key = rest[0];
+      k = rest[0];
       if (rest.length === 2) {
-        if (!owns(spec.detailRoutes, rest[1])) return null;
-        route = rest[1];
+        sub = table.keySubRoute(collection, rest[1]);
+        if (!sub) return null;
       }
     }
-    if (spec.keyPattern && !spec.keyPattern.test(key)) return null;
-    if (route) return { ...base, target: 'detail-route', key, route, methods: spec.detailRoutes[route] };
-    return { ...base, target: 'detail', key, methods: spec.detail };
+    if (key.pattern && !key.pattern.test(k)) return null;
+    return found(sub ?? table.route(collection, 'detail'), k);
   }
 }
 

@@ -188,7 +188,7 @@ export const assignmentModel: ResourceModel<AssignmentView> = {
   collection: 'assignments',
   schema: assignmentSchema,
   writers: new SchemaWriters(assignmentSchema),
-  routes: { topLevel: false, nested: false, list: [], detail: [], listRoutes: {}, detailRoutes: {} },
+  api: { topLevel: false, nested: false, key: { help: '' }, routes: [] },
   render: (a, shard) => ({
     id: a.id,
     device: a.holder.deviceId,

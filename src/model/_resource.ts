@@ -21,12 +21,15 @@ import {
 } from '../query/setquery.js';
 import { parseSetQuery } from '../query/setquery-parse.js';
 import { intersectSorted, minusSorted, unionSorted } from '../query/sorted-ids.js';
+import { SET_QUERY } from '../routes/params.js';
+import type { Route, RouteResult } from '../routes/route.js';
+import { listRoute, view } from '../routes/standard.js';
 import { Field } from '../schema/fields.js';
 import type { RequestContext } from '../shard/context.js';
 import type { ListChecks } from '../shard/protocol.js';
 import type { ObjectTable, StoredObject } from '../shard/table.js';
 import { attributeExists, type ResourceName } from './_attributes.js';
-import type { ListResult, ResourceModel, RouteResult } from './model.js';
+import type { ListResult, ResourceModel } from './model.js';
 
 type Model = ResourceModel<any, any>;
 type Answers = Map<number, SiteAnswer>;
@@ -146,33 +149,38 @@ export function resourceList<R extends StoredObject>(ctx: RequestContext, model:
   return resourceRecords<R>(ctx, model, null);
 }
 
-/** `{collection}/query/` for a Resource type (spec §4.5, gaps.md §21). */
-export function setQueryRoute(model: Model, resourceName: ResourceName): (ctx: RequestContext) => RouteResult {
-  return (ctx) => {
-    const terms = parseSetQuery(ctx.query.get('query') ?? '');
-    const unique = ctx.query.flag('unique', false);
-    const checks: ListChecks = unique ? { expectOne: { field: 'query', template: UNIQUE_TEMPLATE } } : {};
-    if (terms.length === 0) {
-      if (unique) throw emptyQueryError(model.name);
-      return { kind: 'list', model, records: [], checks };
-    }
-    // Regexes first, so a query with both faults answers alike nested and top level.
-    compileTermRegexes(terms);
-    // An attribute unknown here may exist in a site on another shard: on a top-level route
-    // the main thread reports it only if every shard does (ListChecks.unanimous).
-    const unknown = terms
-      .map((t, order) => ({ order, t }))
-      .filter(({ t }) => !attributeExists(ctx.shard, ctx.urlSite, resourceName, t.name));
-    if (unknown.length > 0) {
-      // A nested query (or a top-level one answered by a single shard) knows every site it covers.
-      if (!ctx.req.scatter) throw unknownAttributeError(unknown[0].t.name);
-      checks.unanimous = unknown.map(({ order, t }) => {
-        const e = unknownAttributeError(t.name);
-        return { order, status: e.status, body: errorEnvelope(e) };
-      });
-    }
-    const answers = evaluateSetQuery(ctx.shard, { kind: model.kind, sites: sitesOf(ctx, model) }, terms);
-    const { records, count } = resourceRecords(ctx, model, answers);
-    return { kind: 'list', model, records, count, checks };
-  };
+/**
+ * The `{collection}/query/` route of a Resource type (spec §4.5, gaps.md §21).
+ * `model` is asked for at request time: the route is declared inside the model.
+ */
+export function setQueryListRoute(model: () => Model, resourceName: ResourceName, nouns: string): Route {
+  return listRoute('query', {
+    GET: view(`${nouns} matching a set query`, 'list', (ctx) => setQuery(ctx, model(), resourceName), { query: SET_QUERY, filters: true }),
+  });
+}
+
+function setQuery(ctx: RequestContext, model: Model, resourceName: ResourceName): RouteResult {
+  const terms = parseSetQuery(ctx.query.get('query') ?? '');
+  const unique = ctx.query.flag('unique', false);
+  const checks: ListChecks = unique ? { expectOne: { field: 'query', template: UNIQUE_TEMPLATE } } : {};
+  if (terms.length === 0) {
+    if (unique) throw emptyQueryError(model.name);
+    return { kind: 'list', model, records: [], checks };
+  }
+  // Regexes first, so a query with both faults answers alike nested and top level.
+  compileTermRegexes(terms);
+  // An attribute unknown here may exist in a site on another shard: on a top-level route
+  // the main thread reports it only if every shard does (ListChecks.unanimous).
+  const unknown = terms.map((t, order) => ({ order, t })).filter(({ t }) => !attributeExists(ctx.shard, ctx.urlSite, resourceName, t.name));
+  if (unknown.length > 0) {
+    // A nested query (or a top-level one answered by a single shard) knows every site it covers.
+    if (!ctx.req.scatter) throw unknownAttributeError(unknown[0].t.name);
+    checks.unanimous = unknown.map(({ order, t }) => {
+      const e = unknownAttributeError(t.name);
+      return { order, status: e.status, body: errorEnvelope(e) };
+    });
+  }
+  const answers = evaluateSetQuery(ctx.shard, { kind: model.kind, sites: sitesOf(ctx, model) }, terms);
+  const { records, count } = resourceRecords(ctx, model, answers);
+  return { kind: 'list', model, records, count, checks };
 }

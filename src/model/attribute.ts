@@ -8,6 +8,7 @@ import { Type } from '@sinclair/typebox';
 import { Errors, pyType } from '../errors.js';
 import { postingIds } from '../query/attribute-index.js';
 import { USER_REGEX_LIMITS, UserRegexError, userRegex } from '../query/user-regex.js';
+import { standardRoutes } from '../routes/standard.js';
 import { defineSchema, Field } from '../schema/fields.js';
 import { SchemaWriters } from '../schema/serialize.js';
 import { validateFields } from '../schema/validate.js';
@@ -113,14 +114,16 @@ export const attributeModel: ResourceModel<AttributeRecord> = {
   permissionType: 'attribute',
   schema: attributeSchema,
   writers: new SchemaWriters(attributeSchema),
-  routes: {
+  api: {
     topLevel: true,
     nested: true,
-    list: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'],
-    detail: ['GET', 'PUT', 'PATCH', 'DELETE'],
-    listRoutes: {},
-    detailRoutes: {},
-    // `attributes/query/` names a list route attributes do not have (gaps.md §1.3, §21).
+    key: { help: 'The attribute id.' },
+    routes: standardRoutes({
+      noun: 'attribute',
+      nouns: 'attributes',
+      list: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'],
+      detail: ['GET', 'PUT', 'PATCH', 'DELETE'],
+    }),
   },
   uniqueKeys: { catalog: (a) => catalogKey(a.resourceName, a.name) },
   filters: [

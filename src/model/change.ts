@@ -4,6 +4,7 @@
  * JSON text fixed at write time) is read from LMDB when rendered.
  */
 import { Type } from '@sinclair/typebox';
+import { detailRoute, view } from '../routes/standard.js';
 import { defineSchema, Field } from '../schema/fields.js';
 import { SchemaWriters } from '../schema/serialize.js';
 import type { ChangeRow } from '../shard/changelog.js';
@@ -36,13 +37,28 @@ export const changeModel: ResourceModel<ChangeRow> = {
   collection: 'changes',
   schema: changeSchema,
   writers: new SchemaWriters(changeSchema),
-  routes: {
+  api: {
     topLevel: true,
     nested: true,
-    list: ['GET'],
-    detail: ['GET'],
-    listRoutes: {},
-    detailRoutes: { diff: ['GET'] },
+    key: { help: 'The change id.' },
+    routes: [
+      {
+        shape: 'list',
+        methods: {
+          GET: view('List changes, newest first', 'list', 'list', {
+            query: [
+              { name: 'event', type: 'string', choices: EVENTS, help: 'Only changes of this event.' },
+              { name: 'resource_name', type: 'string', choices: CHANGE_RESOURCES, help: 'Only changes of this kind of object.' },
+              { name: 'resource_id', type: 'integer', help: 'Only changes of the object with this id.' },
+            ],
+          }),
+        },
+      },
+      { shape: 'detail', methods: { GET: view('Get a change, with its resource_diff', 'object', 'detail') } },
+      detailRoute('diff', {
+        GET: view('Its resource_diff alone', 'json', (ctx, row) => ({ kind: 'raw', status: 200, body: storedRecord(ctx, row).diff })),
+      }),
+    ],
   },
 
   render(row) {
@@ -79,9 +95,5 @@ export const changeModel: ResourceModel<ChangeRow> = {
       `{"id":${row.id},"site":${JSON.stringify(site ? renderSite(site) : null)},"user":${JSON.stringify({ id: rec.userId, email: rec.email })},` +
       `"change_at":${rec.at},"event":"${rec.event}","resource_name":"${rec.resourceName}","resource_id":${rec.resourceId},"resource":${rec.resource}`;
     return detail ? `${head},"resource_diff":${rec.diff}}` : `${head}}`;
-  },
-
-  detailRoute: {
-    diff: (ctx, row) => ({ kind: 'raw', status: 200, body: storedRecord(ctx, row).diff }),
   },
 };

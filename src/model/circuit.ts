@@ -9,6 +9,8 @@ import { Type } from '@sinclair/typebox';
 import { Errors } from '../errors.js';
 import type { Predicate } from '../query/filters.js';
 import type { QueryParams } from '../query/params.js';
+import type { RouteResult } from '../routes/route.js';
+import { detailRoute, standardRoutes, view } from '../routes/standard.js';
 import { defineSchema, Field } from '../schema/fields.js';
 import { parseId } from '../schema/id.js';
 import { SchemaWriters } from '../schema/serialize.js';
@@ -21,9 +23,9 @@ import { type CircuitRecord, circuitsAt } from './_circuits.js';
 import { descendantsOf, type InterfaceRecord, slugOf } from './_interfaces.js';
 import type { NetworkRecord } from './_networks.js';
 import { collectFieldError, type FieldErrors, resolveRelated, throwFieldErrors } from './_related.js';
-import { resourceList, setQueryRoute } from './_resource.js';
+import { resourceList, setQueryListRoute } from './_resource.js';
 import type { DeviceRecord } from './device.js';
-import type { ResourceModel, RouteResult } from './model.js';
+import type { ResourceModel } from './model.js';
 
 /** Stage-1 result: the endpoints already resolved to interface ids. */
 type CircuitDraft = { name?: string; aId?: number; zId?: number | null; attributes?: unknown };
@@ -195,13 +197,38 @@ export const circuitModel: ResourceModel<CircuitRecord, CircuitDraft> = {
   permissionType: 'circuit',
   schema: circuitSchema,
   writers: new SchemaWriters(circuitSchema),
-  routes: {
+  api: {
     topLevel: true,
     nested: true,
-    list: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'],
-    detail: ['GET', 'PUT', 'PATCH', 'DELETE'],
-    listRoutes: { query: ['GET'] },
-    detailRoutes: { addresses: ['GET'], devices: ['GET'], interfaces: ['GET'] },
+    key: { help: 'The circuit id, or its name_slug.' },
+    routes: [
+      ...standardRoutes({
+        noun: 'circuit',
+        nouns: 'circuits',
+        list: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'],
+        detail: ['GET', 'PUT', 'PATCH', 'DELETE'],
+        attributes: true,
+      }),
+      setQueryListRoute(() => circuitModel, 'Circuit', 'Circuits'),
+      detailRoute('interfaces', {
+        GET: view('Its end interfaces, A then Z', 'list', (ctx, c) => list(ctx.shard.model('interface'), endsOf(ctx.shard, c)), {
+          of: 'interfaces',
+        }),
+      }),
+      detailRoute('devices', {
+        GET: view('The devices of its ends', 'list', (ctx, c) => list(ctx.shard.model('device'), devicesOf(ctx.shard, c)), {
+          of: 'devices',
+        }),
+      }),
+      detailRoute('addresses', {
+        GET: view(
+          'The addresses on its ends and their child interfaces',
+          'list',
+          (ctx, c) => list(ctx.shard.model('network'), addressesOf(ctx.shard, c)),
+          { of: 'networks' },
+        ),
+      }),
+    ],
   },
   siteField: null,
   siteVia: { field: 'endpoint_a', kind: 'interface' },
@@ -216,14 +243,6 @@ export const circuitModel: ResourceModel<CircuitRecord, CircuitDraft> = {
   render,
 
   list: (ctx) => resourceList(ctx, circuitModel),
-  listRoute: { query: (ctx) => setQueryRoute(circuitModel, 'Circuit')(ctx) },
-
-  detailRoute: {
-    interfaces: (ctx, c) => list(ctx.shard.model('interface'), endsOf(ctx.shard, c)),
-    devices: (ctx, c) => list(ctx.shard.model('device'), devicesOf(ctx.shard, c)),
-    addresses: (ctx, c) => list(ctx.shard.model('network'), addressesOf(ctx.shard, c)),
-  },
-
   parse,
 
   create(ctx, d, site) {

@@ -2,6 +2,8 @@
  * Device (spec §2.5, gaps.md §12): a hostname unique per site, and attributes.
  */
 import { Errors } from '../errors.js';
+import type { FilterSpec } from '../query/filters.js';
+import { detailRoute, standardRoutes, view } from '../routes/standard.js';
 import { defineSchema, Field } from '../schema/fields.js';
 import { SchemaWriters } from '../schema/serialize.js';
 import { validateFields } from '../schema/validate.js';
@@ -9,7 +11,7 @@ import type { RequestContext } from '../shard/context.js';
 import { type AttributeCarrier, type Attrs, attributesField, attributeValuesIndex, resolveAttributes, valueIdsFor } from './_attributes.js';
 import { circuitsOfDevice } from './_circuits.js';
 import { deepestFirst, interfacesOfDevice } from './_interfaces.js';
-import { resourceList, setQueryRoute, siteIdField } from './_resource.js';
+import { resourceList, setQueryListRoute, siteIdField } from './_resource.js';
 import type { ResourceModel } from './model.js';
 
 export interface DeviceRecord extends AttributeCarrier {
@@ -39,6 +41,8 @@ function checkHostname(ctx: RequestContext, hostname: string, site: number, self
   }
 }
 
+const DEVICE_FILTERS: FilterSpec<DeviceRecord>[] = [{ param: 'hostname', type: 'string', value: (d) => d.hostname }];
+
 export const deviceModel: ResourceModel<DeviceRecord> = {
   kind: 'device',
   name: 'Device',
@@ -47,17 +51,40 @@ export const deviceModel: ResourceModel<DeviceRecord> = {
   permissionType: 'device',
   schema: deviceSchema,
   writers: new SchemaWriters(deviceSchema),
-  routes: {
+  api: {
     topLevel: true,
     nested: true,
-    list: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'],
-    detail: ['GET', 'PUT', 'PATCH', 'DELETE'],
-    listRoutes: { query: ['GET'] },
-    detailRoutes: { interfaces: ['GET'], circuits: ['GET'] },
+    key: { help: 'The device id, or its hostname.' },
+    routes: [
+      ...standardRoutes({
+        noun: 'device',
+        nouns: 'devices',
+        list: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'],
+        detail: ['GET', 'PUT', 'PATCH', 'DELETE'],
+        attributes: true,
+      }),
+      setQueryListRoute(() => deviceModel, 'Device', 'Devices'),
+      detailRoute('interfaces', {
+        GET: view(
+          'Its interfaces',
+          'list',
+          (ctx, d) => ({ kind: 'list', model: ctx.shard.model('interface'), records: interfacesOfDevice(ctx.shard, d.id) }),
+          { of: 'interfaces' },
+        ),
+      }),
+      detailRoute('circuits', {
+        GET: view(
+          'The circuits ending on its interfaces',
+          'list',
+          (ctx, d) => ({ kind: 'list', model: ctx.shard.model('circuit'), records: circuitsOfDevice(ctx.shard, d.id) }),
+          { of: 'circuits' },
+        ),
+      }),
+    ],
   },
   naturalKey: { field: 'hostname', of: (d) => d.hostname },
   derived: [attributeValuesIndex('device')],
-  filters: [{ param: 'hostname', type: 'string', value: (d) => d.hostname }],
+  filters: DEVICE_FILTERS,
   attributesOf: (d) => d.attributes,
   render,
   expand: { site_id: (d, shard) => ({ model: shard.model('site'), record: shard.table('site').get(d.siteId)! }) },
@@ -68,12 +95,6 @@ export const deviceModel: ResourceModel<DeviceRecord> = {
   ],
 
   list: (ctx) => resourceList(ctx, deviceModel),
-  listRoute: { query: (ctx) => setQueryRoute(deviceModel, 'Device')(ctx) },
-  detailRoute: {
-    interfaces: (ctx, d) => ({ kind: 'list', model: ctx.shard.model('interface'), records: interfacesOfDevice(ctx.shard, d.id) }),
-    circuits: (ctx, d) => ({ kind: 'list', model: ctx.shard.model('circuit'), records: circuitsOfDevice(ctx.shard, d.id) }),
-  },
-
   parse: (_ctx, body, method) => validateFields(deviceSchema, body, method),
 
   create(ctx, v, site) {

@@ -8,6 +8,9 @@
 import { Type } from '@sinclair/typebox';
 import { INTERFACE_TYPE_CODES } from '../config.js';
 import { Errors } from '../errors.js';
+import type { FilterSpec } from '../query/filters.js';
+import type { Api, RouteResult } from '../routes/route.js';
+import { detailRoute, standardRoutes, view } from '../routes/standard.js';
 import { defineSchema, Field } from '../schema/fields.js';
 import { SchemaWriters } from '../schema/serialize.js';
 import { checkFields, type Method } from '../schema/validate.js';
@@ -30,9 +33,9 @@ import { ancestorsOf, childrenOf, descendantsOf, type InterfaceRecord, interface
 import { formatMac, parseMac } from './_mac.js';
 import { cidrText, type NetworkRecord } from './_networks.js';
 import { collectFieldError, type FieldErrors, resolveRelated, throwFieldErrors } from './_related.js';
-import { resourceList, setQueryRoute } from './_resource.js';
+import { resourceList, setQueryListRoute } from './_resource.js';
 import type { DeviceRecord } from './device.js';
-import type { ResourceModel, RouteResult } from './model.js';
+import type { ResourceModel } from './model.js';
 
 const pairKey = (deviceId: number, name: string) => `${deviceId}\u0000${name}`;
 
@@ -227,6 +230,105 @@ const networksList = (shard: ShardState, records: NetworkRecord[]): RouteResult 
   records,
 });
 
+const INTERFACE_FILTERS: FilterSpec<InterfaceRecord>[] = [
+  { param: 'device', type: 'integer', value: (i) => i.deviceId },
+  { param: 'device__hostname', type: 'string', value: (i) => i.hostname },
+  { param: 'device_hostname', type: 'string', value: (i) => i.hostname },
+  { param: 'name', type: 'string', value: (i) => i.name },
+  { param: 'speed', type: 'integer', value: (i) => i.speed },
+  { param: 'type', type: 'choice', choices: INTERFACE_TYPE_CODES.map(String), value: (i) => String(i.type) },
+  {
+    param: 'mac_address',
+    type: 'custom',
+    compile: (q) => {
+      const raw = q.get('mac_address');
+      if (raw === undefined || raw === '') return null;
+      const mac = parseMac(raw);
+      if (mac === null) throw Errors.validation('This value must be a valid MAC address.');
+      return (i) => i.mac === mac;
+    },
+  },
+  { param: 'description', type: 'string', value: (i) => i.description },
+  { param: 'parent_id', type: 'integer', value: (i) => i.parentId },
+];
+
+const related = (summary: string, run: (ctx: RequestContext, i: InterfaceRecord) => RouteResult, of?: string) =>
+  view(summary, 'list', run, { of });
+const one = (summary: string, run: (ctx: RequestContext, i: InterfaceRecord) => RouteResult, of?: string) =>
+  view(summary, 'object', run, { of });
+
+function interfaceApi(): Api {
+  return {
+    topLevel: true,
+    nested: true,
+    key: { help: 'The interface id, or its name_slug (`<hostname>:<name>`; a name may hold `/`).', multiSegment: true },
+    routes: [
+      ...standardRoutes({
+        noun: 'interface',
+        nouns: 'interfaces',
+        list: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'],
+        detail: ['GET', 'PUT', 'PATCH', 'DELETE'],
+        attributes: true,
+      }),
+      setQueryListRoute(() => interfaceModel, 'Interface', 'Interfaces'),
+      detailRoute('addresses', {
+        GET: related('The addresses assigned to it', (ctx, i) => networksList(ctx.shard, assignedNetworks(ctx.shard, i)), 'networks'),
+      }),
+      detailRoute('networks', {
+        GET: related(
+          'The networks its addresses are in',
+          (ctx, i) => networksList(ctx.shard, parentNetworks(ctx.shard, assignedNetworks(ctx.shard, i))),
+          'networks',
+        ),
+      }),
+      detailRoute('assignments', {
+        GET: related(
+          'Its address assignments',
+          (ctx, i) => ({ kind: 'list', model: assignmentModel, records: assignmentsOfHolder(ctx.shard, i) }),
+          'assignments',
+        ),
+      }),
+      detailRoute('parent', {
+        GET: one('Its parent interface', (ctx, i) => {
+          const p = parentOf(ctx.shard, i);
+          if (!p) throw Errors.noSuch('Interface', ctx.req.siteText ?? ctx.urlSite, null);
+          return { kind: 'object', model: interfaceModel, record: p };
+        }),
+      }),
+      detailRoute('root', {
+        GET: one('The root of its tree (itself when it has no parent)', (ctx, i) => ({
+          kind: 'object',
+          model: interfaceModel,
+          record: ancestorsOf(ctx.shard, i).at(-1) ?? i,
+        })),
+      }),
+      detailRoute('ancestors', {
+        GET: related('Every interface above it', (ctx, i) => list(ancestorsOf(ctx.shard, i).sort((a, b) => a.id - b.id))),
+      }),
+      detailRoute('children', { GET: related('The interfaces directly under it', (ctx, i) => list(childrenOf(ctx.shard, i))) }),
+      detailRoute('descendants', { GET: related('Every interface under it', (ctx, i) => list(descendantsOf(ctx.shard, i))) }),
+      detailRoute('circuit', {
+        GET: one(
+          'The circuit ending on it',
+          (ctx, i) => {
+            const { a, z } = circuitsAt(ctx.shard, i.id);
+            if (!a && !z) throw Errors.noCircuitAt(ctx.req.siteText ?? ctx.urlSite, ctx.req.key!);
+            return { kind: 'object', model: ctx.shard.model('circuit'), record: (a ?? z)! };
+          },
+          'circuits',
+        ),
+      }),
+      detailRoute('siblings', {
+        GET: related('The interfaces beside it, on the same device and parent', (ctx, i) => {
+          const p = parentOf(ctx.shard, i);
+          const pool = p ? childrenOf(ctx.shard, p) : interfacesOfDevice(ctx.shard, i.deviceId).filter((x) => x.parentId === null);
+          return list(pool.filter((x) => x.id !== i.id && x.deviceId === i.deviceId));
+        }),
+      }),
+    ],
+  };
+}
+
 export const interfaceModel: ResourceModel<InterfaceRecord, Draft> = {
   kind: 'interface',
   name: 'Interface',
@@ -235,26 +337,7 @@ export const interfaceModel: ResourceModel<InterfaceRecord, Draft> = {
   permissionType: 'interface',
   schema: interfaceSchema,
   writers: new SchemaWriters(interfaceSchema),
-  routes: {
-    topLevel: true,
-    nested: true,
-    list: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'],
-    detail: ['GET', 'PUT', 'PATCH', 'DELETE'],
-    listRoutes: { query: ['GET'] },
-    detailRoutes: {
-      addresses: ['GET'],
-      ancestors: ['GET'],
-      assignments: ['GET'],
-      children: ['GET'],
-      circuit: ['GET'],
-      descendants: ['GET'],
-      networks: ['GET'],
-      parent: ['GET'],
-      root: ['GET'],
-      siblings: ['GET'],
-    },
-    multiSegmentKey: true,
-  },
+  api: interfaceApi(),
   siteField: null,
   siteVia: { field: 'device', kind: 'device' },
   naturalKey: { field: 'name_slug', of: slugOf },
@@ -268,27 +351,7 @@ export const interfaceModel: ResourceModel<InterfaceRecord, Draft> = {
     { kind: 'circuit', via: 'endpoint_z', policy: 'protect' },
     { kind: 'protocol', via: 'interface', policy: 'cascade' },
   ],
-  filters: [
-    { param: 'device', type: 'integer', value: (i) => i.deviceId },
-    { param: 'device__hostname', type: 'string', value: (i) => i.hostname },
-    { param: 'device_hostname', type: 'string', value: (i) => i.hostname },
-    { param: 'name', type: 'string', value: (i) => i.name },
-    { param: 'speed', type: 'integer', value: (i) => i.speed },
-    { param: 'type', type: 'choice', choices: INTERFACE_TYPE_CODES.map(String), value: (i) => String(i.type) },
-    {
-      param: 'mac_address',
-      type: 'custom',
-      compile: (q) => {
-        const raw = q.get('mac_address');
-        if (raw === undefined || raw === '') return null;
-        const mac = parseMac(raw);
-        if (mac === null) throw Errors.validation('This value must be a valid MAC address.');
-        return (i) => i.mac === mac;
-      },
-    },
-    { param: 'description', type: 'string', value: (i) => i.description },
-    { param: 'parent_id', type: 'integer', value: (i) => i.parentId },
-  ],
+  filters: INTERFACE_FILTERS,
   attributesOf: (i) => i.attributes,
   render,
   expand: {
@@ -300,33 +363,6 @@ export const interfaceModel: ResourceModel<InterfaceRecord, Draft> = {
   },
 
   list: (ctx) => resourceList(ctx, interfaceModel),
-  listRoute: { query: (ctx) => setQueryRoute(interfaceModel, 'Interface')(ctx) },
-
-  detailRoute: {
-    addresses: (ctx, i) => networksList(ctx.shard, assignedNetworks(ctx.shard, i)),
-    networks: (ctx, i) => networksList(ctx.shard, parentNetworks(ctx.shard, assignedNetworks(ctx.shard, i))),
-    assignments: (ctx, i) => ({ kind: 'list', model: assignmentModel, records: assignmentsOfHolder(ctx.shard, i) }),
-    parent: (ctx, i) => {
-      const p = parentOf(ctx.shard, i);
-      if (!p) throw Errors.noSuch('Interface', ctx.req.siteText ?? ctx.urlSite, null);
-      return { kind: 'object', model: interfaceModel, record: p };
-    },
-    root: (ctx, i) => ({ kind: 'object', model: interfaceModel, record: ancestorsOf(ctx.shard, i).at(-1) ?? i }),
-    ancestors: (ctx, i) => list(ancestorsOf(ctx.shard, i).sort((a, b) => a.id - b.id)),
-    children: (ctx, i) => list(childrenOf(ctx.shard, i)),
-    descendants: (ctx, i) => list(descendantsOf(ctx.shard, i)),
-    circuit: (ctx, i) => {
-      const { a, z } = circuitsAt(ctx.shard, i.id);
-      if (!a && !z) throw Errors.noCircuitAt(ctx.req.siteText ?? ctx.urlSite, ctx.req.key!);
-      return { kind: 'object', model: ctx.shard.model('circuit'), record: (a ?? z)! };
-    },
-    siblings: (ctx, i) => {
-      const p = parentOf(ctx.shard, i);
-      const pool = p ? childrenOf(ctx.shard, p) : interfacesOfDevice(ctx.shard, i.deviceId).filter((x) => x.parentId === null);
-      return list(pool.filter((x) => x.id !== i.id && x.deviceId === i.deviceId));
-    },
-  },
-
   parse,
   create: (ctx, d, site) => create(ctx, d, site!),
   update,

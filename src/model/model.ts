@@ -6,37 +6,17 @@
  */
 import type { PermissionType } from '../auth/permissions.js';
 import type { FilterSpec } from '../query/filters.js';
+import type { Api } from '../routes/route.js';
 import type { ResourceSchema } from '../schema/fields.js';
 import type { SchemaWriters } from '../schema/serialize.js';
 import type { Method } from '../schema/validate.js';
 import type { RequestContext, SiteRecord } from '../shard/context.js';
-import type { ListChecks, Principal, SiteClaim } from '../shard/protocol.js';
+import type { Principal, SiteClaim } from '../shard/protocol.js';
 import type { ShardState } from '../shard/state.js';
 import type { StoredObject } from '../shard/table.js';
 import type { IdCounters } from '../store/ids.js';
 import type { Kind } from '../store/kinds.js';
 import type { SiteDirectory } from './site-directory.js';
-
-export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
-
-/** Which methods each path shape answers, and how its key is read (gaps.md §1.1–1.3). */
-export interface RouteSpec {
-  topLevel: boolean;
-  nested: boolean;
-  list: HttpMethod[];
-  detail: HttpMethod[];
-  listRoutes: Record<string, HttpMethod[]>;
-  detailRoutes: Record<string, HttpMethod[]>;
-  /** networks and interfaces: the key may span several `/` segments. */
-  multiSegmentKey?: boolean;
-  /** Keys outside this pattern are an unknown endpoint (networks). */
-  keyPattern?: RegExp;
-  /**
-   * Detail routes answered for a key that need not exist; on a top-level route
-   * every shard answers and the best candidate wins (ListChecks.pickOne).
-   */
-  keyRoutes?: string[];
-}
 
 export interface ListResult<R> {
   records: Iterable<R>;
@@ -126,7 +106,8 @@ export interface ResourceModel<R extends StoredObject = StoredObject, D = Record
   permissionType?: PermissionType;
   schema: ResourceSchema;
   writers: SchemaWriters;
-  routes: RouteSpec;
+  /** Its endpoints: mount, key rules and every route, declared once (routes/route.ts). */
+  api: Api;
   /** Where the object lives on disk; default `objects` under [siteId, kind, id]. */
   storeDb?: 'sites' | 'objects';
   naturalKey?: { field: string; of(r: R): string; normalize?(key: string): string };
@@ -147,8 +128,6 @@ export interface ResourceModel<R extends StoredObject = StoredObject, D = Record
   siteVia?: { field: string; kind: Kind };
   /** Runs on the main thread before a write is forwarded (see MainHook). */
   beforeForward?: MainHook;
-  /** The detail key is the site id itself (sites). */
-  siteKeyed?: boolean;
   /** List filters of gaps.md §7.4 (plain lists and query/). */
   filters?: FilterSpec<R>[];
   /** Attribute values, for resources that carry them (set queries, `attributes` filter). */
@@ -182,12 +161,6 @@ export interface ResourceModel<R extends StoredObject = StoredObject, D = Record
    */
   remove?: true | ((ctx: RequestContext, r: R) => void);
 
-  /** Detail sub-routes: return a finished reply body (a list or an object). */
-  detailRoute?: Record<string, (ctx: RequestContext, r: R) => RouteResult>;
-  /** Sub-routes on a key that need not name an object (closest_parent); see RouteSpec.keyRoutes. */
-  keyRoute?: Record<string, (ctx: RequestContext, key: string) => RouteResult>;
-  listRoute?: Record<string, (ctx: RequestContext) => RouteResult>;
-
   /** Rebuild whatever `derived` cannot, after the shard's sites were loaded. */
   afterLoad?(shard: ShardState): void;
   /** Stored value → in-memory record. */
@@ -195,18 +168,3 @@ export interface ResourceModel<R extends StoredObject = StoredObject, D = Record
   /** In-memory record → stored value (when the record holds what msgpack cannot, e.g. 128-bit bigints). */
   encode?(r: R): unknown;
 }
-
-export type RouteResult =
-  | {
-      kind: 'list';
-      model: ResourceModel<any, any>;
-      records: Iterable<StoredObject>;
-      count?: number;
-      newestFirst?: boolean;
-      checks?: ListChecks;
-      headers?: Record<string, string>;
-      /** Merge keys for a top-level answer from several shards, when not by id. */
-      order?: (r: StoredObject) => [number, number];
-    }
-  | { kind: 'object'; model: ResourceModel<any>; record: StoredObject }
-  | { kind: 'raw'; status: number; body: string; headers?: Record<string, string> };

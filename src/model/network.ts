@@ -5,11 +5,13 @@
  * is not a write at all, and next_network / next_address cost O(W · num).
  */
 import { Type } from '@sinclair/typebox';
-import { demand } from '../auth/permissions.js';
 import { Errors, errorEnvelope } from '../errors.js';
 import { type Cidr, cidrKey, formatAddress, formatCidr, type IpVersion, parseAddress, parseCidr, WIDTH } from '../ip/address.js';
 import type { Entry } from '../ip/prefix-tree.js';
 import type { QueryParams } from '../query/params.js';
+import { flag, integer } from '../routes/params.js';
+import type { Api, QueryParam, Route, RouteResult } from '../routes/route.js';
+import { detailRoute, keyRoute, listRoute, standardRoutes, view } from '../routes/standard.js';
 import { defineSchema, Field } from '../schema/fields.js';
 import { SchemaWriters } from '../schema/serialize.js';
 import { validateFields } from '../schema/validate.js';
@@ -27,8 +29,8 @@ import {
   type NetworkState,
   STATES,
 } from './_networks.js';
-import { resourceList, setQueryRoute, siteIdField } from './_resource.js';
-import type { DeleteRule, DerivedIndex, ResourceModel, RouteResult } from './model.js';
+import { resourceList, setQueryListRoute, siteIdField } from './_resource.js';
+import type { DeleteRule, DerivedIndex, ResourceModel } from './model.js';
 
 export const networkSchema = defineSchema('Network', 'API endpoint that allows Networks to be viewed or edited.', {
   id: Field.id(),
@@ -178,7 +180,6 @@ function pyInt(v: string): number | null {
 function nextBlocks(ctx: RequestContext, p: NetworkRecord, addresses: boolean): RouteResult {
   const q = ctx.query;
   const post = ctx.req.method === 'POST';
-  if (post) demand(ctx.principal, 'add', 'network', p.siteId);
   const ok = (items: string[]): RouteResult => ({ kind: 'raw', status: 200, body: JSON.stringify(items) });
   if (p.state === 'reserved') return ok([]);
   const strict = q.flag('strict_allocation', false);
@@ -235,6 +236,182 @@ const protectChildren: DeleteRule<NetworkRecord> = {
   },
 };
 
+// ---- routes (spec §4.6, gaps.md §13, §14) ----
+
+const closestParent = (ctx: RequestContext, key: string): RouteResult => {
+  const c = parseCidr(key);
+  if (typeof c === 'string') throw Errors.fieldPlain('cidr', notAppearNetwork(key));
+  const raw = ctx.query.get('prefix_length');
+  const min = raw === undefined ? 0 : pyInt(raw);
+  if (min === null || min < 0 || min > c.len) throw Errors.fieldPlain('prefix_length', `Invalid prefix_length: '${raw}'`);
+  const sites = ctx.urlSite !== null ? [ctx.urlSite] : [...ctx.shard.table('network').sites()];
+  const candidates: NetworkRecord[] = [];
+  for (const site of sites) {
+    const p = ctx.shard.tree<NetworkRecord>(site, c.version).parent(c.addr, c.len)?.value;
+    if (p && p.len >= min) candidates.push(p);
+  }
+  // The longest prefix wins, then the lowest id.
+  candidates.sort((a, b) => b.len - a.len || a.id - b.id);
+  const notFound = Errors.noSuch('Network', ctx.req.siteText ?? ctx.urlSite, key);
+  return {
+    kind: 'list',
+    model: networkModel,
+    records: candidates.slice(0, 1),
+    order: (r) => [-(r as NetworkRecord).len, r.id],
+    checks: { pickOne: { notFound: { status: notFound.status, body: errorEnvelope(notFound) } } },
+  };
+};
+
+const NEXT_PARAMS = [
+  integer('num', 'How many to find (1 to NEXT_NUM_MAX).', 1),
+  flag('strict_allocation', 'Only space no network occupies at all, not even a reserved or orphaned one.'),
+];
+const RESERVE = flag('reserve', 'POST: create them as reserved instead of allocated.');
+const PREFIX_LENGTH = integer('prefix_length', 'The prefix length of the networks to find.');
+
+/** GET finds free space; POST also creates it, with `add` on the parent network. */
+function nextRoute(segment: string, what: string, addresses: boolean): Route {
+  const query = addresses ? NEXT_PARAMS : [PREFIX_LENGTH, ...NEXT_PARAMS];
+  const run = (ctx: RequestContext, n: NetworkRecord) => nextBlocks(ctx, n, addresses);
+  return detailRoute(segment, {
+    GET: view(`The next free ${what} under this network`, 'strings', run, { query }),
+    POST: {
+      summary: `Allocate the next free ${what} under this network`,
+      permission: 'add',
+      query: [...query, RESERVE],
+      response: { status: 200, shape: 'strings', help: 'The CIDRs created.' },
+      run,
+    },
+  });
+}
+
+const related = (summary: string, run: (ctx: RequestContext, n: NetworkRecord) => RouteResult, query: QueryParam[] = []) =>
+  view(summary, 'list', run, { query });
+
+function networkApi(): Api {
+  return {
+    topLevel: true,
+    nested: true,
+    key: {
+      help: 'The network id, or its CIDR (a bare address is its host prefix).',
+      multiSegment: true,
+      pattern: /^[A-Fa-f0-9:./]+$/,
+    },
+    routes: [
+      ...standardRoutes({
+        noun: 'network',
+        nouns: 'networks',
+        list: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'],
+        detail: ['GET', 'PUT', 'PATCH', 'DELETE'],
+        attributes: true,
+        deleteQuery: [flag('force_delete', 'Delete it even when it has children: they move up to its parent.')],
+      }),
+      setQueryListRoute(() => networkModel, 'Network', 'Networks'),
+      listRoute('reserved', {
+        GET: view('Reserved networks', 'list', (ctx) => {
+          const table = ctx.shard.table<NetworkRecord>('network');
+          const scope = ctx.urlSite === null ? table.all() : table.inSite(ctx.urlSite);
+          return list([...scope].filter((n) => n.state === 'reserved'));
+        }),
+      }),
+      detailRoute('parent', {
+        GET: view('Its parent network', 'object', (ctx, n) => {
+          const p = parentOf(ctx.shard, n);
+          if (!p) throw noneAbove(ctx);
+          return { kind: 'object', model: networkModel, record: p };
+        }),
+      }),
+      detailRoute('root', {
+        GET: view('The root of its tree', 'object', (ctx, n) => {
+          const a = ancestorsOf(ctx, n);
+          if (a.length === 0) throw noneAbove(ctx);
+          return { kind: 'object', model: networkModel, record: a[0] };
+        }),
+      }),
+      detailRoute('ancestors', {
+        GET: related(
+          'Every network above it, root first',
+          (ctx, n) => {
+            const a = ancestorsOf(ctx, n);
+            return list(ctx.query.flag('ascending', false) ? a.reverse() : a);
+          },
+          [flag('ascending', 'Nearest first instead.')],
+        ),
+      }),
+      detailRoute('children', {
+        GET: related('The networks directly under it', (ctx, n) => list(values(treeOf(ctx.shard, n).children(n.addr, n.len)))),
+      }),
+      detailRoute('descendants', {
+        GET: related('Every network under it', (ctx, n) => list(values(treeOf(ctx.shard, n).descendants(n.addr, n.len)))),
+      }),
+      detailRoute('descendents', {
+        GET: related('Deprecated spelling of descendants', (ctx, n) =>
+          list(values(treeOf(ctx.shard, n).descendants(n.addr, n.len)), {
+            headers: {
+              Warning: '299 - "The `descendents` API endpoint is pending deprecation. Use the `descendants` API endpoint instead."',
+            },
+          }),
+        ),
+      }),
+      detailRoute('siblings', {
+        GET: related(
+          'The networks beside it, under the same parent',
+          (ctx, n) => {
+            const includeSelf = ctx.query.flag('include_self', false);
+            return list(siblingsOf(ctx, n).filter((s) => includeSelf || s.id !== n.id));
+          },
+          [flag('include_self', 'Include this network.')],
+        ),
+      }),
+      detailRoute('subnets', {
+        GET: related(
+          'The networks and addresses under it',
+          (ctx, n) => {
+            const nets = ctx.query.flag('include_networks', true);
+            const ips = ctx.query.flag('include_ips', true);
+            const direct = ctx.query.flag('direct', false);
+            if ((!nets && !ips) || n.len === width(n)) return list([]);
+            const t = treeOf(ctx.shard, n);
+            const all = direct ? values(t.children(n.addr, n.len)) : values(t.descendants(n.addr, n.len));
+            return list(all.filter((s) => (s.len === width(s) ? ips : nets)));
+          },
+          [
+            flag('include_networks', 'Include networks.', true),
+            flag('include_ips', 'Include host addresses.', true),
+            flag('direct', 'Only its children.'),
+          ],
+        ),
+      }),
+      detailRoute('supernets', {
+        GET: related(
+          'The networks above it',
+          (ctx, n) => {
+            const direct = ctx.query.flag('direct', false);
+            const a = ancestorsOf(ctx, n);
+            return list(direct ? a.slice(-1) : a);
+          },
+          [flag('direct', 'Only its parent.')],
+        ),
+      }),
+      detailRoute('assignments', {
+        GET: view(
+          'The interfaces holding it',
+          'list',
+          (ctx, n) => ({ kind: 'list', model: assignmentModel, records: assignmentsOfNetwork(ctx.shard, n) }),
+          { of: 'assignments' },
+        ),
+      }),
+      nextRoute('next_network', 'networks', false),
+      nextRoute('next_address', 'addresses', true),
+      keyRoute('closest_parent', {
+        GET: view('The longest network containing this CIDR (which need not exist)', 'object', closestParent, {
+          query: [integer('prefix_length', 'The shortest prefix length the answer may have.', 0)],
+        }),
+      }),
+    ],
+  };
+}
+
 export const networkModel: ResourceModel<NetworkRecord> = {
   kind: 'network',
   name: 'Network',
@@ -243,31 +420,7 @@ export const networkModel: ResourceModel<NetworkRecord> = {
   permissionType: 'network',
   schema: networkSchema,
   writers: new SchemaWriters(networkSchema),
-  routes: {
-    topLevel: true,
-    nested: true,
-    list: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'],
-    detail: ['GET', 'PUT', 'PATCH', 'DELETE'],
-    listRoutes: { query: ['GET'], reserved: ['GET'] },
-    detailRoutes: {
-      ancestors: ['GET'],
-      assignments: ['GET'],
-      children: ['GET'],
-      closest_parent: ['GET'],
-      descendants: ['GET'],
-      descendents: ['GET'],
-      next_address: ['GET', 'POST'],
-      next_network: ['GET', 'POST'],
-      parent: ['GET'],
-      root: ['GET'],
-      siblings: ['GET'],
-      subnets: ['GET'],
-      supernets: ['GET'],
-    },
-    multiSegmentKey: true,
-    keyPattern: /^[A-Fa-f0-9:./]+$/,
-    keyRoutes: ['closest_parent'],
-  },
+  api: networkApi(),
   naturalKey: { field: 'cidr', of: (n) => cidrKey(cidrOf(n)), normalize: (key) => cidrKey(keyCidr(key)) },
   derived: [attributeValuesIndex('network'), treeIndex],
   onDelete: [
@@ -298,84 +451,6 @@ export const networkModel: ResourceModel<NetworkRecord> = {
   },
 
   list: (ctx) => resourceList(ctx, networkModel),
-  listRoute: {
-    query: (ctx) => setQueryRoute(networkModel, 'Network')(ctx),
-    reserved: (ctx) => {
-      const table = ctx.shard.table<NetworkRecord>('network');
-      const scope = ctx.urlSite === null ? table.all() : table.inSite(ctx.urlSite);
-      return list([...scope].filter((n) => n.state === 'reserved'));
-    },
-  },
-
-  detailRoute: {
-    parent: (ctx, n) => {
-      const p = parentOf(ctx.shard, n);
-      if (!p) throw noneAbove(ctx);
-      return { kind: 'object', model: networkModel, record: p };
-    },
-    root: (ctx, n) => {
-      const a = ancestorsOf(ctx, n);
-      if (a.length === 0) throw noneAbove(ctx);
-      return { kind: 'object', model: networkModel, record: a[0] };
-    },
-    ancestors: (ctx, n) => {
-      const a = ancestorsOf(ctx, n);
-      return list(ctx.query.flag('ascending', false) ? a.reverse() : a);
-    },
-    children: (ctx, n) => list(values(treeOf(ctx.shard, n).children(n.addr, n.len))),
-    descendants: (ctx, n) => list(values(treeOf(ctx.shard, n).descendants(n.addr, n.len))),
-    descendents: (ctx, n) =>
-      list(values(treeOf(ctx.shard, n).descendants(n.addr, n.len)), {
-        headers: { Warning: '299 - "The `descendents` API endpoint is pending deprecation. Use the `descendants` API endpoint instead."' },
-      }),
-    siblings: (ctx, n) => {
-      const includeSelf = ctx.query.flag('include_self', false);
-      return list(siblingsOf(ctx, n).filter((s) => includeSelf || s.id !== n.id));
-    },
-    subnets: (ctx, n) => {
-      const nets = ctx.query.flag('include_networks', true);
-      const ips = ctx.query.flag('include_ips', true);
-      const direct = ctx.query.flag('direct', false);
-      if ((!nets && !ips) || n.len === width(n)) return list([]);
-      const t = treeOf(ctx.shard, n);
-      const all = direct ? values(t.children(n.addr, n.len)) : values(t.descendants(n.addr, n.len));
-      return list(all.filter((s) => (s.len === width(s) ? ips : nets)));
-    },
-    supernets: (ctx, n) => {
-      const direct = ctx.query.flag('direct', false);
-      const a = ancestorsOf(ctx, n);
-      return list(direct ? a.slice(-1) : a);
-    },
-    assignments: (ctx, n) => ({ kind: 'list', model: assignmentModel, records: assignmentsOfNetwork(ctx.shard, n) }),
-    next_network: (ctx, n) => nextBlocks(ctx, n, false),
-    next_address: (ctx, n) => nextBlocks(ctx, n, true),
-  },
-
-  keyRoute: {
-    closest_parent: (ctx, key) => {
-      const c = parseCidr(key);
-      if (typeof c === 'string') throw Errors.fieldPlain('cidr', notAppearNetwork(key));
-      const raw = ctx.query.get('prefix_length');
-      const min = raw === undefined ? 0 : pyInt(raw);
-      if (min === null || min < 0 || min > c.len) throw Errors.fieldPlain('prefix_length', `Invalid prefix_length: '${raw}'`);
-      const sites = ctx.urlSite !== null ? [ctx.urlSite] : [...ctx.shard.table('network').sites()];
-      const candidates: NetworkRecord[] = [];
-      for (const site of sites) {
-        const p = ctx.shard.tree<NetworkRecord>(site, c.version).parent(c.addr, c.len)?.value;
-        if (p && p.len >= min) candidates.push(p);
-      }
-      // The longest prefix wins, then the lowest id.
-      candidates.sort((a, b) => b.len - a.len || a.id - b.id);
-      const notFound = Errors.noSuch('Network', ctx.req.siteText ?? ctx.urlSite, key);
-      return {
-        kind: 'list',
-        model: networkModel,
-        records: candidates.slice(0, 1),
-        order: (r) => [-(r as NetworkRecord).len, r.id],
-        checks: { pickOne: { notFound: { status: notFound.status, body: errorEnvelope(notFound) } } },
-      };
-    },
-  },
 
   parse(_ctx, body, method) {
     return validateFields(networkSchema, body, method);

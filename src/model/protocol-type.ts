@@ -7,6 +7,7 @@
  */
 import { Type } from '@sinclair/typebox';
 import { Errors, pyType } from '../errors.js';
+import { standardRoutes } from '../routes/standard.js';
 import { defineSchema, Field } from '../schema/fields.js';
 import { asId } from '../schema/id.js';
 import { SchemaWriters } from '../schema/serialize.js';
@@ -121,13 +122,16 @@ export const protocolTypeModel: ResourceModel<ProtocolTypeRecord, Draft> = {
   schema: protocolTypeSchema,
   writers: new SchemaWriters(protocolTypeSchema),
   siteField: 'site',
-  routes: {
+  api: {
     topLevel: true,
     nested: true,
-    list: ['GET', 'POST'],
-    detail: ['GET', 'PUT', 'PATCH', 'DELETE'],
-    listRoutes: {},
-    detailRoutes: {},
+    key: { help: 'The protocol type id, or its name.' },
+    routes: standardRoutes({
+      noun: 'protocol type',
+      nouns: 'protocol types',
+      list: ['GET', 'POST'],
+      detail: ['GET', 'PUT', 'PATCH', 'DELETE'],
+    }),
   },
   naturalKey: { field: 'name', of: (t) => t.name },
   // attribute id → the types requiring it; an attribute's delete takes itself out of them (attribute.ts).

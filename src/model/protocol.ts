@@ -9,6 +9,7 @@
 import { Type } from '@sinclair/typebox';
 import { Errors } from '../errors.js';
 import type { FilterSpec } from '../query/filters.js';
+import { standardRoutes } from '../routes/standard.js';
 import { defineSchema, Field } from '../schema/fields.js';
 import { asId, parseId } from '../schema/id.js';
 import { SchemaWriters } from '../schema/serialize.js';
@@ -29,7 +30,7 @@ import {
 import type { CircuitRecord } from './_circuits.js';
 import { type InterfaceRecord, slugOf } from './_interfaces.js';
 import { collectFieldError, type FieldErrors, resolveRelated, throwFieldErrors } from './_related.js';
-import { resourceList, setQueryRoute } from './_resource.js';
+import { resourceList, setQueryListRoute } from './_resource.js';
 import type { DeviceRecord } from './device.js';
 import type { ResourceModel } from './model.js';
 import type { ProtocolTypeRecord } from './protocol-type.js';
@@ -264,13 +265,20 @@ export const protocolModel: ResourceModel<ProtocolRecord, Draft> = {
   writers: new SchemaWriters(protocolSchema),
   siteField: 'site',
   siteVia: { field: 'device', kind: 'device' },
-  routes: {
+  api: {
     topLevel: true,
     nested: true,
-    list: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'],
-    detail: ['GET', 'PUT', 'PATCH', 'DELETE'],
-    listRoutes: { query: ['GET'] },
-    detailRoutes: {},
+    key: { help: 'The protocol id.' },
+    routes: [
+      ...standardRoutes({
+        noun: 'protocol',
+        nouns: 'protocols',
+        list: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'],
+        detail: ['GET', 'PUT', 'PATCH', 'DELETE'],
+        attributes: true,
+      }),
+      setQueryListRoute(() => protocolModel, 'Protocol', 'Protocols'),
+    ],
   },
   derived: [attributeValuesIndex('protocol')],
   // What a Protocol is bound to; deleting any of them deletes it (their onDelete cascades).
@@ -286,7 +294,6 @@ export const protocolModel: ResourceModel<ProtocolRecord, Draft> = {
   render,
 
   list: (ctx) => resourceList(ctx, protocolModel),
-  listRoute: { query: (ctx) => setQueryRoute(protocolModel, 'Protocol')(ctx) },
 
   parse,
 

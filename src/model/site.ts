@@ -4,11 +4,13 @@
  * across all sites, which the main thread enforces (it sees every shard).
  */
 import { demandSuperuser } from '../auth/permissions.js';
+import { standardRoutes } from '../routes/standard.js';
 import { SchemaWriters } from '../schema/serialize.js';
 import { validateFields } from '../schema/validate.js';
 import type { SiteRecord } from '../shard/context.js';
 import type { ShardState } from '../shard/state.js';
 import type { Kind } from '../store/kinds.js';
+import { applyFilters } from './_resource.js';
 import { duplicateName, renderSite as render, siteSchema } from './_site.js';
 import type { DeleteRule, ResourceModel } from './model.js';
 import { claimSiteName } from './site-directory.js';
@@ -31,25 +33,25 @@ export const siteModel: ResourceModel<SiteRecord> = {
   schema: siteSchema,
   writers: new SchemaWriters(siteSchema),
   storeDb: 'sites',
-  siteKeyed: true,
-  routes: {
+  api: {
     topLevel: true,
     nested: false,
-    list: ['GET', 'POST'],
-    detail: ['GET', 'PUT', 'PATCH', 'DELETE'],
-    listRoutes: {},
-    detailRoutes: {},
+    key: { help: 'The site id.', isSite: true },
+    routes: standardRoutes({
+      noun: 'site',
+      nouns: 'sites',
+      list: ['GET', 'POST'],
+      detail: ['GET', 'PUT', 'PATCH', 'DELETE'],
+      create: 'superuser',
+    }),
   },
   // Site names are unique across shards: the main thread claims them (site-directory.ts).
   beforeForward: claimSiteName,
   render,
   onDelete: SITE_GUARDS,
 
-  list(ctx) {
-    const name = ctx.query.string('name');
-    const all = ctx.shard.table<SiteRecord>('site').all();
-    return { records: name === undefined ? all : filter(all, (s) => s.name === name) };
-  },
+  filters: [{ param: 'name', type: 'string', value: (s) => s.name }],
+  list: (ctx) => ({ records: applyFilters(ctx, siteModel, ctx.shard.table<SiteRecord>('site').all()) }),
 
   parse(ctx, body, method) {
     if (method === 'POST') demandSuperuser(ctx.principal);
@@ -91,10 +93,6 @@ export const siteModel: ResourceModel<SiteRecord> = {
     ctx.directory.deleteSites = [site.id];
   },
 };
-
-function* filter<T>(items: Iterable<T>, keep: (t: T) => boolean): Iterable<T> {
-  for (const t of items) if (keep(t)) yield t;
-}
 
 export function siteOf(shard: ShardState, id: number): SiteRecord | undefined {
   return shard.table<SiteRecord>('site').get(id);

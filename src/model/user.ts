@@ -11,12 +11,13 @@ import { newSecretKey } from '../auth/secrets.js';
 import { Errors, pyType } from '../errors.js';
 import { type LinkBase, pageEnvelope, pageLinks, readPage } from '../query/pagination.js';
 import type { QueryParams } from '../query/params.js';
+import { flag, LIMIT, OFFSET } from '../routes/params.js';
+import type { Api } from '../routes/route.js';
 import { defineSchema, Field } from '../schema/fields.js';
 import { parseId } from '../schema/id.js';
 import { coerceBoolean } from '../schema/validate.js';
 import type { Principal } from '../shard/protocol.js';
 import { highWaterOp, type Store } from '../store/lmdb.js';
-import type { RouteSpec } from './model.js';
 import type { SiteDirectory } from './site-directory.js';
 
 export interface UserRecord {
@@ -35,13 +36,66 @@ export const userSchema = defineSchema('User', 'API endpoint that allows Users t
   permissions: Field.json(Type.Object({}), { readOnly: true }),
 });
 
-export const userRoutes: RouteSpec = {
+/** /api/users/: served on the main thread, which owns the users (routes/route.ts MainHandler). */
+export const userApi: Api = {
   topLevel: true,
   nested: false,
-  list: ['GET', 'POST'],
-  detail: ['GET', 'PATCH'],
-  listRoutes: {},
-  detailRoutes: { rotate_secret_key: ['POST'] },
+  key: { help: 'The user id; 0 is yourself.' },
+  routes: [
+    {
+      shape: 'list',
+      methods: {
+        GET: {
+          summary: 'List users',
+          permission: 'read',
+          query: [LIMIT, OFFSET, { name: 'email', type: 'string', help: 'Only the user with this email.' }],
+          response: { status: 200, shape: 'list' },
+          main: (call) => call.users.list(call.query, call.link),
+        },
+        POST: {
+          summary: 'Create a user',
+          permission: 'superuser',
+          query: [],
+          body: 'object',
+          response: { status: 201, shape: 'object' },
+          main: (call) => call.users.post(call.user!, call.body),
+        },
+      },
+    },
+    {
+      shape: 'detail',
+      methods: {
+        GET: {
+          summary: 'Get a user',
+          permission: 'read',
+          query: [flag('with_secret_key', 'Include your secret_key (yourself only).')],
+          response: { status: 200, shape: 'object' },
+          main: (call) => call.users.detail(call.user!, call.key!, call.query),
+        },
+        PATCH: {
+          summary: "Set a user's superuser flag and site permissions",
+          permission: 'superuser',
+          query: [],
+          body: 'grants',
+          response: { status: 200, shape: 'object' },
+          main: (call) => call.users.patch(call.user!, call.key!, call.body),
+        },
+      },
+    },
+    {
+      shape: 'detail-route',
+      segment: 'rotate_secret_key',
+      methods: {
+        POST: {
+          summary: 'Replace your secret key (revokes your tokens)',
+          permission: 'self',
+          query: [],
+          response: { status: 200, shape: 'json', help: 'The new secret key, as a JSON string.' },
+          main: (call) => call.users.rotate(call.user!, call.key!),
+        },
+      },
+    },
+  ],
 };
 
 export interface Reply {

@@ -5,6 +5,7 @@
  * when read and never stored on their own.
  */
 import { Type } from '@sinclair/typebox';
+import { standardRoutes } from '../routes/standard.js';
 import { defineSchema, Field } from '../schema/fields.js';
 import { SchemaWriters } from '../schema/serialize.js';
 import type { RequestContext } from '../shard/context.js';
@@ -90,7 +91,12 @@ export const valueModel: ResourceModel<ValueRecord> = {
   schema: valueSchema,
   writers: new SchemaWriters(valueSchema),
   // `values/query/` names a list route values do not have (gaps.md §1.3).
-  routes: { topLevel: true, nested: true, list: ['GET'], detail: ['GET'], listRoutes: {}, detailRoutes: {} },
+  api: {
+    topLevel: true,
+    nested: true,
+    key: { help: 'The value id.' },
+    routes: standardRoutes({ noun: 'value', nouns: 'values', list: ['GET'], detail: ['GET'] }),
+  },
   filters: [
     { param: 'name', type: 'string', value: (v) => v.name },
     { param: 'value', type: 'string', value: (v) => v.value },

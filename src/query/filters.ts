@@ -8,13 +8,17 @@
 import type { ShardState } from '../shard/state.js';
 import type { QueryParams } from './params.js';
 
-export type FilterSpec<R> =
+export type FilterSpec<R> = (
   | { param: string; type: 'string'; value: (r: R) => string | null | undefined }
   | { param: string; type: 'integer'; value: (r: R) => number | null | undefined }
   | { param: string; type: 'boolean'; value: (r: R) => boolean }
   | { param: string; type: 'choice'; choices: readonly string[]; value: (r: R) => string }
   /** Anything else: reads its parameters (400 on bad ones) and returns a predicate, or null when not applied. */
-  | { param: string; type: 'custom'; compile: (q: QueryParams, shard: ShardState) => Predicate<R> | null };
+  | { param: string; type: 'custom'; compile: (q: QueryParams, shard: ShardState) => Predicate<R> | null }
+) & {
+  /** For the API reference; a plain equality filter says itself. */
+  help?: string;
+};
 
 export type Predicate<R> = (r: R) => boolean;
 

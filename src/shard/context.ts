@@ -4,6 +4,7 @@
  */
 import { Errors } from '../errors.js';
 import { QueryParams } from '../query/params.js';
+import type { Operation } from '../routes/route.js';
 import { NO_ID, parseId } from '../schema/id.js';
 import type { DirectoryUpdate, Principal, ShardRequest } from './protocol.js';
 import type { ShardState } from './state.js';
@@ -24,6 +25,8 @@ export class RequestContext {
    * ShardReply.directory, and only when the write was committed.
    */
   readonly directory: DirectoryUpdate = {};
+  /** The declared operation being run (routes/route.ts); its permission is what shard/authorize.ts checks. */
+  operation?: Operation;
 
   constructor(
     readonly shard: ShardState,

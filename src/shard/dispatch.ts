@@ -6,17 +6,19 @@
  * uncommitted is ever reported.
  */
 
-import { isAllowed } from '../auth/permissions.js';
 import { asApiError, Errors, errorEnvelope } from '../errors.js';
 import { Logger } from '../log.js';
-import type { ResourceModel, RouteResult } from '../model/model.js';
+import type { ResourceModel } from '../model/model.js';
 import { modelByCollection } from '../model/registry.js';
 import { resetUserRegexBudget } from '../query/user-regex.js';
+import type { RouteResult, Shape } from '../routes/route.js';
+import { ROUTES } from '../routes/table.js';
 import type { Method } from '../schema/validate.js';
+import { allows, authorize } from './authorize.js';
 import { RequestContext } from './context.js';
 import { lookup } from './lookup.js';
 import { naturalKeyMatches } from './natural-key.js';
-import type { DirectoryUpdate, ShardReply, ShardRequest } from './protocol.js';
+import type { DirectoryUpdate, Op, ShardReply, ShardRequest } from './protocol.js';
 import { listBody, objectBody } from './render.js';
 import type { ShardState } from './state.js';
 import { CommitGroup } from './transaction.js';
@@ -42,31 +44,56 @@ function locationOf(ctx: RequestContext, id: number): string {
   return `${path}${id}/`;
 }
 
+/** The shape of the route a request's op runs on (for finding its declaration). */
+const SHAPE_OF: Record<Exclude<Op, 'resolve' | 'permits'>, Shape> = {
+  list: 'list',
+  create: 'list',
+  'bulk-update': 'list',
+  'bulk-delete': 'list',
+  'list-route': 'list-route',
+  detail: 'detail',
+  replace: 'detail',
+  patch: 'detail',
+  delete: 'detail',
+  'detail-route': 'detail-route',
+  'key-route': 'key-route',
+};
+
 function run(ctx: RequestContext, model: ResourceModel<any>): Reply {
   const req = ctx.req;
-  switch (req.op) {
+  if (req.op === 'resolve') {
+    return { status: 200, body: '', matches: naturalKeyMatches(ctx.shard, model, req.key!, null).map((r) => r.id) };
+  }
+  if (req.op === 'permits') {
+    // OPTIONS shows PUT only to callers allowed to change this object.
+    return { status: 200, body: String(allows(ctx, model, 'change', lookup(ctx, model, req.key!).siteId)) };
+  }
+  const operation = ROUTES.operation(req.collection, SHAPE_OF[req.op], req.route, req.method);
+  if (!operation) throw Errors.endpointNotFound();
+  ctx.operation = operation;
+  const own = operation.run;
+  if (own === undefined) throw Errors.endpointNotFound(); // a main-thread route
+  if (typeof own === 'function') {
+    // The route's own handler, on the object (detail-route), the key (key-route) or nothing (list-route).
+    let target: unknown;
+    if (req.op === 'detail-route') {
+      const r = lookup(ctx, model, req.key!);
+      authorize(ctx, model, r.siteId);
+      target = r;
+    } else if (req.op === 'key-route') target = req.key;
+    return fromResult(ctx, own(ctx, target));
+  }
+  switch (own) {
     case 'list': {
       const { records, newestFirst, count } = model.list(ctx, ctx.urlSite);
       const l = listBody(ctx, model, records, newestFirst, undefined, count);
       return { status: 200, body: l.body, part: l.part };
     }
-    case 'list-route': {
-      const handler = model.listRoute?.[req.route!];
-      if (!handler) throw Errors.endpointNotFound();
-      return fromResult(ctx, handler(ctx));
-    }
     case 'detail':
       return { status: 200, body: objectBody(ctx, model, lookup(ctx, model, req.key!)) };
-    case 'detail-route': {
-      const byKey = model.keyRoute?.[req.route!];
-      if (byKey) return fromResult(ctx, byKey(ctx, req.key!));
-      const handler = model.detailRoute?.[req.route!];
-      if (!handler) throw Errors.endpointNotFound();
-      return fromResult(ctx, handler(ctx, lookup(ctx, model, req.key!)));
-    }
     case 'create': {
       if (!model.create) throw Errors.methodNotAllowed('POST', 'GET');
-      if (Array.isArray(req.body) && model.routes.list.includes('PUT')) {
+      if (Array.isArray(req.body) && operation.body === 'object-or-list') {
         const created = createMany(ctx, model, req.body);
         return { status: 201, body: `[${created.map((r) => objectBody(ctx, model, r)).join(',')}]` };
       }
@@ -89,16 +116,6 @@ function run(ctx: RequestContext, model: ResourceModel<any>): Reply {
       deleteOne(ctx, model, lookup(ctx, model, req.key!));
       return { status: 204, body: '' };
     }
-    case 'resolve':
-      return { status: 200, body: '', matches: naturalKeyMatches(ctx.shard, model, req.key!, null).map((r) => r.id) };
-    case 'permits': {
-      // OPTIONS shows PUT only to callers allowed to change this object.
-      const r = lookup(ctx, model, req.key!);
-      const allowed = model.permissionType !== undefined && isAllowed(ctx.principal, 'change', model.permissionType, r.siteId);
-      return { status: 200, body: String(allowed) };
-    }
-    default:
-      throw Errors.endpointNotFound();
   }
 }
 

@@ -4,6 +4,7 @@
  * sends the parsed route and body, the shard answers with a finished body.
  */
 import type { LinkBase } from '../query/pagination.js';
+import type { StandardOp } from '../routes/route.js';
 
 export interface Principal {
   id: number;
@@ -13,19 +14,13 @@ export interface Principal {
   grants: Record<string, string[]>;
 }
 
-export type Op =
-  | 'list'
-  | 'create'
-  | 'bulk-update'
-  | 'bulk-delete'
-  | 'list-route'
-  | 'detail'
-  | 'replace'
-  | 'patch'
-  | 'delete'
-  | 'detail-route'
-  | 'resolve'
-  | 'permits';
+/**
+ * What a shard is asked to run: a declared route's standard op or its own
+ * handler (found by shape, `collection` and `route`), or one of the main
+ * thread's own questions: which objects have this natural key (`resolve`),
+ * may the caller change this object (`permits`, for OPTIONS).
+ */
+export type Op = StandardOp | 'list-route' | 'detail-route' | 'key-route' | 'resolve' | 'permits';
 
 export interface ShardRequest {
   seq: number;
@@ -37,6 +32,7 @@ export interface ShardRequest {
   /** The site segment as written in the URL, for 404 messages. */
   siteText?: string;
   key?: string;
+  /** The segment of a list-, detail- or key-route. */
   route?: string;
   query: string;
   body?: unknown;

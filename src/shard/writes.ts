@@ -1,16 +1,17 @@
 /**
  * The write operations every resource shares, single and bulk (gaps.md §9):
- * check order (lookup 404 → permission 403 → validation 400 → conflict 409),
+ * check order (lookup 404 → permission 403, the action the route declares
+ * (shard/authorize.ts) → validation 400 → conflict 409),
  * site binding (§9.2), the two validation phases of bulk writes (§9.7), and
  * one Change per object, all in the request's one Transaction.
  */
-import { demand } from '../auth/permissions.js';
 import { type ErrorMessage, Errors, isApiError, pyType } from '../errors.js';
 import { resolveRelated } from '../model/_related.js';
 import type { ResourceModel } from '../model/model.js';
 import { modelByKind } from '../model/registry.js';
 import { asId, NO_ID } from '../schema/id.js';
 import { type Method, requireObject, siteIdIn } from '../schema/validate.js';
+import { authorize } from './authorize.js';
 import type { RequestContext, SiteRecord } from './context.js';
 import { deleteRecord } from './delete-policies.js';
 import { lookup } from './lookup.js';
@@ -44,7 +45,7 @@ interface Bound {
  * permission is checked as soon as the site is known, before validation.
  */
 function bindSite(ctx: RequestContext, model: Model, body: Body): Bound {
-  if (model.siteKeyed) return { body, site: null };
+  if (model.api.key.isSite) return { body, site: null };
   const field = siteFieldOf(model);
   const url = ctx.urlSite;
   if (field && url !== null) {
@@ -54,12 +55,12 @@ function bindSite(ctx: RequestContext, model: Model, body: Body): Bound {
     body = { ...body, [field]: url };
   }
   const site = url ?? (field ? siteIdIn(body[field]) : null) ?? siteViaRelated(ctx, model, body);
-  if (site !== null && ctx.site(site) && model.permissionType) demand(ctx.principal, 'add', model.permissionType, site);
+  if (site !== null && ctx.site(site)) authorize(ctx, model, site);
   return { body, site };
 }
 
 function siteOfDraft(ctx: RequestContext, model: Model, draft: Body, bound: number | null): SiteRecord | null {
-  if (model.siteKeyed) return null;
+  if (model.api.key.isSite) return null;
   const field = siteFieldOf(model);
   const raw = field ? draft[field] : undefined;
   const id = (field ? siteIdIn(raw) : null) ?? bound;
@@ -80,13 +81,13 @@ export function createOne(ctx: RequestContext, model: Model, raw: unknown): Stor
 }
 
 export function updateOne(ctx: RequestContext, model: Model, current: StoredObject, raw: unknown, method: Method): StoredObject {
-  if (model.permissionType) demand(ctx.principal, 'change', model.permissionType, current.siteId);
+  authorize(ctx, model, current.siteId);
   const draft = model.parse!(ctx, requireObject(raw), method, current.siteId);
   return model.update!(ctx, current, draft, method);
 }
 
 export function deleteOne(ctx: RequestContext, model: Model, r: StoredObject): void {
-  if (model.permissionType) demand(ctx.principal, 'delete', model.permissionType, r.siteId);
+  authorize(ctx, model, r.siteId);
   deleteRecord(ctx, model, r);
 }
 
@@ -118,7 +119,7 @@ function requireList(raw: unknown): unknown[] {
 export function createMany(ctx: RequestContext, model: Model, raw: unknown[]): StoredObject[] {
   const parsed = perItem(raw, (item) => parseCreate(ctx, model, item), true);
   // Top level: the main thread keeps a list to one shard; two sites of that shard are refused here.
-  if (ctx.urlSite === null && !model.siteKeyed) oneSite(parsed.filter((p) => p.site !== null).map((p) => ({ siteId: p.site! })));
+  if (ctx.urlSite === null && !model.api.key.isSite) oneSite(parsed.filter((p) => p.site !== null).map((p) => ({ siteId: p.site! })));
   return perItem(parsed, ({ draft, site }) => model.create!(ctx, draft, siteOfDraft(ctx, model, draft, site)), false);
 }
 
@@ -137,7 +138,7 @@ export function updateMany(ctx: RequestContext, model: Model, raw: unknown, meth
     targets.push(r);
   }
   oneSite(targets);
-  for (const r of targets) if (model.permissionType) demand(ctx.principal, 'change', model.permissionType, r.siteId);
+  for (const r of targets) authorize(ctx, model, r.siteId);
   const drafts = perItem(items, (item, i) => model.parse!(ctx, requireObject(item), method, targets[i].siteId), true);
   const updated = perItem(drafts, (draft, i) => model.update!(ctx, ctx.shard.table(model.kind).get(targets[i].id)!, draft, method), false);
   return updated.sort((a, b) => a.id - b.id);
@@ -159,7 +160,7 @@ export function deleteMany(ctx: RequestContext, model: Model, raw: unknown): voi
     return lookup(ctx, model, String(id));
   });
   oneSite(targets);
-  for (const r of targets) if (model.permissionType) demand(ctx.principal, 'delete', model.permissionType, r.siteId);
+  for (const r of targets) authorize(ctx, model, r.siteId);
   const batch = new Set(ids);
   for (const r of targets) {
     const current = ctx.shard.table(model.kind).get(r.id);

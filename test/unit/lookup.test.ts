@@ -19,7 +19,7 @@ const devices: ResourceModel<Dev> = {
   collection: 'devices',
   schema,
   writers: new SchemaWriters(schema),
-  routes: { topLevel: true, nested: true, list: ['GET'], detail: ['GET'], listRoutes: {}, detailRoutes: {} },
+  api: { topLevel: true, nested: true, key: { help: 'id or hostname' }, routes: [] },
   naturalKey: { field: 'hostname', of: (d) => d.hostname },
   render: (d) => ({ id: d.id, site_id: d.siteId, hostname: d.hostname }),
   expand: { site_id: (d, shard) => ({ model: siteLike, record: shard.table('site').get(d.siteId)! }) },
@@ -33,7 +33,7 @@ const siteLike: ResourceModel<StoredObject & { name: string }> = {
   collection: 'sites',
   schema: siteSchema,
   writers: new SchemaWriters(siteSchema),
-  routes: devices.routes,
+  api: devices.api,
   render: (s) => ({ id: s.id, name: s.name }),
   list: () => ({ records: [] }),
 };

@@ -1,108 +1,67 @@
 /**
- * Router: the path rules of gaps.md §1.1–1.3, on RouteSpecs shaped like the
- * full collection set (most collections are not built yet; their rules are
- * the router's job already).
+ * Router: the path rules of gaps.md §1.1–1.3, run on the real route table
+ * (every declared collection and root route). Matches are shown in a compact
+ * form: what the path names (kind, collection, site, target, key, route) and
+ * the methods its declaration answers.
  */
 import { describe, expect, test } from 'vitest';
-import { allowHeader, type RouteMatch, Router } from '../../src/http/router.js';
-import type { HttpMethod, RouteSpec } from '../../src/model/model.js';
+import { allowHeader, Router } from '../../src/http/router.js';
+import { HTTP_METHODS, type HttpMethod } from '../../src/routes/route.js';
+import { methodsOf, ROUTES } from '../../src/routes/table.js';
 
-const GET: HttpMethod[] = ['GET'];
 const BULK_LIST: HttpMethod[] = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'];
 const DETAIL: HttpMethod[] = ['GET', 'PUT', 'PATCH', 'DELETE'];
-const both = { topLevel: true, nested: true };
-const routes = (names: string[], methods: HttpMethod[] = GET) => Object.fromEntries(names.map((n) => [n, methods]));
+const COLLECTIONS = ROUTES.all()
+  .filter((c) => c.api.topLevel)
+  .map((c) => c.collection);
 
-const SPECS: Record<string, RouteSpec> = {
-  sites: { topLevel: true, nested: false, list: ['GET', 'POST'], detail: DETAIL, listRoutes: {}, detailRoutes: {} },
-  attributes: { ...both, list: BULK_LIST, detail: DETAIL, listRoutes: {}, detailRoutes: {} },
-  changes: { ...both, list: GET, detail: GET, listRoutes: {}, detailRoutes: { diff: GET } },
-  devices: { ...both, list: BULK_LIST, detail: DETAIL, listRoutes: { query: GET }, detailRoutes: routes(['interfaces', 'circuits']) },
-  networks: {
-    ...both,
-    list: BULK_LIST,
-    detail: DETAIL,
-    listRoutes: { query: GET, reserved: GET },
-    detailRoutes: {
-      ...routes([
-        'ancestors',
-        'assignments',
-        'children',
-        'closest_parent',
-        'descendants',
-        'descendents',
-        'parent',
-        'root',
-        'siblings',
-        'subnets',
-        'supernets',
-      ]),
-      next_address: ['GET', 'POST'],
-      next_network: ['GET', 'POST'],
-    },
-    multiSegmentKey: true,
-    keyPattern: /^[A-Fa-f0-9:./]+$/,
-  },
-  interfaces: {
-    ...both,
-    list: BULK_LIST,
-    detail: DETAIL,
-    listRoutes: { query: GET },
-    detailRoutes: routes([
-      'addresses',
-      'ancestors',
-      'assignments',
-      'children',
-      'circuit',
-      'descendants',
-      'networks',
-      'parent',
-      'root',
-      'siblings',
-    ]),
-    multiSegmentKey: true,
-  },
-  circuits: {
-    ...both,
-    list: BULK_LIST,
-    detail: DETAIL,
-    listRoutes: { query: GET },
-    detailRoutes: routes(['addresses', 'devices', 'interfaces']),
-  },
-  protocols: { ...both, list: BULK_LIST, detail: DETAIL, listRoutes: { query: GET }, detailRoutes: {} },
-  protocol_types: { ...both, list: ['GET', 'POST'], detail: DETAIL, listRoutes: {}, detailRoutes: {} },
-  values: { ...both, list: GET, detail: GET, listRoutes: {}, detailRoutes: {} },
-  users: {
-    topLevel: true,
-    nested: false,
-    list: ['GET', 'POST'],
-    detail: ['GET', 'PATCH'],
-    listRoutes: {},
-    detailRoutes: { rotate_secret_key: ['POST'] },
-  },
-};
+const router = new Router(ROUTES);
 
-const router = new Router(Object.entries(SPECS).map(([collection, r]) => ({ collection, routes: r })));
-const match = (path: string) => router.match(path);
+type Compact =
+  | { kind: 'index' | 'authenticate' | 'verify_token'; methods: HttpMethod[] }
+  | {
+      kind: 'resource';
+      collection: string;
+      site: number | null;
+      siteText?: string;
+      target: string;
+      key?: string;
+      route?: string;
+      methods: HttpMethod[];
+    };
+
+function compact(path: string): Compact | null {
+  const m = router.match(path);
+  if (!m) return null;
+  const methods = methodsOf(m.route);
+  if (m.collection === null) return { kind: (m.route.segment || 'index') as 'index', methods };
+  const out: Compact = { kind: 'resource', collection: m.collection, site: m.site, target: m.route.shape, methods };
+  if (m.route.shape === 'key-route') out.target = 'detail-route';
+  if (m.siteText !== undefined) out.siteText = m.siteText;
+  if (m.key !== undefined) out.key = m.key;
+  if (m.route.segment !== undefined) out.route = m.route.segment;
+  return out;
+}
+const match = compact;
 /** The match without its methods, for compact expectations. */
 const shape = (path: string) => {
-  const m = router.match(path);
-  if (m?.kind !== 'resource') return m;
+  const m = compact(path);
+  if (m === null) return m;
   const { methods: _methods, ...rest } = m;
   return rest;
 };
 
 describe('Router index and fixed routes', () => {
   test('router matches /api/ and /api as the index', () => {
-    expect(match('/api/')).toEqual({ kind: 'index' });
-    expect(match('/api')).toEqual({ kind: 'index' });
+    expect(match('/api/')).toMatchObject({ kind: 'index' });
+    expect(match('/api')).toMatchObject({ kind: 'index' });
   });
 
   test('router matches authenticate and verify_token with or without the trailing slash', () => {
-    expect(match('/api/authenticate/')).toEqual({ kind: 'authenticate' });
-    expect(match('/api/authenticate')).toEqual({ kind: 'authenticate' });
-    expect(match('/api/verify_token/')).toEqual({ kind: 'verify_token' });
-    expect(match('/api/verify_token')).toEqual({ kind: 'verify_token' });
+    expect(match('/api/authenticate/')).toMatchObject({ kind: 'authenticate' });
+    expect(match('/api/authenticate')).toMatchObject({ kind: 'authenticate' });
+    expect(match('/api/verify_token/')).toMatchObject({ kind: 'verify_token' });
+    expect(match('/api/verify_token')).toMatchObject({ kind: 'verify_token' });
   });
 
   test('router rejects paths outside /api/', () => {
@@ -117,7 +76,7 @@ describe('Router index and fixed routes', () => {
 
 describe('Router top-level collections', () => {
   test('router matches every top-level collection list', () => {
-    for (const c of Object.keys(SPECS)) {
+    for (const c of COLLECTIONS) {
       expect(shape(`/api/${c}/`)).toEqual({ kind: 'resource', collection: c, site: null, target: 'list' });
     }
   });
@@ -416,6 +375,12 @@ describe('allowHeader', () => {
   });
 });
 
-// Type-level check that RouteMatch stays the union the server switches on.
-const _kinds: RouteMatch['kind'][] = ['index', 'authenticate', 'verify_token', 'resource'];
-void _kinds;
+test('every declared route answers at least one method, in the canonical order', () => {
+  for (const c of ROUTES.all()) {
+    for (const r of c.api.routes) {
+      const methods = methodsOf(r);
+      expect(methods.length, `${c.collection} ${r.shape} ${r.segment ?? ''}`).toBeGreaterThan(0);
+      expect(methods).toEqual(HTTP_METHODS.filter((m) => methods.includes(m)));
+    }
+  }
+});

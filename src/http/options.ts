@@ -1,0 +1,45 @@
+/**
+ * OPTIONS bodies (gaps.md §22), read off the route declaration: the methods
+ * a path answers and the permission each needs, shown only to callers who
+ * hold it. A detail's PUT depends on the object's site, so its shard is asked
+ * (the `permits` op).
+ */
+import { isAllowed } from '../auth/permissions.js';
+import type { ResourceModel } from '../model/model.js';
+import { modelByCollection } from '../model/registry.js';
+import type { Permission } from '../routes/route.js';
+import { ROUTES } from '../routes/table.js';
+import { optionsBody, PARSES, RENDERS } from '../schema/describe.js';
+import type { Principal } from '../shard/protocol.js';
+import type { RouteMatch } from './router.js';
+
+const ROOT_NAMES: Record<string, string> = { '': 'Api Root', authenticate: 'Authenticate', verify_token: 'Verify Token' };
+
+/** May `p` use a list route of this permission here, before any object is known? */
+function mayOnList(p: Principal, permission: Permission | undefined, model: ResourceModel<any> | undefined, site: number | null): boolean {
+  if (permission === undefined) return false;
+  if (p.superuser) return true;
+  if (permission === 'superuser') return false;
+  if (permission === 'add' || permission === 'change' || permission === 'delete') {
+    return site !== null && model?.permissionType !== undefined && isAllowed(p, permission, model.permissionType, site);
+  }
+  return true;
+}
+
+/** `permits`: whether the shard lets `p` change the detail's object (only asked when the route has PUT). */
+export async function optionsFor(match: RouteMatch, p: Principal, permits: () => Promise<boolean>): Promise<string> {
+  if (match.collection === null) {
+    return JSON.stringify({ name: ROOT_NAMES[match.route.segment ?? ''], description: '', renders: RENDERS, parses: PARSES });
+  }
+  const collection = ROUTES.collection(match.collection)!;
+  const model = modelByCollection(match.collection);
+  const methods = match.route.methods;
+  const list = match.route.shape === 'list';
+  const actions: { POST?: boolean; PUT?: boolean } = {};
+  if (list && (model?.permissionType || !model)) {
+    actions.POST = mayOnList(p, methods.POST?.permission, model, match.site);
+    if (model) actions.PUT = methods.PUT !== undefined && actions.POST;
+  }
+  if (match.route.shape === 'detail' && model?.permissionType && methods.PUT) actions.PUT = await permits();
+  return optionsBody(collection.schema, list, actions);
+}

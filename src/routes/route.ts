@@ -1,0 +1,188 @@
+/**
+ * What a route declaration is. Every endpoint of the API is declared once, as
+ * a Route of some collection's Api (in the resource's own module, or in
+ * routes/root.ts and model/user.ts), and everything that needs to know about
+ * it reads that one declaration:
+ *
+ * | reader                  | reads                                              |
+ * |-------------------------|----------------------------------------------------|
+ * | http/router.ts          | the Api's mount and key rules, each route's shape  |
+ * | http/app.ts             | methods (405, Allow), `public`, main-thread `run`  |
+ * | http/forward.ts         | shape and standard op: which shard(s) to ask       |
+ * | shard/dispatch.ts       | `run`: the standard op or the route's own handler  |
+ * | shard/authorize.ts      | `permission`, checked against the object's site    |
+ * | OPTIONS (http/options.ts) | methods and `permission`                         |
+ * | OpenAPI (http/openapi.ts) | all of it: query, body, response, summary        |
+ *
+ * Types only: a declaration is data plus functions, so this module imports
+ * nothing at run time and every layer may depend on it.
+ */
+import type { Action } from '../auth/permissions.js';
+import type { FilterSpec } from '../query/filters.js';
+import type { QueryParams } from '../query/params.js';
+import type { ResourceSchema } from '../schema/fields.js';
+import type { RequestContext } from '../shard/context.js';
+import type { StoredObject } from '../shard/table.js';
+
+export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+export const HTTP_METHODS: readonly HttpMethod[] = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'];
+
+/**
+ * Where a route sits in its collection (gaps.md §1.1–1.3):
+ * - `list`: `…/devices/`; `list-route`: `…/networks/query/`;
+ * - `detail`: `…/devices/{key}/`; `detail-route`: `…/networks/{key}/children/`,
+ *   run on the object the key names;
+ * - `key-route`: `…/networks/{key}/closest_parent/`, run on the key itself
+ *   (it need not name an object; at top level every shard proposes an answer);
+ * - `root`: `/api/`, `/api/authenticate/`, `/api/verify_token/`.
+ */
+export type Shape = 'list' | 'list-route' | 'detail' | 'detail-route' | 'key-route' | 'root';
+
+/**
+ * The operations every resource runs the same way (shard/writes.ts and the
+ * dispatcher); a route either names one of these or brings its own handler.
+ */
+export type StandardOp = 'list' | 'create' | 'bulk-update' | 'bulk-delete' | 'detail' | 'replace' | 'patch' | 'delete';
+
+/**
+ * What the caller must hold (gaps.md §5):
+ * - `public`: nothing, not even credentials;
+ * - `read`: any authenticated user;
+ * - `add` | `change` | `delete`: that action on the collection's permission
+ *   type in the object's site (`add` on the parent for next_*), checked in the
+ *   shard by shard/authorize.ts once the object is known;
+ * - `superuser`; `self`: the user named by the key, or a superuser.
+ */
+export type Permission = 'public' | 'read' | Action | 'superuser' | 'self';
+
+/** A query parameter as clients see it (OpenAPI); the handler reads it through QueryParams. */
+export interface QueryParam {
+  name: string;
+  type: 'integer' | 'boolean' | 'string';
+  help: string;
+  choices?: readonly string[];
+  default?: string | number | boolean;
+  /** May be given more than once (`attributes`), or as a comma list (`fields`). */
+  repeatable?: boolean;
+}
+
+/**
+ * What a request carries:
+ * - `object`: one object of the collection's schema;
+ * - `object-or-list`: one object, or a list of them (bulk create);
+ * - `list`: a list of objects, each with its `id` (bulk PUT/PATCH);
+ * - `ids`: a list of ids (bulk DELETE);
+ * - `credentials`: `{email, secret_key}` (authenticate);
+ * - `grants`: a user's `is_superuser` and site `permissions` (user PATCH).
+ */
+export type BodyShape = 'object' | 'object-or-list' | 'list' | 'ids' | 'credentials' | 'grants';
+
+/**
+ * What a success answers:
+ * - `object` / `list`: objects of `of` (default: the route's collection); a
+ *   list is bare, or the `limit` page envelope when `limit` is given;
+ * - `strings`: a JSON list of strings (next_address, next_network);
+ * - `json`: a document of its own (the index, a Change's diff, a token);
+ * - `empty`: no body (204).
+ */
+export interface ResponseShape {
+  status: 200 | 201 | 204;
+  shape: 'object' | 'list' | 'strings' | 'json' | 'empty';
+  of?: string;
+  help?: string;
+}
+
+/** A route's own shard-side work: `target` is the object (detail-route), the key (key-route), or undefined. */
+export type ShardHandler = (ctx: RequestContext, target: any) => RouteResult;
+
+/** What a main-thread handler (users, the root routes) is given; see http/app.ts. */
+export interface MainCall {
+  user: import('../model/user.js').UserRecord | null;
+  key?: string;
+  query: QueryParams;
+  body: unknown;
+  link: import('../query/pagination.js').LinkBase;
+  host: string;
+  /** The `version` of the Accept header ('1.0' answers bare, else enveloped). */
+  version: string;
+  users: import('../model/user.js').UserDirectory;
+  auth: import('../auth/authenticate.js').Authenticator;
+  /** Collection name → absolute URL, in index order. */
+  index(): Record<string, string>;
+}
+
+export interface MainReply {
+  status: number;
+  body: string;
+  headers?: Record<string, string>;
+}
+
+export type MainHandler = (call: MainCall) => MainReply | Promise<MainReply>;
+
+export interface Operation {
+  summary: string;
+  permission: Permission;
+  query: readonly QueryParam[];
+  /** Also takes the collection's list filters (its FilterSpecs, gaps.md §7.4), declared on the resource. */
+  filters?: true;
+  body?: BodyShape;
+  response: ResponseShape;
+  /** Resources: a standard op, or this route's own work in the shard that owns the site. */
+  run?: StandardOp | ShardHandler;
+  /** Users and the root routes: the work, on the main thread (which owns users and authentication). */
+  main?: MainHandler;
+}
+
+export interface Route {
+  shape: Shape;
+  /** No method of this path asks for credentials, so a wrong one is a 405 without them (authenticate); OPTIONS still does. */
+  publicPath?: true;
+  /** Only token credentials count, and a bad token is a 400 (verify_token, gaps.md §3.3). */
+  tokenOnly?: true;
+  /** The path segment naming a list-, detail-, key- or root route ('children', 'authenticate'). */
+  segment?: string;
+  methods: Partial<Record<HttpMethod, Operation>>;
+}
+
+/** How a collection is mounted and what its detail key may be. */
+export interface Api {
+  /** `/api/<collection>/` */
+  topLevel: boolean;
+  /** `/api/sites/{site}/<collection>/` */
+  nested: boolean;
+  key: {
+    help: string;
+    /** networks and interfaces: the key may span several `/` segments. */
+    multiSegment?: boolean;
+    /** Keys outside this pattern are an unknown endpoint (networks). */
+    pattern?: RegExp;
+    /** The key is a site id (sites): it picks the shard. */
+    isSite?: boolean;
+  };
+  routes: Route[];
+}
+
+/** What a collection's route table entry knows besides its Api (for OpenAPI and the index). */
+export interface Collection {
+  collection: string;
+  /** Model name: 'ProtocolType'. */
+  name: string;
+  schema: ResourceSchema;
+  api: Api;
+  filters?: readonly FilterSpec<any>[];
+}
+
+export type RouteResult =
+  | {
+      kind: 'list';
+      model: import('../model/model.js').ResourceModel<any, any>;
+      records: Iterable<StoredObject>;
+      count?: number;
+      newestFirst?: boolean;
+      checks?: import('../shard/protocol.js').ListChecks;
+      headers?: Record<string, string>;
+      /** Merge keys for a top-level answer from several shards, when not by id. */
+      order?: (r: StoredObject) => [number, number];
+    }
+  | { kind: 'object'; model: import('../model/model.js').ResourceModel<any>; record: StoredObject }
+  | { kind: 'raw'; status: number; body: string; headers?: Record<string, string> };

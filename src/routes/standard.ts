@@ -1,0 +1,128 @@
+/**
+ * Builders for route declarations: the standard list and detail routes a
+ * resource opts into method by method, and the read-only sub-routes most
+ * resources add. A resource module calls these in its `api`; what they build
+ * is plain data (routes/route.ts).
+ */
+import { ATTRIBUTES_FILTER, LISTING, SHAPING } from './params.js';
+import type { HttpMethod, Operation, Permission, QueryParam, ResponseShape, Route, ShardHandler, StandardOp } from './route.js';
+
+export interface StandardRoutes {
+  /** Singular and plural, for summaries: 'network', 'networks'. */
+  noun: string;
+  nouns: string;
+  list: readonly HttpMethod[];
+  detail: readonly HttpMethod[];
+  /** The list takes the `attributes` filter (resources that carry attributes). */
+  attributes?: boolean;
+  /** Who may create (default `add` in the site). */
+  create?: Permission;
+  /** Further parameters of a detail DELETE (a network's force_delete). */
+  deleteQuery?: readonly QueryParam[];
+}
+
+/** The collection's own list and detail routes, with the methods it answers. */
+export function standardRoutes(o: StandardRoutes): Route[] {
+  const listQuery = [...LISTING, ...(o.attributes ? [ATTRIBUTES_FILTER] : [])];
+  // Collections with bulk PUT also create from a list (gaps.md §9.3).
+  const bulk = o.list.includes('PUT');
+  const list: Record<HttpMethod, Operation> = {
+    GET: {
+      summary: `List ${o.nouns}`,
+      permission: 'read',
+      query: listQuery,
+      filters: true,
+      response: { status: 200, shape: 'list' },
+      run: 'list',
+    },
+    POST: {
+      summary: bulk ? `Create a ${o.noun}, or several from a list (all or nothing)` : `Create a ${o.noun}`,
+      permission: o.create ?? 'add',
+      query: [],
+      body: bulk ? 'object-or-list' : 'object',
+      response: { status: 201, shape: 'object', help: 'The object created (a list of them for a list).' },
+      run: 'create',
+    },
+    PUT: {
+      summary: `Replace several ${o.nouns}, each named by its id (all or nothing)`,
+      permission: 'change',
+      query: [],
+      body: 'list',
+      response: { status: 200, shape: 'list' },
+      run: 'bulk-update',
+    },
+    PATCH: {
+      summary: `Update several ${o.nouns}, each named by its id (all or nothing)`,
+      permission: 'change',
+      query: [],
+      body: 'list',
+      response: { status: 200, shape: 'list' },
+      run: 'bulk-update',
+    },
+    DELETE: {
+      summary: `Delete several ${o.nouns} by id (all or nothing)`,
+      permission: 'delete',
+      query: [],
+      body: 'ids',
+      response: { status: 204, shape: 'empty' },
+      run: 'bulk-delete',
+    },
+  };
+  const detail: Partial<Record<HttpMethod, Operation>> = {
+    GET: { summary: `Get a ${o.noun}`, permission: 'read', query: SHAPING, response: { status: 200, shape: 'object' }, run: 'detail' },
+    PUT: {
+      summary: `Replace a ${o.noun}`,
+      permission: 'change',
+      query: [],
+      body: 'object',
+      response: { status: 200, shape: 'object' },
+      run: 'replace',
+    },
+    PATCH: {
+      summary: `Update some fields of a ${o.noun}`,
+      permission: 'change',
+      query: [],
+      body: 'object',
+      response: { status: 200, shape: 'object' },
+      run: 'patch',
+    },
+    DELETE: {
+      summary: `Delete a ${o.noun}`,
+      permission: 'delete',
+      query: o.deleteQuery ?? [],
+      response: { status: 204, shape: 'empty' },
+      run: 'delete',
+    },
+  };
+  const pick = (ops: Partial<Record<HttpMethod, Operation>>, methods: readonly HttpMethod[]): Route['methods'] =>
+    Object.fromEntries(methods.map((m) => [m, ops[m]]));
+  return [
+    { shape: 'list', methods: pick(list, o.list) },
+    { shape: 'detail', methods: pick(detail, o.detail) },
+  ];
+}
+
+/**
+ * A read: `read` permission; a list answer takes the listing parameters
+ * (pages, fields), an object the shaping ones; `query` adds the route's own.
+ */
+export function view(
+  summary: string,
+  shape: ResponseShape['shape'],
+  run: StandardOp | ShardHandler,
+  more: { query?: readonly QueryParam[]; of?: string; help?: string; filters?: true } = {},
+): Operation {
+  const base = shape === 'list' ? LISTING : shape === 'object' ? SHAPING : [];
+  return {
+    summary,
+    permission: 'read',
+    query: [...base, ...(more.query ?? [])],
+    ...(more.filters ? { filters: true as const } : {}),
+    response: { status: 200, shape, ...(more.of ? { of: more.of } : {}), ...(more.help ? { help: more.help } : {}) },
+    run,
+  };
+}
+
+export const listRoute = (segment: string, methods: Route['methods']): Route => ({ shape: 'list-route', segment, methods });
+export const detailRoute = (segment: string, methods: Route['methods']): Route => ({ shape: 'detail-route', segment, methods });
+export const keyRoute = (segment: string, methods: Route['methods']): Route => ({ shape: 'key-route', segment, methods });
