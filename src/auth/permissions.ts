@@ -1,9 +1,10 @@
 /**
  * The one place permission is decided (gaps.md §5). A superuser passes every
  * check; otherwise a site grant `admin` or `<action>_<type>` in the object's
- * site allows the action. Object-level grants (inherited down Network and
- * Interface trees) plug in here through `objectGrant` when those resources
- * arrive.
+ * site allows the action, and otherwise the object grant the nearest granted
+ * node of the object's ancestry holds (`objectGrant`, found by
+ * shard/authorize.ts: Network and Interface grants are inherited down their
+ * trees).
  */
 import { Errors } from '../errors.js';
 import type { Principal } from '../shard/protocol.js';
@@ -16,6 +17,11 @@ export const VALID_GRANTS: ReadonlySet<string> = new Set([
   'admin',
   ...PERMISSION_TYPES.flatMap((t) => (['add', 'change', 'delete'] as const).map((a) => `${a}_${t}`)),
 ]);
+
+/** Object grants held on one object, by user id (as text: records are msgpack and JSON maps). */
+export type ObjectGrants = Record<string, readonly Action[]>;
+
+export const ACTIONS: readonly Action[] = ['add', 'change', 'delete'];
 
 /** Object grants nearest-first along an object's ancestry; undefined = none held. */
 export type ObjectGrantLookup = () => ReadonlySet<Action> | undefined;
@@ -30,6 +36,11 @@ export function isAllowed(p: Principal, action: Action, type: PermissionType, si
 
 export function demand(p: Principal, action: Action, type: PermissionType, siteId: number, objectGrant?: ObjectGrantLookup): void {
   if (!isAllowed(p, action, type, siteId, objectGrant)) throw Errors.forbidden();
+}
+
+/** Superusers and holders of `admin` in the site: who may grant rights on the site's objects. */
+export function isSiteAdmin(p: Principal, siteId: number): boolean {
+  return p.superuser || p.grants[String(siteId)]?.includes('admin') === true;
 }
 
 export function demandSuperuser(p: Principal): void {

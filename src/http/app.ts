@@ -21,8 +21,9 @@ import { modelByCollection } from '../model/registry.js';
 import { SiteDirectory } from '../model/site-directory.js';
 import { UserDirectory, type UserRecord } from '../model/user.js';
 import { QueryParams } from '../query/params.js';
-import type { HttpMethod } from '../routes/route.js';
+import type { HttpMethod, Operation } from '../routes/route.js';
 import { methodsOf, ROUTES } from '../routes/table.js';
+import type { HeldGrant } from '../shard/object-grants.js';
 import { ShardPool } from '../shard/pool.js';
 import { secureDataDir } from '../store/data-dir.js';
 import { createSharedIdState, IdCounters } from '../store/ids.js';
@@ -181,8 +182,9 @@ export class App {
           users: this.users,
           auth: this.auth,
           index: () => this.index(x.host),
+          grantsHeld: (userId) => this.grantsHeld(userId),
         })
-      : await this.resourceRoute(match, user!, x, parsed === undefined ? {} : parsed);
+      : await this.resourceRoute(match, operation!, user!, x, parsed === undefined ? {} : parsed);
     return x.send(reply.status, reply.body, reply.headers);
   }
 
@@ -192,8 +194,27 @@ export class App {
     return out;
   }
 
-  private async resourceRoute(match: RouteMatch, user: UserRecord, x: Exchange, body: unknown): Promise<Forwarded> {
-    const { forwarder, ids, sites } = this;
+  /** Every shard's part of a user's object grants, by resource name and id. */
+  private async grantsHeld(userId: number): Promise<HeldGrant[]> {
+    const replies = await this.pool.all({
+      op: 'user-grants',
+      method: 'GET',
+      collection: 'sites',
+      site: null,
+      key: String(userId),
+      query: '',
+      principal: { id: 0, email: '', superuser: true, grants: {} },
+      link: { scheme: 'http', host: '', path: '' },
+    });
+    const failed = replies.find((r) => r.status !== 200);
+    if (failed) throw Errors.shardRestarting(Number(failed.headers?.['Retry-After'] ?? 1));
+    const all = replies.flatMap((r) => JSON.parse(r.body) as HeldGrant[]);
+    return all.sort((a, b) => (a.resource_name < b.resource_name ? -1 : a.resource_name > b.resource_name ? 1 : a.id - b.id));
+  }
+
+  private async resourceRoute(match: RouteMatch, operation: Operation, user: UserRecord, x: Exchange, body: unknown): Promise<Forwarded> {
+    const { forwarder, ids, sites, users } = this;
+    operation.mainCheck?.(body, { ids, sites, users });
     const model = modelByCollection(match.collection!)!;
     const input = {
       match,
@@ -206,7 +227,7 @@ export class App {
     };
     const hook = model.beforeForward?.(
       { target: match.route.shape, method: x.method, key: match.key, body, principal: input.principal },
-      { ids, sites },
+      { ids, sites, users },
     );
     if (!hook) return this.applyDirectory(await forwarder.forward(input));
     try {

@@ -75,6 +75,14 @@ function requestBody(shape: BodyShape, item: Json): Json {
       required: ['email', 'secret_key'],
       properties: { email: { type: 'string' }, secret_key: { type: 'string' } },
     },
+    grant: {
+      type: 'object',
+      required: ['user_id', 'actions'],
+      properties: {
+        user_id: { type: 'integer' },
+        actions: { type: 'array', items: { type: 'string', enum: ['add', 'change', 'delete'] }, uniqueItems: true },
+      },
+    },
     grants: {
       type: 'object',
       properties: {

@@ -20,6 +20,7 @@ function mayOnList(p: Principal, permission: Permission | undefined, model: Reso
   if (permission === undefined) return false;
   if (p.superuser) return true;
   if (permission === 'superuser') return false;
+  if (permission === 'admin') return site !== null && p.grants[String(site)]?.includes('admin') === true;
   if (permission === 'add' || permission === 'change' || permission === 'delete') {
     return site !== null && model?.permissionType !== undefined && isAllowed(p, permission, model.permissionType, site);
   }

@@ -12,6 +12,7 @@ import { standardRoutes } from '../routes/standard.js';
 import { defineSchema, Field } from '../schema/fields.js';
 import { SchemaWriters } from '../schema/serialize.js';
 import { validateFields } from '../schema/validate.js';
+import { grantsRoute } from '../shard/object-grants.js';
 import type { ShardState } from '../shard/state.js';
 import {
   type AttributeRecord,
@@ -118,12 +119,15 @@ export const attributeModel: ResourceModel<AttributeRecord> = {
     topLevel: true,
     nested: true,
     key: { help: 'The attribute id.' },
-    routes: standardRoutes({
-      noun: 'attribute',
-      nouns: 'attributes',
-      list: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'],
-      detail: ['GET', 'PUT', 'PATCH', 'DELETE'],
-    }),
+    routes: [
+      ...standardRoutes({
+        noun: 'attribute',
+        nouns: 'attributes',
+        list: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'],
+        detail: ['GET', 'PUT', 'PATCH', 'DELETE'],
+      }),
+      grantsRoute('attribute'),
+    ],
   },
   uniqueKeys: { catalog: (a) => catalogKey(a.resourceName, a.name) },
   filters: [

@@ -16,6 +16,7 @@ import { parseId } from '../schema/id.js';
 import { SchemaWriters } from '../schema/serialize.js';
 import { checkFields, type Method } from '../schema/validate.js';
 import type { RequestContext } from '../shard/context.js';
+import { grantsRoute } from '../shard/object-grants.js';
 import type { ShardState } from '../shard/state.js';
 import { assignedNetworks } from './_assignments.js';
 import { type Attrs, attributesField, attributeValuesIndex, resolveAttributes, valueIdsFor } from './_attributes.js';
@@ -209,6 +210,7 @@ export const circuitModel: ResourceModel<CircuitRecord, CircuitDraft> = {
         detail: ['GET', 'PUT', 'PATCH', 'DELETE'],
         attributes: true,
       }),
+      grantsRoute('circuit'),
       setQueryListRoute(() => circuitModel, 'Circuit', 'Circuits'),
       detailRoute('interfaces', {
         GET: view('Its end interfaces, A then Z', 'list', (ctx, c) => list(ctx.shard.model('interface'), endsOf(ctx.shard, c)), {

@@ -8,6 +8,7 @@ import { defineSchema, Field } from '../schema/fields.js';
 import { SchemaWriters } from '../schema/serialize.js';
 import { validateFields } from '../schema/validate.js';
 import type { RequestContext } from '../shard/context.js';
+import { grantsRoute } from '../shard/object-grants.js';
 import { type AttributeCarrier, type Attrs, attributesField, attributeValuesIndex, resolveAttributes, valueIdsFor } from './_attributes.js';
 import { circuitsOfDevice } from './_circuits.js';
 import { deepestFirst, interfacesOfDevice } from './_interfaces.js';
@@ -63,6 +64,7 @@ export const deviceModel: ResourceModel<DeviceRecord> = {
         detail: ['GET', 'PUT', 'PATCH', 'DELETE'],
         attributes: true,
       }),
+      grantsRoute('device'),
       setQueryListRoute(() => deviceModel, 'Device', 'Devices'),
       detailRoute('interfaces', {
         GET: view(

@@ -15,6 +15,7 @@ import { defineSchema, Field } from '../schema/fields.js';
 import { SchemaWriters } from '../schema/serialize.js';
 import { checkFields, type Method } from '../schema/validate.js';
 import type { RequestContext, SiteRecord } from '../shard/context.js';
+import { grantsRoute } from '../shard/object-grants.js';
 import type { ShardState } from '../shard/state.js';
 import {
   applyAddresses,
@@ -270,6 +271,7 @@ function interfaceApi(): Api {
         detail: ['GET', 'PUT', 'PATCH', 'DELETE'],
         attributes: true,
       }),
+      grantsRoute('interface'),
       setQueryListRoute(() => interfaceModel, 'Interface', 'Interfaces'),
       detailRoute('addresses', {
         GET: related('The addresses assigned to it', (ctx, i) => networksList(ctx.shard, assignedNetworks(ctx.shard, i)), 'networks'),
@@ -352,6 +354,7 @@ export const interfaceModel: ResourceModel<InterfaceRecord, Draft> = {
     { kind: 'protocol', via: 'interface', policy: 'cascade' },
   ],
   filters: INTERFACE_FILTERS,
+  ancestry: (shard, i) => ancestorsOf(shard, i),
   attributesOf: (i) => i.attributes,
   render,
   expand: {

@@ -17,6 +17,7 @@ import type { StoredObject } from '../shard/table.js';
 import type { IdCounters } from '../store/ids.js';
 import type { Kind } from '../store/kinds.js';
 import type { SiteDirectory } from './site-directory.js';
+import type { UserDirectory } from './user.js';
 
 export interface ListResult<R> {
   records: Iterable<R>;
@@ -40,6 +41,7 @@ export interface DerivedIndex<R> {
 export interface MainThread {
   ids: IdCounters;
   sites: SiteDirectory;
+  users: UserDirectory;
 }
 
 /**
@@ -130,6 +132,11 @@ export interface ResourceModel<R extends StoredObject = StoredObject, D = Record
   beforeForward?: MainHook;
   /** List filters of gaps.md §7.4 (plain lists and query/). */
   filters?: FilterSpec<R>[];
+  /**
+   * Tree objects (Network, Interface): the record's ancestors, nearest first.
+   * Object grants are inherited down the tree: the nearest granted node decides.
+   */
+  ancestry?(shard: ShardState, r: R): Iterable<StoredObject>;
   /** Attribute values, for resources that carry them (set queries, `attributes` filter). */
   attributesOf?(r: R): Record<string, string | string[]>;
 

@@ -16,6 +16,7 @@ import { defineSchema, Field } from '../schema/fields.js';
 import { SchemaWriters } from '../schema/serialize.js';
 import { validateFields } from '../schema/validate.js';
 import type { RequestContext } from '../shard/context.js';
+import { grantsRoute } from '../shard/object-grants.js';
 import type { ShardState } from '../shard/state.js';
 import type { StoredObject } from '../shard/table.js';
 import { type AssignmentHolder, assignmentModel, assignmentsOfNetwork } from './_assignments.js';
@@ -306,6 +307,7 @@ function networkApi(): Api {
         attributes: true,
         deleteQuery: [flag('force_delete', 'Delete it even when it has children: they move up to its parent.')],
       }),
+      grantsRoute('network'),
       setQueryListRoute(() => networkModel, 'Network', 'Networks'),
       listRoute('reserved', {
         GET: view('Reserved networks', 'list', (ctx) => {
@@ -435,6 +437,7 @@ export const networkModel: ResourceModel<NetworkRecord> = {
     },
   ],
   filters,
+  ancestry: (shard, n) => values(treeOf(shard, n).ancestors(n.addr, n.len)).reverse(),
   attributesOf: (n) => n.attributes,
   render,
   expand: {

@@ -13,6 +13,7 @@ import { asId } from '../schema/id.js';
 import { SchemaWriters } from '../schema/serialize.js';
 import { checkFields } from '../schema/validate.js';
 import type { RequestContext } from '../shard/context.js';
+import { grantsRoute } from '../shard/object-grants.js';
 import type { ShardState } from '../shard/state.js';
 import type { StoredObject } from '../shard/table.js';
 import { type AttributeRecord, catalogKey, RESOURCE_NAMES } from './_attributes.js';
@@ -126,12 +127,15 @@ export const protocolTypeModel: ResourceModel<ProtocolTypeRecord, Draft> = {
     topLevel: true,
     nested: true,
     key: { help: 'The protocol type id, or its name.' },
-    routes: standardRoutes({
-      noun: 'protocol type',
-      nouns: 'protocol types',
-      list: ['GET', 'POST'],
-      detail: ['GET', 'PUT', 'PATCH', 'DELETE'],
-    }),
+    routes: [
+      ...standardRoutes({
+        noun: 'protocol type',
+        nouns: 'protocol types',
+        list: ['GET', 'POST'],
+        detail: ['GET', 'PUT', 'PATCH', 'DELETE'],
+      }),
+      grantsRoute('protocoltype'),
+    ],
   },
   naturalKey: { field: 'name', of: (t) => t.name },
   // attribute id → the types requiring it; an attribute's delete takes itself out of them (attribute.ts).

@@ -15,6 +15,7 @@ import { asId, parseId } from '../schema/id.js';
 import { SchemaWriters } from '../schema/serialize.js';
 import { checkFields, type Method } from '../schema/validate.js';
 import type { RequestContext } from '../shard/context.js';
+import { grantsRoute } from '../shard/object-grants.js';
 import type { ShardState } from '../shard/state.js';
 import type { StoredObject } from '../shard/table.js';
 import type { Kind } from '../store/kinds.js';
@@ -277,6 +278,7 @@ export const protocolModel: ResourceModel<ProtocolRecord, Draft> = {
         detail: ['GET', 'PUT', 'PATCH', 'DELETE'],
         attributes: true,
       }),
+      grantsRoute('protocol'),
       setQueryListRoute(() => protocolModel, 'Protocol', 'Protocols'),
     ],
   },

@@ -8,6 +8,7 @@ import { standardRoutes } from '../routes/standard.js';
 import { SchemaWriters } from '../schema/serialize.js';
 import { validateFields } from '../schema/validate.js';
 import type { SiteRecord } from '../shard/context.js';
+import { grantsRoute } from '../shard/object-grants.js';
 import type { ShardState } from '../shard/state.js';
 import type { Kind } from '../store/kinds.js';
 import { applyFilters } from './_resource.js';
@@ -37,13 +38,16 @@ export const siteModel: ResourceModel<SiteRecord> = {
     topLevel: true,
     nested: false,
     key: { help: 'The site id.', isSite: true },
-    routes: standardRoutes({
-      noun: 'site',
-      nouns: 'sites',
-      list: ['GET', 'POST'],
-      detail: ['GET', 'PUT', 'PATCH', 'DELETE'],
-      create: 'superuser',
-    }),
+    routes: [
+      ...standardRoutes({
+        noun: 'site',
+        nouns: 'sites',
+        list: ['GET', 'POST'],
+        detail: ['GET', 'PUT', 'PATCH', 'DELETE'],
+        create: 'superuser',
+      }),
+      grantsRoute('site'),
+    ],
   },
   // Site names are unique across shards: the main thread claims them (site-directory.ts).
   beforeForward: claimSiteName,

@@ -84,6 +84,22 @@ export const userApi: Api = {
     },
     {
       shape: 'detail-route',
+      segment: 'object_permissions',
+      methods: {
+        GET: {
+          summary: 'The object grants the user holds (set them on the object: PUT <object>/grants/)',
+          permission: 'read',
+          query: [],
+          response: { status: 200, shape: 'json', help: '[{"resource_name", "id", "site_id", "actions"}], by resource name and id.' },
+          main: async (call) => {
+            const u = call.users.find(call.user!, call.key!);
+            return { status: 200, body: JSON.stringify(await call.grantsHeld(u.id)) };
+          },
+        },
+      },
+    },
+    {
+      shape: 'detail-route',
       segment: 'rotate_secret_key',
       methods: {
         POST: {
@@ -97,6 +113,9 @@ export const userApi: Api = {
     },
   ],
 };
+
+const OBJECT_PERMISSIONS_ELSEWHERE =
+  'Object permissions are granted on the object: PUT {"user_id": <id>, "actions": [...]} to its grants/ route.';
 
 export interface Reply {
   status: number;
@@ -188,7 +207,8 @@ export class UserDirectory {
     return { status: 200, body: `[${users.map((u) => JSON.stringify(this.render(u))).join(',')}]` };
   }
 
-  private lookup(caller: UserRecord, key: string): UserRecord {
+  /** The user a detail key names (`0`: the caller), or 404. */
+  find(caller: UserRecord, key: string): UserRecord {
     const id = parseId(key);
     const u = id === undefined ? undefined : id === 0 ? caller : this.byId.get(id);
     if (!u) throw Errors.noSuch('User', null, key);
@@ -196,7 +216,7 @@ export class UserDirectory {
   }
 
   detail(caller: UserRecord, key: string, q: QueryParams): Reply {
-    const u = this.lookup(caller, key);
+    const u = this.find(caller, key);
     let withSecret = false;
     if (q.has('with_secret_key')) {
       if (u.id !== caller.id) throw Errors.notYourSecret();
@@ -206,7 +226,7 @@ export class UserDirectory {
   }
 
   async rotate(caller: UserRecord, key: string): Promise<Reply> {
-    const u = this.lookup(caller, key);
+    const u = this.find(caller, key);
     if (u.id !== caller.id) throw Errors.notYourSecret();
     const next = { ...u, secretKey: newSecretKey(), keyGeneration: u.keyGeneration + 1 };
     await this.save(next);
@@ -230,10 +250,12 @@ export class UserDirectory {
   }
 
   async patch(caller: UserRecord, key: string, body: unknown): Promise<Reply> {
-    const u = this.lookup(caller, key); // 404 before 403 (gaps.md §1.6)
+    const u = this.find(caller, key); // 404 before 403 (gaps.md §1.6)
     demandSuperuser(this.principal(caller));
     if (body === null || typeof body !== 'object' || Array.isArray(body)) throw Errors.expectedDict(pyType(body));
     const b = body as Record<string, unknown>;
+    // Object grants live on their objects, which may be on any shard: one PUT per object, never half of a list.
+    if (b.object_permissions !== undefined) throw Errors.fieldPlain('object_permissions', OBJECT_PERMISSIONS_ELSEWHERE);
     const next: UserRecord = { ...u, grants: { ...u.grants } };
     if (b.is_superuser !== undefined) {
       const s = coerceBoolean(b.is_superuser);

@@ -18,6 +18,7 @@
  * nothing at run time and every layer may depend on it.
  */
 import type { Action } from '../auth/permissions.js';
+import type { MainThread } from '../model/model.js';
 import type { FilterSpec } from '../query/filters.js';
 import type { QueryParams } from '../query/params.js';
 import type { ResourceSchema } from '../schema/fields.js';
@@ -51,9 +52,10 @@ export type StandardOp = 'list' | 'create' | 'bulk-update' | 'bulk-delete' | 'de
  * - `add` | `change` | `delete`: that action on the collection's permission
  *   type in the object's site (`add` on the parent for next_*), checked in the
  *   shard by shard/authorize.ts once the object is known;
+ * - `admin`: `admin` in the object's site, or a superuser (granting rights);
  * - `superuser`; `self`: the user named by the key, or a superuser.
  */
-export type Permission = 'public' | 'read' | Action | 'superuser' | 'self';
+export type Permission = 'public' | 'read' | Action | 'admin' | 'superuser' | 'self';
 
 /** A query parameter as clients see it (OpenAPI); the handler reads it through QueryParams. */
 export interface QueryParam {
@@ -73,9 +75,10 @@ export interface QueryParam {
  * - `list`: a list of objects, each with its `id` (bulk PUT/PATCH);
  * - `ids`: a list of ids (bulk DELETE);
  * - `credentials`: `{email, secret_key}` (authenticate);
- * - `grants`: a user's `is_superuser` and site `permissions` (user PATCH).
+ * - `grants`: a user's `is_superuser` and site `permissions` (user PATCH);
+ * - `grant`: one user's object grant, `{user_id, actions}` (an object's grants/).
  */
-export type BodyShape = 'object' | 'object-or-list' | 'list' | 'ids' | 'credentials' | 'grants';
+export type BodyShape = 'object' | 'object-or-list' | 'list' | 'ids' | 'credentials' | 'grants' | 'grant';
 
 /**
  * What a success answers:
@@ -109,6 +112,8 @@ export interface MainCall {
   auth: import('../auth/authenticate.js').Authenticator;
   /** Collection name → absolute URL, in index order. */
   index(): Record<string, string>;
+  /** The object grants a user holds, from every shard. */
+  grantsHeld(userId: number): Promise<import('../shard/object-grants.js').HeldGrant[]>;
 }
 
 export interface MainReply {
@@ -131,6 +136,8 @@ export interface Operation {
   run?: StandardOp | ShardHandler;
   /** Users and the root routes: the work, on the main thread (which owns users and authentication). */
   main?: MainHandler;
+  /** A check of the body only the main thread can make (a user it names exists), before forwarding. */
+  mainCheck?: (body: unknown, main: MainThread) => void;
 }
 
 export interface Route {

@@ -1,30 +1,58 @@
 /**
  * Where a shard checks the permission a route declares (routes/route.ts
  * Permission) against the object it acts on, once that object (or the site
- * of a create) is known — after lookup, before validation (gaps.md §1.6).
- * Object-level grants (issue: rights) plug in here.
+ * of a create) is known — after lookup, before validation (gaps.md §1.6, §5).
+ *
+ * Object grants are stored on the objects themselves (StoredObject.grants).
+ * For a tree object the nearest node of its ancestry on which the user holds
+ * any grant decides (model.ancestry). A check costs O(depth of the tree) and
+ * nothing for a user who holds no object grant of that kind in this shard
+ * (one lookup in the grantees relation).
  */
-import { type Action, demand, isAllowed } from '../auth/permissions.js';
+import { type Action, demand, isAllowed, isSiteAdmin, type ObjectGrantLookup } from '../auth/permissions.js';
+import { Errors } from '../errors.js';
 import type { ResourceModel } from '../model/model.js';
 import type { RequestContext } from './context.js';
+import { granteesOf } from './relations.js';
+import type { StoredObject } from './table.js';
 
 const ACTIONS: ReadonlySet<string> = new Set<Action>(['add', 'change', 'delete']);
 
-/** The running operation's declared action; an operation with none (a read, a superuser-only create) needs no site grant here. */
-function declaredAction(ctx: RequestContext): Action | null {
+/**
+ * 403 unless the caller may run the current operation on `record` (or, for a
+ * create, in `siteId`): the declared action as a site grant or an object
+ * grant, or `admin` in the site.
+ */
+export function authorize(ctx: RequestContext, model: ResourceModel<any, any>, siteId: number, record?: StoredObject): void {
   const op = ctx.operation;
-  // A write that found no declaration is a programming error: refuse (a logged 500) rather than skip the check.
+  // An operation without its declaration is a programming error: refuse (a logged 500) rather than skip the check.
   if (!op) throw new Error(`no declared operation for ${ctx.req.op} ${ctx.req.collection}`);
-  return ACTIONS.has(op.permission) ? (op.permission as Action) : null;
+  if (op.permission === 'admin') {
+    if (!isSiteAdmin(ctx.principal, siteId)) throw Errors.forbidden();
+    return;
+  }
+  if (!ACTIONS.has(op.permission) || !model.permissionType) return;
+  demand(ctx.principal, op.permission as Action, model.permissionType, siteId, record && objectGrant(ctx, model, record));
 }
 
-/** 403 unless the caller may do the running operation's action on `model` objects in `siteId`. */
-export function authorize(ctx: RequestContext, model: ResourceModel<any, any>, siteId: number): void {
-  const action = declaredAction(ctx);
-  if (action && model.permissionType) demand(ctx.principal, action, model.permissionType, siteId);
+/** Whether the caller may `action` this record (OPTIONS lists only what it may do). */
+export function allows(ctx: RequestContext, model: ResourceModel<any, any>, action: Action, record: StoredObject): boolean {
+  if (!model.permissionType) return false;
+  return isAllowed(ctx.principal, action, model.permissionType, record.siteId, objectGrant(ctx, model, record));
 }
 
-/** Whether the caller may `action` `model` objects in `siteId` (OPTIONS lists only what it may do). */
-export function allows(ctx: RequestContext, model: ResourceModel<any, any>, action: Action, siteId: number): boolean {
-  return model.permissionType !== undefined && isAllowed(ctx.principal, action, model.permissionType, siteId);
+/** The grant of the nearest node of `record`'s ancestry the caller holds one on; undefined when none or none held. */
+function objectGrant(ctx: RequestContext, model: ResourceModel<any, any>, record: StoredObject): ObjectGrantLookup | undefined {
+  const user = ctx.principal.id;
+  if (ctx.shard.relation(granteesOf(model.kind)).count(user) === 0) return undefined;
+  const key = String(user);
+  return () => {
+    const own = record.grants?.[key];
+    if (own) return new Set(own);
+    for (const node of model.ancestry?.(ctx.shard, record) ?? []) {
+      const held = node.grants?.[key];
+      if (held) return new Set(held);
+    }
+    return undefined;
+  };
 }

@@ -9,7 +9,7 @@
 import { asApiError, Errors, errorEnvelope } from '../errors.js';
 import { Logger } from '../log.js';
 import type { ResourceModel } from '../model/model.js';
-import { modelByCollection } from '../model/registry.js';
+import { MODELS, modelByCollection } from '../model/registry.js';
 import { resetUserRegexBudget } from '../query/user-regex.js';
 import type { RouteResult, Shape } from '../routes/route.js';
 import { ROUTES } from '../routes/table.js';
@@ -18,6 +18,7 @@ import { allows, authorize } from './authorize.js';
 import { RequestContext } from './context.js';
 import { lookup } from './lookup.js';
 import { naturalKeyMatches } from './natural-key.js';
+import { grantsHeldBy } from './object-grants.js';
 import type { DirectoryUpdate, Op, ShardReply, ShardRequest } from './protocol.js';
 import { listBody, objectBody } from './render.js';
 import type { ShardState } from './state.js';
@@ -45,7 +46,7 @@ function locationOf(ctx: RequestContext, id: number): string {
 }
 
 /** The shape of the route a request's op runs on (for finding its declaration). */
-const SHAPE_OF: Record<Exclude<Op, 'resolve' | 'permits'>, Shape> = {
+const SHAPE_OF: Record<Exclude<Op, 'resolve' | 'permits' | 'user-grants'>, Shape> = {
   list: 'list',
   create: 'list',
   'bulk-update': 'list',
@@ -66,8 +67,9 @@ function run(ctx: RequestContext, model: ResourceModel<any>): Reply {
   }
   if (req.op === 'permits') {
     // OPTIONS shows PUT only to callers allowed to change this object.
-    return { status: 200, body: String(allows(ctx, model, 'change', lookup(ctx, model, req.key!).siteId)) };
+    return { status: 200, body: String(allows(ctx, model, 'change', lookup(ctx, model, req.key!))) };
   }
+  if (req.op === 'user-grants') return { status: 200, body: JSON.stringify(grantsHeldBy(ctx.shard, Number(req.key), MODELS)) };
   const operation = ROUTES.operation(req.collection, SHAPE_OF[req.op], req.route, req.method);
   if (!operation) throw Errors.endpointNotFound();
   ctx.operation = operation;
@@ -78,7 +80,7 @@ function run(ctx: RequestContext, model: ResourceModel<any>): Reply {
     let target: unknown;
     if (req.op === 'detail-route') {
       const r = lookup(ctx, model, req.key!);
-      authorize(ctx, model, r.siteId);
+      authorize(ctx, model, r.siteId, r);
       target = r;
     } else if (req.op === 'key-route') target = req.key;
     return fromResult(ctx, own(ctx, target));

@@ -18,9 +18,10 @@ export interface Principal {
  * What a shard is asked to run: a declared route's standard op or its own
  * handler (found by shape, `collection` and `route`), or one of the main
  * thread's own questions: which objects have this natural key (`resolve`),
- * may the caller change this object (`permits`, for OPTIONS).
+ * may the caller change this object (`permits`, for OPTIONS), which object
+ * grants does the user `key` hold (`user-grants`).
  */
-export type Op = StandardOp | 'list-route' | 'detail-route' | 'key-route' | 'resolve' | 'permits';
+export type Op = StandardOp | 'list-route' | 'detail-route' | 'key-route' | 'resolve' | 'permits' | 'user-grants';
 
 export interface ShardRequest {
   seq: number;

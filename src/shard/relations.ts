@@ -69,17 +69,22 @@ export function relationIndex<R extends StoredObject>(
   };
 }
 
+/** The relation from a user id to the `kind` records on which that user holds object grants. */
+export const granteesOf = (kind: Kind): string => `${kind}.grantees`;
+
 /** The shard's name of the relation `name` declared by `kind`: `interface.device`. */
 export const relationName = (kind: Kind, name: string): string => `${kind}.${name}`;
 
 const indexes = new WeakMap<ResourceModel<any, any>, DerivedIndex<any>[]>();
 
-/** Everything derived from a model's records: its `derived` indexes, then one per declared relation. */
+/** Everything derived from a model's records: its `derived` indexes, one per declared relation, and its grantees. */
 export function indexesOf<R extends StoredObject>(model: ResourceModel<R, any>): DerivedIndex<R>[] {
   let out = indexes.get(model);
   if (!out) {
     out = [...(model.derived ?? [])];
     for (const [name, owners] of Object.entries(model.relations ?? {})) out.push(relationIndex(relationName(model.kind, name), owners));
+    // Who holds object grants on which records: a user's grants are listed, and a user without any skips the ancestry walk.
+    if (model.permissionType) out.push(relationIndex(granteesOf(model.kind), (r) => (r.grants ? Object.keys(r.grants).map(Number) : null)));
     indexes.set(model, out);
   }
   return out;

@@ -12,9 +12,12 @@
  * | insert / replace / del | O(1) |
  * | iterate site / all     | O(n) in id order |
  */
+import type { ObjectGrants } from '../auth/permissions.js';
 export interface StoredObject {
   id: number;
   siteId: number;
+  /** Object-level grants on it (gaps.md §5), stored with the object so they go where it goes. */
+  grants?: ObjectGrants;
 }
 
 /**

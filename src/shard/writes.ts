@@ -81,13 +81,13 @@ export function createOne(ctx: RequestContext, model: Model, raw: unknown): Stor
 }
 
 export function updateOne(ctx: RequestContext, model: Model, current: StoredObject, raw: unknown, method: Method): StoredObject {
-  authorize(ctx, model, current.siteId);
+  authorize(ctx, model, current.siteId, current);
   const draft = model.parse!(ctx, requireObject(raw), method, current.siteId);
   return model.update!(ctx, current, draft, method);
 }
 
 export function deleteOne(ctx: RequestContext, model: Model, r: StoredObject): void {
-  authorize(ctx, model, r.siteId);
+  authorize(ctx, model, r.siteId, r);
   deleteRecord(ctx, model, r);
 }
 
@@ -138,7 +138,7 @@ export function updateMany(ctx: RequestContext, model: Model, raw: unknown, meth
     targets.push(r);
   }
   oneSite(targets);
-  for (const r of targets) authorize(ctx, model, r.siteId);
+  for (const r of targets) authorize(ctx, model, r.siteId, r);
   const drafts = perItem(items, (item, i) => model.parse!(ctx, requireObject(item), method, targets[i].siteId), true);
   const updated = perItem(drafts, (draft, i) => model.update!(ctx, ctx.shard.table(model.kind).get(targets[i].id)!, draft, method), false);
   return updated.sort((a, b) => a.id - b.id);
@@ -160,7 +160,7 @@ export function deleteMany(ctx: RequestContext, model: Model, raw: unknown): voi
     return lookup(ctx, model, String(id));
   });
   oneSite(targets);
-  for (const r of targets) authorize(ctx, model, r.siteId);
+  for (const r of targets) authorize(ctx, model, r.siteId, r);
   const batch = new Set(ids);
   for (const r of targets) {
     const current = ctx.shard.table(model.kind).get(r.id);
