@@ -23,12 +23,13 @@ import { parseSetQuery } from '../query/setquery-parse.js';
 import { intersectSorted, minusSorted, unionSorted } from '../query/sorted-ids.js';
 import { SET_QUERY } from '../routes/params.js';
 import type { Route, RouteResult } from '../routes/route.js';
-import { listRoute, view } from '../routes/standard.js';
+import { DETAIL_METHODS, EVERY_METHOD, listRoute, type StandardRoutes, standardRoutes, view } from '../routes/standard.js';
 import { Field } from '../schema/fields.js';
 import type { RequestContext } from '../shard/context.js';
+import { grantsRoute } from '../shard/object-grants.js';
 import type { ListChecks } from '../shard/protocol.js';
 import type { ObjectTable, StoredObject } from '../shard/table.js';
-import { attributeExists, type ResourceName } from './_attributes.js';
+import { attributeExists, kindOfResource, type ResourceName } from './_attributes.js';
 import type { ListResult, ResourceModel } from './model.js';
 
 type Model = ResourceModel<any, any>;
@@ -150,10 +151,21 @@ export function resourceList<R extends StoredObject>(ctx: RequestContext, model:
 }
 
 /**
- * The `{collection}/query/` route of a Resource type (spec §4.5, gaps.md §21).
- * `model` is asked for at request time: the route is declared inside the model.
+ * The routes every Resource type answers: list and detail with every method
+ * (bulk writes included), its objects' grants/, and query/ (the set query,
+ * spec §4.5, gaps.md §21). `model` is asked for at request time: the routes
+ * are declared inside the model.
  */
-export function setQueryListRoute(model: () => Model, resourceName: ResourceName, nouns: string): Route {
+export function resourceRoutes(model: () => Model, resourceName: ResourceName, more: Partial<StandardRoutes> = {}): Route[] {
+  const noun = resourceName.toLowerCase();
+  return [
+    ...standardRoutes({ noun, nouns: `${noun}s`, list: EVERY_METHOD, detail: DETAIL_METHODS, attributes: true, ...more }),
+    grantsRoute(kindOfResource(resourceName)),
+    setQueryListRoute(model, resourceName, `${resourceName}s`),
+  ];
+}
+
+function setQueryListRoute(model: () => Model, resourceName: ResourceName, nouns: string): Route {
   return listRoute('query', {
     GET: view(`${nouns} matching a set query`, 'list', (ctx) => setQuery(ctx, model(), resourceName), { query: SET_QUERY, filters: true }),
   });

@@ -10,13 +10,12 @@ import { Errors } from '../errors.js';
 import type { Predicate } from '../query/filters.js';
 import type { QueryParams } from '../query/params.js';
 import type { RouteResult } from '../routes/route.js';
-import { detailRoute, standardRoutes, view } from '../routes/standard.js';
+import { detailRoute, view } from '../routes/standard.js';
 import { defineSchema, Field } from '../schema/fields.js';
 import { parseId } from '../schema/id.js';
 import { SchemaWriters } from '../schema/serialize.js';
 import { checkFields, type Method } from '../schema/validate.js';
 import type { RequestContext } from '../shard/context.js';
-import { grantsRoute } from '../shard/object-grants.js';
 import type { ShardState } from '../shard/state.js';
 import { assignedNetworks } from './_assignments.js';
 import { type Attrs, attributesField, attributeValuesIndex, resolveAttributes, valueIdsFor } from './_attributes.js';
@@ -24,7 +23,7 @@ import { type CircuitRecord, circuitsAt } from './_circuits.js';
 import { descendantsOf, type InterfaceRecord, slugOf } from './_interfaces.js';
 import type { NetworkRecord } from './_networks.js';
 import { collectFieldError, type FieldErrors, resolveRelated, throwFieldErrors } from './_related.js';
-import { resourceList, setQueryListRoute } from './_resource.js';
+import { resourceList, resourceRoutes } from './_resource.js';
 import type { DeviceRecord } from './device.js';
 import type { ResourceModel } from './model.js';
 
@@ -203,15 +202,7 @@ export const circuitModel: ResourceModel<CircuitRecord, CircuitDraft> = {
     nested: true,
     key: { help: 'The circuit id, or its name_slug.' },
     routes: [
-      ...standardRoutes({
-        noun: 'circuit',
-        nouns: 'circuits',
-        list: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'],
-        detail: ['GET', 'PUT', 'PATCH', 'DELETE'],
-        attributes: true,
-      }),
-      grantsRoute('circuit'),
-      setQueryListRoute(() => circuitModel, 'Circuit', 'Circuits'),
+      ...resourceRoutes(() => circuitModel, 'Circuit'),
       detailRoute('interfaces', {
         GET: view('Its end interfaces, A then Z', 'list', (ctx, c) => list(ctx.shard.model('interface'), endsOf(ctx.shard, c)), {
           of: 'interfaces',

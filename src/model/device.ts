@@ -3,16 +3,15 @@
  */
 import { Errors } from '../errors.js';
 import type { FilterSpec } from '../query/filters.js';
-import { detailRoute, standardRoutes, view } from '../routes/standard.js';
+import { detailRoute, view } from '../routes/standard.js';
 import { defineSchema, Field } from '../schema/fields.js';
 import { SchemaWriters } from '../schema/serialize.js';
 import { validateFields } from '../schema/validate.js';
 import type { RequestContext } from '../shard/context.js';
-import { grantsRoute } from '../shard/object-grants.js';
 import { type AttributeCarrier, type Attrs, attributesField, attributeValuesIndex, resolveAttributes, valueIdsFor } from './_attributes.js';
 import { circuitsOfDevice } from './_circuits.js';
 import { deepestFirst, interfacesOfDevice } from './_interfaces.js';
-import { resourceList, setQueryListRoute, siteIdField } from './_resource.js';
+import { resourceList, resourceRoutes, siteIdField } from './_resource.js';
 import type { ResourceModel } from './model.js';
 
 export interface DeviceRecord extends AttributeCarrier {
@@ -57,15 +56,7 @@ export const deviceModel: ResourceModel<DeviceRecord> = {
     nested: true,
     key: { help: 'The device id, or its hostname.' },
     routes: [
-      ...standardRoutes({
-        noun: 'device',
-        nouns: 'devices',
-        list: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'],
-        detail: ['GET', 'PUT', 'PATCH', 'DELETE'],
-        attributes: true,
-      }),
-      grantsRoute('device'),
-      setQueryListRoute(() => deviceModel, 'Device', 'Devices'),
+      ...resourceRoutes(() => deviceModel, 'Device'),
       detailRoute('interfaces', {
         GET: view(
           'Its interfaces',

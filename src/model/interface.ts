@@ -10,12 +10,11 @@ import { INTERFACE_TYPE_CODES } from '../config.js';
 import { Errors } from '../errors.js';
 import type { FilterSpec } from '../query/filters.js';
 import type { Api, RouteResult } from '../routes/route.js';
-import { detailRoute, standardRoutes, view } from '../routes/standard.js';
+import { detailRoute, view } from '../routes/standard.js';
 import { defineSchema, Field } from '../schema/fields.js';
 import { SchemaWriters } from '../schema/serialize.js';
 import { checkFields, type Method } from '../schema/validate.js';
 import type { RequestContext, SiteRecord } from '../shard/context.js';
-import { grantsRoute } from '../shard/object-grants.js';
 import type { ShardState } from '../shard/state.js';
 import {
   applyAddresses,
@@ -34,7 +33,7 @@ import { ancestorsOf, childrenOf, descendantsOf, type InterfaceRecord, interface
 import { formatMac, parseMac } from './_mac.js';
 import { cidrText, type NetworkRecord } from './_networks.js';
 import { collectFieldError, type FieldErrors, resolveRelated, throwFieldErrors } from './_related.js';
-import { resourceList, setQueryListRoute } from './_resource.js';
+import { resourceList, resourceRoutes } from './_resource.js';
 import type { DeviceRecord } from './device.js';
 import type { ResourceModel } from './model.js';
 
@@ -264,15 +263,7 @@ function interfaceApi(): Api {
     nested: true,
     key: { help: 'The interface id, or its name_slug (`<hostname>:<name>`; a name may hold `/`).', multiSegment: true },
     routes: [
-      ...standardRoutes({
-        noun: 'interface',
-        nouns: 'interfaces',
-        list: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'],
-        detail: ['GET', 'PUT', 'PATCH', 'DELETE'],
-        attributes: true,
-      }),
-      grantsRoute('interface'),
-      setQueryListRoute(() => interfaceModel, 'Interface', 'Interfaces'),
+      ...resourceRoutes(() => interfaceModel, 'Interface'),
       detailRoute('addresses', {
         GET: related('The addresses assigned to it', (ctx, i) => networksList(ctx.shard, assignedNetworks(ctx.shard, i)), 'networks'),
       }),

@@ -11,12 +11,11 @@ import type { Entry } from '../ip/prefix-tree.js';
 import type { QueryParams } from '../query/params.js';
 import { flag, integer } from '../routes/params.js';
 import type { Api, QueryParam, Route, RouteResult } from '../routes/route.js';
-import { detailRoute, keyRoute, listRoute, standardRoutes, view } from '../routes/standard.js';
+import { detailRoute, keyRoute, listRoute, view } from '../routes/standard.js';
 import { defineSchema, Field } from '../schema/fields.js';
 import { SchemaWriters } from '../schema/serialize.js';
 import { validateFields } from '../schema/validate.js';
 import type { RequestContext } from '../shard/context.js';
-import { grantsRoute } from '../shard/object-grants.js';
 import type { ShardState } from '../shard/state.js';
 import type { StoredObject } from '../shard/table.js';
 import { type AssignmentHolder, assignmentModel, assignmentsOfNetwork } from './_assignments.js';
@@ -30,7 +29,7 @@ import {
   type NetworkState,
   STATES,
 } from './_networks.js';
-import { resourceList, setQueryListRoute, siteIdField } from './_resource.js';
+import { resourceList, resourceRoutes, siteIdField } from './_resource.js';
 import type { DeleteRule, DerivedIndex, ResourceModel } from './model.js';
 
 export const networkSchema = defineSchema('Network', 'API endpoint that allows Networks to be viewed or edited.', {
@@ -299,16 +298,9 @@ function networkApi(): Api {
       pattern: /^[A-Fa-f0-9:./]+$/,
     },
     routes: [
-      ...standardRoutes({
-        noun: 'network',
-        nouns: 'networks',
-        list: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'],
-        detail: ['GET', 'PUT', 'PATCH', 'DELETE'],
-        attributes: true,
+      ...resourceRoutes(() => networkModel, 'Network', {
         deleteQuery: [flag('force_delete', 'Delete it even when it has children: they move up to its parent.')],
       }),
-      grantsRoute('network'),
-      setQueryListRoute(() => networkModel, 'Network', 'Networks'),
       listRoute('reserved', {
         GET: view('Reserved networks', 'list', (ctx) => {
           const table = ctx.shard.table<NetworkRecord>('network');

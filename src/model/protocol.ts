@@ -9,13 +9,11 @@
 import { Type } from '@sinclair/typebox';
 import { Errors } from '../errors.js';
 import type { FilterSpec } from '../query/filters.js';
-import { standardRoutes } from '../routes/standard.js';
 import { defineSchema, Field } from '../schema/fields.js';
 import { asId, parseId } from '../schema/id.js';
 import { SchemaWriters } from '../schema/serialize.js';
 import { checkFields, type Method } from '../schema/validate.js';
 import type { RequestContext } from '../shard/context.js';
-import { grantsRoute } from '../shard/object-grants.js';
 import type { ShardState } from '../shard/state.js';
 import type { StoredObject } from '../shard/table.js';
 import type { Kind } from '../store/kinds.js';
@@ -31,7 +29,7 @@ import {
 import type { CircuitRecord } from './_circuits.js';
 import { type InterfaceRecord, slugOf } from './_interfaces.js';
 import { collectFieldError, type FieldErrors, resolveRelated, throwFieldErrors } from './_related.js';
-import { resourceList, setQueryListRoute } from './_resource.js';
+import { resourceList, resourceRoutes } from './_resource.js';
 import type { DeviceRecord } from './device.js';
 import type { ResourceModel } from './model.js';
 import type { ProtocolTypeRecord } from './protocol-type.js';
@@ -270,17 +268,7 @@ export const protocolModel: ResourceModel<ProtocolRecord, Draft> = {
     topLevel: true,
     nested: true,
     key: { help: 'The protocol id.' },
-    routes: [
-      ...standardRoutes({
-        noun: 'protocol',
-        nouns: 'protocols',
-        list: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'],
-        detail: ['GET', 'PUT', 'PATCH', 'DELETE'],
-        attributes: true,
-      }),
-      grantsRoute('protocol'),
-      setQueryListRoute(() => protocolModel, 'Protocol', 'Protocols'),
-    ],
+    routes: [...resourceRoutes(() => protocolModel, 'Protocol')],
   },
   derived: [attributeValuesIndex('protocol')],
   // What a Protocol is bound to; deleting any of them deletes it (their onDelete cascades).

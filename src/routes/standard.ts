@@ -7,6 +7,10 @@
 import { ATTRIBUTES_FILTER, LISTING, SHAPING } from './params.js';
 import type { HttpMethod, Operation, Permission, QueryParam, ResponseShape, Route, ShardHandler, StandardOp } from './route.js';
 
+/** The methods of a collection with bulk writes, and of a detail that can be written. */
+export const EVERY_METHOD: readonly HttpMethod[] = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'];
+export const DETAIL_METHODS: readonly HttpMethod[] = ['GET', 'PUT', 'PATCH', 'DELETE'];
+
 export interface StandardRoutes {
   /** Singular and plural, for summaries: 'network', 'networks'. */
   noun: string;
@@ -43,22 +47,8 @@ export function standardRoutes(o: StandardRoutes): Route[] {
       response: { status: 201, shape: 'object', help: 'The object created (a list of them for a list).' },
       run: 'create',
     },
-    PUT: {
-      summary: `Replace several ${o.nouns}, each named by its id (all or nothing)`,
-      permission: 'change',
-      query: [],
-      body: 'list',
-      response: { status: 200, shape: 'list' },
-      run: 'bulk-update',
-    },
-    PATCH: {
-      summary: `Update several ${o.nouns}, each named by its id (all or nothing)`,
-      permission: 'change',
-      query: [],
-      body: 'list',
-      response: { status: 200, shape: 'list' },
-      run: 'bulk-update',
-    },
+    PUT: bulkUpdate(`Replace several ${o.nouns}, each named by its id (all or nothing)`),
+    PATCH: bulkUpdate(`Update several ${o.nouns}, each named by its id (all or nothing)`),
     DELETE: {
       summary: `Delete several ${o.nouns} by id (all or nothing)`,
       permission: 'delete',
@@ -70,22 +60,8 @@ export function standardRoutes(o: StandardRoutes): Route[] {
   };
   const detail: Partial<Record<HttpMethod, Operation>> = {
     GET: { summary: `Get a ${o.noun}`, permission: 'read', query: SHAPING, response: { status: 200, shape: 'object' }, run: 'detail' },
-    PUT: {
-      summary: `Replace a ${o.noun}`,
-      permission: 'change',
-      query: [],
-      body: 'object',
-      response: { status: 200, shape: 'object' },
-      run: 'replace',
-    },
-    PATCH: {
-      summary: `Update some fields of a ${o.noun}`,
-      permission: 'change',
-      query: [],
-      body: 'object',
-      response: { status: 200, shape: 'object' },
-      run: 'patch',
-    },
+    PUT: detailUpdate(`Replace a ${o.noun}`, 'replace'),
+    PATCH: detailUpdate(`Update some fields of a ${o.noun}`, 'patch'),
     DELETE: {
       summary: `Delete a ${o.noun}`,
       permission: 'delete',
@@ -101,6 +77,24 @@ export function standardRoutes(o: StandardRoutes): Route[] {
     { shape: 'detail', methods: pick(detail, o.detail) },
   ];
 }
+
+const bulkUpdate = (summary: string): Operation => ({
+  summary,
+  permission: 'change',
+  query: [],
+  body: 'list',
+  response: { status: 200, shape: 'list' },
+  run: 'bulk-update',
+});
+
+const detailUpdate = (summary: string, run: 'replace' | 'patch'): Operation => ({
+  summary,
+  permission: 'change',
+  query: [],
+  body: 'object',
+  response: { status: 200, shape: 'object' },
+  run,
+});
 
 /**
  * A read: `read` permission; a list answer takes the listing parameters
