@@ -15,7 +15,7 @@ import { defineSchema, Field } from '../schema/fields.js';
 import { parseId } from '../schema/id.js';
 import { coerceBoolean } from '../schema/validate.js';
 import type { Principal } from '../shard/protocol.js';
-import { highWaterOp, type Store } from '../store/lmdb.js';
+import { highWaterOp, type Store } from '../store/store.js';
 import type { RouteSpec } from './model.js';
 import type { SiteDirectory } from './site-directory.js';
 
@@ -61,8 +61,9 @@ export class UserDirectory {
     private readonly store: Store,
     private readonly sites: SiteDirectory,
     private readonly nextId: () => number,
+    stored: UserRecord[],
   ) {
-    for (const { value } of store.db('users').getRange()) this.add(value as UserRecord);
+    for (const u of stored) this.add(u);
   }
 
   private add(u: UserRecord): void {

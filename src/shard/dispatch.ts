@@ -282,7 +282,7 @@ function recover(shard: ShardState): Promise<void> {
   if (!p) {
     p = (async () => {
       await shard.tail;
-      shard.load();
+      await shard.load();
       shard.failed = false;
     })().finally(() => recoveries.delete(shard));
     recoveries.set(shard, p);
