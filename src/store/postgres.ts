@@ -43,8 +43,9 @@
  * (the loser's insert fails and it re-reads). Not checked: DDL inside a
  * transaction on CockroachDB, which runs schema changes asynchronously.
  */
-import { MessageChannel, type MessagePort, receiveMessageOnPort, Worker } from 'node:worker_threads';
+
 import { randomBytes } from 'node:crypto';
+import { MessageChannel, type MessagePort, receiveMessageOnPort, Worker } from 'node:worker_threads';
 import { Packr } from 'msgpackr';
 import pg from 'pg';
 import { Errors } from '../errors.js';
@@ -378,10 +379,11 @@ async function deleteRows(client: pg.PoolClient, db: WriteOp['db'], ops: WriteOp
       return void (await client.query('DELETE FROM users WHERE id = ANY($1::int8[])', [keys]));
     case 'objects': {
       const k = keys as [number, string, number][];
-      await client.query(
-        'DELETE FROM objects WHERE (site_id, kind, id) IN (SELECT * FROM unnest($1::int8[], $2::text[], $3::int8[]))',
-        [k.map((x) => x[0]), k.map((x) => x[1]), k.map((x) => x[2])],
-      );
+      await client.query('DELETE FROM objects WHERE (site_id, kind, id) IN (SELECT * FROM unnest($1::int8[], $2::text[], $3::int8[]))', [
+        k.map((x) => x[0]),
+        k.map((x) => x[1]),
+        k.map((x) => x[2]),
+      ]);
       return;
     }
     case 'changes': {

