@@ -1,5 +1,5 @@
-// The API suite's users tests on PostgreSQL (see runOnPostgres in test/helpers/postgres.ts).
-import { runOnPostgres } from '../helpers/postgres.js';
+// The API suite's users tests on PostgreSQL (see test/helpers/on-postgres.ts).
+import { runOnPostgres } from '../helpers/on-postgres.js';
 
 runOnPostgres();
 await import('../api/users.test.js');

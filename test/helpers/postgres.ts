@@ -11,7 +11,6 @@
 import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
-import { afterAll, beforeAll } from 'vitest';
 
 export interface TestPostgres {
   /** The connection URL of `database` (the default database when not given). */
@@ -73,22 +72,9 @@ export async function startPostgres(): Promise<TestPostgres> {
 let active: TestPostgres | null = null;
 const databaseOf = new Map<string, string>();
 
-/**
- * Makes every InjectServer and TestServer this test file starts use a fresh
- * PostgreSQL database instead of LMDB: one database per data dir, so a
- * restart on the same data dir finds the same records. A file of the API
- * suite runs on PostgreSQL when a file calling this first imports it
- * (test/api-pg/): its hooks are registered first, so the server is up before
- * the suite's servers start and stopped after they stop.
- */
-export function runOnPostgres(): void {
-  beforeAll(async () => {
-    active = await startPostgres();
-  }, 60_000);
-  afterAll(async () => {
-    await active?.stop();
-    active = null;
-  });
+/** Points the servers this test file starts at `server` (or back at LMDB with null); see on-postgres.ts. */
+export function usePostgres(server: TestPostgres | null): void {
+  active = server;
 }
 
 /** The environment that points a test server at its database (nothing when the file runs on LMDB). */
