@@ -78,7 +78,12 @@ export class UserDirectory {
   }
 
   private async save(u: UserRecord): Promise<void> {
-    await this.store.commit({ ops: [{ db: 'users', key: u.id, value: u }, highWaterOp('user', 'main', u.id)] });
+    try {
+      await this.store.commit({ ops: [{ db: 'users', key: u.id, value: u }, highWaterOp('user', 'main', u.id)] });
+    } catch (err) {
+      // Memory is unchanged either way; a user saved all the same is read back at the next start (ids are never reused).
+      throw this.store.isUnavailable(err) ? Errors.storeUnavailable() : err;
+    }
     this.add(u);
   }
 

@@ -119,6 +119,10 @@ export class LmdbStore implements Store {
     }
   }
 
+  isUnavailable(_err: unknown): boolean {
+    return false;
+  }
+
   async siteIds(): Promise<number[]> {
     return Array.from(this.dbs.sites.getKeys() as Iterable<number>);
   }

@@ -5,6 +5,7 @@
  */
 import { type MessagePort, workerData } from 'node:worker_threads';
 import pg from 'pg';
+import { unreachable } from './postgres.js';
 import type { StoredChange } from './store.js';
 
 const { url, port, signal } = workerData as { url: string; port: MessagePort; signal: Int32Array };
@@ -41,7 +42,7 @@ function stored(r: Row): StoredChange {
 }
 
 port.on('message', async (req: { seq: number; siteId: number; id: number; limit: number }) => {
-  let reply: { seq: number; rows?: StoredChange[]; error?: string };
+  let reply: { seq: number; rows?: StoredChange[]; error?: string; unavailable?: boolean };
   try {
     const { rows } = await pool.query<Row>(
       `SELECT site_id, id, at, event, resource_name, resource_id, user_id, email, resource, diff
@@ -50,7 +51,7 @@ port.on('message', async (req: { seq: number; siteId: number; id: number; limit:
     );
     reply = { seq: req.seq, rows: rows.map(stored) };
   } catch (err) {
-    reply = { seq: req.seq, error: (err as Error).message ?? String(err) };
+    reply = { seq: req.seq, error: (err as Error).message ?? String(err), unavailable: unreachable(err) };
   }
   port.postMessage(reply);
   Atomics.store(signal, 0, 1);

@@ -48,7 +48,7 @@ import { randomBytes } from 'node:crypto';
 import { MessageChannel, type MessagePort, receiveMessageOnPort, Worker } from 'node:worker_threads';
 import { Packr } from 'msgpackr';
 import pg from 'pg';
-import { Errors } from '../errors.js';
+import { ApiError, Errors } from '../errors.js';
 import type { Kind } from './kinds.js';
 import type { ChangeIndexRow, ChangeRecord, Key, Store, StoredChange, WriteOp, WriteSet } from './store.js';
 import { fullChange } from './store.js';
@@ -77,6 +77,27 @@ export const MIGRATIONS: { version: number; name: string; sql: string[] }[] = [
 const UNIQUE_VIOLATION = '23505';
 const DUPLICATE_TABLE = '42P07';
 const DISK_FULL = '53100';
+/** Server shutting down or starting (57P01–57P03), and the socket errors of a database that is not there. */
+const UNAVAILABLE_CODES = new Set([
+  '57P01',
+  '57P02',
+  '57P03',
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'EPIPE',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENOTFOUND',
+]);
+
+/** Whether `err` says the database could not be reached (see Store.isUnavailable); pg-reader.ts uses it too. */
+export function unreachable(err: unknown): boolean {
+  if (err instanceof ApiError) return err.status === 503;
+  const code = (err as { code?: unknown } | null)?.code;
+  if (typeof code === 'string' && (code.startsWith('08') || UNAVAILABLE_CODES.has(code))) return true;
+  // node-postgres reports a connection that ended under a query by its message alone.
+  return /^Connection terminated|connection timeout|Client has encountered a connection error/i.test((err as Error)?.message ?? '');
+}
 
 /** Rows per page when a site is loaded. */
 const SCAN_PAGE = 10_000;
@@ -152,7 +173,7 @@ export class PostgresStore implements Store {
     if (newest > known) throw new Error(`the database schema is at version ${newest}, newer than this netsot's ${known}`);
     for (const m of MIGRATIONS) {
       if (applied.has(m.version)) continue;
-      const client = await this.pool.connect();
+      const client = await checkout(this.pool);
       try {
         await client.query('BEGIN');
         // A second node migrating at once blocks on this key, then fails it once the first commits.
@@ -196,7 +217,7 @@ export class PostgresStore implements Store {
 
   /** Write sets in order, as one transaction: each set's range removals, then its ops, the last op per key winning. */
   private async apply(sets: WriteSet[]): Promise<void> {
-    const client = await this.pool.connect();
+    const client = await checkout(this.pool);
     let broken: unknown;
     try {
       await client.query('BEGIN');
@@ -226,6 +247,10 @@ export class PostgresStore implements Store {
 
   isFull(err: unknown): boolean {
     return (err as { code?: unknown } | null)?.code === DISK_FULL;
+  }
+
+  isUnavailable(err: unknown): boolean {
+    return unreachable(err);
   }
 
   async siteIds(): Promise<number[]> {
@@ -293,13 +318,14 @@ export class PostgresStore implements Store {
     for (;;) {
       const got = receiveMessageOnPort(reader.port);
       if (got) {
-        const reply = got.message as { seq: number; rows?: StoredChange[]; error?: string };
+        const reply = got.message as { seq: number; rows?: StoredChange[]; error?: string; unavailable?: boolean };
         if (reply.seq !== seq) continue;
-        if (reply.error !== undefined) throw new Error(`reading change ${id}: ${reply.error}`);
+        if (reply.error !== undefined)
+          throw reply.unavailable ? Errors.storeUnavailable() : new Error(`reading change ${id}: ${reply.error}`);
         return reply.rows!;
       }
       const left = deadline - performance.now();
-      if (left <= 0) throw Errors.unavailable();
+      if (left <= 0) throw Errors.storeUnavailable();
       Atomics.wait(reader.signal, 0, 0, left);
       Atomics.store(reader.signal, 0, 0);
     }
@@ -468,6 +494,24 @@ async function upsertRows(client: pg.PoolClient, db: WriteOp['db'], ops: WriteOp
     case 'changeIndex':
       return;
   }
+}
+
+const quiet = () => undefined;
+
+/**
+ * A pool client for a transaction. A connection that dies while checked out
+ * emits 'error' as well as failing its query; the pool listens only while the
+ * client is idle, and an unheard 'error' would end the thread.
+ */
+async function checkout(pool: pg.Pool): Promise<pg.PoolClient> {
+  const client = await pool.connect();
+  client.on('error', quiet);
+  const release = client.release.bind(client);
+  client.release = (err?: Error | boolean) => {
+    client.off('error', quiet);
+    release(err);
+  };
+  return client;
 }
 
 async function ignoring(codes: string[], f: () => Promise<unknown>): Promise<void> {

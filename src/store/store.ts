@@ -74,6 +74,13 @@ export interface Store {
   /** Whether a failed commit failed for want of space (answered 507 rather than 500). */
   isFull(err: unknown): boolean;
 
+  /**
+   * Whether an operation failed because the store could not be reached (a database down, a connection
+   * lost). Such a commit may have been saved after all, so memory is reread from the store rather than
+   * rolled back; its writers get 503. Never true for LMDB.
+   */
+  isUnavailable(err: unknown): boolean;
+
   siteIds(): Promise<number[]>;
 
   site<T>(siteId: number): Promise<T | undefined>;

@@ -17,6 +17,8 @@ export interface TestPostgres {
   url(database?: string): string;
   /** Creates an empty database and answers its URL. */
   freshDatabase(): Promise<string>;
+  /** Stops the server (as a fast shutdown: connections are cut), waits `downMs`, and starts it again on the same files. */
+  restart(downMs: number): Promise<void>;
   /** Stops the server and removes its files. */
   stop(): Promise<void>;
 }
@@ -45,7 +47,8 @@ export async function startPostgres(): Promise<TestPostgres> {
     port,
     user: 'postgres',
     password: PASSWORD,
-    persistent: false,
+    // Kept across restart(); stop() removes the files itself.
+    persistent: true,
     createPostgresUser: true,
     // Each netsot server opens a few connections per thread; several servers may share this one.
     postgresFlags: ['-c', 'max_connections=300'],
@@ -60,6 +63,11 @@ export async function startPostgres(): Promise<TestPostgres> {
       const name = `netsot_${process.pid}_${++databases}`;
       await pg.createDatabase(name);
       return url(name);
+    },
+    async restart(downMs) {
+      await pg.stop();
+      await new Promise((ok) => setTimeout(ok, downMs));
+      await pg.start();
     },
     async stop() {
       await pg.stop();
