@@ -215,8 +215,22 @@ export class PostgresStore implements Store {
     this.flushing = false;
   }
 
-  /** Write sets in order, as one transaction: each set's range removals, then its ops, the last op per key winning. */
+  /**
+   * Write sets in order, atomically: each set's range removals, then its ops, the last op per key winning.
+   * Usually one statement (see `combined`), else one transaction.
+   */
   private async apply(sets: WriteSet[]): Promise<void> {
+    if (sets.every((w) => !w.removeRanges || w.removeRanges.length === 0)) {
+      const acc = new Accumulated();
+      for (const writes of sets) for (const op of writes.ops) acc.add(op);
+      const statements = acc.statements();
+      if (statements.length === 0) return;
+      const one = combined(statements);
+      if (one) {
+        await this.pool.query(one.sql, one.values);
+        return;
+      }
+    }
     const client = await checkout(this.pool);
     let broken: unknown;
     try {
@@ -370,6 +384,13 @@ const RANGE_TABLES: Partial<Record<WriteOp['db'], string>> = { changes: 'changes
 
 const keyText = (key: Key): string => (Array.isArray(key) ? key.join('\u0000') : String(key));
 
+/** One SQL statement: its text with `$n` placeholders numbered from 1, and its values. */
+interface Statement {
+  table: string;
+  sql: string;
+  values: unknown[];
+}
+
 /**
  * The net effect of a run of ops, per table: the last op on a key decides
  * whether it is upserted or deleted (one statement per table and verb, since
@@ -385,89 +406,113 @@ class Accumulated {
     m.set(keyText(op.key), op);
   }
 
-  async write(client: pg.PoolClient): Promise<void> {
+  statements(): Statement[] {
+    const out: Statement[] = [];
     for (const [db, ops] of this.byDb) {
       const puts: WriteOp[] = [];
       const dels: WriteOp[] = [];
       for (const op of ops.values()) (op.value === undefined ? dels : puts).push(op);
-      if (dels.length > 0) await deleteRows(client, db, dels);
-      if (puts.length > 0) await upsertRows(client, db, puts);
+      if (dels.length > 0) out.push(deleteRows(db, dels));
+      if (puts.length > 0) out.push(upsertRows(db, puts));
     }
+    return out;
+  }
+
+  async write(client: pg.PoolClient): Promise<void> {
+    for (const st of this.statements()) await client.query(st.sql, st.values);
   }
 }
 
-async function deleteRows(client: pg.PoolClient, db: WriteOp['db'], ops: WriteOp[]): Promise<void> {
+/**
+ * Statements as one: each becomes a data-modifying CTE, their placeholders
+ * renumbered. A single statement is atomic and, outside a transaction block,
+ * committed (durably, with synchronous_commit) before its answer: one round
+ * trip instead of BEGIN, one per statement, and COMMIT. Only for statements on
+ * distinct tables (CockroachDB refuses two modifications of one table in a
+ * statement by default).
+ */
+function combined(statements: Statement[]): Statement | null {
+  if (new Set(statements.map((st) => st.table)).size !== statements.length) return null;
+  if (statements.length === 1) return statements[0];
+  const values: unknown[] = [];
+  const parts = statements.map((st, i) => {
+    const offset = values.length;
+    values.push(...st.values);
+    return `w${i} AS (${st.sql.replace(/\$(\d+)/g, (_, n: string) => `$${Number(n) + offset}`)})`;
+  });
+  return { table: '', sql: `WITH ${parts.join(', ')} SELECT 1`, values };
+}
+
+function deleteRows(db: WriteOp['db'], ops: WriteOp[]): Statement {
   const keys = ops.map((op) => op.key);
   switch (db) {
     case 'sites':
-      return void (await client.query('DELETE FROM sites WHERE site_id = ANY($1::int8[])', [keys]));
+      return { table: 'sites', sql: 'DELETE FROM sites WHERE site_id = ANY($1::int8[])', values: [keys] };
     case 'users':
-      return void (await client.query('DELETE FROM users WHERE id = ANY($1::int8[])', [keys]));
+      return { table: 'users', sql: 'DELETE FROM users WHERE id = ANY($1::int8[])', values: [keys] };
     case 'objects': {
       const k = keys as [number, string, number][];
-      await client.query('DELETE FROM objects WHERE (site_id, kind, id) IN (SELECT * FROM unnest($1::int8[], $2::text[], $3::int8[]))', [
-        k.map((x) => x[0]),
-        k.map((x) => x[1]),
-        k.map((x) => x[2]),
-      ]);
-      return;
+      return {
+        table: 'objects',
+        sql: 'DELETE FROM objects WHERE (site_id, kind, id) IN (SELECT * FROM unnest($1::int8[], $2::text[], $3::int8[]))',
+        values: [k.map((x) => x[0]), k.map((x) => x[1]), k.map((x) => x[2])],
+      };
     }
     case 'changes': {
       const k = keys as [number, number][];
-      await client.query('DELETE FROM changes WHERE (site_id, id) IN (SELECT * FROM unnest($1::int8[], $2::int8[]))', [
-        k.map((x) => x[0]),
-        k.map((x) => x[1]),
-      ]);
-      return;
+      return {
+        table: 'changes',
+        sql: 'DELETE FROM changes WHERE (site_id, id) IN (SELECT * FROM unnest($1::int8[], $2::int8[]))',
+        values: [k.map((x) => x[0]), k.map((x) => x[1])],
+      };
     }
-    case 'meta': {
+    default: {
       const k = keys as [string, string, string][];
-      await client.query('DELETE FROM high_water WHERE (kind, writer) IN (SELECT * FROM unnest($1::text[], $2::text[]))', [
-        k.map((x) => x[1]),
-        k.map((x) => x[2]),
-      ]);
-      return;
+      return {
+        table: 'high_water',
+        sql: 'DELETE FROM high_water WHERE (kind, writer) IN (SELECT * FROM unnest($1::text[], $2::text[]))',
+        values: [k.map((x) => x[1]), k.map((x) => x[2])],
+      };
     }
-    case 'changeIndex':
-      return;
   }
 }
 
-async function upsertRows(client: pg.PoolClient, db: WriteOp['db'], ops: WriteOp[]): Promise<void> {
+function upsertRows(db: WriteOp['db'], ops: WriteOp[]): Statement {
   switch (db) {
     case 'sites':
-      await client.query(
-        `INSERT INTO sites (site_id, value) SELECT * FROM unnest($1::int8[], $2::bytea[])
+      return {
+        table: 'sites',
+        sql: `INSERT INTO sites (site_id, value) SELECT * FROM unnest($1::int8[], $2::bytea[])
          ON CONFLICT (site_id) DO UPDATE SET value = EXCLUDED.value`,
-        [ops.map((op) => op.key), ops.map((op) => packr.pack(op.value))],
-      );
-      return;
+        values: [ops.map((op) => op.key), ops.map((op) => packr.pack(op.value))],
+      };
     case 'users':
-      await client.query(
-        `INSERT INTO users (id, value) SELECT * FROM unnest($1::int8[], $2::bytea[])
+      return {
+        table: 'users',
+        sql: `INSERT INTO users (id, value) SELECT * FROM unnest($1::int8[], $2::bytea[])
          ON CONFLICT (id) DO UPDATE SET value = EXCLUDED.value`,
-        [ops.map((op) => op.key), ops.map((op) => packr.pack(op.value))],
-      );
-      return;
+        values: [ops.map((op) => op.key), ops.map((op) => packr.pack(op.value))],
+      };
     case 'objects': {
       const k = ops.map((op) => op.key as [number, string, number]);
-      await client.query(
-        `INSERT INTO objects (site_id, kind, id, value) SELECT * FROM unnest($1::int8[], $2::text[], $3::int8[], $4::bytea[])
+      return {
+        table: 'objects',
+        sql: `INSERT INTO objects (site_id, kind, id, value) SELECT * FROM unnest($1::int8[], $2::text[], $3::int8[], $4::bytea[])
          ON CONFLICT (site_id, kind, id) DO UPDATE SET value = EXCLUDED.value`,
-        [k.map((x) => x[0]), k.map((x) => x[1]), k.map((x) => x[2]), ops.map((op) => packr.pack(op.value))],
-      );
-      return;
+        values: [k.map((x) => x[0]), k.map((x) => x[1]), k.map((x) => x[2]), ops.map((op) => packr.pack(op.value))],
+      };
     }
     case 'changes': {
       const c = ops.map((op) => op.value as StoredChange);
-      await client.query(
-        `INSERT INTO changes (site_id, id, at, event, resource_name, resource_id, user_id, email, resource, diff)
+      return {
+        table: 'changes',
+        sql: `INSERT INTO changes (site_id, id, at, event, resource_name, resource_id, user_id, email, resource, diff)
          SELECT * FROM unnest($1::int8[], $2::int8[], $3::int8[], $4::text[], $5::text[], $6::int8[], $7::int8[], $8::text[],
            $9::text[], $10::text[])
          ON CONFLICT (site_id, id) DO UPDATE SET at = EXCLUDED.at, event = EXCLUDED.event, resource_name = EXCLUDED.resource_name,
            resource_id = EXCLUDED.resource_id, user_id = EXCLUDED.user_id, email = EXCLUDED.email, resource = EXCLUDED.resource,
            diff = EXCLUDED.diff`,
-        [
+        values: [
           ops.map((op) => (op.key as [number, number])[0]),
           ops.map((op) => (op.key as [number, number])[1]),
           c.map((x) => x.at),
@@ -479,20 +524,17 @@ async function upsertRows(client: pg.PoolClient, db: WriteOp['db'], ops: WriteOp
           c.map((x) => x.resource),
           c.map((x) => x.diff ?? null),
         ],
-      );
-      return;
+      };
     }
-    case 'meta': {
+    default: {
       const k = ops.map((op) => op.key as [string, string, string]);
-      await client.query(
-        `INSERT INTO high_water (kind, writer, id) SELECT * FROM unnest($1::text[], $2::text[], $3::int8[])
+      return {
+        table: 'high_water',
+        sql: `INSERT INTO high_water (kind, writer, id) SELECT * FROM unnest($1::text[], $2::text[], $3::int8[])
          ON CONFLICT (kind, writer) DO UPDATE SET id = EXCLUDED.id`,
-        [k.map((x) => x[1]), k.map((x) => x[2]), ops.map((op) => op.value as number)],
-      );
-      return;
+        values: [k.map((x) => x[1]), k.map((x) => x[2]), ops.map((op) => op.value as number)],
+      };
     }
-    case 'changeIndex':
-      return;
   }
 }
 

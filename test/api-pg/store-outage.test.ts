@@ -17,7 +17,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await srv?.stop();
   await pg?.stop();
-});
+}, 60_000);
 
 test('a database restart under allocation load answers 503s, loses no acknowledged write and resumes by itself', async () => {
   const site = await srv.request('POST', '/api/sites/', { body: { name: 'outage' } });

@@ -19,5 +19,5 @@ export function runOnPostgres(): void {
   afterAll(async () => {
     usePostgres(null);
     await server?.stop();
-  });
+  }, 60_000);
 }

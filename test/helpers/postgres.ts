@@ -8,7 +8,7 @@
  * then creates a `postgres` user to run the server, so the data directory sits
  * under /tmp (world-traversable) in a directory of its own made 0755.
  */
-import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 
@@ -70,6 +70,13 @@ export async function startPostgres(): Promise<TestPostgres> {
       await pg.start();
     },
     async stop() {
+      // Immediate shutdown (SIGQUIT to the postmaster): the files are removed next, so the shutdown checkpoint,
+      // seconds of fsyncs on a busy disk, would be wasted.
+      try {
+        process.kill(Number(readFileSync(join(root, 'data', 'postmaster.pid'), 'utf8').split('\n')[0]), 'SIGQUIT');
+      } catch {
+        /* not running */
+      }
       await pg.stop();
       rmSync(root, { recursive: true, force: true });
     },

@@ -7,8 +7,8 @@ import { storeSuite } from './store-suite.js';
 let server: TestPostgres;
 beforeAll(async () => {
   server = await startPostgres();
-});
-afterAll(() => server?.stop());
+}, 60_000);
+afterAll(() => server?.stop(), 60_000);
 
 storeSuite('PostgreSQL', async () => {
   const url = await server.freshDatabase();
