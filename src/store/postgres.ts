@@ -33,15 +33,20 @@
  * too, since lists render newest first; Changes never change, so they are
  * cached.
  *
- * Portability (PostgreSQL-wire distributed engines, CockroachDB and
- * YugabyteDB, checked against their SQL documentation, not run): only plain
- * tables with primary keys, `INSERT … ON CONFLICT … DO UPDATE/NOTHING`,
- * multi-argument `unnest` of typed arrays, row-value comparisons for keyset
- * paging, BEGIN/COMMIT at the default isolation. No advisory locks, no
- * LISTEN/NOTIFY, no sequences, no triggers: correctness needs none of them.
- * Concurrent migrators are told apart by the schema_migrations primary key
- * (the loser's insert fails and it re-reads). Not checked: DDL inside a
- * transaction on CockroachDB, which runs schema changes asynchronously.
+ * Portability to PostgreSQL-wire distributed engines (CockroachDB, YugabyteDB).
+ * Correctness needs no advisory lock, no LISTEN/NOTIFY, no sequence, no
+ * trigger, no SERIALIZABLE-only behaviour: only plain tables with primary
+ * keys, `INSERT … ON CONFLICT … DO UPDATE/NOTHING`, `DELETE … WHERE (…) IN
+ * (SELECT * FROM unnest(…))`, row-value comparisons for keyset paging,
+ * BEGIN/COMMIT at the default isolation, and data-modifying CTEs. Checked
+ * against documentation, not run on either engine: CockroachDB documents
+ * INSERT … ON CONFLICT and data-modifying CTEs, and refuses two modifications
+ * of one table in one statement (cockroach PR 71595), so `combined` puts each
+ * table in a statement at most once. YugabyteDB runs PostgreSQL's own query
+ * layer. Not checked: multi-argument `unnest` on CockroachDB, and DDL inside a
+ * transaction there (it runs schema changes asynchronously); migration 1 is
+ * plain CREATE TABLEs, and concurrent migrators are told apart by the
+ * schema_migrations primary key (the loser's insert fails and it moves on).
  */
 
 import { randomBytes } from 'node:crypto';
