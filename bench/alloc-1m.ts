@@ -64,7 +64,7 @@ import { handle } from '../src/shard/dispatch.js';
 import type { ShardRequest } from '../src/shard/protocol.js';
 import { ShardState } from '../src/shard/state.js';
 import { createSharedIdState } from '../src/store/ids.js';
-import { Store } from '../src/store/lmdb.js';
+import { LmdbStore } from '../src/store/lmdb.js';
 import { prng } from '../test/helpers/prng.js';
 import { envNumber, fmt, log, machine, median, type Stats, stats, table, tempDir } from './_harness.js';
 
@@ -239,7 +239,7 @@ interface ConfigResult {
 /** One IP version and fill: build, time, compare. Runs in a process of its own (see run). */
 async function runConfig(version: IpVersion, fill: number, { n, reps, warmupReps, naiveReps }: Settings): Promise<ConfigResult> {
   const dir = tempDir('netsot-bench-p3-');
-  const store = new Store(dir.path);
+  const store = new LmdbStore(dir.path);
   const config = loadConfig({ DATA_DIR: dir.path });
   const rows: Row[] = [];
   let mismatches = 0;

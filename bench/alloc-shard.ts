@@ -33,7 +33,8 @@ import { handle, ShardServer } from '../src/shard/dispatch.js';
 import type { ShardReply, ShardRequest } from '../src/shard/protocol.js';
 import { ShardState } from '../src/shard/state.js';
 import { createSharedIdState } from '../src/store/ids.js';
-import { highWaterOp, Store, type WriteSet } from '../src/store/lmdb.js';
+import { LmdbStore } from '../src/store/lmdb.js';
+import { highWaterOp, type WriteSet } from '../src/store/store.js';
 import { envNumber, fmt, log, machine, processCpuSeconds, type Stats, stats, table, tempDir } from './_harness.js';
 
 const PARENT = '10.0.0.0/8';
@@ -87,7 +88,7 @@ export async function run(): Promise<number> {
   const withBaseline = envNumber('BENCH_STORE_BASELINE', 1) !== 0;
 
   const dir = tempDir('netsot-bench-p2-shard-');
-  const store = new Store(dir.path);
+  const store = new LmdbStore(dir.path);
   try {
     const shard = new ShardState(0, 1, loadConfig({ DATA_DIR: dir.path }), store, createSharedIdState({}));
     const site: SiteRecord = { id: shard.ids.next('site'), siteId: 1, name: 'bench', description: '' };

@@ -239,15 +239,15 @@ async function loadOneShard(dataDir: string): Promise<void> {
   const { loadConfig } = await import('../src/config.js');
   const { ShardState } = await import('../src/shard/state.js');
   const { createSharedIdState } = await import('../src/store/ids.js');
-  const { Store } = await import('../src/store/lmdb.js');
+  const { LmdbStore } = await import('../src/store/lmdb.js');
   const config = loadConfig({ DATA_DIR: dataDir });
-  const store = new Store(dataDir);
+  const store = new LmdbStore(dataDir);
   const gc = (globalThis as { gc?: () => void }).gc!;
   const anon = () => processMemory(process.pid)?.anon ?? NaN;
   try {
-    const shard = new ShardState(0, config.shards, config, store, createSharedIdState(store.highWaterMarks()));
+    const shard = new ShardState(0, config.shards, config, store, createSharedIdState(await store.highWaterMarks()));
     const t0 = performance.now();
-    shard.load();
+    await shard.load();
     const ms = performance.now() - t0;
     const m1 = process.memoryUsage();
     const a1 = anon();

@@ -41,7 +41,7 @@ import type { ShardRequest } from '../src/shard/protocol.js';
 import { objectBody } from '../src/shard/render.js';
 import { ShardState } from '../src/shard/state.js';
 import { createSharedIdState } from '../src/store/ids.js';
-import { Store } from '../src/store/lmdb.js';
+import { LmdbStore } from '../src/store/lmdb.js';
 import { prng } from '../test/helpers/prng.js';
 import { envNumber, fmt, log, machine, type Stats, stats, table, tempDir } from './_harness.js';
 
@@ -119,7 +119,7 @@ export async function run(args: string[]): Promise<number> {
   const warmupReps = Math.floor(envNumber('BENCH_WARMUP_REPS', 10, 0));
 
   const dir = tempDir('netsot-bench-p4-');
-  const store = new Store(dir.path);
+  const store = new LmdbStore(dir.path);
   try {
     const shard = new ShardState(0, 1, loadConfig({ DATA_DIR: dir.path }), store, createSharedIdState({}));
     const site: SiteRecord = { id: shard.ids.next('site'), siteId: 0, name: 'bench', description: '' };

@@ -11,6 +11,11 @@ export interface Config {
   host: string;
   port: number;
   dataDir: string;
+  /**
+   * Where records live: null for the embedded LMDB store in dataDir, or a `postgres://` / `postgresql://`
+   * connection URL (STORE or NETSOT_STORE, `--store`).
+   */
+  store: string | null;
   shards: number;
   userAuthHeader: string;
   authTokenExpiry: number;
@@ -85,6 +90,17 @@ function readPrefixPair(src: Source, name: string, fallback: { v4: number; v6: n
   return pair;
 }
 
+/**
+ * The store setting: `--store`, else the environment's NETSOT_STORE, else STORE. Unset, empty or `lmdb` is the
+ * embedded store in DATA_DIR. The message never repeats the value, which may hold a password.
+ */
+function readStore(given: string | undefined): string | null {
+  const v = (given ?? '').trim();
+  if (v === '' || v === 'lmdb') return null;
+  if (/^postgres(ql)?:\/\/./.test(v)) return v;
+  throw new ConfigError('STORE must be lmdb or a postgres:// (postgresql://) connection URL');
+}
+
 /** Maps CLI flags (`--data-dir D`) onto their environment-variable names. */
 export function flagsToSource(argv: string[]): Source {
   const out: Source = {};
@@ -112,6 +128,7 @@ export function loadConfig(env: Source = process.env, flags: Source = {}): Confi
     'HOST',
     'PORT',
     'DATA_DIR',
+    'STORE',
     'SHARDS',
     'USER_AUTH_HEADER',
     'AUTH_TOKEN_EXPIRY',
@@ -140,6 +157,7 @@ export function loadConfig(env: Source = process.env, flags: Source = {}): Confi
   const header = readString(src, 'USER_AUTH_HEADER', 'X-Service-Email');
   if (!/^[A-Za-z0-9-]+$/.test(header)) throw new ConfigError(`USER_AUTH_HEADER must be a header name, got '${header}'`);
   return {
+    store: readStore(flags.STORE ?? env.NETSOT_STORE ?? env.STORE),
     host: readString(src, 'HOST', '127.0.0.1'),
     port: readInt(src, 'PORT', 8990, 0, 65535),
     dataDir: readString(src, 'DATA_DIR', './data'),

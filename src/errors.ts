@@ -107,6 +107,8 @@ export const Errors = {
   shardRestarting: (retryAfterSeconds: number) =>
     new ApiError(503, 'The shard serving this request is restarting; retry the request.', { 'Retry-After': String(retryAfterSeconds) }),
   storeFull: () => new ApiError(507, 'Insufficient storage: the write was not saved.'),
+  /** The database behind the store is down or unreachable (PostgreSQL); a write may or may not have been saved. */
+  storeUnavailable: () => new ApiError(503, 'The store cannot be reached; retry the request.', { 'Retry-After': '1' }),
   shuttingDown: () => new ApiError(503, 'The service is shutting down; retry the request.', { 'Retry-After': '1' }),
   notReady: (why: string) => new ApiError(503, `Not ready: ${why}.`, { 'Retry-After': '1' }),
   bulkTooLarge: (max: number, got: number) => new ApiError(413, `A bulk request may hold at most ${max} items; got ${got}.`),

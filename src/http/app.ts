@@ -13,7 +13,7 @@
  */
 
 import { Authenticator } from '../auth/authenticate.js';
-import { loadServerKey, TokenSigner } from '../auth/secrets.js';
+import { TokenSigner } from '../auth/secrets.js';
 import type { Config } from '../config.js';
 import { Errors } from '../errors.js';
 import type { Logger } from '../log.js';
@@ -27,7 +27,8 @@ import type { HeldGrant } from '../shard/object-grants.js';
 import { ShardPool } from '../shard/pool.js';
 import { secureDataDir } from '../store/data-dir.js';
 import { createSharedIdState, IdCounters } from '../store/ids.js';
-import { Store } from '../store/lmdb.js';
+import { openStore } from '../store/open.js';
+import type { Store } from '../store/store.js';
 import { isJsonBody, negotiate, parseBody } from './body.js';
 import { docsPage } from './docs.js';
 import { type Forwarded, Forwarder } from './forward.js';
@@ -55,24 +56,26 @@ export class App {
     private readonly router: Router,
   ) {}
 
-  /** Opens the store in config.dataDir and starts the shard workers; resolves when every shard has loaded. */
+  /** Opens the store (config.store, else LMDB in config.dataDir) and starts the shard workers; resolves when every shard has loaded. */
   static async start(config: Config, log: Logger): Promise<App> {
     // Before anything opens a file there: the store and the server key are secrets.
-    secureDataDir(config.dataDir, (line) => log.warn(line));
-    const store = new Store(config.dataDir);
+    if (config.store === null) secureDataDir(config.dataDir, (line) => log.warn(line));
+    const store = await openStore(config);
     try {
-      const shared = createSharedIdState(store.highWaterMarks());
+      const shared = createSharedIdState(await store.highWaterMarks());
       const ids = new IdCounters(shared);
-      const sites = new SiteDirectory(store);
-      const users = new UserDirectory(store, sites, () => ids.next('user'));
-      const auth = new Authenticator(users, new TokenSigner(loadServerKey(config.dataDir), config.authTokenExpiry), config);
+      const sites = await SiteDirectory.open(store);
+      const users = new UserDirectory(store, sites, () => ids.next('user'), await store.users<UserRecord>());
+      const auth = new Authenticator(users, new TokenSigner(await store.serverKey(), config.authTokenExpiry), config);
       const pool: ShardPool = await ShardPool.start(config, shared, {
         report: (message) => {
           log.error(message);
           log.flush();
         },
         // A replaced shard may have committed site writes it never answered: the directory rereads them.
-        onRestarted: (shard) => sites.reload(store, (site) => pool.shardOfSite(site) === shard),
+        onRestarted: (shard) => {
+          sites.reload(store, (site) => pool.shardOfSite(site) === shard).catch((err) => log.error(`site directory reload: ${err}`));
+        },
       });
       const router = new Router(ROUTES);
       return new App(config, log, store, ids, sites, users, auth, pool, new Forwarder(pool), router);

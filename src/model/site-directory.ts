@@ -6,7 +6,7 @@
  */
 
 import type { DirectoryUpdate } from '../shard/protocol.js';
-import type { Store } from '../store/lmdb.js';
+import type { Store } from '../store/store.js';
 import { duplicateName, siteCreateCheck } from './_site.js';
 import type { MainHook } from './model.js';
 
@@ -14,14 +14,19 @@ export class SiteDirectory {
   private readonly names = new Map<number, string>();
   private readonly reserved = new Set<string>();
 
-  constructor(store: Store) {
-    this.reload(store, () => true);
+  static async open(store: Store): Promise<SiteDirectory> {
+    const d = new SiteDirectory();
+    await d.reload(store, () => true);
+    return d;
   }
 
   /** Rereads the sites `owned` selects from the store (all at start; one shard's after it was replaced). */
-  reload(store: Store, owned: (siteId: number) => boolean): void {
+  async reload(store: Store, owned: (siteId: number) => boolean): Promise<void> {
+    const read = new Map<number, string>();
+    for (const id of await store.siteIds()) if (owned(id)) read.set(id, (await store.site<{ name: string }>(id))!.name);
+    // Swapped in at once, so no request sees the shard's sites missing while they are read.
     for (const id of [...this.names.keys()]) if (owned(id)) this.names.delete(id);
-    for (const id of store.siteIds()) if (owned(id)) this.names.set(id, store.site<{ name: string }>(id)!.name);
+    for (const [id, name] of read) this.names.set(id, name);
   }
 
   has(id: number): boolean {

@@ -17,7 +17,7 @@ import { defineSchema, Field } from '../schema/fields.js';
 import { parseId } from '../schema/id.js';
 import { coerceBoolean } from '../schema/validate.js';
 import type { Principal } from '../shard/protocol.js';
-import { highWaterOp, type Store } from '../store/lmdb.js';
+import { highWaterOp, type Store } from '../store/store.js';
 import type { SiteDirectory } from './site-directory.js';
 
 export interface UserRecord {
@@ -134,8 +134,9 @@ export class UserDirectory {
     private readonly store: Store,
     private readonly sites: SiteDirectory,
     private readonly nextId: () => number,
+    stored: UserRecord[],
   ) {
-    for (const { value } of store.db('users').getRange()) this.add(value as UserRecord);
+    for (const u of stored) this.add(u);
   }
 
   private add(u: UserRecord): void {
@@ -150,7 +151,12 @@ export class UserDirectory {
   }
 
   private async save(u: UserRecord): Promise<void> {
-    await this.store.commit({ ops: [{ db: 'users', key: u.id, value: u }, highWaterOp('user', 'main', u.id)] });
+    try {
+      await this.store.commit({ ops: [{ db: 'users', key: u.id, value: u }, highWaterOp('user', 'main', u.id)] });
+    } catch (err) {
+      // Memory is unchanged either way; a user saved all the same is read back at the next start (ids are never reused).
+      throw this.store.isUnavailable(err) ? Errors.storeUnavailable() : err;
+    }
     this.add(u);
   }
 

@@ -228,17 +228,22 @@ export class ShardServer {
 
   private commitFailed(turn: Turn, err: unknown): void {
     const full = this.shard.store.isFull(err);
-    const what = `commit failed${full ? ' (store full)' : ''}; nothing of its group was saved`;
+    // A database that went away may have committed the group after all: memory is reread, not rolled back.
+    const unreachable = this.shard.store.isUnavailable(err);
+    const what = unreachable
+      ? 'commit failed (store unreachable); its group may or may not have been saved'
+      : `commit failed${full ? ' (store full)' : ''}; nothing of its group was saved`;
+    const refusal = () => (full ? Errors.storeFull() : unreachable ? Errors.storeUnavailable() : Errors.internal());
     this.log.error(`shard ${this.shard.shardIndex}: ${what}: ${stackOf(err)}`);
     const firstWrite = turn.wrote.indexOf(true);
     const answered: ShardReply[] = [];
     const again: ShardRequest[] = [];
     turn.replies.forEach((reply, i) => {
       if (i < firstWrite) answered.push(reply);
-      else if (turn.wrote[i]) answered.push({ seq: reply.seq, ...this.errorReply(full ? Errors.storeFull() : Errors.internal()) });
+      else if (turn.wrote[i]) answered.push({ seq: reply.seq, ...this.errorReply(refusal()) });
       else again.push(turn.requests[i]);
     });
-    const restored = turn.group.rollback();
+    const restored = turn.group.rollback() && !unreachable;
     this.send(answered);
     if (restored) {
       this.submit(again);
@@ -262,7 +267,12 @@ export class ShardServer {
     };
     const failed = (err: unknown) => {
       this.log.error(`shard ${this.shard.shardIndex}: reload failed: ${stackOf(err)}`);
-      resume();
+      if (!this.shard.store.isUnavailable(err)) return resume();
+      // The database is down: what waits gets 503 now, and the reload is tried again shortly.
+      const held = this.held;
+      this.held = [];
+      this.send(held.map((req) => ({ seq: req.seq, ...this.errorReply(Errors.storeUnavailable()) })));
+      setTimeout(() => recover(this.shard).then(resume, failed), RELOAD_RETRY_MS);
     };
     recover(this.shard).then(resume, failed);
   }
@@ -288,6 +298,9 @@ export function handle(shard: ShardState, req: ShardRequest, log?: Logger): Prom
   return new Promise((resolve) => new ShardServer(shard, (r) => resolve(r[0]), log).submit([req]));
 }
 
+/** How long a shard waits before trying again to reload from a store that could not be reached. */
+const RELOAD_RETRY_MS = 1000;
+
 const stackOf = (err: unknown): string => (err as Error)?.stack ?? String(err);
 
 const recoveries = new WeakMap<ShardState, Promise<void>>();
@@ -301,7 +314,7 @@ function recover(shard: ShardState): Promise<void> {
   if (!p) {
     p = (async () => {
       await shard.tail;
-      shard.load();
+      await shard.load();
       shard.failed = false;
     })().finally(() => recoveries.delete(shard));
     recoveries.set(shard, p);

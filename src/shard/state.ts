@@ -10,7 +10,7 @@ import { AttributeIndex } from '../query/attribute-index.js';
 import { CHANGE_RESOURCES, EVENTS } from '../store/change-names.js';
 import { IdCounters, IdShardIndex, type SharedIdState } from '../store/ids.js';
 import type { Kind } from '../store/kinds.js';
-import type { Store } from '../store/lmdb.js';
+import type { Store } from '../store/store.js';
 import { ChangeLog, type ChangeRow } from './changelog.js';
 import { indexesOf, Relation } from './relations.js';
 import { ObjectTable, type StoredObject } from './table.js';
@@ -40,6 +40,8 @@ export class ShardState {
   heartbeat: () => void = () => undefined;
   /** Tells the supervisor when this shard enters and leaves a store commit, whose time (a slow disk) is no stall. */
   inStore: (busy: boolean) => void = () => undefined;
+  /** Commits issued and not yet settled (more than one only on a store whose commits are asynchronous). */
+  commitsInFlight = 0;
 
   constructor(
     readonly shardIndex: number,
@@ -106,19 +108,16 @@ export class ShardState {
   }
 
   /** Loads every site this shard owns, its objects and its Change index. */
-  load(): void {
+  async load(): Promise<void> {
     this.reset();
     const byKind = new Map<Kind, StoredObject[]>();
     const rows: ChangeRow[] = [];
-    for (const siteId of this.store.siteIds()) {
+    for (const siteId of await this.store.siteIds()) {
       if (!this.ownsSite(siteId)) continue;
-      const site = this.store.site<StoredObject>(siteId)!;
+      const site = (await this.store.site<StoredObject>(siteId))!;
       push(byKind, 'site', decode(modelByKind('site'), site));
-      for (const { kind, value } of this.store.scanSite(siteId)) push(byKind, kind, decode(modelByKind(kind), value));
-      for (const {
-        id,
-        row: [at, event, resourceName, resourceId],
-      } of this.store.scanChangeIndex(siteId)) {
+      await this.store.scanSite(siteId, (kind, _id, value) => push(byKind, kind, decode(modelByKind(kind), value)));
+      await this.store.scanChangeIndex(siteId, (id, [at, event, resourceName, resourceId]) => {
         rows.push({
           id,
           siteId,
@@ -127,8 +126,9 @@ export class ShardState {
           resource: CHANGE_RESOURCES.indexOf(resourceName as never),
           resourceId,
         });
-      }
+      });
     }
+
     let loaded = 0;
     // Kinds load in registry order, so a derived index may look up kinds registered before its own.
     for (const model of MODELS) {

@@ -10,7 +10,7 @@
 import type { ResourceModel } from '../model/model.js';
 import { CHANGE_RESOURCES, type ChangeEvent, EVENTS } from '../store/change-names.js';
 import type { Kind } from '../store/kinds.js';
-import { highWaterOp, type StoredChange, type WriteOp, type WriteSet } from '../store/lmdb.js';
+import { highWaterOp, type StoredChange, type WriteOp, type WriteSet } from '../store/store.js';
 import { resourceDiff } from './diff.js';
 import type { Principal } from './protocol.js';
 import { indexesOf } from './relations.js';
@@ -219,13 +219,21 @@ export class CommitGroup {
     if (this.isEmpty) return this.shard.tail;
     this.appliedAtCommit = this.shard.applied;
     for (const [kind, id] of this.highWater) this.ops.push(highWaterOp(kind, this.shard.writerName, id));
-    // LMDB commits synchronously inside this call, so the flag spans exactly the commit and its sync.
+    // LMDB commits synchronously inside this call, so the flag spans exactly the commit and its sync;
+    // PostgreSQL's commits settle later, so the flag stays up while any is in flight.
     this.shard.inStore(true);
+    this.shard.commitsInFlight++;
     let p: Promise<void>;
     try {
       p = this.shard.store.commit({ ops: this.ops, removeRanges: this.removeRanges });
     } finally {
-      this.shard.inStore(false);
+      if (this.shard.store.engine === 'lmdb' && --this.shard.commitsInFlight === 0) this.shard.inStore(false);
+    }
+    if (this.shard.store.engine !== 'lmdb') {
+      const settled = () => {
+        if (--this.shard.commitsInFlight === 0) this.shard.inStore(false);
+      };
+      p.then(settled, settled);
     }
     this.shard.tail = p.catch(() => undefined);
     return p;

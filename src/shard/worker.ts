@@ -9,7 +9,7 @@ import { type MessagePort, parentPort, workerData } from 'node:worker_threads';
 import type { Config } from '../config.js';
 import { Logger } from '../log.js';
 import type { SharedIdState } from '../store/ids.js';
-import { Store } from '../store/lmdb.js';
+import { openStore } from '../store/open.js';
 import { ShardServer } from './dispatch.js';
 import type { ShardControl, ShardReply, ShardRequest } from './protocol.js';
 import { ShardState } from './state.js';
@@ -35,10 +35,10 @@ interface ShardWorkerData {
 }
 
 const data = workerData as ShardWorkerData;
-const store = new Store(data.config.dataDir);
+const store = await openStore(data.config, 'shard');
 const shard = new ShardState(data.shardIndex, data.shardCount, data.config, store, data.shared);
 const started = performance.now();
-shard.load();
+await shard.load();
 collectGarbage();
 shard.heartbeat = () => {
   Atomics.add(data.progress, 0, 1);

@@ -17,8 +17,9 @@
  *
  * Everything a site owns sits under keys that start with its id, so a shard
  * loads a site with one range scan, and deleting a site's Changes is one range.
- * The store is deliberately narrow (commit a write set, scan a site, read one
- * record, high-water marks) so another engine keyed by site can replace it.
+ * It implements the narrow `Store` interface (store.ts), which PostgresStore
+ * (postgres.ts) implements too. The token-signing key is a file of its own in
+ * DATA_DIR (auth/secrets.ts), not a record here.
  *
  * Durability: commits are synchronous LMDB commits (no overlapping sync) made
  * on the committing thread, so when `commit` resolves the write is on disk and
@@ -28,50 +29,10 @@
 import { statfsSync } from 'node:fs';
 import { join } from 'node:path';
 import { type Database, open, type RootDatabase } from 'lmdb';
+import { loadServerKey } from '../auth/secrets.js';
 import { ensurePrivateDir, STORE_FILE_MODE } from './data-dir.js';
 import type { Kind } from './kinds.js';
-
-export type Key = number | string | (number | string)[];
-
-export interface ChangeRecord {
-  id: number;
-  siteId: number;
-  at: number;
-  event: 'Create' | 'Update' | 'Delete';
-  resourceName: string;
-  resourceId: number;
-  userId: number;
-  email: string;
-  /** The resource's API shape as JSON text, rendered at write time. */
-  resource: string;
-  /** resource_diff as JSON text. */
-  diff: string;
-}
-
-/**
- * A Change as stored. A Create's or Delete's diff is implied by its resource
- * (every field from or to null) and is left out when the resource text
- * yields it exactly; `Store.change` puts it back. That is most Changes, and
- * the diff is over half of a Change's bytes.
- */
-export type StoredChange = Omit<ChangeRecord, 'diff'> & { diff?: string };
-
-export type DbName = 'sites' | 'objects' | 'changes' | 'changeIndex' | 'users' | 'meta';
-
-/** What a shard keeps of a Change in memory; stored apart so loading never reads the payloads. */
-export type ChangeIndexRow = [at: number, event: string, resourceName: string, resourceId: number];
-
-export interface WriteOp {
-  db: DbName;
-  key: Key;
-  value?: unknown;
-}
-
-export interface WriteSet {
-  ops: WriteOp[];
-  /** Key prefixes whose whole range is removed, e.g. a deleted site's Changes. */
-  removeRanges?: { db: DbName; prefix: number }[];
-}
+import { type ChangeIndexRow, type ChangeRecord, type DbName, fullChange, type Store, type StoredChange, type WriteSet } from './store.js';
 
 /** LMDB's MDB_MAP_FULL: the map cannot grow (lmdb-js grows it on its own, so this is rare). */
 const MDB_MAP_FULL = -30792;
@@ -80,7 +41,8 @@ const EIO = 5;
 /** Below this much free space, an I/O error from a commit is read as a full disk (see isFull). */
 const NEARLY_FULL_BYTES = 16 * 1024 * 1024;
 
-export class Store {
+export class LmdbStore implements Store {
+  readonly engine = 'lmdb' as const;
   readonly root: RootDatabase;
   private readonly dbs: Record<DbName, Database>;
 
@@ -157,37 +119,36 @@ export class Store {
     }
   }
 
-  siteIds(): number[] {
+  isUnavailable(_err: unknown): boolean {
+    return false;
+  }
+
+  async siteIds(): Promise<number[]> {
     return Array.from(this.dbs.sites.getKeys() as Iterable<number>);
   }
 
-  site<T>(siteId: number): T | undefined {
+  async site<T>(siteId: number): Promise<T | undefined> {
     return this.dbs.sites.get(siteId) as T | undefined;
   }
 
-  /** Every object of one site, in key order: kind, then id. */
-  *scanSite(siteId: number): Iterable<{ kind: Kind; id: number; value: unknown }> {
+  async scanSite(siteId: number, visit: (kind: Kind, id: number, value: unknown) => void): Promise<void> {
     for (const { key, value } of this.dbs.objects.getRange({ start: [siteId], end: [siteId + 1] })) {
       const k = key as [number, Kind, number];
-      yield { kind: k[1], id: k[2], value };
+      visit(k[1], k[2], value);
     }
   }
 
-  /** A site's Changes as index rows (id and the fields lists filter on), without their payloads. */
-  *scanChangeIndex(siteId: number): Iterable<{ id: number; row: ChangeIndexRow }> {
+  async scanChangeIndex(siteId: number, visit: (id: number, row: ChangeIndexRow) => void): Promise<void> {
     for (const { key, value } of this.dbs.changeIndex.getRange({ start: [siteId], end: [siteId + 1] })) {
-      yield { id: (key as [number, number])[1], row: value as ChangeIndexRow };
+      visit((key as [number, number])[1], value as ChangeIndexRow);
     }
   }
 
   change(siteId: number, id: number): ChangeRecord | undefined {
-    const stored = this.dbs.changes.get([siteId, id]) as StoredChange | undefined;
-    if (!stored || stored.diff !== undefined) return stored as ChangeRecord | undefined;
-    return { ...stored, diff: impliedDiff(stored.event, stored.resource) };
+    return fullChange(this.dbs.changes.get([siteId, id]) as StoredChange | undefined);
   }
 
-  /** Highest id ever handed out per kind, over every writer's mark. */
-  highWaterMarks(): Partial<Record<Kind, number>> {
+  async highWaterMarks(): Promise<Partial<Record<Kind, number>>> {
     const out: Partial<Record<Kind, number>> = {};
     for (const { key, value } of this.dbs.meta.getRange({ start: ['hw'], end: ['hw\u0000'] })) {
       const kind = (key as [string, Kind, string])[1];
@@ -196,17 +157,16 @@ export class Store {
     return out;
   }
 
+  async users<T>(): Promise<T[]> {
+    return Array.from(this.dbs.users.getRange(), ({ value }) => value as T);
+  }
+
+  /** The key lives in a file of its own in DATA_DIR, beside the environment (auth/secrets.ts). */
+  async serverKey(): Promise<Buffer> {
+    return loadServerKey(this.dataDir);
+  }
+
   async close(): Promise<void> {
     await this.root.close();
   }
 }
-
-/** The diff of a Create or Delete whose resource was stored as `resource` (see StoredChange). */
-function impliedDiff(event: ChangeRecord['event'], resource: string): string {
-  const shape = JSON.parse(resource) as Record<string, unknown>;
-  const diff: Record<string, { old: unknown; new: unknown }> = {};
-  for (const k of Object.keys(shape)) diff[k] = event === 'Create' ? { old: null, new: shape[k] } : { old: shape[k], new: null };
-  return JSON.stringify(diff);
-}
-
-export const highWaterOp = (kind: Kind, writer: string, id: number): WriteOp => ({ db: 'meta', key: ['hw', kind, writer], value: id });

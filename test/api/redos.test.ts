@@ -10,7 +10,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { Store } from '../../src/store/lmdb.js';
+import { LmdbStore } from '../../src/store/lmdb.js';
 import { type Attr, type Device, expectError, fixtures, freshIdent, type Site } from '../helpers/fixtures.js';
 import { type Response, TestServer } from '../helpers/server.js';
 
@@ -165,7 +165,7 @@ describe('patterns stored before the linear-time rule', () => {
     device = await f.mkDevice(oldSite, 'dev', { backref: 'a' });
     await old.stop(false);
 
-    const store = new Store(dir);
+    const store = new LmdbStore(dir);
     for (const [a, pattern] of [
       [backref, STORED.backref],
       [long, STORED.long],

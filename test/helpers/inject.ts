@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import { flagsToSource, type LogLevel, loadConfig } from '../../src/config.js';
 import { App } from '../../src/http/app.js';
 import { Logger } from '../../src/log.js';
+import { storeEnv } from './postgres.js';
 import type { Response, StartOptions } from './server.js';
 
 export type { Response, StartOptions } from './server.js';
@@ -52,7 +53,7 @@ export class InjectServer {
   static async start(opts: StartOptions = {}): Promise<InjectServer> {
     const dataDir = opts.dataDir ?? mkdtempSync(join(tmpdir(), 'netsot-test-'));
     const flags = ['--port', '0', '--data-dir', dataDir, '--shards', String(opts.shards ?? 2)];
-    const config = loadConfig({ ...process.env, LOG_LEVEL: 'warn', ...opts.env }, flagsToSource(flags));
+    const config = loadConfig({ ...process.env, LOG_LEVEL: 'warn', ...(await storeEnv(dataDir)), ...opts.env }, flagsToSource(flags));
     const output: string[] = [];
     const app = await App.start(config, new CapturingLogger(config.logLevel, output));
     return new InjectServer(app, dataDir, opts.dataDir === undefined, output);

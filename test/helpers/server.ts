@@ -7,6 +7,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { storeEnv } from './postgres.js';
 
 const MAIN = resolve(__dirname, '../../dist/main.js');
 
@@ -35,7 +36,7 @@ export class TestServer {
   static async start(opts: StartOptions = {}): Promise<TestServer> {
     const dataDir = opts.dataDir ?? mkdtempSync(join(tmpdir(), 'netsot-test-'));
     const proc = spawn(process.execPath, [MAIN, 'serve', '--port', '0', '--data-dir', dataDir, '--shards', String(opts.shards ?? 2)], {
-      env: { ...process.env, LOG_LEVEL: 'warn', ...opts.env },
+      env: { ...process.env, LOG_LEVEL: 'warn', ...(await storeEnv(dataDir)), ...opts.env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     const output: string[] = [];

@@ -10,9 +10,10 @@ import { loadConfig } from '../../src/config.js';
 import type { ShardRequest } from '../../src/shard/protocol.js';
 import { ShardState } from '../../src/shard/state.js';
 import { createSharedIdState } from '../../src/store/ids.js';
-import { Store } from '../../src/store/lmdb.js';
+import { LmdbStore } from '../../src/store/lmdb.js';
+import type { Store } from '../../src/store/store.js';
 
-export interface TempShard<S extends Store = Store> {
+export interface TempShard<S extends Store = LmdbStore> {
   dir: string;
   store: S;
   shard: ShardState;
@@ -20,14 +21,14 @@ export interface TempShard<S extends Store = Store> {
   close(): Promise<void>;
 }
 
-export function openTempShard<S extends Store = Store>(
+export async function openTempShard<S extends Store = LmdbStore>(
   name: string,
-  makeStore: (dir: string) => S = (d) => new Store(d) as S,
-): TempShard<S> {
+  makeStore: (dir: string) => S | Promise<S> = (d) => new LmdbStore(d) as unknown as S,
+): Promise<TempShard<S>> {
   const dir = mkdtempSync(join(tmpdir(), `netsot-${name}-`));
-  const store = makeStore(dir);
+  const store = await makeStore(dir);
   const shard = new ShardState(0, 1, loadConfig({ DATA_DIR: dir }), store, createSharedIdState({}));
-  shard.load();
+  await shard.load();
   return {
     dir,
     store,

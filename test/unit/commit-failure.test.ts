@@ -5,11 +5,12 @@ import { handle, ShardServer } from '../../src/shard/dispatch.js';
 import type { ShardReply, ShardRequest } from '../../src/shard/protocol.js';
 import { ShardState } from '../../src/shard/state.js';
 import { createSharedIdState } from '../../src/store/ids.js';
-import { Store, type WriteSet } from '../../src/store/lmdb.js';
+import { LmdbStore } from '../../src/store/lmdb.js';
+import type { WriteSet } from '../../src/store/store.js';
 import { openTempShard, requestsLike, type TempShard } from '../helpers/shard.js';
 
 /** A real LMDB store whose next commit fails, as a full disk would. */
-class FailingStore extends Store {
+class FailingStore extends LmdbStore {
   failNext = false;
   /** The errno the injected failure carries: 28 is ENOSPC, a full disk; none is another fault. */
   failCode: number | undefined = undefined;
@@ -51,8 +52,8 @@ const req = requestsLike({});
 const create = (id: number, name: string) =>
   handle(t.shard, req({ op: 'create', method: 'POST', body: { name }, siteClaim: { kind: 'create', siteId: id } }), log);
 
-beforeAll(() => {
-  t = openTempShard('commitfail', (dir) => new FailingStore(dir));
+beforeAll(async () => {
+  t = await openTempShard('commitfail', (dir) => new FailingStore(dir));
 });
 afterAll(() => t.close());
 
@@ -107,7 +108,7 @@ describe('a failed commit', () => {
     expect(JSON.parse(failed.body)).toEqual({ error: { code: 507, message: 'Insufficient storage: the write was not saved.' } });
     const inMemory = (await handle(t.shard, req({}))).body;
     const reloaded = new ShardState(0, 1, loadConfig({ DATA_DIR: t.dir }), t.store, createSharedIdState({}));
-    reloaded.load();
+    await reloaded.load();
     expect((await handle(reloaded, req({}))).body).toBe(inMemory);
   });
 });

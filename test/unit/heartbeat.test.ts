@@ -6,7 +6,7 @@ let t: TempShard;
 const req = requestsLike({ collection: 'devices', site: 1, link: { scheme: 'http', host: 'h', path: '/api/sites/1/devices/' } });
 
 beforeAll(async () => {
-  t = openTempShard('heartbeat');
+  t = await openTempShard('heartbeat');
   const created = await handle(
     t.shard,
     req({ op: 'create', method: 'POST', collection: 'sites', site: null, body: { name: 's' }, siteClaim: { kind: 'create', siteId: 1 } }),

@@ -42,8 +42,8 @@ let t: TempShard;
 const detail = requestsLike({ op: 'detail', collection: 'devices', link: { scheme: 'http', host: 'h', path: '/api/devices/' } });
 const ctx = (site: number | null, query = '') => new RequestContext(t.shard, detail({ site, query }));
 
-beforeAll(() => {
-  t = openTempShard('lookup');
+beforeAll(async () => {
+  t = await openTempShard('lookup');
   const devices = t.shard.table<Dev>('device');
   if (!devices.key('natural')) devices.addKey('natural', (d) => d.hostname);
   devices.insert({ id: 1, siteId: 1, hostname: 'r1' });

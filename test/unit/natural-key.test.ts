@@ -10,7 +10,7 @@ let t: TempShard;
 const req = requestsLike({ op: 'create', method: 'POST', link: { scheme: 'http', host: 'h', path: '/api/' } });
 
 beforeAll(async () => {
-  t = openTempShard('natural-key');
+  t = await openTempShard('natural-key');
   for (const id of [1, 2]) {
     expect((await handle(t.shard, req({ body: { name: `s${id}` }, siteClaim: { kind: 'create', siteId: id } }))).status).toBe(201);
     expect((await handle(t.shard, req({ collection: 'networks', site: id, body: { cidr: '2001:db8::/32' } }))).status).toBe(201);

@@ -7,8 +7,8 @@ import { openTempShard, requestsLike, type TempShard } from '../helpers/shard.js
 let t: TempShard;
 let ctx: RequestContext;
 
-beforeAll(() => {
-  t = openTempShard('related');
+beforeAll(async () => {
+  t = await openTempShard('related');
   const devices = t.shard.table<DeviceRecord>('device');
   devices.insert({ id: 1, siteId: 1, hostname: 'r1', attributes: {}, valueIds: [] });
   devices.insert({ id: 2, siteId: 2, hostname: 'r1', attributes: {}, valueIds: [] });

@@ -1,0 +1,570 @@
+/**
+ * The PostgreSQL store (`--store postgres://…`): the same narrow interface as
+ * the LMDB store (store.ts), on a database that can be replicated.
+ *
+ * | table             | primary key               | columns                                                  |
+ * |-------------------|---------------------------|----------------------------------------------------------|
+ * | schema_migrations | version                   | name, applied_at: the migrations applied (see MIGRATIONS) |
+ * | sites             | site_id                   | value: site record (msgpack)                             |
+ * | objects           | (site_id, kind, id)       | value: object record of that kind (msgpack)              |
+ * | changes           | (site_id, id)             | at, event, resource_name, resource_id, user_id, email,   |
+ * |                   |                           | resource (JSON text), diff (JSON text, null when implied) |
+ * | users             | id                        | value: user record (msgpack)                             |
+ * | high_water        | (kind, writer)            | id: highest id `writer` ever used                        |
+ * | server_key        | id (always 1)             | key: the 32-byte token-signing key                       |
+ *
+ * Records are msgpack, as in LMDB, so a record reads back exactly as it was
+ * written. The Change index LMDB keeps apart (`changeIndex`) is a subset of
+ * the `changes` columns here: its writes are ignored and the index scan reads
+ * those columns.
+ *
+ * Commits. Every thread has its own store and connections. A store applies
+ * its commits one transaction at a time in the order they were made; commits
+ * made while one is in flight wait and then go together as the next
+ * transaction (a shard's next event-loop turns). A commit resolves after
+ * COMMIT returns, so durability is the server's (`synchronous_commit`,
+ * synchronous standbys). When a transaction fails, every commit queued
+ * behind it fails too: they were made on memory that held the lost writes.
+ *
+ * Reads. Loading is asynchronous (keyset-paged scans). One read is not: a
+ * shard renders a Change's payload inside a request (`change`), so the store
+ * asks a reader thread of its own (pg-reader.ts) and blocks on a shared flag
+ * until the answer arrives, fetching the Changes just below the one asked for
+ * too, since lists render newest first; Changes never change, so they are
+ * cached.
+ *
+ * Portability to PostgreSQL-wire distributed engines (CockroachDB, YugabyteDB).
+ * Correctness needs no advisory lock, no LISTEN/NOTIFY, no sequence, no
+ * trigger, no SERIALIZABLE-only behaviour: only plain tables with primary
+ * keys, `INSERT … ON CONFLICT … DO UPDATE/NOTHING`, `DELETE … WHERE (…) IN
+ * (SELECT * FROM unnest(…))`, row-value comparisons for keyset paging,
+ * BEGIN/COMMIT at the default isolation, and data-modifying CTEs. Checked
+ * against documentation, not run on either engine: CockroachDB documents
+ * INSERT … ON CONFLICT and data-modifying CTEs, and refuses two modifications
+ * of one table in one statement (cockroach PR 71595), so `combined` puts each
+ * table in a statement at most once. YugabyteDB runs PostgreSQL's own query
+ * layer. Not checked: multi-argument `unnest` on CockroachDB, and DDL inside a
+ * transaction there (it runs schema changes asynchronously); migration 1 is
+ * plain CREATE TABLEs, and concurrent migrators are told apart by the
+ * schema_migrations primary key (the loser's insert fails and it moves on).
+ */
+
+import { randomBytes } from 'node:crypto';
+import { MessageChannel, type MessagePort, receiveMessageOnPort, Worker } from 'node:worker_threads';
+import { Packr } from 'msgpackr';
+import pg from 'pg';
+import { ApiError, Errors } from '../errors.js';
+import type { Kind } from './kinds.js';
+import type { ChangeIndexRow, ChangeRecord, Key, Store, StoredChange, WriteOp, WriteSet } from './store.js';
+import { fullChange } from './store.js';
+
+const packr = new Packr({ useRecords: false });
+
+/** Versioned schema: a migration runs once, in its own transaction, recorded in schema_migrations. */
+export const MIGRATIONS: { version: number; name: string; sql: string[] }[] = [
+  {
+    version: 1,
+    name: 'tables',
+    sql: [
+      'CREATE TABLE sites (site_id bigint PRIMARY KEY, value bytea NOT NULL)',
+      'CREATE TABLE objects (site_id bigint NOT NULL, kind text NOT NULL, id bigint NOT NULL, value bytea NOT NULL, PRIMARY KEY (site_id, kind, id))',
+      `CREATE TABLE changes (site_id bigint NOT NULL, id bigint NOT NULL, at bigint NOT NULL, event text NOT NULL,
+        resource_name text NOT NULL, resource_id bigint NOT NULL, user_id bigint NOT NULL, email text NOT NULL,
+        resource text NOT NULL, diff text, PRIMARY KEY (site_id, id))`,
+      'CREATE TABLE users (id bigint PRIMARY KEY, value bytea NOT NULL)',
+      'CREATE TABLE high_water (kind text NOT NULL, writer text NOT NULL, id bigint NOT NULL, PRIMARY KEY (kind, writer))',
+      'CREATE TABLE server_key (id smallint PRIMARY KEY CHECK (id = 1), key bytea NOT NULL)',
+    ],
+  },
+];
+
+/** SQLSTATEs: unique_violation, duplicate_table, disk_full; class 08 is a lost or refused connection. */
+const UNIQUE_VIOLATION = '23505';
+const DUPLICATE_TABLE = '42P07';
+const DISK_FULL = '53100';
+/** Server shutting down or starting (57P01–57P03), and the socket errors of a database that is not there. */
+const UNAVAILABLE_CODES = new Set([
+  '57P01',
+  '57P02',
+  '57P03',
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'EPIPE',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENOTFOUND',
+]);
+
+/** Whether `err` says the database could not be reached (see Store.isUnavailable); pg-reader.ts uses it too. */
+export function unreachable(err: unknown): boolean {
+  if (err instanceof ApiError) return err.status === 503;
+  const code = (err as { code?: unknown } | null)?.code;
+  if (typeof code === 'string' && (code.startsWith('08') || UNAVAILABLE_CODES.has(code))) return true;
+  // node-postgres reports a connection that ended under a query by its message alone.
+  return /^Connection terminated|connection timeout|Client has encountered a connection error/i.test((err as Error)?.message ?? '');
+}
+
+/** Rows per page when a site is loaded. */
+const SCAN_PAGE = 10_000;
+/** Changes fetched per read: the one asked for and those just below it (lists go newest first). */
+const CHANGE_READ_AHEAD = 100;
+const CHANGE_CACHE_MAX = 20_000;
+/** Below the supervisor's default stall timeout (5 s), so a dead database is a 503, not a replaced shard. */
+const CHANGE_READ_TIMEOUT_MS = 3_000;
+
+const READER_URL = import.meta.url.endsWith('.ts')
+  ? new URL('../../dist/store/pg-reader.js', import.meta.url)
+  : new URL('./pg-reader.js', import.meta.url);
+
+export interface PostgresOptions {
+  /** Create or migrate the schema before use (the main thread does; shard workers open after it). */
+  migrate?: boolean;
+  /** Connections of this store's pool: one carries the commits in turn, the others serve loading. */
+  connections?: number;
+}
+
+interface Pending {
+  writes: WriteSet;
+  resolve: () => void;
+  reject: (err: unknown) => void;
+}
+
+interface Reader {
+  worker: Worker;
+  port: MessagePort;
+  signal: Int32Array;
+  seq: number;
+}
+
+export class PostgresStore implements Store {
+  readonly engine = 'postgres' as const;
+  private readonly pool: pg.Pool;
+  private queue: Pending[] = [];
+  private flushing = false;
+  private reader: Reader | null = null;
+  private readonly changeCache = new Map<string, ChangeRecord>();
+
+  private constructor(
+    private readonly url: string,
+    connections: number,
+  ) {
+    this.pool = new pg.Pool({ connectionString: url, max: connections });
+    // An idle connection that dies (a database restart) is replaced on next use; unhandled, it would end the process.
+    this.pool.on('error', () => undefined);
+  }
+
+  static async open(url: string, options: PostgresOptions = {}): Promise<PostgresStore> {
+    const store = new PostgresStore(url, options.connections ?? 2);
+    try {
+      if (options.migrate) await store.migrate();
+      else await store.pool.query('SELECT 1 FROM schema_migrations WHERE version = 1');
+    } catch (err) {
+      await store.pool.end();
+      throw err;
+    }
+    return store;
+  }
+
+  private async migrate(): Promise<void> {
+    await ignoring([UNIQUE_VIOLATION, DUPLICATE_TABLE], () =>
+      this.pool.query(
+        'CREATE TABLE IF NOT EXISTS schema_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())',
+      ),
+    );
+    const { rows } = await this.pool.query<{ version: number }>('SELECT version FROM schema_migrations');
+    const applied = new Set(rows.map((r) => r.version));
+    const known = MIGRATIONS[MIGRATIONS.length - 1].version;
+    const newest = Math.max(0, ...applied);
+    if (newest > known) throw new Error(`the database schema is at version ${newest}, newer than this netsot's ${known}`);
+    for (const m of MIGRATIONS) {
+      if (applied.has(m.version)) continue;
+      const client = await checkout(this.pool);
+      try {
+        await client.query('BEGIN');
+        // A second node migrating at once blocks on this key, then fails it once the first commits.
+        await client.query('INSERT INTO schema_migrations (version, name) VALUES ($1, $2)', [m.version, m.name]);
+        for (const sql of m.sql) await client.query(sql);
+        await client.query('COMMIT');
+      } catch (err) {
+        await client.query('ROLLBACK').catch(() => undefined);
+        if ((err as { code?: string }).code !== UNIQUE_VIOLATION) throw err;
+      } finally {
+        client.release();
+      }
+    }
+  }
+
+  commit(writes: WriteSet): Promise<void> {
+    return new Promise((resolve, reject) => {
+      this.queue.push({ writes, resolve, reject });
+      if (!this.flushing) void this.flush();
+    });
+  }
+
+  private async flush(): Promise<void> {
+    this.flushing = true;
+    while (this.queue.length > 0) {
+      const batch = this.queue;
+      this.queue = [];
+      try {
+        await this.apply(batch.map((p) => p.writes));
+      } catch (err) {
+        const behind = this.queue;
+        this.queue = [];
+        for (const p of batch) p.reject(err);
+        for (const p of behind) p.reject(err);
+        continue;
+      }
+      for (const p of batch) p.resolve();
+    }
+    this.flushing = false;
+  }
+
+  /**
+   * Write sets in order, atomically: each set's range removals, then its ops, the last op per key winning.
+   * Usually one statement (see `combined`), else one transaction.
+   */
+  private async apply(sets: WriteSet[]): Promise<void> {
+    if (sets.every((w) => !w.removeRanges || w.removeRanges.length === 0)) {
+      const acc = new Accumulated();
+      for (const writes of sets) for (const op of writes.ops) acc.add(op);
+      const statements = acc.statements();
+      if (statements.length === 0) return;
+      const one = combined(statements);
+      if (one) {
+        await this.pool.query(one.sql, one.values);
+        return;
+      }
+    }
+    const client = await checkout(this.pool);
+    let broken: unknown;
+    try {
+      await client.query('BEGIN');
+      let acc = new Accumulated();
+      for (const writes of sets) {
+        if (writes.removeRanges && writes.removeRanges.length > 0) {
+          await acc.write(client);
+          acc = new Accumulated();
+          for (const range of writes.removeRanges) {
+            const table = RANGE_TABLES[range.db];
+            if (table) await client.query(`DELETE FROM ${table} WHERE site_id = $1`, [range.prefix]);
+          }
+        }
+        for (const op of writes.ops) acc.add(op);
+      }
+      await acc.write(client);
+      await client.query('COMMIT');
+    } catch (err) {
+      await client.query('ROLLBACK').catch((e) => {
+        broken = e;
+      });
+      throw err;
+    } finally {
+      client.release(broken as Error | undefined);
+    }
+  }
+
+  isFull(err: unknown): boolean {
+    return (err as { code?: unknown } | null)?.code === DISK_FULL;
+  }
+
+  isUnavailable(err: unknown): boolean {
+    return unreachable(err);
+  }
+
+  async siteIds(): Promise<number[]> {
+    const { rows } = await this.pool.query<{ site_id: string }>('SELECT site_id FROM sites ORDER BY site_id');
+    return rows.map((r) => Number(r.site_id));
+  }
+
+  async site<T>(siteId: number): Promise<T | undefined> {
+    const { rows } = await this.pool.query<{ value: Buffer }>('SELECT value FROM sites WHERE site_id = $1', [siteId]);
+    return rows.length === 0 ? undefined : (packr.unpack(rows[0].value) as T);
+  }
+
+  async scanSite(siteId: number, visit: (kind: Kind, id: number, value: unknown) => void): Promise<void> {
+    type Row = { kind: string; id: string; value: Buffer };
+    let after: [string, number] | null = null;
+    for (;;) {
+      const result: pg.QueryResult<Row> = after
+        ? await this.pool.query(
+            'SELECT kind, id, value FROM objects WHERE site_id = $1 AND (kind, id) > ($2, $3) ORDER BY kind, id LIMIT $4',
+            [siteId, after[0], after[1], SCAN_PAGE],
+          )
+        : await this.pool.query('SELECT kind, id, value FROM objects WHERE site_id = $1 ORDER BY kind, id LIMIT $2', [siteId, SCAN_PAGE]);
+      const rows = result.rows;
+      for (const r of rows) visit(r.kind as Kind, Number(r.id), packr.unpack(r.value));
+      if (rows.length < SCAN_PAGE) return;
+      const last: Row = rows[rows.length - 1];
+      after = [last.kind, Number(last.id)];
+    }
+  }
+
+  async scanChangeIndex(siteId: number, visit: (id: number, row: ChangeIndexRow) => void): Promise<void> {
+    let after = 0;
+    for (;;) {
+      const { rows } = await this.pool.query<{ id: string; at: string; event: string; resource_name: string; resource_id: string }>(
+        'SELECT id, at, event, resource_name, resource_id FROM changes WHERE site_id = $1 AND id > $2 ORDER BY id LIMIT $3',
+        [siteId, after, SCAN_PAGE],
+      );
+      for (const r of rows) visit(Number(r.id), [Number(r.at), r.event, r.resource_name, Number(r.resource_id)]);
+      if (rows.length < SCAN_PAGE) return;
+      after = Number(rows[rows.length - 1].id);
+    }
+  }
+
+  change(siteId: number, id: number): ChangeRecord | undefined {
+    const key = `${siteId}:${id}`;
+    const cached = this.changeCache.get(key);
+    if (cached) return cached;
+    const rows = this.readChanges(siteId, id);
+    if (this.changeCache.size + rows.length > CHANGE_CACHE_MAX) this.changeCache.clear();
+    let found: ChangeRecord | undefined;
+    for (const r of rows) {
+      const c = fullChange(r)!;
+      this.changeCache.set(`${siteId}:${c.id}`, c);
+      if (c.id === id) found = c;
+    }
+    return found;
+  }
+
+  /** Changes `id` and below of one site, through the reader thread, waiting for its answer. */
+  private readChanges(siteId: number, id: number): StoredChange[] {
+    const reader = (this.reader ??= this.startReader());
+    const seq = ++reader.seq;
+    reader.port.postMessage({ seq, siteId, id, limit: CHANGE_READ_AHEAD });
+    const deadline = performance.now() + CHANGE_READ_TIMEOUT_MS;
+    for (;;) {
+      const got = receiveMessageOnPort(reader.port);
+      if (got) {
+        const reply = got.message as { seq: number; rows?: StoredChange[]; error?: string; unavailable?: boolean };
+        if (reply.seq !== seq) continue;
+        if (reply.error !== undefined)
+          throw reply.unavailable ? Errors.storeUnavailable() : new Error(`reading change ${id}: ${reply.error}`);
+        return reply.rows!;
+      }
+      const left = deadline - performance.now();
+      if (left <= 0) throw Errors.storeUnavailable();
+      Atomics.wait(reader.signal, 0, 0, left);
+      Atomics.store(reader.signal, 0, 0);
+    }
+  }
+
+  private startReader(): Reader {
+    const { port1, port2 } = new MessageChannel();
+    const signal = new Int32Array(new SharedArrayBuffer(4));
+    const worker = new Worker(READER_URL, { workerData: { url: this.url, port: port2, signal }, transferList: [port2] });
+    worker.unref();
+    return { worker, port: port1, signal, seq: 0 };
+  }
+
+  async highWaterMarks(): Promise<Partial<Record<Kind, number>>> {
+    const { rows } = await this.pool.query<{ kind: Kind; id: string }>('SELECT kind, max(id) AS id FROM high_water GROUP BY kind');
+    const out: Partial<Record<Kind, number>> = {};
+    for (const r of rows) out[r.kind] = Number(r.id);
+    return out;
+  }
+
+  async users<T>(): Promise<T[]> {
+    const { rows } = await this.pool.query<{ value: Buffer }>('SELECT value FROM users ORDER BY id');
+    return rows.map((r) => packr.unpack(r.value) as T);
+  }
+
+  async serverKey(): Promise<Buffer> {
+    // Whichever node starts first sets the key; every other keeps it.
+    await this.pool.query('INSERT INTO server_key (id, key) VALUES (1, $1) ON CONFLICT (id) DO NOTHING', [randomBytes(32)]);
+    const { rows } = await this.pool.query<{ key: Buffer }>('SELECT key FROM server_key WHERE id = 1');
+    return rows[0].key;
+  }
+
+  async close(): Promise<void> {
+    while (this.flushing) await new Promise((r) => setTimeout(r, 5));
+    if (this.reader) await this.reader.worker.terminate();
+    await this.pool.end();
+  }
+}
+
+/** Tables a range removal applies to; the Change index has no table of its own. */
+const RANGE_TABLES: Partial<Record<WriteOp['db'], string>> = { changes: 'changes', objects: 'objects' };
+
+const keyText = (key: Key): string => (Array.isArray(key) ? key.join('\u0000') : String(key));
+
+/** One SQL statement: its text with `$n` placeholders numbered from 1, and its values. */
+interface Statement {
+  table: string;
+  sql: string;
+  values: unknown[];
+}
+
+/**
+ * The net effect of a run of ops, per table: the last op on a key decides
+ * whether it is upserted or deleted (one statement per table and verb, since
+ * an upsert may not touch a row twice).
+ */
+class Accumulated {
+  private readonly byDb = new Map<WriteOp['db'], Map<string, WriteOp>>();
+
+  add(op: WriteOp): void {
+    if (op.db === 'changeIndex') return;
+    let m = this.byDb.get(op.db);
+    if (!m) this.byDb.set(op.db, (m = new Map()));
+    m.set(keyText(op.key), op);
+  }
+
+  statements(): Statement[] {
+    const out: Statement[] = [];
+    for (const [db, ops] of this.byDb) {
+      const puts: WriteOp[] = [];
+      const dels: WriteOp[] = [];
+      for (const op of ops.values()) (op.value === undefined ? dels : puts).push(op);
+      if (dels.length > 0) out.push(deleteRows(db, dels));
+      if (puts.length > 0) out.push(upsertRows(db, puts));
+    }
+    return out;
+  }
+
+  async write(client: pg.PoolClient): Promise<void> {
+    for (const st of this.statements()) await client.query(st.sql, st.values);
+  }
+}
+
+/**
+ * Statements as one: each becomes a data-modifying CTE, their placeholders
+ * renumbered. A single statement is atomic and, outside a transaction block,
+ * committed (durably, with synchronous_commit) before its answer: one round
+ * trip instead of BEGIN, one per statement, and COMMIT. Only for statements on
+ * distinct tables (CockroachDB refuses two modifications of one table in a
+ * statement by default).
+ */
+function combined(statements: Statement[]): Statement | null {
+  if (new Set(statements.map((st) => st.table)).size !== statements.length) return null;
+  if (statements.length === 1) return statements[0];
+  const values: unknown[] = [];
+  const parts = statements.map((st, i) => {
+    const offset = values.length;
+    values.push(...st.values);
+    return `w${i} AS (${st.sql.replace(/\$(\d+)/g, (_, n: string) => `$${Number(n) + offset}`)})`;
+  });
+  return { table: '', sql: `WITH ${parts.join(', ')} SELECT 1`, values };
+}
+
+function deleteRows(db: WriteOp['db'], ops: WriteOp[]): Statement {
+  const keys = ops.map((op) => op.key);
+  switch (db) {
+    case 'sites':
+      return { table: 'sites', sql: 'DELETE FROM sites WHERE site_id = ANY($1::int8[])', values: [keys] };
+    case 'users':
+      return { table: 'users', sql: 'DELETE FROM users WHERE id = ANY($1::int8[])', values: [keys] };
+    case 'objects': {
+      const k = keys as [number, string, number][];
+      return {
+        table: 'objects',
+        sql: 'DELETE FROM objects WHERE (site_id, kind, id) IN (SELECT * FROM unnest($1::int8[], $2::text[], $3::int8[]))',
+        values: [k.map((x) => x[0]), k.map((x) => x[1]), k.map((x) => x[2])],
+      };
+    }
+    case 'changes': {
+      const k = keys as [number, number][];
+      return {
+        table: 'changes',
+        sql: 'DELETE FROM changes WHERE (site_id, id) IN (SELECT * FROM unnest($1::int8[], $2::int8[]))',
+        values: [k.map((x) => x[0]), k.map((x) => x[1])],
+      };
+    }
+    default: {
+      const k = keys as [string, string, string][];
+      return {
+        table: 'high_water',
+        sql: 'DELETE FROM high_water WHERE (kind, writer) IN (SELECT * FROM unnest($1::text[], $2::text[]))',
+        values: [k.map((x) => x[1]), k.map((x) => x[2])],
+      };
+    }
+  }
+}
+
+function upsertRows(db: WriteOp['db'], ops: WriteOp[]): Statement {
+  switch (db) {
+    case 'sites':
+      return {
+        table: 'sites',
+        sql: `INSERT INTO sites (site_id, value) SELECT * FROM unnest($1::int8[], $2::bytea[])
+         ON CONFLICT (site_id) DO UPDATE SET value = EXCLUDED.value`,
+        values: [ops.map((op) => op.key), ops.map((op) => packr.pack(op.value))],
+      };
+    case 'users':
+      return {
+        table: 'users',
+        sql: `INSERT INTO users (id, value) SELECT * FROM unnest($1::int8[], $2::bytea[])
+         ON CONFLICT (id) DO UPDATE SET value = EXCLUDED.value`,
+        values: [ops.map((op) => op.key), ops.map((op) => packr.pack(op.value))],
+      };
+    case 'objects': {
+      const k = ops.map((op) => op.key as [number, string, number]);
+      return {
+        table: 'objects',
+        sql: `INSERT INTO objects (site_id, kind, id, value) SELECT * FROM unnest($1::int8[], $2::text[], $3::int8[], $4::bytea[])
+         ON CONFLICT (site_id, kind, id) DO UPDATE SET value = EXCLUDED.value`,
+        values: [k.map((x) => x[0]), k.map((x) => x[1]), k.map((x) => x[2]), ops.map((op) => packr.pack(op.value))],
+      };
+    }
+    case 'changes': {
+      const c = ops.map((op) => op.value as StoredChange);
+      return {
+        table: 'changes',
+        sql: `INSERT INTO changes (site_id, id, at, event, resource_name, resource_id, user_id, email, resource, diff)
+         SELECT * FROM unnest($1::int8[], $2::int8[], $3::int8[], $4::text[], $5::text[], $6::int8[], $7::int8[], $8::text[],
+           $9::text[], $10::text[])
+         ON CONFLICT (site_id, id) DO UPDATE SET at = EXCLUDED.at, event = EXCLUDED.event, resource_name = EXCLUDED.resource_name,
+           resource_id = EXCLUDED.resource_id, user_id = EXCLUDED.user_id, email = EXCLUDED.email, resource = EXCLUDED.resource,
+           diff = EXCLUDED.diff`,
+        values: [
+          ops.map((op) => (op.key as [number, number])[0]),
+          ops.map((op) => (op.key as [number, number])[1]),
+          c.map((x) => x.at),
+          c.map((x) => x.event),
+          c.map((x) => x.resourceName),
+          c.map((x) => x.resourceId),
+          c.map((x) => x.userId),
+          c.map((x) => x.email),
+          c.map((x) => x.resource),
+          c.map((x) => x.diff ?? null),
+        ],
+      };
+    }
+    default: {
+      const k = ops.map((op) => op.key as [string, string, string]);
+      return {
+        table: 'high_water',
+        sql: `INSERT INTO high_water (kind, writer, id) SELECT * FROM unnest($1::text[], $2::text[], $3::int8[])
+         ON CONFLICT (kind, writer) DO UPDATE SET id = EXCLUDED.id`,
+        values: [k.map((x) => x[1]), k.map((x) => x[2]), ops.map((op) => op.value as number)],
+      };
+    }
+  }
+}
+
+const quiet = () => undefined;
+
+/**
+ * A pool client for a transaction. A connection that dies while checked out
+ * emits 'error' as well as failing its query; the pool listens only while the
+ * client is idle, and an unheard 'error' would end the thread.
+ */
+async function checkout(pool: pg.Pool): Promise<pg.PoolClient> {
+  const client = await pool.connect();
+  client.on('error', quiet);
+  const release = client.release.bind(client);
+  client.release = (err?: Error | boolean) => {
+    client.off('error', quiet);
+    release(err);
+  };
+  return client;
+}
+
+async function ignoring(codes: string[], f: () => Promise<unknown>): Promise<void> {
+  try {
+    await f();
+  } catch (err) {
+    if (!codes.includes((err as { code?: string }).code ?? '')) throw err;
+  }
+}

@@ -1,0 +1,285 @@
+/**
+ * The store contract (src/store/store.ts), one suite for every engine: each
+ * engine's test file calls `storeSuite` with a factory of fresh, empty stores
+ * (LMDB in a temp dir, PostgreSQL in a fresh database) and every test here
+ * runs against it. A test that reopens a store closes it first and opens the
+ * same place again, so what it reads back is what was made durable.
+ */
+import { afterEach, describe, expect, test } from 'vitest';
+import type { ChangeIndexRow, Store, StoredChange, WriteOp } from '../../src/store/store.js';
+import { highWaterOp } from '../../src/store/store.js';
+
+export interface StorePlace {
+  /** Opens (again) the store at this place. */
+  open(): Promise<Store>;
+  /** Removes the place once its stores are closed. */
+  remove(): Promise<void>;
+}
+
+/** A factory of places, each empty. */
+export type NewPlace = () => Promise<StorePlace>;
+
+const object = (siteId: number, kind: string, id: number, value: unknown): WriteOp => ({ db: 'objects', key: [siteId, kind, id], value });
+
+function change(siteId: number, id: number, over: Partial<StoredChange> = {}): StoredChange {
+  return {
+    id,
+    siteId,
+    at: 1_700_000_000_000 + id,
+    event: 'Create',
+    resourceName: 'Device',
+    resourceId: id * 10,
+    userId: 1,
+    email: 'admin@localhost',
+    resource: JSON.stringify({ id: id * 10, hostname: `r${id}` }),
+    ...over,
+  };
+}
+
+/** The two ops the shard writes for one Change. */
+function changeOps(c: StoredChange): WriteOp[] {
+  return [
+    { db: 'changes', key: [c.siteId, c.id], value: c },
+    { db: 'changeIndex', key: [c.siteId, c.id], value: [c.at, c.event, c.resourceName, c.resourceId] },
+  ];
+}
+
+async function objectsOf(store: Store, siteId: number): Promise<[string, number, unknown][]> {
+  const out: [string, number, unknown][] = [];
+  await store.scanSite(siteId, (kind, id, value) => out.push([kind, id, value]));
+  return out;
+}
+
+async function indexOf(store: Store, siteId: number): Promise<[number, ChangeIndexRow][]> {
+  const out: [number, ChangeIndexRow][] = [];
+  await store.scanChangeIndex(siteId, (id, row) => out.push([id, row]));
+  return out;
+}
+
+export function storeSuite(engine: string, newPlace: NewPlace): void {
+  describe(`store contract on ${engine}`, () => {
+    let place: StorePlace | undefined;
+    let open: Store[] = [];
+
+    async function fresh(): Promise<{ store: Store; reopen: () => Promise<Store> }> {
+      place = await newPlace();
+      const p = place;
+      const store = await p.open();
+      open.push(store);
+      return {
+        store,
+        async reopen() {
+          for (const s of open) await s.close();
+          open = [];
+          const again = await p.open();
+          open.push(again);
+          return again;
+        },
+      };
+    }
+
+    afterEach(async () => {
+      for (const s of open) await s.close();
+      open = [];
+      await place?.remove();
+      place = undefined;
+    });
+
+    test('a fresh store is empty', async () => {
+      const { store } = await fresh();
+      expect(await store.siteIds()).toEqual([]);
+      expect(await store.site(1)).toBeUndefined();
+      expect(await objectsOf(store, 1)).toEqual([]);
+      expect(await indexOf(store, 1)).toEqual([]);
+      expect(store.change(1, 1)).toBeUndefined();
+      expect(await store.highWaterMarks()).toEqual({});
+      expect(await store.users()).toEqual([]);
+    });
+
+    test('committed sites and objects read back as written after a reopen', async () => {
+      const { store, reopen } = await fresh();
+      const device = {
+        id: 7,
+        siteId: 2,
+        hostname: 'lax-r1 "quoted" \\ ünïcode ✓',
+        attributes: { role: 'edge', empty: '' },
+        valueIds: [3, 1, 2],
+        nested: { deep: [{ a: null }, { b: true, n: -1.5 }] },
+        missing: undefined,
+      };
+      await store.commit({
+        ops: [
+          { db: 'sites', key: 2, value: { id: 2, name: 'Two' } },
+          { db: 'sites', key: 1, value: { id: 1, name: 'One' } },
+          object(2, 'device', 7, device),
+          object(2, 'network', 3, { id: 3, cidr: '10.0.0.0/8' }),
+          object(2, 'device', 2, { id: 2 }),
+          object(1, 'device', 1, { id: 1 }),
+        ],
+      });
+      const again = await reopen();
+      expect(await again.siteIds()).toEqual([1, 2]);
+      expect(await again.site(2)).toEqual({ id: 2, name: 'Two' });
+      const objects = await objectsOf(again, 2);
+      expect(objects.map(([k, id]) => [k, id])).toEqual([
+        ['device', 2],
+        ['device', 7],
+        ['network', 3],
+      ]);
+      expect(objects[1][2]).toStrictEqual(device);
+      expect(await objectsOf(again, 1)).toEqual([['device', 1, { id: 1 }]]);
+    });
+
+    test('within one commit the last op on a key wins, and a removal deletes', async () => {
+      const { store } = await fresh();
+      await store.commit({ ops: [object(1, 'device', 1, { v: 1 }), object(1, 'device', 2, { v: 1 }), object(1, 'device', 3, { v: 1 })] });
+      await store.commit({
+        ops: [
+          object(1, 'device', 1, { v: 2 }),
+          object(1, 'device', 1, { v: 3 }),
+          { db: 'objects', key: [1, 'device', 2] },
+          object(1, 'device', 3, { v: 9 }),
+          { db: 'objects', key: [1, 'device', 3] },
+          object(1, 'device', 3, { v: 4 }),
+          { db: 'objects', key: [1, 'device', 99] },
+          { db: 'sites', key: 5, value: { id: 5 } },
+          { db: 'sites', key: 5 },
+        ],
+      });
+      expect(await objectsOf(store, 1)).toEqual([
+        ['device', 1, { v: 3 }],
+        ['device', 3, { v: 4 }],
+      ]);
+      expect(await store.siteIds()).toEqual([]);
+    });
+
+    test('commits made without waiting apply in the order they were made', async () => {
+      const { store, reopen } = await fresh();
+      const commits: Promise<void>[] = [];
+      for (let i = 1; i <= 50; i++) {
+        commits.push(store.commit({ ops: [object(1, 'network', 1, { i }), object(1, 'network', 100 + i, { i })] }));
+        if (i % 10 === 0) commits.push(store.commit({ ops: [{ db: 'objects', key: [1, 'network', 100 + i] }] }));
+      }
+      await Promise.all(commits);
+      const objects = await objectsOf(await reopen(), 1);
+      expect(objects[0]).toEqual(['network', 1, { i: 50 }]);
+      expect(objects.length).toBe(1 + 50 - 5);
+      expect(objects.some(([, id]) => id === 110)).toBe(false);
+    });
+
+    test('a Change reads back whole, its implied diff restored, and the index scan gives its row', async () => {
+      const { store, reopen } = await fresh();
+      const create = change(1, 4);
+      const update = change(1, 5, {
+        event: 'Update',
+        resource: '{"id":40,"hostname":"b"}',
+        diff: '{"hostname":{"old":"a","new":"b"}}',
+      });
+      const del = change(1, 6, { event: 'Delete', resourceName: 'Network', resourceId: 3, resource: '{"id":3,"cidr":"10.0.0.0/8"}' });
+      await store.commit({ ops: [...changeOps(create), ...changeOps(update), ...changeOps(del)] });
+      const again = await reopen();
+      expect(again.change(1, 4)).toEqual({ ...create, diff: '{"id":{"old":null,"new":40},"hostname":{"old":null,"new":"r4"}}' });
+      expect(again.change(1, 5)).toEqual(update);
+      expect(again.change(1, 6)).toEqual({ ...del, diff: '{"id":{"old":3,"new":null},"cidr":{"old":"10.0.0.0/8","new":null}}' });
+      expect(again.change(1, 7)).toBeUndefined();
+      expect(again.change(2, 4)).toBeUndefined();
+      expect(await indexOf(again, 1)).toEqual([
+        [4, [create.at, 'Create', 'Device', 40]],
+        [5, [update.at, 'Update', 'Device', 50]],
+        [6, [del.at, 'Delete', 'Network', 3]],
+      ]);
+    });
+
+    test('many Changes read back one by one, newest first as lists render them', async () => {
+      const { store } = await fresh();
+      const ops: WriteOp[] = [];
+      for (let id = 1; id <= 450; id++) ops.push(...changeOps(change(id % 2 === 0 ? 1 : 2, id)));
+      await store.commit({ ops });
+      for (let id = 450; id >= 1; id--) {
+        const site = id % 2 === 0 ? 1 : 2;
+        expect(store.change(site, id)?.resourceId).toBe(id * 10);
+        expect(store.change(site === 1 ? 2 : 1, id)).toBeUndefined();
+      }
+    });
+
+    test("a removed range takes one site's Changes and leaves the others", async () => {
+      const { store, reopen } = await fresh();
+      await store.commit({ ops: [...changeOps(change(1, 1)), ...changeOps(change(2, 2)), ...changeOps(change(1, 3))] });
+      // Range removals apply before the ops of the same write set.
+      await store.commit({
+        ops: [...changeOps(change(1, 4))],
+        removeRanges: [
+          { db: 'changes', prefix: 1 },
+          { db: 'changeIndex', prefix: 1 },
+        ],
+      });
+      const again = await reopen();
+      expect((await indexOf(again, 1)).map(([id]) => id)).toEqual([4]);
+      expect((await indexOf(again, 2)).map(([id]) => id)).toEqual([2]);
+      expect(again.change(1, 1)).toBeUndefined();
+      expect(again.change(1, 4)?.id).toBe(4);
+      expect(again.change(2, 2)?.id).toBe(2);
+    });
+
+    test('a site scan pages through many objects in order', async () => {
+      const { store } = await fresh();
+      const ops: WriteOp[] = [];
+      for (let id = 1; id <= 12_345; id++) ops.push(object(3, id % 3 === 0 ? 'network' : 'device', id, { id }));
+      await store.commit({ ops });
+      const seen = await objectsOf(store, 3);
+      expect(seen.length).toBe(12_345);
+      const devices = seen.filter(([k]) => k === 'device').map(([, id]) => id);
+      const networks = seen.filter(([k]) => k === 'network').map(([, id]) => id);
+      expect(seen.findIndex(([k]) => k === 'network')).toBe(devices.length);
+      expect(devices).toEqual([...devices].sort((a, b) => a - b));
+      expect(networks).toEqual([...networks].sort((a, b) => a - b));
+      expect(seen.every(([, id, v]) => (v as { id: number }).id === id)).toBe(true);
+    });
+
+    test('high-water marks are the highest per kind over every writer, each writer overwriting its own', async () => {
+      const { store, reopen } = await fresh();
+      await store.commit({
+        ops: [highWaterOp('device', 'shard0', 10), highWaterOp('device', 'shard1', 12), highWaterOp('change', 'shard0', 3)],
+      });
+      await store.commit({ ops: [highWaterOp('device', 'shard0', 15), highWaterOp('user', 'main', 2)] });
+      expect(await (await reopen()).highWaterMarks()).toEqual({ device: 15, change: 3, user: 2 });
+    });
+
+    test('users read back, a later write replacing the record', async () => {
+      const { store, reopen } = await fresh();
+      const u = { id: 1, email: 'a@x.org', secretKey: 'k', keyGeneration: 0, superuser: true, grants: {} };
+      await store.commit({ ops: [{ db: 'users', key: 1, value: u }] });
+      await store.commit({
+        ops: [
+          { db: 'users', key: 1, value: { ...u, keyGeneration: 1, grants: { 2: ['add_device'] } } },
+          { db: 'users', key: 2, value: { ...u, id: 2, email: 'b@x.org' } },
+        ],
+      });
+      const users = await (await reopen()).users<typeof u>();
+      expect(users.map((x) => [x.id, x.keyGeneration, x.grants])).toEqual([
+        [1, 1, { 2: ['add_device'] }],
+        [2, 0, {}],
+      ]);
+    });
+
+    test('the server key is 32 bytes and the same after a reopen', async () => {
+      const { store, reopen } = await fresh();
+      const key = await store.serverKey();
+      expect(key.length).toBe(32);
+      expect((await store.serverKey()).equals(key)).toBe(true);
+      expect((await (await reopen()).serverKey()).equals(key)).toBe(true);
+    });
+
+    test('an empty write set commits and changes nothing', async () => {
+      const { store } = await fresh();
+      await store.commit({ ops: [] });
+      expect(await store.siteIds()).toEqual([]);
+    });
+
+    test('isFull does not read an ordinary error as a full store', async () => {
+      const { store } = await fresh();
+      expect(store.isFull(new Error('boom'))).toBe(false);
+      expect(store.isFull(null)).toBe(false);
+    });
+  });
+}
