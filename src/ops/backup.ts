@@ -65,6 +65,8 @@ export async function writeBackup(store: Store, dataDir: string, target: string)
 export async function restoreBackup(source: string, dataDir: string, force: boolean): Promise<void> {
   const sourceStore = join(source, STORE_FILE);
   if (!existsSync(sourceStore)) throw new OpsError(`${source} is not a netsot backup: it has no ${STORE_FILE}`);
+  const serving = await storeUsers(source);
+  if (serving.length > 0) throw new OpsError(`the backup in ${source} is in use by process ${serving.join(', ')}; stop it first`);
   const users = await storeUsers(dataDir);
   if (users.length > 0) {
     throw new OpsError(
