@@ -8,9 +8,9 @@
  *
  * Measured: `node dist-bench/src/main.js import <dump>` into an empty data dir as a child process (plain
  * progress lines, checkpoints, count check), wall time from spawn to exit, node start-up included.
- * Baseline, same run and machine: the floor of any import of these lines, in this process: read the same
- * file, JSON.parse each line and `Store.commit` the same records in write sets of the same size into an
- * empty store, nothing else (no validation, checkpoint or progress). The figure is import records/s and
+ * Baseline, same run and machine: the floor of any import of these lines, also a child process timed the same
+ * way: read the same file, split it on the bytes, JSON.parse each line and `Store.commit` the same records in
+ * write sets of the same size into an empty store, nothing else (no validation, checkpoint or progress). The figure is import records/s and
  * its ratio to the baseline's. Runs alternate baseline, import, baseline, import… (BENCH_RUNS each, default 2).
  *
  * Settings (env): BENCH_NETWORKS (default 1000000), BENCH_RUNS (default 2), BENCH_BATCH (default 10000).
@@ -24,7 +24,9 @@ import { Logger } from '../src/log.js';
 import type { DumpLine } from '../src/ops/dump.js';
 import { exportStore } from '../src/ops/export.js';
 import { Store, type WriteOp } from '../src/store/lmdb.js';
-import { envNumber, fmt, log, MAIN, machine, median, type Scenario, table, tempDir } from './_harness.js';
+import { envNumber, fmt, log, MAIN, machine, median, ROOT, type Scenario, table, tempDir } from './_harness.js';
+
+const RUN = join(ROOT, 'dist-bench/bench/run.js');
 
 type Line = DumpLine & Record<string, unknown>;
 
@@ -147,47 +149,48 @@ export async function writeDump(path: string, networks: number): Promise<{ recor
   return { records: 1 + 2 + counts.object + counts.change, bytes: statSync(path).size };
 }
 
-/** The floor: parse every line and commit the records in write sets of `batch`, into an empty store. */
-async function baseline(dump: string, batch: number): Promise<number> {
-  const dir = tempDir('netsot-bench-base-');
-  const store = new Store(dir.path);
-  const started = performance.now();
+/** The floor: parse every line and commit the records in write sets of `batch`, into an empty store `dataDir`. */
+async function baseline(dump: string, batch: number, dataDir: string): Promise<void> {
+  const store = new Store(dataDir);
   let ops: WriteOp[] = [];
   let records = 0;
-  let pending = '';
-  for await (const chunk of createReadStream(dump, { encoding: 'utf8', highWaterMark: 1 << 20 })) {
-    const text = pending + chunk;
-    const parts = text.split('\n');
-    pending = parts.pop()!;
-    for (const p of parts) {
-      const l = JSON.parse(p) as Line & { record: { at: number; event: string; resourceName: string; resourceId: number } };
-      if (l.t === 'object') ops.push({ db: 'objects', key: [l.site as number, l.kind as string, l.id as number], value: l.record });
-      else if (l.t === 'change') {
-        const key = [l.site as number, l.id as number];
-        ops.push({ db: 'changes', key, value: l.record });
-        ops.push({ db: 'changeIndex', key, value: [l.record.at, l.record.event, l.record.resourceName, l.record.resourceId] });
-      } else if (l.t === 'site') ops.push({ db: 'sites', key: l.id as number, value: l.record });
-      else if (l.t === 'user') ops.push({ db: 'users', key: (l.record as { id: number }).id, value: l.record });
-      else continue;
-      if (++records % batch === 0) {
+  let pending: Buffer = Buffer.alloc(0);
+  const take = (text: string) => {
+    const l = JSON.parse(text) as Line & { record: { at: number; event: string; resourceName: string; resourceId: number } };
+    if (l.t === 'object') ops.push({ db: 'objects', key: [l.site as number, l.kind as string, l.id as number], value: l.record });
+    else if (l.t === 'change') {
+      const key = [l.site as number, l.id as number];
+      ops.push({ db: 'changes', key, value: l.record });
+      ops.push({ db: 'changeIndex', key, value: [l.record.at, l.record.event, l.record.resourceName, l.record.resourceId] });
+    } else if (l.t === 'site') ops.push({ db: 'sites', key: l.id as number, value: l.record });
+    else if (l.t === 'user') ops.push({ db: 'users', key: (l.record as { id: number }).id, value: l.record });
+    else return false;
+    return ++records % batch === 0;
+  };
+  // Split on the bytes as the import does.
+  for await (const chunk of createReadStream(dump, { highWaterMark: 1 << 20 }) as AsyncIterable<Buffer>) {
+    const buf = pending.length > 0 ? Buffer.concat([pending, chunk]) : chunk;
+    let from = 0;
+    for (let nl = buf.indexOf(10, from); nl >= 0; nl = buf.indexOf(10, from)) {
+      const full = take(buf.toString('utf8', from, nl));
+      from = nl + 1;
+      if (full) {
         await store.commit({ ops });
         ops = [];
       }
     }
+    pending = buf.subarray(from);
   }
   await store.commit({ ops });
-  const ms = performance.now() - started;
   await store.close();
-  dir.remove();
-  return ms;
 }
 
-function importOnce(dump: string, batch: number): Promise<{ ms: number; bytes: number }> {
+/** A child process from spawn to exit: `netsot import`, or this scenario's baseline. */
+function timedChild(args: string[]): Promise<{ ms: number; bytes: number }> {
   const dir = tempDir('netsot-bench-import-');
+  const dataDir = join(dir.path, 'data');
   const started = performance.now();
-  const proc = spawn(process.execPath, [MAIN, 'import', dump, '--data-dir', join(dir.path, 'data'), '--batch', String(batch)], {
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
+  const proc = spawn(process.execPath, [...args, '--data-dir', dataDir], { stdio: ['ignore', 'ignore', 'pipe'] });
   let err = '';
   proc.stderr!.on('data', (d: Buffer) => {
     err += d.toString();
@@ -195,15 +198,19 @@ function importOnce(dump: string, batch: number): Promise<{ ms: number; bytes: n
   return new Promise((ok, fail) =>
     proc.once('exit', (code) => {
       const ms = performance.now() - started;
-      if (code !== 0) return fail(new Error(`import exited with ${code}:\n${err}`));
-      const bytes = statSync(join(dir.path, 'data', 'netsot.mdb')).size;
+      if (code !== 0) return fail(new Error(`${args.join(' ')} exited with ${code}:\n${err}`));
+      const bytes = statSync(join(dataDir, 'netsot.mdb')).size;
       dir.remove();
       ok({ ms, bytes });
     }),
   );
 }
 
-export const run: Scenario = async () => {
+export const run: Scenario = async (args) => {
+  if (args[0] === '--baseline') {
+    await baseline(args[1], Number(args[2]), args[4]);
+    return 0;
+  }
   const networks = envNumber('BENCH_NETWORKS', 1_000_000, 2);
   const runs = envNumber('BENCH_RUNS', 2, 1);
   const batch = envNumber('BENCH_BATCH', 10_000, 1);
@@ -218,9 +225,9 @@ export const run: Scenario = async () => {
   const imports: number[] = [];
   let storeBytes = 0;
   for (let i = 0; i < runs; i++) {
-    base.push(await baseline(dump, batch));
+    base.push((await timedChild([RUN, 'import', '--baseline', dump, String(batch)])).ms);
     log(`  baseline ${i + 1}: ${(base[i] / 1000).toFixed(1)} s`);
-    const r = await importOnce(dump, batch);
+    const r = await timedChild([MAIN, 'import', dump, '--batch', String(batch)]);
     imports.push(r.ms);
     storeBytes = r.bytes;
     log(`  import   ${i + 1}: ${(r.ms / 1000).toFixed(1)} s`);
