@@ -248,5 +248,20 @@ export const run: Scenario = async (args) => {
     ),
   );
   log(`import / baseline throughput: ${(median(base) / median(imports)).toFixed(2)}; imported store ${fmt.mb(storeBytes)}`);
+  log(
+    JSON.stringify({
+      scenario: 'import',
+      networks,
+      records,
+      dumpBytes: bytes,
+      batch,
+      baselineMs: base.map(Math.round),
+      importMs: imports.map(Math.round),
+      importRecordsPerSecond: Math.round(rate(median(imports))),
+      ratio: median(base) / median(imports),
+      storeBytes,
+      machine: machine(),
+    }),
+  );
   return 0;
 };
