@@ -255,7 +255,8 @@ describe('import interrupted by kill -9', () => {
     const total = 1 + 1 + 10_000 + 10_001; // the user, the site, the networks, their Changes and the site's
 
     const dataDir = join(tempDir('killed'), 'data');
-    const proc = spawnCli(['import', dump, '--data-dir', dataDir, '--batch', '100']);
+    // Write sets of 10 records: 2000 durable commits, seconds of work however busy the machine, so the kill lands mid-way.
+    const proc = spawnCli(['import', dump, '--data-dir', dataDir, '--batch', '10']);
     let killed = false;
     const first = await finished(proc, (text) => {
       // The first progress line comes after the first write set is committed.
