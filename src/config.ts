@@ -34,6 +34,8 @@ export interface Config {
   /** Milliseconds SIGTERM waits for requests in flight before the process exits anyway. */
   shutdownMs: number;
   logLevel: LogLevel;
+  /** Where `POST /admin/backup` writes backups (one directory each); null: backups through the API are off. */
+  backupDir: string | null;
   /**
    * NETSOT_TEST_HOOKS=1 lets a request carry `X-Netsot-Test-Hook` to make a shard exit or stall, so the
    * supervisor can be tested on the real server. Never set in production: it lets any user stop a shard.
@@ -144,6 +146,7 @@ export function loadConfig(env: Source = process.env, flags: Source = {}): Confi
     'SHARD_STALL_TIMEOUT',
     'SHUTDOWN_TIMEOUT',
     'LOG_LEVEL',
+    'BACKUP_DIR',
   ]);
   for (const k of Object.keys(flags)) if (!known.has(k)) throw new ConfigError(`unknown flag --${k.toLowerCase().replace(/_/g, '-')}`);
 
@@ -177,6 +180,7 @@ export function loadConfig(env: Source = process.env, flags: Source = {}): Confi
     shardStallMs: readInt(src, 'SHARD_STALL_TIMEOUT', 5, 1, 3600) * 1000,
     shutdownMs: readInt(src, 'SHUTDOWN_TIMEOUT', 10, 1, 3600) * 1000,
     logLevel: logLevel as LogLevel,
+    backupDir: readString(src, 'BACKUP_DIR', '') || null,
     testHooks: readBool(src, 'NETSOT_TEST_HOOKS', false),
   };
 }

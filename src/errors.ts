@@ -90,6 +90,11 @@ export const Errors = {
   methodNotAllowed: (method: string, allow: string) => new ApiError(405, `Method "${method}" not allowed.`, { Allow: allow }),
   notAcceptable: () => new ApiError(406, 'Could not satisfy the request Accept header.'),
   conflict: (message: string) => new ApiError(409, message),
+  backupsByEngine: () =>
+    new ApiError(409, 'Backups through the API are for the LMDB store; back up PostgreSQL with its own tools (pg_dump, base backups).'),
+  backupsOff: () => new ApiError(409, 'Backups through the API are off: the server has no BACKUP_DIR setting.'),
+  backupExists: (name: string) => new ApiError(409, `A backup named "${name}" already exists.`),
+  backupRunning: () => new ApiError(409, 'A backup is already being written; retry when it is done.'),
   forceDeleteRootOfLeaves: () =>
     new ApiError(409, 'You cannot forcefully delete a network that does not have a parent, and whose children are leaf nodes.'),
   protectedReference: (target: string, referrer: string) =>

@@ -1,13 +1,28 @@
 #!/usr/bin/env node
-/** CLI: `node dist/main.js serve [--host H] [--port P] [--data-dir D] [--shards N] …` */
+/**
+ * CLI: `node dist/main.js serve [--host H] [--port P] [--data-dir D] [--shards N] …`, and the operator
+ * commands backup, restore, export and import (src/ops/cli.ts).
+ */
 import { type Config, ConfigError, flagsToSource, loadConfig } from './config.js';
 import { Logger } from './log.js';
 import { NativeLoadError, verifyNativeModules } from './native.js';
+import { OPS_COMMANDS, OPS_USAGE, type OpsCommand } from './ops/commands.js';
 
 async function main(argv: string[]): Promise<void> {
   const [command, ...rest] = argv;
+  if (OPS_COMMANDS.includes(command as OpsCommand)) {
+    try {
+      await verifyNativeModules(new Logger('warn'));
+    } catch (err) {
+      process.stderr.write(`netsot: ${(err as Error).message}\n`);
+      process.exit(3);
+    }
+    const { runOps } = await import('./ops/cli.js');
+    process.exit(await runOps(command as OpsCommand, rest));
+  }
   if (command !== 'serve') {
-    process.stderr.write('usage: node dist/main.js serve [--host H] [--port P] [--data-dir D] [--shards N] [--<setting> V]\n');
+    const usage = ['serve [--host H] [--port P] [--data-dir D] [--shards N] [--<setting> V]', ...OPS_COMMANDS.map((c) => OPS_USAGE[c])];
+    process.stderr.write(`usage:\n${usage.map((u) => `  node dist/main.js ${u}\n`).join('')}`);
     process.exit(command === undefined || command === '--help' ? 0 : 2);
   }
   let config: Config;

@@ -29,6 +29,7 @@ import { secureDataDir } from '../store/data-dir.js';
 import { createSharedIdState, IdCounters } from '../store/ids.js';
 import { openStore } from '../store/open.js';
 import type { Store } from '../store/store.js';
+import { Admin } from './admin.js';
 import { isJsonBody, negotiate, parseBody } from './body.js';
 import { docsPage } from './docs.js';
 import { type Forwarded, Forwarder } from './forward.js';
@@ -134,6 +135,20 @@ export class App {
     await this.store.close();
   }
 
+  private admin: Admin | undefined;
+  /** /admin/ (http/admin.ts): authenticated like /api/, for superusers only. */
+  private adminEndpoints(): Admin {
+    this.admin ??= new Admin({
+      config: this.config,
+      store: this.store,
+      isSuperuser: async (x) => {
+        const user = await this.auth.authenticate({ authorization: x.authorization, email: x.emailHeader }, false);
+        return this.users.principal(user).superuser;
+      },
+    });
+    return this.admin;
+  }
+
   private negotiate(accept: string, query: string): ReturnType<typeof negotiate> {
     if (query.includes('format')) return negotiate(accept, query);
     let n = this.negotiations.get(accept);
@@ -148,6 +163,7 @@ export class App {
     if (this.draining) return x.fail(Errors.shuttingDown(), true);
     if (x.path === '/healthz' || x.path === '/readyz') return this.serveHealth(x);
     if (x.path === '/docs' || x.path.startsWith('/docs/')) return this.serveDocs(x);
+    if (x.path === '/admin' || x.path.startsWith('/admin/')) return this.adminEndpoints().serve(x);
     const match = this.router.match(x.path);
     const method = x.method === 'HEAD' ? 'GET' : x.method;
     if (match) x.allow = allowHeader(methodsOf(match.route));

@@ -26,13 +26,16 @@
  * a 2xx is never sent for a write that a crash could lose.
  */
 
-import { statfsSync } from 'node:fs';
+import { chmodSync, existsSync, statfsSync } from 'node:fs';
 import { join } from 'node:path';
 import { type Database, open, type RootDatabase } from 'lmdb';
 import { loadServerKey } from '../auth/secrets.js';
 import { ensurePrivateDir, STORE_FILE_MODE } from './data-dir.js';
 import type { Kind } from './kinds.js';
 import { type ChangeIndexRow, type ChangeRecord, type DbName, fullChange, type Store, type StoredChange, type WriteSet } from './store.js';
+
+/** The store's file in DATA_DIR, as the constructor opens it (LMDB adds `netsot.mdb-lock` beside it). */
+export const STORE_FILE = 'netsot.mdb';
 
 /** LMDB's MDB_MAP_FULL: the map cannot grow (lmdb-js grows it on its own, so this is rare). */
 const MDB_MAP_FULL = -30792;
@@ -164,6 +167,22 @@ export class LmdbStore implements Store {
   /** The key lives in a file of its own in DATA_DIR, beside the environment (auth/secrets.ts). */
   async serverKey(): Promise<Buffer> {
     return loadServerKey(this.dataDir);
+  }
+
+  /**
+   * Writes a consistent, compacted copy of the whole store into `targetDir` (created 0700, it must not hold a
+   * store yet), in the form `new Store(targetDir)` opens: a data dir of its own. Writes go on meanwhile: LMDB
+   * copies one read snapshot (mdb_env_copy2 with MDB_CP_COMPACT, on a pool thread), from this process or from
+   * another that has the store open. Another engine implements it with its own snapshot copy.
+   */
+  async backup(targetDir: string): Promise<void> {
+    ensurePrivateDir(targetDir);
+    const target = join(targetDir, STORE_FILE);
+    // LMDB creates the copy with O_EXCL, so an existing store is never overwritten; say so plainly.
+    if (existsSync(target)) throw new Error(`${target} already exists`);
+    await this.root.backup(target, true);
+    // LMDB creates it 0666 less the umask; the directory kept it private until now.
+    chmodSync(target, STORE_FILE_MODE);
   }
 
   async close(): Promise<void> {

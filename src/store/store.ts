@@ -108,6 +108,11 @@ export interface Store {
   serverKey(): Promise<Buffer>;
 
   close(): Promise<void>;
+  /**
+   * A consistent, compacted copy of the whole store into `targetDir` while writes go on (LMDB only: a
+   * PostgreSQL store is backed up with PostgreSQL's own tools).
+   */
+  backup?(targetDir: string): Promise<void>;
 }
 
 /** The diff of a Create or Delete whose resource was stored as `resource` (see StoredChange). */

@@ -1,0 +1,74 @@
+/**
+ * Operator endpoints outside /api/, superusers only:
+ *
+ *   POST /admin/backup  {"name": "nightly-1"}   (name optional)
+ *     → 201 {"name", "path", "bytes", "duration_ms"}
+ *
+ * writes a backup (ops/backup.ts: a consistent, compacted copy of the store
+ * and the token-signing key, a data dir of its own) to BACKUP_DIR/<name>
+ * while the server keeps serving writes. The client names the backup, never
+ * a path: a name is one plain path segment, so nothing outside BACKUP_DIR is
+ * ever written, and an existing backup is never overwritten. Without
+ * BACKUP_DIR the endpoint answers 409. One backup at a time.
+ */
+import { join, resolve } from 'node:path';
+import type { Config } from '../config.js';
+import { Errors, pyType } from '../errors.js';
+import { OpsError, writeBackup } from '../ops/backup.js';
+import type { Store } from '../store/store.js';
+import { parseBody } from './body.js';
+import type { Exchange } from './respond.js';
+
+export interface AdminContext {
+  config: Config;
+  store: Store;
+  /** Authenticates the request as the API does (401 without valid credentials); true for a superuser. */
+  isSuperuser(x: Exchange): Promise<boolean>;
+}
+
+/** Letters, digits, '.', '_' and '-', not starting with '.': one path segment that is never '.' or '..'. */
+const BACKUP_NAME = /^[A-Za-z0-9_-][A-Za-z0-9._-]{0,99}$/;
+const NAME_RULE = 'Up to 100 letters, digits, ".", "_" or "-", not starting with ".".';
+
+export class Admin {
+  private running = false;
+
+  constructor(private readonly ctx: AdminContext) {}
+
+  async serve(x: Exchange): Promise<void> {
+    const superuser = await this.ctx.isSuperuser(x);
+    if (x.path !== '/admin/backup' && x.path !== '/admin/backup/') throw Errors.endpointNotFound();
+    x.allow = 'POST';
+    if (x.method !== 'POST') throw Errors.methodNotAllowed(x.method, x.allow);
+    if (!superuser) throw Errors.forbidden();
+    const raw = await x.body;
+    if (raw === 'too-large') return x.fail(Errors.bodyTooLarge(), true);
+    const body = raw.length > 0 ? parseBody(raw, x.contentType) : {};
+    const name = backupName(body);
+    const dir = this.ctx.config.backupDir;
+    if (dir === null) throw Errors.backupsOff();
+    const store = this.ctx.store;
+    if (!store.backup) throw Errors.backupsByEngine();
+    if (this.running) throw Errors.backupRunning();
+    this.running = true;
+    try {
+      const target = join(resolve(dir), name);
+      const r = await writeBackup(store as Required<Pick<Store, 'backup'>>, this.ctx.config.dataDir, target).catch((err) => {
+        if (err instanceof OpsError) throw Errors.backupExists(name);
+        if (this.ctx.store.isFull(err)) throw Errors.storeFull();
+        throw err;
+      });
+      x.send(201, JSON.stringify({ name, path: r.path, bytes: r.bytes, duration_ms: Math.round(r.ms) }));
+    } finally {
+      this.running = false;
+    }
+  }
+}
+
+function backupName(body: unknown): string {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw Errors.expectedDict(pyType(body));
+  const name = (body as { name?: unknown }).name;
+  if (name === undefined || name === null || name === '') return `netsot-${new Date().toISOString().replace(/[:.]/g, '-')}`;
+  if (typeof name !== 'string' || !BACKUP_NAME.test(name)) throw Errors.field('name', NAME_RULE);
+  return name;
+}
