@@ -12,12 +12,14 @@
  * shards and store included, without a socket).
  */
 
+import { join } from 'node:path';
 import { Authenticator } from '../auth/authenticate.js';
 import { isAllowed } from '../auth/permissions.js';
 import { loadServerKey, TokenSigner } from '../auth/secrets.js';
 import type { Config } from '../config.js';
 import { Errors } from '../errors.js';
 import type { Logger } from '../log.js';
+import { Metrics } from '../metrics/metrics.js';
 import type { HttpMethod } from '../model/model.js';
 import { MODELS, modelByCollection } from '../model/registry.js';
 import { SiteDirectory } from '../model/site-directory.js';
@@ -33,6 +35,7 @@ import { docsPage, openApiDocument } from './docs.js';
 import { type Forwarded, Forwarder } from './forward.js';
 import { type InjectRequest, type InjectResponse, inject } from './inject.js';
 import { countListItems, mayExceed } from './list-items.js';
+import { RequestObserver } from './observe.js';
 import type { Exchange } from './respond.js';
 import { allowHeader, type RouteMatch, Router } from './router.js';
 
@@ -59,6 +62,7 @@ function wrap(version: string, payload: string): string {
 export class App {
   /** Most clients send one of a few Accept headers; the parse is cached unless ?format= may apply. */
   private readonly negotiations = new Map<string, ReturnType<typeof negotiate>>();
+  private readonly observer: RequestObserver;
 
   private constructor(
     readonly config: Config,
@@ -71,12 +75,16 @@ export class App {
     private readonly pool: ShardPool,
     private readonly forwarder: Forwarder,
     private readonly router: Router,
-  ) {}
+    /** null with METRICS off. */
+    readonly metrics: Metrics | null,
+  ) {
+    this.observer = new RequestObserver(log, metrics);
+  }
 
   /** Opens the store in config.dataDir and starts the shard workers; resolves when every shard has loaded. */
   static async start(config: Config, log: Logger): Promise<App> {
     // Before anything opens a file there: the store and the server key are secrets.
-    secureDataDir(config.dataDir, (line) => log.warn(line));
+    secureDataDir(config.dataDir, (line) => log.warn(line, { event: 'data-dir' }));
     const store = new Store(config.dataDir);
     try {
       const shared = createSharedIdState(store.highWaterMarks());
@@ -84,19 +92,42 @@ export class App {
       const sites = new SiteDirectory(store);
       const users = new UserDirectory(store, sites, () => ids.next('user'));
       const auth = new Authenticator(users, new TokenSigner(loadServerKey(config.dataDir), config.authTokenExpiry), config);
-      const pool: ShardPool = await ShardPool.start(config, shared, {
-        report: (message) => {
-          log.error(message);
-          log.flush();
+      // The figures read the pool and the app only when scraped, after both exist.
+      let app: App | undefined;
+      const metrics = config.metrics
+        ? new Metrics({
+            shards: config.shards,
+            queueDepths: () => pool.queueDepths(),
+            shardsUp: () => {
+              const down = new Set(pool.restarting());
+              return Array.from({ length: pool.count }, (_, i) => !down.has(i));
+            },
+            inFlight: () => app?.inFlight ?? 0,
+            storePath: join(config.dataDir, 'netsot.mdb'),
+          })
+        : null;
+      const pool: ShardPool = await ShardPool.start(
+        config,
+        shared,
+        {
+          report: (message) => {
+            log.error(message, { event: 'supervision' });
+            log.flush();
+          },
+          // A replaced shard may have committed site writes it never answered: the directory rereads them.
+          onRestarted: (shard) => sites.reload(store, (site) => pool.shardOfSite(site) === shard),
         },
-        // A replaced shard may have committed site writes it never answered: the directory rereads them.
-        onRestarted: (shard) => sites.reload(store, (site) => pool.shardOfSite(site) === shard),
+        metrics?.statsBuffer ?? null,
+      ).catch((err) => {
+        metrics?.close();
+        throw err;
       });
       const router = new Router([
         ...MODELS.map((m) => ({ collection: m.collection, routes: m.routes })),
         { collection: 'users', routes: userRoutes },
       ]);
-      return new App(config, log, store, ids, sites, users, auth, pool, new Forwarder(pool), router);
+      app = new App(config, log, store, ids, sites, users, auth, pool, new Forwarder(pool), router, metrics);
+      return app;
     } catch (err) {
       await store.close();
       throw err;
@@ -110,6 +141,7 @@ export class App {
 
   /** Runs the lifecycle; whatever it throws becomes the error response (an unexpected error a logged 500). */
   handle(x: Exchange): void {
+    x.observer = this.observer;
     this.inFlight++;
     this.lifecycle(x)
       .catch((err) => x.fail(err))
@@ -148,6 +180,7 @@ export class App {
   }
 
   async close(): Promise<void> {
+    this.metrics?.close();
     await this.pool.stop();
     await this.store.close();
   }
@@ -166,7 +199,9 @@ export class App {
     if (this.draining) return x.fail(Errors.shuttingDown(), true);
     if (x.path === '/healthz' || x.path === '/readyz') return this.serveHealth(x);
     if (x.path === '/docs' || x.path.startsWith('/docs/')) return this.serveDocs(x);
+    if (x.path === '/metrics' && this.metrics) return this.serveMetrics(x, this.metrics);
     const match = this.router.match(x.path);
+    x.match = match;
     const method = x.method === 'HEAD' ? 'GET' : x.method;
     const methods = match ? methodsOf(match) : [];
     if (match) x.allow = allowHeader(methods);
@@ -175,6 +210,7 @@ export class App {
     const user = isPublic
       ? null
       : await this.auth.authenticate({ authorization: x.authorization, email: x.emailHeader }, match?.kind === 'verify_token');
+    x.user = user?.email;
     if (!match) throw Errors.endpointNotFound();
     if (method !== 'OPTIONS' && !methods.includes(method as HttpMethod)) throw Errors.methodNotAllowed(x.method, x.allow);
     const accepted = this.negotiate(x.accept, x.query);
@@ -313,6 +349,7 @@ export class App {
    * `/readyz` only while every shard is serving (not while one is replaced).
    */
   private serveHealth(x: Exchange): void {
+    x.template = x.path;
     x.allow = 'GET, HEAD';
     if (x.method !== 'GET' && x.method !== 'HEAD') {
       x.fail(Errors.methodNotAllowed(x.method, x.allow));
@@ -327,12 +364,27 @@ export class App {
     else x.send(200, JSON.stringify({ status: 'ready', shards: this.pool.count }));
   }
 
+  /**
+   * `GET /metrics`: the Prometheus text format, public like the probes. It names route templates, counts and
+   * timings, never an object, key or user, and a scraper cannot hold netsot's credentials (tokens expire), so
+   * access is left to the network, as for /healthz; METRICS=off removes the endpoint.
+   */
+  private async serveMetrics(x: Exchange, metrics: Metrics): Promise<void> {
+    x.template = '/metrics';
+    x.allow = 'GET, HEAD';
+    if (x.method !== 'GET' && x.method !== 'HEAD') return x.fail(Errors.methodNotAllowed(x.method, x.allow));
+    const { text, contentType } = await metrics.scrape();
+    x.representation = 'json';
+    x.send(200, text, { 'Content-Type': contentType });
+  }
+
   private serveDocs(x: Exchange): void {
     const page = x.path === '/docs' || x.path === '/docs/';
     if (!page && x.path !== '/docs/openapi.json') {
       x.fail(Errors.endpointNotFound());
       return;
     }
+    x.template = page ? '/docs/' : x.path;
     x.allow = 'GET, HEAD, OPTIONS';
     if (x.method === 'OPTIONS') {
       // Like every endpoint's OPTIONS (gaps.md §22), and public like the docs themselves.

@@ -114,6 +114,7 @@ class InjectExchange extends Exchange {
     if (type !== null) add('Content-Type', type);
     if (allow) add('Allow', allow);
     add('Vary', 'Accept');
+    add('X-Request-Id', this.requestId);
     for (const k in headers) add(k, headers[k]);
     if (status !== 204) add('Content-Length', String(Buffer.byteLength(payload)));
     this.answer({ status, statusText: statusLine(status).slice(4), headers: out, body: head ? '' : payload, closeConnection });

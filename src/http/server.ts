@@ -38,8 +38,10 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     await app.close();
     throw err;
   }
+  const port = uws.us_socket_local_port(listenSocket);
+  app.metrics?.listening(port);
   return {
-    port: uws.us_socket_local_port(listenSocket),
+    port,
     async close(timeoutMs = config.shutdownMs) {
       uws.us_listen_socket_close(listenSocket);
       const answered = await app.drain(timeoutMs);
@@ -97,6 +99,7 @@ class UwsExchange extends Exchange {
       if (type !== null) res.writeHeader('Content-Type', type);
       if (allow) res.writeHeader('Allow', allow);
       res.writeHeader('Vary', 'Accept');
+      res.writeHeader('X-Request-Id', this.requestId);
       for (const k in headers) res.writeHeader(k, headers[k]);
       // uWS 20.30's endWithoutBody(length) leaves a keep-alive connection unusable; an explicit
       // Content-Length header with endWithoutBody() does not.

@@ -141,7 +141,10 @@ export class ShardServer {
   constructor(
     private readonly shard: ShardState,
     private readonly send: Send,
-    private readonly log = new Logger(shard.config.logLevel),
+    private readonly log = new Logger(shard.config.logLevel, {
+      format: shard.config.logFormat,
+      bindings: { thread: `shard${shard.shardIndex}` },
+    }),
   ) {
     this.turn = this.newTurn();
   }
@@ -210,7 +213,15 @@ export class ShardServer {
   private commitFailed(turn: Turn, err: unknown): void {
     const full = this.shard.store.isFull(err);
     const what = `commit failed${full ? ' (store full)' : ''}; nothing of its group was saved`;
-    this.log.error(`shard ${this.shard.shardIndex}: ${what}: ${stackOf(err)}`);
+    this.shard.commitFailed();
+    this.log.error(`shard ${this.shard.shardIndex}: ${what}`, {
+      event: 'commit-failed',
+      shard: this.shard.shardIndex,
+      storeFull: full,
+      requests: turn.requests.length,
+      writers: turn.wrote.filter(Boolean).length,
+      err,
+    });
     const firstWrite = turn.wrote.indexOf(true);
     const answered: ShardReply[] = [];
     const again: ShardRequest[] = [];
@@ -242,7 +253,7 @@ export class ShardServer {
       this.submit(held);
     };
     const failed = (err: unknown) => {
-      this.log.error(`shard ${this.shard.shardIndex}: reload failed: ${stackOf(err)}`);
+      this.log.error(`shard ${this.shard.shardIndex}: reload failed`, { event: 'reload-failed', shard: this.shard.shardIndex, err });
       resume();
     };
     recover(this.shard).then(resume, failed);
@@ -268,8 +279,6 @@ function finished(seq: number, reply: Reply, directory: DirectoryUpdate): ShardR
 export function handle(shard: ShardState, req: ShardRequest, log?: Logger): Promise<ShardReply> {
   return new Promise((resolve) => new ShardServer(shard, (r) => resolve(r[0]), log).submit([req]));
 }
-
-const stackOf = (err: unknown): string => (err as Error)?.stack ?? String(err);
 
 const recoveries = new WeakMap<ShardState, Promise<void>>();
 

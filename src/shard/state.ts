@@ -40,6 +40,9 @@ export class ShardState {
   heartbeat: () => void = () => undefined;
   /** Tells the supervisor when this shard enters and leaves a store commit, whose time (a slow disk) is no stall. */
   inStore: (busy: boolean) => void = () => undefined;
+  /** Reports each group commit (its seconds and the requests that wrote in it), and each failed one, to the metrics. */
+  committed: (seconds: number, groupSize: number) => void = () => undefined;
+  commitFailed: () => void = () => undefined;
 
   constructor(
     readonly shardIndex: number,

@@ -221,12 +221,14 @@ export class CommitGroup {
     for (const [kind, id] of this.highWater) this.ops.push(highWaterOp(kind, this.shard.writerName, id));
     // LMDB commits synchronously inside this call, so the flag spans exactly the commit and its sync.
     this.shard.inStore(true);
+    const started = performance.now();
     let p: Promise<void>;
     try {
       p = this.shard.store.commit({ ops: this.ops, removeRanges: this.removeRanges });
     } finally {
       this.shard.inStore(false);
     }
+    this.shard.committed((performance.now() - started) / 1000, this.taken.length);
     this.shard.tail = p.catch(() => undefined);
     return p;
   }
