@@ -38,6 +38,7 @@ import { countListItems, mayExceed } from './list-items.js';
 import { RequestObserver } from './observe.js';
 import type { Exchange } from './respond.js';
 import { allowHeader, type RouteMatch, Router } from './router.js';
+import { streamReply } from './stream.js';
 
 const INDEX_ORDER = [
   'sites',
@@ -236,6 +237,7 @@ export class App {
       case 'resource': {
         const reply =
           match.collection === 'users' ? await this.usersRoute(match, user!, x, body) : await this.resourceRoute(match, user!, x, body);
+        if (reply.chunk) return streamReply(x, reply);
         return x.send(reply.status, reply.body, reply.headers);
       }
     }
@@ -279,6 +281,12 @@ export class App {
       body: body === undefined ? {} : body,
       principal: this.users.principal(user),
       link,
+      // P7: a nested list read as JSON may come back in chunks, written as the client takes them (stream.ts).
+      stream:
+        x.method === 'GET' &&
+        x.representation === 'json' &&
+        match.site !== null &&
+        (match.target === 'list' || match.target === 'list-route'),
     };
     const hook = model.beforeForward?.(
       { target: match.target, method: x.method, key: match.key, body: input.body, principal: input.principal },

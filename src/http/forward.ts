@@ -11,8 +11,9 @@ import { type LinkBase, pageEnvelope, pageLinks, readPage } from '../query/pagin
 import { QueryParams } from '../query/params.js';
 import { asId, NO_ID, parseId } from '../schema/id.js';
 import { siteIdIn } from '../schema/validate.js';
+import type { ChunkStream } from '../shard/chunk-stream.js';
 import { mergeParts, type ShardPool } from '../shard/pool.js';
-import type { DirectoryUpdate, ListPart, Op, Principal, ShardRequest, SiteClaim } from '../shard/protocol.js';
+import type { DirectoryUpdate, ListChunk, ListPart, Op, Principal, ShardRequest, SiteClaim } from '../shard/protocol.js';
 import type { RouteMatch } from './router.js';
 
 type ResourceMatch = Extract<RouteMatch, { kind: 'resource' }>;
@@ -22,6 +23,9 @@ export interface Forwarded {
   body: string;
   headers?: Record<string, string>;
   directory?: DirectoryUpdate;
+  /** A streamed list (P7): its first chunk, and where the others arrive. */
+  chunk?: ListChunk;
+  stream?: ChunkStream;
 }
 
 export function opFor(match: ResourceMatch, method: string): Op {
@@ -62,6 +66,8 @@ export interface ForwardInput {
   siteClaim?: SiteClaim;
   /** Overrides the operation the route and method imply (OPTIONS asks 'permits'). */
   op?: Op;
+  /** The transport can stream an unpaginated list's reply (P7, http/stream.ts). */
+  stream?: boolean;
 }
 
 export class Forwarder {
@@ -83,6 +89,7 @@ export class Forwarder {
       principal: input.principal,
       link: input.link,
       siteClaim: input.siteClaim,
+      stream: input.stream,
     };
     // No shard holds an unknown site; any one of them answers for it.
     if (match.site !== null) return this.pool.send(match.site === NO_ID ? 0 : this.pool.shardOfSite(match.site), req);

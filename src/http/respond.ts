@@ -65,6 +65,18 @@ export interface ResponseObserver {
   finished(x: Exchange, status: number, peer: string, body: string): void;
 }
 
+/**
+ * A response whose body is written piece by piece (a streamed list, stream.ts), as a transport carries it:
+ * `write` answers false when the client is not keeping up (the piece is buffered, and `onWritable` says when
+ * the buffer has drained); `close` cuts the connection off.
+ */
+export interface StreamSink {
+  write(text: string): boolean;
+  onWritable(then: () => void): void;
+  end(): void;
+  close(): void;
+}
+
 /** A client's `X-Request-Id` is kept when it is 1–200 visible ASCII characters; anything else gets a fresh one. */
 const REQUEST_ID = /^[\x21-\x7e]{1,200}$/;
 
@@ -97,7 +109,10 @@ export abstract class Exchange {
   /** The authenticated user's email, once known. */
   user: string | undefined = undefined;
   observer: ResponseObserver | null = null;
+  /** Called when the client goes away (set while a streamed response is being written). */
+  onAbort: (() => void) | null = null;
   private done = false;
+  private peer = '';
 
   /** Reads every request fact the lifecycle needs from `head` now: a uWS request is unusable once its handler returns. */
   constructor(
@@ -136,6 +151,23 @@ export abstract class Exchange {
 
   /** The peer's address for the access log; read before `write` (a uWS response is unusable once ended). */
   protected abstract remoteAddress(): string;
+
+  /** Writes the status and headers (as `write` does) of a response whose body follows through the sink. */
+  protected abstract beginStream(status: number, type: string, allow: string, headers: Record<string, string>): StreamSink;
+
+  /** Starts a streamed JSON response (stream.ts), at most once like `send`; null when the client is gone. */
+  openStream(status: number, headers: Record<string, string> = NO_HEADERS): StreamSink | null {
+    if (this.done) return null;
+    this.done = true;
+    if (this.aborted) return null;
+    this.peer = this.observer?.wantsPeer ? this.remoteAddress() : '';
+    return this.beginStream(status, 'application/json', this.allow, headers);
+  }
+
+  /** A streamed response is over (complete or cut off): metrics and the access log see it now. */
+  streamEnded(status: number): void {
+    this.observer?.finished(this, status, this.peer, '');
+  }
 
   get fullPath(): string {
     return this.query ? `${this.path}?${this.query}` : this.path;

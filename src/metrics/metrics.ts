@@ -11,6 +11,7 @@
  */
 import { readFileSync, statSync } from 'node:fs';
 import { Counter, collectDefaultMetrics, Gauge, type Metric, Registry } from 'prom-client';
+import { streamFigures } from '../shard/chunk-stream.js';
 import { COMMIT_SECONDS_BUCKETS, createStatsBuffer, GROUP_SIZE_BUCKETS, LAYOUT, slotOf, ThreadStats } from './thread-stats.js';
 
 export const REQUEST_SECONDS_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
@@ -199,6 +200,23 @@ export class Metrics {
         } catch {
           /* not there yet: no figure */
         }
+      },
+    });
+    new Gauge({
+      name: 'netsot_list_streams_open',
+      help: 'Unpaginated lists being streamed to clients now.',
+      registers: [registry],
+      collect() {
+        this.set(streamFigures.open);
+      },
+    });
+    new Counter({
+      name: 'netsot_list_stream_chunks_total',
+      help: 'Chunks of streamed lists received from the shards (each about 256 KiB of JSON).',
+      registers: [registry],
+      collect() {
+        this.reset();
+        this.inc(streamFigures.chunks);
       },
     });
     const self = this;

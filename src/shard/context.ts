@@ -5,6 +5,7 @@
 import { Errors } from '../errors.js';
 import { QueryParams } from '../query/params.js';
 import { NO_ID, parseId } from '../schema/id.js';
+import type { ListStream } from './list-stream.js';
 import type { DirectoryUpdate, Principal, ShardRequest } from './protocol.js';
 import type { ShardState } from './state.js';
 import type { StoredObject } from './table.js';
@@ -24,6 +25,8 @@ export class RequestContext {
    * ShardReply.directory, and only when the write was committed.
    */
   readonly directory: DirectoryUpdate = {};
+  /** Set when this request's list is answered in chunks (list-stream.ts) instead of one body. */
+  stream: ListStream | null = null;
 
   constructor(
     readonly shard: ShardState,

@@ -14,9 +14,10 @@ import { modelByCollection } from '../model/registry.js';
 import { resetUserRegexBudget } from '../query/user-regex.js';
 import type { Method } from '../schema/validate.js';
 import { RequestContext } from './context.js';
+import type { ListStream } from './list-stream.js';
 import { lookup } from './lookup.js';
 import { naturalKeyMatches } from './natural-key.js';
-import type { DirectoryUpdate, ShardReply, ShardRequest } from './protocol.js';
+import type { DirectoryUpdate, ShardReply, ShardRequest, StreamControl } from './protocol.js';
 import { listBody, objectBody } from './render.js';
 import type { ShardState } from './state.js';
 import { CommitGroup } from './transaction.js';
@@ -136,6 +137,8 @@ export class ShardServer {
   /** Requests that arrived while memory was being rebuilt, in arrival order. */
   private held: ShardRequest[] = [];
   private recovering = false;
+  /** Streamed lists with chunks still to send, by request seq (P7, list-stream.ts). */
+  private readonly streams = new Map<number, ListStream>();
 
   /** `log`: the worker's Logger (stdout, at the configured level); a new one at that level when not given. */
   constructor(
@@ -189,7 +192,59 @@ export class ShardServer {
       this.close();
       this.turn.group.add(ctx.tx);
     }
-    this.record(req, finished(req.seq, reply, ctx.directory), writes);
+    const out = finished(req.seq, reply, ctx.directory);
+    if (ctx.stream) this.startStream(ctx.stream, out);
+    this.record(req, out, writes);
+  }
+
+  /** A streamed list's first chunk rides on its reply; a list that fits in one chunk is a plain body. */
+  private startStream(stream: ListStream, reply: ShardReply): void {
+    const chunk = stream.next();
+    if (chunk.last) {
+      reply.body = chunk.text;
+      return;
+    }
+    reply.chunk = chunk;
+    this.streams.set(stream.seq, stream);
+    this.pump(stream);
+  }
+
+  /** Flow control from the main thread (see StreamControl). */
+  control(message: StreamControl): void {
+    const stream = this.streams.get(message.stream);
+    if (!stream) return;
+    if (message.cancel) {
+      this.streams.delete(message.stream);
+      return;
+    }
+    stream.credit += message.credit ?? 0;
+    this.pump(stream);
+  }
+
+  /**
+   * Renders a stream's next chunk in a later turn, while it has credit. The chunk is recorded like a read's
+   * reply, so it leaves after that turn's commit; other requests run between chunks.
+   */
+  private pump(stream: ListStream): void {
+    if (stream.scheduled || stream.credit <= 0) return;
+    stream.scheduled = true;
+    setImmediate(() => {
+      stream.scheduled = false;
+      if (this.streams.get(stream.seq) !== stream) return;
+      if (this.recovering || this.shard.failed) {
+        setTimeout(() => this.pump(stream), 10);
+        return;
+      }
+      stream.credit--;
+      const chunk = stream.next();
+      if (chunk.last) this.streams.delete(stream.seq);
+      this.record(stream.ctx.req, { seq: stream.seq, status: 200, body: '', chunk }, false);
+      if (!this.closing) {
+        this.closing = true;
+        setImmediate(this.close);
+      }
+      this.pump(stream);
+    });
   }
 
   private record(req: ShardRequest, reply: ShardReply, wrote: boolean): void {
@@ -227,7 +282,11 @@ export class ShardServer {
     const again: ShardRequest[] = [];
     turn.replies.forEach((reply, i) => {
       if (i < firstWrite) answered.push(reply);
-      else if (turn.wrote[i]) answered.push({ seq: reply.seq, ...this.errorReply(full ? Errors.storeFull() : Errors.internal()) });
+      else if (reply.chunk && reply.chunk.index > 0) {
+        // A later chunk of a streamed list may show lost writes, and cannot be taken back: the response is cut off.
+        this.streams.delete(reply.seq);
+        answered.push({ seq: reply.seq, status: 500, body: '', chunk: { text: '', index: reply.chunk.index, last: true, failed: true } });
+      } else if (turn.wrote[i]) answered.push({ seq: reply.seq, ...this.errorReply(full ? Errors.storeFull() : Errors.internal()) });
       else again.push(turn.requests[i]);
     });
     const restored = turn.group.rollback();

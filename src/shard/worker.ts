@@ -67,12 +67,13 @@ const server = new ShardServer(
 data.port.on('message', (message: string | ShardControl) => {
   Atomics.add(data.progress, 0, 1);
   if (typeof message === 'string') server.submit(JSON.parse(message) as ShardRequest[]);
+  else if ('stream' in message) server.control(message);
   else if (data.config.testHooks) runTestHook(message);
 });
 parentPort!.postMessage({ ready: true, loadMs: performance.now() - started });
 
 /** What a crash and a runaway request look like from outside (config.testHooks only). */
-function runTestHook(control: ShardControl): void {
+function runTestHook(control: Extract<ShardControl, { testHook: string }>): void {
   if (control.testHook === 'exit') process.exit(70);
   if (control.testHook === 'stall') for (;;);
 }
