@@ -212,7 +212,7 @@ export class Metrics {
     });
     new Counter({
       name: 'netsot_list_stream_chunks_total',
-      help: 'Chunks of streamed lists received from the shards (each about 256 KiB of JSON).',
+      help: 'Chunks of streamed lists received from the shards (each about 64 KiB of JSON).',
       registers: [registry],
       collect() {
         this.reset();
