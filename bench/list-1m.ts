@@ -190,7 +190,8 @@ export async function run(): Promise<number> {
     else {
       rmSync(dataDir, { recursive: true, force: true });
       mkdirSync(dataDir, { recursive: true });
-      server = await startNetsot({ dataDir, startTimeoutMs: 120_000 });
+      // On a busy machine a 10k-network list can take the shard past the default stall timeout.
+      server = await startNetsot({ dataDir, startTimeoutMs: 120_000, env: { SHARD_STALL_TIMEOUT: '120' } });
       await fill(server, total);
       await server.stop();
       server = undefined;

@@ -33,7 +33,7 @@ export class ListStream {
   /** Objects rendered so far: every one after the first is preceded by a comma. */
   private emitted = 0;
   private readonly records: StoredObject[];
-  private readonly table: ObjectTable<StoredObject> | undefined;
+  private readonly kind: ResourceModel<any, any>['kind'];
 
   /** `render`: one object's JSON as the list shows it (render.ts passes objectBody, so this module needs none of it). */
   constructor(
@@ -43,7 +43,7 @@ export class ListStream {
     private readonly render: (r: StoredObject) => string,
   ) {
     this.records = Array.isArray(records) ? records : Array.from(records);
-    this.table = ctx.shard.tables.get(model.kind);
+    this.kind = model.kind;
   }
 
   get seq(): number {
@@ -52,7 +52,9 @@ export class ListStream {
 
   /** The next chunk of the body; `last` once the list is done. */
   next(): ListChunk {
-    const { ctx, records, table } = this;
+    const { ctx, records } = this;
+    // Looked up per chunk: a shard rebuilt from the store after a failed commit has new tables.
+    const table: ObjectTable<StoredObject> | undefined = ctx.shard.tables.get(this.kind);
     const out: string[] = [];
     let bytes = 0;
     while (this.pos < records.length && bytes < CHUNK_BYTES) {
