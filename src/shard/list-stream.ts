@@ -34,6 +34,7 @@ export class ListStream {
   private emitted = 0;
   private readonly records: StoredObject[];
   private readonly kind: ResourceModel<any, any>['kind'];
+  private readonly fromTable: boolean;
 
   /** `render`: one object's JSON as the list shows it (render.ts passes objectBody, so this module needs none of it). */
   constructor(
@@ -44,6 +45,9 @@ export class ListStream {
   ) {
     this.records = Array.isArray(records) ? records : Array.from(records);
     this.kind = model.kind;
+    // Changes are not kept in a table: only records that come from one are looked up again.
+    const table = ctx.shard.tables.get(model.kind);
+    this.fromTable = table !== undefined && this.records.length > 0 && table.get(this.records[0].id) === this.records[0];
   }
 
   get seq(): number {
@@ -54,7 +58,7 @@ export class ListStream {
   next(): ListChunk {
     const { ctx, records } = this;
     // Looked up per chunk: a shard rebuilt from the store after a failed commit has new tables.
-    const table: ObjectTable<StoredObject> | undefined = ctx.shard.tables.get(this.kind);
+    const table: ObjectTable<StoredObject> | undefined = this.fromTable ? ctx.shard.tables.get(this.kind) : undefined;
     const out: string[] = [];
     let bytes = 0;
     while (this.pos < records.length && bytes < CHUNK_BYTES) {
