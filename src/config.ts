@@ -7,6 +7,9 @@ import { availableParallelism } from 'node:os';
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
 
+/** `json`: one JSON object a line (pino); `pretty`: the same made readable on a terminal (pino-pretty). */
+export type LogFormat = 'json' | 'pretty';
+
 export interface Config {
   host: string;
   port: number;
@@ -36,6 +39,9 @@ export interface Config {
   logLevel: LogLevel;
   /** Where `POST /admin/backup` writes backups (one directory each); null: backups through the API are off. */
   backupDir: string | null;
+  logFormat: LogFormat;
+  /** `GET /metrics` (Prometheus text format, unauthenticated) and the request figures behind it; METRICS=off drops both. */
+  metrics: boolean;
   /**
    * NETSOT_TEST_HOOKS=1 lets a request carry `X-Netsot-Test-Hook` to make a shard exit or stall, so the
    * supervisor can be tested on the real server. Never set in production: it lets any user stop a shard.
@@ -147,12 +153,16 @@ export function loadConfig(env: Source = process.env, flags: Source = {}): Confi
     'SHUTDOWN_TIMEOUT',
     'LOG_LEVEL',
     'BACKUP_DIR',
+    'LOG_FORMAT',
+    'METRICS',
   ]);
   for (const k of Object.keys(flags)) if (!known.has(k)) throw new ConfigError(`unknown flag --${k.toLowerCase().replace(/_/g, '-')}`);
 
   const logLevel = readString(src, 'LOG_LEVEL', 'info');
   if (!['debug', 'info', 'warn', 'error'].includes(logLevel))
     throw new ConfigError(`LOG_LEVEL must be debug, info, warn or error, got '${logLevel}'`);
+  const logFormat = readString(src, 'LOG_FORMAT', 'json');
+  if (logFormat !== 'json' && logFormat !== 'pretty') throw new ConfigError(`LOG_FORMAT must be json or pretty, got '${logFormat}'`);
   const interfaceDefaultType = readInt(src, 'INTERFACE_DEFAULT_TYPE', 6, 0, 1000);
   if (!(INTERFACE_TYPE_CODES as readonly number[]).includes(interfaceDefaultType)) {
     throw new ConfigError(`INTERFACE_DEFAULT_TYPE must be one of ${INTERFACE_TYPE_CODES.join(', ')}`);
@@ -181,6 +191,8 @@ export function loadConfig(env: Source = process.env, flags: Source = {}): Confi
     shutdownMs: readInt(src, 'SHUTDOWN_TIMEOUT', 10, 1, 3600) * 1000,
     logLevel: logLevel as LogLevel,
     backupDir: readString(src, 'BACKUP_DIR', '') || null,
+    logFormat,
+    metrics: readBool(src, 'METRICS', true),
     testHooks: readBool(src, 'NETSOT_TEST_HOOKS', false),
   };
 }

@@ -133,7 +133,7 @@ const multipleMatchedText = (plural: string, keyField: string, key: string) =>
  */
 export function asApiError(err: unknown, log: Logger, where: string): ApiError {
   if (isApiError(err)) return err;
-  log.error(`internal error ${where}: ${(err as Error)?.stack ?? String(err)}`);
+  log.error(`internal error ${where}`, { event: 'internal-error', err: err instanceof Error ? err : new Error(String(err)) });
   return Errors.internal();
 }
 

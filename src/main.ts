@@ -35,7 +35,7 @@ async function main(argv: string[]): Promise<void> {
     }
     throw err;
   }
-  const log = new Logger(config.logLevel);
+  const log = new Logger(config.logLevel, { format: config.logFormat, bindings: { thread: 'main' } });
   try {
     const started = performance.now();
     await verifyNativeModules(log);
@@ -48,16 +48,17 @@ async function main(argv: string[]): Promise<void> {
     let stopping = false;
     const stop = (signal: string) => {
       if (stopping) {
-        log.error(`netsot: ${signal} again; exiting without waiting`);
+        log.error(`netsot: ${signal} again; exiting without waiting`, { event: 'shutdown-forced', signal });
         log.flush();
         process.exit(1);
       }
       stopping = true;
-      log.log('warn', `netsot: ${signal}; answering requests in flight, then stopping`);
+      log.warn(`netsot: ${signal}; answering requests in flight, then stopping`, { event: 'shutdown', signal });
       log.flush();
       server.close().then(
         (answered) => {
-          if (!answered) log.error(`netsot: requests still in flight after ${config.shutdownMs} ms; exiting anyway`);
+          if (answered) log.warn('netsot: stopped', { event: 'stopped', code: 0 });
+          else log.error(`netsot: requests still in flight after ${config.shutdownMs} ms; exiting anyway`, { event: 'stopped', code: 1 });
           log.flush();
           process.exit(answered ? 0 : 1);
         },
@@ -66,9 +67,19 @@ async function main(argv: string[]): Promise<void> {
     };
     process.on('SIGINT', () => stop('SIGINT'));
     process.on('SIGTERM', () => stop('SIGTERM'));
-    log.log(
-      'warn',
-      `netsot listening on http://${config.host}:${server.port} (data ${config.dataDir}, ${config.shards} shards, ready in ${(performance.now() - started).toFixed(0)}ms)`,
+    // At warn, like the shutdown events, so LOG_LEVEL=warn still shows when the server started and stopped.
+    const readyMs = Math.round(performance.now() - started);
+    log.warn(
+      `netsot listening on http://${config.host}:${server.port} (data ${config.dataDir}, ${config.shards} shards, ready in ${readyMs}ms)`,
+      {
+        event: 'listening',
+        host: config.host,
+        port: server.port,
+        dataDir: config.dataDir,
+        shards: config.shards,
+        readyMs,
+        metrics: config.metrics,
+      },
     );
     log.flush();
   } catch (err) {

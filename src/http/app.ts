@@ -12,11 +12,13 @@
  * shards and store included, without a socket).
  */
 
+import { join } from 'node:path';
 import { Authenticator } from '../auth/authenticate.js';
 import { TokenSigner } from '../auth/secrets.js';
 import type { Config } from '../config.js';
 import { Errors } from '../errors.js';
 import type { Logger } from '../log.js';
+import { Metrics } from '../metrics/metrics.js';
 import { modelByCollection } from '../model/registry.js';
 import { SiteDirectory } from '../model/site-directory.js';
 import { UserDirectory, type UserRecord } from '../model/user.js';
@@ -35,14 +37,17 @@ import { docsPage } from './docs.js';
 import { type Forwarded, Forwarder } from './forward.js';
 import { type InjectRequest, type InjectResponse, inject } from './inject.js';
 import { countListItems, mayExceed } from './list-items.js';
+import { RequestObserver } from './observe.js';
 import { openApiDocument } from './openapi.js';
 import { optionsFor } from './options.js';
 import type { Exchange } from './respond.js';
 import { allowHeader, type RouteMatch, Router } from './router.js';
+import { streamReply } from './stream.js';
 
 export class App {
   /** Most clients send one of a few Accept headers; the parse is cached unless ?format= may apply. */
   private readonly negotiations = new Map<string, ReturnType<typeof negotiate>>();
+  private readonly observer: RequestObserver;
 
   private constructor(
     readonly config: Config,
@@ -55,12 +60,16 @@ export class App {
     private readonly pool: ShardPool,
     private readonly forwarder: Forwarder,
     private readonly router: Router,
-  ) {}
+    /** null with METRICS off. */
+    readonly metrics: Metrics | null,
+  ) {
+    this.observer = new RequestObserver(log, metrics);
+  }
 
   /** Opens the store (config.store, else LMDB in config.dataDir) and starts the shard workers; resolves when every shard has loaded. */
   static async start(config: Config, log: Logger): Promise<App> {
     // Before anything opens a file there: the store and the server key are secrets.
-    if (config.store === null) secureDataDir(config.dataDir, (line) => log.warn(line));
+    if (config.store === null) secureDataDir(config.dataDir, (line) => log.warn(line, { event: 'data-dir' }));
     const store = await openStore(config);
     try {
       const shared = createSharedIdState(await store.highWaterMarks());
@@ -68,18 +77,40 @@ export class App {
       const sites = await SiteDirectory.open(store);
       const users = new UserDirectory(store, sites, () => ids.next('user'), await store.users<UserRecord>());
       const auth = new Authenticator(users, new TokenSigner(await store.serverKey(), config.authTokenExpiry), config);
-      const pool: ShardPool = await ShardPool.start(config, shared, {
-        report: (message) => {
-          log.error(message);
-          log.flush();
+      // The figures read the pool and the app only when scraped, after both exist.
+      let app: App | undefined;
+      const metrics = config.metrics
+        ? new Metrics({
+            shards: config.shards,
+            queueDepths: () => pool.queueDepths(),
+            shardsUp: () => {
+              const down = new Set(pool.restarting());
+              return Array.from({ length: pool.count }, (_, i) => !down.has(i));
+            },
+            inFlight: () => app?.inFlight ?? 0,
+            storePath: join(config.dataDir, 'netsot.mdb'),
+          })
+        : null;
+      const pool: ShardPool = await ShardPool.start(
+        config,
+        shared,
+        {
+          report: (message) => {
+            log.error(message, { event: 'supervision' });
+            log.flush();
+          },
+          // A replaced shard may have committed site writes it never answered: the directory rereads them.
+          onRestarted: (shard) => {
+            sites.reload(store, (site) => pool.shardOfSite(site) === shard).catch((err) => log.error('site directory reload', { err }));
+          },
         },
-        // A replaced shard may have committed site writes it never answered: the directory rereads them.
-        onRestarted: (shard) => {
-          sites.reload(store, (site) => pool.shardOfSite(site) === shard).catch((err) => log.error(`site directory reload: ${err}`));
-        },
+        metrics?.statsBuffer ?? null,
+      ).catch((err) => {
+        metrics?.close();
+        throw err;
       });
-      const router = new Router(ROUTES);
-      return new App(config, log, store, ids, sites, users, auth, pool, new Forwarder(pool), router);
+      app = new App(config, log, store, ids, sites, users, auth, pool, new Forwarder(pool), new Router(ROUTES), metrics);
+      return app;
     } catch (err) {
       await store.close();
       throw err;
@@ -93,6 +124,7 @@ export class App {
 
   /** Runs the lifecycle; whatever it throws becomes the error response (an unexpected error a logged 500). */
   handle(x: Exchange): void {
+    x.observer = this.observer;
     this.inFlight++;
     this.lifecycle(x)
       .catch((err) => x.fail(err))
@@ -131,6 +163,7 @@ export class App {
   }
 
   async close(): Promise<void> {
+    this.metrics?.close();
     await this.pool.stop();
     await this.store.close();
   }
@@ -164,7 +197,9 @@ export class App {
     if (x.path === '/healthz' || x.path === '/readyz') return this.serveHealth(x);
     if (x.path === '/docs' || x.path.startsWith('/docs/')) return this.serveDocs(x);
     if (x.path === '/admin' || x.path.startsWith('/admin/')) return this.adminEndpoints().serve(x);
+    if (x.path === '/metrics' && this.metrics) return this.serveMetrics(x, this.metrics);
     const match = this.router.match(x.path);
+    x.match = match;
     const method = x.method === 'HEAD' ? 'GET' : x.method;
     if (match) x.allow = allowHeader(methodsOf(match.route));
     const operation = match?.route.methods[method as HttpMethod];
@@ -173,6 +208,7 @@ export class App {
     const user = isPublic
       ? null
       : await this.auth.authenticate({ authorization: x.authorization, email: x.emailHeader }, match?.route.tokenOnly === true);
+    x.user = user?.email;
     if (!match) throw Errors.endpointNotFound();
     if (method !== 'OPTIONS' && !operation) throw Errors.methodNotAllowed(x.method, x.allow);
     const accepted = this.negotiate(x.accept, x.query);
@@ -188,7 +224,7 @@ export class App {
     if (x.aborted) return;
     if (method === 'OPTIONS') return x.send(200, await this.options(match, user));
 
-    const reply = operation!.main
+    const reply: Forwarded = operation!.main
       ? await operation!.main({
           user,
           key: match.key,
@@ -204,6 +240,7 @@ export class App {
           grantsHeld: (userId) => this.grantsHeld(userId),
         })
       : await this.resourceRoute(match, operation!, user!, x, parsed === undefined ? {} : parsed);
+    if (reply.chunk) return streamReply(x, reply);
     return x.send(reply.status, reply.body, reply.headers);
   }
 
@@ -243,6 +280,12 @@ export class App {
       body,
       principal: this.users.principal(user),
       link: { scheme: 'http', host: x.host, path: x.path },
+      // P7: a nested list read as JSON may come back in chunks, written as the client takes them (stream.ts).
+      stream:
+        x.method === 'GET' &&
+        x.representation === 'json' &&
+        match.site !== null &&
+        (match.route.shape === 'list' || match.route.shape === 'list-route'),
     };
     const hook = model.beforeForward?.(
       { target: match.route.shape, method: x.method, key: match.key, body, principal: input.principal },
@@ -287,6 +330,7 @@ export class App {
    * `/readyz` only while every shard is serving (not while one is replaced).
    */
   private serveHealth(x: Exchange): void {
+    x.template = x.path;
     x.allow = 'GET, HEAD';
     if (x.method !== 'GET' && x.method !== 'HEAD') {
       x.fail(Errors.methodNotAllowed(x.method, x.allow));
@@ -301,12 +345,27 @@ export class App {
     else x.send(200, JSON.stringify({ status: 'ready', shards: this.pool.count }));
   }
 
+  /**
+   * `GET /metrics`: the Prometheus text format, public like the probes. It names route templates, counts and
+   * timings, never an object, key or user, and a scraper cannot hold netsot's credentials (tokens expire), so
+   * access is left to the network, as for /healthz; METRICS=off removes the endpoint.
+   */
+  private async serveMetrics(x: Exchange, metrics: Metrics): Promise<void> {
+    x.template = '/metrics';
+    x.allow = 'GET, HEAD';
+    if (x.method !== 'GET' && x.method !== 'HEAD') return x.fail(Errors.methodNotAllowed(x.method, x.allow));
+    const { text, contentType } = await metrics.scrape();
+    x.representation = 'json';
+    x.send(200, text, { 'Content-Type': contentType });
+  }
+
   private serveDocs(x: Exchange): void {
     const page = x.path === '/docs' || x.path === '/docs/';
     if (!page && x.path !== '/docs/openapi.json') {
       x.fail(Errors.endpointNotFound());
       return;
     }
+    x.template = page ? '/docs/' : x.path;
     x.allow = 'GET, HEAD, OPTIONS';
     if (x.method === 'OPTIONS') {
       // Like every endpoint's OPTIONS (gaps.md §22), and public like the docs themselves.

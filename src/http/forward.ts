@@ -12,8 +12,9 @@ import { QueryParams } from '../query/params.js';
 import type { HttpMethod } from '../routes/route.js';
 import { asId, NO_ID, parseId } from '../schema/id.js';
 import { siteIdIn } from '../schema/validate.js';
+import type { ChunkStream } from '../shard/chunk-stream.js';
 import { mergeParts, type ShardPool } from '../shard/pool.js';
-import type { DirectoryUpdate, ListPart, Op, Principal, ShardRequest, SiteClaim } from '../shard/protocol.js';
+import type { DirectoryUpdate, ListChunk, ListPart, Op, Principal, ShardRequest, SiteClaim } from '../shard/protocol.js';
 import type { RouteMatch } from './router.js';
 
 export interface Forwarded {
@@ -21,6 +22,9 @@ export interface Forwarded {
   body: string;
   headers?: Record<string, string>;
   directory?: DirectoryUpdate;
+  /** A streamed list (P7): its first chunk, and where the others arrive. */
+  chunk?: ListChunk;
+  stream?: ChunkStream;
 }
 
 /** The shard operation a route and method run: the declared standard op, or the route's own handler by its shape. */
@@ -56,6 +60,8 @@ export interface ForwardInput {
   siteClaim?: SiteClaim;
   /** Overrides the operation the route and method imply (OPTIONS asks 'permits'). */
   op?: Op;
+  /** The transport can stream an unpaginated list's reply (P7, http/stream.ts). */
+  stream?: boolean;
 }
 
 export class Forwarder {
@@ -77,6 +83,7 @@ export class Forwarder {
       principal: input.principal,
       link: input.link,
       siteClaim: input.siteClaim,
+      stream: input.stream,
     };
     // No shard holds an unknown site; any one of them answers for it.
     if (match.site !== null) return this.pool.send(match.site === NO_ID ? 0 : this.pool.shardOfSite(match.site), req);

@@ -7,7 +7,7 @@
  * clients) stays with the uWS front end in server.ts and its real-HTTP tests.
  */
 import type { App } from './app.js';
-import { type BodyResult, EMPTY_BODY, Exchange, type RequestHead, statusLine } from './respond.js';
+import { type BodyResult, EMPTY_BODY, Exchange, type RequestHead, type StreamSink, statusLine } from './respond.js';
 
 export interface InjectRequest {
   method: string;
@@ -37,12 +37,13 @@ export interface InjectResponse {
 export function inject(app: App, req: InjectRequest): Promise<InjectResponse> {
   return new Promise<InjectResponse>((resolve, reject) => {
     const head = new InjectedHead(req);
-    const x = new InjectExchange(app, req, head, resolve);
+    const x = new InjectExchange(app, req, head, resolve, reject);
     const signal = req.signal;
     if (signal) {
       const abort = () => {
         x.aborted = true;
         reject(signal.reason);
+        x.onAbort?.();
       };
       if (signal.aborted) abort();
       else signal.addEventListener('abort', abort, { once: true });
@@ -87,6 +88,7 @@ class InjectExchange extends Exchange {
     private readonly req: InjectRequest,
     head: InjectedHead,
     private readonly answer: (res: InjectResponse) => void,
+    private readonly cut: (err: Error) => void,
   ) {
     super(app.log, head, app.config.userAuthHeader);
     const bytes = req.body === undefined ? EMPTY_BODY : typeof req.body === 'string' ? Buffer.from(req.body, 'utf8') : req.body;
@@ -95,6 +97,23 @@ class InjectExchange extends Exchange {
 
   protected remoteAddress(): string {
     return this.req.remoteAddress ?? '127.0.0.1';
+  }
+
+  /** Collects the pieces and answers once the stream ends; a cut-off stream rejects, as a fetch of a cut connection would. */
+  protected beginStream(status: number, type: string, allow: string, headers: Record<string, string>): StreamSink {
+    const pieces: string[] = [];
+    return {
+      write: (text) => {
+        pieces.push(text);
+        return true;
+      },
+      onWritable: (then) => then(),
+      end: () => {
+        const body = pieces.join('');
+        this.write(status, type, allow, { ...headers, 'Transfer-Encoding': 'chunked' }, body, false, false);
+      },
+      close: () => this.cut(new Error('the server cut the streamed response off')),
+    };
   }
 
   protected write(
@@ -114,8 +133,9 @@ class InjectExchange extends Exchange {
     if (type !== null) add('Content-Type', type);
     if (allow) add('Allow', allow);
     add('Vary', 'Accept');
+    add('X-Request-Id', this.requestId);
     for (const k in headers) add(k, headers[k]);
-    if (status !== 204) add('Content-Length', String(Buffer.byteLength(payload)));
+    if (status !== 204 && !('Transfer-Encoding' in headers)) add('Content-Length', String(Buffer.byteLength(payload)));
     this.answer({ status, statusText: statusLine(status).slice(4), headers: out, body: head ? '' : payload, closeConnection });
   }
 }

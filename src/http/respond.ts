@@ -5,9 +5,11 @@
  * to the transport's `write` once. Subclasses: the uWS exchange in server.ts
  * and the in-process one in inject.ts. Every API response carries Allow and Vary.
  */
+import { randomUUID } from 'node:crypto';
 import { asApiError, errorEnvelope } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { Representation } from './body.js';
+import type { RouteMatch } from './router.js';
 
 const STATUS_TEXT: Record<number, string> = {
   200: 'OK',
@@ -56,6 +58,28 @@ export interface RequestHead {
   forEach(cb: (key: string, value: string) => void): void;
 }
 
+/** What happens once a response is written: metrics and the access log (observe.ts). */
+export interface ResponseObserver {
+  /** True when `finished` wants the peer's address (read before the response is written: uWS forgets it after). */
+  readonly wantsPeer: boolean;
+  finished(x: Exchange, status: number, peer: string, body: string): void;
+}
+
+/**
+ * A response whose body is written piece by piece (a streamed list, stream.ts), as a transport carries it:
+ * `write` answers false when the client is not keeping up (the piece is buffered, and `onWritable` says when
+ * the buffer has drained); `close` cuts the connection off.
+ */
+export interface StreamSink {
+  write(text: string): boolean;
+  onWritable(then: () => void): void;
+  end(): void;
+  close(): void;
+}
+
+/** A client's `X-Request-Id` is kept when it is 1–200 visible ASCII characters; anything else gets a fresh one. */
+const REQUEST_ID = /^[\x21-\x7e]{1,200}$/;
+
 export abstract class Exchange {
   readonly started = performance.now();
   /** Case-sensitive as received (RFC 9110 §9.1): `get` is not GET and gets 405 `Method "get" not allowed.`. */
@@ -71,12 +95,24 @@ export abstract class Exchange {
   readonly emailHeader: string | undefined;
   readonly host: string;
   readonly forwardedFor: string;
+  /** The client's X-Request-Id, or a new UUID; echoed in the response and named in the access log. */
+  readonly requestId: string;
   abstract readonly body: Promise<BodyResult>;
   /** The client went away: nothing is written, and the lifecycle stops before the handler. */
   aborted = false;
   allow = '';
   representation: Representation = 'json';
+  /** The router's verdict, once the lifecycle has asked (null: no route); metrics and the log derive the route template from it. */
+  match: RouteMatch | null | undefined = undefined;
+  /** The route template of an endpoint outside the router (/healthz, /metrics, /docs/). */
+  template: string | undefined = undefined;
+  /** The authenticated user's email, once known. */
+  user: string | undefined = undefined;
+  observer: ResponseObserver | null = null;
+  /** Called when the client goes away (set while a streamed response is being written). */
+  onAbort: (() => void) | null = null;
   private done = false;
+  private peer = '';
 
   /** Reads every request fact the lifecycle needs from `head` now: a uWS request is unusable once its handler returns. */
   constructor(
@@ -94,11 +130,13 @@ export abstract class Exchange {
     this.emailHeader = email === '' && !hasHeader(head, emailHeaderName) ? undefined : email;
     this.host = head.getHeader('host') || 'localhost';
     this.forwardedFor = head.getHeader('x-forwarded-for');
+    const id = head.getHeader('x-request-id');
+    this.requestId = id !== '' && REQUEST_ID.test(id) ? id : randomUUID();
   }
 
   /**
    * Hands the response to the transport, at most once and never after an abort. It writes, in this order: the
-   * status, `type` as Content-Type unless null, `allow` as Allow unless empty, `Vary: Accept`, then `headers`.
+   * status, `type` as Content-Type unless null, `allow` as Allow unless empty, `Vary: Accept`, `X-Request-Id`, then `headers`.
    * `head`: Content-Length of `payload` but no body. Positional, so the hot path allocates nothing for it.
    */
   protected abstract write(
@@ -114,6 +152,23 @@ export abstract class Exchange {
   /** The peer's address for the access log; read before `write` (a uWS response is unusable once ended). */
   protected abstract remoteAddress(): string;
 
+  /** Writes the status and headers (as `write` does) of a response whose body follows through the sink. */
+  protected abstract beginStream(status: number, type: string, allow: string, headers: Record<string, string>): StreamSink;
+
+  /** Starts a streamed JSON response (stream.ts), at most once like `send`; null when the client is gone. */
+  openStream(status: number, headers: Record<string, string> = NO_HEADERS): StreamSink | null {
+    if (this.done) return null;
+    this.done = true;
+    if (this.aborted) return null;
+    this.peer = this.observer?.wantsPeer ? this.remoteAddress() : '';
+    return this.beginStream(status, 'application/json', this.allow, headers);
+  }
+
+  /** A streamed response is over (complete or cut off): metrics and the access log see it now. */
+  streamEnded(status: number): void {
+    this.observer?.finished(this, status, this.peer, '');
+  }
+
   get fullPath(): string {
     return this.query ? `${this.path}?${this.query}` : this.path;
   }
@@ -128,8 +183,8 @@ export abstract class Exchange {
       payload = htmlView(this.fullPath, status, body);
       type = 'text/html; charset=utf-8';
     }
-    const logged = this.log.enabled('info');
-    const remote = logged ? this.remoteAddress() : '';
+    const observer = this.observer;
+    const peer = observer?.wantsPeer ? this.remoteAddress() : '';
     this.write(
       status,
       status !== 204 && !('Content-Type' in headers) ? type : null,
@@ -139,10 +194,7 @@ export abstract class Exchange {
       this.method === 'HEAD',
       closeConnection,
     );
-    if (logged) {
-      const from = this.forwardedFor ? `${remote}, ${this.forwardedFor}` : remote;
-      this.log.info(`${status} ${this.method} ${this.fullPath} (${from}) ${(performance.now() - this.started).toFixed(1)}ms`);
-    }
+    observer?.finished(this, status, peer, payload);
   }
 
   sendHtml(status: number, html: string): void {

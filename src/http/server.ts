@@ -8,7 +8,7 @@
 import type { Config } from '../config.js';
 import type { Logger } from '../log.js';
 import { App } from './app.js';
-import { type BodyResult, EMPTY_BODY, Exchange, statusLine } from './respond.js';
+import { type BodyResult, EMPTY_BODY, Exchange, type StreamSink, statusLine } from './respond.js';
 import { type HttpRequest, type HttpResponse, loadUws, type us_listen_socket } from './uws.js';
 
 export interface RunningServer {
@@ -38,8 +38,10 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     await app.close();
     throw err;
   }
+  const port = uws.us_socket_local_port(listenSocket);
+  app.metrics?.listening(port);
   return {
-    port: uws.us_socket_local_port(listenSocket),
+    port,
     async close(timeoutMs = config.shutdownMs) {
       uws.us_listen_socket_close(listenSocket);
       const answered = await app.drain(timeoutMs);
@@ -75,7 +77,38 @@ class UwsExchange extends Exchange {
     res.onAborted(() => {
       this.aborted = true;
       settle(EMPTY_BODY);
+      this.onAbort?.();
     });
+  }
+
+  /** Chunked transfer encoding (no Content-Length): uWS buffers what the socket does not take, and says when it drained. */
+  protected beginStream(status: number, type: string, allow: string, headers: Record<string, string>): StreamSink {
+    const res = this.res;
+    res.cork(() => {
+      res.writeStatus(statusLine(status));
+      res.writeHeader('Content-Type', type);
+      if (allow) res.writeHeader('Allow', allow);
+      res.writeHeader('Vary', 'Accept');
+      res.writeHeader('X-Request-Id', this.requestId);
+      for (const k in headers) res.writeHeader(k, headers[k]);
+    });
+    return {
+      write: (text) => {
+        let ok = true;
+        res.cork(() => {
+          ok = res.write(text);
+        });
+        return ok;
+      },
+      onWritable: (then) => {
+        res.onWritable(() => {
+          then();
+          return true;
+        });
+      },
+      end: () => res.cork(() => res.end()),
+      close: () => res.close(),
+    };
   }
 
   protected remoteAddress(): string {
@@ -97,6 +130,7 @@ class UwsExchange extends Exchange {
       if (type !== null) res.writeHeader('Content-Type', type);
       if (allow) res.writeHeader('Allow', allow);
       res.writeHeader('Vary', 'Accept');
+      res.writeHeader('X-Request-Id', this.requestId);
       for (const k in headers) res.writeHeader(k, headers[k]);
       // uWS 20.30's endWithoutBody(length) leaves a keep-alive connection unusable; an explicit
       // Content-Length header with endWithoutBody() does not.

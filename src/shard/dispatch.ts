@@ -16,10 +16,11 @@ import { ROUTES } from '../routes/table.js';
 import type { Method } from '../schema/validate.js';
 import { allows, authorize } from './authorize.js';
 import { RequestContext } from './context.js';
+import type { ListStream } from './list-stream.js';
 import { lookup } from './lookup.js';
 import { naturalKeyMatches } from './natural-key.js';
 import { grantsHeldBy } from './object-grants.js';
-import type { DirectoryUpdate, Op, ShardReply, ShardRequest } from './protocol.js';
+import type { DirectoryUpdate, Op, ShardReply, ShardRequest, StreamControl } from './protocol.js';
 import { listBody, objectBody } from './render.js';
 import type { ShardState } from './state.js';
 import { CommitGroup } from './transaction.js';
@@ -155,12 +156,17 @@ export class ShardServer {
   /** Requests that arrived while memory was being rebuilt, in arrival order. */
   private held: ShardRequest[] = [];
   private recovering = false;
+  /** Streamed lists with chunks still to send, by request seq (P7, list-stream.ts). */
+  private readonly streams = new Map<number, ListStream>();
 
   /** `log`: the worker's Logger (stdout, at the configured level); a new one at that level when not given. */
   constructor(
     private readonly shard: ShardState,
     private readonly send: Send,
-    private readonly log = new Logger(shard.config.logLevel),
+    private readonly log = new Logger(shard.config.logLevel, {
+      format: shard.config.logFormat,
+      bindings: { thread: `shard${shard.shardIndex}` },
+    }),
   ) {
     this.turn = this.newTurn();
   }
@@ -205,7 +211,59 @@ export class ShardServer {
       this.close();
       this.turn.group.add(ctx.tx);
     }
-    this.record(req, finished(req.seq, reply, ctx.directory), writes);
+    const out = finished(req.seq, reply, ctx.directory);
+    if (ctx.stream) this.startStream(ctx.stream, out);
+    this.record(req, out, writes);
+  }
+
+  /** A streamed list's first chunk rides on its reply; a list that fits in one chunk is a plain body. */
+  private startStream(stream: ListStream, reply: ShardReply): void {
+    const chunk = stream.next();
+    if (chunk.last) {
+      reply.body = chunk.text;
+      return;
+    }
+    reply.chunk = chunk;
+    this.streams.set(stream.seq, stream);
+    this.pump(stream);
+  }
+
+  /** Flow control from the main thread (see StreamControl). */
+  control(message: StreamControl): void {
+    const stream = this.streams.get(message.stream);
+    if (!stream) return;
+    if (message.cancel) {
+      this.streams.delete(message.stream);
+      return;
+    }
+    stream.credit += message.credit ?? 0;
+    this.pump(stream);
+  }
+
+  /**
+   * Renders a stream's next chunk in a later turn, while it has credit. The chunk is recorded like a read's
+   * reply, so it leaves after that turn's commit; other requests run between chunks.
+   */
+  private pump(stream: ListStream): void {
+    if (stream.scheduled || stream.credit <= 0) return;
+    stream.scheduled = true;
+    setImmediate(() => {
+      stream.scheduled = false;
+      if (this.streams.get(stream.seq) !== stream) return;
+      if (this.recovering || this.shard.failed) {
+        setTimeout(() => this.pump(stream), 10);
+        return;
+      }
+      stream.credit--;
+      const chunk = stream.next();
+      if (chunk.last) this.streams.delete(stream.seq);
+      this.record(stream.ctx.req, { seq: stream.seq, status: 200, body: '', chunk }, false);
+      if (!this.closing) {
+        this.closing = true;
+        setImmediate(this.close);
+      }
+      this.pump(stream);
+    });
   }
 
   private record(req: ShardRequest, reply: ShardReply, wrote: boolean): void {
@@ -234,13 +292,25 @@ export class ShardServer {
       ? 'commit failed (store unreachable); its group may or may not have been saved'
       : `commit failed${full ? ' (store full)' : ''}; nothing of its group was saved`;
     const refusal = () => (full ? Errors.storeFull() : unreachable ? Errors.storeUnavailable() : Errors.internal());
-    this.log.error(`shard ${this.shard.shardIndex}: ${what}: ${stackOf(err)}`);
+    this.shard.commitFailed();
+    this.log.error(`shard ${this.shard.shardIndex}: ${what}`, {
+      event: 'commit-failed',
+      shard: this.shard.shardIndex,
+      storeFull: full,
+      requests: turn.requests.length,
+      writers: turn.wrote.filter(Boolean).length,
+      err,
+    });
     const firstWrite = turn.wrote.indexOf(true);
     const answered: ShardReply[] = [];
     const again: ShardRequest[] = [];
     turn.replies.forEach((reply, i) => {
       if (i < firstWrite) answered.push(reply);
-      else if (turn.wrote[i]) answered.push({ seq: reply.seq, ...this.errorReply(refusal()) });
+      else if (reply.chunk && reply.chunk.index > 0) {
+        // A later chunk of a streamed list may show lost writes, and cannot be taken back: the response is cut off.
+        this.streams.delete(reply.seq);
+        answered.push({ seq: reply.seq, status: 500, body: '', chunk: { text: '', index: reply.chunk.index, last: true, failed: true } });
+      } else if (turn.wrote[i]) answered.push({ seq: reply.seq, ...this.errorReply(refusal()) });
       else again.push(turn.requests[i]);
     });
     const restored = turn.group.rollback() && !unreachable;
@@ -266,7 +336,7 @@ export class ShardServer {
       this.submit(held);
     };
     const failed = (err: unknown) => {
-      this.log.error(`shard ${this.shard.shardIndex}: reload failed: ${stackOf(err)}`);
+      this.log.error(`shard ${this.shard.shardIndex}: reload failed`, { event: 'reload-failed', shard: this.shard.shardIndex, err });
       if (!this.shard.store.isUnavailable(err)) return resume();
       // The database is down: what waits gets 503 now, and the reload is tried again shortly.
       const held = this.held;
@@ -300,8 +370,6 @@ export function handle(shard: ShardState, req: ShardRequest, log?: Logger): Prom
 
 /** How long a shard waits before trying again to reload from a store that could not be reached. */
 const RELOAD_RETRY_MS = 1000;
-
-const stackOf = (err: unknown): string => (err as Error)?.stack ?? String(err);
 
 const recoveries = new WeakMap<ShardState, Promise<void>>();
 

@@ -22,8 +22,14 @@ export class ShardPool {
     readonly index: IdShardIndex,
   ) {}
 
-  static async start(config: Config, shared: SharedIdState, events: PoolEvents): Promise<ShardPool> {
-    const workerData = { shardCount: config.shards, config, shared };
+  /** `stats`: the metrics' shared figures (metrics/thread-stats.ts), each worker recording into its slot; null with METRICS off. */
+  static async start(
+    config: Config,
+    shared: SharedIdState,
+    events: PoolEvents,
+    stats: SharedArrayBuffer | null = null,
+  ): Promise<ShardPool> {
+    const workerData = { shardCount: config.shards, config, shared, stats };
     const started = await Promise.allSettled(
       Array.from({ length: config.shards }, (_, shardIndex) =>
         SupervisedShard.start({ shardIndex, workerData, stallMs: config.shardStallMs, ...events }),
@@ -58,6 +64,11 @@ export class ShardPool {
   /** One copy per shard: `send` stamps its sequence number on the object it queues. */
   all(req: Omit<ShardRequest, 'seq'>): Promise<ShardReply[]> {
     return Promise.all(this.shards.map((s) => s.send({ ...req })));
+  }
+
+  /** Requests sent to each shard and not yet answered. */
+  queueDepths(): number[] {
+    return this.shards.map((s) => s.inFlight);
   }
 
   /** Shards that are not serving now (being replaced), by index. */

@@ -5,6 +5,7 @@
  */
 import type { LinkBase } from '../query/pagination.js';
 import type { StandardOp } from '../routes/route.js';
+import type { ChunkStream } from './chunk-stream.js';
 
 export interface Principal {
   id: number;
@@ -43,6 +44,8 @@ export interface ShardRequest {
   scatter?: boolean;
   /** Site creates and renames: the main thread's verdict on the name (see SiteClaim). */
   siteClaim?: SiteClaim;
+  /** An unpaginated list may be answered in chunks (ListChunk) as the client reads them (P7). */
+  stream?: boolean;
 }
 
 /**
@@ -60,7 +63,32 @@ export type SiteClaim = { kind: 'create'; siteId: number } | { kind: 'rename'; n
  * test hooks (config.testHooks) send them: a worker that exits or stalls, as a
  * crash or a runaway request would, so supervision is tested on the real thing.
  */
-export type ShardControl = { testHook: 'exit' | 'stall' };
+export type ShardControl = { testHook: 'exit' | 'stall' } | StreamControl;
+
+/**
+ * Flow control of a streamed list, main thread → worker: `credit` more chunks
+ * may be sent (one per chunk the client's socket took), or `cancel` (the
+ * client went away) drops the stream.
+ */
+export interface StreamControl {
+  stream: number;
+  credit?: number;
+  cancel?: true;
+}
+
+/**
+ * One piece of a streamed list's body. The first travels on the request's
+ * reply (status, headers); the others as further replies with the same seq.
+ * The texts concatenated are the whole JSON array. `failed`: the stream ends
+ * without its end (the shard was replaced, or a commit its chunk waited on
+ * failed), and the response must be cut off.
+ */
+export interface ListChunk {
+  text: string;
+  index: number;
+  last: boolean;
+  failed?: true;
+}
 
 /** One shard's share of a top-level list, already in list order. */
 export interface ListPart {
@@ -107,4 +135,8 @@ export interface ShardReply {
   matches?: number[];
   /** Present when the request created, renamed or deleted a site. */
   directory?: DirectoryUpdate;
+  /** A streamed list's body, a chunk at a time (see ListChunk). */
+  chunk?: ListChunk;
+  /** Main thread only, set by the supervisor on the first chunk's reply: where the later chunks arrive. Never posted. */
+  stream?: ChunkStream;
 }

@@ -8,6 +8,7 @@ import { Errors } from '../errors.js';
 import type { ResourceModel } from '../model/model.js';
 import { pageEnvelope, pageLinks, readPage } from '../query/pagination.js';
 import type { RequestContext } from './context.js';
+import { ListStream } from './list-stream.js';
 import type { ListChecks, ListPart } from './protocol.js';
 import type { StoredObject } from './table.js';
 
@@ -76,6 +77,11 @@ export function listBody(
     throw Errors.relayed(first.status, first.body);
   }
   const page = readPage(ctx.query);
+  // P7: an unpaginated list the main thread can stream goes out in chunks (list-stream.ts).
+  if (ctx.req.stream && !ctx.req.scatter && !page && !checks?.pickOne && !checks?.expectOne) {
+    ctx.stream = new ListStream(ctx, model, records, (r) => objectBody(ctx, model, r, false));
+    return { body: '' };
+  }
   const one = (r: StoredObject) => objectBody(ctx, model, r, false);
   const items: string[] = [];
   // A scatter part carries the first offset+limit items; a page here, just the page.

@@ -42,6 +42,9 @@ export class ShardState {
   inStore: (busy: boolean) => void = () => undefined;
   /** Commits issued and not yet settled (more than one only on a store whose commits are asynchronous). */
   commitsInFlight = 0;
+  /** Reports each group commit (its seconds and the requests that wrote in it), and each failed one, to the metrics. */
+  committed: (seconds: number, groupSize: number) => void = () => undefined;
+  commitFailed: () => void = () => undefined;
 
   constructor(
     readonly shardIndex: number,

@@ -26,6 +26,7 @@
  */
 import { MessageChannel, type MessagePort, Worker } from 'node:worker_threads';
 import { Errors, errorEnvelope } from '../errors.js';
+import { ChunkStream } from './chunk-stream.js';
 import type { ShardControl, ShardReply, ShardRequest } from './protocol.js';
 
 type Pending = (reply: ShardReply) => void;
@@ -68,6 +69,11 @@ interface Running {
 export class SupervisedShard {
   private seq = 0;
   private readonly pending = new Map<number, Pending>();
+  /**
+   * Streamed lists whose first chunk has arrived (P7). They are no longer pending: a client that stops reading
+   * holds its stream still, and the shard, waiting for credit, must not read as stalled.
+   */
+  private readonly streams = new Map<number, ChunkStream>();
   private outbox: ShardRequest[] = [];
   private running: Running | null = null;
   private stopped = false;
@@ -124,6 +130,7 @@ export class SupervisedShard {
     clearInterval(this.watch);
     const running = this.running;
     this.running = null;
+    this.failStreams();
     if (running) {
       running.port.close();
       await running.worker.terminate();
@@ -182,14 +189,38 @@ export class SupervisedShard {
         const done = this.pending.get(reply.seq);
         if (done) {
           this.pending.delete(reply.seq);
+          if (reply.chunk && !reply.chunk.last) reply.stream = this.openStream(running, reply.seq);
           done(reply);
-        }
+        } else if (reply.chunk) this.chunkArrived(reply.seq, reply.chunk);
       }
     });
     running.worker.on('error', (err) => this.launch.report(`shard ${this.launch.shardIndex} failed: ${err.stack ?? err}`));
     running.worker.once('exit', (code) => {
       if (this.running === running) this.replace(`exited with code ${code}`);
     });
+  }
+
+  /** The reader of a streamed list's later chunks; its flow control goes to the worker that streams it. */
+  private openStream(running: Running, seq: number): ChunkStream {
+    const stream = new ChunkStream(seq, (message) => {
+      if (message.cancel) this.streams.delete(seq);
+      if (this.running === running) running.port.postMessage(message);
+    });
+    this.streams.set(seq, stream);
+    return stream;
+  }
+
+  private chunkArrived(seq: number, chunk: NonNullable<ShardReply['chunk']>): void {
+    const stream = this.streams.get(seq);
+    if (!stream) return;
+    if (chunk.last) this.streams.delete(seq);
+    stream.push(chunk);
+  }
+
+  /** The worker streaming them is gone: every open stream ends cut off. */
+  private failStreams(): void {
+    for (const stream of this.streams.values()) stream.fail();
+    this.streams.clear();
   }
 
   private checkProgress(): void {
@@ -222,6 +253,7 @@ export class SupervisedShard {
     void old.worker.terminate();
     for (const [seq, resolve] of this.pending) resolve(this.unavailable(seq));
     this.pending.clear();
+    this.failStreams();
     this.outbox = [];
     this.restart();
   }

@@ -223,6 +223,7 @@ export class CommitGroup {
     // PostgreSQL's commits settle later, so the flag stays up while any is in flight.
     this.shard.inStore(true);
     this.shard.commitsInFlight++;
+    const started = performance.now();
     let p: Promise<void>;
     try {
       p = this.shard.store.commit({ ops: this.ops, removeRanges: this.removeRanges });
@@ -235,6 +236,7 @@ export class CommitGroup {
       };
       p.then(settled, settled);
     }
+    this.shard.committed((performance.now() - started) / 1000, this.taken.length);
     this.shard.tail = p.catch(() => undefined);
     return p;
   }

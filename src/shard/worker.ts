@@ -8,6 +8,7 @@ import { runInNewContext } from 'node:vm';
 import { type MessagePort, parentPort, workerData } from 'node:worker_threads';
 import type { Config } from '../config.js';
 import { Logger } from '../log.js';
+import { slotOf, ThreadStats } from '../metrics/thread-stats.js';
 import type { SharedIdState } from '../store/ids.js';
 import { openStore } from '../store/open.js';
 import { ShardServer } from './dispatch.js';
@@ -32,6 +33,8 @@ interface ShardWorkerData {
   port: MessagePort;
   /** Bumped per batch taken and per batch answered; the supervisor reads a still counter under load as a stall. */
   progress: Int32Array;
+  /** The metrics' shared figures (metrics/thread-stats.ts); null with METRICS off. */
+  stats: SharedArrayBuffer | null;
 }
 
 const data = workerData as ShardWorkerData;
@@ -46,6 +49,12 @@ shard.heartbeat = () => {
 shard.inStore = (busy) => {
   Atomics.store(data.progress, 1, busy ? 1 : 0);
 };
+if (data.stats) {
+  const stats = new ThreadStats(data.stats, slotOf(data.shardIndex));
+  shard.committed = (seconds, groupSize) => stats.commit(seconds, groupSize);
+  shard.commitFailed = () => stats.commitFailed();
+  stats.watchLoop();
+}
 // Replies leave in batches, one postMessage per commit group (see SupervisedShard in supervisor.ts).
 const server = new ShardServer(
   shard,
@@ -53,17 +62,18 @@ const server = new ShardServer(
     Atomics.add(data.progress, 0, 1);
     data.port.postMessage(replies);
   },
-  new Logger(data.config.logLevel),
+  new Logger(data.config.logLevel, { format: data.config.logFormat, bindings: { thread: `shard${data.shardIndex}` } }),
 );
 data.port.on('message', (message: string | ShardControl) => {
   Atomics.add(data.progress, 0, 1);
   if (typeof message === 'string') server.submit(JSON.parse(message) as ShardRequest[]);
+  else if ('stream' in message) server.control(message);
   else if (data.config.testHooks) runTestHook(message);
 });
 parentPort!.postMessage({ ready: true, loadMs: performance.now() - started });
 
 /** What a crash and a runaway request look like from outside (config.testHooks only). */
-function runTestHook(control: ShardControl): void {
+function runTestHook(control: Extract<ShardControl, { testHook: string }>): void {
   if (control.testHook === 'exit') process.exit(70);
   if (control.testHook === 'stall') for (;;);
 }

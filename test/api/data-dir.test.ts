@@ -63,11 +63,15 @@ async function serves(srv: TestServer, name: string): Promise<void> {
   expect((await srv.get(`/api/sites/${created.json.id}/`)).json.name).toBe(name);
 }
 
+/** The messages of the data-dir events the server logged (one JSON object a line). */
 const warnings = (srv: TestServer) =>
   srv.output
     .join('')
     .split('\n')
-    .filter((l) => l.startsWith('netsot: ') && !l.includes('listening'));
+    .filter((l) => l.startsWith('{'))
+    .map((l) => JSON.parse(l) as { event?: string; msg: string })
+    .filter((l) => l.event === 'data-dir')
+    .map((l) => l.msg);
 
 describe('data dir permissions', () => {
   test('the server does create a missing data dir 0700 with its files 0600 under umask 022', async () => {

@@ -432,7 +432,7 @@ describe('protocol auth_string', () => {
       expect((await logged.patch(`/api/protocols/${ok.json.id}/`, { auth_string: `${secret}2` })).status).toBe(200);
       await logged.get(`/api/protocols/${ok.json.id}/`);
       await new Promise((r) => setTimeout(r, 100));
-      expect(logged.output.join('')).toContain('POST /api/sites/');
+      expect(logged.output.join('')).toContain('"method":"POST","route":"/api/sites/{site}/protocols/"');
       expect(logged.output.join('')).not.toContain(secret);
     } finally {
       await logged.stop();

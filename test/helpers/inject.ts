@@ -24,17 +24,7 @@ type RequestOptions = { body?: unknown; rawBody?: string | Buffer; headers?: Rec
 const NORMALISED_METHODS = new Set(['DELETE', 'GET', 'HEAD', 'OPTIONS', 'POST', 'PUT']);
 
 /** Log lines go to `output` (as a spawned server's stdout would) instead of this process's stdout. */
-class CapturingLogger extends Logger {
-  constructor(
-    level: LogLevel,
-    private readonly output: string[],
-  ) {
-    super(level);
-  }
-  override log(level: LogLevel, line: string): void {
-    if (this.enabled(level)) this.output.push(`${line}\n`);
-  }
-}
+const capturingLogger = (level: LogLevel, output: string[]) => new Logger(level, { write: (text) => output.push(text) });
 
 /** Nothing listens: this is only the port clients name in Host, and so in the links the server builds. */
 let nextPort = 40_001;
@@ -55,7 +45,7 @@ export class InjectServer {
     const flags = ['--port', '0', '--data-dir', dataDir, '--shards', String(opts.shards ?? 2)];
     const config = loadConfig({ ...process.env, LOG_LEVEL: 'warn', ...(await storeEnv(dataDir)), ...opts.env }, flagsToSource(flags));
     const output: string[] = [];
-    const app = await App.start(config, new CapturingLogger(config.logLevel, output));
+    const app = await App.start(config, capturingLogger(config.logLevel, output));
     return new InjectServer(app, dataDir, opts.dataDir === undefined, output);
   }
 

@@ -42,9 +42,17 @@ function turn(reqs: ShardRequest[]): Promise<ShardReply[]> {
 let t: TempShard<FailingStore>;
 /** What the shard logged, collected instead of written to stdout. */
 let logged: string[] = [];
-const log = new Logger('info', (text) => {
-  logged.push(text);
+const log = new Logger('info', {
+  write: (text) => {
+    logged.push(...text.split('\n').filter(Boolean));
+  },
 });
+/** The messages logged so far, each followed by its error's stack, as one text. */
+const loggedText = () =>
+  logged
+    .map((l) => JSON.parse(l) as { msg: string; err?: { stack: string } })
+    .map((l) => `${l.msg}: ${l.err?.stack ?? ''}`)
+    .join('\n');
 beforeEach(() => {
   logged = [];
 });
@@ -64,7 +72,7 @@ describe('a failed commit', () => {
     const failed = await create(2, 'lost');
     expect(failed.status).toBe(500);
     log.flush();
-    expect(logged.join('')).toMatch(/^shard 0: commit failed; nothing of its group was saved: Error: injected commit failure/);
+    expect(loggedText()).toMatch(/^shard 0: commit failed; nothing of its group was saved: Error: injected commit failure/);
     expect(JSON.parse(failed.body)).toEqual({ error: { code: 500, message: 'Internal server error.' } });
     const list = await handle(t.shard, req({}));
     expect(JSON.parse(list.body).map((s: { name: string }) => s.name)).toEqual(['kept']);
@@ -104,7 +112,7 @@ describe('a failed commit', () => {
     });
     expect(failed.status).toBe(507);
     log.flush();
-    expect(logged.join('')).toMatch(/^shard 0: commit failed \(store full\); nothing of its group was saved: /);
+    expect(loggedText()).toMatch(/^shard 0: commit failed \(store full\); nothing of its group was saved: /);
     expect(JSON.parse(failed.body)).toEqual({ error: { code: 507, message: 'Insufficient storage: the write was not saved.' } });
     const inMemory = (await handle(t.shard, req({}))).body;
     const reloaded = new ShardState(0, 1, loadConfig({ DATA_DIR: t.dir }), t.store, createSharedIdState({}));
@@ -121,7 +129,7 @@ describe('an unexpected error in a shard', () => {
     expect(JSON.parse(reply.body)).toEqual({ error: { code: 500, message: 'Internal server error.' } });
     log.flush();
     const logLine = /^internal error in shard 0: Error: site create forwarded without the id the main thread allocated\n\s+at /;
-    expect(logged.join('')).toMatch(logLine);
+    expect(loggedText()).toMatch(logLine);
     const list = await handle(t.shard, req({}));
     expect(JSON.parse(list.body).map((s: { name: string }) => s.name)).not.toContain('unclaimed');
   });

@@ -1,0 +1,285 @@
+/**
+ * P7 (`npm run bench -- list-1m`): one unpaginated GET of 1M networks in one
+ * site streams: the first byte comes at once, the server's peak RSS grows by
+ * < 300 MB, and a concurrent `GET /api/sites/1/` keeps p99 < 50 ms.
+ *
+ * The real server (child process, default shards) on a store holding one site
+ * with 10.0.0.0/8 and 1M /32 hosts under it (POSTed as lists of 10k; with
+ * BENCH_KEEP_DATA the filled store is kept in $TMPDIR/netsot-bench-list-1m, or
+ * the path given, and reused). The server is restarted before each
+ * measurement, so each starts from the same loaded state. Three measurements:
+ *
+ * - streamed: `GET /api/sites/1/networks/` read as fast as the client can;
+ * - paused: the same GET, the client reading 1 MB, then nothing for
+ *   BENCH_PAUSE_SECONDS (default 5), then the rest: memory must stay flat;
+ * - baseline, same run: `GET /api/networks/` of the same networks: the
+ *   top-level list, which still builds its whole body (scatter and merge).
+ *
+ * Each: time to the first byte and to the last, bytes, items, the server's
+ * RSS (VmRSS of the process, every 20 ms) before and at its highest, and the
+ * latencies of `GET /api/sites/1/` requests sent one after another on one
+ * keep-alive connection meanwhile.
+ *
+ * Settings (env): BENCH_NETWORKS (default 1000000), BENCH_KEEP_DATA,
+ * BENCH_PAUSE_SECONDS (default 5), BENCH_BASELINE (0 skips the top-level list).
+ */
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { Agent, request as httpRequest } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import {
+  AUTH,
+  type ChildServer,
+  envNumber,
+  expectStatus,
+  fmt,
+  foreignBusyCores,
+  log,
+  machine,
+  processMemory,
+  request,
+  startNetsot,
+  stats,
+  table,
+  tempDir,
+} from './_harness.js';
+
+const RSS_BUDGET = 300 * 2 ** 20;
+const P99_BUDGET_MS = 50;
+const FILL_LAYOUT = 1;
+
+interface Measured {
+  name: string;
+  path: string;
+  status: number;
+  firstByteMs: number;
+  totalMs: number;
+  bytes: number;
+  items: number;
+  rssBefore: number;
+  rssPeak: number;
+  probe: { n: number; failed: number; p50: number; p99: number; max: number };
+}
+
+/** 10.0.0.0/8 and `total` hosts under it, in lists of 10k. */
+async function fill(server: ChildServer, total: number): Promise<void> {
+  const t0 = performance.now();
+  const site = await request(server.base, 'POST', '/api/sites/', { body: { name: 'list-1m' }, headers: AUTH });
+  expectStatus(site, 201, 'POST /api/sites/');
+  const parent = await request(server.base, 'POST', `/api/sites/${site.json.id}/networks/`, {
+    body: { cidr: '10.0.0.0/8' },
+    headers: AUTH,
+  });
+  expectStatus(parent, 201, 'POST 10.0.0.0/8');
+  let last = performance.now();
+  for (let i = 0; i < total; i += 10_000) {
+    const items = [];
+    for (let k = i; k < Math.min(total, i + 10_000); k++) {
+      const a = k + 1;
+      items.push({ cidr: `10.${(a >> 16) & 255}.${(a >> 8) & 255}.${a & 255}/32` });
+    }
+    const res = await fetch(`${server.base}/api/sites/${site.json.id}/networks/`, {
+      method: 'POST',
+      headers: { ...AUTH, 'Content-Type': 'application/json' },
+      body: JSON.stringify(items),
+    });
+    const text = await res.text();
+    if (res.status !== 201) throw new Error(`POST a list of networks answered ${res.status}: ${text.slice(0, 300)}`);
+    if (performance.now() - last > 10_000) {
+      last = performance.now();
+      log(`  fill: ${fmt.int(i + items.length)} networks after ${((performance.now() - t0) / 1000).toFixed(0)} s`);
+    }
+  }
+  log(`  fill: ${fmt.int(total)} networks in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+}
+
+/** GET /api/sites/1/ one after another on one connection until `stop()`; latencies in ms and answers other than 200. */
+function probe(base: string): { stop: () => Promise<{ latencies: number[]; failed: number }> } {
+  const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+  const latencies: number[] = [];
+  let failed = 0;
+  let running = true;
+  const once = () =>
+    new Promise<void>((resolve) => {
+      const t0 = performance.now();
+      const req = httpRequest(`${base}/api/sites/1/`, { agent, headers: AUTH }, (res) => {
+        res.resume();
+        res.on('end', () => {
+          // A 503 (the shard replaced after a stall) is counted, not timed.
+          if (res.statusCode === 200) latencies.push(performance.now() - t0);
+          else failed++;
+          resolve();
+        });
+      });
+      req.on('error', () => {
+        failed++;
+        resolve();
+      });
+      req.end();
+    });
+  const loop = (async () => {
+    while (running) {
+      await once();
+      await new Promise((r) => setTimeout(r, 2));
+    }
+  })();
+  return {
+    async stop() {
+      running = false;
+      await loop;
+      agent.destroy();
+      return { latencies, failed };
+    },
+  };
+}
+
+/** One GET of `path`, optionally pausing after the first MB; RSS sampled meanwhile. */
+function fetchList(server: ChildServer, path: string, pauseMs: number): Promise<Omit<Measured, 'name' | 'path' | 'probe' | 'rssBefore'>> {
+  return new Promise((resolve, reject) => {
+    let peak = 0;
+    const sample = () => {
+      const m = processMemory(server.pid);
+      if (m && m.rss > peak) peak = m.rss;
+    };
+    const timer = setInterval(sample, 20);
+    const t0 = performance.now();
+    let firstByteMs = 0;
+    let bytes = 0;
+    let paused = false;
+    // Items are counted as the bytes pass (each network opens with `{"id":`), so this process neither holds
+    // nor parses the 200 MB body: its pauses would show in the probe's latencies, which share its thread.
+    let items = 0;
+    let carry = '';
+    const req = httpRequest(`${server.base}${path}`, { headers: AUTH }, (res) => {
+      const status = res.statusCode ?? 0;
+      res.on('data', (d: Buffer) => {
+        if (firstByteMs === 0) firstByteMs = performance.now() - t0;
+        bytes += d.length;
+        const text = carry + d.toString('latin1');
+        for (let i = text.indexOf('{"id":'); i >= 0; i = text.indexOf('{"id":', i + 1)) items++;
+        carry = text.slice(-5);
+        if (pauseMs > 0 && !paused && bytes > 2 ** 20) {
+          paused = true;
+          res.pause();
+          setTimeout(() => res.resume(), pauseMs);
+        }
+      });
+      res.on('end', () => {
+        const totalMs = performance.now() - t0;
+        sample();
+        clearInterval(timer);
+        // Not a 200 (the old path can stall a shard into a restart): the status says why.
+        resolve({ status, firstByteMs, totalMs, bytes, items: status === 200 ? items : 0, rssPeak: peak });
+      });
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+export async function run(): Promise<number> {
+  const total = Math.floor(envNumber('BENCH_NETWORKS', 1_000_000, 10));
+  const pauseMs = envNumber('BENCH_PAUSE_SECONDS', 5, 0) * 1000;
+  const keep = process.env.BENCH_KEEP_DATA;
+  let base: string;
+  let removeBase = () => {};
+  if (keep) {
+    base = keep.includes('/') ? keep : join(tmpdir(), 'netsot-bench-list-1m');
+    mkdirSync(base, { recursive: true });
+  } else {
+    const t = tempDir('netsot-bench-p7-');
+    base = t.path;
+    removeBase = t.remove;
+  }
+  const dataDir = join(base, 'data');
+  const markerPath = join(base, 'fill.json');
+  let server: ChildServer | undefined;
+  try {
+    log(`list-1m (P7): one unpaginated GET of ${fmt.int(total)} networks in one site; ${machine().cores} cores, Node ${process.version}`);
+    const marker = existsSync(markerPath) ? (JSON.parse(readFileSync(markerPath, 'utf8')) as { layout: number; total: number }) : null;
+    if (marker?.layout === FILL_LAYOUT && marker.total === total) log(`reusing the store kept in ${dataDir}`);
+    else {
+      rmSync(dataDir, { recursive: true, force: true });
+      mkdirSync(dataDir, { recursive: true });
+      // On a busy machine a 10k-network list can take the shard past the default stall timeout.
+      server = await startNetsot({ dataDir, startTimeoutMs: 120_000, env: { SHARD_STALL_TIMEOUT: '120' } });
+      await fill(server, total);
+      await server.stop();
+      server = undefined;
+      writeFileSync(markerPath, JSON.stringify({ layout: FILL_LAYOUT, total }));
+    }
+    log(`other CPU use: ${(await foreignBusyCores())?.toFixed(2) ?? 'unknown'} cores`);
+
+    const results: Measured[] = [];
+    const measure = async (name: string, path: string, pause: number) => {
+      server = await startNetsot({ dataDir, startTimeoutMs: 120_000 });
+      // Let the load's garbage go and the workers settle before the reading "before".
+      await new Promise((r) => setTimeout(r, 3000));
+      const rssBefore = processMemory(server.pid)?.rss ?? 0;
+      const p = probe(server.base);
+      const got = await fetchList(server, path, pause);
+      const { latencies, failed } = await p.stop();
+      const st = stats(latencies.length > 0 ? latencies : [Number.NaN]);
+      results.push({ name, path, rssBefore, ...got, probe: { n: latencies.length, failed, p50: st.p50, p99: st.p99, max: st.max } });
+      await server.stop();
+      server = undefined;
+      const r = results[results.length - 1];
+      log(
+        `  ${name}: first byte ${r.firstByteMs.toFixed(0)} ms, all ${r.totalMs.toFixed(0)} ms, ${fmt.int(r.items)} items, ` +
+          `${(r.bytes / 2 ** 20).toFixed(0)} MiB, status ${r.status}; RSS +${((r.rssPeak - r.rssBefore) / 2 ** 20).toFixed(0)} MiB; ` +
+          `GET /api/sites/1/ ×${r.probe.n} p99 ${r.probe.p99.toFixed(1)} ms${r.probe.failed ? `, ${r.probe.failed} not 200` : ''}`,
+      );
+    };
+    await measure('streamed', '/api/sites/1/networks/', 0);
+    if (pauseMs > 0) await measure(`paused ${pauseMs / 1000} s`, '/api/sites/1/networks/', pauseMs);
+    if (envNumber('BENCH_BASELINE', 1) !== 0) await measure('top-level (whole body)', '/api/networks/', 0);
+
+    const mib = (n: number) => (n / 2 ** 20).toFixed(0);
+    log('');
+    log(
+      table(
+        [
+          'GET',
+          'first byte ms',
+          'last byte ms',
+          'items',
+          'MiB',
+          'RSS before MiB',
+          'RSS peak MiB',
+          'growth MiB',
+          'probe n',
+          'probe p50',
+          'probe p99',
+          'probe max',
+        ],
+        results.map((r) => [
+          r.name,
+          r.firstByteMs.toFixed(0),
+          r.totalMs.toFixed(0),
+          fmt.int(r.items),
+          mib(r.bytes),
+          mib(r.rssBefore),
+          mib(r.rssPeak),
+          mib(r.rssPeak - r.rssBefore),
+          r.probe.n,
+          r.probe.failed,
+          r.probe.p50.toFixed(1),
+          r.probe.p99.toFixed(1),
+          r.probe.max.toFixed(1),
+        ]),
+      ),
+    );
+    const streamed = results.filter((r) => !r.name.startsWith('top-level'));
+    const meets = streamed.every(
+      (r) => r.rssPeak - r.rssBefore < RSS_BUDGET && r.probe.p99 < P99_BUDGET_MS && r.probe.failed === 0 && r.items === total + 1,
+    );
+    log(
+      `budget (streamed and paused): RSS growth < ${mib(RSS_BUDGET)} MiB and probe p99 < ${P99_BUDGET_MS} ms: ${meets ? 'meets' : 'MISSES'}`,
+    );
+    log(JSON.stringify({ scenario: 'list-1m', budget: 'P7', networks: total, results, meets, ...machine() }));
+    return 0;
+  } finally {
+    await server?.stop();
+    removeBase();
+  }
+}

@@ -1,0 +1,207 @@
+/**
+ * The price of observability (issue 12 items 3 and 4): `npm run bench -- obs-cost`.
+ *
+ * Three netsot servers on one machine, each with its own data dir and the
+ * same objects: `metrics` (METRICS=on, LOG_LEVEL=warn: the default figures,
+ * no access log), `off` (METRICS=off, LOG_LEVEL=warn) and `logged`
+ * (METRICS=on, LOG_LEVEL=info: one JSON access line per request, stdout to
+ * a file). Same client, same run, rounds alternating which
+ * server goes first:
+ *
+ * - P1: GET /api/devices/{id}/ (a device with two attributes), 64 keep-alive
+ *   connections: metrics/off (target >= 0.95) and logged/metrics.
+ * - P2: POST next_address?reserve=true on 10.0.0.0/8, 64 connections:
+ *   metrics/off (target >= 0.95).
+ *
+ * Settings (env): BENCH_SECONDS (measured seconds per server and load,
+ * default 10), BENCH_ROUNDS (default 2), BENCH_WARMUP_SECONDS (default 2),
+ * BENCH_CONNECTIONS (default 64).
+ */
+import { spawn } from 'node:child_process';
+import { openSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import autocannon from 'autocannon';
+import {
+  AUTH,
+  type ChildServer,
+  combine,
+  envNumber,
+  expectStatus,
+  failures,
+  fmt,
+  foreignBusyCores,
+  type LoadSummary,
+  log,
+  MAIN,
+  machine,
+  processCpuSeconds,
+  request,
+  startNetsot,
+  table,
+  tempDir,
+} from './_harness.js';
+
+const TARGET = 0.95;
+type Side = 'metrics' | 'off' | 'logged';
+
+interface Prepared {
+  server: ChildServer;
+  device: string;
+  alloc: string;
+}
+
+/**
+ * A netsot whose stdout goes to a file, as a production log would: through the harness's pipe, every
+ * access line would be read by this process, on the thread that runs the client.
+ */
+async function startLoggingToFile(env: Record<string, string>): Promise<ChildServer & { logFile: string }> {
+  const dir = tempDir('netsot-bench-log-');
+  const logFile = join(dir.path, 'stdout.log');
+  const out = openSync(logFile, 'w');
+  const args = [MAIN, 'serve', '--host', '127.0.0.1', '--port', '0', '--data-dir', join(dir.path, 'data')];
+  const proc = spawn(process.execPath, args, { env: { ...process.env, ...env }, stdio: ['ignore', out, 'inherit'] });
+  const spawnedAt = performance.now();
+  let port = 0;
+  for (let waited = 0; port === 0; waited += 100) {
+    if (waited > 30_000 || proc.exitCode !== null) throw new Error(`netsot (logging to ${logFile}) did not start`);
+    await new Promise((r) => setTimeout(r, 100));
+    const m = /netsot listening on http:\/\/[^\s:]+:(\d+)/.exec(readFileSync(logFile, 'utf8'));
+    if (m) port = Number(m[1]);
+  }
+  const stop = async () => {
+    if (proc.exitCode === null && proc.signalCode === null) {
+      const exited = new Promise<void>((ok) => proc.once('exit', () => ok()));
+      proc.kill('SIGTERM');
+      await exited;
+    }
+    dir.remove();
+  };
+  return {
+    name: 'netsot (log to file)',
+    port,
+    pid: proc.pid!,
+    base: `http://127.0.0.1:${port}`,
+    output: [],
+    spawnedAt,
+    listeningAt: performance.now(),
+    stop,
+    kill: stop,
+    logFile,
+  };
+}
+
+async function prepare(server: ChildServer): Promise<Prepared> {
+  const site = await request(server.base, 'POST', '/api/sites/', { body: { name: 'bench' }, headers: AUTH });
+  expectStatus(site, 201, 'POST /api/sites/');
+  const s = site.json.id as number;
+  for (const name of ['role', 'vendor']) {
+    const a = await request(server.base, 'POST', `/api/sites/${s}/attributes/`, { body: { name, resource_name: 'Device' }, headers: AUTH });
+    expectStatus(a, 201, 'POST attributes');
+  }
+  const dev = await request(server.base, 'POST', `/api/sites/${s}/devices/`, {
+    body: { hostname: 'bench-r1', attributes: { role: 'edge', vendor: 'juniper' } },
+    headers: AUTH,
+  });
+  expectStatus(dev, 201, 'POST devices');
+  const net = await request(server.base, 'POST', `/api/sites/${s}/networks/`, { body: { cidr: '10.0.0.0/8' }, headers: AUTH });
+  expectStatus(net, 201, 'POST networks');
+  return { server, device: `/api/devices/${dev.json.id}/`, alloc: `/api/sites/${s}/networks/10.0.0.0/8/next_address/?reserve=true` };
+}
+
+async function load(p: Prepared, method: 'GET' | 'POST', connections: number, seconds: number): Promise<LoadSummary> {
+  const cpu0 = process.cpuUsage();
+  const srv0 = processCpuSeconds(p.server.pid);
+  const t0 = performance.now();
+  const r = await autocannon({
+    url: p.server.base,
+    connections,
+    pipelining: 1,
+    duration: seconds,
+    timeout: 10,
+    requests: [{ method, path: method === 'GET' ? p.device : p.alloc, headers: AUTH }],
+  });
+  const wall = (performance.now() - t0) / 1000;
+  const cpu = process.cpuUsage(cpu0);
+  const srv1 = processCpuSeconds(p.server.pid);
+  const secs = r.duration || wall;
+  return {
+    requests: r.requests.total,
+    seconds: secs,
+    rps: r.requests.total / secs,
+    latencyMs: { avg: r.latency.average, p50: r.latency.p50, p90: r.latency.p90, p99: r.latency.p99, max: r.latency.max },
+    bytesPerResponse: r.requests.total > 0 ? r.throughput.total / r.requests.total : 0,
+    non2xx: r.non2xx,
+    errors: r.errors,
+    timeouts: r.timeouts,
+    clientCores: (cpu.user + cpu.system) / 1e6 / wall,
+    serverCores: srv0 !== null && srv1 !== null ? (srv1 - srv0) / wall : null,
+  };
+}
+
+export async function run(): Promise<number> {
+  const seconds = envNumber('BENCH_SECONDS', 10, 1);
+  const warmup = envNumber('BENCH_WARMUP_SECONDS', 2, 0);
+  const rounds = Math.floor(envNumber('BENCH_ROUNDS', 2, 1));
+  const slice = Math.max(1, Math.round(seconds / rounds));
+  const connections = Math.floor(envNumber('BENCH_CONNECTIONS', 64, 1));
+  const servers: ChildServer[] = [];
+  try {
+    const start = async (env: Record<string, string>) => {
+      const s = await startNetsot({ env });
+      servers.push(s);
+      return prepare(s);
+    };
+    const loggingServer = await startLoggingToFile({ METRICS: 'on', LOG_LEVEL: 'info' });
+    servers.push(loggingServer);
+    const sides: Record<Side, Prepared> = {
+      metrics: await start({ METRICS: 'on' }),
+      off: await start({ METRICS: 'off' }),
+      logged: await prepare(loggingServer),
+    };
+    log(`obs-cost: ${connections} connections, ${slice * rounds} s per server and load, ${warmup} s warm-up; ${machine().cores} cores`);
+    log(`other CPU use before the load: ${(await foreignBusyCores())?.toFixed(2) ?? 'unknown'} cores`);
+
+    const compare = async (name: string, method: 'GET' | 'POST', a: Side, b: Side) => {
+      if (warmup > 0) for (const side of [a, b]) await load(sides[side], method, connections, warmup);
+      const results: Record<string, LoadSummary[]> = { [a]: [], [b]: [] };
+      for (let i = 0; i < rounds; i++) {
+        for (const side of i % 2 === 0 ? [a, b] : [b, a]) {
+          const r = await load(sides[side], method, connections, slice);
+          results[side].push(r);
+          log(`  ${name} round ${i + 1} ${side.padEnd(7)} ${fmt.int(r.rps)} req/s, p99 ${fmt.ms(r.latencyMs.p99)} ms`);
+        }
+      }
+      const sa = combine(results[a]);
+      const sb = combine(results[b]);
+      const ratio = sa.rps / sb.rps;
+      const row = (label: string, s: LoadSummary) => [
+        label,
+        fmt.int(s.rps),
+        fmt.ms(s.latencyMs.p50),
+        fmt.ms(s.latencyMs.p99),
+        failures(s),
+        fmt.cores(s.serverCores),
+      ];
+      log(table([name, 'req/s', 'p50 ms', 'p99 ms', 'failed', 'server cores'], [row(a, sa), row(b, sb)]));
+      log(
+        `${name}: ${a}/${b} = ${ratio.toFixed(3)}${a === 'metrics' ? ` (target >= ${TARGET}: ${ratio >= TARGET ? 'meets' : 'BELOW'})` : ''}`,
+      );
+      return {
+        name,
+        a,
+        b,
+        ratio: Number(ratio.toFixed(4)),
+        rps: { [a]: Math.round(sa.rps), [b]: Math.round(sb.rps) },
+        failed: failures(sa) + failures(sb),
+      };
+    };
+
+    const p1 = await compare('P1 GET device', 'GET', 'metrics', 'off');
+    const p2 = await compare('P2 POST next_address', 'POST', 'metrics', 'off');
+    const logged = await compare('P1 GET device, access log', 'GET', 'logged', 'metrics');
+    log(JSON.stringify({ scenario: 'obs-cost', target: TARGET, p1, p2, logging: logged, ...machine() }));
+    return p1.failed + p2.failed + logged.failed > 0 ? 1 : 0;
+  } finally {
+    await Promise.all(servers.map((s) => s.stop()));
+  }
+}

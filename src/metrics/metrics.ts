@@ -1,0 +1,293 @@
+/**
+ * The main thread's Prometheus registry (prom-client) behind `GET /metrics`.
+ *
+ * Hot-path figures cost a few map lookups and float additions: a request is
+ * counted into a plain per-series bucket array (`observeRequest`), and shards
+ * record their commits into shared memory (thread-stats.ts). prom-client
+ * turns both into its text format when scraped, through collectors that read
+ * those arrays; gauges (queue depth, store size, connections…) are read at
+ * scrape time. prom-client's own histogram would hash the label object on
+ * every observation, which costs more than the rest of this together.
+ */
+import { readFileSync, statSync } from 'node:fs';
+import { Counter, collectDefaultMetrics, Gauge, type Metric, Registry } from 'prom-client';
+import { streamFigures } from '../shard/chunk-stream.js';
+import { COMMIT_SECONDS_BUCKETS, createStatsBuffer, GROUP_SIZE_BUCKETS, LAYOUT, slotOf, ThreadStats } from './thread-stats.js';
+
+export const REQUEST_SECONDS_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+
+type Labels = Record<string, string | number>;
+type Value = { value: number; labels: Labels; metricName?: string };
+
+/** What the metrics read from the rest of the process at scrape time. */
+export interface MetricsSources {
+  shards: number;
+  /** Requests queued at or running in each shard (its supervisor's unanswered requests). */
+  queueDepths(): number[];
+  /** Shards serving now (false while one is replaced). */
+  shardsUp(): boolean[];
+  /** Requests whose lifecycle has not finished. */
+  inFlight(): number;
+  /** The store's file. */
+  storePath: string;
+}
+
+class RequestSeries {
+  readonly counts = new Float64Array(REQUEST_SECONDS_BUCKETS.length + 1);
+  sum = 0;
+  constructor(readonly labels: Labels) {}
+}
+
+/** A histogram (or counter) prom-client formats from arrays it does not own: `values` builds the series at scrape time. */
+class ArrayMetric {
+  readonly aggregator = 'sum' as const;
+  constructor(
+    readonly name: string,
+    readonly help: string,
+    readonly type: 'counter' | 'gauge' | 'histogram',
+    private readonly values: () => Value[],
+  ) {}
+  collect(): void {}
+  reset(): void {}
+  async get() {
+    return { name: this.name, help: this.help, type: this.type, aggregator: this.aggregator, collect: this.collect, values: this.values() };
+  }
+}
+
+/** Prometheus histogram lines from non-cumulative bucket counts at `at` in `f` (the +Inf bucket last). */
+function histogramValues(name: string, bounds: readonly number[], f: Float64Array, at: number, sum: number, labels: Labels): Value[] {
+  const out: Value[] = [];
+  let cumulative = 0;
+  for (let i = 0; i <= bounds.length; i++) {
+    cumulative += f[at + i];
+    out.push({ metricName: `${name}_bucket`, labels: { ...labels, le: i < bounds.length ? bounds[i] : '+Inf' }, value: cumulative });
+  }
+  out.push({ metricName: `${name}_sum`, labels, value: sum });
+  out.push({ metricName: `${name}_count`, labels, value: cumulative });
+  return out;
+}
+
+const threadName = (slot: number) => (slot === 0 ? 'main' : `shard${slot - 1}`);
+
+export class Metrics {
+  readonly registry = new Registry();
+  /** Shared with the shard workers: each records into its own slot. */
+  readonly statsBuffer: SharedArrayBuffer;
+  private readonly byRoute = new Map<string, Map<string, Map<number, RequestSeries>>>();
+  private readonly allocations: Counter<'kind' | 'state'>;
+  private readonly stopLoopWatch: () => void;
+  private port = 0;
+
+  constructor(sources: MetricsSources) {
+    const registry = this.registry;
+    this.statsBuffer = createStatsBuffer(sources.shards + 1);
+    const stats = new Float64Array(this.statsBuffer);
+    this.stopLoopWatch = new ThreadStats(this.statsBuffer, slotOf(null)).watchLoop();
+    collectDefaultMetrics({ register: registry });
+
+    const reg = (m: ArrayMetric) => registry.registerMetric(m as unknown as Metric);
+    reg(
+      new ArrayMetric('netsot_http_requests_total', 'HTTP requests answered, by route template, method and status.', 'counter', () =>
+        this.series().map((s) => ({ labels: s.labels, value: s.counts.reduce((a, b) => a + b, 0) })),
+      ),
+    );
+    reg(
+      new ArrayMetric(
+        'netsot_http_request_duration_seconds',
+        'Time from reading a request to writing its response, by route template, method and status.',
+        'histogram',
+        () =>
+          this.series().flatMap((s) =>
+            histogramValues('netsot_http_request_duration_seconds', REQUEST_SECONDS_BUCKETS, s.counts, 0, s.sum, s.labels),
+          ),
+      ),
+    );
+    this.allocations = new Counter({
+      name: 'netsot_allocations_total',
+      help: 'Prefixes handed out by POST next_address and next_network (kind address or network; state allocated or reserved).',
+      labelNames: ['kind', 'state'],
+      registers: [registry],
+    });
+
+    const shardSlots = Array.from({ length: sources.shards }, (_, i) => slotOf(i));
+    const base = (slot: number) => slot * LAYOUT.stride;
+    reg(
+      new ArrayMetric(
+        'netsot_shard_commit_duration_seconds',
+        'Time one group commit took in a shard: the LMDB transaction of every write of an event-loop turn and its sync.',
+        'histogram',
+        () =>
+          shardSlots.flatMap((slot) =>
+            histogramValues(
+              'netsot_shard_commit_duration_seconds',
+              COMMIT_SECONDS_BUCKETS,
+              stats,
+              base(slot) + LAYOUT.commitBuckets,
+              stats[base(slot) + LAYOUT.commitSum],
+              { shard: slot - 1 },
+            ),
+          ),
+      ),
+    );
+    reg(
+      new ArrayMetric('netsot_shard_commit_group_size', 'Requests that wrote in one group commit of a shard.', 'histogram', () =>
+        shardSlots.flatMap((slot) =>
+          histogramValues(
+            'netsot_shard_commit_group_size',
+            GROUP_SIZE_BUCKETS,
+            stats,
+            base(slot) + LAYOUT.groupBuckets,
+            stats[base(slot) + LAYOUT.groupSum],
+            { shard: slot - 1 },
+          ),
+        ),
+      ),
+    );
+    reg(
+      new ArrayMetric('netsot_shard_commit_failures_total', 'Group commits that failed (nothing of the group saved).', 'counter', () =>
+        shardSlots.map((slot) => ({ labels: { shard: slot - 1 }, value: stats[base(slot) + LAYOUT.commitFailures] })),
+      ),
+    );
+    const allSlots = [0, ...shardSlots];
+    const perThread = (name: string, help: string, offset: number) =>
+      reg(
+        new ArrayMetric(name, help, 'gauge', () =>
+          allSlots.map((slot) => ({ labels: { thread: threadName(slot) }, value: stats[base(slot) + offset] })),
+        ),
+      );
+    perThread('netsot_event_loop_lag_mean_seconds', 'Mean event-loop delay of each thread over the last second.', LAYOUT.lagMean);
+    perThread('netsot_event_loop_lag_p99_seconds', '99th percentile event-loop delay of each thread over the last second.', LAYOUT.lagP99);
+    perThread('netsot_event_loop_lag_max_seconds', 'Longest event-loop delay of each thread over the last second.', LAYOUT.lagMax);
+    perThread('netsot_thread_heap_used_bytes', 'V8 heap in use by each thread (sampled every second).', LAYOUT.heapUsed);
+
+    new Gauge({
+      name: 'netsot_shard_queue_depth',
+      help: 'Requests sent to a shard and not yet answered (queued or running there).',
+      labelNames: ['shard'],
+      registers: [registry],
+      collect() {
+        sources.queueDepths().forEach((n, shard) => {
+          this.set({ shard }, n);
+        });
+      },
+    });
+    new Gauge({
+      name: 'netsot_shard_up',
+      help: '1 while a shard serves, 0 while it is being replaced.',
+      labelNames: ['shard'],
+      registers: [registry],
+      collect() {
+        sources.shardsUp().forEach((up, shard) => {
+          this.set({ shard }, up ? 1 : 0);
+        });
+      },
+    });
+    new Gauge({
+      name: 'netsot_http_requests_in_flight',
+      help: 'Requests read and not yet answered.',
+      registers: [registry],
+      collect() {
+        this.set(sources.inFlight());
+      },
+    });
+    new Gauge({
+      name: 'netsot_store_bytes',
+      help: "Size of the store's LMDB file.",
+      registers: [registry],
+      collect() {
+        try {
+          this.set(statSync(sources.storePath).size);
+        } catch {
+          /* not there yet: no figure */
+        }
+      },
+    });
+    new Gauge({
+      name: 'netsot_list_streams_open',
+      help: 'Unpaginated lists being streamed to clients now.',
+      registers: [registry],
+      collect() {
+        this.set(streamFigures.open);
+      },
+    });
+    new Counter({
+      name: 'netsot_list_stream_chunks_total',
+      help: 'Chunks of streamed lists received from the shards (each about 64 KiB of JSON).',
+      registers: [registry],
+      collect() {
+        this.reset();
+        this.inc(streamFigures.chunks);
+      },
+    });
+    const self = this;
+    new Gauge({
+      name: 'netsot_http_open_connections',
+      help: 'TCP connections established to the listening port (from /proc/net/tcp and tcp6; Linux only).',
+      registers: [registry],
+      collect() {
+        const n = self.port === 0 ? null : establishedTo(self.port);
+        if (n !== null) this.set(n);
+      },
+    });
+  }
+
+  /** The port the server listens on, for the open-connections gauge. */
+  listening(port: number): void {
+    this.port = port;
+  }
+
+  /** Counts one answered request; `route` is its template, never a raw path. */
+  observeRequest(route: string, method: string, status: number, seconds: number): void {
+    let byMethod = this.byRoute.get(route);
+    if (byMethod === undefined) this.byRoute.set(route, (byMethod = new Map()));
+    let byStatus = byMethod.get(method);
+    if (byStatus === undefined) byMethod.set(method, (byStatus = new Map()));
+    let s = byStatus.get(status);
+    if (s === undefined) byStatus.set(status, (s = new RequestSeries({ route, method, status })));
+    let i = 0;
+    while (i < REQUEST_SECONDS_BUCKETS.length && seconds > REQUEST_SECONDS_BUCKETS[i]) i++;
+    s.counts[i]++;
+    s.sum += seconds;
+  }
+
+  allocated(kind: 'address' | 'network', reserved: boolean, n: number): void {
+    this.allocations.inc({ kind, state: reserved ? 'reserved' : 'allocated' }, n);
+  }
+
+  /** The exposition text and its content type. */
+  async scrape(): Promise<{ text: string; contentType: string }> {
+    return { text: await this.registry.metrics(), contentType: this.registry.contentType };
+  }
+
+  close(): void {
+    this.stopLoopWatch();
+  }
+
+  private series(): RequestSeries[] {
+    const out: RequestSeries[] = [];
+    for (const byMethod of this.byRoute.values()) for (const byStatus of byMethod.values()) for (const s of byStatus.values()) out.push(s);
+    return out;
+  }
+}
+
+/** Established TCP connections whose local port is `port`, or null where /proc/net is not readable. */
+function establishedTo(port: number): number | null {
+  const hex = `:${port.toString(16).toUpperCase().padStart(4, '0')}`;
+  let n = 0;
+  let read = false;
+  for (const file of ['/proc/net/tcp', '/proc/net/tcp6']) {
+    let text: string;
+    try {
+      text = readFileSync(file, 'latin1');
+    } catch {
+      continue;
+    }
+    read = true;
+    for (const line of text.split('\n')) {
+      // `sl local_address rem_address st ...`: local is ADDR:PORT in hex, st 01 is ESTABLISHED.
+      const cols = line.trim().split(/\s+/);
+      if (cols.length > 3 && cols[1].endsWith(hex) && cols[3] === '01') n++;
+    }
+  }
+  return read ? n : null;
+}
