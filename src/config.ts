@@ -28,6 +28,8 @@ export interface Config {
   shardStallMs: number;
   /** Milliseconds SIGTERM waits for requests in flight before the process exits anyway. */
   shutdownMs: number;
+  /** Milliseconds an Idempotency-Key's stored response is kept (IDEMPOTENCY_TTL, seconds; http/idempotency.ts). */
+  idempotencyTtlMs: number;
   logLevel: LogLevel;
   /**
    * NETSOT_TEST_HOOKS=1 lets a request carry `X-Netsot-Test-Hook` to make a shard exit or stall, so the
@@ -126,6 +128,7 @@ export function loadConfig(env: Source = process.env, flags: Source = {}): Confi
     'MAX_BULK_ITEMS',
     'SHARD_STALL_TIMEOUT',
     'SHUTDOWN_TIMEOUT',
+    'IDEMPOTENCY_TTL',
     'LOG_LEVEL',
   ]);
   for (const k of Object.keys(flags)) if (!known.has(k)) throw new ConfigError(`unknown flag --${k.toLowerCase().replace(/_/g, '-')}`);
@@ -158,6 +161,8 @@ export function loadConfig(env: Source = process.env, flags: Source = {}): Confi
     maxBulkItems: readInt(src, 'MAX_BULK_ITEMS', 10_000, 1, 1_000_000),
     shardStallMs: readInt(src, 'SHARD_STALL_TIMEOUT', 5, 1, 3600) * 1000,
     shutdownMs: readInt(src, 'SHUTDOWN_TIMEOUT', 10, 1, 3600) * 1000,
+    // A day covers any client's retry loop; a year bounds how long a key's response lingers on disk.
+    idempotencyTtlMs: readInt(src, 'IDEMPOTENCY_TTL', 86400, 1, 365 * 86400) * 1000,
     logLevel: logLevel as LogLevel,
     testHooks: readBool(src, 'NETSOT_TEST_HOOKS', false),
   };

@@ -68,6 +68,7 @@ export const Errors = {
     new ApiError(400, {
       non_field_errors: ['A bulk request must keep to one site: send one request per site, or use /api/sites/<site_id>/<collection>/.'],
     }),
+  idempotencyKeyInvalid: () => new ApiError(400, 'Idempotency-Key must be 1 to 255 printable ASCII characters.'),
   invalidEmailHeader: () => new ApiError(400, 'Username must contain a valid email address'),
 
   // 401
@@ -96,6 +97,12 @@ export const Errors = {
     new ApiError(
       409,
       `Cannot delete some instances of model '${target}' because they are referenced through a protected foreign key: '${referrer}'`,
+    ),
+  // 422: the key names another request's stored response (http/idempotency.ts)
+  idempotencyMismatch: () =>
+    new ApiError(
+      422,
+      'This Idempotency-Key was already used for a different request (method, path or body); use a new key for a new request.',
     ),
   bodyTooLarge: () => new ApiError(413, 'Request body too large.'),
   unsupportedMediaType: (type: string) => new ApiError(415, `Unsupported media type "${type}" in request.`),

@@ -25,12 +25,14 @@ import { UserDirectory, type UserRecord, userRoutes, userSchema } from '../model
 import { QueryParams } from '../query/params.js';
 import { optionsBody } from '../schema/describe.js';
 import { ShardPool } from '../shard/pool.js';
+import type { IdempotencyStamp, ShardControl } from '../shard/protocol.js';
 import { secureDataDir } from '../store/data-dir.js';
 import { createSharedIdState, IdCounters } from '../store/ids.js';
 import { Store } from '../store/lmdb.js';
 import { isJsonBody, negotiate, parseBody } from './body.js';
 import { docsPage, openApiDocument } from './docs.js';
 import { type Forwarded, Forwarder } from './forward.js';
+import { appliesTo, IdempotencyKeys } from './idempotency.js';
 import { type InjectRequest, type InjectResponse, inject } from './inject.js';
 import { countListItems, mayExceed } from './list-items.js';
 import type { Exchange } from './respond.js';
@@ -71,6 +73,7 @@ export class App {
     private readonly pool: ShardPool,
     private readonly forwarder: Forwarder,
     private readonly router: Router,
+    private readonly idempotency: IdempotencyKeys,
   ) {}
 
   /** Opens the store in config.dataDir and starts the shard workers; resolves when every shard has loaded. */
@@ -96,7 +99,8 @@ export class App {
         ...MODELS.map((m) => ({ collection: m.collection, routes: m.routes })),
         { collection: 'users', routes: userRoutes },
       ]);
-      return new App(config, log, store, ids, sites, users, auth, pool, new Forwarder(pool), router);
+      const idempotency = new IdempotencyKeys(store, config.idempotencyTtlMs, log);
+      return new App(config, log, store, ids, sites, users, auth, pool, new Forwarder(pool), router, idempotency);
     } catch (err) {
       await store.close();
       throw err;
@@ -141,13 +145,17 @@ export class App {
     return inject(this, req);
   }
 
-  /** `X-Netsot-Test-Hook: exit|stall <shard>` (config.testHooks only): the supervisor's tests crash or stall a real shard. */
+  /**
+   * `X-Netsot-Test-Hook: exit|stall|kill-after-commit <shard>` (config.testHooks only): the supervisor's tests crash
+   * or stall a real shard; the idempotency tests kill the process between a commit and its reply.
+   */
   runTestHook(header: string): void {
-    const m = /^(exit|stall) (\d+)$/.exec(header);
-    if (m && Number(m[2]) < this.pool.count) this.pool.control(Number(m[2]), { testHook: m[1] as 'exit' | 'stall' });
+    const m = /^(exit|stall|kill-after-commit) (\d+)$/.exec(header);
+    if (m && Number(m[2]) < this.pool.count) this.pool.control(Number(m[2]), { testHook: m[1] as ShardControl['testHook'] });
   }
 
   async close(): Promise<void> {
+    this.idempotency.close();
     await this.pool.stop();
     await this.store.close();
   }
@@ -198,8 +206,11 @@ export class App {
       case 'verify_token':
         return x.send(200, wrap(accepted.version, 'true'));
       case 'resource': {
-        const reply =
-          match.collection === 'users' ? await this.usersRoute(match, user!, x, body) : await this.resourceRoute(match, user!, x, body);
+        const route = (stamp?: IdempotencyStamp) =>
+          match.collection === 'users' ? this.usersRoute(match, user!, x, body, stamp) : this.resourceRoute(match, user!, x, body, stamp);
+        const reply = appliesTo(method, x.idempotencyKey)
+          ? await this.idempotency.run(user!.id, method, x.fullPath, x.idempotencyKey, raw, route)
+          : await route();
         return x.send(reply.status, reply.body, reply.headers);
       }
     }
@@ -212,6 +223,20 @@ export class App {
   }
 
   private async usersRoute(
+    match: Extract<RouteMatch, { kind: 'resource' }>,
+    user: UserRecord,
+    x: Exchange,
+    body: unknown,
+    stamp?: IdempotencyStamp,
+  ): Promise<Forwarded> {
+    const reply = await this.usersReply(match, user, x, body);
+    // Users are written on this thread, outside any shard commit: the response is stored in a commit of its own just
+    // after (the one place where a crash can separate a write from its stored response; see README).
+    if (stamp) await this.store.commit({ ops: this.idempotency.replyOps(stamp, reply) });
+    return reply;
+  }
+
+  private async usersReply(
     match: Extract<RouteMatch, { kind: 'resource' }>,
     user: UserRecord,
     x: Exchange,
@@ -231,6 +256,7 @@ export class App {
     user: UserRecord,
     x: Exchange,
     body: unknown,
+    stamp?: IdempotencyStamp,
   ): Promise<Forwarded> {
     const { forwarder, ids, sites } = this;
     const model = modelByCollection(match.collection)!;
@@ -243,6 +269,7 @@ export class App {
       body: body === undefined ? {} : body,
       principal: this.users.principal(user),
       link,
+      idempotency: stamp,
     };
     const hook = model.beforeForward?.(
       { target: match.target, method: x.method, key: match.key, body: input.body, principal: input.principal },

@@ -12,7 +12,7 @@ import { QueryParams } from '../query/params.js';
 import { asId, NO_ID, parseId } from '../schema/id.js';
 import { siteIdIn } from '../schema/validate.js';
 import { mergeParts, type ShardPool } from '../shard/pool.js';
-import type { DirectoryUpdate, ListPart, Op, Principal, ShardRequest, SiteClaim } from '../shard/protocol.js';
+import type { DirectoryUpdate, IdempotencyStamp, ListPart, Op, Principal, ShardRequest, SiteClaim } from '../shard/protocol.js';
 import type { RouteMatch } from './router.js';
 
 type ResourceMatch = Extract<RouteMatch, { kind: 'resource' }>;
@@ -60,6 +60,8 @@ export interface ForwardInput {
   link: LinkBase;
   /** The site directory's verdict on a site create or rename (claimSiteName). */
   siteClaim?: SiteClaim;
+  /** The request's Idempotency-Key record, for the shard to store with its writes (http/idempotency.ts). */
+  idempotency?: IdempotencyStamp;
   /** Overrides the operation the route and method imply (OPTIONS asks 'permits'). */
   op?: Op;
 }
@@ -83,6 +85,7 @@ export class Forwarder {
       principal: input.principal,
       link: input.link,
       siteClaim: input.siteClaim,
+      idempotency: input.idempotency,
     };
     // No shard holds an unknown site; any one of them answers for it.
     if (match.site !== null) return this.pool.send(match.site === NO_ID ? 0 : this.pool.shardOfSite(match.site), req);

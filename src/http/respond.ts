@@ -22,6 +22,7 @@ const STATUS_TEXT: Record<number, string> = {
   409: 'Conflict',
   413: 'Payload Too Large',
   415: 'Unsupported Media Type',
+  422: 'Unprocessable Entity',
   500: 'Internal Server Error',
   503: 'Service Unavailable',
   507: 'Insufficient Storage',
@@ -71,6 +72,8 @@ export abstract class Exchange {
   readonly emailHeader: string | undefined;
   readonly host: string;
   readonly forwardedFor: string;
+  /** The Idempotency-Key header, '' when absent (http/idempotency.ts). */
+  readonly idempotencyKey: string;
   abstract readonly body: Promise<BodyResult>;
   /** The client went away: nothing is written, and the lifecycle stops before the handler. */
   aborted = false;
@@ -94,6 +97,7 @@ export abstract class Exchange {
     this.emailHeader = email === '' && !hasHeader(head, emailHeaderName) ? undefined : email;
     this.host = head.getHeader('host') || 'localhost';
     this.forwardedFor = head.getHeader('x-forwarded-for');
+    this.idempotencyKey = head.getHeader('idempotency-key');
   }
 
   /**

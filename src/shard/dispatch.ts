@@ -14,6 +14,7 @@ import { modelByCollection } from '../model/registry.js';
 import { resetUserRegexBudget } from '../query/user-regex.js';
 import type { Method } from '../schema/validate.js';
 import { RequestContext } from './context.js';
+import { rememberReply } from './idempotency.js';
 import { lookup } from './lookup.js';
 import { naturalKeyMatches } from './natural-key.js';
 import type { DirectoryUpdate, ShardReply, ShardRequest } from './protocol.js';
@@ -176,6 +177,7 @@ export class ShardServer {
     try {
       if (!model) throw Errors.endpointNotFound();
       reply = run(ctx, model);
+      if (req.idempotency) rememberReply(ctx, req.idempotency, reply);
     } catch (err) {
       if (ctx.hasTx) ctx.tx.rollback();
       this.record(req, { seq: req.seq, ...this.errorReply(err) }, false);

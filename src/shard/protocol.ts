@@ -46,6 +46,18 @@ export interface ShardRequest {
   scatter?: boolean;
   /** Site creates and renames: the main thread's verdict on the name (see SiteClaim). */
   siteClaim?: SiteClaim;
+  /** A write sent with an Idempotency-Key: its 2xx reply is stored in the same commit (shard/idempotency.ts). */
+  idempotency?: IdempotencyStamp;
+}
+
+/** Where and how long a write's reply is kept for replays of its Idempotency-Key (http/idempotency.ts). */
+export interface IdempotencyStamp {
+  userId: number;
+  key: string;
+  /** sha256 of method, path with query, and body. */
+  hash: string;
+  /** Epoch milliseconds. */
+  expiresAt: number;
 }
 
 /**
@@ -61,9 +73,11 @@ export type SiteClaim = { kind: 'create'; siteId: number } | { kind: 'rename'; n
 /**
  * Main thread → worker control messages outside the request stream. Only the
  * test hooks (config.testHooks) send them: a worker that exits or stalls, as a
- * crash or a runaway request would, so supervision is tested on the real thing.
+ * crash or a runaway request would, so supervision is tested on the real thing;
+ * `kill-after-commit` SIGKILLs the whole process once the worker's next commit
+ * is durable, before its replies leave (a crash between commit and reply).
  */
-export type ShardControl = { testHook: 'exit' | 'stall' };
+export type ShardControl = { testHook: 'exit' | 'stall' | 'kill-after-commit' };
 
 /** One shard's share of a top-level list, already in list order. */
 export interface ListPart {

@@ -103,6 +103,11 @@ export class Transaction {
     this.put(model, undefined, r);
   }
 
+  /** Queues a store write that has no in-memory state (a stored idempotent reply): nothing to undo. */
+  write(op: WriteOp): void {
+    this.writes.ops.push(op);
+  }
+
   /** Records one Change; `before`/`after` are API shapes (null on create/delete). */
   change(
     event: ChangeEvent,

@@ -50,6 +50,8 @@ shard.inStore = (busy) => {
 const server = new ShardServer(
   shard,
   (replies: ShardReply[]) => {
+    // The test hook's crash between a durable commit and its replies: the whole process, as kill -9 would.
+    if (killAfterCommit) process.kill(process.pid, 'SIGKILL');
     Atomics.add(data.progress, 0, 1);
     data.port.postMessage(replies);
   },
@@ -62,8 +64,11 @@ data.port.on('message', (message: string | ShardControl) => {
 });
 parentPort!.postMessage({ ready: true, loadMs: performance.now() - started });
 
+let killAfterCommit = false;
+
 /** What a crash and a runaway request look like from outside (config.testHooks only). */
 function runTestHook(control: ShardControl): void {
+  if (control.testHook === 'kill-after-commit') killAfterCommit = true;
   if (control.testHook === 'exit') process.exit(70);
   if (control.testHook === 'stall') for (;;);
 }

@@ -10,6 +10,8 @@
  * | changeIndex | [siteId, changeId]         | [at, event, resourceName, resourceId] |
  * | users     | userId                       | user record                      |
  * | meta      | ['hw', kind, writer]         | highest id `writer` ever used    |
+ * | idempotency | ['k', userId, key]         | stored response of an Idempotency-Key (http/idempotency.ts) |
+ * | idempotency | ['x', expiresAt, userId, key] | 1: the expiry index the purge walks |
  *
  * Attribute Values have no rows of their own: an object's record carries its
  * `attributes` and their `valueIds`, and shards rebuild the inverted index and
@@ -56,7 +58,7 @@ export interface ChangeRecord {
  */
 export type StoredChange = Omit<ChangeRecord, 'diff'> & { diff?: string };
 
-export type DbName = 'sites' | 'objects' | 'changes' | 'changeIndex' | 'users' | 'meta';
+export type DbName = 'sites' | 'objects' | 'changes' | 'changeIndex' | 'users' | 'meta' | 'idempotency';
 
 /** What a shard keeps of a Change in memory; stored apart so loading never reads the payloads. */
 export type ChangeIndexRow = [at: number, event: string, resourceName: string, resourceId: number];
@@ -105,6 +107,7 @@ export class Store {
       changeIndex: this.root.openDB({ name: 'changeIndex' }),
       users: this.root.openDB({ name: 'users' }),
       meta: this.root.openDB({ name: 'meta' }),
+      idempotency: this.root.openDB({ name: 'idempotency' }),
     };
   }
 
