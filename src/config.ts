@@ -30,6 +30,8 @@ export interface Config {
   shutdownMs: number;
   /** Milliseconds an Idempotency-Key's stored response is kept (IDEMPOTENCY_TTL, seconds; http/idempotency.ts). */
   idempotencyTtlMs: number;
+  /** Bytes a live-feed subscriber may leave unread before it is disconnected with its resume id (feed/hub.ts). */
+  feedBufferBytes: number;
   logLevel: LogLevel;
   /**
    * NETSOT_TEST_HOOKS=1 lets a request carry `X-Netsot-Test-Hook` to make a shard exit or stall, so the
@@ -129,6 +131,7 @@ export function loadConfig(env: Source = process.env, flags: Source = {}): Confi
     'SHARD_STALL_TIMEOUT',
     'SHUTDOWN_TIMEOUT',
     'IDEMPOTENCY_TTL',
+    'FEED_BUFFER_BYTES',
     'LOG_LEVEL',
   ]);
   for (const k of Object.keys(flags)) if (!known.has(k)) throw new ConfigError(`unknown flag --${k.toLowerCase().replace(/_/g, '-')}`);
@@ -163,6 +166,8 @@ export function loadConfig(env: Source = process.env, flags: Source = {}): Confi
     shutdownMs: readInt(src, 'SHUTDOWN_TIMEOUT', 10, 1, 3600) * 1000,
     // A day covers any client's retry loop; a year bounds how long a key's response lingers on disk.
     idempotencyTtlMs: readInt(src, 'IDEMPOTENCY_TTL', 86400, 1, 365 * 86400) * 1000,
+    // A few thousand Changes: a consumer that falls this far behind reconnects and catches up from the store.
+    feedBufferBytes: readInt(src, 'FEED_BUFFER_BYTES', 1024 * 1024, 4096, 1024 * 1024 * 1024),
     logLevel: logLevel as LogLevel,
     testHooks: readBool(src, 'NETSOT_TEST_HOOKS', false),
   };

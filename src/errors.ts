@@ -107,6 +107,9 @@ export const Errors = {
   bodyTooLarge: () => new ApiError(413, 'Request body too large.'),
   unsupportedMediaType: (type: string) => new ApiError(415, `Unsupported media type "${type}" in request.`),
 
+  // The change stream holds a connection open: app.inject() has none to hold.
+  streamNeedsConnection: () => new ApiError(406, 'The change stream is served over a connection (Server-Sent Events or WebSocket).'),
+
   // 500 / 503 / 507
   internal: () => new ApiError(500, 'Internal server error.'),
   unavailable: () => new ApiError(503, 'Service temporarily unavailable; retry the request.'),

@@ -17,6 +17,8 @@ import { isAllowed } from '../auth/permissions.js';
 import { loadServerKey, TokenSigner } from '../auth/secrets.js';
 import type { Config } from '../config.js';
 import { Errors } from '../errors.js';
+import { type FeedFilter, FeedHub } from '../feed/hub.js';
+import { feedPath, feedRequest } from '../feed/request.js';
 import type { Logger } from '../log.js';
 import type { HttpMethod } from '../model/model.js';
 import { MODELS, modelByCollection } from '../model/registry.js';
@@ -74,6 +76,7 @@ export class App {
     private readonly forwarder: Forwarder,
     private readonly router: Router,
     private readonly idempotency: IdempotencyKeys,
+    readonly feed: FeedHub,
   ) {}
 
   /** Opens the store in config.dataDir and starts the shard workers; resolves when every shard has loaded. */
@@ -87,20 +90,27 @@ export class App {
       const sites = new SiteDirectory(store);
       const users = new UserDirectory(store, sites, () => ids.next('user'));
       const auth = new Authenticator(users, new TokenSigner(loadServerKey(config.dataDir), config.authTokenExpiry), config);
+      let feed: FeedHub | undefined;
       const pool: ShardPool = await ShardPool.start(config, shared, {
         report: (message) => {
           log.error(message);
           log.flush();
         },
-        // A replaced shard may have committed site writes it never answered: the directory rereads them.
-        onRestarted: (shard) => sites.reload(store, (site) => pool.shardOfSite(site) === shard),
+        // A replaced shard may have committed site writes it never answered: the directory rereads them, and the
+        // feed its Changes.
+        onRestarted: (shard) => {
+          sites.reload(store, (site) => pool.shardOfSite(site) === shard);
+          feed?.onRestarted(shard);
+        },
+        onReplies: (shard, items) => feed?.onReplies(shard, items),
       });
+      feed = new FeedHub(store, pool, sites, config.feedBufferBytes);
       const router = new Router([
         ...MODELS.map((m) => ({ collection: m.collection, routes: m.routes })),
         { collection: 'users', routes: userRoutes },
       ]);
       const idempotency = new IdempotencyKeys(store, config.idempotencyTtlMs, log);
-      return new App(config, log, store, ids, sites, users, auth, pool, new Forwarder(pool), router, idempotency);
+      return new App(config, log, store, ids, sites, users, auth, pool, new Forwarder(pool), router, idempotency, feed);
     } catch (err) {
       await store.close();
       throw err;
@@ -156,6 +166,7 @@ export class App {
 
   async close(): Promise<void> {
     this.idempotency.close();
+    this.feed.close();
     await this.pool.stop();
     await this.store.close();
   }
@@ -174,6 +185,9 @@ export class App {
     if (this.draining) return x.fail(Errors.shuttingDown(), true);
     if (x.path === '/healthz' || x.path === '/readyz') return this.serveHealth(x);
     if (x.path === '/docs' || x.path.startsWith('/docs/')) return this.serveDocs(x);
+    // Before the router, which would read `stream` as a Change id (feed/request.ts).
+    const feedSite = feedPath(x.path);
+    if (feedSite !== null) return this.serveFeed(x, feedSite);
     const match = this.router.match(x.path);
     const method = x.method === 'HEAD' ? 'GET' : x.method;
     const methods = match ? methodsOf(match) : [];
@@ -333,6 +347,32 @@ export class App {
       actions.PUT = permits;
     }
     return optionsBody(model.schema, list, actions);
+  }
+
+  /** The subscription a feed request asks for, once its caller is authenticated (SSE here, WebSocket in feed-transport.ts). */
+  async feedSubscription(
+    siteSegment: string,
+    head: { query: string; authorization: string; email: string | undefined; lastEventId: string },
+  ): Promise<{ filter: FeedFilter; after: number }> {
+    if (this.draining) throw Errors.shuttingDown();
+    await this.auth.authenticate({ authorization: head.authorization, email: head.email }, false);
+    const { filter, after } = feedRequest(siteSegment, head.query, head.lastEventId, (id) => this.sites.has(id));
+    return { filter, after: after < 0 ? this.feed.released : after };
+  }
+
+  /** `GET /api/changes/stream/` and `/api/sites/{id}/changes/stream/` as Server-Sent Events. */
+  private async serveFeed(x: Exchange, siteSegment: string): Promise<void> {
+    x.allow = 'GET';
+    const sub = await this.feedSubscription(siteSegment, {
+      query: x.query,
+      authorization: x.authorization,
+      email: x.emailHeader,
+      lastEventId: x.lastEventId,
+    });
+    if (x.method !== 'GET') throw Errors.methodNotAllowed(x.method, x.allow);
+    const sink = x.openStream();
+    if (sink) this.feed.subscribe(sub.filter, sink, sub.after);
+    else if (!x.aborted) throw Errors.streamNeedsConnection();
   }
 
   /**

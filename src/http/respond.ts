@@ -6,6 +6,7 @@
  * and the in-process one in inject.ts. Every API response carries Allow and Vary.
  */
 import { asApiError, errorEnvelope } from '../errors.js';
+import type { FeedSink } from '../feed/hub.js';
 import type { Logger } from '../log.js';
 import type { Representation } from './body.js';
 
@@ -74,6 +75,8 @@ export abstract class Exchange {
   readonly forwardedFor: string;
   /** The Idempotency-Key header, '' when absent (http/idempotency.ts). */
   readonly idempotencyKey: string;
+  /** Where an EventSource resumes the change stream, '' when absent (feed/request.ts). */
+  readonly lastEventId: string;
   abstract readonly body: Promise<BodyResult>;
   /** The client went away: nothing is written, and the lifecycle stops before the handler. */
   aborted = false;
@@ -98,6 +101,19 @@ export abstract class Exchange {
     this.host = head.getHeader('host') || 'localhost';
     this.forwardedFor = head.getHeader('x-forwarded-for');
     this.idempotencyKey = head.getHeader('idempotency-key');
+    this.lastEventId = head.getHeader('last-event-id');
+  }
+
+  /** Starts a Server-Sent Events response that stays open; null when the transport cannot hold one (inject). */
+  openStream(): FeedSink | null {
+    return null;
+  }
+
+  /** Claims the response for a stream: false when it was already answered or the client left. */
+  protected takeOver(): boolean {
+    if (this.done || this.aborted) return false;
+    this.done = true;
+    return true;
   }
 
   /**

@@ -204,7 +204,10 @@ export class ShardServer {
     const turn = this.turn;
     this.turn = this.newTurn();
     turn.group.commit().then(
-      () => this.send(turn.replies),
+      () => {
+        if (turn.group.feed.length > 0) turn.replies[0].feed = turn.group.feed;
+        this.send(turn.replies);
+      },
       (err) => this.commitFailed(turn, err),
     );
   };

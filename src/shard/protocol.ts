@@ -124,4 +124,18 @@ export interface ShardReply {
   matches?: number[];
   /** Present when the request created, renamed or deleted a site. */
   directory?: DirectoryUpdate;
+  /**
+   * On the first reply of a batch only: the Changes the batch's commit made durable, in id order, for the
+   * main thread's live feed (feed/hub.ts). They travel with the replies, so they arrive no later than them.
+   */
+  feed?: FeedItem[];
+}
+
+/** A committed Change for the live feed: what its filters need, and its text as the changes list renders it. */
+export interface FeedItem {
+  id: number;
+  site: number;
+  event: string;
+  resource: string;
+  text: string;
 }
