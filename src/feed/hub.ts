@@ -47,8 +47,8 @@ export interface FeedFilter {
 /** One subscriber's connection, whatever carries it. */
 export interface FeedSink {
   readonly kind: 'sse' | 'ws';
-  /** Queues an encoded payload; returns the bytes the transport now holds unsent. */
-  write(payload: string): number;
+  /** Queues an encoded payload (UTF-8); returns the bytes the transport now holds unsent. */
+  write(payload: Buffer): number;
   /** Ends the stream after an overflow event naming the id to resume after. */
   overflow(resumeAfter: number): void;
   /** Ends the stream (the server is stopping). */
@@ -81,12 +81,15 @@ const HEARTBEAT_MS = 5000;
 
 const sseFrame = (item: FeedItem): string => `id: ${item.id}\nevent: change\ndata: ${item.text}\n\n`;
 
-export function encode(kind: FeedSink['kind'], items: FeedItem[]): string {
-  if (kind === 'ws') return `[${items.map((i) => i.text).join(',')}]`;
+/** The bytes for one transport: encoded once and shared by every subscriber that gets the same Changes. */
+export function encode(kind: FeedSink['kind'], items: FeedItem[]): Buffer {
+  if (kind === 'ws') return Buffer.from(`[${items.map((i) => i.text).join(',')}]`);
   let out = '';
   for (const item of items) out += sseFrame(item);
-  return out;
+  return Buffer.from(out);
 }
+
+const HEARTBEAT = Buffer.from(':\n\n');
 
 const matches = (f: FeedFilter, item: FeedItem): boolean =>
   (f.resourceName === null || item.resource === f.resourceName) && (f.event === null || item.event === f.event);
@@ -114,7 +117,7 @@ export class FeedHub {
     this.watermark = store.highWaterMarks().change ?? 0;
     this.lastFrom = Array.from({ length: pool.count }, () => this.watermark);
     this.heartbeat = setInterval(() => {
-      for (const sub of this.all) if (sub.sink.kind === 'sse' && !sub.closed) this.push(sub, ':\n\n');
+      for (const sub of this.all) if (sub.sink.kind === 'sse' && !sub.closed) this.push(sub, HEARTBEAT);
     }, HEARTBEAT_MS);
     this.heartbeat.unref();
   }
@@ -198,7 +201,7 @@ export class FeedHub {
 
   private fanOut(items: FeedItem[]): void {
     // One encoding per (transport, filter) per release, shared by every subscriber that wants the same bytes.
-    const encoded = new Map<string, string>();
+    const encoded = new Map<string, Buffer | null>();
     const deliver = (sub: Subscriber, list: FeedItem[], siteKey: string) => {
       if (sub.closed || !sub.live) return;
       const f = sub.filter;
@@ -208,11 +211,11 @@ export class FeedHub {
         let payload = encoded.get(cacheKey);
         if (payload === undefined) {
           const wanted = f.resourceName === null && f.event === null ? list : list.filter((i) => matches(f, i));
-          payload = wanted.length > 0 ? encode(sub.sink.kind, wanted) : '';
+          payload = wanted.length > 0 ? encode(sub.sink.kind, wanted) : null;
           encoded.set(cacheKey, payload);
         }
         sub.cursor = list[list.length - 1].id;
-        if (payload !== '') this.push(sub, payload);
+        if (payload !== null) this.push(sub, payload);
         return;
       }
       const wanted = list.filter((i) => matches(f, i));
@@ -236,7 +239,7 @@ export class FeedHub {
   }
 
   /** Writes to a subscriber's transport; past the buffer bound it is ended with where to resume. */
-  private push(sub: Subscriber, payload: string): boolean {
+  private push(sub: Subscriber, payload: Buffer): boolean {
     const buffered = sub.sink.write(payload);
     if (buffered <= this.maxBuffer) return true;
     this.drop(sub);

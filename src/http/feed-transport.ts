@@ -39,13 +39,13 @@ export class SseSink implements FeedSink {
     this.onClosed?.();
   }
 
-  write(payload: string): number {
+  write(payload: Buffer): number {
     if (this.ended) return 0;
     let ok = false;
     this.res.cork(() => {
       ok = this.res.write(payload);
     });
-    if (!ok) this.backlog += Buffer.byteLength(payload);
+    if (!ok) this.backlog += payload.byteLength;
     return this.backlog;
   }
 
@@ -77,9 +77,9 @@ class WsSink implements FeedSink {
 
   constructor(private readonly ws: WebSocket<SocketData>) {}
 
-  write(payload: string): number {
+  write(payload: Buffer): number {
     if (this.ended) return 0;
-    this.ws.send(payload);
+    this.ws.send(payload, false);
     return this.ws.getBufferedAmount();
   }
 
