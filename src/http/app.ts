@@ -156,11 +156,12 @@ export class App {
   }
 
   /**
-   * `X-Netsot-Test-Hook: exit|stall|kill-after-commit <shard>` (config.testHooks only): the supervisor's tests crash
-   * or stall a real shard; the idempotency tests kill the process between a commit and its reply.
+   * `X-Netsot-Test-Hook: exit|stall|kill-after-commit|exit-after-commit <shard>` (config.testHooks only): the
+   * supervisor's tests crash or stall a real shard; the idempotency and feed tests kill the process, or the shard
+   * alone, between a commit and its replies.
    */
   runTestHook(header: string): void {
-    const m = /^(exit|stall|kill-after-commit) (\d+)$/.exec(header);
+    const m = /^(exit|stall|kill-after-commit|exit-after-commit) (\d+)$/.exec(header);
     if (m && Number(m[2]) < this.pool.count) this.pool.control(Number(m[2]), { testHook: m[1] as ShardControl['testHook'] });
   }
 

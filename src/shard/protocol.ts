@@ -75,9 +75,10 @@ export type SiteClaim = { kind: 'create'; siteId: number } | { kind: 'rename'; n
  * test hooks (config.testHooks) send them: a worker that exits or stalls, as a
  * crash or a runaway request would, so supervision is tested on the real thing;
  * `kill-after-commit` SIGKILLs the whole process once the worker's next commit
- * is durable, before its replies leave (a crash between commit and reply).
+ * is durable, before its replies leave (a crash between commit and reply);
+ * `exit-after-commit` does the same to the worker alone (the supervisor replaces it).
  */
-export type ShardControl = { testHook: 'exit' | 'stall' | 'kill-after-commit' };
+export type ShardControl = { testHook: 'exit' | 'stall' | 'kill-after-commit' | 'exit-after-commit' };
 
 /** One shard's share of a top-level list, already in list order. */
 export interface ListPart {

@@ -51,7 +51,8 @@ const server = new ShardServer(
   shard,
   (replies: ShardReply[]) => {
     // The test hook's crash between a durable commit and its replies: the whole process, as kill -9 would.
-    if (killAfterCommit) process.kill(process.pid, 'SIGKILL');
+    if (afterCommit === 'kill-after-commit') process.kill(process.pid, 'SIGKILL');
+    if (afterCommit === 'exit-after-commit') process.exit(70);
     Atomics.add(data.progress, 0, 1);
     data.port.postMessage(replies);
   },
@@ -64,11 +65,11 @@ data.port.on('message', (message: string | ShardControl) => {
 });
 parentPort!.postMessage({ ready: true, loadMs: performance.now() - started });
 
-let killAfterCommit = false;
+let afterCommit: ShardControl['testHook'] | null = null;
 
 /** What a crash and a runaway request look like from outside (config.testHooks only). */
 function runTestHook(control: ShardControl): void {
-  if (control.testHook === 'kill-after-commit') killAfterCommit = true;
+  if (control.testHook === 'kill-after-commit' || control.testHook === 'exit-after-commit') afterCommit = control.testHook;
   if (control.testHook === 'exit') process.exit(70);
   if (control.testHook === 'stall') for (;;);
 }

@@ -102,7 +102,7 @@ class SseClient {
 let s: TestServer;
 const opened: { close(): void }[] = [];
 beforeAll(async () => {
-  s = await TestServer.start({ shards: 2, env: { FEED_BUFFER_BYTES: '4096' } });
+  s = await TestServer.start({ shards: 2, env: { FEED_BUFFER_BYTES: '4096', NETSOT_TEST_HOOKS: '1' } });
 });
 afterAll(async () => {
   for (const c of opened) c.close();
@@ -289,6 +289,21 @@ test('a consumer that stops reading is ended with the id to resume after; writer
   const expected = await changeIdsAfter(start, site);
   await rest.until(() => received.length + rest.changes.length >= expected.length, 20_000);
   expect([...received, ...rest.changes.map((c) => c.id)]).toEqual(expected);
+});
+
+test('a Change whose shard died after committing it, before sending it, reaches the feed once the shard is back', async () => {
+  const site = await newSite();
+  const start = await newestChange();
+  const stream = await sse(`/api/changes/stream/?after=${start}`);
+  const hook = { 'X-Netsot-Test-Hook': `exit-after-commit ${site % 2}` };
+  expect((await s.post(`/api/sites/${site}/devices/`, { hostname: 'crash' }, { headers: hook })).status).toBe(503);
+  const deadline = Date.now() + 20_000;
+  while ((await s.get('/readyz')).status !== 200 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+  expect((await s.post(`/api/sites/${site}/devices/`, { hostname: 'after' })).status).toBe(201);
+  const expected = await changeIdsAfter(start);
+  expect(expected).toHaveLength(2);
+  await stream.until(() => stream.changes.length >= 2);
+  expect(stream.changes.map((c) => c.id)).toEqual(expected);
 });
 
 describe('in process', () => {
