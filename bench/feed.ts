@@ -11,7 +11,10 @@
  *   site A: every allocation's Change), half SSE and half WebSocket, in a
  *   forked child process (bench/_feed-subscribers.ts).
  *
- * Printed: allocations/s for each side and their ratio (target ≥ 0.8); the
+ * Printed: allocations/s for each side and their ratio (target ≥ 0.8), and
+ * the server's CPU per allocation (all its threads, /proc): on a machine
+ * with few cores the subscribers' own process competes with the server, and
+ * this says what the feed costs the server itself; the
  * feed delay, per allocation, from the writer's reply reaching this process to
  * its Change reaching the first reader (both clocks on this machine). A shard
  * posts a commit's replies and its Changes in one message the moment the
@@ -179,7 +182,13 @@ export async function run(): Promise<number> {
       const rs = results.filter((r) => r.side === side);
       const allocations = rs.reduce((a, r) => a + r.allocations, 0);
       const secs = rs.reduce((a, r) => a + r.seconds, 0);
-      return { rps: allocations / secs, p99: Math.max(...rs.map((r) => r.p99)), cores: rs.map((r) => r.serverCores ?? 0) };
+      const cpu = rs.reduce((a, r) => a + (r.serverCores ?? 0) * r.seconds, 0);
+      return {
+        rps: allocations / secs,
+        p99: Math.max(...rs.map((r) => r.p99)),
+        cores: rs.map((r) => r.serverCores ?? 0),
+        usPerAllocation: allocations > 0 ? (cpu / allocations) * 1e6 : 0,
+      };
     };
     const none = sum('none');
     const feed = sum('feed');
@@ -189,10 +198,16 @@ export async function run(): Promise<number> {
     log('');
     log(
       table(
-        ['side', 'allocations/s', 'p99 ms', 'server cores'],
+        ['side', 'allocations/s', 'p99 ms', 'server cores', 'server CPU µs/allocation'],
         [
-          ['none', fmt.int(none.rps), none.p99, none.cores.map((c) => c.toFixed(2)).join(' ')],
-          [`feed (${idle}+${readers})`, fmt.int(feed.rps), feed.p99, feed.cores.map((c) => c.toFixed(2)).join(' ')],
+          ['none', fmt.int(none.rps), none.p99, none.cores.map((c) => c.toFixed(2)).join(' '), none.usPerAllocation.toFixed(1)],
+          [
+            `feed (${idle}+${readers})`,
+            fmt.int(feed.rps),
+            feed.p99,
+            feed.cores.map((c) => c.toFixed(2)).join(' '),
+            feed.usPerAllocation.toFixed(1),
+          ],
         ],
       ),
     );
@@ -207,6 +222,7 @@ export async function run(): Promise<number> {
         none: none.rps,
         feed: feed.rps,
         ratio,
+        serverUsPerAllocation: { none: none.usPerAllocation, feed: feed.usPerAllocation },
         delayMs: d && { p50: d.p50, p99: d.p99, n: d.n },
         rounds: results.map(({ delays: _, ...r }) => r),
       }),

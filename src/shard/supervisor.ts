@@ -110,10 +110,10 @@ export class SupervisedShard {
   get lastSeq(): number {
     return this.seq;
   }
-  /** The sequence number of the oldest request not answered yet, or Infinity (requests are answered in order of seq only per batch). */
+  /** The sequence number of the oldest request not answered yet, or Infinity when none waits. */
   get oldestPending(): number {
     let oldest = Number.POSITIVE_INFINITY;
-    // Map order is insertion order, which is seq order: the first key is the oldest.
+    // Requests are added in seq order and Map keeps insertion order, so the first key left is the oldest.
     for (const seq of this.pending.keys()) {
       oldest = seq;
       break;
