@@ -247,7 +247,8 @@ export class App {
     const reply = await this.usersReply(match, user, x, body);
     // Users are written on this thread, outside any shard commit: the response is stored in a commit of its own just
     // after (the one place where a crash can separate a write from its stored response; see README).
-    if (stamp) await this.store.commit({ ops: this.idempotency.replyOps(stamp, reply) });
+    const ops = stamp ? this.idempotency.replyOps(stamp, reply) : [];
+    if (ops.length > 0) await this.store.commit({ ops });
     return reply;
   }
 

@@ -5,6 +5,7 @@
  * the first is still running, and across a restart; another request under
  * the same key is 422; keys expire after IDEMPOTENCY_TTL and are purged.
  */
+import { rmSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import type { Store } from '../../src/store/lmdb.js';
@@ -148,6 +149,8 @@ describe('over HTTP', () => {
   });
   afterAll(async () => {
     await s?.stop();
+    // The restarted server serves the first one's dir and does not own it.
+    if (s) rmSync(s.dataDir, { recursive: true, force: true });
   });
 
   /** Sends the request on a socket and closes it once the server has answered, without reading the answer. */
@@ -198,5 +201,25 @@ describe('over HTTP', () => {
     expect(retry.headers.get('idempotent-replayed')).toBe('true');
     expect((retry.json as string[]).slice().sort()).toEqual(stored);
     expect(await children(s, site, '10.21.0.0/24')).toEqual(stored);
+  });
+});
+
+describe('users (written on the main thread)', () => {
+  let s: InjectServer;
+  beforeAll(async () => {
+    s = await InjectServer.start();
+  });
+  afterAll(async () => {
+    await s?.stop();
+  });
+
+  test('a repeated keyed user create replays its 201 instead of answering that the email exists', async () => {
+    const key = fresh('user');
+    const email = `${fresh('u')}@example.com`;
+    const first = await s.post('/api/users/', { email }, { headers: J(key) });
+    const again = await s.post('/api/users/', { email }, { headers: J(key) });
+    expect([first.status, again.status, again.headers.get('idempotent-replayed')]).toEqual([201, 201, 'true']);
+    expect(again.text).toBe(first.text);
+    expect((await s.post('/api/users/', { email }, { headers: J(fresh('user')) })).status).toBe(400);
   });
 });
