@@ -36,6 +36,10 @@ export interface Config {
   shardStallMs: number;
   /** Milliseconds SIGTERM waits for requests in flight before the process exits anyway. */
   shutdownMs: number;
+  /** Milliseconds an Idempotency-Key's stored response is kept (IDEMPOTENCY_TTL, seconds; http/idempotency.ts). */
+  idempotencyTtlMs: number;
+  /** Bytes a live-feed subscriber may leave unread before it is disconnected with its resume id (feed/hub.ts). */
+  feedBufferBytes: number;
   logLevel: LogLevel;
   /** Where `POST /admin/backup` writes backups (one directory each); null: backups through the API are off. */
   backupDir: string | null;
@@ -151,6 +155,8 @@ export function loadConfig(env: Source = process.env, flags: Source = {}): Confi
     'MAX_BULK_ITEMS',
     'SHARD_STALL_TIMEOUT',
     'SHUTDOWN_TIMEOUT',
+    'IDEMPOTENCY_TTL',
+    'FEED_BUFFER_BYTES',
     'LOG_LEVEL',
     'BACKUP_DIR',
     'LOG_FORMAT',
@@ -189,6 +195,10 @@ export function loadConfig(env: Source = process.env, flags: Source = {}): Confi
     maxBulkItems: readInt(src, 'MAX_BULK_ITEMS', 10_000, 1, 1_000_000),
     shardStallMs: readInt(src, 'SHARD_STALL_TIMEOUT', 5, 1, 3600) * 1000,
     shutdownMs: readInt(src, 'SHUTDOWN_TIMEOUT', 10, 1, 3600) * 1000,
+    // A day covers any client's retry loop; a year bounds how long a key's response lingers on disk.
+    idempotencyTtlMs: readInt(src, 'IDEMPOTENCY_TTL', 86400, 1, 365 * 86400) * 1000,
+    // A few thousand Changes: a consumer that falls this far behind reconnects and catches up from the store.
+    feedBufferBytes: readInt(src, 'FEED_BUFFER_BYTES', 1024 * 1024, 4096, 1024 * 1024 * 1024),
     logLevel: logLevel as LogLevel,
     backupDir: readString(src, 'BACKUP_DIR', '') || null,
     logFormat,

@@ -68,6 +68,7 @@ export const Errors = {
     new ApiError(400, {
       non_field_errors: ['A bulk request must keep to one site: send one request per site, or use /api/sites/<site_id>/<collection>/.'],
     }),
+  idempotencyKeyInvalid: () => new ApiError(400, 'Idempotency-Key must be 1 to 255 printable ASCII characters.'),
   invalidEmailHeader: () => new ApiError(400, 'Username must contain a valid email address'),
 
   // 401
@@ -90,6 +91,7 @@ export const Errors = {
   methodNotAllowed: (method: string, allow: string) => new ApiError(405, `Method "${method}" not allowed.`, { Allow: allow }),
   notAcceptable: () => new ApiError(406, 'Could not satisfy the request Accept header.'),
   conflict: (message: string) => new ApiError(409, message),
+  needsLmdb: (feature: string) => new ApiError(400, `${feature} is not available on the PostgreSQL store yet; it needs the LMDB store.`),
   backupsByEngine: () =>
     new ApiError(409, 'Backups through the API are for the LMDB store; back up PostgreSQL with its own tools (pg_dump, base backups).'),
   backupsOff: () => new ApiError(409, 'Backups through the API are off: the server has no BACKUP_DIR setting.'),
@@ -102,8 +104,17 @@ export const Errors = {
       409,
       `Cannot delete some instances of model '${target}' because they are referenced through a protected foreign key: '${referrer}'`,
     ),
+  // 422: the key names another request's stored response (http/idempotency.ts)
+  idempotencyMismatch: () =>
+    new ApiError(
+      422,
+      'This Idempotency-Key was already used for a different request (method, path or body); use a new key for a new request.',
+    ),
   bodyTooLarge: () => new ApiError(413, 'Request body too large.'),
   unsupportedMediaType: (type: string) => new ApiError(415, `Unsupported media type "${type}" in request.`),
+
+  // The change stream holds a connection open: app.inject() has none to hold.
+  streamNeedsConnection: () => new ApiError(406, 'The change stream is served over a connection (Server-Sent Events or WebSocket).'),
 
   // 500 / 503 / 507
   internal: () => new ApiError(500, 'Internal server error.'),

@@ -17,6 +17,8 @@ import { Authenticator } from '../auth/authenticate.js';
 import { TokenSigner } from '../auth/secrets.js';
 import type { Config } from '../config.js';
 import { Errors } from '../errors.js';
+import { type FeedFilter, FeedHub } from '../feed/hub.js';
+import { feedPath, feedRequest } from '../feed/request.js';
 import type { Logger } from '../log.js';
 import { Metrics } from '../metrics/metrics.js';
 import { modelByCollection } from '../model/registry.js';
@@ -27,14 +29,17 @@ import type { HttpMethod, Operation } from '../routes/route.js';
 import { methodsOf, ROUTES } from '../routes/table.js';
 import type { HeldGrant } from '../shard/object-grants.js';
 import { ShardPool } from '../shard/pool.js';
+import type { IdempotencyStamp, TestHook } from '../shard/protocol.js';
 import { secureDataDir } from '../store/data-dir.js';
 import { createSharedIdState, IdCounters } from '../store/ids.js';
+import { LmdbStore } from '../store/lmdb.js';
 import { openStore } from '../store/open.js';
 import type { Store } from '../store/store.js';
 import { Admin } from './admin.js';
 import { isJsonBody, negotiate, parseBody } from './body.js';
 import { docsPage } from './docs.js';
 import { type Forwarded, Forwarder } from './forward.js';
+import { appliesTo, IdempotencyKeys } from './idempotency.js';
 import { type InjectRequest, type InjectResponse, inject } from './inject.js';
 import { countListItems, mayExceed } from './list-items.js';
 import { RequestObserver } from './observe.js';
@@ -62,6 +67,9 @@ export class App {
     private readonly router: Router,
     /** null with METRICS off. */
     readonly metrics: Metrics | null,
+    /** null on a PostgreSQL store, which does not keep them yet (they read the LMDB store directly). */
+    private readonly idempotency: IdempotencyKeys | null,
+    private readonly feedHub: FeedHub | null,
   ) {
     this.observer = new RequestObserver(log, metrics);
   }
@@ -79,6 +87,7 @@ export class App {
       const auth = new Authenticator(users, new TokenSigner(await store.serverKey(), config.authTokenExpiry), config);
       // The figures read the pool and the app only when scraped, after both exist.
       let app: App | undefined;
+      let feed: FeedHub | null = null;
       const metrics = config.metrics
         ? new Metrics({
             shards: config.shards,
@@ -99,17 +108,22 @@ export class App {
             log.error(message, { event: 'supervision' });
             log.flush();
           },
-          // A replaced shard may have committed site writes it never answered: the directory rereads them.
+          // A replaced shard may have committed what it never answered: the directory rereads its sites, the feed its Changes.
           onRestarted: (shard) => {
             sites.reload(store, (site) => pool.shardOfSite(site) === shard).catch((err) => log.error('site directory reload', { err }));
+            feed?.onRestarted(shard);
           },
+          onReplies: (shard, items) => feed?.onReplies(shard, items),
         },
         metrics?.statsBuffer ?? null,
       ).catch((err) => {
         metrics?.close();
         throw err;
       });
-      app = new App(config, log, store, ids, sites, users, auth, pool, new Forwarder(pool), new Router(ROUTES), metrics);
+      const lmdb = store instanceof LmdbStore ? store : null;
+      feed = lmdb && new FeedHub(lmdb, pool, sites, config.feedBufferBytes);
+      const idempotency = lmdb && new IdempotencyKeys(lmdb, config.idempotencyTtlMs, log);
+      app = new App(config, log, store, ids, sites, users, auth, pool, new Forwarder(pool), new Router(ROUTES), metrics, idempotency, feed);
       return app;
     } catch (err) {
       await store.close();
@@ -156,14 +170,20 @@ export class App {
     return inject(this, req);
   }
 
-  /** `X-Netsot-Test-Hook: exit|stall <shard>` (config.testHooks only): the supervisor's tests crash or stall a real shard. */
+  /**
+   * `X-Netsot-Test-Hook: exit|stall|kill-after-commit|exit-after-commit <shard>` (config.testHooks only): the
+   * supervisor's tests crash or stall a real shard; the idempotency and feed tests kill the process, or the shard
+   * alone, between a commit and its replies.
+   */
   runTestHook(header: string): void {
-    const m = /^(exit|stall) (\d+)$/.exec(header);
-    if (m && Number(m[2]) < this.pool.count) this.pool.control(Number(m[2]), { testHook: m[1] as 'exit' | 'stall' });
+    const m = /^(exit|stall|kill-after-commit|exit-after-commit) (\d+)$/.exec(header);
+    if (m && Number(m[2]) < this.pool.count) this.pool.control(Number(m[2]), { testHook: m[1] as TestHook });
   }
 
   async close(): Promise<void> {
     this.metrics?.close();
+    this.idempotency?.close();
+    this.feedHub?.close();
     await this.pool.stop();
     await this.store.close();
   }
@@ -198,6 +218,9 @@ export class App {
     if (x.path === '/docs' || x.path.startsWith('/docs/')) return this.serveDocs(x);
     if (x.path === '/admin' || x.path.startsWith('/admin/')) return this.adminEndpoints().serve(x);
     if (x.path === '/metrics' && this.metrics) return this.serveMetrics(x, this.metrics);
+    // Before the router, which would read `stream` as a Change id (feed/request.ts).
+    const feedSite = feedPath(x.path);
+    if (feedSite !== null) return this.serveFeed(x, feedSite);
     const match = this.router.match(x.path);
     x.match = match;
     const method = x.method === 'HEAD' ? 'GET' : x.method;
@@ -224,22 +247,14 @@ export class App {
     if (x.aborted) return;
     if (method === 'OPTIONS') return x.send(200, await this.options(match, user));
 
-    const reply: Forwarded = operation!.main
-      ? await operation!.main({
-          user,
-          key: match.key,
-          query: new QueryParams(x.query),
-          // The authenticate body is judged as sent (an empty one lacks both fields); writes take {} for none.
-          body: match.collection === null ? parsed : parsed === undefined ? {} : parsed,
-          link: { scheme: 'http', host: x.host, path: x.path },
-          host: x.host,
-          version: accepted.version,
-          users: this.users,
-          auth: this.auth,
-          index: () => this.index(x.host),
-          grantsHeld: (userId) => this.grantsHeld(userId),
-        })
-      : await this.resourceRoute(match, operation!, user!, x, parsed === undefined ? {} : parsed);
+    const run = (stamp?: IdempotencyStamp): Promise<Forwarded> =>
+      operation!.main
+        ? this.mainRoute(match, operation!, user, x, parsed, accepted.version, stamp)
+        : this.resourceRoute(match, operation!, user!, x, parsed === undefined ? {} : parsed, stamp);
+    const reply =
+      user !== null && match.collection !== null && appliesTo(method, x.idempotencyKey)
+        ? await this.keys().run(user.id, method, x.fullPath, x.idempotencyKey, raw, run)
+        : await run();
     if (reply.chunk) return streamReply(x, reply);
     return x.send(reply.status, reply.body, reply.headers);
   }
@@ -268,7 +283,45 @@ export class App {
     return all.sort((a, b) => (a.resource_name < b.resource_name ? -1 : a.resource_name > b.resource_name ? 1 : a.id - b.id));
   }
 
-  private async resourceRoute(match: RouteMatch, operation: Operation, user: UserRecord, x: Exchange, body: unknown): Promise<Forwarded> {
+  /** Users and the root routes, on this thread. */
+  private async mainRoute(
+    match: RouteMatch,
+    operation: Operation,
+    user: UserRecord | null,
+    x: Exchange,
+    parsed: unknown,
+    version: string,
+    stamp?: IdempotencyStamp,
+  ): Promise<Forwarded> {
+    const reply = await operation.main!({
+      user,
+      key: match.key,
+      query: new QueryParams(x.query),
+      // The authenticate body is judged as sent (an empty one lacks both fields); writes take {} for none.
+      body: match.collection === null ? parsed : parsed === undefined ? {} : parsed,
+      link: { scheme: 'http', host: x.host, path: x.path },
+      host: x.host,
+      version,
+      users: this.users,
+      auth: this.auth,
+      index: () => this.index(x.host),
+      grantsHeld: (userId) => this.grantsHeld(userId),
+    });
+    // Users are written on this thread, outside any shard commit: the response is stored in a commit of its own just
+    // after (the one place where a crash can separate a write from its stored response; see README).
+    const ops = stamp ? this.keys().replyOps(stamp, reply) : [];
+    if (ops.length > 0) await this.store.commit({ ops });
+    return reply;
+  }
+
+  private async resourceRoute(
+    match: RouteMatch,
+    operation: Operation,
+    user: UserRecord,
+    x: Exchange,
+    body: unknown,
+    stamp?: IdempotencyStamp,
+  ): Promise<Forwarded> {
     const { forwarder, ids, sites, users } = this;
     operation.mainCheck?.(body, { ids, sites, users });
     const model = modelByCollection(match.collection!)!;
@@ -286,6 +339,7 @@ export class App {
         x.representation === 'json' &&
         match.site !== null &&
         (match.route.shape === 'list' || match.route.shape === 'list-route'),
+      idempotency: stamp,
     };
     const hook = model.beforeForward?.(
       { target: match.route.shape, method: x.method, key: match.key, body, principal: input.principal },
@@ -323,6 +377,42 @@ export class App {
           () => false,
         );
     return optionsFor(match, principal, permits);
+  }
+
+  private keys(): IdempotencyKeys {
+    if (!this.idempotency) throw Errors.needsLmdb('Idempotency-Key');
+    return this.idempotency;
+  }
+
+  get feed(): FeedHub {
+    if (!this.feedHub) throw Errors.needsLmdb('The change stream');
+    return this.feedHub;
+  }
+
+  /** The subscription a feed request asks for, once its caller is authenticated (SSE here, WebSocket in feed-transport.ts). */
+  async feedSubscription(
+    siteSegment: string,
+    head: { query: string; authorization: string; email: string | undefined; lastEventId: string },
+  ): Promise<{ filter: FeedFilter; after: number }> {
+    if (this.draining) throw Errors.shuttingDown();
+    await this.auth.authenticate({ authorization: head.authorization, email: head.email }, false);
+    const { filter, after } = feedRequest(siteSegment, head.query, head.lastEventId, (id) => this.sites.has(id));
+    return { filter, after: after < 0 ? this.feed.released : after };
+  }
+
+  /** `GET /api/changes/stream/` and `/api/sites/{id}/changes/stream/` as Server-Sent Events. */
+  private async serveFeed(x: Exchange, siteSegment: string): Promise<void> {
+    x.allow = 'GET';
+    const sub = await this.feedSubscription(siteSegment, {
+      query: x.query,
+      authorization: x.authorization,
+      email: x.emailHeader,
+      lastEventId: x.lastEventId,
+    });
+    if (x.method !== 'GET') throw Errors.methodNotAllowed(x.method, x.allow);
+    const sink = x.openEventStream();
+    if (sink) this.feed.subscribe(sub.filter, sink, sub.after);
+    else if (!x.aborted) throw Errors.streamNeedsConnection();
   }
 
   /**

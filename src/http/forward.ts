@@ -14,7 +14,7 @@ import { asId, NO_ID, parseId } from '../schema/id.js';
 import { siteIdIn } from '../schema/validate.js';
 import type { ChunkStream } from '../shard/chunk-stream.js';
 import { mergeParts, type ShardPool } from '../shard/pool.js';
-import type { DirectoryUpdate, ListChunk, ListPart, Op, Principal, ShardRequest, SiteClaim } from '../shard/protocol.js';
+import type { DirectoryUpdate, IdempotencyStamp, ListChunk, ListPart, Op, Principal, ShardRequest, SiteClaim } from '../shard/protocol.js';
 import type { RouteMatch } from './router.js';
 
 export interface Forwarded {
@@ -58,6 +58,8 @@ export interface ForwardInput {
   link: LinkBase;
   /** The site directory's verdict on a site create or rename (claimSiteName). */
   siteClaim?: SiteClaim;
+  /** The request's Idempotency-Key record, for the shard to store with its writes (http/idempotency.ts). */
+  idempotency?: IdempotencyStamp;
   /** Overrides the operation the route and method imply (OPTIONS asks 'permits'). */
   op?: Op;
   /** The transport can stream an unpaginated list's reply (P7, http/stream.ts). */
@@ -84,6 +86,7 @@ export class Forwarder {
       link: input.link,
       siteClaim: input.siteClaim,
       stream: input.stream,
+      idempotency: input.idempotency,
     };
     // No shard holds an unknown site; any one of them answers for it.
     if (match.site !== null) return this.pool.send(match.site === NO_ID ? 0 : this.pool.shardOfSite(match.site), req);

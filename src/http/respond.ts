@@ -7,6 +7,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { asApiError, errorEnvelope } from '../errors.js';
+import type { FeedSink } from '../feed/hub.js';
 import type { Logger } from '../log.js';
 import type { Representation } from './body.js';
 import type { RouteMatch } from './router.js';
@@ -24,6 +25,7 @@ const STATUS_TEXT: Record<number, string> = {
   409: 'Conflict',
   413: 'Payload Too Large',
   415: 'Unsupported Media Type',
+  422: 'Unprocessable Entity',
   500: 'Internal Server Error',
   503: 'Service Unavailable',
   507: 'Insufficient Storage',
@@ -97,6 +99,10 @@ export abstract class Exchange {
   readonly forwardedFor: string;
   /** The client's X-Request-Id, or a new UUID; echoed in the response and named in the access log. */
   readonly requestId: string;
+  /** The Idempotency-Key header, '' when absent (http/idempotency.ts). */
+  readonly idempotencyKey: string;
+  /** Where an EventSource resumes the change stream, '' when absent (feed/request.ts). */
+  readonly lastEventId: string;
   abstract readonly body: Promise<BodyResult>;
   /** The client went away: nothing is written, and the lifecycle stops before the handler. */
   aborted = false;
@@ -132,6 +138,20 @@ export abstract class Exchange {
     this.forwardedFor = head.getHeader('x-forwarded-for');
     const id = head.getHeader('x-request-id');
     this.requestId = id !== '' && REQUEST_ID.test(id) ? id : randomUUID();
+    this.idempotencyKey = head.getHeader('idempotency-key');
+    this.lastEventId = head.getHeader('last-event-id');
+  }
+
+  /** Starts a Server-Sent Events response that stays open; null when the transport cannot hold one (inject). */
+  openEventStream(): FeedSink | null {
+    return null;
+  }
+
+  /** Claims the response for a stream: false when it was already answered or the client left. */
+  protected takeOver(): boolean {
+    if (this.done || this.aborted) return false;
+    this.done = true;
+    return true;
   }
 
   /**

@@ -6,8 +6,10 @@
  * a request means is the lifecycle's business (app.ts).
  */
 import type { Config } from '../config.js';
+import type { FeedSink } from '../feed/hub.js';
 import type { Logger } from '../log.js';
 import { App } from './app.js';
+import { registerFeedSockets, SseSink } from './feed-transport.js';
 import { type BodyResult, EMPTY_BODY, Exchange, type StreamSink, statusLine } from './respond.js';
 import { type HttpRequest, type HttpResponse, loadUws, type us_listen_socket } from './uws.js';
 
@@ -21,6 +23,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
   const uws = loadUws();
   const app = await App.start(config, log);
   const server = uws.App();
+  registerFeedSockets(server, app, config.userAuthHeader, config.feedBufferBytes);
   server.any('/*', (res, req) => {
     const x = new UwsExchange(res, req, config.userAuthHeader, config.maxBodyBytes, log);
     if (config.testHooks) app.runTestHook(req.getHeader('x-netsot-test-hook'));
@@ -78,6 +81,7 @@ class UwsExchange extends Exchange {
       this.aborted = true;
       settle(EMPTY_BODY);
       this.onAbort?.();
+      this.stream?.aborted();
     });
   }
 
@@ -109,6 +113,23 @@ class UwsExchange extends Exchange {
       end: () => res.cork(() => res.end()),
       close: () => res.close(),
     };
+  }
+
+  private stream: SseSink | null = null;
+
+  override openEventStream(): FeedSink | null {
+    if (!this.takeOver()) return null;
+    const res = this.res;
+    res.cork(() => {
+      res.writeStatus('200 OK');
+      res.writeHeader('Content-Type', 'text/event-stream');
+      res.writeHeader('Cache-Control', 'no-cache');
+      // Proxies that buffer responses (nginx) would hold the events back.
+      res.writeHeader('X-Accel-Buffering', 'no');
+      res.write(':ok\n\n');
+    });
+    this.stream = new SseSink(res);
+    return this.stream;
   }
 
   protected remoteAddress(): string {

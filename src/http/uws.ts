@@ -9,7 +9,7 @@ import type * as UWS from 'uWebSockets.js';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 
-export type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket } from 'uWebSockets.js';
+export type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket, WebSocket } from 'uWebSockets.js';
 
 const require = createRequire(import.meta.url);
 

@@ -10,7 +10,7 @@ import { SchemaWriters } from '../schema/serialize.js';
 import type { ChangeRow } from '../shard/changelog.js';
 import type { RequestContext } from '../shard/context.js';
 import { CHANGE_RESOURCES, EVENTS } from '../store/change-names.js';
-import { renderSite } from './_site.js';
+import { changeText } from './_change-text.js';
 import type { ResourceModel } from './model.js';
 
 export const changeSchema = defineSchema('Change', 'Read-only API endpoint that allows Changes to be viewed.', {
@@ -90,10 +90,7 @@ export const changeModel: ResourceModel<ChangeRow> = {
 
   serialize(ctx, row, detail) {
     const rec = storedRecord(ctx, row);
-    const site = ctx.site(row.siteId);
-    const head =
-      `{"id":${row.id},"site":${JSON.stringify(site ? renderSite(site) : null)},"user":${JSON.stringify({ id: rec.userId, email: rec.email })},` +
-      `"change_at":${rec.at},"event":"${rec.event}","resource_name":"${rec.resourceName}","resource_id":${rec.resourceId},"resource":${rec.resource}`;
-    return detail ? `${head},"resource_diff":${rec.diff}}` : `${head}}`;
+    const text = changeText(rec, ctx.site(row.siteId));
+    return detail ? `${text.slice(0, -1)},"resource_diff":${rec.diff}}` : text;
   },
 };

@@ -16,6 +16,7 @@ import { ROUTES } from '../routes/table.js';
 import type { Method } from '../schema/validate.js';
 import { allows, authorize } from './authorize.js';
 import { RequestContext } from './context.js';
+import { rememberReply } from './idempotency.js';
 import type { ListStream } from './list-stream.js';
 import { lookup } from './lookup.js';
 import { naturalKeyMatches } from './natural-key.js';
@@ -201,6 +202,7 @@ export class ShardServer {
     try {
       if (!model) throw Errors.endpointNotFound();
       reply = run(ctx, model);
+      if (req.idempotency) rememberReply(ctx, req.idempotency, reply);
     } catch (err) {
       if (ctx.hasTx) ctx.tx.rollback();
       this.record(req, { seq: req.seq, ...this.errorReply(err) }, false);
@@ -279,7 +281,10 @@ export class ShardServer {
     const turn = this.turn;
     this.turn = this.newTurn();
     turn.group.commit().then(
-      () => this.send(turn.replies),
+      () => {
+        if (turn.group.feed.length > 0) turn.replies[0].feed = turn.group.feed;
+        this.send(turn.replies);
+      },
       (err) => this.commitFailed(turn, err),
     );
   };

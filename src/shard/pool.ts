@@ -6,7 +6,7 @@
 import type { Config } from '../config.js';
 import { IdShardIndex, type SharedIdState } from '../store/ids.js';
 import type { Kind } from '../store/kinds.js';
-import type { ListPart, ShardControl, ShardReply, ShardRequest } from './protocol.js';
+import type { FeedItem, ListPart, ShardControl, ShardReply, ShardRequest } from './protocol.js';
 import { SupervisedShard } from './supervisor.js';
 
 export interface PoolEvents {
@@ -14,6 +14,8 @@ export interface PoolEvents {
   report: (message: string) => void;
   /** A replacement shard worker finished loading its sites. */
   onRestarted?: (shardIndex: number) => void;
+  /** A batch of replies arrived from a shard, with the Changes its commit made durable (see ShardLaunch). */
+  onReplies?: (shardIndex: number, feed: FeedItem[] | undefined) => void;
 }
 
 export class ShardPool {
@@ -69,6 +71,14 @@ export class ShardPool {
   /** Requests sent to each shard and not yet answered. */
   queueDepths(): number[] {
     return this.shards.map((s) => s.inFlight);
+  }
+
+  /** Per shard, the last request sent and the oldest one unanswered (feed/hub.ts orders the feed by them). */
+  lastSent(shard: number): number {
+    return this.shards[shard].lastSeq;
+  }
+  oldestPending(shard: number): number {
+    return this.shards[shard].oldestPending;
   }
 
   /** Shards that are not serving now (being replaced), by index. */

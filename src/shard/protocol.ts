@@ -46,6 +46,18 @@ export interface ShardRequest {
   siteClaim?: SiteClaim;
   /** An unpaginated list may be answered in chunks (ListChunk) as the client reads them (P7). */
   stream?: boolean;
+  /** A write sent with an Idempotency-Key: its 2xx reply is stored in the same commit (shard/idempotency.ts). */
+  idempotency?: IdempotencyStamp;
+}
+
+/** Where and how long a write's reply is kept for replays of its Idempotency-Key (http/idempotency.ts). */
+export interface IdempotencyStamp {
+  userId: number;
+  key: string;
+  /** sha256 of method, path with query, and body. */
+  hash: string;
+  /** Epoch milliseconds. */
+  expiresAt: number;
 }
 
 /**
@@ -61,9 +73,13 @@ export type SiteClaim = { kind: 'create'; siteId: number } | { kind: 'rename'; n
 /**
  * Main thread → worker control messages outside the request stream. Only the
  * test hooks (config.testHooks) send them: a worker that exits or stalls, as a
- * crash or a runaway request would, so supervision is tested on the real thing.
+ * crash or a runaway request would, so supervision is tested on the real thing;
+ * `kill-after-commit` SIGKILLs the whole process once the worker's next commit
+ * is durable, before its replies leave (a crash between commit and reply);
+ * `exit-after-commit` does the same to the worker alone (the supervisor replaces it).
  */
-export type ShardControl = { testHook: 'exit' | 'stall' } | StreamControl;
+export type TestHook = 'exit' | 'stall' | 'kill-after-commit' | 'exit-after-commit';
+export type ShardControl = { testHook: TestHook } | StreamControl;
 
 /**
  * Flow control of a streamed list, main thread → worker: `credit` more chunks
@@ -139,4 +155,18 @@ export interface ShardReply {
   chunk?: ListChunk;
   /** Main thread only, set by the supervisor on the first chunk's reply: where the later chunks arrive. Never posted. */
   stream?: ChunkStream;
+  /**
+   * On the first reply of a batch only: the Changes the batch's commit made durable, in id order, for the
+   * main thread's live feed (feed/hub.ts). They travel with the replies, so they arrive no later than them.
+   */
+  feed?: FeedItem[];
+}
+
+/** A committed Change for the live feed: what its filters need, and its text as the changes list renders it. */
+export interface FeedItem {
+  id: number;
+  site: number;
+  event: string;
+  resource: string;
+  text: string;
 }

@@ -27,7 +27,7 @@
 import { MessageChannel, type MessagePort, Worker } from 'node:worker_threads';
 import { Errors, errorEnvelope } from '../errors.js';
 import { ChunkStream } from './chunk-stream.js';
-import type { ShardControl, ShardReply, ShardRequest } from './protocol.js';
+import type { FeedItem, ShardControl, ShardReply, ShardRequest } from './protocol.js';
 
 type Pending = (reply: ShardReply) => void;
 
@@ -40,6 +40,11 @@ export interface ShardLaunch {
   report: (message: string) => void;
   /** Called when a replacement worker has loaded the shard. */
   onRestarted?: (shardIndex: number) => void;
+  /**
+   * Called on every batch of replies once its requests are answered, with the Changes its commit made durable
+   * (none for a batch that wrote nothing): the live feed's input (feed/hub.ts).
+   */
+  onReplies?: (shardIndex: number, feed: FeedItem[] | undefined) => void;
 }
 
 /**
@@ -106,6 +111,20 @@ export class SupervisedShard {
   }
   get ready(): boolean {
     return this.running !== null;
+  }
+  /** The sequence number of the last request sent. */
+  get lastSeq(): number {
+    return this.seq;
+  }
+  /** The sequence number of the oldest request not answered yet, or Infinity when none waits. */
+  get oldestPending(): number {
+    let oldest = Number.POSITIVE_INFINITY;
+    // Requests are added in seq order and Map keeps insertion order, so the first key left is the oldest.
+    for (const seq of this.pending.keys()) {
+      oldest = seq;
+      break;
+    }
+    return oldest;
   }
 
   /** Queues `req` (stamping its seq on it) for this turn's batch; answered 503 at once while the shard restarts. */
@@ -185,6 +204,7 @@ export class SupervisedShard {
     this.lastProgress = Atomics.load(running.progress, 0);
     this.lastProgressAt = performance.now();
     running.port.on('message', (replies: ShardReply[]) => {
+      const feed = replies[0]?.feed;
       for (const reply of replies) {
         const done = this.pending.get(reply.seq);
         if (done) {
@@ -193,6 +213,7 @@ export class SupervisedShard {
           done(reply);
         } else if (reply.chunk) this.chunkArrived(reply.seq, reply.chunk);
       }
+      this.launch.onReplies?.(this.launch.shardIndex, feed);
     });
     running.worker.on('error', (err) => this.launch.report(`shard ${this.launch.shardIndex} failed: ${err.stack ?? err}`));
     running.worker.once('exit', (code) => {

@@ -7,12 +7,14 @@
  * transaction.
  */
 
+import { changeText } from '../model/_change-text.js';
 import type { ResourceModel } from '../model/model.js';
 import { CHANGE_RESOURCES, type ChangeEvent, EVENTS } from '../store/change-names.js';
 import type { Kind } from '../store/kinds.js';
 import { highWaterOp, type StoredChange, type WriteOp, type WriteSet } from '../store/store.js';
+import type { SiteRecord } from './context.js';
 import { resourceDiff } from './diff.js';
-import type { Principal } from './protocol.js';
+import type { FeedItem, Principal } from './protocol.js';
 import { indexesOf } from './relations.js';
 import type { ShardState } from './state.js';
 import type { StoredObject } from './table.js';
@@ -35,6 +37,8 @@ export class Transaction {
   private readonly undo: (() => void)[] = [];
   private readonly highWater = new Map<Kind, number>();
   private rolledBack = false;
+  /** This transaction's Changes for the live feed, published once their commit is durable. */
+  readonly feed: FeedItem[] = [];
 
   constructor(
     private readonly shard: ShardState,
@@ -103,6 +107,11 @@ export class Transaction {
     this.put(model, undefined, r);
   }
 
+  /** Queues a store write that has no in-memory state (a stored idempotent reply): nothing to undo. */
+  write(op: WriteOp): void {
+    this.writes.ops.push(op);
+  }
+
   /** Records one Change; `before`/`after` are API shapes (null on create/delete). */
   change(
     event: ChangeEvent,
@@ -128,6 +137,8 @@ export class Transaction {
     if ((before && after) || !impliesDiff((after ?? before)!)) record.diff = JSON.stringify(resourceDiff(before, after));
     this.writes.ops.push({ db: 'changes', key: [siteId, id], value: record });
     this.writes.ops.push({ db: 'changeIndex', key: [siteId, id], value: [at, event, model.name, resourceId] });
+    const site = this.shard.table<SiteRecord>('site').get(siteId);
+    this.feed.push({ id, site: siteId, event, resource: model.name, text: changeText(record, site) });
     this.shard.changes.append({
       id,
       siteId,
@@ -182,6 +193,8 @@ export class CommitGroup {
   private removeRanges: WriteSet['removeRanges'] = [];
   private readonly highWater = new Map<Kind, number>();
   private readonly taken: Transaction[] = [];
+  /** The Changes of the transactions taken, in id order: published after a durable commit. */
+  readonly feed: FeedItem[] = [];
   /** The shard's `applied` count when this group was committed (see rollback). */
   private appliedAtCommit = -1;
 
@@ -208,6 +221,7 @@ export class CommitGroup {
       this.removeRanges = writes.removeRanges;
     }
     for (const op of writes.ops) this.ops.push(op);
+    for (const item of tx.feed) this.feed.push(item);
     for (const [kind, id] of highWater) if (id > (this.highWater.get(kind) ?? 0)) this.highWater.set(kind, id);
     this.taken.push(tx);
     this.shard.applied++;

@@ -12,7 +12,7 @@ import { slotOf, ThreadStats } from '../metrics/thread-stats.js';
 import type { SharedIdState } from '../store/ids.js';
 import { openStore } from '../store/open.js';
 import { ShardServer } from './dispatch.js';
-import type { ShardControl, ShardReply, ShardRequest } from './protocol.js';
+import type { ShardControl, ShardReply, ShardRequest, TestHook } from './protocol.js';
 import { ShardState } from './state.js';
 
 /**
@@ -59,6 +59,9 @@ if (data.stats) {
 const server = new ShardServer(
   shard,
   (replies: ShardReply[]) => {
+    // The test hook's crash between a durable commit and its replies: the whole process, as kill -9 would.
+    if (afterCommit === 'kill-after-commit') process.kill(process.pid, 'SIGKILL');
+    if (afterCommit === 'exit-after-commit') process.exit(70);
     Atomics.add(data.progress, 0, 1);
     data.port.postMessage(replies);
   },
@@ -72,8 +75,11 @@ data.port.on('message', (message: string | ShardControl) => {
 });
 parentPort!.postMessage({ ready: true, loadMs: performance.now() - started });
 
+let afterCommit: TestHook | null = null;
+
 /** What a crash and a runaway request look like from outside (config.testHooks only). */
 function runTestHook(control: Extract<ShardControl, { testHook: string }>): void {
+  if (control.testHook === 'kill-after-commit' || control.testHook === 'exit-after-commit') afterCommit = control.testHook;
   if (control.testHook === 'exit') process.exit(70);
   if (control.testHook === 'stall') for (;;);
 }

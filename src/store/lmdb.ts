@@ -10,6 +10,8 @@
  * | changeIndex | [siteId, changeId]         | [at, event, resourceName, resourceId] |
  * | users     | userId                       | user record                      |
  * | meta      | ['hw', kind, writer]         | highest id `writer` ever used    |
+ * | idempotency | ['k', userId, key]         | stored response of an Idempotency-Key (http/idempotency.ts) |
+ * | idempotency | ['x', expiresAt, userId, key] | 1: the expiry index the purge walks |
  *
  * Attribute Values have no rows of their own: an object's record carries its
  * `attributes` and their `valueIds`, and shards rebuild the inverted index and
@@ -70,6 +72,7 @@ export class LmdbStore implements Store {
       changeIndex: this.root.openDB({ name: 'changeIndex' }),
       users: this.root.openDB({ name: 'users' }),
       meta: this.root.openDB({ name: 'meta' }),
+      idempotency: this.root.openDB({ name: 'idempotency' }),
     };
   }
 
@@ -131,6 +134,10 @@ export class LmdbStore implements Store {
   }
 
   async site<T>(siteId: number): Promise<T | undefined> {
+    return this.siteNow<T>(siteId);
+  }
+
+  siteNow<T>(siteId: number): T | undefined {
     return this.dbs.sites.get(siteId) as T | undefined;
   }
 
@@ -152,6 +159,11 @@ export class LmdbStore implements Store {
   }
 
   async highWaterMarks(): Promise<Partial<Record<Kind, number>>> {
+    return this.highWaterMarksNow();
+  }
+
+  /** LMDB reads are synchronous: the main thread's feed and idempotency use these directly. */
+  highWaterMarksNow(): Partial<Record<Kind, number>> {
     const out: Partial<Record<Kind, number>> = {};
     for (const { key, value } of this.dbs.meta.getRange({ start: ['hw'], end: ['hw\u0000'] })) {
       const kind = (key as [string, Kind, string])[1];

@@ -42,7 +42,7 @@ export interface ChangeRecord {
 export type StoredChange = Omit<ChangeRecord, 'diff'> & { diff?: string };
 
 /** The logical databases a write addresses; each store maps them onto its own layout. */
-export type DbName = 'sites' | 'objects' | 'changes' | 'changeIndex' | 'users' | 'meta';
+export type DbName = 'sites' | 'objects' | 'changes' | 'changeIndex' | 'users' | 'meta' | 'idempotency';
 
 /** What a shard keeps of a Change in memory; stored apart so loading never reads the payloads. */
 export type ChangeIndexRow = [at: number, event: string, resourceName: string, resourceId: number];

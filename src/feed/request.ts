@@ -1,0 +1,53 @@
+/**
+ * What a feed request asks for: its path, its filters and where it resumes.
+ *
+ * `/api/changes/stream/` has the shape of a Change detail (`/api/changes/<id>/`)
+ * and the router would take `stream` for an id and answer 404. The stream is
+ * not a resource route: it holds its connection open, and over WebSocket it
+ * is not even an HTTP exchange. So both transports recognise these two paths
+ * with `feedPath` before any routing (app.ts for SSE, the uWS `ws` routes in
+ * server.ts), and the router never sees them.
+ */
+import { Errors } from '../errors.js';
+import { QueryParams } from '../query/params.js';
+import { NO_ID, parseId } from '../schema/id.js';
+import { CHANGE_RESOURCES, EVENTS } from '../store/change-names.js';
+import type { FeedFilter } from './hub.js';
+
+const FEED_PATH = /^\/api\/(?:sites\/([^/]+)\/)?changes\/stream\/?$/;
+
+/** The site segment of a feed path ('' for every site), or null when `path` is no feed path. */
+export function feedPath(path: string): string | null {
+  const m = FEED_PATH.exec(path);
+  return m ? (m[1] ?? '') : null;
+}
+
+/**
+ * The filter and resume point of a feed request; 400 for a bad filter or
+ * resume id, 404 for an unknown site. `?after=` wins over Last-Event-ID (an
+ * explicit URL over what an EventSource resends on reconnect).
+ */
+export function feedRequest(
+  siteSegment: string,
+  query: string,
+  lastEventId: string,
+  siteExists: (id: number) => boolean,
+): { filter: FeedFilter; after: number } {
+  let site: number | null = null;
+  if (siteSegment !== '') {
+    const id = parseId(siteSegment);
+    if (id === undefined || !siteExists(id)) throw Errors.noSuch('Site', null, siteSegment);
+    site = id;
+  }
+  const q = new QueryParams(query);
+  const event = q.choice('event', EVENTS) ?? null;
+  const resourceName = q.choice('resource_name', CHANGE_RESOURCES) ?? null;
+  let after = q.integer('after');
+  if (after === undefined && lastEventId !== '') {
+    const id = parseId(lastEventId.trim());
+    if (id === undefined || id === NO_ID) throw Errors.field('Last-Event-ID', 'A valid integer is required.');
+    after = id;
+  }
+  if (after !== undefined && after < 0) throw Errors.field('after', 'Ensure this value is greater than or equal to 0.');
+  return { filter: { site, event, resourceName }, after: after ?? -1 };
+}

@@ -1,0 +1,170 @@
+/**
+ * The live feed's two transports on uWS (the hub, feed/hub.ts, is transport-free):
+ *
+ * - Server-Sent Events on a streamed HTTP response (`SseSink`), opened by the
+ *   request lifecycle once the request is authenticated (app.ts serveFeed).
+ * - WebSocket (`registerFeedSockets`): uWS `ws` routes on the same two paths.
+ *   The upgrade request is authenticated like any request (proxy header or
+ *   token) before the upgrade; a refusal is an ordinary error response. Each
+ *   message is a JSON array of the Changes released together, in id order.
+ *
+ * Both report how many bytes they hold unsent, which is what the hub bounds.
+ */
+import { asApiError, errorEnvelope } from '../errors.js';
+import type { FeedFilter, FeedSink } from '../feed/hub.js';
+import { feedPath } from '../feed/request.js';
+import type { App } from './app.js';
+import { statusLine } from './respond.js';
+import type { HttpResponse, TemplatedApp, WebSocket } from './uws.js';
+
+const overflowText = (resumeAfter: number) => `{"resume_after":${resumeAfter}}`;
+
+/** SSE on a uWS response. uWS buffers what the socket does not take; `backlog` counts it until the socket drains. */
+export class SseSink implements FeedSink {
+  readonly kind = 'sse';
+  onClosed?: () => void;
+  private backlog = 0;
+  private ended = false;
+
+  constructor(private readonly res: HttpResponse) {
+    res.onWritable(() => {
+      this.backlog = 0;
+      return true;
+    });
+  }
+
+  /** The transport went away (uWS onAborted). */
+  aborted(): void {
+    this.ended = true;
+    this.onClosed?.();
+  }
+
+  write(payload: Buffer): number {
+    if (this.ended) return 0;
+    let ok = false;
+    this.res.cork(() => {
+      ok = this.res.write(payload);
+    });
+    if (!ok) this.backlog += payload.byteLength;
+    return this.backlog;
+  }
+
+  overflow(resumeAfter: number): void {
+    this.end(`event: overflow\ndata: ${overflowText(resumeAfter)}\n\n`);
+  }
+
+  close(): void {
+    this.end('');
+  }
+
+  private end(last: string): void {
+    if (this.ended) return;
+    this.ended = true;
+    this.res.cork(() => this.res.end(last, true));
+  }
+}
+
+interface SocketData {
+  filter: FeedFilter;
+  after: number;
+  sink?: WsSink;
+}
+
+class WsSink implements FeedSink {
+  readonly kind = 'ws';
+  onClosed?: () => void;
+  ended = false;
+
+  constructor(private readonly ws: WebSocket<SocketData>) {}
+
+  write(payload: Buffer): number {
+    if (this.ended) return 0;
+    this.ws.send(payload, false);
+    return this.ws.getBufferedAmount();
+  }
+
+  overflow(resumeAfter: number): void {
+    if (this.ended) return;
+    this.ws.send(`{"overflow":${overflowText(resumeAfter)}}`);
+    this.ended = true;
+    this.ws.end(4000, 'slow consumer: resume after the id given');
+  }
+
+  close(): void {
+    if (this.ended) return;
+    this.ended = true;
+    this.ws.end(1001, 'server stopping');
+  }
+}
+
+/**
+ * WebSocket routes for both feed paths. uWS only takes a GET with the upgrade
+ * headers here; a plain GET on the same path falls through to the HTTP
+ * handler (SSE).
+ */
+export function registerFeedSockets(server: TemplatedApp, app: App, emailHeader: string, maxBuffer: number): void {
+  for (const pattern of [
+    '/api/changes/stream/',
+    '/api/changes/stream',
+    '/api/sites/:site/changes/stream/',
+    '/api/sites/:site/changes/stream',
+  ]) {
+    server.ws<SocketData>(pattern, {
+      // Messages beyond uWS's own limit would be dropped silently: the hub ends a slow consumer first.
+      maxBackpressure: maxBuffer * 2 + 1024 * 1024,
+      closeOnBackpressureLimit: 0,
+      idleTimeout: 120,
+      sendPingsAutomatically: true,
+      maxPayloadLength: 4096,
+      upgrade: (res, req, context) => {
+        const url = req.getUrl();
+        const head = {
+          path: url,
+          query: req.getQuery() ?? '',
+          authorization: req.getHeader('authorization'),
+          email: undefined as string | undefined,
+          lastEventId: req.getHeader('last-event-id'),
+        };
+        // Absent and empty differ for the user header, as in every request (respond.ts).
+        req.forEach((k, v) => {
+          if (k === emailHeader) head.email = v;
+        });
+        const key = req.getHeader('sec-websocket-key');
+        const protocol = req.getHeader('sec-websocket-protocol');
+        const extensions = req.getHeader('sec-websocket-extensions');
+        let aborted = false;
+        res.onAborted(() => {
+          aborted = true;
+        });
+        const site = feedPath(url) ?? '';
+        app.feedSubscription(site, head).then(
+          (sub) => {
+            if (!aborted) res.cork(() => res.upgrade<SocketData>(sub, key, protocol, extensions, context));
+          },
+          (err) => {
+            if (aborted) return;
+            const e = asApiError(err, app.log, `on feed upgrade ${url}`);
+            res.cork(() => {
+              res.writeStatus(statusLine(e.status));
+              res.writeHeader('Content-Type', 'application/json');
+              for (const [k, v] of Object.entries(e.headers)) res.writeHeader(k, v);
+              res.end(errorEnvelope(e));
+            });
+          },
+        );
+      },
+      open: (ws) => {
+        const data = ws.getUserData();
+        data.sink = new WsSink(ws);
+        app.feed.subscribe(data.filter, data.sink, data.after);
+      },
+      close: (ws) => {
+        const sink = ws.getUserData().sink;
+        if (sink) {
+          sink.ended = true;
+          sink.onClosed?.();
+        }
+      },
+    });
+  }
+}
