@@ -74,7 +74,7 @@ export class App {
         onRestarted: (shard) => sites.reload(store, (site) => pool.shardOfSite(site) === shard),
       });
       const router = new Router(ROUTES);
-      return new App(config, log, store, ids, sites, users, auth, pool, new Forwarder(pool), router);
+      return new App(config, log, store, ids, sites, users, auth, pool, new Forwarder(pool, store, log), router);
     } catch (err) {
       await store.close();
       throw err;

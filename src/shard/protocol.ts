@@ -3,8 +3,10 @@
  * One request in, one reply out, matched by `seq`. Kept small: the main thread
  * sends the parsed route and body, the shard answers with a finished body.
  */
+import type { ErrorMessage } from '../errors.js';
 import type { LinkBase } from '../query/pagination.js';
 import type { StandardOp } from '../routes/route.js';
+import type { WriteSet } from '../store/lmdb.js';
 
 export interface Principal {
   id: number;
@@ -18,9 +20,10 @@ export interface Principal {
  * What a shard is asked to run: a declared route's standard op or its own
  * handler (found by shape, `collection` and `route`), or one of the main
  * thread's own questions: which objects have this natural key (`resolve`),
- * may the caller change this object (`permits`, for OPTIONS).
+ * may the caller change this object (`permits`, for OPTIONS), and the outcome
+ * of a bulk request split over shards (`decide`, see BulkPart).
  */
-export type Op = StandardOp | 'list-route' | 'detail-route' | 'key-route' | 'resolve' | 'permits';
+export type Op = StandardOp | 'list-route' | 'detail-route' | 'key-route' | 'resolve' | 'permits' | 'decide';
 
 export interface ShardRequest {
   seq: number;
@@ -42,6 +45,49 @@ export interface ShardRequest {
   scatter?: boolean;
   /** Site creates and renames: the main thread's verdict on the name (see SiteClaim). */
   siteClaim?: SiteClaim;
+  /** A top-level bulk write split over shards: this shard's part of the client's list. */
+  part?: BulkPart;
+  /** op 'decide': the main thread's outcome for the part of `txn` this shard prepared. */
+  decision?: { txn: number; commit: boolean };
+}
+
+/**
+ * A shard's part of a top-level bulk write whose items live on several shards
+ * (gaps.md §9.10), committed all or nothing in two phases:
+ *
+ * 1. prepare: the shard runs its part (the body holds its items, in the
+ *    client's order) as it would run a whole list, applies it to memory, and
+ *    answers with its write set (PreparedPart) or its ranked error
+ *    (PartFailure), committing nothing. From then until the decision it serves
+ *    nothing else: whatever arrives waits, so nobody is answered on top of
+ *    writes that may roll back.
+ * 2. The main thread commits every part's write set in one LMDB transaction
+ *    when all prepared (and no shard was replaced meanwhile), then sends each
+ *    shard op 'decide': commit (nothing to do but serve again) or abort (undo
+ *    its part in memory, then serve again).
+ *
+ * Shards take parts in the order the main thread sent them, the same order
+ * on every shard, so two requests waiting on each other cannot occur.
+ */
+export interface BulkPart {
+  /** The request's number, for matching the decision. */
+  txn: number;
+  /** Each item's index in the client's list, ascending (error messages name these). */
+  indexes: number[];
+}
+
+/** A part that applied: what to commit, and its rendered items (created: in list order; updated: by id). */
+export interface PreparedPart {
+  writes: WriteSet;
+  items: string[];
+  ids: number[];
+}
+
+/** Where a part failed, to rank against the other parts' failures (shard/writes.ts PartError). */
+export interface PartFailure {
+  stage: number;
+  index: number;
+  collected?: Record<string, ErrorMessage>;
 }
 
 /**
@@ -106,4 +152,8 @@ export interface ShardReply {
   matches?: number[];
   /** Present when the request created, renamed or deleted a site. */
   directory?: DirectoryUpdate;
+  /** A bulk part that applied in memory and awaits the decision (see BulkPart). */
+  prepared?: PreparedPart;
+  /** A bulk part that failed: where, for ranking (see BulkPart). */
+  failure?: PartFailure;
 }
