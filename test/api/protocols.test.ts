@@ -668,7 +668,7 @@ describe('protocol bulk writes', () => {
     expect(await (await s.get(`/api/sites/${site}/protocols/`)).json).toEqual([]);
   });
 
-  test('a list POST spanning sites on two shards at top level creates each protocol in its device\'s site', async () => {
+  test("a list POST spanning sites on two shards at top level creates each protocol in its device's site", async () => {
     const [a, b] = await siteIdsOnTwoShards();
     const x = await basics(a);
     const y = await basics(b);
