@@ -64,10 +64,6 @@ export const Errors = {
     new ApiError(400, { [field]: [multipleMatchedText(plural, keyField, key)] }),
   /** A list that must hold exactly one item (set query `unique`); `template` has `{n}` for the count. */
   expectedOne: (field: string, template: string, count: number) => new ApiError(400, { [field]: template.replace('{n}', String(count)) }),
-  bulkAcrossSites: () =>
-    new ApiError(400, {
-      non_field_errors: ['A bulk request must keep to one site: send one request per site, or use /api/sites/<site_id>/<collection>/.'],
-    }),
   idempotencyKeyInvalid: () => new ApiError(400, 'Idempotency-Key must be 1 to 255 printable ASCII characters.'),
   invalidEmailHeader: () => new ApiError(400, 'Username must contain a valid email address'),
 

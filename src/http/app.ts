@@ -123,7 +123,21 @@ export class App {
       const lmdb = store instanceof LmdbStore ? store : null;
       feed = lmdb && new FeedHub(lmdb, pool, sites, config.feedBufferBytes);
       const idempotency = lmdb && new IdempotencyKeys(lmdb, config.idempotencyTtlMs, log);
-      app = new App(config, log, store, ids, sites, users, auth, pool, new Forwarder(pool), new Router(ROUTES), metrics, idempotency, feed);
+      app = new App(
+        config,
+        log,
+        store,
+        ids,
+        sites,
+        users,
+        auth,
+        pool,
+        new Forwarder(pool, store, log),
+        new Router(ROUTES),
+        metrics,
+        idempotency,
+        feed,
+      );
       return app;
     } catch (err) {
       await store.close();

@@ -2,9 +2,12 @@
  * Main thread → shard: turns a resource route into ShardRequests. A nested
  * route goes to its site's shard; a top-level detail by id goes to the shard
  * the id index names; a natural key is resolved on every shard first; a
- * top-level list is scattered to all shards and merged by its order.
+ * top-level list is scattered to all shards and merged by its order; a
+ * top-level bulk write goes to the shard its items live on, or, when they live
+ * on several, is split and committed all or nothing (cross-shard.ts).
  */
 import { Errors } from '../errors.js';
+import type { Logger } from '../log.js';
 import type { ResourceModel } from '../model/model.js';
 import { modelByKind } from '../model/registry.js';
 import { type LinkBase, pageEnvelope, pageLinks, readPage } from '../query/pagination.js';
@@ -15,6 +18,8 @@ import { siteIdIn } from '../schema/validate.js';
 import type { ChunkStream } from '../shard/chunk-stream.js';
 import { mergeParts, type ShardPool } from '../shard/pool.js';
 import type { DirectoryUpdate, IdempotencyStamp, ListChunk, ListPart, Op, Principal, ShardRequest, SiteClaim } from '../shard/protocol.js';
+import type { Store } from '../store/store.js';
+import { CrossShardBulk, splitByShard } from './cross-shard.js';
 import type { RouteMatch } from './router.js';
 
 export interface Forwarded {
@@ -67,7 +72,15 @@ export interface ForwardInput {
 }
 
 export class Forwarder {
-  constructor(private readonly pool: ShardPool) {}
+  private readonly bulk: CrossShardBulk;
+
+  constructor(
+    private readonly pool: ShardPool,
+    store: Store,
+    log: Logger,
+  ) {
+    this.bulk = new CrossShardBulk(pool, store, log);
+  }
 
   async forward(input: ForwardInput): Promise<Forwarded> {
     const { match, model } = input;
@@ -104,19 +117,26 @@ export class Forwarder {
       const items = Array.isArray(input.body) ? input.body : [input.body];
       const resolved = new Map<string, Promise<number>>();
       const shards = await Promise.all(items.map((item) => this.createShardOf(model, item, resolved)));
-      // No usable site: any shard reports the validation error.
-      return this.pool.send(Math.max(0, this.shardOfItems(shards)), req);
+      return this.bulkWrite(req, items, shards, Array.isArray(input.body) && match.route.methods.POST?.body === 'object-or-list');
     }
     if (op === 'bulk-update') {
       const items = Array.isArray(input.body) ? input.body : [];
-      return this.pool.send(
-        this.shardOfItems(
-          items.map((item) => this.idShardOf(model, item && typeof item === 'object' ? (item as Record<string, unknown>).id : undefined)),
-        ),
+      const ids = items.map((item) => (item && typeof item === 'object' ? (item as Record<string, unknown>).id : undefined));
+      return this.bulkWrite(
         req,
+        items,
+        ids.map((id) => this.idShardOf(model, id)),
+        Array.isArray(input.body),
       );
     }
-    if (op === 'bulk-delete') return this.pool.send(this.shardOfDeletes(model, input.body), req);
+    if (op === 'bulk-delete') {
+      const body = input.body;
+      // A malformed list goes whole to any shard, which reports it.
+      if (!Array.isArray(body) || body.length === 0 || body.some((v) => typeof v !== 'number' || !Number.isInteger(v))) {
+        return this.pool.send(0, req);
+      }
+      return this.bulkWrite(req, body, this.shardsOfDeletes(model, body as number[]), true);
+    }
     if (op === 'list' || op === 'list-route') return this.scatterList(req);
     throw Errors.methodNotAllowed(input.method, 'GET');
   }
@@ -198,14 +218,15 @@ export class Forwarder {
   }
 
   /**
-   * A top-level bulk write goes to the one shard its items name; items on two
-   * shards are two sites, which one transaction never spans. Items naming no
-   * usable site or id leave the verdict to the shard's own validation.
+   * A top-level write to the shard its items live on (`shards`, per item; -1
+   * for an item naming no usable site or id, whose error any shard reports):
+   * one request when one shard holds them all, else a list split over the
+   * shards and committed all or nothing.
    */
-  private shardOfItems(shards: number[]): number {
-    const distinct = new Set(shards.filter((s) => s >= 0));
-    if (distinct.size > 1) throw Errors.bulkAcrossSites();
-    return distinct.size === 1 ? [...distinct][0] : 0;
+  private bulkWrite(req: Omit<ShardRequest, 'seq'>, items: unknown[], shards: number[], isList: boolean): Promise<Forwarded> {
+    const parts = isList ? splitByShard(shards) : null;
+    if (parts) return this.bulk.run(req, items, parts);
+    return this.pool.send(Math.max(0, ...shards.filter((s) => s >= 0).slice(0, 1)), req);
   }
 
   private idShardOf(model: ResourceModel<any, any>, id: unknown): number {
@@ -213,16 +234,13 @@ export class Forwarder {
     return n === undefined || n === NO_ID ? -1 : this.pool.shardOfId(model.kind, n);
   }
 
-  /** Bulk delete at top level: malformed lists to any shard (it reports them); the first unknown id is a 404 here. */
-  private shardOfDeletes(model: ResourceModel<any, any>, body: unknown): number {
-    if (!Array.isArray(body) || body.length === 0 || body.some((v) => typeof v !== 'number' || !Number.isInteger(v))) return 0;
-    const shards: number[] = [];
-    for (const id of body as number[]) {
+  /** Bulk delete at top level: the shard of each id; the first unknown id is a 404 here. */
+  private shardsOfDeletes(model: ResourceModel<any, any>, ids: number[]): number[] {
+    return ids.map((id) => {
       const shard = this.pool.shardOfId(model.kind, id);
       if (shard < 0) throw Errors.noSuch(model.name, null, id);
-      shards.push(shard);
-    }
-    return this.shardOfItems(shards);
+      return shard;
+    });
   }
 
   private async scatterList(req: Omit<ShardRequest, 'seq'>): Promise<Forwarded> {

@@ -24,10 +24,11 @@ import { grantsHeldBy } from './object-grants.js';
 import type { DirectoryUpdate, Op, ShardReply, ShardRequest, StreamControl } from './protocol.js';
 import { listBody, objectBody } from './render.js';
 import type { ShardState } from './state.js';
+import type { StoredObject } from './table.js';
 import { CommitGroup } from './transaction.js';
-import { createMany, createOne, deleteMany, deleteOne, updateMany, updateOne } from './writes.js';
+import { createMany, createOne, deleteMany, deleteOne, PartError, updateMany, updateOne } from './writes.js';
 
-type Reply = Omit<ShardReply, 'seq'>;
+type Reply = Omit<ShardReply, 'seq'> & { items?: { items: string[]; ids: number[] } };
 
 function fromResult(ctx: RequestContext, result: RouteResult): Reply {
   switch (result.kind) {
@@ -48,7 +49,7 @@ function locationOf(ctx: RequestContext, id: number): string {
 }
 
 /** The shape of the route a request's op runs on (for finding its declaration). */
-const SHAPE_OF: Record<Exclude<Op, 'resolve' | 'permits' | 'user-grants'>, Shape> = {
+const SHAPE_OF: Record<Exclude<Op, 'resolve' | 'permits' | 'user-grants' | 'decide'>, Shape> = {
   list: 'list',
   create: 'list',
   'bulk-update': 'list',
@@ -67,6 +68,7 @@ function run(ctx: RequestContext, model: ResourceModel<any>): Reply {
   if (req.op === 'resolve') {
     return { status: 200, body: '', matches: naturalKeyMatches(ctx.shard, model, req.key!, null).map((r) => r.id) };
   }
+  if (req.op === 'decide') throw Errors.endpointNotFound(); // ShardServer answers it, outside any turn
   if (req.op === 'permits') {
     // OPTIONS shows PUT only to callers allowed to change this object.
     return { status: 200, body: String(allows(ctx, model, 'change', lookup(ctx, model, req.key!))) };
@@ -97,17 +99,13 @@ function run(ctx: RequestContext, model: ResourceModel<any>): Reply {
       return { status: 200, body: objectBody(ctx, model, lookup(ctx, model, req.key!)) };
     case 'create': {
       if (!model.create) throw Errors.methodNotAllowed('POST', 'GET');
-      if (Array.isArray(req.body) && operation.body === 'object-or-list') {
-        const created = createMany(ctx, model, req.body);
-        return { status: 201, body: `[${created.map((r) => objectBody(ctx, model, r)).join(',')}]` };
-      }
+      if (Array.isArray(req.body) && operation.body === 'object-or-list')
+        return listReply(ctx, model, 201, createMany(ctx, model, req.body));
       const r = createOne(ctx, model, req.body);
       return { status: 201, body: objectBody(ctx, model, r), headers: { Location: locationOf(ctx, r.id) } };
     }
-    case 'bulk-update': {
-      const updated = updateMany(ctx, model, req.body, req.method as Method);
-      return { status: 200, body: `[${updated.map((r) => objectBody(ctx, model, r)).join(',')}]` };
-    }
+    case 'bulk-update':
+      return listReply(ctx, model, 200, updateMany(ctx, model, req.body, req.method as Method));
     case 'bulk-delete':
       deleteMany(ctx, model, req.body);
       return { status: 204, body: '' };
@@ -123,7 +121,21 @@ function run(ctx: RequestContext, model: ResourceModel<any>): Reply {
   }
 }
 
+/** A bulk write's objects: one body, or (a part of a request over several shards) the rendered items for the main thread to merge. */
+function listReply(ctx: RequestContext, model: ResourceModel<any>, status: number, records: StoredObject[]): Reply {
+  const items = records.map((r) => objectBody(ctx, model, r));
+  if (ctx.req.part) return { status, body: '', items: { items, ids: records.map((r) => r.id) } };
+  return { status, body: `[${items.join(',')}]` };
+}
+
 type Send = (replies: ShardReply[]) => void;
+
+/** A bulk part this shard holds: its group once prepared, and the heartbeat that runs while it waits. */
+interface HeldPart {
+  txn: number;
+  group: CommitGroup | null;
+  beat: NodeJS.Timeout;
+}
 
 /** What one turn ran: its requests in order, their replies, and which of them wrote. */
 interface Turn {
@@ -154,11 +166,13 @@ interface Turn {
 export class ShardServer {
   private turn: Turn;
   private closing = false;
-  /** Requests that arrived while memory was being rebuilt, in arrival order. */
+  /** Requests that arrived while memory was being rebuilt or a bulk part awaited its decision, in arrival order. */
   private held: ShardRequest[] = [];
   private recovering = false;
   /** Streamed lists with chunks still to send, by request seq (P7, list-stream.ts). */
   private readonly streams = new Map<number, ListStream>();
+  /** The bulk part being prepared or awaiting its decision (protocol.ts BulkPart); nothing else runs meanwhile. */
+  private part: HeldPart | null = null;
 
   /** `log`: the worker's Logger (stdout, at the configured level); a new one at that level when not given. */
   constructor(
@@ -177,21 +191,87 @@ export class ShardServer {
   }
 
   submit(reqs: ShardRequest[]): void {
-    if (this.recovering) {
-      for (const req of reqs) this.held.push(req);
-      return;
-    }
     for (let i = 0; i < reqs.length; i++) {
-      if (this.shard.failed) {
-        this.hold(reqs.slice(i));
-        return;
-      }
-      this.serve(reqs[i]);
+      const req = reqs[i];
+      if (req.op === 'decide') this.decide(req);
+      else if (this.recovering || this.part) this.held.push(req);
+      else if (this.shard.failed) this.hold([req]);
+      else if (req.part) this.prepare(req);
+      else this.serve(req);
     }
     if (!this.closing && this.turn.replies.length > 0) {
       this.closing = true;
       setImmediate(this.close);
     }
+  }
+
+  /**
+   * A part of a bulk request over several shards (protocol.ts BulkPart): what
+   * ran before it commits on its own first, then it runs alone once that
+   * commit has settled (a failed one put right first), and everything after
+   * it waits until the main thread's decision.
+   */
+  private prepare(req: ShardRequest): void {
+    this.close();
+    const ms = Math.max(50, Math.min(1000, this.shard.config.shardStallMs / 4));
+    // Waiting for the other shards is progress, not a stall (supervisor.ts).
+    const part: HeldPart = { txn: req.part!.txn, group: null, beat: setInterval(() => this.shard.heartbeat(), ms) };
+    this.part = part;
+    void this.shard.tail.then(() => this.runPart(req, part));
+  }
+
+  private runPart(req: ShardRequest, part: HeldPart): void {
+    if (this.recovering || this.shard.failed) {
+      // Memory is being rebuilt: the part runs first once it is.
+      this.endPart(part, false);
+      this.held.unshift(req);
+      if (!this.recovering) this.hold([]);
+      return;
+    }
+    resetUserRegexBudget();
+    const ctx = new RequestContext(this.shard, req);
+    const model = modelByCollection(req.collection);
+    let reply: Reply;
+    try {
+      if (!model) throw Errors.endpointNotFound();
+      reply = run(ctx, model);
+    } catch (err) {
+      if (ctx.hasTx) ctx.tx.rollback();
+      const failure = err instanceof PartError ? { stage: err.stage, index: err.index, collected: err.collected } : undefined;
+      const error = this.errorReply(err instanceof PartError ? err.error : err);
+      this.send([{ seq: req.seq, ...error, ...(failure ? { failure } : {}) }]);
+      this.endPart(part, true);
+      return;
+    }
+    part.group = new CommitGroup(this.shard);
+    if (ctx.hasTx) part.group.add(ctx.tx);
+    const { items = [], ids = [] } = reply.items ?? {};
+    this.send([{ seq: req.seq, status: reply.status, body: '', prepared: { writes: part.group.prepare(), items, ids } }]);
+  }
+
+  /** The main thread's outcome for the prepared part: committed (by the main thread) or to be undone. */
+  private decide(req: ShardRequest): void {
+    const part = this.part;
+    const decision = req.decision!;
+    if (!part?.group || part.txn !== decision.txn) {
+      this.log.error(`shard ${this.shard.shardIndex}: decision for bulk ${decision.txn}, which this shard does not hold`);
+      this.send([{ seq: req.seq, ...this.errorReply(Errors.internal()) }]);
+      return;
+    }
+    // An undo that cannot be exact (a site's Changes dropped) rebuilds memory from the store instead.
+    if (!decision.commit && !part.group.rollback()) this.shard.failed = true;
+    this.send([{ seq: req.seq, status: 204, body: '' }]);
+    this.endPart(part, true);
+  }
+
+  /** The part is over: serve what waited for it (`resume`), in arrival order. */
+  private endPart(part: HeldPart, resume: boolean): void {
+    clearInterval(part.beat);
+    if (this.part === part) this.part = null;
+    if (!resume) return;
+    const held = this.held;
+    this.held = [];
+    this.submit(held);
   }
 
   private serve(req: ShardRequest): void {

@@ -63,6 +63,20 @@ export class ShardPool {
     return this.shards[shard].send(req);
   }
 
+  /**
+   * `send`, and which worker answered (SupervisedShard.generation): read as
+   * the reply arrives, before anything else runs on this thread, so a worker
+   * replaced since is noticed by comparing with `generation` later.
+   */
+  sendTracked(shard: number, req: Omit<ShardRequest, 'seq'>): Promise<{ reply: ShardReply; generation: number }> {
+    return this.shards[shard].send(req).then((reply) => ({ reply, generation: this.shards[shard].generation }));
+  }
+
+  /** Which worker serves `shard` now; -1 while it is being replaced. */
+  generation(shard: number): number {
+    return this.shards[shard].generation;
+  }
+
   /** One copy per shard: `send` stamps its sequence number on the object it queues. */
   all(req: Omit<ShardRequest, 'seq'>): Promise<ShardReply[]> {
     return Promise.all(this.shards.map((s) => s.send({ ...req })));

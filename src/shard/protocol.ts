@@ -3,8 +3,10 @@
  * One request in, one reply out, matched by `seq`. Kept small: the main thread
  * sends the parsed route and body, the shard answers with a finished body.
  */
+import type { ErrorMessage } from '../errors.js';
 import type { LinkBase } from '../query/pagination.js';
 import type { StandardOp } from '../routes/route.js';
+import type { WriteSet } from '../store/store.js';
 import type { ChunkStream } from './chunk-stream.js';
 
 export interface Principal {
@@ -20,9 +22,10 @@ export interface Principal {
  * handler (found by shape, `collection` and `route`), or one of the main
  * thread's own questions: which objects have this natural key (`resolve`),
  * may the caller change this object (`permits`, for OPTIONS), which object
- * grants does the user `key` hold (`user-grants`).
+ * grants does the user `key` hold (`user-grants`), and the outcome of a bulk
+ * request split over shards (`decide`, see BulkPart).
  */
-export type Op = StandardOp | 'list-route' | 'detail-route' | 'key-route' | 'resolve' | 'permits' | 'user-grants';
+export type Op = StandardOp | 'list-route' | 'detail-route' | 'key-route' | 'resolve' | 'permits' | 'user-grants' | 'decide';
 
 export interface ShardRequest {
   seq: number;
@@ -48,6 +51,10 @@ export interface ShardRequest {
   stream?: boolean;
   /** A write sent with an Idempotency-Key: its 2xx reply is stored in the same commit (shard/idempotency.ts). */
   idempotency?: IdempotencyStamp;
+  /** A top-level bulk write split over shards: this shard's part of the client's list. */
+  part?: BulkPart;
+  /** op 'decide': the main thread's outcome for the part of `txn` this shard prepared. */
+  decision?: { txn: number; commit: boolean };
 }
 
 /** Where and how long a write's reply is kept for replays of its Idempotency-Key (http/idempotency.ts). */
@@ -58,6 +65,45 @@ export interface IdempotencyStamp {
   hash: string;
   /** Epoch milliseconds. */
   expiresAt: number;
+}
+
+/**
+ * A shard's part of a top-level bulk write whose items live on several shards
+ * (gaps.md §9.10), committed all or nothing in two phases:
+ *
+ * 1. prepare: the shard runs its part (the body holds its items, in the
+ *    client's order) as it would run a whole list, applies it to memory, and
+ *    answers with its write set (PreparedPart) or its ranked error
+ *    (PartFailure), committing nothing. From then until the decision it serves
+ *    nothing else: whatever arrives waits, so nobody is answered on top of
+ *    writes that may roll back.
+ * 2. The main thread commits every part's write set in one LMDB transaction
+ *    when all prepared (and no shard was replaced meanwhile), then sends each
+ *    shard op 'decide': commit (nothing to do but serve again) or abort (undo
+ *    its part in memory, then serve again).
+ *
+ * Shards take parts in the order the main thread sent them, the same order
+ * on every shard, so two requests waiting on each other cannot occur.
+ */
+export interface BulkPart {
+  /** The request's number, for matching the decision. */
+  txn: number;
+  /** Each item's index in the client's list, ascending (error messages name these). */
+  indexes: number[];
+}
+
+/** A part that applied: what to commit, and its rendered items (created: in list order; updated: by id). */
+export interface PreparedPart {
+  writes: WriteSet;
+  items: string[];
+  ids: number[];
+}
+
+/** Where a part failed, to rank against the other parts' failures (shard/writes.ts PartError). */
+export interface PartFailure {
+  stage: number;
+  index: number;
+  collected?: Record<string, ErrorMessage>;
 }
 
 /**
@@ -160,6 +206,10 @@ export interface ShardReply {
    * main thread's live feed (feed/hub.ts). They travel with the replies, so they arrive no later than them.
    */
   feed?: FeedItem[];
+  /** A bulk part that applied in memory and awaits the decision (see BulkPart). */
+  prepared?: PreparedPart;
+  /** A bulk part that failed: where, for ranking (see BulkPart). */
+  failure?: PartFailure;
 }
 
 /** A committed Change for the live feed: what its filters need, and its text as the changes list renders it. */

@@ -88,6 +88,8 @@ export class SupervisedShard {
   private readonly watch: NodeJS.Timeout;
   /** Replacements since the last healthy start; sets the back-off. */
   private failures = 0;
+  /** Bumped each time a worker is adopted: a cross-shard bulk commits only if the workers that prepared it still serve. */
+  private generationCount = 0;
 
   private constructor(private readonly launch: ShardLaunch) {
     this.watch = setInterval(() => this.checkProgress(), Math.max(50, Math.min(1000, launch.stallMs / 4)));
@@ -125,6 +127,10 @@ export class SupervisedShard {
       break;
     }
     return oldest;
+  }
+  /** Which worker serves now (see generationCount); -1 while none does. */
+  get generation(): number {
+    return this.running ? this.generationCount : -1;
   }
 
   /** Queues `req` (stamping its seq on it) for this turn's batch; answered 503 at once while the shard restarts. */
@@ -201,6 +207,7 @@ export class SupervisedShard {
       return;
     }
     this.running = running;
+    this.generationCount++;
     this.lastProgress = Atomics.load(running.progress, 0);
     this.lastProgressAt = performance.now();
     running.port.on('message', (replies: ShardReply[]) => {

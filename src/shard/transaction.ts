@@ -256,7 +256,18 @@ export class CommitGroup {
   }
 
   /**
-   * After a failed commit, puts memory back as it was before this group:
+   * The write set `commit` would write, handed out instead of committed: the
+   * main thread commits it together with the other shards' parts of one bulk
+   * request (protocol.ts BulkPart). An abort then undoes it with `rollback`.
+   */
+  prepare(): WriteSet {
+    this.appliedAtCommit = this.shard.applied;
+    for (const [kind, id] of this.highWater) this.ops.push(highWaterOp(kind, this.shard.writerName, id));
+    return { ops: this.ops, removeRanges: this.removeRanges };
+  }
+
+  /**
+   * After a failed commit (or an aborted prepare), puts memory back as it was before this group:
    * every transaction undone, newest first. False when that cannot be done
    * exactly — a later transaction already changed memory on top of this group,
    * or one of them cannot be undone in memory (a site's Change log dropped) —

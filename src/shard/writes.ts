@@ -3,9 +3,12 @@
  * check order (lookup 404 → permission 403, the action the route declares
  * (shard/authorize.ts) → validation 400 → conflict 409),
  * site binding (§9.2), the two validation phases of bulk writes (§9.7), and
- * one Change per object, all in the request's one Transaction.
+ * one Change per object, all in the request's one Transaction. A top-level
+ * bulk list may name several sites (§9.10); split over several shards, each
+ * shard runs its part here and ranks its errors (PartError) for the main
+ * thread to answer as one request would.
  */
-import { type ErrorMessage, Errors, isApiError, pyType } from '../errors.js';
+import { type ApiError, type ErrorMessage, Errors, isApiError, pyType } from '../errors.js';
 import { resolveRelated } from '../model/_related.js';
 import type { ResourceModel } from '../model/model.js';
 import { modelByKind } from '../model/registry.js';
@@ -91,23 +94,77 @@ export function deleteOne(ctx: RequestContext, model: Model, r: StoredObject): v
   deleteRecord(ctx, model, r);
 }
 
-/** Runs `fn` per item; an item's error becomes `{"<index>": <its message>}`. */
-function perItem<T, U>(items: T[], fn: (item: T, index: number) => U, collectAll: boolean): U[] {
-  const out: U[] = [];
-  const errors: Record<string, ErrorMessage> = {};
-  items.forEach((item, i) => {
-    if (!collectAll && Object.keys(errors).length > 0) return;
+/**
+ * Where an error of a bulk request that spans shards arose: each shard runs
+ * its part of the list with the same stages as the whole list would run on
+ * one shard, and the main thread answers the error one request would have
+ * given: the lowest stage wins; within a stage that collects every item's
+ * 400 (`collected`, merged over the parts) any other error wins; otherwise
+ * the lowest item index (indexes are the client's, not the part's).
+ */
+export class PartError extends Error {
+  constructor(
+    readonly error: ApiError,
+    readonly stage: number,
+    readonly index: number,
+    readonly collected?: Record<string, ErrorMessage>,
+  ) {
+    super(error.message);
+  }
+}
+
+/**
+ * The list being written: the client's whole list, or a shard's part of one
+ * (ShardRequest.part), whose items keep their index in the client's list.
+ */
+class BulkList {
+  private readonly indexes: number[] | undefined;
+  constructor(ctx: RequestContext) {
+    this.indexes = ctx.req.part?.indexes;
+  }
+
+  /** The client's index of this list's item `i`. */
+  index(i: number): number {
+    return this.indexes ? this.indexes[i] : i;
+  }
+
+  /** `err` as thrown at `stage`, item `i` of this list: ranked for merging when this is a part. */
+  fail(err: ApiError, stage: number, i: number, collected?: Record<string, ErrorMessage>): Error {
+    return this.indexes ? new PartError(err, stage, collected ? -1 : this.index(i), collected) : err;
+  }
+
+  /** Runs `fn` for item `i` at `stage`, ranking what it throws. */
+  at<T>(stage: number, i: number, fn: () => T): T {
     try {
-      out.push(fn(item, i));
+      return fn();
     } catch (err) {
-      if (!isApiError(err)) throw err;
-      // Permission and lookup failures keep their own status; they stop the request at once.
-      if (err.status !== 400) throw err;
-      errors[String(i)] = err.body;
+      throw isApiError(err) ? this.fail(err, stage, i) : err;
     }
-  });
-  if (Object.keys(errors).length > 0) throw Errors.validation(errors);
-  return out;
+  }
+
+  /**
+   * Runs `fn` per item; an item's error becomes `{"<index>": <its message>}`.
+   * `collectAll` goes on past 400s to report every item's (stage 1 of §9.7).
+   */
+  each<T, U>(stage: number, items: T[], fn: (item: T, index: number) => U, collectAll: boolean): U[] {
+    const out: U[] = [];
+    const errors: Record<string, ErrorMessage> = {};
+    let first = -1;
+    items.forEach((item, i) => {
+      if (!collectAll && first >= 0) return;
+      try {
+        out.push(fn(item, i));
+      } catch (err) {
+        if (!isApiError(err)) throw err;
+        // Permission and lookup failures keep their own status; they stop the request at once.
+        if (err.status !== 400) throw this.fail(err, stage, i);
+        errors[String(this.index(i))] = err.body;
+        if (first < 0) first = i;
+      }
+    });
+    if (first >= 0) throw this.fail(Errors.validation(errors), stage, first, collectAll ? errors : undefined);
+    return out;
+  }
 }
 
 function requireList(raw: unknown): unknown[] {
@@ -115,60 +172,67 @@ function requireList(raw: unknown): unknown[] {
   return raw;
 }
 
-/** POST a list (§9.3, §9.7): stage 1 for every item, then the rest item by item. */
+/** POST a list (§9.3, §9.7): stage 1 for every item, then the rest item by item. Items may name several sites. */
 export function createMany(ctx: RequestContext, model: Model, raw: unknown[]): StoredObject[] {
-  const parsed = perItem(raw, (item) => parseCreate(ctx, model, item), true);
-  // Top level: the main thread keeps a list to one shard; two sites of that shard are refused here.
-  if (ctx.urlSite === null && !model.api.key.isSite) oneSite(parsed.filter((p) => p.site !== null).map((p) => ({ siteId: p.site! })));
-  return perItem(parsed, ({ draft, site }) => model.create!(ctx, draft, siteOfDraft(ctx, model, draft, site)), false);
+  const list = new BulkList(ctx);
+  const parsed = list.each(1, raw, (item) => parseCreate(ctx, model, item), true);
+  return list.each(2, parsed, ({ draft, site }) => model.create!(ctx, draft, siteOfDraft(ctx, model, draft, site)), false);
 }
 
-/** PUT or PATCH a list (§9.6): every item names an existing object of this site by id. */
+/** PUT or PATCH a list (§9.6): every item names an existing object by id (of the URL site when nested). */
 export function updateMany(ctx: RequestContext, model: Model, raw: unknown, method: Method): StoredObject[] {
+  const list = new BulkList(ctx);
   const items = requireList(raw);
   const seen = new Set<number>();
   const targets: StoredObject[] = [];
-  for (const item of items) {
-    const id = item && typeof item === 'object' && !Array.isArray(item) ? (item as Body).id : undefined;
-    const n = asId(id);
-    const r = n === undefined ? undefined : ctx.shard.table(model.kind).get(n);
-    if (!r || (ctx.urlSite !== null && r.siteId !== ctx.urlSite)) throw Errors.validation('Could not find all objects to update.');
-    if (seen.has(r.id)) throw Errors.validation(`Duplicate id in bulk update: ${r.id}`);
-    seen.add(r.id);
-    targets.push(r);
-  }
-  oneSite(targets);
-  for (const r of targets) authorize(ctx, model, r.siteId, r);
-  const drafts = perItem(items, (item, i) => model.parse!(ctx, requireObject(item), method, targets[i].siteId), true);
-  const updated = perItem(drafts, (draft, i) => model.update!(ctx, ctx.shard.table(model.kind).get(targets[i].id)!, draft, method), false);
+  items.forEach((item, i) => {
+    list.at(0, i, () => {
+      const id = item && typeof item === 'object' && !Array.isArray(item) ? (item as Body).id : undefined;
+      const n = asId(id);
+      const r = n === undefined ? undefined : ctx.shard.table(model.kind).get(n);
+      if (!r || (ctx.urlSite !== null && r.siteId !== ctx.urlSite)) throw Errors.validation('Could not find all objects to update.');
+      if (seen.has(r.id)) throw Errors.validation(`Duplicate id in bulk update: ${r.id}`);
+      seen.add(r.id);
+      targets.push(r);
+    });
+  });
+  targets.forEach((r, i) => {
+    list.at(1, i, () => authorize(ctx, model, r.siteId, r));
+  });
+  const drafts = list.each(2, items, (item, i) => model.parse!(ctx, requireObject(item), method, targets[i].siteId), true);
+  const updated = list.each(
+    3,
+    drafts,
+    (draft, i) => model.update!(ctx, ctx.shard.table(model.kind).get(targets[i].id)!, draft, method),
+    false,
+  );
   return updated.sort((a, b) => a.id - b.id);
 }
 
 /** DELETE a list of ids (§9.8); protections are judged against what the whole list leaves. */
 export function deleteMany(ctx: RequestContext, model: Model, raw: unknown): void {
+  const list = new BulkList(ctx);
   if (!Array.isArray(raw)) throw Errors.validation('Expected a list of ids.');
   if (raw.length === 0) throw Errors.validation('No ids provided.');
-  const unique = new Set<number>();
-  for (const v of raw) {
+  // Each distinct id and the index of its first occurrence (a Map keeps first-occurrence order).
+  const first = new Map<number, number>();
+  raw.forEach((v, i) => {
     if (typeof v !== 'number' || !Number.isInteger(v)) throw Errors.validation(`Invalid id: ${JSON.stringify(v)}. Ids must be integers.`);
-    unique.add(v); // a Set keeps first-occurrence order
-  }
-  const ids = [...unique];
-  const targets = ids.map((id) => {
-    // A negative or out-of-range integer is no object's id; as text ('-1', '1e+21') it could pass for a natural key.
-    if (asId(id) === undefined || asId(id) === NO_ID) throw Errors.noSuch(model.name, ctx.req.siteText ?? ctx.urlSite, String(id));
-    return lookup(ctx, model, String(id));
+    if (!first.has(v)) first.set(v, i);
   });
-  oneSite(targets);
-  for (const r of targets) authorize(ctx, model, r.siteId, r);
+  const ids = [...first.keys()];
+  const targets = ids.map((id) =>
+    list.at(0, first.get(id)!, () => {
+      // A negative or out-of-range integer is no object's id; as text ('-1', '1e+21') it could pass for a natural key.
+      if (asId(id) === undefined || asId(id) === NO_ID) throw Errors.noSuch(model.name, ctx.req.siteText ?? ctx.urlSite, String(id));
+      return lookup(ctx, model, String(id));
+    }),
+  );
+  for (const r of targets) list.at(1, first.get(r.id)!, () => authorize(ctx, model, r.siteId, r));
   const batch = new Set(ids);
   for (const r of targets) {
     const current = ctx.shard.table(model.kind).get(r.id);
-    if (current) deleteRecord(ctx, model, current, batch); // already gone: removed by an earlier item's cascade
+    // Already gone: removed by an earlier item's cascade.
+    if (current) list.at(2, first.get(r.id)!, () => deleteRecord(ctx, model, current, batch));
   }
-}
-
-/** A transaction never spans sites (design.md): a top-level bulk write keeps to one. */
-export function oneSite(records: { siteId: number }[]): void {
-  if (new Set(records.map((r) => r.siteId)).size > 1) throw Errors.bulkAcrossSites();
 }

@@ -4,8 +4,8 @@
  * result shapes and order, every error text, per-index error reporting with
  * its two stages, atomicity (no object and no Change survive a failure),
  * permissions checked before anything is written, one Change per object, and
- * the one-site rule for top-level bulk writes (sites on two shards, and two
- * sites on one shard). One server with SHARDS=2.
+ * top-level bulk writes over several sites (on two shards, and two sites on
+ * one shard; test/api/cross-site-bulk.test.ts has the rest). One server with SHARDS=2.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { type Device, expectError, FORBIDDEN, fixtures } from '../helpers/fixtures.js';
@@ -20,9 +20,6 @@ afterAll(async () => {
 });
 
 const { fresh, mkSite, sitesOnTwoShards, sitesOnOneShard, mkAttr, mkDevice, mkUser, deviceChanges } = fixtures(() => s, { base: 'bulk' });
-const ONE_SITE = {
-  non_field_errors: ['A bulk request must keep to one site: send one request per site, or use /api/sites/<site_id>/<collection>/.'],
-};
 const NOT_FOUND_ALL = 'Could not find all objects to update.';
 
 async function devicesOf(site: number): Promise<Device[]> {
@@ -673,50 +670,49 @@ describe('bulk delete', () => {
   });
 });
 
-describe('top-level bulk writes keep to one site', () => {
-  // Two sites on different shards (refused by the main thread) and on one shard (refused by the shard).
+describe('top-level bulk writes span sites', () => {
+  // Two sites on different shards (split and committed together) and on one shard (one request).
   const pairs = [
     ['sites on two shards', () => sitesOnTwoShards()],
     ['two sites on one shard', () => sitesOnOneShard()],
   ] as const;
 
-  test.each(pairs)('top-level bulk create naming %s gives 400 and writes nothing', async (_label, pair) => {
+  test.each(pairs)('top-level bulk create naming %s creates every item, in request order', async (_label, pair) => {
     const [a, b] = await pair();
-    expectError(
-      await s.post('/api/devices/', [
-        { site_id: a.id, hostname: 'x1' },
-        { site_id: b.id, hostname: 'x2' },
-      ]),
-      400,
-      ONE_SITE,
-    );
-    expect(await devicesOf(a.id)).toEqual([]);
-    expect(await devicesOf(b.id)).toEqual([]);
-    expect(await deviceChanges(a.id)).toEqual([]);
+    const r = await s.post('/api/devices/', [
+      { site_id: b.id, hostname: 'x2' },
+      { site_id: a.id, hostname: 'x1' },
+    ]);
+    expect(r.status, r.text).toBe(201);
+    const [d2, d1] = r.json as Device[];
+    expect([d2.site_id, d2.hostname, d1.site_id, d1.hostname]).toEqual([b.id, 'x2', a.id, 'x1']);
+    expect(await devicesOf(a.id)).toEqual([d1]);
+    expect(await devicesOf(b.id)).toEqual([d2]);
+    expect((await deviceChanges(a.id)).map((c) => [c.event, c.resource_id])).toEqual([['Create', d1.id]]);
   });
 
-  test.each(pairs)('top-level bulk update and delete of devices in %s give 400 and change nothing', async (_label, pair) => {
+  test.each(pairs)('top-level bulk update and delete of devices in %s change every item', async (_label, pair) => {
     const [a, b] = await pair();
     const da = await mkDevice(a.id);
     const db = await mkDevice(b.id);
-    expectError(
-      await s.patch('/api/devices/', [
-        { id: da.id, hostname: 'z1' },
-        { id: db.id, hostname: 'z2' },
-      ]),
-      400,
-      ONE_SITE,
-    );
-    expectError(
-      await s.put('/api/devices/', [
-        { id: da.id, hostname: 'z1', attributes: {} },
-        { id: db.id, hostname: 'z2', attributes: {} },
-      ]),
-      400,
-      ONE_SITE,
-    );
-    expectError(await del('/api/devices/', [da.id, db.id]), 400, ONE_SITE);
-    for (const x of [da, db]) expect((await s.get(`/api/devices/${x.id}/`)).json).toEqual(x);
+    const p = await s.patch('/api/devices/', [
+      { id: db.id, hostname: 'z2' },
+      { id: da.id, hostname: 'z1' },
+    ]);
+    expect(p.status, p.text).toBe(200);
+    expect(p.json).toEqual([
+      { ...da, hostname: 'z1' },
+      { ...db, hostname: 'z2' },
+    ]);
+    const u = await s.put('/api/devices/', [
+      { id: da.id, hostname: 'y1', attributes: {} },
+      { id: db.id, hostname: 'y2', attributes: {} },
+    ]);
+    expect(u.status, u.text).toBe(200);
+    expect((u.json as Device[]).map((d) => d.hostname)).toEqual(['y1', 'y2']);
+    expect((await del('/api/devices/', [db.id, da.id])).status).toBe(204);
+    expect(await devicesOf(a.id)).toEqual([]);
+    expect(await devicesOf(b.id)).toEqual([]);
   });
 
   test('top-level bulk writes within one site succeed', async () => {
