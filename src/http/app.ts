@@ -37,10 +37,14 @@ import { openApiDocument } from './openapi.js';
 import { optionsFor } from './options.js';
 import type { Exchange } from './respond.js';
 import { allowHeader, type RouteMatch, Router } from './router.js';
+import { ASSETS_PATH, StaticAssets } from './static.js';
 
 export class App {
   /** Most clients send one of a few Accept headers; the parse is cached unless ?format= may apply. */
   private readonly negotiations = new Map<string, ReturnType<typeof negotiate>>();
+  private readonly assets = new StaticAssets();
+  /** The OpenAPI document without `servers`, which names the host each request came to. */
+  private openApi: Record<string, unknown> | undefined;
 
   private constructor(
     readonly config: Config,
@@ -284,22 +288,28 @@ export class App {
 
   private serveDocs(x: Exchange): void {
     const page = x.path === '/docs' || x.path === '/docs/';
-    if (!page && x.path !== '/docs/openapi.json') {
+    const asset = x.path.startsWith(ASSETS_PATH) ? this.assets.get(x.path.slice(ASSETS_PATH.length)) : null;
+    if (!page && !asset && x.path !== '/docs/openapi.json') {
       x.fail(Errors.endpointNotFound());
       return;
     }
     x.allow = 'GET, HEAD, OPTIONS';
     if (x.method === 'OPTIONS') {
       // Like every endpoint's OPTIONS (gaps.md §22), and public like the docs themselves.
-      const name = page ? 'Docs' : 'OpenAPI Document';
-      x.send(200, JSON.stringify({ name, description: '', renders: [page ? 'text/html' : 'application/json'], parses: [] }));
+      const [name, renders] = page ? ['Docs', 'text/html'] : asset ? ['Docs Asset', asset.type] : ['OpenAPI Document', 'application/json'];
+      x.send(200, JSON.stringify({ name, description: '', renders: [renders], parses: [] }));
     } else if (x.method !== 'GET' && x.method !== 'HEAD') {
       x.fail(Errors.methodNotAllowed(x.method, x.allow));
     } else if (page) {
       x.representation = 'json';
       x.sendHtml(200, docsPage());
+    } else if (asset) {
+      x.representation = 'json';
+      x.send(200, asset.body, { 'Content-Type': asset.type, 'Cache-Control': 'public, max-age=3600' });
     } else {
-      x.send(200, JSON.stringify(openApiDocument(this.config.userAuthHeader)));
+      const { openapi, info, ...rest } = (this.openApi ??= openApiDocument(this.config.userAuthHeader));
+      // servers: the origin this request came to, so "Try it" and generated clients call the server that served them.
+      x.send(200, JSON.stringify({ openapi, info, servers: [{ url: `http://${x.host}`, description: 'This server.' }], ...rest }));
     }
   }
 }
