@@ -155,14 +155,15 @@ export class App {
     const operation = match?.route.methods[method as HttpMethod];
     // Public: GET /api/ and /api/authenticate/ (so a wrong method there is a 405); OPTIONS needs credentials.
     const isPublic = method !== 'OPTIONS' && (operation?.permission === 'public' || match?.route.publicPath === true);
+    // A browser asking for the HTML view gets its 401 (or 404, 405) as the view too: the page offers the sign-in.
+    const accepted = this.negotiate(x.accept, x.query);
+    if (accepted) x.representation = accepted.representation;
     const user = isPublic
       ? null
       : await this.auth.authenticate({ authorization: x.authorization, email: x.emailHeader }, match?.route.tokenOnly === true);
     if (!match) throw Errors.endpointNotFound();
     if (method !== 'OPTIONS' && !operation) throw Errors.methodNotAllowed(x.method, x.allow);
-    const accepted = this.negotiate(x.accept, x.query);
     if (!accepted) throw Errors.notAcceptable();
-    x.representation = accepted.representation;
     const raw = await x.body;
     if (raw === 'too-large') return x.fail(Errors.bodyTooLarge(), true);
     if (mayExceed(raw, this.config.maxBulkItems) && isJsonBody(x.contentType)) {
