@@ -57,7 +57,8 @@
       else if (k === 'value') el.value = v;
       else el.setAttribute(k, v === true ? '' : String(v));
     }
-    for (const c of children.flat()) if (c !== null && c !== undefined) el.append(c instanceof Node ? c : String(c));
+    for (const c of children.flat(Number.POSITIVE_INFINITY))
+      if (c !== null && c !== undefined) el.append(c instanceof Node ? c : String(c));
     return el;
   }
 
@@ -330,7 +331,7 @@
       // The object is gone: show the list it was in.
       return navigate(path.replace(/[^/]+\/$/, ''), `${method} ${path}: ${res.status}`);
     }
-    await navigate(current.path, `${method} ${path}: ${res.status}${where ? ` ${new URL(where).pathname}` : ''}`, false);
+    await navigate(current.path, `${method} ${path}: ${res.status}${where ? ` ${new URL(where, location.origin).pathname}` : ''}`, false);
   }
 
   function signIn() {

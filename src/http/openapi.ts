@@ -151,7 +151,7 @@ function success(r: ResponseShape, item: Json, versioned: boolean, example: unkn
   }
   const headers =
     r.status === 201
-      ? { Location: { description: 'The URL of the object created.', schema: { type: 'string', format: 'uri' } } }
+      ? { Location: { description: 'The URL of the object created.', schema: { type: 'string', format: 'uri-reference' } } }
       : undefined;
   return { description, ...(headers ? { headers } : {}), content };
 }
