@@ -30,7 +30,14 @@ test('generated client type-checks and drives a scenario against the running ser
   writeFileSync(
     resolve(DIR, 'tsconfig.json'),
     JSON.stringify({
-      compilerOptions: { target: 'ES2022', module: 'NodeNext', moduleResolution: 'NodeNext', strict: true, noEmit: true, lib: ['ES2024', 'DOM'] },
+      compilerOptions: {
+        target: 'ES2022',
+        module: 'NodeNext',
+        moduleResolution: 'NodeNext',
+        strict: true,
+        noEmit: true,
+        lib: ['ES2024', 'DOM'],
+      },
       files: ['scenario.ts', 'netsot-api.d.ts'],
     }),
   );

@@ -13,7 +13,10 @@ export async function scenario(baseUrl: string, email: string): Promise<{ addres
   const site = await api.POST('/api/sites/', { body: { name: 'client-site' } });
   if (!site.data || Array.isArray(site.data)) throw new Error(`create site: ${JSON.stringify(site.error)}`);
   const siteId = site.data.id as number;
-  const device = await api.POST('/api/sites/{site_id}/devices/', { params: { path: { site_id: siteId } }, body: { hostname: 'client-r1' } });
+  const device = await api.POST('/api/sites/{site_id}/devices/', {
+    params: { path: { site_id: siteId } },
+    body: { hostname: 'client-r1' },
+  });
   if (!device.data) throw new Error(`create device: ${JSON.stringify(device.error)}`);
   const net = await api.POST('/api/sites/{site_id}/networks/', { params: { path: { site_id: siteId } }, body: { cidr: '10.9.0.0/24' } });
   if (!net.data) throw new Error(`create network: ${JSON.stringify(net.error)}`);
