@@ -47,12 +47,16 @@ import { openApiDocument } from './openapi.js';
 import { optionsFor } from './options.js';
 import type { Exchange } from './respond.js';
 import { allowHeader, type RouteMatch, Router } from './router.js';
+import { ASSETS_PATH, StaticAssets } from './static.js';
 import { streamReply } from './stream.js';
 
 export class App {
   /** Most clients send one of a few Accept headers; the parse is cached unless ?format= may apply. */
   private readonly negotiations = new Map<string, ReturnType<typeof negotiate>>();
   private readonly observer: RequestObserver;
+  private readonly assets = new StaticAssets();
+  /** The OpenAPI document without `servers`, which names the host each request came to. */
+  private openApi: Record<string, unknown> | undefined;
 
   private constructor(
     readonly config: Config,
@@ -242,15 +246,16 @@ export class App {
     const operation = match?.route.methods[method as HttpMethod];
     // Public: GET /api/ and /api/authenticate/ (so a wrong method there is a 405); OPTIONS needs credentials.
     const isPublic = method !== 'OPTIONS' && (operation?.permission === 'public' || match?.route.publicPath === true);
+    // A browser asking for the HTML view gets its 401 (or 404, 405) as the view too: the page offers the sign-in.
+    const accepted = this.negotiate(x.accept, x.query);
+    if (accepted) x.representation = accepted.representation;
     const user = isPublic
       ? null
       : await this.auth.authenticate({ authorization: x.authorization, email: x.emailHeader }, match?.route.tokenOnly === true);
     x.user = user?.email;
     if (!match) throw Errors.endpointNotFound();
     if (method !== 'OPTIONS' && !operation) throw Errors.methodNotAllowed(x.method, x.allow);
-    const accepted = this.negotiate(x.accept, x.query);
     if (!accepted) throw Errors.notAcceptable();
-    x.representation = accepted.representation;
     const raw = await x.body;
     if (raw === 'too-large') return x.fail(Errors.bodyTooLarge(), true);
     if (mayExceed(raw, this.config.maxBulkItems) && isJsonBody(x.contentType)) {
@@ -465,7 +470,8 @@ export class App {
 
   private serveDocs(x: Exchange): void {
     const page = x.path === '/docs' || x.path === '/docs/';
-    if (!page && x.path !== '/docs/openapi.json') {
+    const asset = x.path.startsWith(ASSETS_PATH) ? this.assets.get(x.path.slice(ASSETS_PATH.length)) : null;
+    if (!page && !asset && x.path !== '/docs/openapi.json') {
       x.fail(Errors.endpointNotFound());
       return;
     }
@@ -473,15 +479,20 @@ export class App {
     x.allow = 'GET, HEAD, OPTIONS';
     if (x.method === 'OPTIONS') {
       // Like every endpoint's OPTIONS (gaps.md §22), and public like the docs themselves.
-      const name = page ? 'Docs' : 'OpenAPI Document';
-      x.send(200, JSON.stringify({ name, description: '', renders: [page ? 'text/html' : 'application/json'], parses: [] }));
+      const [name, renders] = page ? ['Docs', 'text/html'] : asset ? ['Docs Asset', asset.type] : ['OpenAPI Document', 'application/json'];
+      x.send(200, JSON.stringify({ name, description: '', renders: [renders], parses: [] }));
     } else if (x.method !== 'GET' && x.method !== 'HEAD') {
       x.fail(Errors.methodNotAllowed(x.method, x.allow));
     } else if (page) {
       x.representation = 'json';
       x.sendHtml(200, docsPage());
+    } else if (asset) {
+      x.representation = 'json';
+      x.send(200, asset.body, { 'Content-Type': asset.type, 'Cache-Control': 'public, max-age=3600' });
     } else {
-      x.send(200, JSON.stringify(openApiDocument(this.config.userAuthHeader)));
+      const { openapi, info, ...rest } = (this.openApi ??= openApiDocument(this.config.userAuthHeader));
+      // servers: the origin this request came to, so "Try it" and generated clients call the server that served them.
+      x.send(200, JSON.stringify({ openapi, info, servers: [{ url: `http://${x.host}`, description: 'This server.' }], ...rest }));
     }
   }
 }

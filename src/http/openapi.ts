@@ -4,10 +4,12 @@
  * serialise — so it cannot disagree with what the server does.
  */
 
+import { assignmentModel } from '../model/_assignments.js';
 import { filterParams } from '../routes/params.js';
 import type { BodyShape, Collection, HttpMethod, Operation, QueryParam, ResponseShape, Route } from '../routes/route.js';
 import { methodsOf, ROUTES } from '../routes/table.js';
 import { meta, type ResourceSchema } from '../schema/fields.js';
+import { EXAMPLES } from './openapi-examples.js';
 
 type Json = Record<string, unknown>;
 
@@ -26,11 +28,20 @@ function objectSchema(s: ResourceSchema): Json {
       ...(m.helpText ? { description: m.helpText } : {}),
     };
   }
-  return { type: 'object', description: s.description, properties };
+  const example = EXAMPLES.schemas[schemaName(s)];
+  return { type: 'object', description: s.description, properties, ...(example ? { examples: [example] } : {}) };
+}
+
+/** Objects a route answers with that are no collection of the table (a network's assignments). */
+const VIEWS: readonly Pick<Collection, 'collection' | 'schema'>[] = [assignmentModel];
+
+function schemaOf(of: string): ResourceSchema | undefined {
+  return ROUTES.collection(of)?.schema ?? VIEWS.find((v) => v.collection === of)?.schema;
 }
 
 const ERROR = {
   type: 'object',
+  examples: [EXAMPLES.error],
   description: 'Every error: the status again, and a message (a string, or field → messages).',
   required: ['error'],
   properties: {
@@ -41,6 +52,16 @@ const ERROR = {
     },
   },
 };
+
+/** Which errors an operation can answer: every one may be 400 (its query), 404, 405, 406 and 503. */
+function errorsOf(op: Operation): string[] {
+  const out = ['400'];
+  if (op.permission !== 'public') out.push('401', '403');
+  out.push('404', '405', '406');
+  if (op.body) out.push('409', '413', '415');
+  out.push('503');
+  return out;
+}
 
 const ERRORS: Record<string, string> = {
   '400': 'Invalid input; nothing was changed.',
@@ -98,7 +119,10 @@ function requestBody(shape: BodyShape, item: Json): Json {
   return { required: true, content: { 'application/json': { schema: schemas[shape] } } };
 }
 
-function success(r: ResponseShape, item: Json): Json {
+/** authenticate and verify_token: bare at version 1.0, in the `status`/`data` envelope at any other (gaps.md §2). */
+const VERSIONED = 'application/json; version=1.1';
+
+function success(r: ResponseShape, item: Json, versioned: boolean, example: unknown): Json {
   const page = {
     type: 'object',
     properties: {
@@ -117,16 +141,31 @@ function success(r: ResponseShape, item: Json): Json {
   };
   const schema = schemas[r.shape];
   const description = r.help ?? (r.shape === 'list' ? 'A bare list, or a page when `limit` is given.' : 'OK');
-  return schema === null ? { description } : { description, content: { 'application/json': { schema } } };
+  if (schema === null) return { description };
+  const content: Json = { 'application/json': { schema, ...(example !== undefined ? { example } : {}) } };
+  if (versioned) {
+    content[VERSIONED] = {
+      schema: { type: 'object', required: ['status', 'data'], properties: { status: { const: 'ok' }, data: schema } },
+      ...(example !== undefined ? { example: { status: 'ok', data: example } } : {}),
+    };
+  }
+  const headers =
+    r.status === 201
+      ? { Location: { description: 'The URL of the object created.', schema: { type: 'string', format: 'uri-reference' } } }
+      : undefined;
+  return { description, ...(headers ? { headers } : {}), content };
 }
 
 function operation(c: Collection | null, route: Route, method: HttpMethod, op: Operation, pathParams: Json[]): Json {
-  const of = op.response.of ? ROUTES.collection(op.response.of) : c;
-  const item = of ? ref(schemaName(of.schema)) : {};
+  const of = op.response.of ? schemaOf(op.response.of) : c?.schema;
+  const item = of ? ref(schemaName(of)) : {};
   const query = [...op.query, ...(op.filters ? filterParams(c?.filters) : [])];
-  const responses: Json = { [String(op.response.status)]: success(op.response, item) };
-  for (const [status, description] of Object.entries(ERRORS)) {
-    responses[status] = { description, content: { 'application/json': { schema: ref('Error') } } };
+  // Root routes: only those with a body (authenticate) or answering true (verify_token) change with the version.
+  const versioned = c === null && route.segment !== '';
+  const example = c === null ? EXAMPLES.root[route.segment ?? ''] : undefined;
+  const responses: Json = { [String(op.response.status)]: success(op.response, item, versioned, example) };
+  for (const status of errorsOf(op)) {
+    responses[status] = { description: ERRORS[status], content: { 'application/json': { schema: ref('Error') } } };
   }
   const out: Json = {
     operationId: operationId(c, route, method, pathParams.length > 1 || pathParams.some((p) => p.name === 'site_id')),
@@ -160,9 +199,11 @@ function pathOf(base: string, route: Route): string {
   }
 }
 
-export function openApiDocument(authHeader = 'X-Service-Email'): Json {
+/** `origin`: the server the document is served by (`http://host:port`), so "Try it" and generated clients call it. */
+export function openApiDocument(authHeader = 'X-Service-Email', origin?: string): Json {
   const paths: Record<string, Json> = {};
   const schemas: Json = { Error: ERROR };
+  for (const v of VIEWS) schemas[schemaName(v.schema)] = objectSchema(v.schema);
   const site = { name: 'site_id', in: 'path', required: true, schema: { type: 'integer' }, description: 'The site id.' };
   for (const c of ROUTES.all()) {
     if (!c.api.topLevel && !c.api.nested) continue;
@@ -198,9 +239,15 @@ export function openApiDocument(authHeader = 'X-Service-Email'): Json {
       title: 'netsot',
       version: '1.0',
       description:
-        'Network source of truth. Every request but the index and authenticate needs credentials. The version is chosen by ' +
-        '`Accept: application/json; version=<v>`; only authenticate and verify_token answer differently (enveloped) at versions other than 1.0.',
+        'Network source of truth. Every request but the index and authenticate needs credentials: the user header set by a ' +
+        'trusted proxy, or `Authorization: AuthToken <email>:<token>` with a token from POST /api/authenticate/. ' +
+        'The API version is the `version` parameter of the Accept header (`Accept: application/json; version=1.1`), 1.0 when absent; ' +
+        'only authenticate and verify_token answer differently at versions other than 1.0: in a `{"status": "ok", "data": …}` ' +
+        'envelope, listed as the `' +
+        VERSIONED +
+        '` media type of their responses. `Accept: text/html` (or `?format=api`) gets the browsable HTML view of any GET.',
     },
+    ...(origin ? { servers: [{ url: origin, description: 'This server.' }] } : {}),
     security: [{ proxyHeader: [] }, { authToken: [] }],
     paths,
     components: {

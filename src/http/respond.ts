@@ -10,6 +10,7 @@ import { asApiError, errorEnvelope } from '../errors.js';
 import type { FeedSink } from '../feed/hub.js';
 import type { Logger } from '../log.js';
 import type { Representation } from './body.js';
+import { browsePage } from './browse.js';
 import type { RouteMatch } from './router.js';
 
 const STATUS_TEXT: Record<number, string> = {
@@ -200,7 +201,7 @@ export abstract class Exchange {
     let payload = body;
     let type = 'application/json';
     if (this.representation === 'html' && status !== 204) {
-      payload = htmlView(this.fullPath, status, body);
+      payload = browsePage(this.method, this.fullPath, status, body);
       type = 'text/html; charset=utf-8';
     }
     const observer = this.observer;
@@ -226,24 +227,6 @@ export abstract class Exchange {
     const e = asApiError(err, this.log, `on ${this.method} ${this.path}`);
     this.send(e.status, errorEnvelope(e), e.headers, closeConnection);
   }
-}
-
-function escapeHtml(s: string): string {
-  return s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
-}
-
-/** The browsable view: the same JSON, pretty-printed in a page. */
-function htmlView(path: string, status: number, body: string): string {
-  let pretty = body;
-  try {
-    pretty = JSON.stringify(JSON.parse(body), null, 2);
-  } catch {
-    /* not JSON: show as is */
-  }
-  return (
-    `<!doctype html><html><head><meta charset="utf-8"><title>netsot ${escapeHtml(path)}</title></head>` +
-    `<body><h1>netsot API</h1><p><code>${status} GET ${escapeHtml(path)}</code></p><pre>${escapeHtml(pretty)}</pre></body></html>`
-  );
 }
 
 function hasHeader(head: RequestHead, name: string): boolean {

@@ -1,0 +1,36 @@
+/**
+ * The browsable view of the API (spec §1): what `Accept: text/html` (or
+ * `?format=api`) gets for any request under /api/. The answer keeps the
+ * status of the JSON one and carries that JSON; static/browse.js renders it
+ * as a page (links for URLs, ids and natural keys, pagination, the
+ * endpoint's query parameters, forms for its writes) and from then on talks
+ * JSON to the API itself, sending the signed-in token as `Authorization`.
+ * Nothing is kept in a cookie, so a page of another site cannot act with it.
+ */
+import { ASSETS_PATH } from './static.js';
+
+function escapeHtml(s: string): string {
+  return s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
+}
+
+/** JSON inside <script> must not be able to close it: every `<` is written as its escape. */
+const scriptJson = (value: unknown) => JSON.stringify(value).replace(/</g, '\\u003c');
+
+export function browsePage(method: string, path: string, status: number, body: string): string {
+  let pretty = body;
+  try {
+    pretty = JSON.stringify(JSON.parse(body), null, 2);
+  } catch {
+    /* not JSON: shown as is */
+  }
+  const title = `${status} ${method} ${path}`;
+  return (
+    `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>netsot ${escapeHtml(path)}</title>` +
+    `<meta name="viewport" content="width=device-width, initial-scale=1">` +
+    `<link rel="stylesheet" href="${ASSETS_PATH}browse.css"></head>` +
+    `<body><header><a href="/api/"><b>netsot</b> API</a> <a href="/docs/">reference</a><span id="auth"></span></header>` +
+    `<main id="main"><h1><code>${escapeHtml(title)}</code></h1><pre>${escapeHtml(pretty)}</pre></main>` +
+    `<script type="application/json" id="initial">${scriptJson({ status, path, body })}</script>` +
+    `<script src="${ASSETS_PATH}browse.js"></script></body></html>`
+  );
+}

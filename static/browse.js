@@ -1,0 +1,507 @@
+// The browsable view of /api/ (served by src/http/browse.ts): renders the JSON the page carries, then talks
+// JSON to the API itself. What an endpoint takes (query parameters, writes, bodies) is read from
+// /docs/openapi.json, the document generated from the route table. Credentials: the sign-in token is kept in
+// this tab (sessionStorage) and sent as `Authorization: AuthToken <email>:<token>`; there is no cookie.
+(() => {
+  const AUTH_KEY = 'netsot.auth';
+  const main = document.getElementById('main');
+  const authBar = document.getElementById('auth');
+  const initial = JSON.parse(document.getElementById('initial').textContent);
+  let auth = readAuth();
+  let spec = null;
+  let current = { path: initial.path, status: initial.status, text: initial.body };
+
+  /** Field name → the collection its value names (an id, or a natural key). */
+  const FIELD_COLLECTION = {
+    site: 'sites',
+    site_id: 'sites',
+    device: 'devices',
+    device_id: 'devices',
+    device_hostname: 'devices',
+    hostname: 'devices',
+    interface: 'interfaces',
+    interface_id: 'interfaces',
+    network: 'networks',
+    network_id: 'networks',
+    networks: 'networks',
+    addresses: 'networks',
+    address: 'networks',
+    cidr: 'networks',
+    circuit: 'circuits',
+    circuit_id: 'circuits',
+    protocol_type: 'protocol_types',
+    protocol_type_id: 'protocol_types',
+    protocol: 'protocols',
+    protocol_id: 'protocols',
+    attribute: 'attributes',
+    attribute_id: 'attributes',
+    user: 'users',
+    user_id: 'users',
+  };
+  /** Fields naming an object of the collection being shown. */
+  const OWN_FIELDS = new Set(['id', 'parent', 'parent_id', 'name_slug']);
+
+  function readAuth() {
+    try {
+      return JSON.parse(sessionStorage.getItem(AUTH_KEY) || 'null');
+    } catch {
+      return null;
+    }
+  }
+
+  function h(tag, attrs, ...children) {
+    const el = document.createElement(tag);
+    for (const [k, v] of Object.entries(attrs || {})) {
+      if (v === undefined || v === null || v === false) continue;
+      if (k.startsWith('on')) el.addEventListener(k.slice(2), v);
+      else if (k === 'value') el.value = v;
+      else el.setAttribute(k, v === true ? '' : String(v));
+    }
+    for (const c of children.flat(Number.POSITIVE_INFINITY))
+      if (c !== null && c !== undefined) el.append(c instanceof Node ? c : String(c));
+    return el;
+  }
+
+  const link = (path, text) => h('a', { href: path, 'data-nav': true }, text);
+
+  function headers(extra) {
+    const out = { Accept: 'application/json', ...extra };
+    if (auth) out.Authorization = `AuthToken ${auth.email}:${auth.token}`;
+    return out;
+  }
+
+  async function loadSpec() {
+    if (!spec) {
+      try {
+        spec = await (await fetch('/docs/openapi.json', { headers: { Accept: 'application/json' } })).json();
+      } catch {
+        spec = { paths: {} };
+      }
+    }
+    return spec;
+  }
+
+  /** The document's path template for `path`, and its parameters; the most literal template wins. */
+  function templateOf(path) {
+    let best = null;
+    for (const [tpl, ops] of Object.entries(spec.paths)) {
+      const literal = tpl.replace(/\{\w+\}/g, '').length;
+      const re = new RegExp(`^${tpl.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\{(\w+)\}/g, '(?<$1>.+?)')}$`);
+      const m = re.exec(path);
+      if (m && (!best || literal > best.literal)) best = { tpl, ops, literal, params: m.groups || {} };
+    }
+    return best;
+  }
+
+  /** The collection a path shows: `/api/sites/1/devices/…` → devices, `/api/sites/1/` → sites. */
+  function collectionOf(match, path) {
+    const ok = match?.ops.get?.responses?.['200']?.content?.['application/json']?.schema;
+    const ref = ok?.$ref || ok?.oneOf?.[0]?.items?.$ref;
+    if (ref) {
+      const name = ref.split('/').pop();
+      for (const [tpl, ops] of Object.entries(spec.paths)) {
+        const m = /^\/api\/(\w+)\/\{id\}\/$/.exec(tpl);
+        if (m && ops.get?.responses?.['200']?.content?.['application/json']?.schema?.$ref?.endsWith(`/${name}`)) return m[1];
+      }
+    }
+    const parts = path.split('/').filter(Boolean);
+    return parts[1] === 'sites' && parts.length > 3 ? parts[3] : parts[1];
+  }
+
+  const detailPath = (collection, key) => `/api/${collection}/${String(key)}/`;
+  const modelCollection = (name) => `${name.replace(/([a-z])([A-Z])/g, '$1_$2').toLowerCase()}s`;
+
+  function renderValue(value, key, collection, owner) {
+    if (value === null || value === undefined) return h('span', { class: 'null' }, 'null');
+    if (typeof value === 'string' && /^https?:\/\//.test(value)) {
+      const url = new URL(value);
+      return url.host === location.host ? link(url.pathname + url.search, value) : value;
+    }
+    const target = OWN_FIELDS.has(key)
+      ? collection
+      : key === 'resource_id' && owner?.resource_name
+        ? modelCollection(owner.resource_name)
+        : FIELD_COLLECTION[key.replace(/_[az]$/, '')];
+    if (Array.isArray(value)) {
+      if (value.every((v) => v === null || typeof v !== 'object')) {
+        return h(
+          'span',
+          { class: 'list' },
+          value.map((v, i) => [i ? ', ' : '', renderValue(v, key, collection, owner)]),
+        );
+      }
+      return table(value, target || collection);
+    }
+    if (typeof value === 'object') return dl(value, target || collection);
+    if (target && (typeof value === 'number' || typeof value === 'string') && value !== '')
+      return link(detailPath(target, value), String(value));
+    return h('span', { class: typeof value }, typeof value === 'string' ? value : JSON.stringify(value));
+  }
+
+  function dl(obj, collection) {
+    return h(
+      'dl',
+      { class: 'object' },
+      Object.entries(obj).map(([k, v]) => [h('dt', {}, k), h('dd', {}, renderValue(v, k, collection, obj))]),
+    );
+  }
+
+  function table(items, collection) {
+    if (items.length === 0) return h('p', { class: 'empty' }, 'No objects.');
+    const cols = [];
+    for (const item of items.slice(0, 50)) for (const k of Object.keys(item || {})) if (!cols.includes(k)) cols.push(k);
+    return h(
+      'table',
+      { class: 'objects' },
+      h(
+        'thead',
+        {},
+        h(
+          'tr',
+          {},
+          cols.map((c) => h('th', {}, c)),
+        ),
+      ),
+      h(
+        'tbody',
+        {},
+        items.map((item) =>
+          h(
+            'tr',
+            {},
+            cols.map((c) => h('td', {}, c in item ? renderValue(item[c], c, collection, item) : '')),
+          ),
+        ),
+      ),
+    );
+  }
+
+  function errorBox(status, parsed, text) {
+    const message = parsed?.error?.message ?? text;
+    const body =
+      message && typeof message === 'object'
+        ? h(
+            'ul',
+            {},
+            Object.entries(message).map(([field, msgs]) =>
+              h('li', {}, h('b', {}, field), ': ', Array.isArray(msgs) ? msgs.join(' ') : JSON.stringify(msgs)),
+            ),
+          )
+        : h('p', {}, String(message));
+    return h('div', { class: 'error', role: 'alert' }, h('strong', {}, `Error ${status}`), body);
+  }
+
+  function pager(page, path) {
+    const here = new URL(path, location.origin);
+    const limit = Number(here.searchParams.get('limit') || page.results.length || 1);
+    const offset = Number(here.searchParams.get('offset') || 0);
+    const to = (u) => {
+      const url = new URL(u, location.origin);
+      return url.pathname + url.search;
+    };
+    return h(
+      'nav',
+      { class: 'pager' },
+      page.previous ? link(to(page.previous), '‹ previous') : h('span', { class: 'off' }, '‹ previous'),
+      ` ${page.results.length ? offset + 1 : 0}–${offset + page.results.length} of ${page.count} (${limit} a page) `,
+      page.next ? link(to(page.next), 'next ›') : h('span', { class: 'off' }, 'next ›'),
+    );
+  }
+
+  function queryForm(op, path) {
+    const params = (op?.parameters || []).filter((p) => p.in === 'query');
+    if (params.length === 0) return null;
+    const here = new URL(path, location.origin);
+    const inputs = params.map((p) => {
+      const id = `q-${p.name}`;
+      const now = here.searchParams.get(p.name) ?? '';
+      const s = p.schema || {};
+      const control = s.enum
+        ? h(
+            'select',
+            { id, name: p.name },
+            h('option', { value: '' }, ''),
+            s.enum.map((v) => h('option', { value: v, selected: v === now }, v)),
+          )
+        : s.type === 'boolean'
+          ? h(
+              'select',
+              { id, name: p.name },
+              ['', 'true', 'false'].map((v) => h('option', { value: v, selected: v === now }, v)),
+            )
+          : h('input', { id, name: p.name, value: now, type: s.type === 'integer' ? 'number' : 'text', placeholder: s.default ?? '' });
+      return h('label', { for: id, title: p.description || '' }, h('span', {}, p.name), control);
+    });
+    const form = h(
+      'form',
+      {
+        class: 'query',
+        onsubmit: (e) => {
+          e.preventDefault();
+          const q = new URLSearchParams();
+          for (const el of form.querySelectorAll('[name]')) if (el.value !== '') q.append(el.name, el.value);
+          const s = q.toString();
+          navigate(here.pathname + (s ? `?${s}` : ''));
+        },
+      },
+      inputs,
+      h('button', { type: 'submit' }, 'Apply'),
+    );
+    const active = params.some((p) => here.searchParams.has(p.name));
+    return h(
+      'details',
+      { class: 'params', open: active },
+      h('summary', {}, `Query parameters (${params.length}): filters, fields, expand, pagination`),
+      form,
+    );
+  }
+
+  /** The body a write form starts with: the object shown (for PUT/PATCH) without its read-only fields, or a skeleton. */
+  function startingBody(method, op, parsed) {
+    const schemaRef = op.requestBody?.content?.['application/json']?.schema;
+    const name = (schemaRef?.$ref || schemaRef?.oneOf?.[0]?.$ref || '').split('/').pop();
+    const schema = spec.components?.schemas?.[name];
+    const writable = (obj) => Object.fromEntries(Object.entries(obj).filter(([k]) => !(schema?.properties?.[k]?.readOnly || k === 'id')));
+    if ((method === 'PUT' || method === 'PATCH') && parsed && typeof parsed === 'object' && !Array.isArray(parsed)) return writable(parsed);
+    if (method === 'DELETE') return undefined;
+    if (schema?.examples?.[0]) return writable(schema.examples[0]);
+    if (schema) return Object.fromEntries(Object.keys(writable(schema.properties || {})).map((k) => [k, '']));
+    return {};
+  }
+
+  function writeForms(match, path, parsed) {
+    if (!match) return null;
+    const forms = [];
+    for (const method of ['post', 'put', 'patch', 'delete']) {
+      const op = match.ops[method];
+      if (!op) continue;
+      const M = method.toUpperCase();
+      const start = startingBody(M, op, parsed);
+      const id = `body-${method}`;
+      const area = op.requestBody ? h('textarea', { id, name: 'body', rows: 8, spellcheck: 'false' }) : null;
+      if (area) area.value = start === undefined ? '' : JSON.stringify(start, null, 2);
+      const result = h('div', { class: 'result' });
+      const form = h(
+        'form',
+        {
+          class: `write write-${method}`,
+          'data-method': M,
+          onsubmit: async (e) => {
+            e.preventDefault();
+            await submit(M, path, area ? area.value : '', result);
+          },
+        },
+        h('h3', {}, `${M} `, h('small', {}, op.summary || '')),
+        area ? h('label', { for: id }, 'Body (JSON)') : null,
+        area,
+        h('button', { type: 'submit' }, M),
+        result,
+      );
+      forms.push(form);
+    }
+    return forms.length ? h('section', { class: 'writes' }, h('h2', {}, 'Change'), forms) : null;
+  }
+
+  async function submit(method, path, text, result) {
+    result.replaceChildren(h('p', {}, '…'));
+    let res;
+    try {
+      res = await fetch(path, {
+        method,
+        headers: headers(text.trim() ? { 'Content-Type': 'application/json' } : {}),
+        body: text.trim() ? text : undefined,
+      });
+    } catch (err) {
+      result.replaceChildren(errorBox('network', null, String(err)));
+      return;
+    }
+    const body = await res.text();
+    let parsed;
+    try {
+      parsed = body ? JSON.parse(body) : null;
+    } catch {
+      parsed = null;
+    }
+    if (!res.ok) {
+      result.replaceChildren(errorBox(res.status, parsed, body));
+      return;
+    }
+    const where = res.headers.get('Location');
+    if (method === 'DELETE' && templateOf(path)?.tpl.endsWith('{id}/')) {
+      // The object is gone: show the list it was in.
+      return navigate(path.replace(/[^/]+\/$/, ''), `${method} ${path}: ${res.status}`);
+    }
+    await navigate(current.path, `${method} ${path}: ${res.status}${where ? ` ${new URL(where, location.origin).pathname}` : ''}`, false);
+  }
+
+  function signIn() {
+    const email = h('input', { id: 'signin-email', name: 'email', type: 'email', placeholder: 'email', autocomplete: 'username' });
+    const key = h('input', {
+      id: 'signin-key',
+      name: 'secret_key',
+      type: 'password',
+      placeholder: 'secret key',
+      autocomplete: 'current-password',
+    });
+    const result = h('span', { class: 'result' });
+    return h(
+      'form',
+      {
+        class: 'signin',
+        onsubmit: async (e) => {
+          e.preventDefault();
+          const res = await fetch('/api/authenticate/', {
+            method: 'POST',
+            headers: { Accept: 'application/json', 'Content-Type': 'application/json' },
+            body: JSON.stringify({ email: email.value, secret_key: key.value }),
+          });
+          const body = await res.json().catch(() => null);
+          if (!res.ok) {
+            result.replaceChildren(errorBox(res.status, body, ''));
+            return;
+          }
+          auth = { email: email.value, token: body.auth_token };
+          sessionStorage.setItem(AUTH_KEY, JSON.stringify(auth));
+          await navigate(current.path, null, false);
+        },
+      },
+      email,
+      key,
+      h('button', { type: 'submit' }, 'Sign in'),
+      result,
+    );
+  }
+
+  function renderAuth() {
+    if (auth) {
+      authBar.replaceChildren(
+        h('span', { class: 'who' }, `signed in as ${auth.email} `),
+        h(
+          'button',
+          {
+            type: 'button',
+            onclick: () => {
+              auth = null;
+              sessionStorage.removeItem(AUTH_KEY);
+              navigate(current.path, null, false);
+            },
+          },
+          'Sign out',
+        ),
+      );
+    } else authBar.replaceChildren(signIn());
+  }
+
+  async function render(notice) {
+    await loadSpec();
+    const { path, status, text } = current;
+    let parsed;
+    try {
+      parsed = text ? JSON.parse(text) : null;
+    } catch {
+      parsed = undefined;
+    }
+    const pathname = new URL(path, location.origin).pathname;
+    const match = templateOf(pathname);
+    const collection = collectionOf(match, pathname);
+    const getOp = match?.ops.get;
+    const out = [
+      h('h1', {}, h('code', { class: `status s${Math.floor(status / 100)}` }, String(status)), ' ', h('code', {}, `GET ${path}`)),
+    ];
+    if (getOp?.summary) out.push(h('p', { class: 'summary' }, getOp.summary));
+    if (notice) out.push(h('p', { class: 'notice', role: 'status' }, notice));
+    out.push(crumbs(pathname));
+    if (status === 401 && !auth) out.push(h('p', { class: 'hint' }, 'Sign in above with your email and secret key.'));
+    if (status >= 400) out.push(errorBox(status, parsed, text));
+    else if (parsed && !Array.isArray(parsed) && Array.isArray(parsed.results) && 'count' in parsed) {
+      out.push(pager(parsed, path), table(parsed.results, collection));
+    } else if (Array.isArray(parsed)) {
+      if (getOp?.parameters?.some((p) => p.name === 'limit') && !new URL(path, location.origin).searchParams.has('limit')) {
+        const u = new URL(path, location.origin);
+        u.searchParams.set('limit', '50');
+        out.push(h('nav', { class: 'pager' }, `${parsed.length} objects `, link(u.pathname + u.search, 'show in pages of 50')));
+      }
+      out.push(
+        parsed.every((v) => v === null || typeof v !== 'object')
+          ? h(
+              'ul',
+              {},
+              parsed.map((v) => h('li', {}, renderValue(v, '', collection))),
+            )
+          : table(parsed, collection),
+      );
+    } else if (parsed && typeof parsed === 'object') out.push(dl(parsed, collection));
+    else if (parsed !== undefined) out.push(h('p', {}, renderValue(parsed, '', collection)));
+    else out.push(h('pre', {}, text));
+    if (status < 400) {
+      out.push(related(match, pathname, parsed));
+      out.push(queryForm(getOp, path));
+      out.push(writeForms(match, pathname, parsed));
+    }
+    out.push(
+      h('details', { class: 'raw' }, h('summary', {}, 'JSON'), h('pre', {}, parsed !== undefined ? JSON.stringify(parsed, null, 2) : text)),
+    );
+    main.replaceChildren(...out.filter(Boolean));
+    document.title = `netsot ${path}`;
+    renderAuth();
+  }
+
+  function crumbs(pathname) {
+    const parts = pathname.split('/').filter(Boolean);
+    const out = [];
+    let at = '/';
+    for (const p of parts) {
+      at += `${p}/`;
+      out.push(' / ', link(at, decodeURIComponent(p)));
+    }
+    return h('nav', { class: 'crumbs' }, out);
+  }
+
+  /** The routes below this one (a device's interfaces, a site's devices), as links. */
+  function related(match, pathname, parsed) {
+    if (!match || !parsed || Array.isArray(parsed)) return null;
+    const links = [];
+    for (const [tpl, ops] of Object.entries(spec.paths)) {
+      if (!ops.get || !tpl.startsWith(match.tpl) || tpl === match.tpl) continue;
+      const rest = tpl.slice(match.tpl.length);
+      let concrete = rest;
+      if (match.tpl === '/api/sites/{id}/' && /^\{id\}\//.test(rest)) continue;
+      if (/\{/.test(concrete)) continue;
+      concrete = pathname + rest;
+      links.push(h('li', {}, link(concrete, rest.replace(/\/$/, '')), ops.get.summary ? h('small', {}, ` ${ops.get.summary}`) : null));
+    }
+    // A site's own collections are nested under /api/sites/{site_id}/.
+    if (match.tpl === '/api/sites/{id}/') {
+      for (const [tpl, ops] of Object.entries(spec.paths)) {
+        const m = /^\/api\/sites\/\{site_id\}\/(\w+)\/$/.exec(tpl);
+        if (m && ops.get) links.push(h('li', {}, link(`${pathname}${m[1]}/`, m[1]), h('small', {}, ` ${ops.get.summary || ''}`)));
+      }
+    }
+    return links.length ? h('section', { class: 'related' }, h('h2', {}, 'Related'), h('ul', {}, links)) : null;
+  }
+
+  async function navigate(path, notice, push = true) {
+    let res;
+    try {
+      res = await fetch(path, { headers: headers() });
+    } catch (err) {
+      current = { path, status: 0, text: JSON.stringify({ error: { code: 0, message: String(err) } }) };
+      return render(notice);
+    }
+    current = { path, status: res.status, text: await res.text() };
+    if (push && path !== location.pathname + location.search) history.pushState({ path }, '', path);
+    return render(notice);
+  }
+
+  document.addEventListener('click', (e) => {
+    const a = e.target.closest?.('a[data-nav]');
+    if (!a || e.button !== 0 || e.ctrlKey || e.metaKey || e.shiftKey) return;
+    e.preventDefault();
+    navigate(a.getAttribute('href'));
+  });
+  window.addEventListener('popstate', () => navigate(location.pathname + location.search, null, false));
+
+  // A reload keeps the tab's sign-in: ask again with it rather than show the answer the page came with.
+  if (auth) navigate(current.path, null, false);
+  else render(null);
+})();
