@@ -39,7 +39,7 @@ function parseGrant(body: unknown): GrantBody {
   const userId = asId(b.user_id);
   if (b.user_id === undefined || b.user_id === null) throw Errors.field('user_id', 'This field is required.');
   if (userId === undefined || userId === NO_ID) throw Errors.field('user_id', 'A valid integer is required.');
-  if (!Array.isArray(b.actions)) throw Errors.field('actions', 'Expected a list of items but got type "' + pyType(b.actions) + '".');
+  if (!Array.isArray(b.actions)) throw Errors.field('actions', `Expected a list of items but got type "${pyType(b.actions)}".`);
   for (const a of b.actions) {
     if (typeof a !== 'string' || !(ACTIONS as readonly string[]).includes(a)) {
       throw Errors.field('actions', `"${String(a)}" is not a valid choice.`);
