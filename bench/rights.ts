@@ -10,7 +10,8 @@
  * of its checks walks up the tree to the /8. Three writes, rounds alternating
  * between the two callers:
  * - single PATCH of the /24 (BENCH_CONNECTIONS concurrent loops, ops/s);
- * - POST next_address?reserve=true under the /16 (same loops, ops/s);
+ * - POST next_address?reserve=true under 10.64.0.0/12 < 10.64.0.0/10 < the /8
+ *   (same loops, ops/s; a million free addresses, so no call finds it full);
  * - bulk DELETE of 1000 /32s under 10.32.0.0/16 (one request, ms; the /32s
  *   are created by the superuser before each, untimed).
  * Ratio = granted user ÷ superuser (budget ≥ 0.9).
@@ -49,7 +50,9 @@ export async function run(): Promise<number | undefined> {
     const net = (cidr: string) => call('POST', `/api/sites/${site}/networks/`, SUPER, { cidr });
     const top = (await net('10.0.0.0/8')).id;
     await net('10.16.0.0/12');
-    const pool = (await net('10.16.0.0/16')).id;
+    await net('10.16.0.0/16');
+    await net('10.64.0.0/10');
+    const pool = (await net('10.64.0.0/12')).id;
     const leaf = (await net('10.16.1.0/24')).id;
     await net('10.32.0.0/16');
     const user = (await call('GET', '/api/users/0/', PIPELINE)).id;

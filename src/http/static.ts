@@ -8,7 +8,7 @@
  * 404, so no path in a request ever reaches the file system (no traversal).
  * Each file is read on first use and kept (they are few and small).
  */
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, extname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -35,8 +35,11 @@ export class StaticAssets {
   constructor() {
     const swagger = dirname(createRequire(import.meta.url).resolve('swagger-ui-dist'));
     for (const name of SWAGGER_FILES) this.files.set(name, join(swagger, name));
-    // dist/http/ and src/http/ are both two levels below the project root, where static/ is.
-    const own = fileURLToPath(new URL('../../static/', import.meta.url));
+    // static/ is in the project root: two levels above dist/http/ and src/http/, three above dist-bench/src/http/.
+    const own = [new URL('../../static/', import.meta.url), new URL('../../../static/', import.meta.url)]
+      .map((u) => fileURLToPath(u))
+      .find((dir) => existsSync(join(dir, 'browse.js')));
+    if (own === undefined) throw new Error('static/ not found above the server module');
     for (const name of readdirSync(own)) if (TYPES[extname(name)]) this.files.set(name, join(own, name));
   }
 
