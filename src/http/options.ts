@@ -4,7 +4,7 @@
  * hold it. A detail's PUT depends on the object's site, so its shard is asked
  * (the `permits` op).
  */
-import { isAllowed } from '../auth/permissions.js';
+import { isAllowed, isSiteAdmin } from '../auth/permissions.js';
 import type { ResourceModel } from '../model/model.js';
 import { modelByCollection } from '../model/registry.js';
 import type { Permission } from '../routes/route.js';
@@ -20,7 +20,7 @@ function mayOnList(p: Principal, permission: Permission | undefined, model: Reso
   if (permission === undefined) return false;
   if (p.superuser) return true;
   if (permission === 'superuser') return false;
-  if (permission === 'admin') return site !== null && p.grants[String(site)]?.includes('admin') === true;
+  if (permission === 'admin') return site !== null && isSiteAdmin(p, site);
   if (permission === 'add' || permission === 'change' || permission === 'delete') {
     return site !== null && model?.permissionType !== undefined && isAllowed(p, permission, model.permissionType, site);
   }

@@ -9,14 +9,12 @@
  * nothing for a user who holds no object grant of that kind in this shard
  * (one lookup in the grantees relation).
  */
-import { type Action, demand, isAllowed, isSiteAdmin, type ObjectGrantLookup } from '../auth/permissions.js';
+import { ACTIONS, type Action, demand, isAllowed, isSiteAdmin, type ObjectGrantLookup } from '../auth/permissions.js';
 import { Errors } from '../errors.js';
 import type { ResourceModel } from '../model/model.js';
 import type { RequestContext } from './context.js';
 import { granteesOf } from './relations.js';
 import type { StoredObject } from './table.js';
-
-const ACTIONS: ReadonlySet<string> = new Set<Action>(['add', 'change', 'delete']);
 
 /**
  * 403 unless the caller may run the current operation on `record` (or, for a
@@ -31,7 +29,7 @@ export function authorize(ctx: RequestContext, model: ResourceModel<any, any>, s
     if (!isSiteAdmin(ctx.principal, siteId)) throw Errors.forbidden();
     return;
   }
-  if (!ACTIONS.has(op.permission) || !model.permissionType) return;
+  if (!(ACTIONS as readonly string[]).includes(op.permission) || !model.permissionType) return;
   demand(ctx.principal, op.permission as Action, model.permissionType, siteId, record && objectGrant(ctx, model, record));
 }
 
