@@ -2,24 +2,16 @@
  * Backup while serving and restore (issue 12 item 1): `netsot backup`, `POST /admin/backup`, `netsot restore`.
  * The server under write load is a real one over HTTP; the commands run as their own processes.
  */
-import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../helpers/cli.js';
 import { err, expectError, fixtures } from '../helpers/fixtures.js';
 import { InjectServer } from '../helpers/inject.js';
 import { TestServer } from '../helpers/server.js';
+import { tempDirs } from '../helpers/temp.js';
 
-const dirs: string[] = [];
-const tempDir = (name: string) => {
-  const d = mkdtempSync(join(tmpdir(), `netsot-${name}-`));
-  dirs.push(d);
-  return d;
-};
-afterAll(() => {
-  for (const d of dirs) rmSync(d, { recursive: true, force: true });
-});
+const tempDir = tempDirs();
 
 const mode = (path: string) => (statSync(path).mode & 0o777).toString(8);
 

@@ -2,23 +2,15 @@
  * Export and import (issue 12 item 2): `netsot export` writes the store as NDJSON and `netsot import` loads it
  * into an empty store, resumably. The round trip must leave every GET answer as it was.
  */
-import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { finished, runCli, spawnCli } from '../helpers/cli.js';
 import { fixtures } from '../helpers/fixtures.js';
 import { InjectServer } from '../helpers/inject.js';
+import { tempDirs } from '../helpers/temp.js';
 
-const dirs: string[] = [];
-const tempDir = (name: string) => {
-  const d = mkdtempSync(join(tmpdir(), `netsot-${name}-`));
-  dirs.push(d);
-  return d;
-};
-afterAll(() => {
-  for (const d of dirs) rmSync(d, { recursive: true, force: true });
-});
+const tempDir = tempDirs();
 
 const COLLECTIONS = [
   'sites',
