@@ -27,7 +27,7 @@ export class ShardState {
   trees = new Map<string, RadixTree<StoredObject>>();
   /** One-to-many indexes between kinds (a device's interfaces…), kept by the models' derived indexes. */
   relations = new Map<string, Relation>();
-  /** Settles when the latest commit issued by this shard is durable. */
+  /** Settles when every commit group this shard has closed so far has settled (set by ShardServer). */
   tail: Promise<void> = Promise.resolve();
   /** Set while memory is being rebuilt after a failed commit. */
   failed = false;
