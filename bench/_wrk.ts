@@ -46,7 +46,6 @@ wrk.body = ""
 ${headers}
 local paths = { ${opts.paths.map(lua).join(', ')} }
 local requests = {}
-for i, p in ipairs(paths) do requests[i] = wrk.format("POST", p) end
 local counter = 0
 function setup(thread)
   thread:set("id", counter)
@@ -55,6 +54,8 @@ end
 local out
 local turn = 0
 function init(args)
+  -- Built here, not at load: wrk sets the Host header only once the script is loaded.
+  for i, p in ipairs(paths) do requests[i] = wrk.format("POST", p) end
   out = io.open(${lua(`${outDir}/bodies-`)} .. id .. ".txt", "w")
 end
 function request()

@@ -286,7 +286,7 @@ export async function run(): Promise<number> {
       `netsot CPU per allocation: ${n.serverCores === null ? '-' : `${fmt.int((n.serverCores / n.rps) * 1e6)} µs`}; ` +
         `busiest threads over the measured slices (cores): ${perThread}`,
     );
-    log("latencies are autocannon's, in whole milliseconds; p99 = worst round.");
+    log(`latencies are ${clients.join(' and ')}'s (autocannon's in whole milliseconds); p99 = worst round.`);
     const summary = (s: LoadSummary) => ({
       per_s: Math.round(s.rps),
       p50_ms: s.latencyMs.p50,
