@@ -230,9 +230,8 @@ export class ShardServer {
    */
   private prepare(req: ShardRequest): void {
     this.closeTurn();
-    const ms = Math.max(50, Math.min(1000, this.shard.config.shardStallMs / 4));
     // Waiting for the other shards is progress, not a stall (supervisor.ts).
-    const part: HeldPart = { txn: req.part!.txn, group: null, beat: setInterval(() => this.shard.heartbeat(), ms) };
+    const part: HeldPart = { txn: req.part!.txn, group: null, beat: setInterval(() => this.shard.heartbeat(), this.beatMs()) };
     this.part = part;
     void this.shard.tail.then(() => this.runPart(req, part));
   }
@@ -397,8 +396,11 @@ export class ShardServer {
     const turn = this.closed.shift();
     if (!turn) return;
     this.committing = turn;
+    // A commit waiting on a slow disk is progress, not a stall (supervisor.ts); a thread stuck in a request stops the beat.
+    const beat = setInterval(() => this.shard.heartbeat(), this.beatMs());
     turn.group.commit().then(
       () => {
+        clearInterval(beat);
         this.committing = null;
         if (turn.group.feed.length > 0) turn.replies[0].feed = turn.group.feed;
         this.send(turn.replies);
@@ -407,8 +409,16 @@ export class ShardServer {
         if (this.closed.length > 0) this.commitNext();
         else this.closeTurn();
       },
-      (err) => this.commitFailed(turn, err),
+      (err) => {
+        clearInterval(beat);
+        this.commitFailed(turn, err);
+      },
     );
+  }
+
+  /** How often a shard that waits (for a commit, for a bulk decision) tells the supervisor it is alive. */
+  private beatMs(): number {
+    return Math.max(50, Math.min(1000, this.shard.config.shardStallMs / 4));
   }
 
   private commitFailed(turn: Turn, err: unknown): void {

@@ -38,10 +38,6 @@ export class ShardState {
    * a list of a million items — calls it as it goes, so only a shard stuck for good reads as stalled.
    */
   heartbeat: () => void = () => undefined;
-  /** Tells the supervisor when this shard enters and leaves a store commit, whose time (a slow disk) is no stall. */
-  inStore: (busy: boolean) => void = () => undefined;
-  /** Commits issued and not yet settled (more than one only on a store whose commits are asynchronous). */
-  commitsInFlight = 0;
   /** Reports each group commit (its seconds and the requests that wrote in it), and each failed one, to the metrics. */
   committed: (seconds: number, groupSize: number) => void = () => undefined;
   commitFailed: () => void = () => undefined;

@@ -177,8 +177,8 @@ export class SupervisedShard {
   private spawn(): Promise<Running> {
     const started = performance.now();
     const { port1, port2 } = new MessageChannel();
-    // [0]: the progress counter; [1]: 1 while the worker is inside a store commit.
-    const progress = new Int32Array(new SharedArrayBuffer(8));
+    // The progress counter. A commit in flight counts as progress: the worker beats while it waits (dispatch.ts).
+    const progress = new Int32Array(new SharedArrayBuffer(4));
     const worker = new Worker(WORKER_URL, {
       workerData: { ...this.launch.workerData, shardIndex: this.launch.shardIndex, port: port2, progress },
       transferList: [port2],
@@ -256,9 +256,7 @@ export class SupervisedShard {
     if (!running) return;
     const now = performance.now();
     const progress = Atomics.load(running.progress, 0);
-    // A commit waiting on a slow disk is not a stuck request, and a new worker would wait on the same disk.
-    const inStore = Atomics.load(running.progress, 1) === 1;
-    if (progress !== this.lastProgress || this.pending.size === 0 || inStore) {
+    if (progress !== this.lastProgress || this.pending.size === 0) {
       this.lastProgress = progress;
       this.lastProgressAt = now;
       if (this.pending.size === 0) this.failures = 0;

@@ -244,17 +244,12 @@ export class CommitGroup {
     this.end();
     if (this.isEmpty) return Promise.resolve();
     for (const [kind, id] of this.highWater) this.ops.push(highWaterOp(kind, this.shard.writerName, id));
-    // The flag stays up while a commit is in flight: a slow disk delays the replies, it is no stall.
-    if (this.shard.commitsInFlight++ === 0) this.shard.inStore(true);
     const started = performance.now();
-    const settled = () => {
-      if (--this.shard.commitsInFlight === 0) this.shard.inStore(false);
-    };
     const p = this.shard.store.commit({ ops: this.ops, removeRanges: this.removeRanges });
-    p.then(() => {
-      settled();
-      this.shard.committed((performance.now() - started) / 1000, this.taken.length);
-    }, settled);
+    p.then(
+      () => this.shard.committed((performance.now() - started) / 1000, this.taken.length),
+      () => undefined,
+    );
     return p;
   }
 
