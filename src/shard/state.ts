@@ -38,6 +38,11 @@ export class ShardState {
    * a list of a million items — calls it as it goes, so only a shard stuck for good reads as stalled.
    */
   heartbeat: () => void = () => undefined;
+  /**
+   * Tells the supervisor when this shard enters and leaves the synchronous part of a store commit (LMDB:
+   * encoding and queuing a large write set), bounded work that is no stall however slow the machine.
+   */
+  inStore: (busy: boolean) => void = () => undefined;
   /** Reports each group commit (its seconds and the requests that wrote in it), and each failed one, to the metrics. */
   committed: (seconds: number, groupSize: number) => void = () => undefined;
   commitFailed: () => void = () => undefined;

@@ -245,7 +245,14 @@ export class CommitGroup {
     if (this.isEmpty) return Promise.resolve();
     for (const [kind, id] of this.highWater) this.ops.push(highWaterOp(kind, this.shard.writerName, id));
     const started = performance.now();
-    const p = this.shard.store.commit({ ops: this.ops, removeRanges: this.removeRanges });
+    // The wait for the sync is covered by the shard's heartbeat (dispatch.ts); the call itself runs on this thread.
+    this.shard.inStore(true);
+    let p: Promise<void>;
+    try {
+      p = this.shard.store.commit({ ops: this.ops, removeRanges: this.removeRanges });
+    } finally {
+      this.shard.inStore(false);
+    }
     p.then(
       () => this.shard.committed((performance.now() - started) / 1000, this.taken.length),
       () => undefined,

@@ -46,6 +46,9 @@ collectGarbage();
 shard.heartbeat = () => {
   Atomics.add(data.progress, 0, 1);
 };
+shard.inStore = (busy) => {
+  Atomics.store(data.progress, 1, busy ? 1 : 0);
+};
 if (data.stats) {
   const stats = new ThreadStats(data.stats, slotOf(data.shardIndex));
   shard.committed = (seconds, groupSize) => stats.commit(seconds, groupSize);
