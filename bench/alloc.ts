@@ -35,7 +35,10 @@
  * warm-up's allocations are checked like the others), BENCH_CONNECTIONS
  * (default 64), BENCH_SITES (default 1), BENCH_KILL9 (default 1; 0 stops the
  * loaded server with SIGTERM, so that BENCH_SERVER_NODE_ARGS="--cpu-prof
- * --cpu-prof-dir=DIR" profiles of it get written).
+ * --cpu-prof-dir=DIR" profiles of it get written), BENCH_CLIENT
+ * (`autocannon`, the default; `wrk`: `wrk -t1 -c64` with a Lua script that
+ * records every 200 body, bench/_wrk.ts, `apt-get install -y wrk`; `both`:
+ * the rounds run with each client, each against its own raw-uWS baseline).
  */
 import autocannon from 'autocannon';
 import {
@@ -60,9 +63,19 @@ import {
   tempDir,
   threadCpuSeconds,
 } from './_harness.js';
+import { haveWrk, wrkPost } from './_wrk.js';
 
 const TARGET_PER_S = 20_000;
 type Side = 'raw' | 'netsot';
+type Client = 'autocannon' | 'wrk';
+
+function clientsWanted(): Client[] {
+  const v = process.env.BENCH_CLIENT ?? 'autocannon';
+  const list: Client[] = v === 'both' ? ['autocannon', 'wrk'] : v === 'wrk' ? ['wrk'] : v === 'autocannon' ? ['autocannon'] : [];
+  if (list.length === 0) throw new Error(`BENCH_CLIENT must be autocannon, wrk or both, not ${v}`);
+  if (list.includes('wrk') && !haveWrk()) throw new Error('BENCH_CLIENT wants wrk, which is not installed (apt-get install -y wrk)');
+  return list;
+}
 
 export async function run(): Promise<number> {
   const seconds = envNumber('BENCH_SECONDS', 10, 1);
@@ -74,6 +87,7 @@ export async function run(): Promise<number> {
   // BENCH_KILL9=0 stops the loaded server with SIGTERM instead, so BENCH_SERVER_NODE_ARGS=--cpu-prof profiles get written.
   const kill9 = envNumber('BENCH_KILL9', 1) !== 0;
   if (siteCount > 200) throw new Error('BENCH_SITES must be at most 200');
+  const clients = clientsWanted();
 
   const data = tempDir('netsot-bench-p2-');
   let netsot: ChildServer | undefined;
@@ -106,8 +120,14 @@ export async function run(): Promise<number> {
       throw new Error(`raw uWS answered ${rawSample.status} ${rawSample.text}`);
 
     const servers: Record<Side, ChildServer> = { raw, netsot };
-    const load = async (side: Side, secs: number): Promise<LoadSummary> => {
+    const load = async (side: Side, secs: number, client: Client = clients[0]): Promise<LoadSummary> => {
       const server = servers[side];
+      if (client === 'wrk') {
+        const paths = parents.map((p) => p.path);
+        const w = await wrkPost({ base: server.base, paths, headers: AUTH, connections, seconds: secs, serverPid: server.pid });
+        if (side === 'netsot') for (const b of w.bodies) record(b);
+        return w.summary;
+      }
       let ok = 0;
       const sink: string[] = [];
       const cpu0 = process.cpuUsage();
@@ -175,21 +195,22 @@ export async function run(): Promise<number> {
       warm.netsot = await load('netsot', warmup);
       warm.raw = await load('raw', warmup);
     }
-    const results: Record<Side, LoadSummary[]> = { raw: [], netsot: [] };
+    const byClient = new Map<Client, Record<Side, LoadSummary[]>>(clients.map((c) => [c, { raw: [], netsot: [] }]));
+    const results = byClient.get(clients[0])!;
     let threadSecs = 0;
     const threads = new Map<number, number>(); // netsot CPU seconds per thread over its measured slices
     for (const [i, order] of orders.entries()) {
-      for (const side of order) {
+      for (const [client, side] of clients.flatMap((c) => order.map((side) => [c, side] as const))) {
         const before = side === 'netsot' ? threadCpuSeconds(netsot.pid) : null;
-        const r = await load(side, slice);
+        const r = await load(side, slice, client);
         const after = side === 'netsot' ? threadCpuSeconds(netsot.pid) : null;
         if (before && after) {
           threadSecs += r.seconds;
           for (const [tid, cpu] of after) threads.set(tid, (threads.get(tid) ?? 0) + cpu - (before.get(tid) ?? 0));
         }
-        results[side].push(r);
+        byClient.get(client)![side].push(r);
         log(
-          `  round ${i + 1} ${side.padEnd(6)} ${fmt.int(r.rps)} ${side === 'netsot' ? 'allocations' : 'replies'}/s, p99 ${fmt.ms(r.latencyMs.p99)} ms` +
+          `  round ${i + 1} ${clients.length > 1 ? `${client.padEnd(10)} ` : ''}${side.padEnd(6)} ${fmt.int(r.rps)} ${side === 'netsot' ? 'allocations' : 'replies'}/s, p99 ${fmt.ms(r.latencyMs.p99)} ms` +
             `${failures(r) > 0 ? `, ${failures(r)} FAILED` : ''}`,
         );
       }
@@ -238,15 +259,23 @@ export async function run(): Promise<number> {
     log(
       table(
         ['target', '200s/s', 'p50 ms', 'p99 ms', 'max ms', 'failed', 'server cores', 'client cores'],
-        [row('raw uWS (fixed body)', b), row(`netsot (allocations)`, n)],
+        clients.flatMap((c) => {
+          const r = byClient.get(c)!;
+          const tag = clients.length > 1 ? `${c}: ` : '';
+          return [row(`${tag}raw uWS (fixed body)`, combine(r.raw)), row(`${tag}netsot (allocations)`, combine(r.netsot))];
+        }),
       ),
     );
     log('');
     const meets = n.rps >= TARGET_PER_S && duplicates === 0 && missing === 0 && failures(n) === 0;
-    log(
-      `netsot: ${fmt.int(n.rps)} allocations/s (target >= ${fmt.int(TARGET_PER_S)}): ${n.rps >= TARGET_PER_S ? 'meets target' : 'BELOW TARGET'}; ` +
-        `netsot/raw = ${fmt.pct(ratio)}`,
-    );
+    for (const c of clients) {
+      const cn = combine(byClient.get(c)!.netsot);
+      const cb = combine(byClient.get(c)!.raw);
+      log(
+        `netsot (${c}): ${fmt.int(cn.rps)} allocations/s (target >= ${fmt.int(TARGET_PER_S)}): ${cn.rps >= TARGET_PER_S ? 'meets target' : 'BELOW TARGET'}; ` +
+          `netsot/raw = ${fmt.pct(cn.rps / cb.rps)}`,
+      );
+    }
     log(
       `${fmt.int(handedOut)} addresses handed out in all (warm-up and sample included): ${duplicates} duplicates; ` +
         `after ${kill9 ? 'kill -9' : 'SIGTERM (BENCH_KILL9=0)'} and a restart (${fmt.int(restartMs)} ms): ${fmt.int(stored)} children stored, ${missing} acked but missing, ${extra} stored but never acked ` +
@@ -257,7 +286,7 @@ export async function run(): Promise<number> {
       `netsot CPU per allocation: ${n.serverCores === null ? '-' : `${fmt.int((n.serverCores / n.rps) * 1e6)} µs`}; ` +
         `busiest threads over the measured slices (cores): ${perThread}`,
     );
-    log("latencies are autocannon's, in whole milliseconds; p99 = worst round.");
+    log(`latencies are ${clients.join(' and ')}'s (autocannon's in whole milliseconds); p99 = worst round.`);
     const summary = (s: LoadSummary) => ({
       per_s: Math.round(s.rps),
       p50_ms: s.latencyMs.p50,
@@ -287,6 +316,24 @@ export async function run(): Promise<number> {
         netsot: summary(n),
         per_s_by_round: { raw: results.raw.map((r) => Math.round(r.rps)), netsot: results.netsot.map((r) => Math.round(r.rps)) },
         ratio: Number(ratio.toFixed(4)),
+        client: clients[0],
+        by_client: Object.fromEntries(
+          clients.map((c) => {
+            const r = byClient.get(c)!;
+            const cn = combine(r.netsot);
+            const cb = combine(r.raw);
+            return [
+              c,
+              {
+                raw: summary(cb),
+                netsot: summary(cn),
+                per_s_by_round: { raw: r.raw.map((x) => Math.round(x.rps)), netsot: r.netsot.map((x) => Math.round(x.rps)) },
+                ratio: Number((cn.rps / cb.rps).toFixed(4)),
+                server_us_per_allocation: cn.serverCores === null ? null : Math.round((cn.serverCores / cn.rps) * 1e6),
+              },
+            ];
+          }),
+        ),
         handed_out: handedOut,
         duplicates,
         stored_after_kill9: stored,
@@ -302,7 +349,10 @@ export async function run(): Promise<number> {
         other_busy_cores_after: busyAfter === null ? null : Number(busyAfter.toFixed(2)),
       }),
     );
-    const bad = duplicates + missing + failures(n) + failures(b) + (warm.netsot ? failures(warm.netsot) : 0);
+    const failedOthers = clients
+      .slice(1)
+      .reduce((a, c) => a + failures(combine(byClient.get(c)!.netsot)) + failures(combine(byClient.get(c)!.raw)), 0);
+    const bad = duplicates + missing + failures(n) + failures(b) + failedOthers + (warm.netsot ? failures(warm.netsot) : 0);
     if (bad > 0) {
       process.stderr.write(
         `alloc: ${duplicates} duplicates, ${missing} missing, failed requests: netsot ${failures(n)}, raw ${failures(b)}\n`,

@@ -197,9 +197,15 @@ export class RadixTree<V> implements PrefixTree<V> {
     return out;
   }
 
+  /** The nearest stored ancestor: the walk of `ancestors` without collecting every entry on the way (O(depth)). */
   parent(addr: bigint, len: number): Entry<V> | undefined {
-    const all = this.ancestors(addr, len);
-    return all[all.length - 1];
+    let last: Node<V> | null = null;
+    let n: Node<V> | null = this.root;
+    while (n && n.len < len && this.contains(n, addr, len)) {
+      if (n.stored) last = n;
+      n = n.child(bitAt(addr, n.len, this.width));
+    }
+    return last ? this.entry(last) : undefined;
   }
 
   /** Pre-order walk (a node before its subtree, 0-half before 1-half): (addr, len) order. */

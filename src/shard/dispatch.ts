@@ -143,6 +143,8 @@ interface Turn {
   requests: ShardRequest[];
   replies: ShardReply[];
   wrote: boolean[];
+  /** Called once the turn's commit has settled and its outcome is handled (the shard's `tail`). */
+  done: () => void;
 }
 
 /**
@@ -150,21 +152,36 @@ interface Turn {
  * at once, so the next request sees them); the writes of every request that
  * arrived in one event-loop turn — however many messages brought them — are
  * committed together at the end of the turn as one CommitGroup: one LMDB
- * transaction and one sync instead of one per request (the commit blocks
- * this thread; requests arriving meanwhile make the next turn's group).
- * `send` gets the group's replies together once that commit is durable
- * (reads and errors in the group wait for it too, so nothing is reported
- * before what it saw is on disk).
+ * transaction and one sync instead of one per request. `send` gets the
+ * group's replies together once that commit is durable (reads and errors in
+ * the group wait for it too, so nothing is reported before what it saw is on
+ * disk).
  *
- * If the commit fails (a full disk, an I/O error), nothing of the group is on
+ * Commits are pipelined, one in flight: while group N commits and syncs off
+ * this thread, requests keep running on memory (which already holds N's
+ * writes) into the open group N+1, however many turns that takes; when N is
+ * durable its replies go out and N+1's commit starts at once. Since N+1's
+ * replies wait for N+1's commit, which starts after N's, no reply shows a
+ * write before it is durable, and a group never commits unless every group
+ * before it did.
+ *
+ * If a commit fails (a full disk, an I/O error), nothing of its group is on
  * disk: its writers are answered 507 (store full) or 500, memory is put back
- * as it was before the group (CommitGroup.rollback; a rebuild from the store
- * only when that is impossible), and the group's other requests from its
- * first write on — reads and refusals that may have seen the lost writes —
- * run again on the restored memory. Requests before the first write stand.
+ * as it was before the group (CommitGroup.rollback of every later group and
+ * then this one, newest first; a rebuild from the store only when that is
+ * impossible), and the group's other requests from its first write on —
+ * reads and refusals that may have seen the lost writes — run again on the
+ * restored memory, followed by every request of the later groups (which ran
+ * on top of the lost writes and were never committed). Requests before the
+ * first write stand.
  */
 export class ShardServer {
+  /** The open turn: requests run since the last group closed. */
   private turn: Turn;
+  /** Closed groups waiting for the commit in flight, oldest first (more than one only after a forced close). */
+  private readonly closed: Turn[] = [];
+  /** The group whose commit is in flight. */
+  private committing: Turn | null = null;
   private closing = false;
   /** Requests that arrived while memory was being rebuilt or a bulk part awaited its decision, in arrival order. */
   private held: ShardRequest[] = [];
@@ -187,7 +204,7 @@ export class ShardServer {
   }
 
   private newTurn(): Turn {
-    return { group: new CommitGroup(this.shard), requests: [], replies: [], wrote: [] };
+    return { group: new CommitGroup(this.shard), requests: [], replies: [], wrote: [], done: () => undefined };
   }
 
   submit(reqs: ShardRequest[]): void {
@@ -212,10 +229,9 @@ export class ShardServer {
    * it waits until the main thread's decision.
    */
   private prepare(req: ShardRequest): void {
-    this.close();
-    const ms = Math.max(50, Math.min(1000, this.shard.config.shardStallMs / 4));
+    this.closeTurn();
     // Waiting for the other shards is progress, not a stall (supervisor.ts).
-    const part: HeldPart = { txn: req.part!.txn, group: null, beat: setInterval(() => this.shard.heartbeat(), ms) };
+    const part: HeldPart = { txn: req.part!.txn, group: null, beat: setInterval(() => this.shard.heartbeat(), this.beatMs()) };
     this.part = part;
     void this.shard.tail.then(() => this.runPart(req, part));
   }
@@ -290,7 +306,7 @@ export class ShardServer {
     }
     const writes = ctx.hasTx && !ctx.tx.isEmpty;
     if (ctx.hasTx && !this.turn.group.add(ctx.tx)) {
-      this.close();
+      this.closeTurn();
       this.turn.group.add(ctx.tx);
     }
     const out = finished(req.seq, reply, ctx.directory);
@@ -354,22 +370,59 @@ export class ShardServer {
     this.turn.wrote.push(wrote);
   }
 
-  /** Commits the open group; its replies go out once it has settled. */
+  /** End of an event-loop turn: the open group commits now, or when the commit in flight has settled. */
   private readonly close = (): void => {
     this.closing = false;
+    if (this.committing || this.closed.length > 0) return;
+    this.closeTurn();
+  };
+
+  /** Closes the open group now; it commits after those closed before it. The shard's tail moves to it. */
+  private closeTurn(): void {
     if (this.turn.replies.length === 0) return;
     const turn = this.turn;
     this.turn = this.newTurn();
+    turn.group.end();
+    this.shard.tail = new Promise((resolve) => {
+      turn.done = resolve;
+    });
+    this.closed.push(turn);
+    this.commitNext();
+  }
+
+  /** Starts the oldest closed group's commit unless one is in flight; its replies go out once it is durable. */
+  private commitNext(): void {
+    if (this.committing) return;
+    const turn = this.closed.shift();
+    if (!turn) return;
+    this.committing = turn;
+    // A commit waiting on a slow disk is progress, not a stall (supervisor.ts); a thread stuck in a request stops the beat.
+    const beat = setInterval(() => this.shard.heartbeat(), this.beatMs());
     turn.group.commit().then(
       () => {
+        clearInterval(beat);
+        this.committing = null;
         if (turn.group.feed.length > 0) turn.replies[0].feed = turn.group.feed;
         this.send(turn.replies);
+        turn.done();
+        // The open group grew while this one synced: it commits now, not at the end of a later turn.
+        if (this.closed.length > 0) this.commitNext();
+        else this.closeTurn();
       },
-      (err) => this.commitFailed(turn, err),
+      (err) => {
+        clearInterval(beat);
+        this.commitFailed(turn, err);
+      },
     );
-  };
+  }
+
+  /** How often a shard that waits (for a commit, for a bulk decision) tells the supervisor it is alive. */
+  private beatMs(): number {
+    return Math.max(50, Math.min(1000, this.shard.config.shardStallMs / 4));
+  }
 
   private commitFailed(turn: Turn, err: unknown): void {
+    this.committing = null;
     const full = this.shard.store.isFull(err);
     // A database that went away may have committed the group after all: memory is reread, not rolled back.
     const unreachable = this.shard.store.isUnavailable(err);
@@ -378,28 +431,42 @@ export class ShardServer {
       : `commit failed${full ? ' (store full)' : ''}; nothing of its group was saved`;
     const refusal = () => (full ? Errors.storeFull() : unreachable ? Errors.storeUnavailable() : Errors.internal());
     this.shard.commitFailed();
+    // The groups after it ran on top of its writes: none of them may commit, all of them run again.
+    const later = this.closed.splice(0);
+    this.turn.group.end();
+    later.push(this.turn);
+    this.turn = this.newTurn();
     this.log.error(`shard ${this.shard.shardIndex}: ${what}`, {
       event: 'commit-failed',
       shard: this.shard.shardIndex,
       storeFull: full,
       requests: turn.requests.length,
       writers: turn.wrote.filter(Boolean).length,
+      later: later.reduce((n, t) => n + t.requests.length, 0),
       err,
     });
     const firstWrite = turn.wrote.indexOf(true);
     const answered: ShardReply[] = [];
     const again: ShardRequest[] = [];
-    turn.replies.forEach((reply, i) => {
-      if (i < firstWrite) answered.push(reply);
-      else if (reply.chunk && reply.chunk.index > 0) {
-        // A later chunk of a streamed list may show lost writes, and cannot be taken back: the response is cut off.
-        this.streams.delete(reply.seq);
-        answered.push({ seq: reply.seq, status: 500, body: '', chunk: { text: '', index: reply.chunk.index, last: true, failed: true } });
-      } else if (turn.wrote[i]) answered.push({ seq: reply.seq, ...this.errorReply(refusal()) });
-      else again.push(turn.requests[i]);
-    });
-    const restored = turn.group.rollback() && !unreachable;
+    const sort = (t: Turn, failed: boolean) =>
+      t.replies.forEach((reply, i) => {
+        if (failed && i < firstWrite) answered.push(reply);
+        else if (reply.chunk && reply.chunk.index > 0) {
+          // A later chunk of a streamed list may show lost writes, and cannot be taken back: the response is cut off.
+          this.streams.delete(reply.seq);
+          answered.push({ seq: reply.seq, status: 500, body: '', chunk: { text: '', index: reply.chunk.index, last: true, failed: true } });
+        } else if (failed && t.wrote[i]) answered.push({ seq: reply.seq, ...this.errorReply(refusal()) });
+        else again.push(t.requests[i]);
+      });
+    sort(turn, true);
+    for (const t of later) sort(t, false);
+    // Memory back as it was before the failed group: the later groups undone first, newest first.
+    let restored = !unreachable;
+    for (let i = later.length - 1; i >= 0; i--) restored = later[i].group.rollback() && restored;
+    restored = turn.group.rollback() && restored;
     this.send(answered);
+    turn.done();
+    for (const t of later) t.done();
     if (restored) {
       this.submit(again);
       return;
@@ -410,7 +477,7 @@ export class ShardServer {
 
   /** The shard failed: commit what ran before, rebuild memory, then serve `reqs` and whatever arrives meanwhile. */
   private hold(reqs: ShardRequest[]): void {
-    this.close();
+    this.closeTurn();
     for (const req of reqs) this.held.push(req);
     if (this.recovering) return;
     this.recovering = true;

@@ -27,7 +27,7 @@ export class ShardState {
   trees = new Map<string, RadixTree<StoredObject>>();
   /** One-to-many indexes between kinds (a device's interfaces…), kept by the models' derived indexes. */
   relations = new Map<string, Relation>();
-  /** Settles when the latest commit issued by this shard is durable. */
+  /** Settles when every commit group this shard has closed so far has settled (set by ShardServer). */
   tail: Promise<void> = Promise.resolve();
   /** Set while memory is being rebuilt after a failed commit. */
   failed = false;
@@ -38,10 +38,11 @@ export class ShardState {
    * a list of a million items — calls it as it goes, so only a shard stuck for good reads as stalled.
    */
   heartbeat: () => void = () => undefined;
-  /** Tells the supervisor when this shard enters and leaves a store commit, whose time (a slow disk) is no stall. */
+  /**
+   * Tells the supervisor when this shard enters and leaves the synchronous part of a store commit (LMDB:
+   * encoding and queuing a large write set), bounded work that is no stall however slow the machine.
+   */
   inStore: (busy: boolean) => void = () => undefined;
-  /** Commits issued and not yet settled (more than one only on a store whose commits are asynchronous). */
-  commitsInFlight = 0;
   /** Reports each group commit (its seconds and the requests that wrote in it), and each failed one, to the metrics. */
   committed: (seconds: number, groupSize: number) => void = () => undefined;
   commitFailed: () => void = () => undefined;

@@ -15,8 +15,10 @@
  *   queues behind a long but healthy backlog of requests and would read as a
  *   stall, while the counter moves with every batch, and long but bounded
  *   work inside one request (rendering a million-item list) bumps it too
- *   (ShardState.heartbeat). Time spent inside a store commit (a slow fsync)
- *   does not count: a second shared slot says when the worker is there.
+ *   (ShardState.heartbeat). Time spent inside a store commit's synchronous
+ *   part (encoding a large write set) does not count: a second shared slot
+ *   says when the worker is there; while the commit then syncs off the
+ *   thread, the worker beats the counter (dispatch.ts).
  *
  * Either way every request the worker had not answered gets 503 with
  * Retry-After (none was acknowledged, so no acknowledged write is lost; one it
@@ -177,7 +179,7 @@ export class SupervisedShard {
   private spawn(): Promise<Running> {
     const started = performance.now();
     const { port1, port2 } = new MessageChannel();
-    // [0]: the progress counter; [1]: 1 while the worker is inside a store commit.
+    // [0]: the progress counter; [1]: 1 while the worker is inside a store commit call (its synchronous part).
     const progress = new Int32Array(new SharedArrayBuffer(8));
     const worker = new Worker(WORKER_URL, {
       workerData: { ...this.launch.workerData, shardIndex: this.launch.shardIndex, port: port2, progress },
@@ -256,7 +258,7 @@ export class SupervisedShard {
     if (!running) return;
     const now = performance.now();
     const progress = Atomics.load(running.progress, 0);
-    // A commit waiting on a slow disk is not a stuck request, and a new worker would wait on the same disk.
+    // Bounded work inside a commit call is not a stuck request, however slow the machine.
     const inStore = Atomics.load(running.progress, 1) === 1;
     if (progress !== this.lastProgress || this.pending.size === 0 || inStore) {
       this.lastProgress = progress;

@@ -228,30 +228,35 @@ export class CommitGroup {
     return true;
   }
 
-  /** Durable commit of every write taken; the shard's tail moves to it. An empty group waits for the tail. */
-  commit(): Promise<void> {
-    if (this.isEmpty) return this.shard.tail;
+  /** No transaction joins after this: a later rollback checks memory is still as this group left it. */
+  end(): void {
     this.appliedAtCommit = this.shard.applied;
+  }
+
+  /**
+   * Durable commit of every write taken (ends the group). The store commits
+   * off this thread (LMDB on lmdb-js's writer, PostgreSQL on its connection),
+   * so the caller keeps serving meanwhile; it commits the next group only
+   * once this one has settled (ShardServer in dispatch.ts). An empty group
+   * has nothing to wait for.
+   */
+  commit(): Promise<void> {
+    this.end();
+    if (this.isEmpty) return Promise.resolve();
     for (const [kind, id] of this.highWater) this.ops.push(highWaterOp(kind, this.shard.writerName, id));
-    // LMDB commits synchronously inside this call, so the flag spans exactly the commit and its sync;
-    // PostgreSQL's commits settle later, so the flag stays up while any is in flight.
-    this.shard.inStore(true);
-    this.shard.commitsInFlight++;
     const started = performance.now();
+    // The wait for the sync is covered by the shard's heartbeat (dispatch.ts); the call itself runs on this thread.
+    this.shard.inStore(true);
     let p: Promise<void>;
     try {
       p = this.shard.store.commit({ ops: this.ops, removeRanges: this.removeRanges });
     } finally {
-      if (this.shard.store.engine === 'lmdb' && --this.shard.commitsInFlight === 0) this.shard.inStore(false);
+      this.shard.inStore(false);
     }
-    if (this.shard.store.engine !== 'lmdb') {
-      const settled = () => {
-        if (--this.shard.commitsInFlight === 0) this.shard.inStore(false);
-      };
-      p.then(settled, settled);
-    }
-    this.shard.committed((performance.now() - started) / 1000, this.taken.length);
-    this.shard.tail = p.catch(() => undefined);
+    p.then(
+      () => this.shard.committed((performance.now() - started) / 1000, this.taken.length),
+      () => undefined,
+    );
     return p;
   }
 
@@ -261,7 +266,7 @@ export class CommitGroup {
    * request (protocol.ts BulkPart). An abort then undoes it with `rollback`.
    */
   prepare(): WriteSet {
-    this.appliedAtCommit = this.shard.applied;
+    this.end();
     for (const [kind, id] of this.highWater) this.ops.push(highWaterOp(kind, this.shard.writerName, id));
     return { ops: this.ops, removeRanges: this.removeRanges };
   }

@@ -9,18 +9,43 @@ import { LmdbStore } from '../../src/store/lmdb.js';
 import type { WriteSet } from '../../src/store/store.js';
 import { openTempShard, requestsLike, type TempShard } from '../helpers/shard.js';
 
-/** A real LMDB store whose next commit fails, as a full disk would. */
+/**
+ * A real LMDB store whose next commit fails, as a full disk would, and whose
+ * commits can be held back (a slow sync) to see what runs meanwhile.
+ */
 class FailingStore extends LmdbStore {
   failNext = false;
   /** The errno the injected failure carries: 28 is ENOSPC, a full disk; none is another fault. */
   failCode: number | undefined = undefined;
+  /** While set, every commit waits for it before it starts. */
+  gate: Promise<void> | null = null;
+  inFlight = 0;
+  mostInFlight = 0;
   override async commit(writes: WriteSet): Promise<void> {
-    if (this.failNext) {
-      this.failNext = false;
-      throw Object.assign(new Error('injected commit failure'), this.failCode === undefined ? {} : { code: this.failCode });
+    this.mostInFlight = Math.max(this.mostInFlight, ++this.inFlight);
+    try {
+      if (this.gate) await this.gate;
+      if (this.failNext) {
+        this.failNext = false;
+        throw Object.assign(new Error('injected commit failure'), this.failCode === undefined ? {} : { code: this.failCode });
+      }
+      return await super.commit(writes);
+    } finally {
+      this.inFlight--;
     }
-    return super.commit(writes);
   }
+}
+
+/** A gate for FailingStore: commits wait until `open` is called. */
+function holdCommits(): () => void {
+  let open: () => void = () => undefined;
+  t.store.gate = new Promise<void>((resolve) => {
+    open = resolve;
+  });
+  return () => {
+    t.store.gate = null;
+    open();
+  };
 }
 
 /** Submits `reqs` as one turn and collects every reply, however many sends bring them. */
@@ -132,5 +157,87 @@ describe('an unexpected error in a shard', () => {
     expect(loggedText()).toMatch(logLine);
     const list = await handle(t.shard, req({}));
     expect(JSON.parse(list.body).map((s: { name: string }) => s.name)).not.toContain('unclaimed');
+  });
+});
+
+describe('pipelined commits', () => {
+  /** One ShardServer, as in a worker: every reply in arrival order, with how many had arrived when each came. */
+  function server() {
+    const got: ShardReply[] = [];
+    const waiters: { n: number; resolve: () => void }[] = [];
+    const s = new ShardServer(
+      t.shard,
+      (replies) => {
+        got.push(...replies);
+        for (const w of waiters.filter((w) => got.length >= w.n)) w.resolve();
+      },
+      log,
+    );
+    const replies = (n: number) =>
+      new Promise<ShardReply[]>((resolve) => {
+        if (got.length >= n) resolve(got.slice());
+        else waiters.push({ n, resolve: () => resolve(got.slice()) });
+      });
+    return { submit: (reqs: ShardRequest[]) => s.submit(reqs), got, replies };
+  }
+  const names = (r: ShardReply) => JSON.parse(r.body).map((s: { name: string }) => s.name);
+  const turnEnd = () => new Promise((resolve) => setImmediate(resolve));
+
+  test('a shard runs the next group while a commit is in flight and answers it only once that commit is durable', async () => {
+    const before = names(await handle(t.shard, req({})));
+    const open = holdCommits();
+    t.store.mostInFlight = 0;
+    const s = server();
+    const a = req({ op: 'create', method: 'POST', body: { name: 'piped-a' }, siteClaim: { kind: 'create', siteId: 20 } });
+    s.submit([a]);
+    await turnEnd();
+    await turnEnd();
+    // Group 1 is committing; these run now, on memory that holds piped-a, and form group 2.
+    const list = req({});
+    const b = req({ op: 'create', method: 'POST', body: { name: 'piped-b' }, siteClaim: { kind: 'create', siteId: 21 } });
+    s.submit([list]);
+    await turnEnd();
+    s.submit([b]);
+    await turnEnd();
+    await turnEnd();
+    expect(s.got).toEqual([]);
+    open();
+    const replies = await s.replies(3);
+    expect(replies.map((r) => r.seq)).toEqual([a.seq, list.seq, b.seq]);
+    expect(replies.map((r) => r.status)).toEqual([201, 200, 201]);
+    expect(names(replies[1])).toEqual([...before, 'piped-a']);
+    // One commit at a time: group 2 started only once group 1 had settled.
+    expect(t.store.mostInFlight).toBe(1);
+    const reloaded = new ShardState(0, 1, loadConfig({ DATA_DIR: t.dir }), t.store, createSharedIdState({}));
+    await reloaded.load();
+    expect(names(await handle(reloaded, req({})))).toEqual([...before, 'piped-a', 'piped-b']);
+  });
+
+  test('a failed commit runs again the groups that ran on top of its writes, which never commit', async () => {
+    const before = names(await handle(t.shard, req({})));
+    const open = holdCommits();
+    t.store.failNext = true;
+    const s = server();
+    const lost = req({ op: 'create', method: 'POST', body: { name: 'lost-c' }, siteClaim: { kind: 'create', siteId: 22 } });
+    s.submit([lost]);
+    await turnEnd();
+    await turnEnd();
+    // These see lost-c in memory while its commit is in flight.
+    const list = req({});
+    const next = req({ op: 'create', method: 'POST', body: { name: 'kept-d' }, siteClaim: { kind: 'create', siteId: 23 } });
+    s.submit([list, next]);
+    await turnEnd();
+    open();
+    const replies = await s.replies(3);
+    const bySeq = new Map(replies.map((r) => [r.seq, r]));
+    expect(bySeq.get(lost.seq)!.status).toBe(500);
+    // Run again on restored memory: the list never shows lost-c, the create is made again and committed.
+    expect(names(bySeq.get(list.seq)!)).toEqual(before);
+    expect(bySeq.get(next.seq)!.status).toBe(201);
+    const inMemory = names(await handle(t.shard, req({})));
+    expect(inMemory).toEqual([...before, 'kept-d']);
+    const reloaded = new ShardState(0, 1, loadConfig({ DATA_DIR: t.dir }), t.store, createSharedIdState({}));
+    await reloaded.load();
+    expect(names(await handle(reloaded, req({})))).toEqual(inMemory);
   });
 });
