@@ -198,6 +198,10 @@ interface LoadFigures {
   shard: number;
   shards: number;
   ms: number;
+  /** CPU time of the load (user + system), steadier than wall time on a busy machine. */
+  cpuMs: number;
+  /** The store file's pages mapped by the process right after the load (RssFile minus the empty process's). */
+  file: number;
   heapUsed: number;
   heapTotal: number;
   anon: number;
@@ -246,9 +250,13 @@ async function loadOneShard(dataDir: string): Promise<void> {
   const anon = () => processMemory(process.pid)?.anon ?? NaN;
   try {
     const shard = new ShardState(0, config.shards, config, store, createSharedIdState(await store.highWaterMarks()));
+    const file0 = processMemory(process.pid)?.file ?? NaN;
+    const c0 = process.cpuUsage();
     const t0 = performance.now();
     await shard.load();
     const ms = performance.now() - t0;
+    const cpu = process.cpuUsage(c0);
+    const file = (processMemory(process.pid)?.file ?? NaN) - file0;
     const m1 = process.memoryUsage();
     const a1 = anon();
     gc();
@@ -260,6 +268,8 @@ async function loadOneShard(dataDir: string): Promise<void> {
       shard: 0,
       shards: config.shards,
       ms,
+      cpuMs: (cpu.user + cpu.system) / 1000,
+      file,
       heapUsed: m1.heapUsed,
       heapTotal: m1.heapTotal,
       anon: a1,
@@ -380,7 +390,7 @@ export async function run(): Promise<number> {
     const load = loadLine ? (JSON.parse(loadLine.slice(LOAD_RESULT.length)) as LoadFigures) : null;
     if (load) {
       log(
-        `  one shard's load in process (shard 0 of ${load.shards}, ShardState.load as a worker runs it): ${fmt.int(load.ms)} ms; ` +
+        `  one shard's load in process (shard 0 of ${load.shards}, ShardState.load as a worker runs it): ${fmt.int(load.ms)} ms (${fmt.int(load.cpuMs)} ms CPU), store pages mapped ${fmt.mb(load.file)}; ` +
           `right after: heapUsed ${fmt.mb(load.heapUsed)}, heapTotal ${fmt.mb(load.heapTotal)}, process anon ${fmt.mb(load.anon)}; ` +
           `after forced full GCs: heapUsed ${fmt.mb(load.liveHeapUsed)} (live), process anon ${fmt.mb(load.anonAfterGc)}`,
       );
@@ -483,6 +493,8 @@ export async function run(): Promise<number> {
           shard: load.shard,
           shards: load.shards,
           ms: r0(load.ms),
+          cpu_ms: r0(load.cpuMs),
+          file_mb: r0(load.file / 2 ** 20),
           heap_used_mb: r0(load.heapUsed / 2 ** 20),
           heap_total_mb: r0(load.heapTotal / 2 ** 20),
           anon_mb: r0(load.anon / 2 ** 20),

@@ -97,37 +97,90 @@ export function parseCidr(text: string): Cidr | ParseFailure {
 }
 
 export function formatAddress(version: IpVersion, addr: bigint, compress: boolean): string {
-  if (version === 4) {
-    const n = Number(addr);
-    return `${n >>> 24}.${(n >>> 16) & 255}.${(n >>> 8) & 255}.${n & 255}`;
-  }
-  // One BigInt conversion, then plain strings: shifting out each group made two BigInts per group.
-  const digits = addr.toString(16).padStart(32, '0');
-  const groups: number[] = new Array(8);
-  for (let i = 0; i < 8; i++) groups[i] = parseInt(digits.slice(i * 4, i * 4 + 4), 16);
-  if (!compress) return groups.map((g) => g.toString(16).padStart(4, '0')).join(':');
-  let bestAt = -1,
-    bestLen = 1;
-  for (let i = 0; i < 8; ) {
-    if (groups[i] !== 0) {
-      i++;
-      continue;
-    }
-    let j = i;
-    while (j < 8 && groups[j] === 0) j++;
-    if (j - i > bestLen) {
-      bestAt = i;
-      bestLen = j - i;
-    }
-    i = j;
-  }
-  const hex = groups.map((g) => g.toString(16));
-  if (bestAt < 0) return hex.join(':');
-  return `${hex.slice(0, bestAt).join(':')}::${hex.slice(bestAt + bestLen).join(':')}`;
+  if (version === 4) return formatV4(addr);
+  return formatV6(addr, compress, -1);
 }
 
 export function formatCidr(c: Cidr, compress: boolean): string {
-  return `${formatAddress(c.version, c.addr, compress)}/${c.len}`;
+  if (c.version === 4) return `${formatV4(c.addr)}/${c.len}`;
+  return formatV6(c.addr, compress, c.len);
+}
+
+function formatV4(addr: bigint): string {
+  const n = Number(addr);
+  return `${n >>> 24}.${(n >>> 16) & 255}.${(n >>> 8) & 255}.${n & 255}`;
+}
+
+// IPv6 text is assembled in scratch memory and becomes one string at the end:
+// next_address answers format up to nextNumMax addresses per call, and building
+// each from group strings made ~20 short-lived strings per address.
+const groups = new Int32Array(8);
+const text = Buffer.alloc(48); // 8 × 4 digits + 7 colons, "/128"
+const HEX_DIGITS = Buffer.from('0123456789abcdef', 'latin1');
+const COLON = 0x3a;
+
+/** Value of a hex digit's char code (0-9, a-f: what bigint toString(16) writes). */
+const hexValue = (code: number): number => (code <= 0x39 ? code - 0x30 : code - 0x57);
+
+/** Writes `g` in hex at `at`, 4 digits when `pad`, else without leading zeros; returns the next position. */
+function writeGroup(at: number, g: number, pad: boolean): number {
+  for (let shift = 12; shift >= 0; shift -= 4) {
+    const d = (g >>> shift) & 15;
+    if (pad || d !== 0 || shift === 0 || g >>> shift !== 0) text[at++] = HEX_DIGITS[d];
+  }
+  return at;
+}
+
+/** RFC 5952 text (or 8 groups of 4 digits), followed by `/len` when len ≥ 0. */
+function formatV6(addr: bigint, compress: boolean, len: number): string {
+  const hex = addr.toString(16);
+  const off = 32 - hex.length;
+  for (let i = 0; i < 8; i++) {
+    let g = 0;
+    for (let k = i * 4; k < i * 4 + 4; k++) g = g * 16 + (k >= off ? hexValue(hex.charCodeAt(k - off)) : 0);
+    groups[i] = g;
+  }
+  let at = 0;
+  if (!compress) {
+    for (let i = 0; i < 8; i++) {
+      if (i > 0) text[at++] = COLON;
+      at = writeGroup(at, groups[i], true);
+    }
+  } else {
+    // The longest run of two or more zero groups, the first on a tie, becomes `::`.
+    let bestAt = -1;
+    let bestLen = 1;
+    for (let i = 0; i < 8; ) {
+      if (groups[i] !== 0) {
+        i++;
+        continue;
+      }
+      let j = i;
+      while (j < 8 && groups[j] === 0) j++;
+      if (j - i > bestLen) {
+        bestAt = i;
+        bestLen = j - i;
+      }
+      i = j;
+    }
+    for (let i = 0; i < 8; i++) {
+      if (i === bestAt) {
+        text[at++] = COLON;
+        text[at++] = COLON;
+        i += bestLen - 1;
+        continue;
+      }
+      if (i > 0 && i !== bestAt + bestLen) text[at++] = COLON;
+      at = writeGroup(at, groups[i], false);
+    }
+  }
+  if (len >= 0) {
+    text[at++] = 0x2f; // '/'
+    if (len >= 100) text[at++] = 0x30 + Math.floor(len / 100);
+    if (len >= 10) text[at++] = 0x30 + (Math.floor(len / 10) % 10);
+    text[at++] = 0x30 + (len % 10);
+  }
+  return text.toString('latin1', 0, at);
 }
 
 /** A canonical key for a prefix, independent of notation and display settings. */

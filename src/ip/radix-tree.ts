@@ -21,20 +21,50 @@
 import { bitAt, commonLength, spanOf } from './_bits.js';
 import { type Entry, type FreeBlockQuery, maskTo, type PrefixTree } from './prefix-tree.js';
 
+/** Bits of `Node.flags`. GAP_*: free space in the node's half of its parent, before / after the node's own range. */
+const STORED = 1;
+const GAP_BEFORE = 2;
+const GAP_AFTER = 4;
+
 class Node<V> {
   child0: Node<V> | null = null;
   child1: Node<V> | null = null;
-  stored = false;
   value: V | undefined = undefined;
   full: number;
   solid: number;
+  /**
+   * STORED, and GAP_BEFORE / GAP_AFTER: whether the half of `up` this node
+   * sits in has addresses before / after the node's range, set whenever `up`
+   * changes, so the free-block search can tell without BigInt arithmetic
+   * (every BigInt operation allocates) whether a gap is worth computing. One
+   * field for the three keeps a node as small as with `stored` alone.
+   */
+  flags = 0;
   constructor(
     public addr: bigint,
     public len: number,
     public up: Node<V> | null,
+    width: number,
   ) {
     this.full = len;
     this.solid = len;
+    if (up) this.link(up, width);
+  }
+  /** Hangs the node under `up` (the caller places it in the right child slot) and recomputes its GAP_ flags. */
+  link(up: Node<V>, width: number): void {
+    this.up = up;
+    const half = up.len + 1;
+    const start = maskTo(this.addr, half, width);
+    this.flags =
+      (this.flags & STORED) |
+      (this.addr !== start ? GAP_BEFORE : 0) |
+      (this.addr + spanOf(this.len, width) !== start + spanOf(half, width) ? GAP_AFTER : 0);
+  }
+  get stored(): boolean {
+    return (this.flags & STORED) !== 0;
+  }
+  set stored(on: boolean) {
+    this.flags = on ? this.flags | STORED : this.flags & ~STORED;
   }
   child(b: 0 | 1): Node<V> | null {
     return b === 0 ? this.child0 : this.child1;
@@ -50,7 +80,7 @@ export class RadixTree<V> implements PrefixTree<V> {
   private count = 0;
 
   constructor(readonly width: 32 | 128) {
-    this.root = new Node<V>(0n, 0, null);
+    this.root = new Node<V>(0n, 0, null, width);
   }
 
   get size(): number {
@@ -114,7 +144,7 @@ export class RadixTree<V> implements PrefixTree<V> {
       const b = bitAt(addr, n.len, this.width);
       const c = n.child(b);
       if (!c) {
-        const leaf = new Node<V>(addr, len, n);
+        const leaf = new Node<V>(addr, len, n, this.width);
         leaf.stored = true;
         leaf.value = value;
         this.count++;
@@ -128,9 +158,9 @@ export class RadixTree<V> implements PrefixTree<V> {
         continue;
       }
       // Split: a node at the common length takes c's place and holds both.
-      const branch = new Node<V>(maskTo(addr, common, this.width), common, n);
+      const branch = new Node<V>(maskTo(addr, common, this.width), common, n, this.width);
       n.setChild(b, branch);
-      c.up = branch;
+      c.link(branch, this.width);
       branch.setChild(bitAt(c.addr, common, this.width), c);
       if (common === len) {
         branch.stored = true;
@@ -138,7 +168,7 @@ export class RadixTree<V> implements PrefixTree<V> {
         this.count++;
         this.fix(branch);
       } else {
-        const leaf = new Node<V>(addr, len, branch);
+        const leaf = new Node<V>(addr, len, branch, this.width);
         leaf.stored = true;
         leaf.value = value;
         this.count++;
@@ -170,7 +200,7 @@ export class RadixTree<V> implements PrefixTree<V> {
       const only = n.child0 ?? n.child1;
       const b = p.child0 === n ? 0 : 1;
       p.setChild(b, only);
-      if (only) only.up = p;
+      if (only) only.link(p, this.width);
       n.up = null;
       n = p;
     }
@@ -253,59 +283,107 @@ export class RadixTree<V> implements PrefixTree<V> {
 
   // ---- free blocks ----
 
+  /**
+   * Walks the parent's subtree in address order, skipping subtrees whose
+   * fullness depth says no L-block is free in them. Addresses are only
+   * computed where a block is emitted: the per-node decisions read `len`,
+   * `full`/`solid` and the GAP_ flags, so a descent allocates nothing per node (at
+   * 1M children a search that allocated BigInts per node met a young-generation
+   * GC pause in about 1 call in 70).
+   */
   freeBlocks(addr: bigint, plen: number, q: FreeBlockQuery): bigint[] {
     const W = this.width;
     const L = q.len;
     const out: bigint[] = [];
     if (q.num <= 0 || L < plen || L > W) return out;
-    const step = spanOf(L, W);
     const exclude = q.exclude ?? [];
-    const done = () => out.length >= q.num;
-
-    /** Emits the blocks of [from, to), both L-aligned. */
-    const emit = (from: bigint, to: bigint) => {
-      for (let b = from; b < to && !done(); b += step) if (!exclude.includes(b)) out.push(b);
-    };
-
-    /** The span (a prefix of length ≤ L) holds exactly the subtree `c` (null: nothing). */
-    const span = (spanAddr: bigint, spanLen: number, c: Node<V> | null) => {
-      if (done()) return;
-      const end = spanAddr + spanOf(spanLen, W);
-      if (!c) {
-        emit(spanAddr, end);
-        return;
-      }
-      const depth = q.strict ? c.solid : c.full;
-      if (c.len === spanLen) {
-        if (L > depth) visit(c);
-        return;
-      }
-      if (L <= c.len) {
-        const taken = maskTo(c.addr, L, W);
-        emit(spanAddr, taken);
-        emit(taken + step, end);
-        return;
-      }
-      emit(spanAddr, c.addr);
-      if (L > depth) visit(c);
-      emit(c.addr + spanOf(c.len, W), end);
-    };
-
-    /** A node shorter than L: its two halves in order. */
-    const visit = (n: Node<V>) => {
-      const half = n.len + 1;
-      span(n.addr, half, n.child0);
-      span(n.addr + spanOf(half, W), half, n.child1);
-    };
-
     addr = maskTo(addr, plen, W);
     if (L === plen) {
       if (!this.hasDescendants(addr, plen) && !exclude.includes(addr)) out.push(addr);
       return out;
     }
+    const search = new FreeSearch<V>(W, L, q.num, q.strict, exclude, out);
     const node = this.find(addr, plen);
-    if (node) visit(node);
-    else span(addr, plen, this.locate(addr, plen));
+    if (node) search.visit(node);
+    else search.top(addr, plen, this.locate(addr, plen));
     return out;
+  }
+}
+
+/** One free-block search (see RadixTree.freeBlocks): its parameters and output, so the recursion passes only nodes. */
+class FreeSearch<V> {
+  private readonly step: bigint;
+  constructor(
+    private readonly W: number,
+    private readonly L: number,
+    private readonly num: number,
+    private readonly strict: boolean,
+    private readonly exclude: readonly bigint[],
+    private readonly out: bigint[],
+  ) {
+    this.step = spanOf(L, W);
+  }
+
+  private done(): boolean {
+    return this.out.length >= this.num;
+  }
+
+  /** Emits the L-blocks of [from, to), both L-aligned. */
+  private emit(from: bigint, to: bigint): void {
+    for (let b = from; b < to && !this.done(); b += this.step) if (!this.exclude.includes(b)) this.out.push(b);
+  }
+
+  /** A node shorter than L: its two halves in order. */
+  visit(n: Node<V>): void {
+    this.half(n, 0, n.child0);
+    if (!this.done()) this.half(n, 1, n.child1);
+  }
+
+  /** Half `b` of `n` (a prefix of length n.len + 1 ≤ L), which holds exactly the subtree `c`. */
+  private half(n: Node<V>, b: 0 | 1, c: Node<V> | null): void {
+    const W = this.W;
+    const L = this.L;
+    const len = n.len + 1;
+    if (c && c.len === len) {
+      if (L > (this.strict ? c.solid : c.full)) this.visit(c);
+      return;
+    }
+    if (c && len === L) return; // the half is one block, and c lies in it
+    // Only from here on are addresses needed, and only where a block is emitted.
+    const start = b === 0 ? n.addr : n.addr + spanOf(len, W);
+    if (!c) {
+      this.emit(start, start + spanOf(len, W));
+      return;
+    }
+    if (L <= c.len) {
+      const taken = maskTo(c.addr, L, W);
+      this.emit(start, taken);
+      if (!this.done()) this.emit(taken + this.step, start + spanOf(len, W));
+      return;
+    }
+    if (c.flags & GAP_BEFORE) this.emit(start, c.addr);
+    if (this.done()) return;
+    if (L > (this.strict ? c.solid : c.full)) this.visit(c);
+    if (!this.done() && c.flags & GAP_AFTER) this.emit(c.addr + spanOf(c.len, W), start + spanOf(len, W));
+  }
+
+  /** The parent (addr, plen) when no node stands for it: it holds exactly the subtree `c`. */
+  top(addr: bigint, plen: number, c: Node<V> | null): void {
+    const W = this.W;
+    const end = addr + spanOf(plen, W);
+    if (!c) {
+      this.emit(addr, end);
+      return;
+    }
+    // c.len > plen (else c would be the parent's own node) and c lies inside the parent.
+    if (this.L <= c.len) {
+      const taken = maskTo(c.addr, this.L, W);
+      this.emit(addr, taken);
+      this.emit(taken + this.step, end);
+      return;
+    }
+    this.emit(addr, c.addr);
+    if (this.L > (this.strict ? c.solid : c.full)) this.visit(c);
+    this.emit(c.addr + spanOf(c.len, W), end);
   }
 }
