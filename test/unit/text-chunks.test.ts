@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'vitest';
-import type { ListChunk } from '../../src/shard/protocol.js';
 import { textChunks } from '../../src/http/stream.js';
+import type { ListChunk } from '../../src/shard/protocol.js';
 
 /** Reads every chunk of `text`, granting a credit per chunk as the writer would. */
 function collect(text: string): Promise<ListChunk[]> {

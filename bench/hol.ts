@@ -1,0 +1,170 @@
+/**
+ * Head-of-line blocking (issue 16 item 1, `npm run bench -- hol`): small GETs
+ * of a site on one shard, timed while 8 clients each POST 10k-device lists to
+ * a site on the other shard (and delete them again, see _hol-writers.ts),
+ * against the same GETs alone, same server, same run. Target: p99 of the
+ * loaded GETs < 10 ms: no request's size shows in another's latency.
+ *
+ * Settings (env): BENCH_SECONDS (per phase, default 10), BENCH_WARMUP_SECONDS
+ * (GETs alone, not reported, default 2), BENCH_GET_CONNECTIONS (the small
+ * GETs' keep-alive connections, closed loop, default 4), BENCH_WRITERS
+ * (default 8), BENCH_DEVICES (per list, default 10000), BENCH_CLIENT
+ * (autocannon or wrk for the GETs, see _harness.ts), BENCH_BASELINE_MAIN
+ * (another build's dist-bench/src/main.js, measured the same way first).
+ */
+import { Worker } from 'node:worker_threads';
+import {
+  AUTH,
+  type ChildServer,
+  clientNote,
+  envNumber,
+  expectStatus,
+  failures,
+  fmt,
+  foreignBusyCores,
+  type LoadSummary,
+  log,
+  machine,
+  median,
+  processCpuSeconds,
+  request,
+  runLoad,
+  startNetsot,
+  table,
+} from './_harness.js';
+import type { WriterData, WriterFigures } from './_hol-writers.js';
+
+const TARGET_P99_MS = 10;
+const GET_PATH = '/api/sites/2/';
+const POST_PATH = '/api/sites/1/devices/';
+
+interface Measured {
+  label: string;
+  alone: LoadSummary;
+  loaded: LoadSummary;
+  writers: WriterFigures;
+  serverCoresLoaded: number | null;
+}
+
+async function measure(label: string, server: ChildServer): Promise<Measured> {
+  const seconds = envNumber('BENCH_SECONDS', 10, 1);
+  const warmup = envNumber('BENCH_WARMUP_SECONDS', 2, 0);
+  const connections = Math.floor(envNumber('BENCH_GET_CONNECTIONS', 4, 1));
+  const writers = Math.floor(envNumber('BENCH_WRITERS', 8, 1));
+  const devices = Math.floor(envNumber('BENCH_DEVICES', 10_000, 1));
+  for (const name of ['one', 'two'])
+    expectStatus(await request(server.base, 'POST', '/api/sites/', { body: { name }, headers: AUTH }), 201, 'POST site');
+  for (const name of ['role', 'vendor']) {
+    const a = await request(server.base, 'POST', '/api/sites/1/attributes/', { body: { name, resource_name: 'Device' }, headers: AUTH });
+    expectStatus(a, 201, `attribute ${name}`);
+  }
+  const gets = (secs: number) => runLoad({ url: server.base + GET_PATH, connections, seconds: secs, headers: AUTH, serverPid: server.pid });
+  if (warmup > 0) await gets(warmup);
+  const alone = await gets(seconds);
+
+  const worker = new Worker(new URL('./_hol-writers.js', import.meta.url), {
+    workerData: { base: server.base, path: POST_PATH, clients: writers, devices, headers: AUTH } satisfies WriterData,
+  });
+  const figures = new Promise<WriterFigures>((ok, fail) => {
+    worker.once('message', ok);
+    worker.once('error', fail);
+  });
+  // The writers' first lists are being read and written before the GETs start.
+  await new Promise((r) => setTimeout(r, 1500));
+  const cpu0 = processCpuSeconds(server.pid);
+  const t0 = performance.now();
+  const loaded = await gets(seconds);
+  const cpu1 = processCpuSeconds(server.pid);
+  const wall = (performance.now() - t0) / 1000;
+  worker.postMessage('stop');
+  const written = await figures;
+  await worker.terminate();
+  return {
+    label,
+    alone,
+    loaded,
+    writers: written,
+    serverCoresLoaded: cpu0 !== null && cpu1 !== null ? (cpu1 - cpu0) / wall : null,
+  };
+}
+
+export async function run(): Promise<number> {
+  const baselineMain = process.env.BENCH_BASELINE_MAIN || undefined;
+  const writers = Math.floor(envNumber('BENCH_WRITERS', 8, 1));
+  const devices = Math.floor(envNumber('BENCH_DEVICES', 10_000, 1));
+  log(`hol: GET ${GET_PATH} (shard 0) alone, then while ${writers} clients POST ${devices}-device lists to ${POST_PATH} (shard 1)`);
+  log(`client: ${clientNote()}; writers in a worker thread of the bench process; ${machine().cores} cores, Node ${process.version}`);
+  const busy = await foreignBusyCores();
+  log(`other CPU use before the load: ${busy === null ? 'unknown' : `${busy.toFixed(2)} cores`}`);
+
+  const results: Measured[] = [];
+  for (const [label, main] of [...(baselineMain ? [['baseline', baselineMain]] : []), ['netsot', undefined]] as [
+    string,
+    string | undefined,
+  ][]) {
+    const server = await startNetsot({ shards: 2, main });
+    try {
+      results.push(await measure(label, server));
+    } finally {
+      await server.stop();
+    }
+  }
+
+  const rows = results.flatMap((m) => [
+    [
+      `${m.label} alone`,
+      fmt.int(m.alone.rps),
+      fmt.ms(m.alone.latencyMs.p50),
+      fmt.ms(m.alone.latencyMs.p99),
+      fmt.ms(m.alone.latencyMs.max),
+      '-',
+      failures(m.alone),
+    ],
+    [
+      `${m.label} + writers`,
+      fmt.int(m.loaded.rps),
+      fmt.ms(m.loaded.latencyMs.p50),
+      fmt.ms(m.loaded.latencyMs.p99),
+      fmt.ms(m.loaded.latencyMs.max),
+      `${m.writers.lists} (${fmt.ms(median(m.writers.postMs))} ms)`,
+      failures(m.loaded) + m.writers.failures.length,
+    ],
+  ]);
+  log('');
+  log(table(['GETs', 'req/s', 'p50 ms', 'p99 ms', 'max ms', 'lists written (median ms)', 'failed'], rows));
+  log('');
+  const mine = results[results.length - 1];
+  const meets = mine.loaded.latencyMs.p99 < TARGET_P99_MS;
+  log(`loaded p99 ${fmt.ms(mine.loaded.latencyMs.p99)} ms (target < ${TARGET_P99_MS} ms): ${meets ? 'meets target' : 'ABOVE TARGET'}`);
+  for (const m of results)
+    if (m.writers.failures.length > 0) log(`${m.label}: writer failures: ${m.writers.failures.slice(0, 3).join('; ')}`);
+  const summary = (m: Measured) => ({
+    alone: { rps: Math.round(m.alone.rps), p50_ms: m.alone.latencyMs.p50, p99_ms: m.alone.latencyMs.p99, max_ms: m.alone.latencyMs.max },
+    loaded: {
+      rps: Math.round(m.loaded.rps),
+      p50_ms: m.loaded.latencyMs.p50,
+      p99_ms: m.loaded.latencyMs.p99,
+      max_ms: m.loaded.latencyMs.max,
+    },
+    p99_loaded_over_alone: Number((m.loaded.latencyMs.p99 / Math.max(m.alone.latencyMs.p99, 0.001)).toFixed(2)),
+    lists_written: m.writers.lists,
+    list_post_median_ms: Number(median(m.writers.postMs).toFixed(1)),
+    server_cores_loaded: m.serverCoresLoaded === null ? null : Number(m.serverCoresLoaded.toFixed(2)),
+    failures: failures(m.alone) + failures(m.loaded) + m.writers.failures.length,
+  });
+  log(
+    JSON.stringify({
+      scenario: 'hol',
+      get: GET_PATH,
+      post: POST_PATH,
+      writers,
+      devices,
+      ...Object.fromEntries(results.map((m) => [m.label, summary(m)])),
+      target_p99_ms: TARGET_P99_MS,
+      meets_target: meets,
+      ...machine(),
+      other_busy_cores_before: busy === null ? null : Number(busy.toFixed(2)),
+    }),
+  );
+  return results.some((m) => summary(m).failures > 0) ? 1 : 0;
+}
