@@ -29,8 +29,12 @@ export interface WriterFigures {
 
 const data = workerData as WriterData;
 let stopping = false;
+/** Stopping cuts off the requests in flight: the server is thrown away after the run, whatever they left behind. */
+const abort = new AbortController();
 parentPort!.on('message', (m) => {
-  if (m === 'stop') stopping = true;
+  if (m !== 'stop') return;
+  stopping = true;
+  abort.abort();
 });
 
 const figures: WriterFigures = { lists: 0, deletes: 0, failures: [], requestBytes: 0, replyBytes: 0, postMs: [] };
@@ -45,7 +49,7 @@ async function client(c: number): Promise<void> {
       })),
     );
     const t0 = performance.now();
-    const res = await fetch(data.base + data.path, { method: 'POST', headers, body });
+    const res = await fetch(data.base + data.path, { method: 'POST', headers, body, signal: abort.signal });
     const text = await res.text();
     figures.postMs.push(performance.now() - t0);
     figures.requestBytes += body.length;
@@ -56,12 +60,12 @@ async function client(c: number): Promise<void> {
     }
     figures.lists++;
     const ids = (JSON.parse(text) as { id: number }[]).map((d) => d.id);
-    const del = await fetch(data.base + data.path, { method: 'DELETE', headers, body: JSON.stringify(ids) });
+    const del = await fetch(data.base + data.path, { method: 'DELETE', headers, body: JSON.stringify(ids), signal: abort.signal });
     await del.text();
     if (del.status !== 204) figures.failures.push(`DELETE ${del.status}`);
     else figures.deletes++;
   }
 }
 
-await Promise.all(Array.from({ length: data.clients }, (_, c) => client(c)));
+await Promise.all(Array.from({ length: data.clients }, (_, c) => client(c).catch((err) => (stopping ? undefined : Promise.reject(err)))));
 parentPort!.postMessage(figures);
