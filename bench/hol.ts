@@ -10,7 +10,10 @@
  * GETs' keep-alive connections, closed loop, default 4), BENCH_WRITERS
  * (default 8), BENCH_DEVICES (per list, default 10000), BENCH_CLIENT
  * (autocannon or wrk for the GETs, see _harness.ts), BENCH_BASELINE_MAIN
- * (another build's dist-bench/src/main.js, measured the same way first).
+ * (another build's dist-bench/src/main.js, measured the same way first),
+ * BENCH_SEQUENTIAL_LISTS (default 2: lists POSTed and deleted one at a time
+ * before the GETs, for the main thread's CPU per list, a figure a loaded
+ * machine does not distort as it does latencies).
  */
 import { Worker } from 'node:worker_threads';
 import {
@@ -47,6 +50,8 @@ interface Measured {
   serverCoresLoaded: number | null;
   /** The main thread's longest event-loop delay seen while the GETs ran under load (1 s windows). */
   mainLagMaxMs: number;
+  /** Main-thread CPU per list written and deleted again, lists one at a time with nothing else running. */
+  mainMsSequential: number | null;
   /** Main-thread CPU per list written and deleted again. */
   mainMsPerList: number | null;
 }
@@ -69,6 +74,24 @@ async function measure(label: string, server: ChildServer): Promise<Measured> {
   for (const name of ['role', 'vendor']) {
     const a = await request(server.base, 'POST', '/api/sites/1/attributes/', { body: { name, resource_name: 'Device' }, headers: AUTH });
     expectStatus(a, 201, `attribute ${name}`);
+  }
+  // Load-independent: main-thread CPU per list (POST, then DELETE of its ids), lists one at a time.
+  const sequential = Math.floor(envNumber('BENCH_SEQUENTIAL_LISTS', 2, 0));
+  let mainMsSequential: number | null = null;
+  if (sequential > 0) {
+    const before = threadCpuSeconds(server.pid)?.get(server.pid) ?? null;
+    for (let round = 0; round < sequential; round++) {
+      const body = Array.from({ length: devices }, (_, i) => ({
+        hostname: `seq${round}-${i}`,
+        attributes: { role: 'edge', vendor: 'juniper' },
+      }));
+      const created = await request(server.base, 'POST', POST_PATH, { body, headers: AUTH });
+      expectStatus(created, 201, `POST ${devices} devices`);
+      const ids = (created.json as { id: number }[]).map((d) => d.id);
+      expectStatus(await request(server.base, 'DELETE', POST_PATH, { body: ids, headers: AUTH }), 204, 'bulk DELETE');
+    }
+    const after = threadCpuSeconds(server.pid)?.get(server.pid) ?? null;
+    if (before !== null && after !== null) mainMsSequential = ((after - before) * 1000) / sequential;
   }
   const gets = (secs: number) => runLoad({ url: server.base + GET_PATH, connections, seconds: secs, headers: AUTH, serverPid: server.pid });
   if (warmup > 0) await gets(warmup);
@@ -105,6 +128,7 @@ async function measure(label: string, server: ChildServer): Promise<Measured> {
   const main1 = threadCpuSeconds(server.pid)?.get(server.pid) ?? null;
   return {
     label,
+    mainMsSequential,
     alone,
     loaded,
     writers: written,
@@ -171,6 +195,10 @@ export async function run(): Promise<number> {
     ),
   );
   log('');
+  for (const m of results) {
+    if (m.mainMsSequential !== null)
+      log(`${m.label}: main-thread CPU per ${devices}-device list (POST + DELETE, one at a time): ${fmt.ms(m.mainMsSequential)} ms`);
+  }
   const mine = results[results.length - 1];
   const meets = mine.loaded.latencyMs.p99 < TARGET_P99_MS;
   log(`loaded p99 ${fmt.ms(mine.loaded.latencyMs.p99)} ms (target < ${TARGET_P99_MS} ms): ${meets ? 'meets target' : 'ABOVE TARGET'}`);
@@ -189,6 +217,7 @@ export async function run(): Promise<number> {
     list_post_median_ms: Number(median(m.writers.postMs).toFixed(1)),
     server_cores_loaded: m.serverCoresLoaded === null ? null : Number(m.serverCoresLoaded.toFixed(2)),
     main_cpu_ms_per_list: m.mainMsPerList === null ? null : Number(m.mainMsPerList.toFixed(1)),
+    main_cpu_ms_per_list_sequential: m.mainMsSequential === null ? null : Number(m.mainMsSequential.toFixed(1)),
     main_event_loop_lag_max_ms: Number(m.mainLagMaxMs.toFixed(1)),
     failures: failures(m.alone) + failures(m.loaded) + m.writers.failures.length,
   });
