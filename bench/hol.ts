@@ -1,7 +1,7 @@
 /**
  * Head-of-line blocking (issue 16 item 1, `npm run bench -- hol`): small GETs
  * of a site on one shard, timed while 8 clients each POST 10k-device lists to
- * a site on the other shard (and delete them again, see _hol-writers.ts),
+ * a site on the other shard (see _hol-writers.ts),
  * against the same GETs alone, same server, same run. Target: p99 of the
  * loaded GETs < 10 ms: no request's size shows in another's latency.
  *
@@ -11,7 +11,7 @@
  * (default 8), BENCH_DEVICES (per list, default 10000), BENCH_CLIENT
  * (autocannon or wrk for the GETs, see _harness.ts), BENCH_BASELINE_MAIN
  * (another build's dist-bench/src/main.js, measured the same way first),
- * BENCH_SEQUENTIAL_LISTS (default 2: lists POSTed and deleted one at a time
+ * BENCH_SEQUENTIAL_LISTS (default 2: lists POSTed one at a time
  * before the GETs, for the main thread's CPU per list, a figure a loaded
  * machine does not distort as it does latencies).
  */
@@ -50,9 +50,9 @@ interface Measured {
   serverCoresLoaded: number | null;
   /** The main thread's longest event-loop delay seen while the GETs ran under load (1 s windows). */
   mainLagMaxMs: number;
-  /** Main-thread CPU per list written and deleted again, lists one at a time with nothing else running. */
+  /** Main-thread CPU per list written, lists one at a time with nothing else running. */
   mainMsSequential: number | null;
-  /** Main-thread CPU per list written and deleted again. */
+  /** Main-thread CPU per list written under the concurrent load (the GETs' own share included). */
   mainMsPerList: number | null;
 }
 
@@ -75,7 +75,7 @@ async function measure(label: string, server: ChildServer): Promise<Measured> {
     const a = await request(server.base, 'POST', '/api/sites/1/attributes/', { body: { name, resource_name: 'Device' }, headers: AUTH });
     expectStatus(a, 201, `attribute ${name}`);
   }
-  // Load-independent: main-thread CPU per list (POST, then DELETE of its ids), lists one at a time.
+  // Load-independent: main-thread CPU per list POST, lists one at a time.
   const sequential = Math.floor(envNumber('BENCH_SEQUENTIAL_LISTS', 2, 0));
   let mainMsSequential: number | null = null;
   if (sequential > 0) {
@@ -87,8 +87,6 @@ async function measure(label: string, server: ChildServer): Promise<Measured> {
       }));
       const created = await request(server.base, 'POST', POST_PATH, { body, headers: AUTH });
       expectStatus(created, 201, `POST ${devices} devices`);
-      const ids = (created.json as { id: number }[]).map((d) => d.id);
-      expectStatus(await request(server.base, 'DELETE', POST_PATH, { body: ids, headers: AUTH }), 204, 'bulk DELETE');
     }
     const after = threadCpuSeconds(server.pid)?.get(server.pid) ?? null;
     if (before !== null && after !== null) mainMsSequential = ((after - before) * 1000) / sequential;
@@ -197,7 +195,7 @@ export async function run(): Promise<number> {
   log('');
   for (const m of results) {
     if (m.mainMsSequential !== null)
-      log(`${m.label}: main-thread CPU per ${devices}-device list (POST + DELETE, one at a time): ${fmt.ms(m.mainMsSequential)} ms`);
+      log(`${m.label}: main-thread CPU per ${devices}-device list (POST, one at a time): ${fmt.ms(m.mainMsSequential)} ms`);
   }
   const mine = results[results.length - 1];
   const meets = mine.loaded.latencyMs.p99 < TARGET_P99_MS;
