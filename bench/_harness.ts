@@ -7,7 +7,7 @@
  * Every child and temp dir is registered and removed on exit, Ctrl-C or error.
  */
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -188,6 +188,8 @@ export interface NetsotOptions {
   dataDir?: string;
   /** How long start-up may take before it counts as failed (default 30 s). */
   startTimeoutMs?: number;
+  /** Another build's main.js to run instead of this one's (a baseline build, see _get-one.ts). */
+  main?: string;
 }
 
 /**
@@ -199,7 +201,7 @@ export interface NetsotOptions {
 export function startNetsot(opts: NetsotOptions = {}): Promise<ChildServer> {
   const dataDir = opts.dataDir ?? mkdtempSync(join(tmpdir(), 'netsot-bench-'));
   const nodeArgs = (process.env.BENCH_SERVER_NODE_ARGS ?? '').split(' ').filter(Boolean);
-  const args = [...nodeArgs, MAIN, 'serve', '--host', '127.0.0.1', '--port', '0', '--data-dir', dataDir];
+  const args = [...nodeArgs, opts.main ?? MAIN, 'serve', '--host', '127.0.0.1', '--port', '0', '--data-dir', dataDir];
   if (opts.shards !== undefined) args.push('--shards', String(opts.shards));
   return spawnServer(
     'netsot',
@@ -378,8 +380,98 @@ export interface LoadSummary {
   serverCores: number | null;
 }
 
+/** The load client (env BENCH_CLIENT): autocannon in this process (default), or wrk as a child process. */
+export type LoadClient = 'autocannon' | 'wrk';
+
+export function loadClient(): LoadClient {
+  const c = process.env.BENCH_CLIENT ?? 'autocannon';
+  if (c !== 'autocannon' && c !== 'wrk') throw new Error(`BENCH_CLIENT must be autocannon or wrk, got '${c}'`);
+  return c;
+}
+
+/** A describing line for the output: which client runs the load, and where. */
+export function clientNote(): string {
+  return loadClient() === 'wrk'
+    ? `wrk -t${wrkThreads()} (child process; latencies in microseconds)`
+    : 'autocannon in the bench process (latencies in whole milliseconds)';
+}
+
+const wrkThreads = () => Math.floor(envNumber('BENCH_WRK_THREADS', 1, 1));
+
+/** Keep-alive connections, no pipelining, with the client BENCH_CLIENT names. */
+export function runLoad(opts: LoadOptions): Promise<LoadSummary> {
+  return loadClient() === 'wrk' ? runWrk(opts) : runAutocannon(opts);
+}
+
+/**
+ * wrk's `done` hook, printing its figures as one JSON line (latencies in microseconds). status errors are
+ * responses outside 2xx/3xx, as autocannon's non2xx counts them.
+ */
+const WRK_REPORT = `
+done = function(summary, latency, requests)
+  local e = summary.errors
+  io.write(string.format('WRK_JSON {"requests":%d,"duration_us":%d,"bytes":%d,"non2xx":%d,"errors":%d,"timeouts":%d,' ..
+    '"mean":%.3f,"p50":%d,"p90":%d,"p99":%d,"max":%d}\\n',
+    summary.requests, summary.duration, summary.bytes, e.status, e.connect + e.read + e.write, e.timeout,
+    latency.mean, latency:percentile(50), latency:percentile(90), latency:percentile(99), latency.max))
+end
+`;
+
+let wrkScript: string | undefined;
+
+/** One wrk run (`wrk -t<BENCH_WRK_THREADS> -c<connections> -d<seconds>s`), its CPU sampled from /proc while it runs. */
+async function runWrk(opts: LoadOptions): Promise<LoadSummary> {
+  if (!wrkScript) {
+    const dir = tempDir('netsot-wrk-');
+    wrkScript = join(dir.path, 'report.lua');
+    writeFileSync(wrkScript, WRK_REPORT);
+  }
+  const args = ['-t', String(wrkThreads()), '-c', String(opts.connections), '-d', `${opts.seconds}s`, '--timeout', '10s', '-s', wrkScript];
+  for (const [k, v] of Object.entries(opts.headers ?? {})) args.push('-H', `${k}: ${v}`);
+  args.push(opts.url);
+  const srv0 = opts.serverPid ? processCpuSeconds(opts.serverPid) : null;
+  const t0 = performance.now();
+  const proc = spawn('wrk', args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  proc.stdout!.on('data', (d: Buffer) => {
+    out += d.toString();
+  });
+  proc.stderr!.on('data', (d: Buffer) => {
+    out += d.toString();
+  });
+  // wrk's own CPU: the last reading before it exits (a finished process's /proc entry is gone).
+  let clientCpu = 0;
+  const sample = setInterval(() => {
+    clientCpu = processCpuSeconds(proc.pid!) ?? clientCpu;
+  }, 100);
+  const code = await new Promise<number | null>((ok, fail) => {
+    proc.once('error', fail);
+    proc.once('exit', ok);
+  });
+  clearInterval(sample);
+  const wall = (performance.now() - t0) / 1000;
+  const srv1 = opts.serverPid ? processCpuSeconds(opts.serverPid) : null;
+  const line = /WRK_JSON (\{.*\})/.exec(out);
+  if (code !== 0 || !line) throw new Error(`wrk exited with ${code}:\n${out}`);
+  const r = JSON.parse(line[1]) as Record<string, number>;
+  const seconds = r.duration_us / 1e6;
+  const ms = (us: number) => us / 1000;
+  return {
+    requests: r.requests,
+    seconds,
+    rps: r.requests / seconds,
+    latencyMs: { avg: ms(r.mean), p50: ms(r.p50), p90: ms(r.p90), p99: ms(r.p99), max: ms(r.max) },
+    bytesPerResponse: r.requests > 0 ? r.bytes / r.requests : 0,
+    non2xx: r.non2xx,
+    errors: r.errors,
+    timeouts: r.timeouts,
+    clientCores: clientCpu / wall,
+    serverCores: srv0 !== null && srv1 !== null ? (srv1 - srv0) / wall : null,
+  };
+}
+
 /** One autocannon run in this process: keep-alive connections, no pipelining. */
-export async function runLoad(opts: LoadOptions): Promise<LoadSummary> {
+async function runAutocannon(opts: LoadOptions): Promise<LoadSummary> {
   const cpu0 = process.cpuUsage();
   const srv0 = opts.serverPid ? processCpuSeconds(opts.serverPid) : null;
   const t0 = performance.now();

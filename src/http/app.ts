@@ -36,19 +36,18 @@ import { LmdbStore } from '../store/lmdb.js';
 import { openStore } from '../store/open.js';
 import type { Store } from '../store/store.js';
 import { Admin } from './admin.js';
-import { isJsonBody, negotiate, parseBody } from './body.js';
+import { isJsonBody, negotiate, OFFLOAD_BODY_BYTES, readRequestBody } from './body.js';
 import { docsPage } from './docs.js';
 import { type Forwarded, Forwarder } from './forward.js';
 import { appliesTo, IdempotencyKeys } from './idempotency.js';
 import { type InjectRequest, type InjectResponse, inject } from './inject.js';
-import { countListItems, mayExceed } from './list-items.js';
 import { RequestObserver } from './observe.js';
 import { openApiDocument } from './openapi.js';
 import { optionsFor } from './options.js';
 import type { Exchange } from './respond.js';
 import { allowHeader, type RouteMatch, Router } from './router.js';
 import { ASSETS_PATH, StaticAssets } from './static.js';
-import { streamReply } from './stream.js';
+import { CHUNKED_REPLY_CHARS, streamReply, textChunks } from './stream.js';
 
 export class App {
   /** Most clients send one of a few Accept headers; the parse is cached unless ?format= may apply. */
@@ -258,24 +257,34 @@ export class App {
     if (!accepted) throw Errors.notAcceptable();
     const raw = await x.body;
     if (raw === 'too-large') return x.fail(Errors.bodyTooLarge(), true);
-    if (mayExceed(raw, this.config.maxBulkItems) && isJsonBody(x.contentType)) {
-      const items = countListItems(raw);
-      if (items > this.config.maxBulkItems) throw Errors.bulkTooLarge(this.config.maxBulkItems, items);
-    }
-    const parsed = raw.length > 0 ? parseBody(raw, x.contentType) : undefined;
+    const keyed = user !== null && match.collection !== null && appliesTo(method, x.idempotencyKey);
+    // A large body goes to its shard unread (readRequestBody runs there, same answers): see offloads().
+    const bytes = !keyed && method !== 'OPTIONS' && this.offloads(match, operation!, raw, x.contentType) ? x.bodyBytes(raw) : undefined;
+    const parsed = bytes ? undefined : readRequestBody(raw, x.contentType, this.config.maxBulkItems);
     if (x.aborted) return;
     if (method === 'OPTIONS') return x.send(200, await this.options(match, user));
 
     const run = (stamp?: IdempotencyStamp): Promise<Forwarded> =>
       operation!.main
         ? this.mainRoute(match, operation!, user, x, parsed, accepted.version, stamp)
-        : this.resourceRoute(match, operation!, user!, x, parsed === undefined ? {} : parsed, stamp);
-    const reply =
-      user !== null && match.collection !== null && appliesTo(method, x.idempotencyKey)
-        ? await this.keys().run(user.id, method, x.fullPath, x.idempotencyKey, raw, run)
-        : await run();
+        : this.resourceRoute(match, operation!, user!, x, parsed === undefined ? {} : parsed, stamp, bytes);
+    const reply = keyed ? await this.keys().run(user!.id, method, x.fullPath, x.idempotencyKey, raw, run) : await run();
     if (reply.chunk) return streamReply(x, reply);
+    if (reply.body.length >= CHUNKED_REPLY_CHARS && x.representation === 'json' && x.method !== 'HEAD' && reply.status !== 204) {
+      return streamReply(x, { status: reply.status, headers: reply.headers, ...textChunks(reply.body) });
+    }
     return x.send(reply.status, reply.body, reply.headers);
+  }
+
+  /**
+   * Whether the body is read by the shard that serves the request rather than here: a large JSON body on a
+   * nested route (its shard is known from the URL) that no main-thread hook needs to see parsed. Top-level
+   * bulk writes are routed by their items, so they are still read here.
+   */
+  private offloads(match: RouteMatch, operation: Operation, raw: Buffer, contentType: string): boolean {
+    if (raw.length < OFFLOAD_BODY_BYTES || match.site === null || operation.main || operation.mainCheck) return false;
+    if (!isJsonBody(contentType)) return false;
+    return modelByCollection(match.collection!)?.beforeForward === undefined;
   }
 
   private index(host: string): Record<string, string> {
@@ -340,6 +349,7 @@ export class App {
     x: Exchange,
     body: unknown,
     stamp?: IdempotencyStamp,
+    bytes?: ArrayBuffer,
   ): Promise<Forwarded> {
     const { forwarder, ids, sites, users } = this;
     operation.mainCheck?.(body, { ids, sites, users });
@@ -349,7 +359,8 @@ export class App {
       model,
       method: x.method,
       query: x.query,
-      body,
+      body: bytes ? undefined : body,
+      bytes,
       principal: this.users.principal(user),
       link: { scheme: 'http', host: x.host, path: x.path },
       // P7: a nested list read as JSON may come back in chunks, written as the client takes them (stream.ts).

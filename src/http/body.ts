@@ -6,6 +6,7 @@
  */
 import { Errors } from '../errors.js';
 import { formDecode } from '../query/params.js';
+import { countListItems, mayExceed } from './list-items.js';
 
 /** Form fields whose value may be JSON text (gaps.md §1.4). */
 const JSON_FIELDS = new Set(['attributes', 'constraints', 'default', 'addresses', 'required_attributes', 'permissions']);
@@ -194,6 +195,29 @@ export function parseBody(body: Buffer, contentType: string): unknown {
   if (type === 'multipart/form-data') return finite(parseMultipart(body, contentType));
   throw Errors.unsupportedMediaType(contentType);
 }
+
+/**
+ * A request body as the lifecycle reads it (gaps.md §1.6): a JSON list over
+ * `maxBulkItems` is 413, counted on the bytes before anything is built; then
+ * parseBody. The main thread runs this on small bodies; the owning shard on
+ * large ones (OFFLOAD_BODY_BYTES), so one client's megabytes of JSON never
+ * hold up the uWS thread, with the same answers either way.
+ */
+export function readRequestBody(raw: Buffer, contentType: string, maxBulkItems: number): unknown {
+  if (mayExceed(raw, maxBulkItems) && isJsonBody(contentType)) {
+    const items = countListItems(raw);
+    if (items > maxBulkItems) throw Errors.bulkTooLarge(maxBulkItems, items);
+  }
+  return raw.length > 0 ? parseBody(raw, contentType) : undefined;
+}
+
+/**
+ * JSON bodies at least this long are not read on the main thread: their
+ * bytes go to the shard that serves the request (transferred, not copied),
+ * which counts, parses and validates them there. Small bodies stay here, where
+ * parsing costs less than the hop would save.
+ */
+export const OFFLOAD_BODY_BYTES = 64 * 1024;
 
 function finite<T>(value: T): T {
   const bad = nonFinitePaths(value);

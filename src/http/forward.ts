@@ -59,6 +59,8 @@ export interface ForwardInput {
   method: string;
   query: string;
   body: unknown;
+  /** A large JSON body not read here: the shard reads it (readRequestBody) in place of `body`. */
+  bytes?: ArrayBuffer;
   principal: Principal;
   link: LinkBase;
   /** The site directory's verdict on a site create or rename (claimSiteName). */
@@ -95,6 +97,7 @@ export class Forwarder {
       route: match.route.segment,
       query: input.query,
       body: input.body,
+      bytes: input.bytes,
       principal: input.principal,
       link: input.link,
       siteClaim: input.siteClaim,

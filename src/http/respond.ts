@@ -143,6 +143,19 @@ export abstract class Exchange {
     this.lastEventId = head.getHeader('last-event-id');
   }
 
+  /** The body buffer is this exchange's alone (the transport made it), so its memory may be handed on rather than copied. */
+  protected ownsBody = false;
+
+  /**
+   * The body's bytes as an ArrayBuffer to transfer to a shard: the body's own memory when this exchange owns
+   * all of it (the transfer then detaches it: the body must not be read here afterwards), else a copy.
+   */
+  bodyBytes(body: Buffer): ArrayBuffer {
+    const whole = body.byteOffset === 0 && body.byteLength === body.buffer.byteLength;
+    if (this.ownsBody && whole && body.buffer instanceof ArrayBuffer) return body.buffer;
+    return body.buffer.slice(body.byteOffset, body.byteOffset + body.byteLength) as ArrayBuffer;
+  }
+
   /** Starts a Server-Sent Events response that stays open; null when the transport cannot hold one (inject). */
   openEventStream(): FeedSink | null {
     return null;

@@ -66,6 +66,7 @@ class UwsExchange extends Exchange {
   ) {
     // uWS 20.30 itself closes the connection for any method token other than the nine upper-case ones (native-notes.md).
     super(log, req, emailHeaderName);
+    this.ownsBody = true;
     const length = req.getHeader('content-length');
     const chunked = req.getHeader('transfer-encoding') !== '';
     let settle: (b: BodyResult) => void = () => undefined;
@@ -163,25 +164,35 @@ class UwsExchange extends Exchange {
   }
 }
 
-/** Collects the body, copying each chunk (uWS reuses its buffer after the callback). */
+/**
+ * Collects the body, copying each chunk (uWS reuses its buffer after the callback). With a Content-Length the
+ * chunks are copied straight into one buffer of that size, its own memory (not Node's shared pool), so a large
+ * body can be transferred to a shard without another copy (Exchange.bodyBytes).
+ */
 function readBody(res: HttpResponse, max: number, declared: number, resolve: (b: BodyResult) => void): void {
   if (declared > max) {
     resolve('too-large');
     res.onData(() => undefined);
     return;
   }
+  const whole = declared > 0 ? Buffer.from(new ArrayBuffer(declared)) : null;
   const chunks: Buffer[] = [];
   let size = 0;
   let over = false;
   res.onData((chunk, isLast) => {
     if (over) return;
+    const at = size;
     size += chunk.byteLength;
     if (size > max) {
       over = true;
       resolve('too-large');
       return;
     }
-    chunks.push(Buffer.from(new Uint8Array(chunk)));
-    if (isLast) resolve(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks));
+    if (whole && size <= declared) whole.set(new Uint8Array(chunk), at);
+    else chunks.push(Buffer.from(new Uint8Array(chunk)));
+    if (!isLast) return;
+    if (whole && size === declared) resolve(whole);
+    else if (whole) resolve(Buffer.concat([whole.subarray(0, Math.min(size, declared)), ...chunks]));
+    else resolve(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks));
   });
 }

@@ -7,6 +7,7 @@
  */
 
 import { asApiError, Errors, errorEnvelope } from '../errors.js';
+import { readRequestBody } from '../http/body.js';
 import { Logger } from '../log.js';
 import type { ResourceModel } from '../model/model.js';
 import { MODELS, modelByCollection } from '../model/registry.js';
@@ -296,6 +297,7 @@ export class ShardServer {
     const model = modelByCollection(req.collection);
     let reply: Reply;
     try {
+      if (req.bytes) readBytes(req, this.shard.config.maxBulkItems);
       if (!model) throw Errors.endpointNotFound();
       reply = run(ctx, model);
       if (req.idempotency) rememberReply(ctx, req.idempotency, reply);
@@ -503,6 +505,12 @@ export class ShardServer {
     const e = asApiError(err, this.log, `in shard ${this.shard.shardIndex}`);
     return { status: e.status, body: errorEnvelope(e), headers: e.headers };
   }
+}
+
+/** A body the main thread left unread (ShardRequest.bytes) becomes the request's body, once: a request run again has it. */
+function readBytes(req: ShardRequest, maxBulkItems: number): void {
+  req.body = readRequestBody(Buffer.from(req.bytes!), 'application/json', maxBulkItems);
+  req.bytes = undefined;
 }
 
 /** The reply message: only the fields this reply has (every field present is copied to the main thread). */

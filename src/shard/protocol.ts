@@ -41,6 +41,12 @@ export interface ShardRequest {
   route?: string;
   query: string;
   body?: unknown;
+  /**
+   * A large JSON body the main thread did not read (http/app.ts offloads): the shard reads it into `body` before
+   * running the request, with the main thread's answers (413 over MAX_BULK_ITEMS, 400 for bad JSON). It travels
+   * beside the batch's JSON text, transferred rather than copied (supervisor.ts).
+   */
+  bytes?: ArrayBuffer;
   principal: Principal;
   link: LinkBase;
   /** Top-level list: answer with a ListPart for the main thread to merge. */
@@ -55,6 +61,15 @@ export interface ShardRequest {
   part?: BulkPart;
   /** op 'decide': the main thread's outcome for the part of `txn` this shard prepared. */
   decision?: { txn: number; commit: boolean };
+}
+
+/**
+ * Requests to a shard, as one message per event-loop turn: their JSON text alone, or this when some carry
+ * unread bodies (`bodies`, in the order of the requests with `bytes`; JSON leaves an ArrayBuffer empty).
+ */
+export interface RequestBatch {
+  batch: string;
+  bodies: ArrayBuffer[];
 }
 
 /** Where and how long a write's reply is kept for replays of its Idempotency-Key (http/idempotency.ts). */

@@ -29,7 +29,7 @@
 import { MessageChannel, type MessagePort, Worker } from 'node:worker_threads';
 import { Errors, errorEnvelope } from '../errors.js';
 import { ChunkStream } from './chunk-stream.js';
-import type { FeedItem, ShardControl, ShardReply, ShardRequest } from './protocol.js';
+import type { FeedItem, RequestBatch, ShardControl, ShardReply, ShardRequest } from './protocol.js';
 
 type Pending = (reply: ShardReply) => void;
 
@@ -169,11 +169,17 @@ export class SupervisedShard {
    * route, the principal), and stringify + parse cost about half of
    * postMessage's structured clone of the same objects. Replies stay cloned:
    * their bodies are long strings, which a clone copies and JSON would escape.
+   * Unread request bodies (ShardRequest.bytes) travel beside the text, in
+   * request order, transferred: the worker's copy is the only one.
    */
   private readonly flush = (): void => {
     const batch = this.outbox;
     this.outbox = [];
-    if (this.running && batch.length > 0) this.running.port.postMessage(JSON.stringify(batch));
+    if (!this.running || batch.length === 0) return;
+    let bodies: ArrayBuffer[] | null = null;
+    for (const req of batch) if (req.bytes) (bodies ??= []).push(req.bytes);
+    if (bodies === null) this.running.port.postMessage(JSON.stringify(batch));
+    else this.running.port.postMessage({ batch: JSON.stringify(batch), bodies } satisfies RequestBatch, bodies);
   };
 
   private spawn(): Promise<Running> {

@@ -12,7 +12,7 @@ import { slotOf, ThreadStats } from '../metrics/thread-stats.js';
 import type { SharedIdState } from '../store/ids.js';
 import { openStore } from '../store/open.js';
 import { ShardServer } from './dispatch.js';
-import type { ShardControl, ShardReply, ShardRequest, TestHook } from './protocol.js';
+import type { RequestBatch, ShardControl, ShardReply, ShardRequest, TestHook } from './protocol.js';
 import { ShardState } from './state.js';
 
 /**
@@ -67,13 +67,21 @@ const server = new ShardServer(
   },
   new Logger(data.config.logLevel, { format: data.config.logFormat, bindings: { thread: `shard${data.shardIndex}` } }),
 );
-data.port.on('message', (message: string | ShardControl) => {
+data.port.on('message', (message: string | RequestBatch | ShardControl) => {
   Atomics.add(data.progress, 0, 1);
   if (typeof message === 'string') server.submit(JSON.parse(message) as ShardRequest[]);
+  else if ('batch' in message) server.submit(withBodies(JSON.parse(message.batch) as ShardRequest[], message.bodies));
   else if ('stream' in message) server.control(message);
   else if (data.config.testHooks) runTestHook(message);
 });
 parentPort!.postMessage({ ready: true, loadMs: performance.now() - started });
+
+/** Puts each unread body back on its request (see RequestBatch). */
+function withBodies(reqs: ShardRequest[], bodies: ArrayBuffer[]): ShardRequest[] {
+  let next = 0;
+  for (const req of reqs) if (req.bytes !== undefined) req.bytes = bodies[next++];
+  return reqs;
+}
 
 let afterCommit: TestHook | null = null;
 
