@@ -10,11 +10,18 @@
  * finish (it was replaced) cuts the connection off, so the client sees an
  * incomplete response rather than a wrong one.
  */
-import type { ListChunk, ShardReply } from '../shard/protocol.js';
+import type { ChunkSource } from '../shard/chunk-stream.js';
+import type { ListChunk } from '../shard/protocol.js';
 import type { Exchange } from './respond.js';
 
-/** Resolves when the response is complete, cut off, or the client has gone. */
-export function streamReply(x: Exchange, reply: Pick<ShardReply, 'status' | 'headers' | 'chunk' | 'stream'>): Promise<void> {
+/**
+ * Resolves when the response is complete, cut off, or the client has gone. `stream`: one shard's chunks, or a
+ * top-level list's merged from every shard's (shard/merged-stream.ts), which it credits and cancels alike.
+ */
+export function streamReply(
+  x: Exchange,
+  reply: { status: number; headers?: Record<string, string>; chunk?: ListChunk; stream?: ChunkSource },
+): Promise<void> {
   const stream = reply.stream;
   const first = reply.chunk!;
   return new Promise<void>((resolve) => {
