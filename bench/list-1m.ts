@@ -203,7 +203,9 @@ export async function run(): Promise<number> {
   const markerPath = join(base, 'fill.json');
   let server: ChildServer | undefined;
   try {
-    log(`list-1m (P7): one unpaginated GET of ${fmt.int(total)} networks (one site), nested and top level; ${machine().cores} cores, Node ${process.version}`);
+    log(
+      `list-1m (P7): one unpaginated GET of ${fmt.int(total)} networks (one site), nested and top level; ${machine().cores} cores, Node ${process.version}`,
+    );
     const marker = existsSync(markerPath) ? (JSON.parse(readFileSync(markerPath, 'utf8')) as { layout: number; total: number }) : null;
     if (marker?.layout === FILL_LAYOUT && marker.total === total) log(`reusing the store kept in ${dataDir}`);
     else {

@@ -151,6 +151,8 @@ export class MergedStream implements ChunkSource {
       }
       const input = inputs[i];
       const text = input.piece!.items[input.pos++];
+      // A piece merged gives its credit back at once, so its shard renders the next meanwhile.
+      this.spent(input);
       out.push(this.emitted++ === 0 ? text : `,${text}`);
       bytes += text.length;
     }
