@@ -23,7 +23,8 @@
  * Each: time to the first byte and to the last, bytes, items, the server's
  * RSS (VmRSS of the process, every 20 ms) before and at its highest, and the
  * latencies of `GET /api/sites/1/` requests sent one after another on one
- * keep-alive connection meanwhile.
+ * keep-alive connection meanwhile, and the server's CPU seconds over it all
+ * (the figure to compare on a loaded machine).
  *
  * Settings (env): BENCH_NETWORKS (default 1000000), BENCH_KEEP_DATA,
  * BENCH_PAUSE_SECONDS (default 5), BENCH_BASELINE (0 skips the whole-body page),
@@ -42,6 +43,7 @@ import {
   foreignBusyCores,
   log,
   machine,
+  processCpuSeconds,
   processMemory,
   request,
   startNetsot,
@@ -66,6 +68,8 @@ interface Measured {
   items: number;
   rssBefore: number;
   rssPeak: number;
+  /** Server CPU (all threads) over the GET and its probe: comparable between runs on a loaded machine, unlike latencies. */
+  serverCpuS: number;
   probe: { n: number; failed: number; p50: number; p99: number; max: number };
 }
 
@@ -142,7 +146,11 @@ function probe(base: string): { stop: () => Promise<{ latencies: number[]; faile
 }
 
 /** One GET of `path`, optionally pausing after the first MB; RSS sampled meanwhile. */
-function fetchList(server: ChildServer, path: string, pauseMs: number): Promise<Omit<Measured, 'name' | 'path' | 'probe' | 'rssBefore'>> {
+function fetchList(
+  server: ChildServer,
+  path: string,
+  pauseMs: number,
+): Promise<Omit<Measured, 'name' | 'path' | 'probe' | 'rssBefore' | 'serverCpuS'>> {
   return new Promise((resolve, reject) => {
     let peak = 0;
     const sample = () => {
@@ -226,17 +234,26 @@ export async function run(): Promise<number> {
       // Let the load's garbage go and the workers settle before the reading "before".
       await new Promise((r) => setTimeout(r, 3000));
       const rssBefore = processMemory(server.pid)?.rss ?? 0;
+      const cpu0 = processCpuSeconds(server.pid) ?? Number.NaN;
       const p = probe(server.base);
       const got = await fetchList(server, path, pause);
       const { latencies, failed } = await p.stop();
+      const serverCpuS = (processCpuSeconds(server.pid) ?? Number.NaN) - cpu0;
       const st = stats(latencies.length > 0 ? latencies : [Number.NaN]);
-      results.push({ name, path, rssBefore, ...got, probe: { n: latencies.length, failed, p50: st.p50, p99: st.p99, max: st.max } });
+      results.push({
+        name,
+        path,
+        rssBefore,
+        ...got,
+        serverCpuS,
+        probe: { n: latencies.length, failed, p50: st.p50, p99: st.p99, max: st.max },
+      });
       await server.stop();
       server = undefined;
       const r = results[results.length - 1];
       log(
         `  ${name}: first byte ${r.firstByteMs.toFixed(0)} ms, all ${r.totalMs.toFixed(0)} ms, ${fmt.int(r.items)} items, ` +
-          `${(r.bytes / 2 ** 20).toFixed(0)} MiB, status ${r.status}; RSS +${((r.rssPeak - r.rssBefore) / 2 ** 20).toFixed(0)} MiB; ` +
+          `${(r.bytes / 2 ** 20).toFixed(0)} MiB, status ${r.status}; server CPU ${r.serverCpuS.toFixed(1)} s; RSS +${((r.rssPeak - r.rssBefore) / 2 ** 20).toFixed(0)} MiB; ` +
           `GET /api/sites/1/ ×${r.probe.n} p99 ${r.probe.p99.toFixed(1)} ms${r.probe.failed ? `, ${r.probe.failed} not 200` : ''}`,
       );
     };
@@ -261,6 +278,7 @@ export async function run(): Promise<number> {
           'RSS before MiB',
           'RSS peak MiB',
           'growth MiB',
+          'server CPU s',
           'probe n',
           'probe not 200',
           'probe p50',
@@ -276,6 +294,7 @@ export async function run(): Promise<number> {
           mib(r.rssBefore),
           mib(r.rssPeak),
           mib(r.rssPeak - r.rssBefore),
+          r.serverCpuS.toFixed(1),
           r.probe.n,
           r.probe.failed,
           r.probe.p50.toFixed(1),
