@@ -363,12 +363,9 @@ export class App {
       bytes,
       principal: this.users.principal(user),
       link: { scheme: 'http', host: x.host, path: x.path },
-      // P7: a nested list read as JSON may come back in chunks, written as the client takes them (stream.ts).
-      stream:
-        x.method === 'GET' &&
-        x.representation === 'json' &&
-        match.site !== null &&
-        (match.route.shape === 'list' || match.route.shape === 'list-route'),
+      // P7: a list read as JSON may come back in chunks, written as the client takes them (stream.ts); a
+      // top-level one merged from every shard's chunks (shard/merged-stream.ts).
+      stream: x.method === 'GET' && x.representation === 'json' && (match.route.shape === 'list' || match.route.shape === 'list-route'),
       idempotency: stamp,
     };
     const hook = model.beforeForward?.(

@@ -15,9 +15,20 @@ import { QueryParams } from '../query/params.js';
 import type { HttpMethod } from '../routes/route.js';
 import { asId, NO_ID, parseId } from '../schema/id.js';
 import { siteIdIn } from '../schema/validate.js';
-import type { ChunkStream } from '../shard/chunk-stream.js';
+import type { ChunkSource } from '../shard/chunk-stream.js';
+import { MergedStream } from '../shard/merged-stream.js';
 import { mergeParts, type ShardPool } from '../shard/pool.js';
-import type { DirectoryUpdate, IdempotencyStamp, ListChunk, ListPart, Op, Principal, ShardRequest, SiteClaim } from '../shard/protocol.js';
+import type {
+  DirectoryUpdate,
+  IdempotencyStamp,
+  ListChunk,
+  ListPart,
+  Op,
+  Principal,
+  ShardReply,
+  ShardRequest,
+  SiteClaim,
+} from '../shard/protocol.js';
 import type { Store } from '../store/store.js';
 import { CrossShardBulk, splitByShard } from './cross-shard.js';
 import type { RouteMatch } from './router.js';
@@ -29,7 +40,7 @@ export interface Forwarded {
   directory?: DirectoryUpdate;
   /** A streamed list (P7): its first chunk, and where the others arrive. */
   chunk?: ListChunk;
-  stream?: ChunkStream;
+  stream?: ChunkSource;
 }
 
 /** The shard operation a route and method run: the declared standard op, or the route's own handler by its shape. */
@@ -249,7 +260,13 @@ export class Forwarder {
   private async scatterList(req: Omit<ShardRequest, 'seq'>): Promise<Forwarded> {
     const replies = await this.pool.all({ ...req, scatter: true });
     const failed = replies.find((r) => r.status >= 400);
-    if (failed) return failed;
+    // A shard streaming its part while another refused: the answer is the refusal, the streams stop.
+    if (failed) {
+      MergedStream.cancelAll(replies);
+      return failed;
+    }
+    // A shard streams only an unpaginated list that needs no verdict over every shard's part (render.ts listBody).
+    if (MergedStream.needed(replies)) return this.mergeStreamed(replies);
     const parts = replies.map((r) => r.part!);
     const verdict = unanimousError(parts);
     if (verdict) return verdict;
@@ -265,5 +282,14 @@ export class Forwarder {
     if (!page) return { status: 200, body: `[${items.join(',')}]`, headers };
     const slice = items.slice(page.offset, page.offset + page.limit);
     return { status: 200, body: pageEnvelope(count, pageLinks(req.link, q, page, count), slice), headers };
+  }
+
+  /** P7: the shards' streamed parts merged as the client reads them (merged-stream.ts); one body if it all came at once. */
+  private mergeStreamed(replies: ShardReply[]): Forwarded {
+    const stream = new MergedStream(replies);
+    const chunk = stream.first();
+    const headers = replies[0].headers;
+    if (chunk.last) return { status: 200, body: chunk.text, headers };
+    return { status: 200, body: '', headers, chunk, stream };
   }
 }

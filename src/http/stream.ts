@@ -10,16 +10,9 @@
  * finish (it was replaced) cuts the connection off, so the client sees an
  * incomplete response rather than a wrong one.
  */
+import type { ChunkSource } from '../shard/chunk-stream.js';
 import type { ListChunk } from '../shard/protocol.js';
 import type { Exchange } from './respond.js';
-
-/** Where a streamed reply's later chunks come from: a shard's list (shard/chunk-stream.ts) or a long text here (TextChunks). */
-export interface ChunkSource {
-  read(reader: (chunk: ListChunk) => void): void;
-  /** One more chunk may come. */
-  credit(): void;
-  cancel(): void;
-}
 
 /** Replies at least this long (UTF-16 units) are written in chunks, so one large answer does not hold up the others. */
 export const CHUNKED_REPLY_CHARS = 128 * 1024;
@@ -79,7 +72,11 @@ export function textChunks(text: string): { chunk: ListChunk; stream: ChunkSourc
   return { chunk: { text: text.slice(0, end), index: 0, last: end >= text.length }, stream: new TextChunks(text, end) };
 }
 
-/** Resolves when the response is complete, cut off, or the client has gone. */
+/**
+ * Resolves when the response is complete, cut off, or the client has gone. `stream`: one shard's chunks, a
+ * top-level list's merged from every shard's (shard/merged-stream.ts), or a long text's (TextChunks), which it
+ * credits and cancels alike.
+ */
 export function streamReply(
   x: Exchange,
   reply: { status: number; headers?: Record<string, string>; chunk?: ListChunk; stream?: ChunkSource },

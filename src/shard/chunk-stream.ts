@@ -10,7 +10,21 @@ import type { ListChunk, StreamControl } from './protocol.js';
 /** Figures for /metrics: streams open now, and chunks received from shards so far. */
 export const streamFigures = { open: 0, chunks: 0 };
 
-export class ChunkStream {
+/**
+ * What the writer of a streamed reply (http/stream.ts) reads: one shard's
+ * chunks (ChunkStream), the shards' chunks of a top-level list merged
+ * (merged-stream.ts), or a long reply text cut in chunks (http/stream.ts).
+ */
+export interface ChunkSource {
+  /** Chunks go to `reader` from now on, the ones that already arrived first. */
+  read(reader: (chunk: ListChunk) => void): void;
+  /** The client's socket took a chunk: one more may come. */
+  credit(): void;
+  /** The client went away: the work behind the stream stops. */
+  cancel(): void;
+}
+
+export class ChunkStream implements ChunkSource {
   private queue: ListChunk[] = [];
   private reader: ((chunk: ListChunk) => void) | null = null;
   private closed = false;

@@ -316,11 +316,12 @@ export class ShardServer {
     this.record(req, out, writes);
   }
 
-  /** A streamed list's first chunk rides on its reply; a list that fits in one chunk is a plain body. */
+  /** A streamed list's first chunk rides on its reply; a list that fits in one chunk is a plain body (or part). */
   private startStream(stream: ListStream, reply: ShardReply): void {
     const chunk = stream.next();
     if (chunk.last) {
-      reply.body = chunk.text;
+      if (chunk.part) reply.part = chunk.part;
+      else reply.body = chunk.text;
       return;
     }
     reply.chunk = chunk;

@@ -9,6 +9,10 @@
  * turn's replies, once the turn's commit is durable, like any read (so it
  * never shows a write that is not on disk). An object is rendered as it is
  * when its chunk is made; one deleted since the request ran is left out.
+ *
+ * A top-level list (scattered to every shard) streams the same way, but its
+ * chunks carry the rendered items with their sort keys instead of JSON text,
+ * for the main thread to merge with the other shards' (merged-stream.ts).
  */
 import type { ResourceModel } from '../model/model.js';
 import type { RequestContext } from './context.js';
@@ -36,12 +40,16 @@ export class ListStream {
   private readonly kind: ResourceModel<any, any>['kind'];
   private readonly fromTable: boolean;
 
-  /** `render`: one object's JSON as the list shows it (render.ts passes objectBody, so this module needs none of it). */
+  /**
+   * `render`: one object's JSON as the list shows it (render.ts passes objectBody, so this module needs none of it).
+   * `merge`, for a top-level list: an object's sort keys and the list's direction (ListPart).
+   */
   constructor(
     readonly ctx: RequestContext,
     model: ResourceModel<any, any>,
     records: Iterable<StoredObject>,
     private readonly render: (r: StoredObject) => string,
+    private readonly merge?: { keyOf: (r: StoredObject) => [number, number]; newestFirst: boolean },
   ) {
     this.records = Array.isArray(records) ? records : Array.from(records);
     this.kind = model.kind;
@@ -59,7 +67,10 @@ export class ListStream {
     const { ctx, records } = this;
     // Looked up per chunk: a shard rebuilt from the store after a failed commit has new tables.
     const table: ObjectTable<StoredObject> | undefined = this.fromTable ? ctx.shard.tables.get(this.kind) : undefined;
+    const merge = this.merge;
     const out: string[] = [];
+    const keys: number[] = [];
+    const keys2: number[] = [];
     let bytes = 0;
     while (this.pos < records.length && bytes < CHUNK_BYTES) {
       const taken = records[this.pos++];
@@ -68,11 +79,17 @@ export class ListStream {
       if (r === undefined) continue;
       if ((this.pos & 4095) === 0) ctx.shard.heartbeat();
       const text = this.render(r);
-      out.push(this.emitted++ === 0 ? text : `,${text}`);
+      if (merge) {
+        const [k1, k2] = merge.keyOf(r);
+        out.push(text);
+        keys.push(k1);
+        keys2.push(k2);
+      } else out.push(this.emitted++ === 0 ? text : `,${text}`);
       bytes += text.length;
     }
     const last = this.pos >= records.length;
-    const text = `${this.index === 0 ? '[' : ''}${out.join('')}${last ? ']' : ''}`;
-    return { text, index: this.index++, last };
+    const index = this.index++;
+    if (merge) return { text: '', index, last, part: { count: out.length, keys, keys2, items: out, newestFirst: merge.newestFirst } };
+    return { text: `${index === 0 ? '[' : ''}${out.join('')}${last ? ']' : ''}`, index, last };
   }
 }

@@ -110,30 +110,46 @@ export class ShardPool {
   }
 }
 
+/** Where a k-way merge stands in one shard's items: the piece being read and the next position in it. */
+export interface MergeCursor {
+  piece: ListPart | undefined;
+  pos: number;
+}
+
+/**
+ * Which cursor's next item comes first in list order: ascending (keys,
+ * keys2), or descending for newest-first lists (`sign` -1); -1 when none has
+ * an item left. Linear in the shards, which are few.
+ */
+export function firstInOrder(cursors: MergeCursor[], sign: number): number {
+  let best = -1;
+  for (let i = 0; i < cursors.length; i++) {
+    const a = cursors[i];
+    if (!a.piece || a.pos >= a.piece.items.length) continue;
+    if (best < 0) {
+      best = i;
+      continue;
+    }
+    const b = cursors[best];
+    const d = a.piece.keys[a.pos] - b.piece!.keys[b.pos] || a.piece.keys2[a.pos] - b.piece!.keys2[b.pos];
+    if (sign * d < 0) best = i;
+  }
+  return best;
+}
+
 /**
  * k-way merge of the shards' list parts: ascending (keys, keys2), or
  * descending for newest-first lists. Each part is already in list order.
+ * A streamed list merges the same way, a piece at a time (merged-stream.ts).
  */
 export function mergeParts(parts: ListPart[], newestFirst: boolean): { count: number; items: string[] } {
   const count = parts.reduce((n, p) => n + p.count, 0);
-  const pos = parts.map(() => 0);
+  const cursors: MergeCursor[] = parts.map((piece) => ({ piece, pos: 0 }));
   const items: string[] = [];
   const sign = newestFirst ? -1 : 1;
-  for (;;) {
-    let best = -1;
-    for (let i = 0; i < parts.length; i++) {
-      if (pos[i] >= parts[i].items.length) continue;
-      if (best < 0) {
-        best = i;
-        continue;
-      }
-      const a = parts[i],
-        b = parts[best];
-      const d = a.keys[pos[i]] - b.keys[pos[best]] || a.keys2[pos[i]] - b.keys2[pos[best]];
-      if (sign * d < 0) best = i;
-    }
-    if (best < 0) break;
-    items.push(parts[best].items[pos[best]++]);
+  for (let i = firstInOrder(cursors, sign); i >= 0; i = firstInOrder(cursors, sign)) {
+    const c = cursors[i];
+    items.push(c.piece!.items[c.pos++]);
   }
   return { count, items };
 }

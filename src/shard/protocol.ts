@@ -159,12 +159,17 @@ export interface StreamControl {
  * The texts concatenated are the whole JSON array. `failed`: the stream ends
  * without its end (the shard was replaced, or a commit its chunk waited on
  * failed), and the response must be cut off.
+ *
+ * A top-level list's chunk (a scatter request) carries `part` instead of
+ * text: its items with their sort keys (count: the items in this chunk), for
+ * the main thread to merge with the other shards' (merged-stream.ts).
  */
 export interface ListChunk {
   text: string;
   index: number;
   last: boolean;
   failed?: true;
+  part?: ListPart;
 }
 
 /** One shard's share of a top-level list, already in list order. */

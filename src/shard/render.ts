@@ -77,12 +77,16 @@ export function listBody(
     throw Errors.relayed(first.status, first.body);
   }
   const page = readPage(ctx.query);
-  // P7: an unpaginated list the main thread can stream goes out in chunks (list-stream.ts).
-  if (ctx.req.stream && !ctx.req.scatter && !page && !checks?.pickOne && !checks?.expectOne) {
-    ctx.stream = new ListStream(ctx, model, records, (r) => objectBody(ctx, model, r, false));
+  const one = (r: StoredObject) => objectBody(ctx, model, r, false);
+  // A top-level list's sort keys, for the main thread's merge (ListPart).
+  const keyOf = (r: StoredObject): [number, number] =>
+    order ? order(r) : [newestFirst ? (model.render(r, ctx.shard).change_at as number) : r.id, r.id];
+  // P7: an unpaginated list the main thread can stream goes out in chunks (list-stream.ts); a top-level one
+  // streams unless the main thread must judge the shards' answers together first (ListChecks).
+  if (ctx.req.stream && !page && !checks?.pickOne && !checks?.expectOne && !checks?.unanimous?.length) {
+    ctx.stream = new ListStream(ctx, model, records, one, ctx.req.scatter ? { keyOf, newestFirst } : undefined);
     return { body: '' };
   }
-  const one = (r: StoredObject) => objectBody(ctx, model, r, false);
   const items: string[] = [];
   // A scatter part carries the first offset+limit items; a page here, just the page.
   const from = ctx.req.scatter || !page ? 0 : page.offset;
@@ -96,7 +100,7 @@ export function listBody(
     if (count >= from && count < to) {
       items.push(one(r));
       if (ctx.req.scatter) {
-        const [k1, k2] = order ? order(r) : [newestFirst ? (model.render(r, ctx.shard).change_at as number) : r.id, r.id];
+        const [k1, k2] = keyOf(r);
         keys.push(k1);
         keys2.push(k2);
       }
