@@ -19,7 +19,7 @@ import type { ChunkStream } from '../shard/chunk-stream.js';
 import { mergeParts, type ShardPool } from '../shard/pool.js';
 import type { DirectoryUpdate, IdempotencyStamp, ListChunk, ListPart, Op, Principal, ShardRequest, SiteClaim } from '../shard/protocol.js';
 import type { Store } from '../store/store.js';
-import { CrossShardBulk, splitByShard } from './cross-shard.js';
+import { type CommitFeed, CrossShardBulk, splitByShard } from './cross-shard.js';
 import type { RouteMatch } from './router.js';
 
 export interface Forwarded {
@@ -78,8 +78,9 @@ export class Forwarder {
     private readonly pool: ShardPool,
     store: Store,
     log: Logger,
+    feed: CommitFeed,
   ) {
-    this.bulk = new CrossShardBulk(pool, store, log);
+    this.bulk = new CrossShardBulk(pool, store, log, feed);
   }
 
   async forward(input: ForwardInput): Promise<Forwarded> {
