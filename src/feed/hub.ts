@@ -208,7 +208,11 @@ export class FeedHub {
   /** The main-thread commit of `ticket` is durable (or abandoned: no items); its Changes join the feed. */
   committed(ticket: number, items: FeedItem[]): void {
     this.mainPending.delete(ticket);
-    if (items.length > 0) this.arrive(this.mainWriter, [...items].sort((a, b) => a.id - b.id));
+    if (items.length > 0)
+      this.arrive(
+        this.mainWriter,
+        [...items].sort((a, b) => a.id - b.id),
+      );
     this.release();
   }
 

@@ -21,9 +21,9 @@
  *   id order with the shards' Changes.
  */
 import { ApiError, asApiError, Errors } from '../errors.js';
+import type { FeedHub } from '../feed/hub.js';
 import type { Logger } from '../log.js';
 import type { ShardPool } from '../shard/pool.js';
-import type { FeedHub } from '../feed/hub.js';
 import type { FeedItem, PreparedPart, ShardReply, ShardRequest } from '../shard/protocol.js';
 import type { Store, WriteSet } from '../store/store.js';
 import { replyOps } from '../store/stored-reply.js';

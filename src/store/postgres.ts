@@ -393,7 +393,10 @@ export class PostgresStore implements Store {
   }
 
   async idempotentReply(userId: number, key: string): Promise<StoredReply | undefined> {
-    const { rows } = await this.pool.query<{ reply: Buffer }>('SELECT reply FROM idempotency WHERE user_id = $1 AND key = $2', [userId, key]);
+    const { rows } = await this.pool.query<{ reply: Buffer }>('SELECT reply FROM idempotency WHERE user_id = $1 AND key = $2', [
+      userId,
+      key,
+    ]);
     return rows.length === 0 ? undefined : (packr.unpack(rows[0].reply) as StoredReply);
   }
 
@@ -626,7 +629,12 @@ function upsertRows(db: WriteOp['db'], ops: WriteOp[]): Statement {
         table: 'idempotency',
         sql: `INSERT INTO idempotency (user_id, key, expires_at, reply) SELECT * FROM unnest($1::int8[], $2::text[], $3::int8[], $4::bytea[])
          ON CONFLICT (user_id, key) DO UPDATE SET expires_at = EXCLUDED.expires_at, reply = EXCLUDED.reply`,
-        values: [k.map((x) => x[1]), k.map((x) => x[2]), ops.map((op) => (op.value as StoredReply).x), ops.map((op) => packr.pack(op.value))],
+        values: [
+          k.map((x) => x[1]),
+          k.map((x) => x[2]),
+          ops.map((op) => (op.value as StoredReply).x),
+          ops.map((op) => packr.pack(op.value)),
+        ],
       };
     }
     default: {

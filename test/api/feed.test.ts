@@ -248,7 +248,12 @@ test('a bulk over sites on both shards reaches the feed once committed, in id or
   const stream = await sse(`/api/changes/stream/?after=${start}`);
   const writes: Promise<unknown>[] = [];
   for (let i = 0; i < 5; i++) {
-    writes.push(s.post('/api/devices/', sites.map((site) => ({ site_id: site, hostname: `xb-${i}-${site}` }))));
+    writes.push(
+      s.post(
+        '/api/devices/',
+        sites.map((site) => ({ site_id: site, hostname: `xb-${i}-${site}` })),
+      ),
+    );
     for (const site of sites) writes.push(s.post(`/api/sites/${site}/devices/`, { hostname: `one-${i}-${site}` }));
   }
   const answers = (await Promise.all(writes)) as { status: number }[];
