@@ -28,9 +28,13 @@
  * however many subscribers get it, in one batched read per delivery. Nothing
  * is read or rendered while nobody listens.
  *
- * Delivery. Releases are queued and delivered at most once per event-loop
- * turn, in order (one delivery at a time): everything released in a turn
- * goes to a subscriber as one write. Subscribers are grouped by filter; a
+ * Delivery. Releases are queued and delivered in order, one delivery at a
+ * time, at the next event-loop turn but no sooner than DELIVERY_INTERVAL_MS
+ * after the previous delivery: everything released meanwhile goes to a
+ * subscriber as one write. Under load a shard commits many times a
+ * millisecond, and one write (a syscall) per subscriber per commit would cost
+ * the main thread more than the rest of the write path; a quiet feed still
+ * delivers at the next turn. Subscribers are grouped by filter; a
  * site's groups are indexed by site, so an item is matched against each
  * distinct filter once, and each group's bytes are encoded once per
  * transport and shared by its subscribers.
@@ -116,6 +120,8 @@ interface Held {
 const CATCH_UP_CHUNK = 500;
 /** Changes read per step when a replaced shard's unsent Changes are recovered. */
 const RECOVER_CHUNK = 5000;
+/** The least time between two deliveries (see Delivery above): bounds the writes per subscriber to a few hundred a second. */
+const DELIVERY_INTERVAL_MS = 4;
 /** Idle SSE connections get a comment this often, so neither uWS nor a proxy times them out. */
 const HEARTBEAT_MS = 5000;
 
@@ -157,6 +163,7 @@ export class FeedHub {
   /** Released, not yet delivered, in id order. */
   private outbox: FeedItem[] = [];
   private delivering = false;
+  private lastDelivery = 0;
   private readonly heartbeat: NodeJS.Timeout;
 
   constructor(
@@ -315,8 +322,14 @@ export class FeedHub {
     for (const item of items) this.outbox.push(item);
     if (!this.delivering) {
       this.delivering = true;
-      setImmediate(() => void this.deliver());
+      this.afterInterval().then(() => this.deliver());
     }
+  }
+
+  /** Resolves at the next turn, or once DELIVERY_INTERVAL_MS have passed since the last delivery if later. */
+  private afterInterval(): Promise<void> {
+    const wait = this.lastDelivery + DELIVERY_INTERVAL_MS - performance.now();
+    return new Promise((resolve) => (wait > 1 ? setTimeout(resolve, wait) : setImmediate(resolve)));
   }
 
   /** Delivers the outbox, a turn's releases at a time, until it is empty; one delivery runs at a time. */
@@ -324,6 +337,7 @@ export class FeedHub {
     while (this.outbox.length > 0) {
       const items = this.outbox;
       this.outbox = [];
+      this.lastDelivery = performance.now();
       try {
         await this.fanOut(items);
       } catch (err) {
@@ -335,7 +349,7 @@ export class FeedHub {
           sub.sink.overflow(sub.cursor);
         }
       }
-      if (this.outbox.length > 0) await new Promise<void>((resolve) => setImmediate(resolve));
+      if (this.outbox.length > 0) await this.afterInterval();
     }
     this.delivering = false;
   }
