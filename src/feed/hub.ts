@@ -120,7 +120,11 @@ interface Held {
 const CATCH_UP_CHUNK = 500;
 /** Changes read per step when a replaced shard's unsent Changes are recovered. */
 const RECOVER_CHUNK = 5000;
-/** The least time between two deliveries (see Delivery above): at most 100 writes a second per subscriber. A profile under load (1000 idle + 100 reading subscribers) had the transports' writes as the feed's main cost, one syscall each. */
+/**
+ * The least time between two deliveries (see Delivery above): at most 100 writes a second per
+ * subscriber. A profile under load (1000 idle + 100 reading subscribers) had the transports'
+ * writes, one syscall each, as the feed's main cost.
+ */
 const DELIVERY_INTERVAL_MS = 10;
 /** Idle SSE connections get a comment this often, so neither uWS nor a proxy times them out. */
 const HEARTBEAT_MS = 5000;
