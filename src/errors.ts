@@ -87,7 +87,6 @@ export const Errors = {
   methodNotAllowed: (method: string, allow: string) => new ApiError(405, `Method "${method}" not allowed.`, { Allow: allow }),
   notAcceptable: () => new ApiError(406, 'Could not satisfy the request Accept header.'),
   conflict: (message: string) => new ApiError(409, message),
-  needsLmdb: (feature: string) => new ApiError(400, `${feature} is not available on the PostgreSQL store yet; it needs the LMDB store.`),
   backupsByEngine: () =>
     new ApiError(409, 'Backups through the API are for the LMDB store; back up PostgreSQL with its own tools (pg_dump, base backups).'),
   backupsOff: () => new ApiError(409, 'Backups through the API are off: the server has no BACKUP_DIR setting.'),

@@ -1,43 +1,71 @@
 /**
  * The live change feed on the main thread: committed Changes in, subscribers
- * (SSE or WebSocket, feed/transport.ts) out.
+ * (SSE or WebSocket, http/feed-transport.ts) out.
  *
- * Input. A shard sends the Changes of a commit with that commit's replies
- * (ShardReply.feed), so a Change reaches this thread only once it is durable.
+ * Input. Every commit publishes the Changes it made durable, as FeedItems
+ * (ids, site, event, resource: what ordering and filtering need, no text):
+ * a shard's with that commit's replies (ShardReply.feed), the main thread's
+ * cross-shard bulk commits through `beginCommit`/`committed`. A Change reaches
+ * this thread only once it is durable.
  *
  * Order. Change ids come from one counter shared by every shard, so two
- * shards can commit ids out of order: shard A takes 100, shard B takes 101
+ * writers can commit ids out of order: shard A takes 100, shard B takes 101
  * and publishes first. Delivering 101 then would break resuming by id (a
  * consumer resuming after 101 would never see 100). So a batch is held until
- * every request that was in flight on another shard when it arrived has been
+ * every request that was in flight on another writer when it arrived has been
  * answered: any lower id was taken by such a request (or an earlier one), and
- * its Changes come with its reply. Then every id up to the batch's highest
- * has arrived, and those are released in id order; the released watermark
- * only grows. Per site this is commit order (a site lives on one shard, whose
- * ids grow in commit order). The wait is one round trip of the other shards
- * at most. While a shard is being replaced nothing is released; when it is
- * back, Changes its old worker committed but never sent are read from the
- * store and released with the rest.
+ * its Changes come with its reply. The writers are the shards and, as one
+ * more, this thread's cross-shard commits (registered before their parts take
+ * ids). Then every id up to the batch's highest has arrived, and those are
+ * released in id order; the released watermark only grows. Per site this is
+ * commit order (a site lives on one shard, whose ids grow in commit order).
+ * While a shard is being replaced nothing is released; when it is back,
+ * Changes its old worker committed but never sent are read from the store and
+ * released with the rest.
+ *
+ * Texts. A Change's text (the changes list's rendering) is read from the
+ * store only for items some live subscriber's filter wants, once per item
+ * however many subscribers get it, in one batched read per delivery. Nothing
+ * is read or rendered while nobody listens.
+ *
+ * Delivery. Releases are queued and delivered in order, one delivery at a
+ * time, at the next event-loop turn but no sooner than DELIVERY_INTERVAL_MS
+ * after the previous delivery: everything released meanwhile goes to a
+ * subscriber as one write. Under load a shard commits many times a
+ * millisecond, and one write (a syscall) per subscriber per commit would cost
+ * the main thread more than the rest of the write path; a quiet feed still
+ * delivers at the next turn. Subscribers are grouped by filter; a
+ * site's groups are indexed by site, so an item is matched against each
+ * distinct filter once, and each group's bytes are encoded once per
+ * transport and shared by its subscribers.
  *
  * Resume. A subscriber names the id it has seen (`after` or Last-Event-ID).
  * It first reads the store in chunks, in id order, up to the released
- * watermark (everything up to it is on disk), then takes live releases; a
- * live Change it already read is skipped by id. Each Change therefore
- * arrives once per delivery, in id order.
+ * watermark (everything up to it is on disk), then joins the live groups once
+ * a read has reached the watermark as it stands when the read returns; a live
+ * Change it already read is skipped by id. Each Change therefore arrives once
+ * per delivery, in id order.
  *
- * Slow consumers. Writers never wait for subscribers: a release is written to
- * each transport's buffer and this thread moves on. A subscriber whose
- * buffer holds more than FEED_BUFFER_BYTES unsent is ended with an overflow
- * event naming the id to resume after, so memory per subscriber is bounded.
+ * Slow consumers. Writers never wait for subscribers: a delivery is written
+ * to each transport's buffer and this thread moves on. A subscriber whose
+ * buffer holds more than the bound unsent is ended with an overflow event
+ * naming the id to resume after, so memory per subscriber is bounded.
+ *
+ * | operation                  | cost                                                      |
+ * |----------------------------|-----------------------------------------------------------|
+ * | publish (no subscriber)    | O(items) bookkeeping, no store read, no rendering          |
+ * | deliver k items            | one store read of the wanted items, O(k · filter groups)   |
+ * |                            | matching, O(subscribers) writes                           |
+ * | subscribe / drop           | O(1) to join or leave a group                             |
  */
 
+import type { Logger } from '../log.js';
 import { changeText } from '../model/_change-text.js';
 import type { SiteDirectory } from '../model/site-directory.js';
 import type { SiteRecord } from '../shard/context.js';
 import type { ShardPool } from '../shard/pool.js';
 import type { FeedItem } from '../shard/protocol.js';
-import type { LmdbStore as Store } from '../store/lmdb.js';
-import type { ChangeIndexRow, StoredChange } from '../store/store.js';
+import type { Store, StoredChange } from '../store/store.js';
 
 export interface FeedFilter {
   site: number | null;
@@ -58,32 +86,53 @@ export interface FeedSink {
   onClosed?: () => void;
 }
 
+/** A Change ready to send: its filter fields and its text. */
+export interface FeedChange extends FeedItem {
+  text: string;
+}
+
 interface Subscriber {
   filter: FeedFilter;
   sink: FeedSink;
   /** The highest id delivered (or the resume point): anything at or below it is skipped. */
   cursor: number;
-  live: boolean;
   closed: boolean;
+  /** Its live group, once caught up. */
+  group: Group | null;
 }
 
-/** A batch waiting for the other shards (see Order above). */
+/** Live subscribers with one filter: matched once per item, encoded once per transport. */
+interface Group {
+  key: string;
+  filter: FeedFilter;
+  subs: Set<Subscriber>;
+}
+
+/** A batch waiting for the other writers (see Order above). */
 interface Held {
-  shard: number;
+  writer: number;
   maxId: number;
-  /** Per shard, the last request sent when the batch arrived. */
+  /** Per writer, the last request sent when the batch arrived. */
   sentBefore: number[];
 }
 
 /** Changes read from the store per catch-up step: bounds one step's time and the bytes it queues. */
 const CATCH_UP_CHUNK = 500;
+/** Changes read per step when a replaced shard's unsent Changes are recovered. */
+const RECOVER_CHUNK = 5000;
+/**
+ * The least time between two deliveries (see Delivery above): at most 100 writes a second per
+ * subscriber. A profile under load (1000 idle + 100 reading subscribers) had the transports'
+ * writes, one syscall each, as the feed's main cost.
+ */
+const DELIVERY_INTERVAL_MS = 10;
 /** Idle SSE connections get a comment this often, so neither uWS nor a proxy times them out. */
 const HEARTBEAT_MS = 5000;
 
-const sseFrame = (item: FeedItem): string => `id: ${item.id}\nevent: change\ndata: ${item.text}\n\n`;
+const sseFrame = (item: FeedChange): string => `id: ${item.id}\nevent: change\ndata: ${item.text}\n\n`;
 
 /** The bytes for one transport: encoded once and shared by every subscriber that gets the same Changes. */
-export function encode(kind: FeedSink['kind'], items: FeedItem[]): Buffer {
+export function encode(kind: FeedSink['kind'], items: FeedChange[]): Buffer {
   if (kind === 'ws') return Buffer.from(`[${items.map((i) => i.text).join(',')}]`);
   let out = '';
   for (const item of items) out += sseFrame(item);
@@ -95,6 +144,8 @@ const HEARTBEAT = Buffer.from(':\n\n');
 const matches = (f: FeedFilter, item: FeedItem): boolean =>
   (f.resourceName === null || item.resource === f.resourceName) && (f.event === null || item.event === f.event);
 
+const filterKey = (f: FeedFilter): string => `${f.site}|${f.resourceName}|${f.event}`;
+
 export class FeedHub {
   private readonly held: Held[] = [];
   /** Arrived but not released, in id order. */
@@ -103,9 +154,20 @@ export class FeedHub {
   private watermark: number;
   /** Per shard, the highest Change id received from it. */
   private readonly lastFrom: number[];
-  /** Live subscribers by site filter (null: every site). */
-  private readonly bySite = new Map<number | null, Set<Subscriber>>();
+  /** The main thread as a writer (cross-shard commits): its last ticket, and those not yet committed or abandoned. */
+  private readonly mainWriter: number;
+  private mainSent = 0;
+  private readonly mainPending = new Set<number>();
+  /** Replaced shards whose unsent Changes are being read back: nothing is released meanwhile. */
+  private recovering = 0;
+  /** Live groups by filter key, and by site filter (null: every site). */
+  private readonly groups = new Map<string, Group>();
+  private readonly bySite = new Map<number | null, Set<Group>>();
   private readonly all = new Set<Subscriber>();
+  /** Released, not yet delivered, in id order. */
+  private outbox: FeedItem[] = [];
+  private delivering = false;
+  private lastDelivery = 0;
   private readonly heartbeat: NodeJS.Timeout;
 
   constructor(
@@ -113,10 +175,13 @@ export class FeedHub {
     private readonly pool: ShardPool,
     private readonly sites: SiteDirectory,
     private readonly maxBuffer: number,
+    private readonly log: Logger,
+    /** The store's highest Change id at start: nothing is in flight yet, so all of it is on disk or never will be. */
+    startWatermark: number,
   ) {
-    // At start nothing is in flight: every id the counter handed out is on disk or never will be.
-    this.watermark = store.highWaterMarksNow().change ?? 0;
-    this.lastFrom = Array.from({ length: pool.count }, () => this.watermark);
+    this.watermark = startWatermark;
+    this.lastFrom = Array.from({ length: pool.count }, () => startWatermark);
+    this.mainWriter = pool.count;
     this.heartbeat = setInterval(() => {
       for (const sub of this.all) if (sub.sink.kind === 'sse' && !sub.closed) this.push(sub, HEARTBEAT);
     }, HEARTBEAT_MS);
@@ -134,32 +199,82 @@ export class FeedHub {
 
   /** A batch of replies arrived from `shard` (ShardPool's onReplies). */
   onReplies(shard: number, feed: FeedItem[] | undefined): void {
-    if (feed && feed.length > 0) this.arrive(shard, feed);
+    if (feed && feed.length > 0) {
+      this.lastFrom[shard] = Math.max(this.lastFrom[shard], feed[feed.length - 1].id);
+      this.arrive(shard, feed);
+    }
     if (this.held.length > 0) this.release();
+  }
+
+  /**
+   * A main-thread commit is about to take Change ids (a cross-shard bulk, before its parts are sent): batches
+   * arriving from now on wait for it. Every ticket must end in `committed`, with no items if nothing committed.
+   */
+  beginCommit(): number {
+    const ticket = ++this.mainSent;
+    this.mainPending.add(ticket);
+    return ticket;
+  }
+
+  /** The main-thread commit of `ticket` is durable (or abandoned: no items); its Changes join the feed. */
+  committed(ticket: number, items: FeedItem[]): void {
+    this.mainPending.delete(ticket);
+    if (items.length > 0)
+      this.arrive(
+        this.mainWriter,
+        [...items].sort((a, b) => a.id - b.id),
+      );
+    this.release();
   }
 
   /** A replaced shard is serving again: what its old worker committed but never sent is read from the store. */
   onRestarted(shard: number): void {
-    const items: FeedItem[] = [];
+    this.recovering++;
     const after = this.lastFrom[shard];
-    for (const site of this.sites.ids()) {
-      if (this.pool.shardOfSite(site) !== shard) continue;
-      for (const { key } of this.store.db('changeIndex').getRange({ start: [site, after + 1], end: [site + 1] })) {
-        const item = this.item(site, (key as [number, number])[1]);
-        if (item) items.push(item);
+    const sites = this.sites.ids().filter((site) => this.pool.shardOfSite(site) === shard);
+    const read = async (): Promise<FeedItem[]> => {
+      const items: FeedItem[] = [];
+      for (const site of sites) {
+        for (let from = after; ; ) {
+          const page = await this.store.changeLog({
+            site,
+            after: from,
+            upTo: Number.MAX_SAFE_INTEGER,
+            event: null,
+            resourceName: null,
+            limit: RECOVER_CHUNK,
+          });
+          for (const c of page) items.push({ id: c.id, site, event: c.event, resource: c.resourceName });
+          if (page.length < RECOVER_CHUNK) break;
+          from = page[page.length - 1].id;
+        }
       }
-    }
-    items.sort((a, b) => a.id - b.id);
-    if (items.length > 0) this.arrive(shard, items);
-    this.release();
+      return items.sort((a, b) => a.id - b.id);
+    };
+    read().then(
+      (items) => {
+        this.recovering--;
+        if (items.length > 0) {
+          this.lastFrom[shard] = Math.max(this.lastFrom[shard], items[items.length - 1].id);
+          this.arrive(shard, items);
+        }
+        this.release();
+      },
+      (err: unknown) => {
+        // Live subscribers miss these; a consumer resuming by id reads them from the store.
+        this.log.error('feed: reading a replaced shard’s Changes failed', { err });
+        this.recovering--;
+        this.release();
+      },
+    );
   }
 
   /** Adds a subscriber: it catches up from `after` through the store, then follows live releases. */
   subscribe(filter: FeedFilter, sink: FeedSink, after: number): void {
-    const sub: Subscriber = { filter, sink, cursor: after, live: false, closed: false };
+    const sub: Subscriber = { filter, sink, cursor: after, closed: false, group: null };
     this.all.add(sub);
     sink.onClosed = () => this.drop(sub);
-    this.catchUp(sub);
+    void this.catchUp(sub);
   }
 
   close(): void {
@@ -170,11 +285,21 @@ export class FeedHub {
     }
   }
 
-  private arrive(shard: number, feed: FeedItem[]): void {
+  private lastSent(writer: number): number {
+    return writer === this.mainWriter ? this.mainSent : this.pool.lastSent(writer);
+  }
+
+  private oldestPending(writer: number): number {
+    if (writer !== this.mainWriter) return this.pool.oldestPending(writer);
+    let oldest = Number.POSITIVE_INFINITY;
+    for (const t of this.mainPending) if (t < oldest) oldest = t;
+    return oldest;
+  }
+
+  private arrive(writer: number, feed: FeedItem[]): void {
     const maxId = feed[feed.length - 1].id;
-    this.lastFrom[shard] = Math.max(this.lastFrom[shard], maxId);
-    const sentBefore = Array.from({ length: this.pool.count }, (_, s) => this.pool.lastSent(s));
-    this.held.push({ shard, maxId, sentBefore });
+    const sentBefore = Array.from({ length: this.mainWriter + 1 }, (_, w) => this.lastSent(w));
+    this.held.push({ writer, maxId, sentBefore });
     // Batches mostly arrive in id order; a merge keeps `waiting` sorted either way.
     const w = this.waiting;
     if (w.length === 0 || w[w.length - 1].id < feed[0].id) for (const item of feed) w.push(item);
@@ -182,61 +307,117 @@ export class FeedHub {
   }
 
   private releasable(h: Held): boolean {
-    for (let s = 0; s < h.sentBefore.length; s++) if (s !== h.shard && this.pool.oldestPending(s) <= h.sentBefore[s]) return false;
+    for (let w = 0; w < h.sentBefore.length; w++) if (w !== h.writer && this.oldestPending(w) <= h.sentBefore[w]) return false;
     return true;
   }
 
   private release(): void {
-    if (this.pool.restarting().length > 0) return;
+    if (this.recovering > 0 || this.pool.restarting().length > 0) return;
     let upTo = -1;
     for (const h of this.held) if (h.maxId > upTo && this.releasable(h)) upTo = h.maxId;
     if (upTo < 0) return;
     for (let i = this.held.length - 1; i >= 0; i--) if (this.held[i].maxId <= upTo) this.held.splice(i, 1);
     let n = 0;
     while (n < this.waiting.length && this.waiting[n].id <= upTo) n++;
-    const items = this.waiting.slice(0, n);
-    this.waiting = this.waiting.slice(n);
+    const items = n === this.waiting.length ? this.waiting : this.waiting.slice(0, n);
+    this.waiting = n === this.waiting.length ? [] : this.waiting.slice(n);
     this.watermark = Math.max(this.watermark, upTo);
-    if (items.length > 0 && this.all.size > 0) this.fanOut(items);
+    if (items.length === 0 || this.groups.size === 0) return;
+    for (const item of items) this.outbox.push(item);
+    if (!this.delivering) {
+      this.delivering = true;
+      this.afterInterval().then(() => this.deliver());
+    }
   }
 
-  private fanOut(items: FeedItem[]): void {
-    // One encoding per (transport, filter) per release, shared by every subscriber that wants the same bytes.
-    const encoded = new Map<string, Buffer | null>();
-    const deliver = (sub: Subscriber, list: FeedItem[], siteKey: string) => {
-      if (sub.closed || !sub.live) return;
-      const f = sub.filter;
-      if (list[0].id <= sub.cursor) list = list.filter((i) => i.id > sub.cursor);
-      else {
-        const cacheKey = `${sub.sink.kind}|${siteKey}|${f.resourceName}|${f.event}`;
-        let payload = encoded.get(cacheKey);
-        if (payload === undefined) {
-          const wanted = f.resourceName === null && f.event === null ? list : list.filter((i) => matches(f, i));
-          payload = wanted.length > 0 ? encode(sub.sink.kind, wanted) : null;
-          encoded.set(cacheKey, payload);
+  /** Resolves at the next turn, or once DELIVERY_INTERVAL_MS have passed since the last delivery if later. */
+  private afterInterval(): Promise<void> {
+    const wait = this.lastDelivery + DELIVERY_INTERVAL_MS - performance.now();
+    return new Promise((resolve) => (wait > 1 ? setTimeout(resolve, wait) : setImmediate(resolve)));
+  }
+
+  /** Delivers the outbox, a turn's releases at a time, until it is empty; one delivery runs at a time. */
+  private async deliver(): Promise<void> {
+    while (this.outbox.length > 0) {
+      const items = this.outbox;
+      this.outbox = [];
+      this.lastDelivery = performance.now();
+      try {
+        await this.fanOut(items);
+      } catch (err) {
+        // The store could not give the texts: live subscribers are ended with where to resume, and do so.
+        this.log.error('feed: reading Changes for delivery failed', { err });
+        for (const sub of [...this.all]) {
+          if (!sub.group) continue;
+          this.drop(sub);
+          sub.sink.overflow(sub.cursor);
         }
-        sub.cursor = list[list.length - 1].id;
-        if (payload !== null) this.push(sub, payload);
-        return;
       }
-      const wanted = list.filter((i) => matches(f, i));
-      if (list.length > 0) sub.cursor = list[list.length - 1].id;
-      if (wanted.length > 0) this.push(sub, encode(sub.sink.kind, wanted));
-    };
+      if (this.outbox.length > 0) await this.afterInterval();
+    }
+    this.delivering = false;
+  }
+
+  /** The groups that want each item, found through the site index; items nobody wants are neither read nor rendered. */
+  private async fanOut(items: FeedItem[]): Promise<void> {
+    const wanted = new Map<Group, FeedItem[]>();
+    const needed: FeedItem[] = [];
     const everySite = this.bySite.get(null);
-    if (everySite) for (const sub of everySite) deliver(sub, items, '*');
-    if (this.bySite.size > (everySite ? 1 : 0)) {
-      const perSite = new Map<number, FeedItem[]>();
-      for (const item of items) {
-        let list = perSite.get(item.site);
-        if (!list) perSite.set(item.site, (list = []));
-        list.push(item);
+    for (const item of items) {
+      let taken = false;
+      for (const set of [everySite, this.bySite.get(item.site)]) {
+        if (!set) continue;
+        for (const g of set) {
+          if (!matches(g.filter, item)) continue;
+          let list = wanted.get(g);
+          if (!list) wanted.set(g, (list = []));
+          list.push(item);
+          taken = true;
+        }
       }
-      for (const [site, list] of perSite) {
-        const subs = this.bySite.get(site);
-        if (subs) for (const sub of subs) deliver(sub, list, String(site));
+      if (taken) needed.push(item);
+    }
+    if (needed.length === 0) return;
+    const texts = await this.texts(needed);
+    for (const [group, list] of wanted) {
+      const ready: FeedChange[] = [];
+      for (const item of list) {
+        const c = texts.get(item.id);
+        if (c) ready.push(c);
+      }
+      if (ready.length === 0) continue;
+      const last = ready[ready.length - 1].id;
+      const payloads: Partial<Record<FeedSink['kind'], Buffer>> = {};
+      for (const sub of group.subs) {
+        if (sub.closed || sub.cursor >= last) continue;
+        if (sub.cursor >= ready[0].id) {
+          // Caught up into the middle of this delivery: only what it has not read.
+          const rest = ready.filter((c) => c.id > sub.cursor);
+          sub.cursor = last;
+          this.push(sub, encode(sub.sink.kind, rest));
+          continue;
+        }
+        sub.cursor = last;
+        this.push(sub, (payloads[sub.sink.kind] ??= encode(sub.sink.kind, ready)));
       }
     }
+  }
+
+  /** The texts of `items`, rendered once each from one batched store read (and one read per site record). */
+  private async texts(items: FeedItem[]): Promise<Map<number, FeedChange>> {
+    return this.render(await this.store.changesAt(items.map((i) => [i.site, i.id])));
+  }
+
+  private async render(changes: (StoredChange | undefined)[]): Promise<Map<number, FeedChange>> {
+    const siteRecords = new Map<number, SiteRecord | undefined>();
+    for (const c of changes) if (c && !siteRecords.has(c.siteId)) siteRecords.set(c.siteId, undefined);
+    for (const site of siteRecords.keys()) siteRecords.set(site, await this.store.site<SiteRecord>(site));
+    const out = new Map<number, FeedChange>();
+    for (const c of changes) {
+      if (!c) continue;
+      out.set(c.id, { id: c.id, site: c.siteId, event: c.event, resource: c.resourceName, text: changeText(c, siteRecords.get(c.siteId)) });
+    }
+    return out;
   }
 
   /** Writes to a subscriber's transport; past the buffer bound it is ended with where to resume. */
@@ -252,70 +433,67 @@ export class FeedHub {
     if (sub.closed) return;
     sub.closed = true;
     this.all.delete(sub);
-    const set = this.bySite.get(sub.filter.site);
-    if (set) {
-      set.delete(sub);
-      if (set.size === 0) this.bySite.delete(sub.filter.site);
-    }
+    const g = sub.group;
+    if (!g) return;
+    g.subs.delete(sub);
+    if (g.subs.size > 0) return;
+    this.groups.delete(g.key);
+    const set = this.bySite.get(g.filter.site)!;
+    set.delete(g);
+    if (set.size === 0) this.bySite.delete(g.filter.site);
   }
 
-  /** One catch-up step: a chunk from the store; when it reaches the watermark the subscriber goes live. */
-  private catchUp(sub: Subscriber): void {
-    if (sub.closed) return;
-    const { items, done } = this.readLog(sub.filter, sub.cursor, this.watermark);
-    if (items.length > 0) {
-      sub.cursor = items[items.length - 1].id;
-      if (!this.push(sub, encode(sub.sink.kind, items))) return;
+  private join(sub: Subscriber): void {
+    const key = filterKey(sub.filter);
+    let g = this.groups.get(key);
+    if (!g) {
+      g = { key, filter: sub.filter, subs: new Set() };
+      this.groups.set(key, g);
+      let set = this.bySite.get(sub.filter.site);
+      if (!set) this.bySite.set(sub.filter.site, (set = new Set()));
+      set.add(g);
     }
-    if (!done) {
-      setImmediate(() => this.catchUp(sub));
-      return;
-    }
-    // Same turn as the read: no release can fall between the store's end and going live.
-    sub.cursor = Math.max(sub.cursor, this.watermark);
-    sub.live = true;
-    let set = this.bySite.get(sub.filter.site);
-    if (!set) this.bySite.set(sub.filter.site, (set = new Set()));
-    set.add(sub);
+    g.subs.add(sub);
+    sub.group = g;
   }
 
-  /** Up to CATCH_UP_CHUNK Changes matching `f` with after < id ≤ upTo, in id order; done when none is left. */
-  private readLog(f: FeedFilter, after: number, upTo: number): { items: FeedItem[]; done: boolean } {
-    if (after >= upTo) return { items: [], done: true };
-    const index = this.store.db('changeIndex');
-    const found: { site: number; id: number }[] = [];
-    // A site cut short at a chunk bounds the step: its next ids may lie below other sites' later ones.
-    let bound = upTo;
-    for (const site of f.site === null ? this.sites.ids() : [f.site]) {
-      let n = 0;
-      for (const { key, value } of index.getRange({ start: [site, after + 1], end: [site, upTo + 1] })) {
-        const row = value as ChangeIndexRow;
-        if ((f.event !== null && row[1] !== f.event) || (f.resourceName !== null && row[2] !== f.resourceName)) continue;
-        const id = (key as [number, number])[1];
-        found.push({ site, id });
-        if (++n === CATCH_UP_CHUNK) {
-          bound = Math.min(bound, id);
-          break;
+  /**
+   * Reads the store in chunks up to the watermark; once a read has reached
+   * the watermark as it stands when the read returns, the subscriber joins
+   * its live group in that same turn, so no release falls between the two.
+   */
+  private async catchUp(sub: Subscriber): Promise<void> {
+    try {
+      for (;;) {
+        if (sub.closed) return;
+        const upTo = this.watermark;
+        const { site, event, resourceName } = sub.filter;
+        const log =
+          sub.cursor >= upTo
+            ? []
+            : await this.store.changeLog({ site, event, resourceName, after: sub.cursor, upTo, limit: CATCH_UP_CHUNK });
+        if (sub.closed) return;
+        if (log.length > 0) {
+          const items = [...(await this.render(log)).values()];
+          if (sub.closed) return;
+          sub.cursor = items[items.length - 1].id;
+          if (!this.push(sub, encode(sub.sink.kind, items))) return;
+          if (log.length === CATCH_UP_CHUNK) {
+            await new Promise<void>((resolve) => setImmediate(resolve));
+            continue;
+          }
         }
+        if (upTo !== this.watermark) continue;
+        sub.cursor = Math.max(sub.cursor, upTo);
+        this.join(sub);
+        return;
+      }
+    } catch (err) {
+      this.log.error('feed: catching a subscriber up failed', { err });
+      if (!sub.closed) {
+        this.drop(sub);
+        sub.sink.overflow(sub.cursor);
       }
     }
-    let kept = found.filter((c) => c.id <= bound).sort((a, b) => a.id - b.id);
-    let done = bound === upTo;
-    if (kept.length > CATCH_UP_CHUNK) {
-      kept = kept.slice(0, CATCH_UP_CHUNK);
-      done = false;
-    }
-    const items: FeedItem[] = [];
-    for (const { site, id } of kept) {
-      const item = this.item(site, id);
-      if (item) items.push(item);
-    }
-    return { items, done };
-  }
-
-  private item(site: number, id: number): FeedItem | undefined {
-    const rec = this.store.db('changes').get([site, id]) as StoredChange | undefined;
-    if (!rec) return undefined;
-    return { id, site, event: rec.event, resource: rec.resourceName, text: changeText(rec, this.store.siteNow<SiteRecord>(site)) };
   }
 }

@@ -10,11 +10,26 @@
  */
 import { Errors } from '../errors.js';
 import { QueryParams } from '../query/params.js';
+import type { QueryParam } from '../routes/route.js';
 import { NO_ID, parseId } from '../schema/id.js';
 import { CHANGE_RESOURCES, EVENTS } from '../store/change-names.js';
 import type { FeedFilter } from './hub.js';
 
 const FEED_PATH = /^\/api\/(?:sites\/([^/]+)\/)?changes\/stream\/?$/;
+
+/** The two feed paths, in OpenAPI's template form (the documentation, and the uWS WebSocket routes in http/feed-transport.ts). */
+export const FEED_PATHS = ['/api/changes/stream/', '/api/sites/{site_id}/changes/stream/'] as const;
+
+/** The feed's query parameters: what `feedRequest` reads, as the OpenAPI document lists them. */
+export const FEED_QUERY: readonly QueryParam[] = [
+  { name: 'event', type: 'string', help: 'Only Changes of this event.', choices: EVENTS },
+  { name: 'resource_name', type: 'string', help: 'Only Changes of this resource.', choices: CHANGE_RESOURCES },
+  {
+    name: 'after',
+    type: 'integer',
+    help: 'Resume: the Changes after this id, from the store, then live ones. Wins over Last-Event-ID; without either the stream starts with the next commit.',
+  },
+];
 
 /** The site segment of a feed path ('' for every site), or null when `path` is no feed path. */
 export function feedPath(path: string): string | null {
@@ -40,14 +55,14 @@ export function feedRequest(
     site = id;
   }
   const q = new QueryParams(query);
-  const event = q.choice('event', EVENTS) ?? null;
-  const resourceName = q.choice('resource_name', CHANGE_RESOURCES) ?? null;
-  let after = q.integer('after');
+  const [event, resourceName, afterParam] = FEED_QUERY;
+  const filter = { site, event: q.choice(event.name, EVENTS) ?? null, resourceName: q.choice(resourceName.name, CHANGE_RESOURCES) ?? null };
+  let after = q.integer(afterParam.name);
   if (after === undefined && lastEventId !== '') {
     const id = parseId(lastEventId.trim());
     if (id === undefined || id === NO_ID) throw Errors.field('Last-Event-ID', 'A valid integer is required.');
     after = id;
   }
   if (after !== undefined && after < 0) throw Errors.field('after', 'Ensure this value is greater than or equal to 0.');
-  return { filter: { site, event, resourceName }, after: after ?? -1 };
+  return { filter, after: after ?? -1 };
 }

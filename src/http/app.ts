@@ -32,9 +32,9 @@ import { ShardPool } from '../shard/pool.js';
 import type { IdempotencyStamp, TestHook } from '../shard/protocol.js';
 import { secureDataDir } from '../store/data-dir.js';
 import { createSharedIdState, IdCounters } from '../store/ids.js';
-import { LmdbStore } from '../store/lmdb.js';
 import { openStore } from '../store/open.js';
 import type { Store } from '../store/store.js';
+import { replyOps } from '../store/stored-reply.js';
 import { Admin } from './admin.js';
 import { isJsonBody, negotiate, OFFLOAD_BODY_BYTES, readRequestBody } from './body.js';
 import { docsPage } from './docs.js';
@@ -70,9 +70,8 @@ export class App {
     private readonly router: Router,
     /** null with METRICS off. */
     readonly metrics: Metrics | null,
-    /** null on a PostgreSQL store, which does not keep them yet (they read the LMDB store directly). */
-    private readonly idempotency: IdempotencyKeys | null,
-    private readonly feedHub: FeedHub | null,
+    private readonly idempotency: IdempotencyKeys,
+    readonly feed: FeedHub,
   ) {
     this.observer = new RequestObserver(log, metrics);
   }
@@ -83,7 +82,8 @@ export class App {
     if (config.store === null) secureDataDir(config.dataDir, (line) => log.warn(line, { event: 'data-dir' }));
     const store = await openStore(config);
     try {
-      const shared = createSharedIdState(await store.highWaterMarks());
+      const marks = await store.highWaterMarks();
+      const shared = createSharedIdState(marks);
       const ids = new IdCounters(shared);
       const sites = await SiteDirectory.open(store);
       const users = new UserDirectory(store, sites, () => ids.next('user'), await store.users<UserRecord>());
@@ -123,9 +123,8 @@ export class App {
         metrics?.close();
         throw err;
       });
-      const lmdb = store instanceof LmdbStore ? store : null;
-      feed = lmdb && new FeedHub(lmdb, pool, sites, config.feedBufferBytes);
-      const idempotency = lmdb && new IdempotencyKeys(lmdb, config.idempotencyTtlMs, log);
+      feed = new FeedHub(store, pool, sites, config.feedBufferBytes, log, marks.change ?? 0);
+      const idempotency = new IdempotencyKeys(store, config.idempotencyTtlMs, log);
       app = new App(
         config,
         log,
@@ -135,7 +134,7 @@ export class App {
         users,
         auth,
         pool,
-        new Forwarder(pool, store, log),
+        new Forwarder(pool, store, log, feed),
         new Router(ROUTES),
         metrics,
         idempotency,
@@ -199,8 +198,8 @@ export class App {
 
   async close(): Promise<void> {
     this.metrics?.close();
-    this.idempotency?.close();
-    this.feedHub?.close();
+    this.idempotency.close();
+    this.feed.close();
     await this.pool.stop();
     await this.store.close();
   }
@@ -268,7 +267,7 @@ export class App {
       operation!.main
         ? this.mainRoute(match, operation!, user, x, parsed, accepted.version, stamp)
         : this.resourceRoute(match, operation!, user!, x, parsed === undefined ? {} : parsed, stamp, bytes);
-    const reply = keyed ? await this.keys().run(user!.id, method, x.fullPath, x.idempotencyKey, raw, run) : await run();
+    const reply = keyed ? await this.idempotency.run(user!.id, method, x.fullPath, x.idempotencyKey, raw, run) : await run();
     if (reply.chunk) return streamReply(x, reply);
     if (reply.body.length >= CHUNKED_REPLY_CHARS && x.representation === 'json' && x.method !== 'HEAD' && reply.status !== 204) {
       return streamReply(x, { status: reply.status, headers: reply.headers, ...textChunks(reply.body) });
@@ -337,7 +336,7 @@ export class App {
     });
     // Users are written on this thread, outside any shard commit: the response is stored in a commit of its own just
     // after (the one place where a crash can separate a write from its stored response; see README).
-    const ops = stamp ? this.keys().replyOps(stamp, reply) : [];
+    const ops = stamp ? replyOps(stamp, reply) : [];
     if (ops.length > 0) await this.store.commit({ ops });
     return reply;
   }
@@ -404,16 +403,6 @@ export class App {
           () => false,
         );
     return optionsFor(match, principal, permits);
-  }
-
-  private keys(): IdempotencyKeys {
-    if (!this.idempotency) throw Errors.needsLmdb('Idempotency-Key');
-    return this.idempotency;
-  }
-
-  get feed(): FeedHub {
-    if (!this.feedHub) throw Errors.needsLmdb('The change stream');
-    return this.feedHub;
   }
 
   /** The subscription a feed request asks for, once its caller is authenticated (SSE here, WebSocket in feed-transport.ts). */

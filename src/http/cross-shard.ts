@@ -14,12 +14,22 @@
  *   One that dies after the commit loads the commit, as for any write.
  * - The commit blocks this thread for its duration, like a shard's commit
  *   blocks its shard; a request that spans shards is the rare case.
+ * - The commit carries what every commit carries: the request's stored
+ *   Idempotency-Key response (store/stored-reply.ts) in the same transaction,
+ *   and, once durable, its Changes for the live feed, published as a writer
+ *   of its own (feed/hub.ts beginCommit/committed) so they are released in
+ *   id order with the shards' Changes.
  */
 import { ApiError, asApiError, Errors } from '../errors.js';
+import type { FeedHub } from '../feed/hub.js';
 import type { Logger } from '../log.js';
 import type { ShardPool } from '../shard/pool.js';
-import type { PreparedPart, ShardReply, ShardRequest } from '../shard/protocol.js';
+import type { FeedItem, PreparedPart, ShardReply, ShardRequest } from '../shard/protocol.js';
 import type { Store, WriteSet } from '../store/store.js';
+import { replyOps } from '../store/stored-reply.js';
+
+/** The live feed as a cross-shard commit publishes to it. */
+export type CommitFeed = Pick<FeedHub, 'beginCommit' | 'committed'>;
 
 export interface BulkReply {
   status: number;
@@ -92,10 +102,28 @@ export class CrossShardBulk {
     private readonly pool: ShardPool,
     private readonly store: Store,
     private readonly log: Logger,
+    private readonly feed: CommitFeed,
   ) {}
 
   /** Runs `req` (a bulk create, update or delete of `items`) as `parts` (splitByShard), all or nothing. */
   async run(req: Omit<ShardRequest, 'seq'>, items: unknown[], parts: Map<number, number[]>): Promise<BulkReply> {
+    // Before any part takes a Change id: the feed holds back later ids until this commit has published or given up.
+    const ticket = this.feed.beginCommit();
+    let published: FeedItem[] = [];
+    try {
+      const reply = await this.runParts(req, items, parts);
+      published = reply.feed;
+      return reply.reply;
+    } finally {
+      this.feed.committed(ticket, published);
+    }
+  }
+
+  private async runParts(
+    req: Omit<ShardRequest, 'seq'>,
+    items: unknown[],
+    parts: Map<number, number[]>,
+  ): Promise<{ reply: BulkReply; feed: FeedItem[] }> {
     const txn = ++this.txn;
     const shards = [...parts.keys()];
     // Sent in one go: every shard queues the parts of concurrent requests in the same order, so none waits on another.
@@ -107,6 +135,7 @@ export class CrossShardBulk {
     );
     let outcome: BulkReply | ApiError;
     let commit = false;
+    const feed: FeedItem[] = [];
     if (!answers.every((a) => a.reply.prepared)) {
       outcome = rankFailures(answers.flatMap((a) => (a.reply.prepared ? [] : [a.reply])));
     } else if (shards.some((shard, i) => this.pool.generation(shard) !== answers[i].generation)) {
@@ -117,14 +146,17 @@ export class CrossShardBulk {
         for (const op of reply.prepared!.writes.ops) writes.ops.push(op);
         for (const r of reply.prepared!.writes.removeRanges ?? []) writes.removeRanges!.push(r);
       }
+      const merged = mergedReply(
+        req.op,
+        answers.map((a, i) => ({ indexes: parts.get(shards[i])!, prepared: a.reply.prepared! })),
+      );
+      if (req.idempotency) for (const op of replyOps(req.idempotency, merged)) writes.ops.push(op);
       try {
         // Called right after the check above: no worker can have been replaced in between (this thread replaces them).
         await this.store.commit(writes);
         commit = true;
-        outcome = mergedReply(
-          req.op,
-          answers.map((a, i) => ({ indexes: parts.get(shards[i])!, prepared: a.reply.prepared! })),
-        );
+        outcome = merged;
+        for (const { reply } of answers) for (const item of reply.prepared!.feed) feed.push(item);
       } catch (err) {
         const where = `committing a bulk request over shards ${shards.join(', ')} (nothing was saved)`;
         if (this.store.isFull(err)) this.log.error(`store full ${where}`);
@@ -139,6 +171,6 @@ export class CrossShardBulk {
       void this.pool.send(shards[i], { ...decision, principal: req.principal, link: req.link, decision: { txn, commit } });
     });
     if (outcome instanceof ApiError) throw outcome;
-    return outcome;
+    return { reply: outcome, feed };
   }
 }

@@ -12,7 +12,7 @@
  */
 import { asApiError, errorEnvelope } from '../errors.js';
 import type { FeedFilter, FeedSink } from '../feed/hub.js';
-import { feedPath } from '../feed/request.js';
+import { FEED_PATHS, feedPath } from '../feed/request.js';
 import type { App } from './app.js';
 import { statusLine } from './respond.js';
 import type { HttpResponse, TemplatedApp, WebSocket } from './uws.js';
@@ -103,12 +103,8 @@ class WsSink implements FeedSink {
  * handler (SSE).
  */
 export function registerFeedSockets(server: TemplatedApp, app: App, emailHeader: string, maxBuffer: number): void {
-  for (const pattern of [
-    '/api/changes/stream/',
-    '/api/changes/stream',
-    '/api/sites/:site/changes/stream/',
-    '/api/sites/:site/changes/stream',
-  ]) {
+  const slashed = FEED_PATHS.map((p) => p.replace('{site_id}', ':site'));
+  for (const pattern of [...slashed, ...slashed.map((p) => p.slice(0, -1))]) {
     server.ws<SocketData>(pattern, {
       // Messages beyond uWS's own limit would be dropped silently: the hub ends a slow consumer first.
       maxBackpressure: maxBuffer * 2 + 1024 * 1024,

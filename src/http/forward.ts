@@ -30,7 +30,7 @@ import type {
   SiteClaim,
 } from '../shard/protocol.js';
 import type { Store } from '../store/store.js';
-import { CrossShardBulk, splitByShard } from './cross-shard.js';
+import { type CommitFeed, CrossShardBulk, splitByShard } from './cross-shard.js';
 import type { RouteMatch } from './router.js';
 
 export interface Forwarded {
@@ -91,8 +91,9 @@ export class Forwarder {
     private readonly pool: ShardPool,
     store: Store,
     log: Logger,
+    feed: CommitFeed,
   ) {
-    this.bulk = new CrossShardBulk(pool, store, log);
+    this.bulk = new CrossShardBulk(pool, store, log, feed);
   }
 
   async forward(input: ForwardInput): Promise<Forwarded> {

@@ -4,6 +4,7 @@
  * serialise — so it cannot disagree with what the server does.
  */
 
+import { FEED_PATHS, FEED_QUERY } from '../feed/request.js';
 import { assignmentModel } from '../model/_assignments.js';
 import { filterParams } from '../routes/params.js';
 import type { BodyShape, Collection, HttpMethod, Operation, QueryParam, ResponseShape, Route } from '../routes/route.js';
@@ -54,14 +55,35 @@ const ERROR = {
 };
 
 /** Which errors an operation can answer: every one may be 400 (its query), 404, 405, 406 and 503. */
-function errorsOf(op: Operation): string[] {
+function errorsOf(op: Operation, keyed: boolean): string[] {
   const out = ['400'];
   if (op.permission !== 'public') out.push('401', '403');
   out.push('404', '405', '406');
   if (op.body) out.push('409', '413', '415');
+  if (keyed) out.push('422');
   out.push('503');
   return out;
 }
+
+/** Writes on a collection take an Idempotency-Key (http/idempotency.ts appliesTo: the same methods, resource routes only). */
+const KEYED_METHODS: ReadonlySet<HttpMethod> = new Set<HttpMethod>(['POST', 'PUT', 'PATCH', 'DELETE']);
+
+const IDEMPOTENCY_KEY = {
+  name: 'Idempotency-Key',
+  in: 'header',
+  required: false,
+  description:
+    'Makes a retry safe: the first request with a key runs and its 2xx response is stored with its writes, for this user, ' +
+    'for IDEMPOTENCY_TTL (24 h by default). A repeat with the same method, path and body gets that response again with ' +
+    '`Idempotent-Replayed: true` and writes nothing; one arriving while the first runs waits for it; the key on another ' +
+    'request is 422.',
+  schema: { type: 'string', minLength: 1, maxLength: 255, pattern: '^[\\x20-\\x7e]+$' },
+};
+
+const REPLAYED = {
+  description: '`true` when this is the stored response of an earlier request with the same Idempotency-Key.',
+  schema: { type: 'string', enum: ['true'] },
+};
 
 const ERRORS: Record<string, string> = {
   '400': 'Invalid input; nothing was changed.',
@@ -73,6 +95,7 @@ const ERRORS: Record<string, string> = {
   '409': 'Conflicts with existing objects.',
   '413': 'Body or list too large.',
   '415': 'Unsupported body type.',
+  '422': 'The Idempotency-Key was used for a different request (method, path or body).',
   '503': 'A shard is restarting, or the server is shutting down: retry after Retry-After.',
 };
 
@@ -122,7 +145,7 @@ function requestBody(shape: BodyShape, item: Json): Json {
 /** authenticate and verify_token: bare at version 1.0, in the `status`/`data` envelope at any other (gaps.md §2). */
 const VERSIONED = 'application/json; version=1.1';
 
-function success(r: ResponseShape, item: Json, versioned: boolean, example: unknown): Json {
+function success(r: ResponseShape, item: Json, versioned: boolean, example: unknown, keyed: boolean): Json {
   const page = {
     type: 'object',
     properties: {
@@ -141,7 +164,12 @@ function success(r: ResponseShape, item: Json, versioned: boolean, example: unkn
   };
   const schema = schemas[r.shape];
   const description = r.help ?? (r.shape === 'list' ? 'A bare list, or a page when `limit` is given.' : 'OK');
-  if (schema === null) return { description };
+  const headers: Json = {};
+  if (r.status === 201)
+    headers.Location = { description: 'The URL of the object created.', schema: { type: 'string', format: 'uri-reference' } };
+  if (keyed) headers['Idempotent-Replayed'] = REPLAYED;
+  const withHeaders = Object.keys(headers).length > 0 ? { headers } : {};
+  if (schema === null) return { description, ...withHeaders };
   const content: Json = { 'application/json': { schema, ...(example !== undefined ? { example } : {}) } };
   if (versioned) {
     content[VERSIONED] = {
@@ -149,11 +177,7 @@ function success(r: ResponseShape, item: Json, versioned: boolean, example: unkn
       ...(example !== undefined ? { example: { status: 'ok', data: example } } : {}),
     };
   }
-  const headers =
-    r.status === 201
-      ? { Location: { description: 'The URL of the object created.', schema: { type: 'string', format: 'uri-reference' } } }
-      : undefined;
-  return { description, ...(headers ? { headers } : {}), content };
+  return { description, ...withHeaders, content };
 }
 
 function operation(c: Collection | null, route: Route, method: HttpMethod, op: Operation, pathParams: Json[]): Json {
@@ -163,8 +187,9 @@ function operation(c: Collection | null, route: Route, method: HttpMethod, op: O
   // Root routes: only those with a body (authenticate) or answering true (verify_token) change with the version.
   const versioned = c === null && route.segment !== '';
   const example = c === null ? EXAMPLES.root[route.segment ?? ''] : undefined;
-  const responses: Json = { [String(op.response.status)]: success(op.response, item, versioned, example) };
-  for (const status of errorsOf(op)) {
+  const keyed = c !== null && KEYED_METHODS.has(method);
+  const responses: Json = { [String(op.response.status)]: success(op.response, item, versioned, example, keyed) };
+  for (const status of errorsOf(op, keyed)) {
     responses[status] = { description: ERRORS[status], content: { 'application/json': { schema: ref('Error') } } };
   }
   const out: Json = {
@@ -172,7 +197,7 @@ function operation(c: Collection | null, route: Route, method: HttpMethod, op: O
     summary: op.summary,
     tags: [c?.collection ?? 'api'],
     'x-permission': op.permission,
-    parameters: [...pathParams, ...query.map(parameter)],
+    parameters: [...pathParams, ...query.map(parameter), ...(keyed ? [IDEMPOTENCY_KEY] : [])],
     responses,
   };
   if (op.body) out.requestBody = requestBody(op.body, c ? ref(schemaName(c.schema)) : {});
@@ -197,6 +222,42 @@ function pathOf(base: string, route: Route): string {
     default:
       return `${base}{id}/${route.segment}/`;
   }
+}
+
+/** The live change feed (feed/request.ts): no route of the table, since it holds its connection open. */
+function feedOperation(site: Json | null): Json {
+  const statuses = ['400', '401', '404', '405', '406', '503'];
+  const responses: Json = {
+    '200': {
+      description:
+        'Server-Sent Events, one `change` event per Change in id order (its id as the event id, its data as the changes list ' +
+        'renders it), `:` comments as heartbeats; a consumer too slow to keep its buffer gets an `overflow` event ' +
+        '(`{"resume_after": id}`) and the stream ends. The same path upgrades to a WebSocket, whose messages are JSON arrays ' +
+        'of Changes.',
+      content: { 'text/event-stream': { schema: { type: 'string' } } },
+    },
+  };
+  for (const status of statuses) {
+    responses[status] = { description: ERRORS[status], content: { 'application/json': { schema: ref('Error') } } };
+  }
+  return {
+    operationId: site ? 'get_changes_stream_in_site' : 'get_changes_stream',
+    summary: site ? "Follow a site's Changes as they commit." : 'Follow Changes as they commit.',
+    tags: ['changes'],
+    'x-permission': 'read',
+    parameters: [
+      ...(site ? [site] : []),
+      ...FEED_QUERY.map(parameter),
+      {
+        name: 'Last-Event-ID',
+        in: 'header',
+        required: false,
+        description: 'Resume after this Change id (what an EventSource resends on reconnect); `after` wins over it.',
+        schema: { type: 'integer', minimum: 0 },
+      },
+    ],
+    responses,
+  };
 }
 
 /** `origin`: the server the document is served by (`http://host:port`), so "Try it" and generated clients call it. */
@@ -228,6 +289,7 @@ export function openApiDocument(authHeader = 'X-Service-Email', origin?: string)
       }
     }
   }
+  for (const path of FEED_PATHS) paths[path] = { get: feedOperation(path.includes('{site_id}') ? site : null) };
   for (const route of ROUTES.rootRoutes()) {
     const ops: Json = {};
     for (const m of methodsOf(route)) ops[m.toLowerCase()] = operation(null, route, m, route.methods[m]!, []);

@@ -263,7 +263,9 @@ export class ShardServer {
     part.group = new CommitGroup(this.shard);
     if (ctx.hasTx) part.group.add(ctx.tx);
     const { items = [], ids = [] } = reply.items ?? {};
-    this.send([{ seq: req.seq, status: reply.status, body: '', prepared: { writes: part.group.prepare(), items, ids } }]);
+    this.send([
+      { seq: req.seq, status: reply.status, body: '', prepared: { writes: part.group.prepare(), items, ids, feed: part.group.feed } },
+    ]);
   }
 
   /** The main thread's outcome for the prepared part: committed (by the main thread) or to be undone. */

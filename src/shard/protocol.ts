@@ -112,6 +112,8 @@ export interface PreparedPart {
   writes: WriteSet;
   items: string[];
   ids: number[];
+  /** The part's Changes for the live feed, published by the main thread once it has committed them. */
+  feed: FeedItem[];
 }
 
 /** Where a part failed, to rank against the other parts' failures (shard/writes.ts PartError). */
@@ -232,11 +234,14 @@ export interface ShardReply {
   failure?: PartFailure;
 }
 
-/** A committed Change for the live feed: what its filters need, and its text as the changes list renders it. */
+/**
+ * A committed Change for the live feed: only what the hub orders and filters
+ * by. Its text is read from the store by the hub, and only when a subscriber
+ * wants it (feed/hub.ts), so a commit with nobody listening costs no rendering.
+ */
 export interface FeedItem {
   id: number;
   site: number;
   event: string;
   resource: string;
-  text: string;
 }

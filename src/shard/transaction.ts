@@ -7,12 +7,10 @@
  * transaction.
  */
 
-import { changeText } from '../model/_change-text.js';
 import type { ResourceModel } from '../model/model.js';
 import { CHANGE_RESOURCES, type ChangeEvent, EVENTS } from '../store/change-names.js';
 import type { Kind } from '../store/kinds.js';
 import { highWaterOp, type StoredChange, type WriteOp, type WriteSet } from '../store/store.js';
-import type { SiteRecord } from './context.js';
 import { resourceDiff } from './diff.js';
 import type { FeedItem, Principal } from './protocol.js';
 import { indexesOf } from './relations.js';
@@ -137,8 +135,7 @@ export class Transaction {
     if ((before && after) || !impliesDiff((after ?? before)!)) record.diff = JSON.stringify(resourceDiff(before, after));
     this.writes.ops.push({ db: 'changes', key: [siteId, id], value: record });
     this.writes.ops.push({ db: 'changeIndex', key: [siteId, id], value: [at, event, model.name, resourceId] });
-    const site = this.shard.table<SiteRecord>('site').get(siteId);
-    this.feed.push({ id, site: siteId, event, resource: model.name, text: changeText(record, site) });
+    this.feed.push({ id, site: siteId, event, resource: model.name });
     this.shard.changes.append({
       id,
       siteId,

@@ -34,7 +34,17 @@ import { type Database, open, type RootDatabase } from 'lmdb';
 import { loadServerKey } from '../auth/secrets.js';
 import { ensurePrivateDir, STORE_FILE_MODE } from './data-dir.js';
 import type { Kind } from './kinds.js';
-import { type ChangeIndexRow, type ChangeRecord, type DbName, fullChange, type Store, type StoredChange, type WriteSet } from './store.js';
+import {
+  type ChangeIndexRow,
+  type ChangeLogQuery,
+  type ChangeRecord,
+  type DbName,
+  fullChange,
+  type Store,
+  type StoredChange,
+  type WriteSet,
+} from './store.js';
+import { replyKey, type StoredReply } from './stored-reply.js';
 
 /** The store's file in DATA_DIR, as the constructor opens it (LMDB adds `netsot.mdb-lock` beside it). */
 export const STORE_FILE = 'netsot.mdb';
@@ -200,12 +210,74 @@ export class LmdbStore implements Store {
     return fullChange(this.dbs.changes.get([siteId, id]) as StoredChange | undefined);
   }
 
-  async highWaterMarks(): Promise<Partial<Record<Kind, number>>> {
-    return this.highWaterMarksNow();
+  /**
+   * Changes are keyed by site, so every site's range of the Change index is
+   * read (at most `limit` rows each) and merged by id. A site cut short at
+   * `limit` bounds the answer: its next ids may lie below other sites' later ones.
+   */
+  async changeLog(q: ChangeLogQuery): Promise<StoredChange[]> {
+    if (q.after >= q.upTo || q.limit <= 0) return [];
+    const found: [site: number, id: number][] = [];
+    let bound = q.upTo;
+    const sites = q.site === null ? (this.dbs.sites.getKeys() as Iterable<number>) : [q.site];
+    for (const site of sites) {
+      let n = 0;
+      for (const { key, value } of this.dbs.changeIndex.getRange({ start: [site, q.after + 1], end: [site, q.upTo + 1] })) {
+        const row = value as ChangeIndexRow;
+        if ((q.event !== null && row[1] !== q.event) || (q.resourceName !== null && row[2] !== q.resourceName)) continue;
+        const id = (key as [number, number])[1];
+        found.push([site, id]);
+        if (++n === q.limit) {
+          bound = Math.min(bound, id);
+          break;
+        }
+      }
+    }
+    const kept = found
+      .filter((c) => c[1] <= bound)
+      .sort((a, b) => a[1] - b[1])
+      .slice(0, q.limit);
+    const out: StoredChange[] = [];
+    for (const k of kept) {
+      const c = this.dbs.changes.get(k) as StoredChange | undefined;
+      if (c) out.push(c);
+    }
+    return out;
   }
 
-  /** LMDB reads are synchronous: the main thread's feed and idempotency use these directly. */
-  highWaterMarksNow(): Partial<Record<Kind, number>> {
+  async changesAt(keys: [number, number][]): Promise<(StoredChange | undefined)[]> {
+    return keys.map((k) => this.dbs.changes.get(k) as StoredChange | undefined);
+  }
+
+  async idempotentReply(userId: number, key: string): Promise<StoredReply | undefined> {
+    return this.dbs.idempotency.get(replyKey(userId, key)) as StoredReply | undefined;
+  }
+
+  /**
+   * Walks the expiry index (`['x', expiresAt, …]`) up to `now`, so the cost is
+   * the number of expired keys. A key reused after expiry has a newer row
+   * under the same name; the walk and the removals are one write transaction,
+   * which LMDB serialises with the shards' commits, so only a row whose own
+   * expiry has passed goes.
+   */
+  async purgeReplies(now: number, limit: number): Promise<number> {
+    const db = this.dbs.idempotency;
+    return this.root.transactionSync(() => {
+      let removed = 0;
+      for (const k of Array.from(db.getKeys({ start: ['x', 0], end: ['x', now + 1], limit }))) {
+        const [, , userId, key] = k as [string, number, number, string];
+        db.remove(k);
+        const row = db.get(replyKey(userId, key)) as StoredReply | undefined;
+        if (row && row.x <= now) {
+          db.remove(replyKey(userId, key));
+          removed++;
+        }
+      }
+      return removed;
+    });
+  }
+
+  async highWaterMarks(): Promise<Partial<Record<Kind, number>>> {
     const out: Partial<Record<Kind, number>> = {};
     for (const { key, value } of this.dbs.meta.getRange({ start: ['hw'], end: ['hw\u0000'] })) {
       const kind = (key as [string, Kind, string])[1];

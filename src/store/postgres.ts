@@ -12,6 +12,7 @@
  * | users             | id                        | value: user record (msgpack)                             |
  * | high_water        | (kind, writer)            | id: highest id `writer` ever used                        |
  * | server_key        | id (always 1)             | key: the 32-byte token-signing key                       |
+ * | idempotency       | (user_id, key)            | expires_at, reply: stored Idempotency-Key response (msgpack) |
  *
  * Records are msgpack, as in LMDB, so a record reads back exactly as it was
  * written. The Change index LMDB keeps apart (`changeIndex`) is a subset of
@@ -55,8 +56,9 @@ import { Packr } from 'msgpackr';
 import pg from 'pg';
 import { ApiError, Errors } from '../errors.js';
 import type { Kind } from './kinds.js';
-import type { ChangeIndexRow, ChangeRecord, Key, Store, StoredChange, WriteOp, WriteSet } from './store.js';
+import type { ChangeIndexRow, ChangeLogQuery, ChangeRecord, Key, Store, StoredChange, WriteOp, WriteSet } from './store.js';
 import { fullChange } from './store.js';
+import type { StoredReply } from './stored-reply.js';
 
 const packr = new Packr({ useRecords: false });
 
@@ -74,6 +76,17 @@ export const MIGRATIONS: { version: number; name: string; sql: string[] }[] = [
       'CREATE TABLE users (id bigint PRIMARY KEY, value bytea NOT NULL)',
       'CREATE TABLE high_water (kind text NOT NULL, writer text NOT NULL, id bigint NOT NULL, PRIMARY KEY (kind, writer))',
       'CREATE TABLE server_key (id smallint PRIMARY KEY CHECK (id = 1), key bytea NOT NULL)',
+    ],
+  },
+  {
+    // The live feed reads the log by id across sites (changeLog); Idempotency-Key responses, purged by expiry.
+    version: 2,
+    name: 'feed and idempotency',
+    sql: [
+      'CREATE INDEX changes_by_id ON changes (id)',
+      `CREATE TABLE idempotency (user_id bigint NOT NULL, key text NOT NULL, expires_at bigint NOT NULL, reply bytea NOT NULL,
+        PRIMARY KEY (user_id, key))`,
+      'CREATE INDEX idempotency_by_expiry ON idempotency (expires_at)',
     ],
   },
 ];
@@ -358,6 +371,45 @@ export class PostgresStore implements Store {
     return { worker, port: port1, signal, seq: 0 };
   }
 
+  async changeLog(q: ChangeLogQuery): Promise<StoredChange[]> {
+    if (q.after >= q.upTo || q.limit <= 0) return [];
+    const values: unknown[] = [q.after, Math.min(q.upTo, Number.MAX_SAFE_INTEGER), q.limit];
+    let where = 'id > $1 AND id <= $2';
+    if (q.site !== null) where += ` AND site_id = $${values.push(q.site)}`;
+    if (q.event !== null) where += ` AND event = $${values.push(q.event)}`;
+    if (q.resourceName !== null) where += ` AND resource_name = $${values.push(q.resourceName)}`;
+    const { rows } = await this.pool.query<ChangeRow>(`SELECT ${CHANGE_COLUMNS} FROM changes WHERE ${where} ORDER BY id LIMIT $3`, values);
+    return rows.map(changeOfRow);
+  }
+
+  async changesAt(keys: [number, number][]): Promise<(StoredChange | undefined)[]> {
+    if (keys.length === 0) return [];
+    const { rows } = await this.pool.query<ChangeRow>(
+      `SELECT ${CHANGE_COLUMNS} FROM changes WHERE (site_id, id) IN (SELECT * FROM unnest($1::int8[], $2::int8[]))`,
+      [keys.map((k) => k[0]), keys.map((k) => k[1])],
+    );
+    const byKey = new Map(rows.map((r) => [`${r.site_id}:${r.id}`, changeOfRow(r)]));
+    return keys.map((k) => byKey.get(`${k[0]}:${k[1]}`));
+  }
+
+  async idempotentReply(userId: number, key: string): Promise<StoredReply | undefined> {
+    const { rows } = await this.pool.query<{ reply: Buffer }>('SELECT reply FROM idempotency WHERE user_id = $1 AND key = $2', [
+      userId,
+      key,
+    ]);
+    return rows.length === 0 ? undefined : (packr.unpack(rows[0].reply) as StoredReply);
+  }
+
+  /** The outer condition repeats the expiry: a row rewritten under the same key meanwhile (a reuse) stays. */
+  async purgeReplies(now: number, limit: number): Promise<number> {
+    const { rowCount } = await this.pool.query(
+      `DELETE FROM idempotency WHERE expires_at <= $1 AND (user_id, key) IN
+        (SELECT user_id, key FROM idempotency WHERE expires_at <= $1 ORDER BY expires_at LIMIT $2)`,
+      [now, limit],
+    );
+    return rowCount ?? 0;
+  }
+
   async highWaterMarks(): Promise<Partial<Record<Kind, number>>> {
     const { rows } = await this.pool.query<{ kind: Kind; id: string }>('SELECT kind, max(id) AS id FROM high_water GROUP BY kind');
     const out: Partial<Record<Kind, number>> = {};
@@ -384,6 +436,37 @@ export class PostgresStore implements Store {
   }
 }
 
+const CHANGE_COLUMNS = 'site_id, id, at, event, resource_name, resource_id, user_id, email, resource, diff';
+
+interface ChangeRow {
+  site_id: string;
+  id: string;
+  at: string;
+  event: StoredChange['event'];
+  resource_name: string;
+  resource_id: string;
+  user_id: string;
+  email: string;
+  resource: string;
+  diff: string | null;
+}
+
+function changeOfRow(r: ChangeRow): StoredChange {
+  const c: StoredChange = {
+    id: Number(r.id),
+    siteId: Number(r.site_id),
+    at: Number(r.at),
+    event: r.event,
+    resourceName: r.resource_name,
+    resourceId: Number(r.resource_id),
+    userId: Number(r.user_id),
+    email: r.email,
+    resource: r.resource,
+  };
+  if (r.diff !== null) c.diff = r.diff;
+  return c;
+}
+
 /** Tables a range removal applies to; the Change index has no table of its own. */
 const RANGE_TABLES: Partial<Record<WriteOp['db'], string>> = { changes: 'changes', objects: 'objects' };
 
@@ -405,7 +488,8 @@ class Accumulated {
   private readonly byDb = new Map<WriteOp['db'], Map<string, WriteOp>>();
 
   add(op: WriteOp): void {
-    if (op.db === 'changeIndex') return;
+    // The Change index and the idempotency expiry index are columns of their rows here.
+    if (op.db === 'changeIndex' || (op.db === 'idempotency' && (op.key as unknown[])[0] === 'x')) return;
     let m = this.byDb.get(op.db);
     if (!m) this.byDb.set(op.db, (m = new Map()));
     m.set(keyText(op.key), op);
@@ -471,6 +555,14 @@ function deleteRows(db: WriteOp['db'], ops: WriteOp[]): Statement {
         values: [k.map((x) => x[0]), k.map((x) => x[1])],
       };
     }
+    case 'idempotency': {
+      const k = keys as [string, number, string][];
+      return {
+        table: 'idempotency',
+        sql: 'DELETE FROM idempotency WHERE (user_id, key) IN (SELECT * FROM unnest($1::int8[], $2::text[]))',
+        values: [k.map((x) => x[1]), k.map((x) => x[2])],
+      };
+    }
     default: {
       const k = keys as [string, string, string][];
       return {
@@ -528,6 +620,20 @@ function upsertRows(db: WriteOp['db'], ops: WriteOp[]): Statement {
           c.map((x) => x.email),
           c.map((x) => x.resource),
           c.map((x) => x.diff ?? null),
+        ],
+      };
+    }
+    case 'idempotency': {
+      const k = ops.map((op) => op.key as [string, number, string]);
+      return {
+        table: 'idempotency',
+        sql: `INSERT INTO idempotency (user_id, key, expires_at, reply) SELECT * FROM unnest($1::int8[], $2::text[], $3::int8[], $4::bytea[])
+         ON CONFLICT (user_id, key) DO UPDATE SET expires_at = EXCLUDED.expires_at, reply = EXCLUDED.reply`,
+        values: [
+          k.map((x) => x[1]),
+          k.map((x) => x[2]),
+          ops.map((op) => (op.value as StoredReply).x),
+          ops.map((op) => packr.pack(op.value)),
         ],
       };
     }

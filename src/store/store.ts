@@ -15,6 +15,7 @@
  * they were made, and `commit` resolves only once the write is durable.
  */
 import type { Kind } from './kinds.js';
+import type { StoredReply } from './stored-reply.js';
 
 export type Key = number | string | (number | string)[];
 
@@ -40,6 +41,16 @@ export interface ChangeRecord {
  * the diff is over half of a Change's bytes.
  */
 export type StoredChange = Omit<ChangeRecord, 'diff'> & { diff?: string };
+
+/** What the feed reads of the Change log (Store.changeLog); null filters match everything. */
+export interface ChangeLogQuery {
+  site: number | null;
+  after: number;
+  upTo: number;
+  event: string | null;
+  resourceName: string | null;
+  limit: number;
+}
 
 /** The logical databases a write addresses; each store maps them onto its own layout. */
 export type DbName = 'sites' | 'objects' | 'changes' | 'changeIndex' | 'users' | 'meta' | 'idempotency';
@@ -97,6 +108,21 @@ export interface Store {
    * PostgreSQL answers through a reader thread (postgres.ts).
    */
   change(siteId: number, id: number): ChangeRecord | undefined;
+
+  /**
+   * The live feed's reads (feed/hub.ts), on the main thread: up to `limit` Changes with
+   * `after < id ≤ upTo`, of one site or every site, matching the filters, in id order.
+   */
+  changeLog(query: ChangeLogQuery): Promise<StoredChange[]>;
+
+  /** The Changes at `keys` ([siteId, id]), in the same order (undefined for one that is gone): the feed's texts. */
+  changesAt(keys: [siteId: number, id: number][]): Promise<(StoredChange | undefined)[]>;
+
+  /** The stored response of a user's Idempotency-Key, expired or not (http/idempotency.ts). */
+  idempotentReply(userId: number, key: string): Promise<StoredReply | undefined>;
+
+  /** Removes up to `limit` stored responses expired at `now`; resolves to how many went. */
+  purgeReplies(now: number, limit: number): Promise<number>;
 
   /** Highest id ever handed out per kind, over every writer's mark. */
   highWaterMarks(): Promise<Partial<Record<Kind, number>>>;

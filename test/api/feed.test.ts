@@ -238,6 +238,34 @@ test('under concurrent writes on two shards, a consumer that reconnects from its
   expect(seen).toEqual(expected);
 });
 
+test('a bulk over sites on both shards reaches the feed once committed, in id order among single writes', async () => {
+  const sites: number[] = [];
+  while (!(sites.some((x) => x % 2 === 0) && sites.some((x) => x % 2 === 1))) {
+    const site = await newSite();
+    if (!sites.some((x) => x % 2 === site % 2)) sites.push(site);
+  }
+  const start = await newestChange();
+  const stream = await sse(`/api/changes/stream/?after=${start}`);
+  const writes: Promise<unknown>[] = [];
+  for (let i = 0; i < 5; i++) {
+    writes.push(
+      s.post(
+        '/api/devices/',
+        sites.map((site) => ({ site_id: site, hostname: `xb-${i}-${site}` })),
+      ),
+    );
+    for (const site of sites) writes.push(s.post(`/api/sites/${site}/devices/`, { hostname: `one-${i}-${site}` }));
+  }
+  const answers = (await Promise.all(writes)) as { status: number }[];
+  expect(answers.map((r) => r.status)).toEqual(answers.map(() => 201));
+  const expected = await changeIdsAfter(start);
+  expect(expected).toHaveLength(20);
+  await stream.until(() => stream.changes.length >= expected.length);
+  expect(stream.changes.map((c) => c.id)).toEqual(expected);
+  const bulk = stream.changes.filter((c) => (c as unknown as { resource: { hostname: string } }).resource.hostname.startsWith('xb-'));
+  expect(bulk).toHaveLength(10);
+});
+
 test('WebSocket: messages are JSON arrays of Changes in id order, resumable with ?after=', async () => {
   const site = await newSite();
   const start = await newestChange();

@@ -8,7 +8,7 @@
 import { rmSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import type { LmdbStore as Store } from '../../src/store/lmdb.js';
+import type { Store } from '../../src/store/store.js';
 import { InjectServer } from '../helpers/inject.js';
 import { TestServer } from '../helpers/server.js';
 
@@ -133,12 +133,32 @@ describe('in process', () => {
     expect(later.headers.get('idempotent-replayed')).toBeNull();
     expect(later.json).not.toEqual(first.json);
     const store = (s.app as unknown as { store: Store }).store;
-    const purged = (s.app as unknown as { idempotency: { purge(now?: number): number } }).idempotency;
+    const purged = (s.app as unknown as { idempotency: { purge(now?: number): Promise<number> } }).idempotency;
+    const users = (await s.get('/api/users/')).json as { id: number; email: string }[];
+    const me = users.find((u) => u.email === 'admin@localhost')!.id;
+    expect(await store.idempotentReply(me, key)).toBeDefined();
     await new Promise((r) => setTimeout(r, 2100));
-    purged.purge();
-    await new Promise((r) => setTimeout(r, 50));
-    const rows = [...store.db('idempotency').getKeys({ start: ['k'], end: ['y'] })].filter((k) => (k as unknown[]).includes(key));
-    expect(rows).toEqual([]);
+    await purged.purge();
+    expect(await store.idempotentReply(me, key)).toBeUndefined();
+  });
+
+  test('a retried bulk over sites on both shards replays the one commit that stored its response', async () => {
+    const sites: number[] = [];
+    while (!(sites.some((x) => x % 2 === 0) && sites.some((x) => x % 2 === 1))) {
+      const site = await s.post('/api/sites/', { name: fresh('idem-bulk') });
+      if (!sites.some((x) => x % 2 === site.json.id % 2)) sites.push(site.json.id);
+    }
+    const key = fresh('bulk');
+    const body = sites.map((site, i) => ({ site_id: site, hostname: `bulk-${i}` }));
+    const first = await s.post('/api/devices/', body, { headers: J(key) });
+    expect(first.status, first.text).toBe(201);
+    const counts = async () => Promise.all(sites.map(async (site) => (await s.get(`/api/sites/${site}/changes/`)).json.length));
+    const before = await counts();
+    const again = await s.post('/api/devices/', body, { headers: J(key) });
+    expect([again.status, again.headers.get('idempotent-replayed')]).toEqual([201, 'true']);
+    expect(again.text).toBe(first.text);
+    expect(await counts()).toEqual(before);
+    expect((await s.post('/api/devices/', [...body].reverse(), { headers: J(key) })).status).toBe(422);
   });
 });
 

@@ -77,7 +77,10 @@ describe('openapi document', () => {
     expect(create.responses['201'].headers.Location.schema.type).toBe('string');
     expect(create.requestBody.content['application/json'].schema.oneOf).toHaveLength(2);
     expect(create.responses['415']).toBeDefined();
-    expect(doc.paths['/api/devices/{id}/'].delete.responses['204']).toEqual({ description: 'OK' });
+    expect(doc.paths['/api/devices/{id}/'].delete.responses['204']).toEqual({
+      description: 'OK',
+      headers: { 'Idempotent-Replayed': expect.any(Object) },
+    });
     expect(doc.paths['/api/devices/{id}/'].delete.responses['204'].content).toBeUndefined();
     expect(doc.paths['/api/'].get.responses['401']).toBeUndefined();
     const auth = doc.paths['/api/authenticate/'].post.responses['200'].content;
@@ -87,6 +90,44 @@ describe('openapi document', () => {
     expect(JSON.stringify(assignments)).toContain('#/components/schemas/Assignment');
     const next = doc.paths['/api/networks/{id}/next_address/'].get.responses['200'].content['application/json'].schema;
     expect(next).toEqual({ type: 'array', items: { type: 'string' } });
+  });
+
+  test('openapi document lists both change streams as text/event-stream with their filters and Last-Event-ID', () => {
+    for (const path of ['/api/changes/stream/', '/api/sites/{site_id}/changes/stream/']) {
+      const get = doc.paths[path]?.get;
+      expect(get, path).toBeDefined();
+      expect(Object.keys(doc.paths[path])).toEqual(['get']);
+      expect(Object.keys(get.responses['200'].content)).toEqual(['text/event-stream']);
+      const params = get.parameters.map((p: { name: string; in: string }) => `${p.in}:${p.name}`);
+      expect(params).toEqual([
+        ...(path.includes('{site_id}') ? ['path:site_id'] : []),
+        'query:event',
+        'query:resource_name',
+        'query:after',
+        'header:Last-Event-ID',
+      ]);
+      expect(get.parameters.find((p: { name: string }) => p.name === 'event').schema.enum).toEqual(['Create', 'Update', 'Delete']);
+      expect(get.responses['401']).toBeDefined();
+    }
+  });
+
+  test('openapi document offers Idempotency-Key on every write of a collection and Idempotent-Replayed on its success', () => {
+    let writes = 0;
+    for (const [path, ops] of Object.entries(doc.paths as Record<string, Record<string, any>>)) {
+      for (const [method, op] of Object.entries(ops)) {
+        const keyed = (op.parameters ?? []).some((p: { name: string; in: string }) => p.in === 'header' && p.name === 'Idempotency-Key');
+        const write = ['post', 'put', 'patch', 'delete'].includes(method);
+        const collection = path !== '/api/' && !/^\/api\/(authenticate|verify_token)\/$/.test(path);
+        expect(keyed, `${method} ${path}`).toBe(write && collection);
+        if (!keyed) continue;
+        writes++;
+        const success = Object.entries(op.responses as Record<string, any>).find(([status]) => status.startsWith('2'))![1];
+        expect(success.headers['Idempotent-Replayed'], `${method} ${path}`).toBeDefined();
+        expect(op.responses['422'], `${method} ${path}`).toBeDefined();
+      }
+    }
+    expect(writes).toBeGreaterThan(20);
+    expect(doc.paths['/api/authenticate/'].post.parameters.some((p: { name: string }) => p.name === 'Idempotency-Key')).toBe(false);
   });
 
   test('openapi examples are the shape of what the server answers now', async () => {

@@ -8,6 +8,7 @@
 import { afterEach, describe, expect, test } from 'vitest';
 import type { ChangeIndexRow, Store, StoredChange, WriteOp } from '../../src/store/store.js';
 import { highWaterOp } from '../../src/store/store.js';
+import { replyOps } from '../../src/store/stored-reply.js';
 
 export interface StorePlace {
   /** Opens (again) the store at this place. */
@@ -219,6 +220,58 @@ export function storeSuite(engine: string, newPlace: NewPlace): void {
       expect(again.change(1, 1)).toBeUndefined();
       expect(again.change(1, 4)?.id).toBe(4);
       expect(again.change(2, 2)?.id).toBe(2);
+    });
+
+    test('the Change log gives Changes after an id over every site in id order, filtered and a page at a time', async () => {
+      const { store, reopen } = await fresh();
+      const sites: WriteOp[] = [1, 2, 3].map((id) => ({ db: 'sites', key: id, value: { id, name: `s${id}` } }));
+      const all = [
+        change(1, 1),
+        change(2, 2, { event: 'Update' }),
+        change(1, 3, { resourceName: 'Network' }),
+        change(3, 4),
+        change(2, 5, { event: 'Delete' }),
+        change(1, 6),
+      ];
+      await store.commit({ ops: [...sites, ...all.flatMap(changeOps)] });
+      const again = await reopen();
+      const ids = async (q: Partial<Parameters<Store['changeLog']>[0]>) =>
+        (await again.changeLog({ site: null, after: 0, upTo: 100, event: null, resourceName: null, limit: 100, ...q })).map((c) => c.id);
+      expect(await ids({})).toEqual([1, 2, 3, 4, 5, 6]);
+      expect(await ids({ after: 2, upTo: 5 })).toEqual([3, 4, 5]);
+      expect(await ids({ site: 1 })).toEqual([1, 3, 6]);
+      expect(await ids({ event: 'Create' })).toEqual([1, 3, 4, 6]);
+      expect(await ids({ resourceName: 'Device', site: 1 })).toEqual([1, 6]);
+      expect(await ids({ limit: 2 })).toEqual([1, 2]);
+      expect(await ids({ after: 2, limit: 2 })).toEqual([3, 4]);
+      expect(await ids({ after: 6 })).toEqual([]);
+      const [full] = await again.changeLog({ site: 2, after: 0, upTo: 100, event: null, resourceName: null, limit: 1 });
+      expect(full).toMatchObject({ id: 2, siteId: 2, event: 'Update', resourceName: 'Device', resource: all[1].resource });
+      const at = await again.changesAt([
+        [1, 6],
+        [2, 6],
+        [3, 4],
+      ]);
+      expect(at.map((c) => c?.id)).toEqual([6, undefined, 4]);
+    });
+
+    test('a stored Idempotency-Key reply reads back after a reopen, and the purge removes only those expired by then', async () => {
+      const { store, reopen } = await fresh();
+      const stamp = (key: string, expiresAt: number) => ({ userId: 7, key, hash: `h-${key}`, expiresAt });
+      const reply = { status: 201, body: '{"id":1}', headers: { Location: '/api/devices/1/' } };
+      await store.commit({ ops: [...replyOps(stamp('old', 1000), reply), ...replyOps(stamp('new', 5000), reply)] });
+      // Refusals store nothing.
+      expect(replyOps(stamp('refused', 5000), { status: 400, body: '{}' })).toEqual([]);
+      const again = await reopen();
+      expect(await again.idempotentReply(7, 'old')).toEqual({ h: 'h-old', s: 201, b: '{"id":1}', hd: reply.headers, x: 1000 });
+      expect(await again.idempotentReply(8, 'old')).toBeUndefined();
+      // A key reused after its expiry is written again: the purge of the old expiry leaves the new row.
+      await again.commit({ ops: replyOps(stamp('old', 9000), reply) });
+      expect(await again.purgeReplies(2000, 100)).toBe(0);
+      expect((await again.idempotentReply(7, 'old'))?.x).toBe(9000);
+      expect(await again.purgeReplies(6000, 100)).toBe(1);
+      expect(await again.idempotentReply(7, 'new')).toBeUndefined();
+      expect((await again.idempotentReply(7, 'old'))?.x).toBe(9000);
     });
 
     test('a site scan pages through many objects in order', async () => {
