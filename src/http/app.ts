@@ -16,6 +16,9 @@ import { join } from 'node:path';
 import { Authenticator } from '../auth/authenticate.js';
 import { TokenSigner } from '../auth/secrets.js';
 import type { Config } from '../config.js';
+import { Fence } from '../cluster/fence.js';
+import { LeaseKeeper } from '../cluster/lease.js';
+import { Replica } from '../cluster/replica.js';
 import { Errors } from '../errors.js';
 import { type FeedFilter, FeedHub } from '../feed/hub.js';
 import { feedPath, feedRequest } from '../feed/request.js';
@@ -74,6 +77,8 @@ export class App {
     /** null on a PostgreSQL store, which does not keep them yet (they read the LMDB store directly). */
     private readonly idempotency: IdempotencyKeys | null,
     private readonly feedHub: FeedHub | null,
+    /** The cluster lease on a PostgreSQL store (cluster/lease.ts); null on LMDB, which has one node. */
+    readonly lease: LeaseKeeper | null,
   ) {
     this.observer = new RequestObserver(log, metrics);
   }
@@ -82,8 +87,14 @@ export class App {
   static async start(config: Config, log: Logger): Promise<App> {
     // Before anything opens a file there: the store and the server key are secrets.
     if (config.store === null) secureDataDir(config.dataDir, (line) => log.warn(line, { event: 'data-dir' }));
-    const store = await openStore(config);
+    // On PostgreSQL every commit of every thread is fenced by the cluster lease (cluster/lease.ts).
+    const fence = config.store === null ? null : new Fence();
+    const store = await openStore(config, 'main', fence);
+    let lease: LeaseKeeper | null = null;
     try {
+      // Before anything loads: where the commit log stands, so a takeover catches up on what was committed since.
+      if (config.store !== null)
+        lease = await LeaseKeeper.open(config.store, config, config.advertiseUrl ?? `http://${config.host}:${config.port}`, fence!, log);
       const shared = createSharedIdState(await store.highWaterMarks());
       const ids = new IdCounters(shared);
       const sites = await SiteDirectory.open(store);
@@ -120,6 +131,7 @@ export class App {
           onReplies: (shard, items) => feed?.onReplies(shard, items),
         },
         metrics?.statsBuffer ?? null,
+        fence,
       ).catch((err) => {
         metrics?.close();
         throw err;
@@ -141,9 +153,12 @@ export class App {
         metrics,
         idempotency,
         feed,
+        lease,
       );
+      await lease?.start(new Replica(store, pool, sites, users, ids));
       return app;
     } catch (err) {
+      await lease?.stop();
       await store.close();
       throw err;
     }
@@ -199,6 +214,7 @@ export class App {
   }
 
   async close(): Promise<void> {
+    await this.lease?.stop();
     this.metrics?.close();
     this.idempotency?.close();
     this.feedHub?.close();
@@ -256,6 +272,9 @@ export class App {
     if (!match) throw Errors.endpointNotFound();
     if (method !== 'OPTIONS' && !operation) throw Errors.methodNotAllowed(x.method, x.allow);
     if (!accepted) throw Errors.notAcceptable();
+    // A standby answers reads from its copy and sends writers to the leader (README, Past one machine).
+    if (this.lease && !this.lease.isLeader && method !== 'GET' && method !== 'OPTIONS' && !isPublic)
+      throw Errors.notLeader(this.lease.leader);
     const raw = await x.body;
     if (raw === 'too-large') return x.fail(Errors.bodyTooLarge(), true);
     if (mayExceed(raw, this.config.maxBulkItems) && isJsonBody(x.contentType)) {
@@ -275,7 +294,15 @@ export class App {
         ? await this.keys().run(user.id, method, x.fullPath, x.idempotencyKey, raw, run)
         : await run();
     if (reply.chunk) return streamReply(x, reply);
-    return x.send(reply.status, reply.body, reply.headers);
+    return x.send(reply.status, reply.body, this.lease ? { ...reply.headers, ...this.clusterHeaders(this.lease) } : reply.headers);
+  }
+
+  /** How far a standby's copy is: the last commit of the leader it has applied. */
+  private clusterHeaders(lease: LeaseKeeper): Record<string, string> {
+    if (lease.isLeader) return { 'X-Netsot-Role': 'leader' };
+    const out: Record<string, string> = { 'X-Netsot-Role': 'standby', 'X-Netsot-Applied': String(lease.applied) };
+    if (lease.leader) out['X-Netsot-Leader'] = lease.leader;
+    return out;
   }
 
   private index(host: string): Record<string, string> {

@@ -6,7 +6,7 @@
  * uncommitted is ever reported.
  */
 
-import { asApiError, Errors, errorEnvelope } from '../errors.js';
+import { asApiError, Errors, errorEnvelope, NotLeaderError } from '../errors.js';
 import { Logger } from '../log.js';
 import type { ResourceModel } from '../model/model.js';
 import { MODELS, modelByCollection } from '../model/registry.js';
@@ -376,7 +376,9 @@ export class ShardServer {
     const what = unreachable
       ? 'commit failed (store unreachable); its group may or may not have been saved'
       : `commit failed${full ? ' (store full)' : ''}; nothing of its group was saved`;
-    const refusal = () => (full ? Errors.storeFull() : unreachable ? Errors.storeUnavailable() : Errors.internal());
+    // A commit fenced because this node lost the cluster lease saved nothing and says so itself (NotLeaderError).
+    const refusal = () =>
+      err instanceof NotLeaderError ? err : full ? Errors.storeFull() : unreachable ? Errors.storeUnavailable() : Errors.internal();
     this.shard.commitFailed();
     this.log.error(`shard ${this.shard.shardIndex}: ${what}`, {
       event: 'commit-failed',
