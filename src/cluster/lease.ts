@@ -39,7 +39,7 @@ export type Role = 'leader' | 'taking-over' | 'standby';
 /** Commit-log rows read per poll. */
 const LOG_PAGE = 5000;
 /** Longest a standby waits between polls of the commit log. */
-const POLL_MS = 200;
+const POLL_MS = 500;
 
 export class LeaseKeeper {
   private readonly pool: pg.Pool;
@@ -196,11 +196,14 @@ export class LeaseKeeper {
     if (this.role_ !== 'taking-over') return;
     this.fence.epoch = epoch;
     this.role_ = 'leader';
-    this.log.warn(`cluster: ${this.config.nodeId} is the leader (epoch ${epoch}, caught up to commit ${seq} in ${Math.round(performance.now() - started)} ms)`, {
-      event: 'lease-taken',
-      epoch,
-      seq,
-    });
+    this.log.warn(
+      `cluster: ${this.config.nodeId} is the leader (epoch ${epoch}, caught up to commit ${seq} in ${Math.round(performance.now() - started)} ms)`,
+      {
+        event: 'lease-taken',
+        epoch,
+        seq,
+      },
+    );
   }
 
   /** Applies the commit log from `applied` up to `upTo`, a page of commits at a time. */

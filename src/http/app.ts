@@ -15,10 +15,10 @@
 import { join } from 'node:path';
 import { Authenticator } from '../auth/authenticate.js';
 import { TokenSigner } from '../auth/secrets.js';
-import type { Config } from '../config.js';
 import { Fence } from '../cluster/fence.js';
 import { LeaseKeeper } from '../cluster/lease.js';
 import { Replica } from '../cluster/replica.js';
+import type { Config } from '../config.js';
 import { Errors } from '../errors.js';
 import { type FeedFilter, FeedHub } from '../feed/hub.js';
 import { feedPath, feedRequest } from '../feed/request.js';
