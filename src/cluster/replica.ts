@@ -1,11 +1,12 @@
 /**
  * What a standby does with the commit log (cluster/lease.ts Follower): the
- * shards whose sites a commit touched load those sites again from the store
- * in a fresh worker that takes over from the old one once loaded (reads go on
- * meanwhile, from the old copy); the site directory rereads those shards'
- * sites, and the users are reread when a commit touched them. Many commits
- * arrive as one poll's worth, so a busy shard reloads once per poll, not once
- * per commit.
+ * shards whose sites a commit touched load their sites again from the store
+ * (in their worker, as after a failed commit: that shard's requests wait for
+ * it); the site directory rereads those shards' sites, and the users are
+ * reread when a commit touched them. A poll's worth of commits is applied at
+ * once, so a busy shard reloads once per poll, not once per commit. Applying
+ * each commit's records to memory instead of reloading is the next step
+ * (README, Past one machine).
  *
  * At takeover it also raises the id counters to the committed high-water
  * marks: ids are handed out only by the leader, whose commits carry their
@@ -33,7 +34,7 @@ export class Replica implements Follower {
   async apply(sites: Set<number>): Promise<void> {
     const shards = new Set<number>();
     for (const site of sites) if (site !== USERS_SITE) shards.add(this.pool.shardOfSite(site));
-    await Promise.all([...shards].map((shard) => this.pool.refresh(shard)));
+    await Promise.all([...shards].map((shard) => this.pool.reload(shard)));
     if (shards.size > 0) await this.sites.reload(this.store, (site) => shards.has(this.pool.shardOfSite(site)));
     if (sites.has(USERS_SITE)) this.users.replace(await this.store.users<UserRecord>());
   }

@@ -103,9 +103,21 @@ export class ShardPool {
     return this.shards.flatMap((s, i) => (s.ready ? [] : [i]));
   }
 
-  /** Loads a shard again behind its current worker (SupervisedShard.refresh). */
-  refresh(shard: number): Promise<void> {
-    return this.shards[shard].refresh();
+  /**
+   * Has a shard load its sites again from the store, in its worker (a standby following the leader: the
+   * shard's requests wait meanwhile). Resolves once it has; a shard being replaced loads afresh anyway.
+   */
+  async reload(shard: number): Promise<void> {
+    const reply = await this.shards[shard].send({
+      op: 'reload',
+      method: 'GET',
+      collection: 'sites',
+      site: null,
+      query: '',
+      principal: { id: 0, email: '', superuser: true, grants: {} },
+      link: { scheme: 'http', host: '', path: '' },
+    });
+    if (reply.status !== 200 && this.shards[shard].ready) throw new Error(`shard ${shard} could not reload: ${reply.body}`);
   }
 
   /** Test hook only (config.testHooks). */

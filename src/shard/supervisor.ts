@@ -79,8 +79,6 @@ export class SupervisedShard {
    * holds its stream still, and the shard, waiting for credit, must not read as stalled.
    */
   private readonly streams = new Map<number, ChunkStream>();
-  /** The worker streaming each open stream, so a refresh can cut off the old worker's streams it stops. */
-  private readonly streamWorkers = new Map<number, Running>();
   private outbox: ShardRequest[] = [];
   private running: Running | null = null;
   private stopped = false;
@@ -145,42 +143,6 @@ export class SupervisedShard {
       (req as ShardRequest).seq = seq;
       this.outbox.push(req as ShardRequest);
     });
-  }
-
-  /**
-   * Loads the shard again in a fresh worker while the current one keeps serving, then sends new requests to the
-   * fresh one; the old one answers what it was sent and is then stopped. A standby following the leader's commits
-   * (cluster/replica.ts) does this; a shard being replaced loads afresh anyway.
-   */
-  async refresh(): Promise<void> {
-    if (!this.running || this.stopped) return;
-    const fresh = await this.spawn();
-    const old = this.running;
-    if (!old || this.stopped) {
-      fresh.port.close();
-      await fresh.worker.terminate();
-      return;
-    }
-    const lastToOld = this.seq;
-    this.flush();
-    this.adopt(fresh);
-    // Replies from the old worker still resolve their requests (its port stays open until it has answered them).
-    const deadline = performance.now() + this.launch.stallMs;
-    const owes = () => this.oldestPending <= lastToOld || [...this.streamWorkers.values()].includes(old);
-    while (owes() && performance.now() < deadline && !this.stopped) await new Promise((r) => setTimeout(r, 10));
-    old.port.close();
-    await old.worker.terminate();
-    for (const [seq, worker] of this.streamWorkers) {
-      if (worker !== old) continue;
-      this.streams.get(seq)?.fail();
-      this.streams.delete(seq);
-      this.streamWorkers.delete(seq);
-    }
-    for (const [seq, resolve] of this.pending) {
-      if (seq > lastToOld) break;
-      this.pending.delete(seq);
-      resolve(this.unavailable(seq));
-    }
   }
 
   /** Test hook (NETSOT_TEST_HOOKS): makes the worker exit or stall as a crash or a runaway request would. */
@@ -268,15 +230,9 @@ export class SupervisedShard {
 
   /** The reader of a streamed list's later chunks; its flow control goes to the worker that streams it. */
   private openStream(running: Running, seq: number): ChunkStream {
-    this.streamWorkers.set(seq, running);
     const stream = new ChunkStream(seq, (message) => {
-      // Its worker, even one a refresh has put behind a fresh one, as long as the stream is open.
-      const live = this.streamWorkers.get(seq) === running;
-      if (message.cancel) {
-        this.streams.delete(seq);
-        this.streamWorkers.delete(seq);
-      }
-      if (live) running.port.postMessage(message);
+      if (message.cancel) this.streams.delete(seq);
+      if (this.running === running) running.port.postMessage(message);
     });
     this.streams.set(seq, stream);
     return stream;
@@ -285,10 +241,7 @@ export class SupervisedShard {
   private chunkArrived(seq: number, chunk: NonNullable<ShardReply['chunk']>): void {
     const stream = this.streams.get(seq);
     if (!stream) return;
-    if (chunk.last) {
-      this.streams.delete(seq);
-      this.streamWorkers.delete(seq);
-    }
+    if (chunk.last) this.streams.delete(seq);
     stream.push(chunk);
   }
 
@@ -296,7 +249,6 @@ export class SupervisedShard {
   private failStreams(): void {
     for (const stream of this.streams.values()) stream.fail();
     this.streams.clear();
-    this.streamWorkers.clear();
   }
 
   private checkProgress(): void {

@@ -110,8 +110,7 @@ test('a leader paused past its lease acknowledges nothing once the standby has t
   await eventually(async () => load.ackedBy(a) >= 20, 20_000);
 
   a.proc.kill('SIGSTOP');
-  const stoppedAt = performance.now();
-  await waitForRole(b, 'leader');
+  const takeoverMs = await waitForRole(b, 'leader');
   const onB = await b.post(`/api/sites/${site.id}/networks/${site.parent}/next_address/?reserve=true`, undefined, {
     headers: { 'Content-Type': 'application/json' },
   });
@@ -146,7 +145,7 @@ test('a leader paused past its lease acknowledges nothing once the standby has t
 
   load.addresses.push((onB.json as string[])[0]);
   await checkStored(b, site, load);
-  console.log(`SIGSTOP: takeover ${Math.round(resumedAt - stoppedAt)} ms after the pause (lease ${LEASE_MS} ms)`);
+  console.log(`SIGSTOP: the standby led ${takeoverMs} ms after the pause (lease ${LEASE_MS} ms)`);
 }, 90_000);
 
 test('a PostgreSQL restart under load through both nodes answers 503s, loses no acknowledged write and resumes by itself', async () => {
