@@ -40,6 +40,8 @@ export type Role = 'leader' | 'taking-over' | 'standby';
 const LOG_PAGE = 5000;
 /** Longest a standby waits between polls of the commit log. */
 const POLL_MS = 500;
+/** How long start-up keeps trying to learn this node's role before it serves as a standby. */
+const START_PATIENCE_MS = 30_000;
 
 export class LeaseKeeper {
   private readonly pool: pg.Pool;
@@ -109,7 +111,9 @@ export class LeaseKeeper {
    */
   async start(follower: Follower): Promise<void> {
     this.follower = follower;
-    await this.tick();
+    // Until one attempt has reached the database (a slow one times out), this node does not know its role.
+    const until = performance.now() + START_PATIENCE_MS;
+    while (!(await this.tick()) && performance.now() < until) await new Promise((r) => setTimeout(r, 100));
     this.timer = setInterval(() => void this.tick(), Math.min(POLL_MS, this.config.leaseMs / 3));
     this.timer.unref();
   }
@@ -119,20 +123,29 @@ export class LeaseKeeper {
     if (this.timer) clearInterval(this.timer);
     while (this.busy) await new Promise((r) => setTimeout(r, 5));
     this.fence.epoch = 0;
+    // A leader stopping on purpose lets the lease lapse now, so a standby need not wait out the lease.
+    if (this.role_ !== 'standby')
+      await this.pool
+        .query('UPDATE lease SET expires_at = now() WHERE id = 1 AND epoch = $1 AND holder = $2', [this.epoch, this.config.nodeId])
+        .catch(() => undefined);
+    this.role_ = 'standby';
     await this.pool.end();
   }
 
-  private async tick(): Promise<void> {
-    if (this.busy || this.stopped) return;
+  /** One turn: a standby's poll and takeover attempt, or a leader's renewal when due. False when it failed. */
+  private async tick(): Promise<boolean> {
+    if (this.busy || this.stopped) return false;
     this.busy = true;
     try {
       if (this.role_ === 'standby') await this.standbyTurn();
       else if (performance.now() - this.confirmedAt >= this.config.leaseMs / 3) await this.renew();
+      return true;
     } catch (err) {
       // The database is down or slow: commits fail on their own meanwhile, and the next tick tries again.
       this.log.warn(`cluster: lease ${this.role_ === 'standby' ? 'poll' : 'renewal'} failed: ${(err as Error).message ?? err}`, {
         event: 'lease-error',
       });
+      return false;
     } finally {
       this.busy = false;
     }
