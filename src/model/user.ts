@@ -139,6 +139,13 @@ export class UserDirectory {
     for (const u of stored) this.add(u);
   }
 
+  /** Swaps in every user as stored (a standby following the leader's commits: cluster/replica.ts). */
+  replace(stored: UserRecord[]): void {
+    this.byId.clear();
+    this.byEmail.clear();
+    for (const u of stored) this.add(u);
+  }
+
   private add(u: UserRecord): void {
     this.byId.set(u.id, u);
     this.byEmail.set(u.email, u);

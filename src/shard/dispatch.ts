@@ -6,7 +6,7 @@
  * uncommitted is ever reported.
  */
 
-import { asApiError, Errors, errorEnvelope } from '../errors.js';
+import { asApiError, Errors, errorEnvelope, NotLeaderError } from '../errors.js';
 import { readRequestBody } from '../http/body.js';
 import { Logger } from '../log.js';
 import type { ResourceModel } from '../model/model.js';
@@ -50,7 +50,7 @@ function locationOf(ctx: RequestContext, id: number): string {
 }
 
 /** The shape of the route a request's op runs on (for finding its declaration). */
-const SHAPE_OF: Record<Exclude<Op, 'resolve' | 'permits' | 'user-grants' | 'decide'>, Shape> = {
+const SHAPE_OF: Record<Exclude<Op, 'resolve' | 'permits' | 'user-grants' | 'decide' | 'reload'>, Shape> = {
   list: 'list',
   create: 'list',
   'bulk-update': 'list',
@@ -74,6 +74,8 @@ function run(ctx: RequestContext, model: ResourceModel<any>): Reply {
     // OPTIONS shows PUT only to callers allowed to change this object.
     return { status: 200, body: String(allows(ctx, model, 'change', lookup(ctx, model, req.key!))) };
   }
+  // Memory was rebuilt before this ran (ShardServer.submit): nothing more to do.
+  if (req.op === 'reload') return { status: 200, body: '' };
   if (req.op === 'user-grants') return { status: 200, body: JSON.stringify(grantsHeldBy(ctx.shard, Number(req.key), MODELS)) };
   const operation = ROUTES.operation(req.collection, SHAPE_OF[req.op], req.route, req.method);
   if (!operation) throw Errors.endpointNotFound();
@@ -212,7 +214,11 @@ export class ShardServer {
     for (let i = 0; i < reqs.length; i++) {
       const req = reqs[i];
       if (req.op === 'decide') this.decide(req);
-      else if (this.recovering || this.part) this.held.push(req);
+      else if (req.op === 'reload' && req.key !== 'rebuilt') {
+        // Rebuilt the way a failed commit rebuilds, then answered after what arrived before it.
+        this.shard.failed = true;
+        this.hold([{ ...req, key: 'rebuilt' }]);
+      } else if (this.recovering || this.part) this.held.push(req);
       else if (this.shard.failed) this.hold([req]);
       else if (req.part) this.prepare(req);
       else this.serve(req);
@@ -434,7 +440,9 @@ export class ShardServer {
     const what = unreachable
       ? 'commit failed (store unreachable); its group may or may not have been saved'
       : `commit failed${full ? ' (store full)' : ''}; nothing of its group was saved`;
-    const refusal = () => (full ? Errors.storeFull() : unreachable ? Errors.storeUnavailable() : Errors.internal());
+    // A commit fenced because this node lost the cluster lease saved nothing and says so itself (NotLeaderError).
+    const refusal = () =>
+      err instanceof NotLeaderError ? err : full ? Errors.storeFull() : unreachable ? Errors.storeUnavailable() : Errors.internal();
     this.shard.commitFailed();
     // The groups after it ran on top of its writes: none of them may commit, all of them run again.
     const later = this.closed.splice(0);

@@ -3,6 +3,7 @@
  * supervision, see supervisor.ts), send one request to the shard that owns a
  * site or an id, or scatter a request to all of them and merge the answers.
  */
+import type { Fence } from '../cluster/fence.js';
 import type { Config } from '../config.js';
 import { IdShardIndex, type SharedIdState } from '../store/ids.js';
 import type { Kind } from '../store/kinds.js';
@@ -30,8 +31,10 @@ export class ShardPool {
     shared: SharedIdState,
     events: PoolEvents,
     stats: SharedArrayBuffer | null = null,
+    fence: Fence | null = null,
   ): Promise<ShardPool> {
-    const workerData = { shardCount: config.shards, config, shared, stats };
+    // The fence's buffer: each worker's store commits under the epoch the main thread sets there (cluster/fence.ts).
+    const workerData = { shardCount: config.shards, config, shared, stats, fence: fence?.buffer ?? null };
     const started = await Promise.allSettled(
       Array.from({ length: config.shards }, (_, shardIndex) =>
         SupervisedShard.start({ shardIndex, workerData, stallMs: config.shardStallMs, ...events }),
@@ -98,6 +101,23 @@ export class ShardPool {
   /** Shards that are not serving now (being replaced), by index. */
   restarting(): number[] {
     return this.shards.flatMap((s, i) => (s.ready ? [] : [i]));
+  }
+
+  /**
+   * Has a shard load its sites again from the store, in its worker (a standby following the leader: the
+   * shard's requests wait meanwhile). Resolves once it has; a shard being replaced loads afresh anyway.
+   */
+  async reload(shard: number): Promise<void> {
+    const reply = await this.shards[shard].send({
+      op: 'reload',
+      method: 'GET',
+      collection: 'sites',
+      site: null,
+      query: '',
+      principal: { id: 0, email: '', superuser: true, grants: {} },
+      link: { scheme: 'http', host: '', path: '' },
+    });
+    if (reply.status !== 200 && this.shards[shard].ready) throw new Error(`shard ${shard} could not reload: ${reply.body}`);
   }
 
   /** Test hook only (config.testHooks). */

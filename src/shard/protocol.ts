@@ -22,10 +22,12 @@ export interface Principal {
  * handler (found by shape, `collection` and `route`), or one of the main
  * thread's own questions: which objects have this natural key (`resolve`),
  * may the caller change this object (`permits`, for OPTIONS), which object
- * grants does the user `key` hold (`user-grants`), and the outcome of a bulk
- * request split over shards (`decide`, see BulkPart).
+ * grants does the user `key` hold (`user-grants`), the outcome of a bulk
+ * request split over shards (`decide`, see BulkPart), and "load your sites
+ * again from the store" (`reload`: a standby following the leader's commits,
+ * cluster/replica.ts; answered once memory is rebuilt).
  */
-export type Op = StandardOp | 'list-route' | 'detail-route' | 'key-route' | 'resolve' | 'permits' | 'user-grants' | 'decide';
+export type Op = StandardOp | 'list-route' | 'detail-route' | 'key-route' | 'resolve' | 'permits' | 'user-grants' | 'decide' | 'reload';
 
 export interface ShardRequest {
   seq: number;

@@ -6,6 +6,7 @@
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { type MessagePort, parentPort, workerData } from 'node:worker_threads';
+import { Fence } from '../cluster/fence.js';
 import type { Config } from '../config.js';
 import { Logger } from '../log.js';
 import { slotOf, ThreadStats } from '../metrics/thread-stats.js';
@@ -35,10 +36,12 @@ interface ShardWorkerData {
   progress: Int32Array;
   /** The metrics' shared figures (metrics/thread-stats.ts); null with METRICS off. */
   stats: SharedArrayBuffer | null;
+  /** The cluster fence's buffer (cluster/fence.ts) on a PostgreSQL store; null on LMDB. */
+  fence: SharedArrayBuffer | null;
 }
 
 const data = workerData as ShardWorkerData;
-const store = await openStore(data.config, 'shard');
+const store = await openStore(data.config, 'shard', data.fence ? new Fence(data.fence) : null);
 const shard = new ShardState(data.shardIndex, data.shardCount, data.config, store, data.shared);
 const started = performance.now();
 await shard.load();

@@ -44,6 +44,14 @@ export class IdCounters {
   current(kind: Kind): number {
     return Atomics.load(this.view, kindSlot(kind));
   }
+  /** Makes the next id of `kind` above `atLeast` (a standby taking over: cluster/replica.ts); never lowers it. */
+  raise(kind: Kind, atLeast: number): void {
+    const slot = kindSlot(kind);
+    for (;;) {
+      const now = Atomics.load(this.view, slot);
+      if (now >= atLeast || Atomics.compareExchange(this.view, slot, now, atLeast) === now) return;
+    }
+  }
 }
 
 export class IdShardIndex {

@@ -54,7 +54,8 @@ import { randomBytes } from 'node:crypto';
 import { MessageChannel, type MessagePort, receiveMessageOnPort, Worker } from 'node:worker_threads';
 import { Packr } from 'msgpackr';
 import pg from 'pg';
-import { ApiError, Errors } from '../errors.js';
+import type { Fence } from '../cluster/fence.js';
+import { ApiError, Errors, NotLeaderError } from '../errors.js';
 import type { Kind } from './kinds.js';
 import type { ChangeIndexRow, ChangeLogQuery, ChangeRecord, Key, Store, StoredChange, WriteOp, WriteSet } from './store.js';
 import { fullChange } from './store.js';
@@ -89,12 +90,29 @@ export const MIGRATIONS: { version: number; name: string; sql: string[] }[] = [
       'CREATE INDEX idempotency_by_expiry ON idempotency (expires_at)',
     ],
   },
+  {
+    // Several nodes on one database (cluster/lease.ts): the lease row, whose `seq` numbers every commit, and
+    // the commit log standbys follow. The row starts expired, so the first node to start takes it.
+    version: 3,
+    name: 'cluster',
+    sql: [
+      `CREATE TABLE lease (id smallint PRIMARY KEY CHECK (id = 1), holder text NOT NULL, address text NOT NULL,
+        epoch bigint NOT NULL, seq bigint NOT NULL, expires_at timestamptz NOT NULL)`,
+      `INSERT INTO lease (id, holder, address, epoch, seq, expires_at) VALUES (1, '', '', 0, 0, now() - interval '1 second')`,
+      'CREATE TABLE commit_log (seq bigint PRIMARY KEY, epoch bigint NOT NULL, sites bigint[] NOT NULL)',
+    ],
+  },
 ];
+
+/** In `commit_log.sites`, what stands for the main thread's own records (users), which belong to no site. */
+export const USERS_SITE = -1;
 
 /** SQLSTATEs: unique_violation, duplicate_table, disk_full; class 08 is a lost or refused connection. */
 const UNIQUE_VIOLATION = '23505';
 const DUPLICATE_TABLE = '42P07';
 const DISK_FULL = '53100';
+/** What a fenced single-statement commit raises on purpose (see `fenced`). */
+const DIVISION_BY_ZERO = '22012';
 /** Server shutting down or starting (57P01–57P03), and the socket errors of a database that is not there. */
 const UNAVAILABLE_CODES = new Set([
   '57P01',
@@ -110,7 +128,7 @@ const UNAVAILABLE_CODES = new Set([
 
 /** Whether `err` says the database could not be reached (see Store.isUnavailable); pg-reader.ts uses it too. */
 export function unreachable(err: unknown): boolean {
-  if (err instanceof ApiError) return err.status === 503;
+  if (err instanceof ApiError) return err.status === 503 && !(err instanceof NotLeaderError);
   const code = (err as { code?: unknown } | null)?.code;
   if (typeof code === 'string' && (code.startsWith('08') || UNAVAILABLE_CODES.has(code))) return true;
   // node-postgres reports a connection that ended under a query by its message alone.
@@ -134,6 +152,12 @@ export interface PostgresOptions {
   migrate?: boolean;
   /** Connections of this store's pool: one carries the commits in turn, the others serve loading. */
   connections?: number;
+  /**
+   * Several nodes on one database: every commit names this epoch and is saved only while the lease row still has
+   * it, bumping the row's commit sequence and logging the sites it touched (cluster/lease.ts). Absent, commits
+   * are unfenced (a store opened by a tool or a test of the store alone).
+   */
+  fence?: Fence;
 }
 
 interface Pending {
@@ -160,6 +184,7 @@ export class PostgresStore implements Store {
   private constructor(
     private readonly url: string,
     connections: number,
+    private readonly fence: Fence | null,
   ) {
     this.pool = new pg.Pool({ connectionString: url, max: connections });
     // An idle connection that dies (a database restart) is replaced on next use; unhandled, it would end the process.
@@ -167,10 +192,10 @@ export class PostgresStore implements Store {
   }
 
   static async open(url: string, options: PostgresOptions = {}): Promise<PostgresStore> {
-    const store = new PostgresStore(url, options.connections ?? 2);
+    const store = new PostgresStore(url, options.connections ?? 2, options.fence ?? null);
     try {
       if (options.migrate) await store.migrate();
-      else await store.pool.query('SELECT 1 FROM schema_migrations WHERE version = 1');
+      else await store.pool.query('SELECT 1 FROM schema_migrations WHERE version = $1', [MIGRATIONS[MIGRATIONS.length - 1].version]);
     } catch (err) {
       await store.pool.end();
       throw err;
@@ -238,14 +263,21 @@ export class PostgresStore implements Store {
    * Usually one statement (see `combined`), else one transaction.
    */
   private async apply(sets: WriteSet[]): Promise<void> {
+    const epoch = this.fence?.epoch ?? null;
+    if (epoch === 0) throw Errors.notLeader(null);
+    const guard = epoch === null ? [] : fenceStatements(epoch, sitesOf(sets));
     if (sets.every((w) => !w.removeRanges || w.removeRanges.length === 0)) {
       const acc = new Accumulated();
       for (const writes of sets) for (const op of writes.ops) acc.add(op);
       const statements = acc.statements();
       if (statements.length === 0) return;
-      const one = combined(statements);
+      const one = combined([...guard, ...statements], guard.length > 0 ? FENCED_RESULT : 'SELECT 1');
       if (one) {
-        await this.pool.query(one.sql, one.values);
+        try {
+          await this.pool.query(one.sql, one.values);
+        } catch (err) {
+          throw guard.length > 0 && (err as { code?: string }).code === DIVISION_BY_ZERO ? Errors.notLeader(null) : err;
+        }
         return;
       }
     }
@@ -253,6 +285,15 @@ export class PostgresStore implements Store {
     let broken: unknown;
     try {
       await client.query('BEGIN');
+      if (guard.length > 0) {
+        const bumped = await client.query(guard[0].sql, guard[0].values);
+        if (bumped.rowCount === 0) throw Errors.notLeader(null);
+        await client.query('INSERT INTO commit_log (seq, epoch, sites) VALUES ($1, $2, $3::int8[])', [
+          bumped.rows[0].seq,
+          epoch,
+          guard[1].values[0],
+        ]);
+      }
       let acc = new Accumulated();
       for (const writes of sets) {
         if (writes.removeRanges && writes.removeRanges.length > 0) {
@@ -520,7 +561,7 @@ class Accumulated {
  * distinct tables (CockroachDB refuses two modifications of one table in a
  * statement by default).
  */
-function combined(statements: Statement[]): Statement | null {
+function combined(statements: Statement[], result: string): Statement | null {
   if (new Set(statements.map((st) => st.table)).size !== statements.length) return null;
   if (statements.length === 1) return statements[0];
   const values: unknown[] = [];
@@ -529,7 +570,41 @@ function combined(statements: Statement[]): Statement | null {
     values.push(...st.values);
     return `w${i} AS (${st.sql.replace(/\$(\d+)/g, (_, n: string) => `$${Number(n) + offset}`)})`;
   });
-  return { table: '', sql: `WITH ${parts.join(', ')} SELECT 1`, values };
+  return { table: '', sql: `WITH ${parts.join(', ')} ${result}`, values };
+}
+
+/**
+ * The fence of a clustered commit, as the first two parts of its statement (`combined`): bump the lease row's
+ * commit sequence while it still has this node's epoch (`w0`), and log the commit's sites under that sequence
+ * (`w1`). The statement's result, FENCED_RESULT, divides by the rows `w0` bumped: none, when another node took
+ * the lease, makes it fail as a whole, so nothing of the commit is saved. The row lock `w0` takes also orders
+ * the commits of every thread of the leader, and a takeover, which bumps the epoch on the same row.
+ */
+function fenceStatements(epoch: number, sites: number[]): Statement[] {
+  return [
+    { table: 'lease', sql: 'UPDATE lease SET seq = seq + 1 WHERE id = 1 AND epoch = $1 RETURNING seq, epoch', values: [epoch] },
+    {
+      table: 'commit_log',
+      sql: 'INSERT INTO commit_log (seq, epoch, sites) SELECT seq, epoch, $1::int8[] FROM w0',
+      values: [sites],
+    },
+  ];
+}
+
+const FENCED_RESULT = 'SELECT 1 / (SELECT count(*)::int FROM w0) AS fenced';
+
+/** The sites a run of write sets touches (USERS_SITE for users), for the commit log standbys follow. */
+function sitesOf(sets: WriteSet[]): number[] {
+  const out = new Set<number>();
+  for (const w of sets) {
+    for (const r of w.removeRanges ?? []) out.add(r.prefix);
+    for (const op of w.ops) {
+      if (op.db === 'sites') out.add(op.key as number);
+      else if (op.db === 'objects' || op.db === 'changes' || op.db === 'changeIndex') out.add((op.key as number[])[0]);
+      else if (op.db === 'users') out.add(USERS_SITE);
+    }
+  }
+  return [...out];
 }
 
 function deleteRows(db: WriteOp['db'], ops: WriteOp[]): Statement {
