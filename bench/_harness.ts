@@ -417,15 +417,15 @@ done = function(summary, latency, requests)
 end
 `;
 
-let wrkScript: string | undefined;
-
-/** One wrk run (`wrk -t<BENCH_WRK_THREADS> -c<connections> -d<seconds>s`), its CPU sampled from /proc while it runs. */
-async function runWrk(opts: LoadOptions): Promise<LoadSummary> {
-  if (!wrkScript) {
-    const dir = tempDir('netsot-wrk-');
-    wrkScript = join(dir.path, 'report.lua');
-    writeFileSync(wrkScript, WRK_REPORT);
-  }
+/**
+ * One wrk run (`wrk -t<BENCH_WRK_THREADS> -c<connections> -d<seconds>s`), its CPU sampled from /proc while it
+ * runs. `script`: Lua of the caller's own (its requests, its response hook: bench/_wrk.ts POSTs with it), to
+ * which the report hook is added; without one, wrk GETs `url`.
+ */
+export async function runWrk(opts: LoadOptions & { script?: string }): Promise<LoadSummary> {
+  const dir = tempDir('netsot-wrk-');
+  const wrkScript = join(dir.path, 'run.lua');
+  writeFileSync(wrkScript, `${opts.script ?? ''}\n${WRK_REPORT}`);
   const args = ['-t', String(wrkThreads()), '-c', String(opts.connections), '-d', `${opts.seconds}s`, '--timeout', '10s', '-s', wrkScript];
   for (const [k, v] of Object.entries(opts.headers ?? {})) args.push('-H', `${k}: ${v}`);
   args.push(opts.url);
@@ -449,6 +449,7 @@ async function runWrk(opts: LoadOptions): Promise<LoadSummary> {
     proc.once('exit', ok);
   });
   clearInterval(sample);
+  dir.remove();
   const wall = (performance.now() - t0) / 1000;
   const srv1 = opts.serverPid ? processCpuSeconds(opts.serverPid) : null;
   const line = /WRK_JSON (\{.*\})/.exec(out);

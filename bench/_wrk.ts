@@ -5,15 +5,14 @@
  * process, so on 2 cores the server, not the client, is what saturates.
  *
  * A generated Lua script sends the POSTs (cycling over the given paths per
- * connection), writes every 200 body as one line to a file per wrk thread,
- * and prints wrk's own summary as one JSON line at the end. The client's
- * CPU is read from /proc while wrk runs (its last sample, ≤ 100 ms before
- * it exits).
+ * connection) and writes every 200 body as one line to a file per wrk
+ * thread; the run itself, its report and its CPU figures are the harness's
+ * `runWrk`, the same as for GETs.
  */
-import { spawn, spawnSync } from 'node:child_process';
-import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { type LoadSummary, processCpuSeconds, tempDir } from './_harness.js';
+import { type LoadSummary, runWrk, tempDir } from './_harness.js';
 
 export interface WrkPostOptions {
   /** Server base URL, e.g. http://127.0.0.1:8080 */
@@ -23,8 +22,6 @@ export interface WrkPostOptions {
   headers: Record<string, string>;
   connections: number;
   seconds: number;
-  /** wrk threads (default 1, as the issue's figures: `wrk -t1 -c64`). */
-  threads?: number;
   /** Server pid, to report its CPU use over the run. */
   serverPid?: number;
 }
@@ -65,12 +62,6 @@ end
 function response(status, headers, body)
   if status == 200 then out:write(body, "\\n") end
 end
-function done(summary, latency, requests)
-  local e = summary.errors
-  io.write(string.format('{"requests":%d,"duration_us":%d,"bytes":%d,"connect":%d,"read":%d,"write":%d,"status":%d,"timeout":%d,"p50_us":%d,"p90_us":%d,"p99_us":%d,"max_us":%d,"mean_us":%f}\\n',
-    summary.requests, summary.duration, summary.bytes, e.connect, e.read, e.write, e.status, e.timeout,
-    latency:percentile(50), latency:percentile(90), latency:percentile(99), latency.max, latency.mean))
-end
 `;
 }
 
@@ -81,55 +72,26 @@ end
  * cut off at the end are neither counted nor recorded.
  */
 export async function wrkPost(opts: WrkPostOptions): Promise<{ summary: LoadSummary; bodies: string[] }> {
-  const dir = tempDir('netsot-wrk-');
+  const dir = tempDir('netsot-wrk-bodies-');
   try {
-    const file = join(dir.path, 'post.lua');
-    writeFileSync(file, script(opts, dir.path));
-    const srv0 = opts.serverPid ? processCpuSeconds(opts.serverPid) : null;
-    const t0 = performance.now();
-    const args = [`-t${opts.threads ?? 1}`, `-c${opts.connections}`, `-d${opts.seconds}s`, '--timeout', '10s', '-s', file, opts.base];
-    const child = spawn('wrk', args, { stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d) => {
-      stdout += d;
+    const run = await runWrk({
+      url: opts.base,
+      connections: opts.connections,
+      seconds: opts.seconds,
+      serverPid: opts.serverPid,
+      script: script(opts, dir.path),
     });
-    child.stderr.on('data', (d) => {
-      stderr += d;
-    });
-    let clientCpu = 0;
-    const poll = setInterval(() => {
-      const c = child.pid ? processCpuSeconds(child.pid) : null;
-      if (c !== null) clientCpu = c;
-    }, 100);
-    const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
-    clearInterval(poll);
-    const wall = (performance.now() - t0) / 1000;
-    const srv1 = opts.serverPid ? processCpuSeconds(opts.serverPid) : null;
-    const line = stdout.split('\n').find((l) => l.startsWith('{"requests"'));
-    if (code !== 0 || !line) throw new Error(`wrk exited ${code}: ${stderr || stdout}`);
-    const w = JSON.parse(line) as Record<string, number>;
     const bodies: string[] = [];
     for (const f of readdirSync(dir.path).filter((n) => n.startsWith('bodies-'))) {
       for (const b of readFileSync(join(dir.path, f), 'utf8').split('\n')) if (b) bodies.push(b);
     }
-    const seconds = w.duration_us / 1e6;
-    const non2xx = w.requests - bodies.length;
-    return {
-      bodies,
-      summary: {
-        requests: bodies.length,
-        seconds,
-        rps: bodies.length / seconds,
-        latencyMs: { avg: w.mean_us / 1000, p50: w.p50_us / 1000, p90: w.p90_us / 1000, p99: w.p99_us / 1000, max: w.max_us / 1000 },
-        bytesPerResponse: w.requests > 0 ? w.bytes / w.requests : 0,
-        non2xx: Math.max(0, non2xx),
-        errors: w.connect + w.read + w.write,
-        timeouts: w.timeout,
-        clientCores: clientCpu / wall,
-        serverCores: srv0 !== null && srv1 !== null ? (srv1 - srv0) / wall : null,
-      },
+    const summary = {
+      ...run,
+      requests: bodies.length,
+      rps: bodies.length / run.seconds,
+      non2xx: Math.max(0, run.requests - bodies.length),
     };
+    return { bodies, summary };
   } finally {
     dir.remove();
   }

@@ -477,9 +477,10 @@ export class PostgresStore implements Store {
   }
 }
 
-const CHANGE_COLUMNS = 'site_id, id, at, event, resource_name, resource_id, user_id, email, resource, diff';
+/** A Change row as SELECT returns it (bigint columns come back as text), and its StoredChange; pg-reader.ts reads them too. */
+export const CHANGE_COLUMNS = 'site_id, id, at, event, resource_name, resource_id, user_id, email, resource, diff';
 
-interface ChangeRow {
+export interface ChangeRow {
   site_id: string;
   id: string;
   at: string;
@@ -492,7 +493,7 @@ interface ChangeRow {
   diff: string | null;
 }
 
-function changeOfRow(r: ChangeRow): StoredChange {
+export function changeOfRow(r: ChangeRow): StoredChange {
   const c: StoredChange = {
     id: Number(r.id),
     siteId: Number(r.site_id),

@@ -1,39 +1,15 @@
-/**
- * P7: an unpaginated list streams (issue 12 item 6). On the real process, since
- * what matters is the socket: chunked transfer, a client that stops reading,
- * one that goes away. The list here is 100k networks (~20 MB of JSON, ~300
- * chunks of 64 KiB), several times what loopback socket buffers hold.
- */
-import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { TestServer } from '../helpers/server.js';
+import { metric, openGet, sleep } from '../helpers/streams.js';
 
 const NETWORKS = 100_000;
-const AUTH = { 'X-Service-Email': 'admin@localhost' };
+const _AUTH = { 'X-Service-Email': 'admin@localhost' };
 
 let s: TestServer;
 let site: number;
 let path: string;
 /** Chunks one whole GET of the list takes (the first test counts them). */
 let chunksPerList = 0;
-
-/** One sample's value from /metrics. */
-async function metric(name: string): Promise<number> {
-  const text = (await s.get('/metrics')).text;
-  const line = text.split('\n').find((l) => l.startsWith(`${name} `));
-  return Number(line?.split(' ')[1]);
-}
-
-/** GET `path` over node:http, handing the response to `use` as soon as its head arrives. */
-function open(url: string): Promise<IncomingMessage> {
-  return new Promise((resolve, reject) => {
-    const req = httpRequest(url, { headers: AUTH }, resolve);
-    req.on('error', reject);
-    req.end();
-  });
-}
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 beforeAll(async () => {
   s = await TestServer.start({ shards: 2 });
@@ -50,9 +26,9 @@ afterAll(() => s.stop());
 
 describe('streamed unpaginated lists', () => {
   test('a large unpaginated list arrives chunked, complete and identical to its pages put together', async () => {
-    const chunksBefore = await metric('netsot_list_stream_chunks_total');
+    const chunksBefore = await metric(s, 'netsot_list_stream_chunks_total');
     const res = await s.get(path);
-    chunksPerList = (await metric('netsot_list_stream_chunks_total')) - chunksBefore;
+    chunksPerList = (await metric(s, 'netsot_list_stream_chunks_total')) - chunksBefore;
     expect(chunksPerList).toBeGreaterThan(100);
     expect(res.status).toBe(200);
     expect(res.headers.get('transfer-encoding')).toBe('chunked');
@@ -75,21 +51,21 @@ describe('streamed unpaginated lists', () => {
   });
 
   test('a client that stops reading stops the shard after a few chunks; other requests are served meanwhile', async () => {
-    const chunksBefore = await metric('netsot_list_stream_chunks_total');
-    const res = await open(`${s.base}${path}`);
+    const chunksBefore = await metric(s, 'netsot_list_stream_chunks_total');
+    const res = await openGet(`${s.base}${path}`);
     expect(res.statusCode).toBe(200);
     res.pause();
     await sleep(1500);
-    const whilePaused = (await metric('netsot_list_stream_chunks_total')) - chunksBefore;
+    const whilePaused = (await metric(s, 'netsot_list_stream_chunks_total')) - chunksBefore;
     const t0 = performance.now();
     expect((await s.get(`/api/sites/${site}/`)).status).toBe(200);
     expect(performance.now() - t0).toBeLessThan(1000);
     await sleep(1000);
-    const later = (await metric('netsot_list_stream_chunks_total')) - chunksBefore;
+    const later = (await metric(s, 'netsot_list_stream_chunks_total')) - chunksBefore;
     // The socket buffers take some chunks, the shard renders at most 8 more, then waits.
     expect(later).toBe(whilePaused);
     expect(whilePaused).toBeLessThan(chunksPerList / 2);
-    expect(await metric('netsot_list_streams_open')).toBe(1);
+    expect(await metric(s, 'netsot_list_streams_open')).toBe(1);
     // Reading again: the rest follows and the whole list is intact.
     const parts: Buffer[] = [];
     res.on('data', (d: Buffer) => parts.push(d));
@@ -98,24 +74,24 @@ describe('streamed unpaginated lists', () => {
     await ended;
     const list = JSON.parse(Buffer.concat(parts).toString('utf8')) as unknown[];
     expect(list.length).toBe(NETWORKS + 1);
-    expect((await metric('netsot_list_stream_chunks_total')) - chunksBefore).toBeGreaterThan(whilePaused);
-    expect(await metric('netsot_list_streams_open')).toBe(0);
+    expect((await metric(s, 'netsot_list_stream_chunks_total')) - chunksBefore).toBeGreaterThan(whilePaused);
+    expect(await metric(s, 'netsot_list_streams_open')).toBe(0);
   }, 60_000);
 
   test('a client that disconnects mid-stream stops the work', async () => {
-    const chunksBefore = await metric('netsot_list_stream_chunks_total');
-    const res = await open(`${s.base}${path}`);
+    const chunksBefore = await metric(s, 'netsot_list_stream_chunks_total');
+    const res = await openGet(`${s.base}${path}`);
     await new Promise((r) => res.once('data', r));
     res.destroy();
     let open_ = 1;
     for (let i = 0; i < 40 && open_ !== 0; i++) {
       await sleep(50);
-      open_ = await metric('netsot_list_streams_open');
+      open_ = await metric(s, 'netsot_list_streams_open');
     }
     expect(open_).toBe(0);
-    const sent = (await metric('netsot_list_stream_chunks_total')) - chunksBefore;
+    const sent = (await metric(s, 'netsot_list_stream_chunks_total')) - chunksBefore;
     await sleep(500);
-    expect((await metric('netsot_list_stream_chunks_total')) - chunksBefore).toBe(sent);
+    expect((await metric(s, 'netsot_list_stream_chunks_total')) - chunksBefore).toBe(sent);
     expect(sent).toBeLessThan(chunksPerList / 2);
     expect((await s.get(`/api/sites/${site}/`)).status).toBe(200);
   }, 60_000);

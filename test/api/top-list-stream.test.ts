@@ -8,37 +8,21 @@
  * (`?limit=` all): its `results` are built by the old merge (mergeParts).
  */
 import { readFileSync } from 'node:fs';
-import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { TestServer } from '../helpers/server.js';
+import { metric, openGet, sleep } from '../helpers/streams.js';
 
 /** Per site; lists of BATCH alternate between the two sites. */
 const PER_SITE = 30_000;
 const BATCH = 1_000;
 /** With each site's base network. */
 const TOTAL = 2 * PER_SITE + 2;
-const AUTH = { 'X-Service-Email': 'admin@localhost' };
+const _AUTH = { 'X-Service-Email': 'admin@localhost' };
 
 let s: TestServer;
 const sites: number[] = [];
 /** Chunks the shards send for one whole GET /api/networks/ (the first test counts them). */
 let chunksPerList = 0;
-
-async function metric(name: string): Promise<number> {
-  const text = (await s.get('/metrics')).text;
-  const line = text.split('\n').find((l) => l.startsWith(`${name} `));
-  return Number(line?.split(' ')[1]);
-}
-
-function open(url: string): Promise<IncomingMessage> {
-  return new Promise((resolve, reject) => {
-    const req = httpRequest(url, { headers: AUTH }, resolve);
-    req.on('error', reject);
-    req.end();
-  });
-}
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** The server process's resident memory, in bytes. */
 function rss(): number {
@@ -88,9 +72,9 @@ afterAll(() => s.stop());
 
 describe('streamed top-level lists', () => {
   test('a top-level list across two shards streams, byte for byte the whole-body answer', async () => {
-    const chunksBefore = await metric('netsot_list_stream_chunks_total');
+    const chunksBefore = await metric(s, 'netsot_list_stream_chunks_total');
     const res = await s.get('/api/networks/');
-    chunksPerList = (await metric('netsot_list_stream_chunks_total')) - chunksBefore;
+    chunksPerList = (await metric(s, 'netsot_list_stream_chunks_total')) - chunksBefore;
     expect(res.status).toBe(200);
     expect(res.headers.get('transfer-encoding')).toBe('chunked');
     expect(res.headers.get('content-type')).toBe('application/json');
@@ -98,10 +82,10 @@ describe('streamed top-level lists', () => {
     expect(chunksPerList).toBeGreaterThan(100);
     // The reference: one page built whole by the shards (no shard stream; the main thread may still write a long
     // text in chunks, http/stream.ts).
-    const chunksBeforeWhole = await metric('netsot_list_stream_chunks_total');
+    const chunksBeforeWhole = await metric(s, 'netsot_list_stream_chunks_total');
     const whole = await s.get(`/api/networks/?limit=${TOTAL}`);
     expect(whole.json.count).toBe(TOTAL);
-    expect(await metric('netsot_list_stream_chunks_total')).toBe(chunksBeforeWhole);
+    expect(await metric(s, 'netsot_list_stream_chunks_total')).toBe(chunksBeforeWhole);
     expect(firstDifference(res.text, resultsText(whole.text))).toBeNull();
     // The merge wove both shards' networks into one ascending id order.
     const list = res.json as { id: number; site_id: number }[];
@@ -139,19 +123,19 @@ describe('streamed top-level lists', () => {
   });
 
   test('a client that stops reading stops every shard after a few chunks, memory stays flat, other requests are served', async () => {
-    const chunksBefore = await metric('netsot_list_stream_chunks_total');
+    const chunksBefore = await metric(s, 'netsot_list_stream_chunks_total');
     const rssBefore = rss();
-    const res = await open(`${s.base}/api/networks/`);
+    const res = await openGet(`${s.base}/api/networks/`);
     expect(res.statusCode).toBe(200);
     res.pause();
     await sleep(1500);
-    const whilePaused = (await metric('netsot_list_stream_chunks_total')) - chunksBefore;
+    const whilePaused = (await metric(s, 'netsot_list_stream_chunks_total')) - chunksBefore;
     // Both shards hold a stream open, waiting for credit.
-    expect(await metric('netsot_list_streams_open')).toBe(2);
+    expect(await metric(s, 'netsot_list_streams_open')).toBe(2);
     for (const site of sites) expect((await s.get(`/api/sites/${site}/`)).status).toBe(200);
     expect((await s.get('/api/networks/?limit=1')).status).toBe(200);
     await sleep(1000);
-    expect((await metric('netsot_list_stream_chunks_total')) - chunksBefore).toBe(whilePaused);
+    expect((await metric(s, 'netsot_list_stream_chunks_total')) - chunksBefore).toBe(whilePaused);
     expect(whilePaused).toBeLessThan(chunksPerList / 2);
     // A window of chunks per shard and what the socket holds, not the list (~10 MB of JSON here) many times over.
     expect(rss() - rssBefore).toBeLessThan(64 * 2 ** 20);
@@ -162,24 +146,24 @@ describe('streamed top-level lists', () => {
     await ended;
     const list = JSON.parse(Buffer.concat(parts).toString('utf8')) as unknown[];
     expect(list.length).toBe(TOTAL);
-    expect(await metric('netsot_list_streams_open')).toBe(0);
+    expect(await metric(s, 'netsot_list_streams_open')).toBe(0);
   }, 60_000);
 
   test('a client that disconnects mid-stream stops the work on every shard', async () => {
     const printed = s.output.length;
-    const chunksBefore = await metric('netsot_list_stream_chunks_total');
-    const res = await open(`${s.base}/api/networks/`);
+    const chunksBefore = await metric(s, 'netsot_list_stream_chunks_total');
+    const res = await openGet(`${s.base}/api/networks/`);
     await new Promise((r) => res.once('data', r));
     res.destroy();
     let streams = 2;
     for (let i = 0; i < 40 && streams !== 0; i++) {
       await sleep(50);
-      streams = await metric('netsot_list_streams_open');
+      streams = await metric(s, 'netsot_list_streams_open');
     }
     expect(streams).toBe(0);
-    const sent = (await metric('netsot_list_stream_chunks_total')) - chunksBefore;
+    const sent = (await metric(s, 'netsot_list_stream_chunks_total')) - chunksBefore;
     await sleep(500);
-    expect((await metric('netsot_list_stream_chunks_total')) - chunksBefore).toBe(sent);
+    expect((await metric(s, 'netsot_list_stream_chunks_total')) - chunksBefore).toBe(sent);
     expect(sent).toBeLessThan(chunksPerList / 2);
     // Both shards answer, and nothing went wrong on the way.
     for (const site of sites) expect((await s.get(`/api/sites/${site}/`)).status).toBe(200);
