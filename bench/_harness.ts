@@ -7,7 +7,7 @@
  * Every child and temp dir is registered and removed on exit, Ctrl-C or error.
  */
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -73,6 +73,18 @@ export function tempDir(prefix: string): { path: string; remove(): void } {
   };
   cleanups.add(remove);
   return { path, remove };
+}
+
+/**
+ * Where a bench keeps a store it fills once: with BENCH_KEEP_DATA set, that path (when it holds a '/') or
+ * $TMPDIR/<keptName>, kept and reused by later runs; otherwise a fresh temp dir, removed at the end.
+ */
+export function keptOrTempDir(keptName: string, tempPrefix: string): { path: string; remove(): void } {
+  const keep = process.env.BENCH_KEEP_DATA;
+  if (!keep) return tempDir(tempPrefix);
+  const path = keep.includes('/') ? keep : join(tmpdir(), keptName);
+  mkdirSync(path, { recursive: true });
+  return { path, remove: () => {} };
 }
 
 // ---------------------------------------------------------------- child servers

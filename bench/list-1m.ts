@@ -32,7 +32,6 @@
  */
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { Agent, request as httpRequest } from 'node:http';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
   AUTH,
@@ -41,6 +40,7 @@ import {
   expectStatus,
   fmt,
   foreignBusyCores,
+  keptOrTempDir,
   log,
   machine,
   processCpuSeconds,
@@ -49,7 +49,6 @@ import {
   startNetsot,
   stats,
   table,
-  tempDir,
 } from './_harness.js';
 
 const RSS_BUDGET = 300 * 2 ** 20;
@@ -196,17 +195,8 @@ function fetchList(
 export async function run(): Promise<number> {
   const total = Math.floor(envNumber('BENCH_NETWORKS', 1_000_000, 10));
   const pauseMs = envNumber('BENCH_PAUSE_SECONDS', 5, 0) * 1000;
-  const keep = process.env.BENCH_KEEP_DATA;
-  let base: string;
-  let removeBase = () => {};
-  if (keep) {
-    base = keep.includes('/') ? keep : join(tmpdir(), 'netsot-bench-list-1m');
-    mkdirSync(base, { recursive: true });
-  } else {
-    const t = tempDir('netsot-bench-p7-');
-    base = t.path;
-    removeBase = t.remove;
-  }
+  // The filled store: kept (and reused) with BENCH_KEEP_DATA, else a temp dir removed at the end.
+  const { path: base, remove: removeBase } = keptOrTempDir('netsot-bench-list-1m', 'netsot-bench-p7-');
   const dataDir = join(base, 'data');
   const markerPath = join(base, 'fill.json');
   let server: ChildServer | undefined;

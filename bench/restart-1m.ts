@@ -46,7 +46,6 @@
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { open } from 'lmdb';
 import {
@@ -56,6 +55,7 @@ import {
   expectStatus,
   fmt,
   foreignBusyCores,
+  keptOrTempDir,
   log,
   machine,
   median,
@@ -306,16 +306,7 @@ export async function run(): Promise<number> {
   let reused = false;
 
   // The filled store: kept (and reused) with BENCH_KEEP_DATA, else a temp dir removed at the end.
-  let base: string;
-  let removeBase = () => {};
-  if (keep) {
-    base = keep.includes('/') ? keep : join(tmpdir(), 'netsot-bench-restart-1m');
-    mkdirSync(base, { recursive: true });
-  } else {
-    const t = tempDir('netsot-bench-p5-');
-    base = t.path;
-    removeBase = t.remove;
-  }
+  const { path: base, remove: removeBase } = keptOrTempDir('netsot-bench-restart-1m', 'netsot-bench-p5-');
   const dataDir = join(base, 'data');
   const markerPath = join(base, 'fill.json');
   const empty = tempDir('netsot-bench-p5-empty-');
