@@ -111,37 +111,28 @@ export class Metrics {
 
     const shardSlots = Array.from({ length: sources.shards }, (_, i) => slotOf(i));
     const base = (slot: number) => slot * LAYOUT.stride;
-    reg(
-      new ArrayMetric(
-        'netsot_shard_commit_duration_seconds',
-        'Time one group commit took in a shard: the LMDB transaction of every write of an event-loop turn and its sync.',
-        'histogram',
-        () =>
+    /** A histogram each shard keeps in its stats slot: `buckets` counts from offset `at`, their sum at `sum`. */
+    const shardHistogram = (name: string, help: string, buckets: readonly number[], at: number, sum: number) =>
+      reg(
+        new ArrayMetric(name, help, 'histogram', () =>
           shardSlots.flatMap((slot) =>
-            histogramValues(
-              'netsot_shard_commit_duration_seconds',
-              COMMIT_SECONDS_BUCKETS,
-              stats,
-              base(slot) + LAYOUT.commitBuckets,
-              stats[base(slot) + LAYOUT.commitSum],
-              { shard: slot - 1 },
-            ),
-          ),
-      ),
-    );
-    reg(
-      new ArrayMetric('netsot_shard_commit_group_size', 'Requests that wrote in one group commit of a shard.', 'histogram', () =>
-        shardSlots.flatMap((slot) =>
-          histogramValues(
-            'netsot_shard_commit_group_size',
-            GROUP_SIZE_BUCKETS,
-            stats,
-            base(slot) + LAYOUT.groupBuckets,
-            stats[base(slot) + LAYOUT.groupSum],
-            { shard: slot - 1 },
+            histogramValues(name, buckets, stats, base(slot) + at, stats[base(slot) + sum], { shard: slot - 1 }),
           ),
         ),
-      ),
+      );
+    shardHistogram(
+      'netsot_shard_commit_duration_seconds',
+      'Time one group commit took in a shard: the store transaction of every write of the group, and its sync.',
+      COMMIT_SECONDS_BUCKETS,
+      LAYOUT.commitBuckets,
+      LAYOUT.commitSum,
+    );
+    shardHistogram(
+      'netsot_shard_commit_group_size',
+      'Requests that wrote in one group commit of a shard.',
+      GROUP_SIZE_BUCKETS,
+      LAYOUT.groupBuckets,
+      LAYOUT.groupSum,
     );
     reg(
       new ArrayMetric('netsot_shard_commit_failures_total', 'Group commits that failed (nothing of the group saved).', 'counter', () =>
