@@ -110,6 +110,7 @@ export const USERS_SITE = -1;
 /** SQLSTATEs: unique_violation, duplicate_table, disk_full; class 08 is a lost or refused connection. */
 const UNIQUE_VIOLATION = '23505';
 const DUPLICATE_TABLE = '42P07';
+const DUPLICATE_OBJECT = '42710';
 const DISK_FULL = '53100';
 /** What a fenced single-statement commit raises on purpose (see `fenced`). */
 const DIVISION_BY_ZERO = '22012';
@@ -204,7 +205,9 @@ export class PostgresStore implements Store {
   }
 
   private async migrate(): Promise<void> {
-    await ignoring([UNIQUE_VIOLATION, DUPLICATE_TABLE], () =>
+    // Nodes starting together race on this CREATE; the loser's error names the table, its row type
+    // (42710 on newer PostgreSQL) or the catalog index, and in each case the winner's table exists.
+    await ignoring([UNIQUE_VIOLATION, DUPLICATE_TABLE, DUPLICATE_OBJECT], () =>
       this.pool.query(
         'CREATE TABLE IF NOT EXISTS schema_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())',
       ),
