@@ -29,6 +29,8 @@ export interface Config {
   nodeId: string;
   advertiseUrl: string | null;
   leaseMs: number;
+  /** Commits the leader keeps in the commit log for standbys to follow (COMMIT_LOG_KEEP); older ones are pruned. */
+  commitLogKeep: number;
   userAuthHeader: string;
   authTokenExpiry: number;
   compressIpv6: boolean;
@@ -154,6 +156,7 @@ export function loadConfig(env: Source = process.env, flags: Source = {}): Confi
     'NODE_ID',
     'ADVERTISE_URL',
     'LEASE_TIMEOUT_MS',
+    'COMMIT_LOG_KEEP',
     'USER_AUTH_HEADER',
     'AUTH_TOKEN_EXPIRY',
     'SERVICE_COMPRESS_IPV6',
@@ -199,6 +202,8 @@ export function loadConfig(env: Source = process.env, flags: Source = {}): Confi
     advertiseUrl,
     // Renewed every third of it; a standby takes over about this long after the leader stops renewing.
     leaseMs: readInt(src, 'LEASE_TIMEOUT_MS', 3000, 300, 600_000),
+    // Minutes of a heavy write load: a standby further behind than this (paused, cut off) reloads every shard.
+    commitLogKeep: readInt(src, 'COMMIT_LOG_KEEP', 100_000, 1, 1_000_000_000),
     dataDir: readString(src, 'DATA_DIR', './data'),
     shards: readInt(src, 'SHARDS', availableParallelism(), 1, 64),
     userAuthHeader: header.toLowerCase(),

@@ -10,9 +10,11 @@
  *   the row has the leader's epoch (the fence, store/postgres.ts): a node that
  *   lost the lease — paused, partitioned, slow — can never commit again, and
  *   its writes in flight fail with 503 instead of being acknowledged.
- * - A standby polls the commit log (`seq > applied`) and has its replica
- *   (cluster/replica.ts) reload what each commit touched, so its reads are
- *   served from a warm copy; it answers how far it has applied.
+ * - A standby polls the lease row and, when `seq` moved past what it has
+ *   applied, has its replica (cluster/replica.ts) apply the commits since,
+ *   so its reads are served from a warm copy; it answers how far it has applied.
+ * - The leader prunes the commit log at its renewals, keeping the last
+ *   `commitLogKeep` commits, on this keeper's connection (never a commit's).
  * - When the lease lapses (or names this node: its own restart), a standby
  *   takes it with epoch + 1, which fences the old leader's commits from that
  *   moment; catches up to the last commit; raises its id counters to the
@@ -28,18 +30,19 @@ import type { Fence } from './fence.js';
 
 /** What a node that follows the commit log does with it (cluster/replica.ts). */
 export interface Follower {
-  /** Brings memory up to date with commits that touched `sites` (store/postgres.ts USERS_SITE for users). */
-  apply(sites: Set<number>): Promise<void>;
+  /** Brings memory up to date with the commits after `applied`; answers the last commit it now reflects (≥ the lease's seq when called). */
+  catchUp(applied: number): Promise<number>;
   /** Raises the id counters to the committed high-water marks, before this node hands out ids as leader. */
   raiseIds(): Promise<void>;
+  close(): Promise<void>;
 }
 
 export type Role = 'leader' | 'taking-over' | 'standby';
 
-/** Commit-log rows read per poll. */
-const LOG_PAGE = 5000;
-/** Longest a standby waits between polls of the commit log. */
-const POLL_MS = 500;
+/** Longest a standby waits between polls of the lease row (how far the leader has committed). */
+const POLL_MS = 100;
+/** Commit-log rows the leader deletes at one renewal at most, so a long-unpruned log is worked off in bounded steps. */
+const PRUNE_STEP = 50_000;
 /** How long start-up keeps trying to learn this node's role before it serves as a standby. */
 const START_PATIENCE_MS = 30_000;
 
@@ -56,10 +59,12 @@ export class LeaseKeeper {
   private busy = false;
   private follower: Follower | null = null;
   private stopped = false;
+  /** The leader has pruned the commit log up to here (0: not since this node started). */
+  private prunedTo = 0;
 
   private constructor(
     url: string,
-    private readonly config: Pick<Config, 'nodeId' | 'leaseMs'>,
+    private readonly config: Pick<Config, 'nodeId' | 'leaseMs' | 'commitLogKeep'>,
     public address: string,
     private readonly fence: Fence,
     private readonly log: Logger,
@@ -78,7 +83,7 @@ export class LeaseKeeper {
    * Reads where the commit log stands before this node loads anything: whatever is committed later is caught up
    * on at takeover or by following.
    */
-  static async open(url: string, config: Pick<Config, 'nodeId' | 'leaseMs'>, address: string, fence: Fence, log: Logger) {
+  static async open(url: string, config: Pick<Config, 'nodeId' | 'leaseMs' | 'commitLogKeep'>, address: string, fence: Fence, log: Logger) {
     const keeper = new LeaseKeeper(url, config, address, fence, log);
     try {
       const { rows } = await keeper.pool.query<{ seq: string }>('SELECT seq FROM lease WHERE id = 1');
@@ -129,6 +134,7 @@ export class LeaseKeeper {
         .query('UPDATE lease SET expires_at = now() WHERE id = 1 AND epoch = $1 AND holder = $2', [this.epoch, this.config.nodeId])
         .catch(() => undefined);
     this.role_ = 'standby';
+    await this.follower?.close();
     await this.pool.end();
   }
 
@@ -153,13 +159,33 @@ export class LeaseKeeper {
 
   private async renew(): Promise<void> {
     const asked = performance.now();
-    const { rowCount } = await this.pool.query(
+    const { rows } = await this.pool.query<{ seq: string }>(
       `UPDATE lease SET expires_at = now() + $1 * interval '1 millisecond', address = $2
-       WHERE id = 1 AND epoch = $3 AND holder = $4`,
+       WHERE id = 1 AND epoch = $3 AND holder = $4 RETURNING seq`,
       [this.config.leaseMs, this.address, this.epoch, this.config.nodeId],
     );
-    if (rowCount === 1) this.confirmedAt = asked;
-    else this.stepDown('another node took the lease');
+    if (rows.length === 0) {
+      this.stepDown('another node took the lease');
+      return;
+    }
+    this.confirmedAt = asked;
+    if (this.role_ === 'leader') await this.prune(Number(rows[0].seq));
+  }
+
+  /**
+   * Deletes the commit-log rows older than the last `commitLogKeep` commits: a standby that still needs one has
+   * fallen that far behind and reloads instead (cluster/commit-reader.ts). A range of the primary key below the
+   * rows commits insert, so commits never wait on it; a failure only leaves the rows for the next renewal.
+   */
+  private async prune(seq: number): Promise<void> {
+    const below = Math.min(seq - this.config.commitLogKeep, this.prunedTo + PRUNE_STEP);
+    if (below <= this.prunedTo) return;
+    try {
+      await this.pool.query('DELETE FROM commit_log WHERE seq > $1 AND seq <= $2', [this.prunedTo, below]);
+      this.prunedTo = below;
+    } catch (err) {
+      this.log.warn(`cluster: pruning the commit log failed: ${(err as Error).message ?? err}`, { event: 'prune-error' });
+    }
   }
 
   private stepDown(why: string): void {
@@ -219,23 +245,13 @@ export class LeaseKeeper {
     );
   }
 
-  /** Applies the commit log from `applied` up to `upTo`, a page of commits at a time. */
+  /** Applies the commits from `applied` up to `upTo` at least (the follower reads to the newest it finds). */
   private async follow(upTo: number): Promise<void> {
     while (this.applied_ < upTo) {
-      const { rows } = await this.pool.query<{ seq: string; sites: string[] }>(
-        'SELECT seq, sites FROM commit_log WHERE seq > $1 AND seq <= $2 ORDER BY seq LIMIT $3',
-        [this.applied_, upTo, LOG_PAGE],
-      );
-      if (rows.length === 0) {
-        // The bump and the log row commit together, so this is only a log pruned by hand: nothing left to apply.
-        this.applied_ = upTo;
-        break;
-      }
-      const sites = new Set<number>();
-      for (const r of rows) for (const s of r.sites) sites.add(Number(s));
-      const last = rows.length < LOG_PAGE ? upTo : Number(rows[rows.length - 1].seq);
-      await this.follower!.apply(sites);
-      this.applied_ = last;
+      const reached = await this.follower!.catchUp(this.applied_);
+      // The lease's seq never goes down, so a follower reaches at least what was read before it started.
+      if (reached <= this.applied_) throw new Error(`the commit log stands at ${reached}, behind commit ${upTo}`);
+      this.applied_ = reached;
     }
   }
 }

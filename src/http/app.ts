@@ -153,7 +153,7 @@ export class App {
         feed,
         lease,
       );
-      await lease?.start(new Replica(store, pool, sites, users, ids));
+      if (lease) await lease.start(new Replica(config.store!, store, pool, sites, users, ids, log));
       return app;
     } catch (err) {
       await lease?.stop();

@@ -146,6 +146,15 @@ export class UserDirectory {
     for (const u of stored) this.add(u);
   }
 
+  /** Takes users as stored, new or changed (a standby applying the leader's commits: cluster/replica.ts). */
+  upsert(stored: UserRecord[]): void {
+    for (const u of stored) {
+      const held = this.byId.get(u.id);
+      if (held && held.email !== u.email) this.byEmail.delete(held.email);
+      this.add(u);
+    }
+  }
+
   private add(u: UserRecord): void {
     this.byId.set(u.id, u);
     this.byEmail.set(u.email, u);

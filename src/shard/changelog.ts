@@ -21,6 +21,9 @@
  * | drop a site            | O(n) (site deletes are rare) |
  */
 
+import { CHANGE_RESOURCES, EVENTS } from '../store/change-names.js';
+import type { ChangeIndexRow } from '../store/store.js';
+
 export interface ChangeRow {
   id: number;
   siteId: number;
@@ -28,6 +31,11 @@ export interface ChangeRow {
   event: number;
   resource: number;
   resourceId: number;
+}
+
+/** The row of a stored Change from its index columns (a load, a standby applying the leader's commits). */
+export function changeRowOf(id: number, siteId: number, [at, event, resourceName, resourceId]: ChangeIndexRow): ChangeRow {
+  return { id, siteId, at, event: EVENTS.indexOf(event as never), resource: CHANGE_RESOURCES.indexOf(resourceName as never), resourceId };
 }
 
 export class ChangeLog {

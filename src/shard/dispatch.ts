@@ -15,6 +15,7 @@ import { resetUserRegexBudget } from '../query/user-regex.js';
 import type { RouteResult, Shape } from '../routes/route.js';
 import { ROUTES } from '../routes/table.js';
 import type { Method } from '../schema/validate.js';
+import { applyCommit } from './apply-commit.js';
 import { allows, authorize } from './authorize.js';
 import { RequestContext } from './context.js';
 import { rememberReply } from './idempotency.js';
@@ -50,7 +51,7 @@ function locationOf(ctx: RequestContext, id: number): string {
 }
 
 /** The shape of the route a request's op runs on (for finding its declaration). */
-const SHAPE_OF: Record<Exclude<Op, 'resolve' | 'permits' | 'user-grants' | 'decide' | 'reload'>, Shape> = {
+const SHAPE_OF: Record<Exclude<Op, 'resolve' | 'permits' | 'user-grants' | 'decide' | 'reload' | 'apply'>, Shape> = {
   list: 'list',
   create: 'list',
   'bulk-update': 'list',
@@ -69,7 +70,7 @@ function run(ctx: RequestContext, model: ResourceModel<any>): Reply {
   if (req.op === 'resolve') {
     return { status: 200, body: '', matches: naturalKeyMatches(ctx.shard, model, req.key!, null).map((r) => r.id) };
   }
-  if (req.op === 'decide') throw Errors.endpointNotFound(); // ShardServer answers it, outside any turn
+  if (req.op === 'decide' || req.op === 'apply') throw Errors.endpointNotFound(); // ShardServer answers them, outside run
   if (req.op === 'permits') {
     // OPTIONS shows PUT only to callers allowed to change this object.
     return { status: 200, body: String(allows(ctx, model, 'change', lookup(ctx, model, req.key!))) };
@@ -220,6 +221,7 @@ export class ShardServer {
         this.hold([{ ...req, key: 'rebuilt' }]);
       } else if (this.recovering || this.part) this.held.push(req);
       else if (this.shard.failed) this.hold([req]);
+      else if (req.op === 'apply') this.applyCommit(req);
       else if (req.part) this.prepare(req);
       else this.serve(req);
     }
@@ -322,6 +324,29 @@ export class ShardServer {
     const out = finished(req.seq, reply, ctx.directory);
     if (ctx.stream) this.startStream(ctx.stream, out);
     this.record(req, out, writes);
+  }
+
+  /**
+   * A standby's share of the leader's commits (shard/apply-commit.ts), applied at once, between two requests.
+   * What cannot be applied reloads the shard instead, the way a failed commit does; either way the reply follows.
+   */
+  private applyCommit(req: ShardRequest): void {
+    let refused: string | null;
+    try {
+      refused = applyCommit(this.shard, req.bytes!);
+    } catch (err) {
+      refused = `applying failed: ${(err as Error).message ?? err}`;
+    }
+    if (refused === null) {
+      this.record(req, { seq: req.seq, status: 200, body: '' }, false);
+      return;
+    }
+    this.log.warn(`shard ${this.shard.shardIndex}: cannot apply the leader's commits (${refused}); reloading its sites`, {
+      event: 'standby-reload',
+      shard: this.shard.shardIndex,
+    });
+    this.shard.failed = true;
+    this.hold([{ ...req, op: 'reload', key: 'rebuilt', bytes: undefined }]);
   }
 
   /** A streamed list's first chunk rides on its reply; a list that fits in one chunk is a plain body (or part). */

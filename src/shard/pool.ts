@@ -104,20 +104,21 @@ export class ShardPool {
   }
 
   /**
-   * Has a shard load its sites again from the store, in its worker (a standby following the leader: the
-   * shard's requests wait meanwhile). Resolves once it has; a shard being replaced loads afresh anyway.
+   * Has a shard load its sites again from the store, in its worker (a standby that cannot apply the leader's
+   * commits: the shard's requests wait meanwhile). Resolves once it has; a shard being replaced loads afresh anyway.
    */
   async reload(shard: number): Promise<void> {
-    const reply = await this.shards[shard].send({
-      op: 'reload',
-      method: 'GET',
-      collection: 'sites',
-      site: null,
-      query: '',
-      principal: { id: 0, email: '', superuser: true, grants: {} },
-      link: { scheme: 'http', host: '', path: '' },
-    });
+    const reply = await this.shards[shard].send(internalRequest('reload'));
     if (reply.status !== 200 && this.shards[shard].ready) throw new Error(`shard ${shard} could not reload: ${reply.body}`);
+  }
+
+  /**
+   * Has a shard apply records of the leader's commits (`payload`: packed shard/apply-commit.ts CommitPayload,
+   * handed over) between two of its requests. False when it could not: the shard was being replaced.
+   */
+  async apply(shard: number, payload: ArrayBuffer): Promise<boolean> {
+    const reply = await this.shards[shard].send({ ...internalRequest('apply'), bytes: payload });
+    return reply.status === 200;
   }
 
   /** Test hook only (config.testHooks). */
@@ -128,6 +129,19 @@ export class ShardPool {
   async stop(): Promise<void> {
     await Promise.all(this.shards.map((s) => s.stop()));
   }
+}
+
+/** A request of the main thread's own (a standby following the leader), not a client's. */
+function internalRequest(op: 'reload' | 'apply'): Omit<ShardRequest, 'seq'> {
+  return {
+    op,
+    method: 'GET',
+    collection: 'sites',
+    site: null,
+    query: '',
+    principal: { id: 0, email: '', superuser: true, grants: {} },
+    link: { scheme: 'http', host: '', path: '' },
+  };
 }
 
 /** Where a k-way merge stands in one shard's items: the piece being read and the next position in it. */

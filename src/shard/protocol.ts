@@ -25,9 +25,20 @@ export interface Principal {
  * grants does the user `key` hold (`user-grants`), the outcome of a bulk
  * request split over shards (`decide`, see BulkPart), and "load your sites
  * again from the store" (`reload`: a standby following the leader's commits,
- * cluster/replica.ts; answered once memory is rebuilt).
+ * cluster/replica.ts; answered once memory is rebuilt), and "apply these records of
+ * the leader's commits" (`apply`: a standby following them, its payload in `bytes`; shard/apply-commit.ts).
  */
-export type Op = StandardOp | 'list-route' | 'detail-route' | 'key-route' | 'resolve' | 'permits' | 'user-grants' | 'decide' | 'reload';
+export type Op =
+  | StandardOp
+  | 'list-route'
+  | 'detail-route'
+  | 'key-route'
+  | 'resolve'
+  | 'permits'
+  | 'user-grants'
+  | 'decide'
+  | 'reload'
+  | 'apply';
 
 export interface ShardRequest {
   seq: number;

@@ -7,11 +7,10 @@ import { RadixTree } from '../ip/radix-tree.js';
 import type { ResourceModel } from '../model/model.js';
 import { MODELS, modelByKind } from '../model/registry.js';
 import { AttributeIndex } from '../query/attribute-index.js';
-import { CHANGE_RESOURCES, EVENTS } from '../store/change-names.js';
 import { IdCounters, IdShardIndex, type SharedIdState } from '../store/ids.js';
 import type { Kind } from '../store/kinds.js';
 import type { Store } from '../store/store.js';
-import { ChangeLog, type ChangeRow } from './changelog.js';
+import { ChangeLog, type ChangeRow, changeRowOf } from './changelog.js';
 import { indexesOf, Relation } from './relations.js';
 import { ObjectTable, type StoredObject } from './table.js';
 import { ValueOwners } from './value-owners.js';
@@ -121,16 +120,7 @@ export class ShardState {
       const site = (await this.store.site<StoredObject>(siteId))!;
       push(byKind, 'site', decode(modelByKind('site'), site));
       await this.store.scanSite(siteId, (kind, _id, value) => push(byKind, kind, decode(modelByKind(kind), value)));
-      await this.store.scanChangeIndex(siteId, (id, [at, event, resourceName, resourceId]) => {
-        rows.push({
-          id,
-          siteId,
-          at,
-          event: EVENTS.indexOf(event as never),
-          resource: CHANGE_RESOURCES.indexOf(resourceName as never),
-          resourceId,
-        });
-      });
+      await this.store.scanChangeIndex(siteId, (id, row) => rows.push(changeRowOf(id, siteId, row)));
     }
 
     let loaded = 0;

@@ -13,6 +13,8 @@
  * | high_water        | (kind, writer)            | id: highest id `writer` ever used                        |
  * | server_key        | id (always 1)             | key: the 32-byte token-signing key                       |
  * | idempotency       | (user_id, key)            | expires_at, reply: stored Idempotency-Key response (msgpack) |
+ * | lease             | id (always 1)             | holder, address, epoch, expires_at, seq (cluster/lease.ts) |
+ * | commit_log        | seq                       | epoch, sites, writes: each fenced commit's keys (commit-log.ts) |
  *
  * Records are msgpack, as in LMDB, so a record reads back exactly as it was
  * written. The Change index LMDB keeps apart (`changeIndex`) is a subset of
@@ -56,6 +58,7 @@ import { Packr } from 'msgpackr';
 import pg from 'pg';
 import type { Fence } from '../cluster/fence.js';
 import { ApiError, Errors, NotLeaderError } from '../errors.js';
+import { commitLogEntry } from './commit-log.js';
 import type { Kind } from './kinds.js';
 import type { ChangeIndexRow, ChangeLogQuery, ChangeRecord, Key, Store, StoredChange, WriteOp, WriteSet } from './store.js';
 import { fullChange } from './store.js';
@@ -102,10 +105,14 @@ export const MIGRATIONS: { version: number; name: string; sql: string[] }[] = [
       'CREATE TABLE commit_log (seq bigint PRIMARY KEY, epoch bigint NOT NULL, sites bigint[] NOT NULL)',
     ],
   },
+  {
+    // The keys each commit wrote (store/commit-log.ts), so a standby applies records instead of reloading sites.
+    // Null in rows logged before this migration: a standby reloads their sites.
+    version: 4,
+    name: 'commit log keys',
+    sql: ['ALTER TABLE commit_log ADD COLUMN writes bytea'],
+  },
 ];
-
-/** In `commit_log.sites`, what stands for the main thread's own records (users), which belong to no site. */
-export const USERS_SITE = -1;
 
 /** SQLSTATEs: unique_violation, duplicate_table, disk_full; class 08 is a lost or refused connection. */
 const UNIQUE_VIOLATION = '23505';
@@ -268,7 +275,7 @@ export class PostgresStore implements Store {
   private async apply(sets: WriteSet[]): Promise<void> {
     const epoch = this.fence?.epoch ?? null;
     if (epoch === 0) throw Errors.notLeader(null);
-    const guard = epoch === null ? [] : fenceStatements(epoch, sitesOf(sets));
+    const guard = epoch === null ? [] : fenceStatements(epoch, commitLogEntry(sets));
     if (sets.every((w) => !w.removeRanges || w.removeRanges.length === 0)) {
       const acc = new Accumulated();
       for (const writes of sets) for (const op of writes.ops) acc.add(op);
@@ -291,10 +298,10 @@ export class PostgresStore implements Store {
       if (guard.length > 0) {
         const bumped = await client.query(guard[0].sql, guard[0].values);
         if (bumped.rowCount === 0) throw Errors.notLeader(null);
-        await client.query('INSERT INTO commit_log (seq, epoch, sites) VALUES ($1, $2, $3::int8[])', [
+        await client.query('INSERT INTO commit_log (seq, epoch, sites, writes) VALUES ($1, $2, $3::int8[], $4)', [
           bumped.rows[0].seq,
           epoch,
-          guard[1].values[0],
+          ...guard[1].values,
         ]);
       }
       let acc = new Accumulated();
@@ -579,37 +586,23 @@ function combined(statements: Statement[], result: string): Statement | null {
 
 /**
  * The fence of a clustered commit, as the first two parts of its statement (`combined`): bump the lease row's
- * commit sequence while it still has this node's epoch (`w0`), and log the commit's sites under that sequence
- * (`w1`). The statement's result, FENCED_RESULT, divides by the rows `w0` bumped: none, when another node took
+ * commit sequence while it still has this node's epoch (`w0`), and log the commit's sites and keys under that
+ * sequence (`w1`, store/commit-log.ts). The statement's result, FENCED_RESULT, divides by the rows `w0` bumped: none, when another node took
  * the lease, makes it fail as a whole, so nothing of the commit is saved. The row lock `w0` takes also orders
  * the commits of every thread of the leader, and a takeover, which bumps the epoch on the same row.
  */
-function fenceStatements(epoch: number, sites: number[]): Statement[] {
+function fenceStatements(epoch: number, entry: { sites: number[]; writes: Buffer }): Statement[] {
   return [
     { table: 'lease', sql: 'UPDATE lease SET seq = seq + 1 WHERE id = 1 AND epoch = $1 RETURNING seq, epoch', values: [epoch] },
     {
       table: 'commit_log',
-      sql: 'INSERT INTO commit_log (seq, epoch, sites) SELECT seq, epoch, $1::int8[] FROM w0',
-      values: [sites],
+      sql: 'INSERT INTO commit_log (seq, epoch, sites, writes) SELECT seq, epoch, $1::int8[], $2::bytea FROM w0',
+      values: [entry.sites, entry.writes],
     },
   ];
 }
 
 const FENCED_RESULT = 'SELECT 1 / (SELECT count(*)::int FROM w0) AS fenced';
-
-/** The sites a run of write sets touches (USERS_SITE for users), for the commit log standbys follow. */
-function sitesOf(sets: WriteSet[]): number[] {
-  const out = new Set<number>();
-  for (const w of sets) {
-    for (const r of w.removeRanges ?? []) out.add(r.prefix);
-    for (const op of w.ops) {
-      if (op.db === 'sites') out.add(op.key as number);
-      else if (op.db === 'objects' || op.db === 'changes' || op.db === 'changeIndex') out.add((op.key as number[])[0]);
-      else if (op.db === 'users') out.add(USERS_SITE);
-    }
-  }
-  return [...out];
-}
 
 function deleteRows(db: WriteOp['db'], ops: WriteOp[]): Statement {
   const keys = ops.map((op) => op.key);
