@@ -12,8 +12,28 @@ import { TestServer } from '../helpers/server.js';
 /** Short, so takeovers happen within a test's patience; renewed every third of it. */
 export const LEASE_MS = 1500;
 
-export function startNode(url: string, nodeId: string, shards = 1): Promise<Server> {
-  return TestServer.start({ shards, env: { NETSOT_STORE: url, NODE_ID: nodeId, LEASE_TIMEOUT_MS: String(LEASE_MS) } });
+export function startNode(url: string, nodeId: string, shards = 1, env: Record<string, string> = {}): Promise<Server> {
+  return TestServer.start({ shards, env: { NETSOT_STORE: url, NODE_ID: nodeId, LEASE_TIMEOUT_MS: String(LEASE_MS), ...env } });
+}
+
+/** One query on the database the nodes share. */
+export async function query<R extends pg.QueryResultRow>(url: string, sql: string): Promise<R[]> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    return (await client.query<R>(sql)).rows;
+  } finally {
+    await client.end();
+  }
+}
+
+/** Waits until `node` says it has applied every commit the database holds now. */
+export async function caughtUp(node: Server, url: string, withinMs = 15_000): Promise<void> {
+  const [{ seq }] = await query<{ seq: string }>(url, 'SELECT seq FROM lease WHERE id = 1');
+  await eventually(
+    async () => Number((await tryRequest(node, 'GET', '/api/', undefined, 2000))?.headers.get('x-netsot-applied')) >= Number(seq),
+    withinMs,
+  );
 }
 
 /** A request that answers null where the node is gone or paused past `timeoutMs` instead of throwing. */
@@ -177,14 +197,9 @@ export async function checkStored(reader: Server, site: Site, load: Load): Promi
 
 /** The commit log as the database holds it: per epoch, how many commits and the highest and lowest seq. */
 export async function commitsByEpoch(url: string): Promise<Map<number, { count: number; min: number; max: number }>> {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    const { rows } = await client.query<{ epoch: string; count: string; min: string; max: string }>(
-      'SELECT epoch, count(*) AS count, min(seq) AS min, max(seq) AS max FROM commit_log GROUP BY epoch ORDER BY epoch',
-    );
-    return new Map(rows.map((r) => [Number(r.epoch), { count: Number(r.count), min: Number(r.min), max: Number(r.max) }]));
-  } finally {
-    await client.end();
-  }
+  const rows = await query<{ epoch: string; count: string; min: string; max: string }>(
+    url,
+    'SELECT epoch, count(*) AS count, min(seq) AS min, max(seq) AS max FROM commit_log GROUP BY epoch ORDER BY epoch',
+  );
+  return new Map(rows.map((r) => [Number(r.epoch), { count: Number(r.count), min: Number(r.min), max: Number(r.max) }]));
 }
