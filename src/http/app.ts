@@ -286,8 +286,10 @@ export class App {
       operation!.main
         ? this.mainRoute(match, operation!, user, x, parsed, accepted.version, stamp)
         : this.resourceRoute(match, operation!, user!, x, parsed === undefined ? {} : parsed, stamp, bytes);
+    // Taken before the request reaches a shard, so a standby's X-Netsot-Applied is a floor of what its answer shows.
+    const cluster = this.lease ? this.clusterHeaders(this.lease) : null;
     const reply = keyed ? await this.idempotency.run(user!.id, method, x.fullPath, x.idempotencyKey, raw, run) : await run();
-    const headers = this.lease ? { ...reply.headers, ...this.clusterHeaders(this.lease) } : reply.headers;
+    const headers = cluster ? { ...reply.headers, ...cluster } : reply.headers;
     if (reply.chunk) return streamReply(x, { ...reply, headers });
     if (reply.body.length >= CHUNKED_REPLY_CHARS && x.representation === 'json' && x.method !== 'HEAD' && reply.status !== 204) {
       return streamReply(x, { status: reply.status, headers, ...textChunks(reply.body) });

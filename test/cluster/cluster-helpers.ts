@@ -5,12 +5,52 @@
  * every node, each acknowledged write recorded.
  */
 import pg from 'pg';
-import { expect } from 'vitest';
+import { afterAll, afterEach, beforeAll, expect } from 'vitest';
+import { startPostgres, type TestPostgres } from '../helpers/postgres.js';
 import type { Response, TestServer as Server } from '../helpers/server.js';
 import { TestServer } from '../helpers/server.js';
 
 /** Short, so takeovers happen within a test's patience; renewed every third of it. */
 export const LEASE_MS = 1500;
+
+export interface ClusterFile {
+  /** A fresh database's URL. */
+  database(): Promise<string>;
+  /** A node on `url`, stopped after the case. */
+  node(url: string, nodeId: string, shards?: number, env?: Record<string, string>): Promise<Server>;
+  /** Stops PostgreSQL, waits `downMs`, and starts it again on the same files. */
+  restartDatabase(downMs: number): Promise<void>;
+}
+
+/**
+ * A test file's cluster: one embedded PostgreSQL for all its cases (each takes a fresh database), and the nodes a
+ * case starts with `node`, stopped (resumed first, if paused) after it.
+ */
+export function clusterFile(): ClusterFile {
+  let server: TestPostgres;
+  const nodes: Server[] = [];
+  beforeAll(async () => {
+    server = await startPostgres();
+  }, 60_000);
+  afterEach(async () => {
+    for (const n of nodes.splice(0)) {
+      if (n.proc.signalCode === 'SIGSTOP') n.proc.kill('SIGCONT');
+      await n.stop();
+    }
+  }, 60_000);
+  afterAll(async () => {
+    await server?.stop();
+  }, 60_000);
+  return {
+    database: () => server.freshDatabase(),
+    restartDatabase: (downMs) => server.restart(downMs),
+    async node(url, nodeId, shards = 1, env = {}) {
+      const n = await startNode(url, nodeId, shards, env);
+      nodes.push(n);
+      return n;
+    },
+  };
+}
 
 export function startNode(url: string, nodeId: string, shards = 1, env: Record<string, string> = {}): Promise<Server> {
   return TestServer.start({ shards, env: { NETSOT_STORE: url, NODE_ID: nodeId, LEASE_TIMEOUT_MS: String(LEASE_MS), ...env } });

@@ -4,50 +4,33 @@
  * over. Real servers from dist/ on a real embedded PostgreSQL; kill -9,
  * SIGSTOP/SIGCONT and a database restart under write load through every node.
  */
-import { afterAll, afterEach, beforeAll, expect, test } from 'vitest';
-import { startPostgres, type TestPostgres } from '../helpers/postgres.js';
+import { expect, test } from 'vitest';
 import type { TestServer } from '../helpers/server.js';
 import {
   checkStored,
+  clusterFile,
   commitsByEpoch,
   eventually,
   LEASE_MS,
   Load,
   makeSite,
   roleOf,
-  startNode,
   tryRequest,
   waitForRole,
 } from './cluster-helpers.js';
 
-let pgServer: TestPostgres;
-const nodes: TestServer[] = [];
-
-beforeAll(async () => {
-  pgServer = await startPostgres();
-}, 60_000);
-afterEach(async () => {
-  for (const n of nodes.splice(0)) {
-    if (n.proc.signalCode === 'SIGSTOP') n.proc.kill('SIGCONT');
-    await n.stop();
-  }
-}, 60_000);
-afterAll(async () => {
-  await pgServer?.stop();
-}, 60_000);
+const { database, node, restartDatabase } = clusterFile();
 
 async function twoNodes(url: string, shards = 1): Promise<[TestServer, TestServer]> {
-  const a = await startNode(url, 'a', shards);
-  nodes.push(a);
+  const a = await node(url, 'a', shards);
   expect(await roleOf(a)).toBe('leader');
-  const b = await startNode(url, 'b', shards);
-  nodes.push(b);
+  const b = await node(url, 'b', shards);
   expect(await roleOf(b)).toBe('standby');
   return [a, b];
 }
 
 test('a standby answers reads from its copy with how far it has applied, and sends writes to the leader', async () => {
-  const url = await pgServer.freshDatabase();
+  const url = await database();
   const [a, b] = await twoNodes(url);
   const site = await makeSite(a, 'follow');
   const dev = await a.post(`/api/sites/${site.id}/devices/`, { hostname: 'r1' });
@@ -73,7 +56,7 @@ test('a standby answers reads from its copy with how far it has applied, and sen
 }, 60_000);
 
 test('kill -9 of the leader under write load: the standby takes over, every acknowledged write is kept, no address twice', async () => {
-  const url = await pgServer.freshDatabase();
+  const url = await database();
   const [a, b] = await twoNodes(url, 2);
   const site = await makeSite(a, 'kill');
   const load = new Load(site, [a, b]);
@@ -102,7 +85,7 @@ test('kill -9 of the leader under write load: the standby takes over, every ackn
 }, 90_000);
 
 test('a leader paused past its lease acknowledges nothing once the standby has taken over, and commits nothing more', async () => {
-  const url = await pgServer.freshDatabase();
+  const url = await database();
   const [a, b] = await twoNodes(url);
   const site = await makeSite(a, 'pause');
   const load = new Load(site, [a]);
@@ -148,14 +131,14 @@ test('a leader paused past its lease acknowledges nothing once the standby has t
 }, 90_000);
 
 test('a PostgreSQL restart under load through both nodes answers 503s, loses no acknowledged write and resumes by itself', async () => {
-  const url = await pgServer.freshDatabase();
+  const url = await database();
   const [a, b] = await twoNodes(url);
   const site = await makeSite(a, 'restart');
   const load = new Load(site, [a, b]);
   load.start(4);
   await eventually(async () => load.acknowledged >= 20, 20_000);
 
-  await pgServer.restart(2000);
+  await restartDatabase(2000);
   const restartedAt = performance.now();
   await eventually(async () => load.acks.filter((x) => x.at > restartedAt).length >= 20, 30_000);
   await load.stop();

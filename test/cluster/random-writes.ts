@@ -108,6 +108,14 @@ export class RandomWrites {
 const pick = <T>(rnd: () => number, xs: T[]): T | undefined => (xs.length === 0 ? undefined : xs[Math.floor(rnd() * xs.length)]);
 const some = <T>(rnd: () => number, xs: T[], most: number): T[] => xs.filter(() => rnd() < most / Math.max(1, xs.length));
 
+/** A few devices of one site picked at random; null when it has none. */
+async function devicesOfASite(w: RandomWrites, rnd: () => number, most: number) {
+  const site = pick(rnd, await w.sites());
+  if (site === undefined) return null;
+  const devices = some(rnd, await w.ids(`/api/sites/${site}/devices/`), most);
+  return devices.length === 0 ? null : { site, devices };
+}
+
 /** [name, weight, what it does]. */
 const ACTIONS: [string, number, (w: RandomWrites, lane: Lane) => Promise<Response | null>][] = [
   [
@@ -159,16 +167,15 @@ const ACTIONS: [string, number, (w: RandomWrites, lane: Lane) => Promise<Respons
     'device bulk update',
     2,
     async (w, { rnd }) => {
-      const site = pick(rnd, await w.sites());
-      if (site === undefined) return null;
-      const devices = some(rnd, await w.ids(`/api/sites/${site}/devices/`), 4);
-      return devices.length === 0
-        ? null
-        : w.send(
-            'PATCH',
-            `/api/sites/${site}/devices/`,
-            devices.map((d) => ({ id: d.id, attributes: { role: pick(rnd, ROLES) } })),
-          );
+      const got = await devicesOfASite(w, rnd, 4);
+      return (
+        got &&
+        w.send(
+          'PATCH',
+          `/api/sites/${got.site}/devices/`,
+          got.devices.map((d) => ({ id: d.id, attributes: { role: pick(rnd, ROLES) } })),
+        )
+      );
     },
   ],
   [
@@ -183,16 +190,15 @@ const ACTIONS: [string, number, (w: RandomWrites, lane: Lane) => Promise<Respons
     'device bulk delete',
     1,
     async (w, { rnd }) => {
-      const site = pick(rnd, await w.sites());
-      if (site === undefined) return null;
-      const devices = some(rnd, await w.ids(`/api/sites/${site}/devices/`), 3);
-      return devices.length === 0
-        ? null
-        : w.send(
-            'DELETE',
-            `/api/sites/${site}/devices/`,
-            devices.map((d) => d.id),
-          );
+      const got = await devicesOfASite(w, rnd, 3);
+      return (
+        got &&
+        w.send(
+          'DELETE',
+          `/api/sites/${got.site}/devices/`,
+          got.devices.map((d) => d.id),
+        )
+      );
     },
   ],
   [

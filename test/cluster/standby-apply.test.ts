@@ -9,34 +9,13 @@
  * different shard count from the leader's, so the records reach its shards
  * in another grouping than they were committed in.
  */
-import { afterAll, afterEach, beforeAll, expect, test } from 'vitest';
-import { startPostgres, type TestPostgres } from '../helpers/postgres.js';
+import { expect, test } from 'vitest';
 import type { TestServer } from '../helpers/server.js';
 import { answers, differences, readPaths } from './answers.js';
-import { caughtUp, eventually, LEASE_MS, query, roleOf, startNode } from './cluster-helpers.js';
+import { caughtUp, clusterFile, eventually, LEASE_MS, query, roleOf } from './cluster-helpers.js';
 import { ACTION_NAMES, RandomWrites } from './random-writes.js';
 
-let pgServer: TestPostgres;
-const nodes: TestServer[] = [];
-
-beforeAll(async () => {
-  pgServer = await startPostgres();
-}, 60_000);
-afterEach(async () => {
-  for (const n of nodes.splice(0)) {
-    if (n.proc.signalCode === 'SIGSTOP') n.proc.kill('SIGCONT');
-    await n.stop();
-  }
-}, 60_000);
-afterAll(async () => {
-  await pgServer?.stop();
-}, 60_000);
-
-async function node(url: string, id: string, shards: number, env: Record<string, string> = {}): Promise<TestServer> {
-  const n = await startNode(url, id, shards, env);
-  nodes.push(n);
-  return n;
-}
+const { database, node } = clusterFile();
 
 /** The standby's answers against those of a node started now on the same database (then stopped). */
 async function expectSameAsFresh(url: string, standby: TestServer, freshId: string): Promise<number> {
@@ -51,7 +30,7 @@ async function expectSameAsFresh(url: string, standby: TestServer, freshId: stri
 const seed = Number(process.env.STANDBY_SEED ?? Date.now() % 100_000);
 
 test('a standby applying the leader’s commits answers every read as a node freshly loaded from the database', async () => {
-  const url = await pgServer.freshDatabase();
+  const url = await database();
   const leader = await node(url, 'a', 2);
   const standby = await node(url, 'b', 3);
   expect(await roleOf(standby)).toBe('standby');
@@ -76,7 +55,7 @@ test('a standby applying the leader’s commits answers every read as a node fre
 }, 120_000);
 
 test('a standby that fell behind past the pruned commit log reloads every shard, then answers as a fresh node', async () => {
-  const url = await pgServer.freshDatabase();
+  const url = await database();
   const keep = { COMMIT_LOG_KEEP: '5' };
   const leader = await node(url, 'a', 2, keep);
   const standby = await node(url, 'b', 3, keep);
