@@ -56,15 +56,18 @@ export class CommitReader {
     this.pool.on('error', () => undefined);
   }
 
-  /** The commits after `after` and their rows; `upTo` equal to `after` when there is none. */
-  async read(after: number): Promise<CommitRecords | ReloadInstead> {
+  /**
+   * The commits after `after` and their rows; `upTo` equal to `after` when there is none. `rows` false reads only
+   * the sites the commits touched, as a reload (the bench's reload-only path, cluster/replica.ts).
+   */
+  async read(after: number, rows = true): Promise<CommitRecords | ReloadInstead> {
     const client = await this.pool.connect();
     const quiet = () => undefined;
     client.on('error', quiet);
     let broken: Error | undefined;
     try {
       await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
-      const out = await readInSnapshot(client, after);
+      const out = await readInSnapshot(client, after, rows);
       await client.query('COMMIT');
       return out;
     } catch (err) {
@@ -83,7 +86,7 @@ export class CommitReader {
   }
 }
 
-async function readInSnapshot(client: pg.PoolClient, after: number): Promise<CommitRecords | ReloadInstead> {
+async function readInSnapshot(client: pg.PoolClient, after: number, wanted: boolean): Promise<CommitRecords | ReloadInstead> {
   const upTo = Number((await client.query<{ seq: string }>('SELECT seq FROM lease WHERE id = 1')).rows[0].seq);
   const none: CommitRecords = { upTo: after, objects: [], changes: [], users: [], droppedChanges: [], droppedObjects: [] };
   if (upTo <= after) return none;
@@ -97,6 +100,7 @@ async function readInSnapshot(client: pg.PoolClient, after: number): Promise<Com
 
   const touched = new Set<number>();
   for (const r of rows) for (const s of r.sites) touched.add(Number(s));
+  if (!wanted) return { upTo, reload: touched, reason: 'rows not read' };
   const keys = new KeySet();
   for (const r of rows) {
     if (r.writes === null) return { upTo, reload: touched, reason: `commit ${r.seq} was logged without its keys` };

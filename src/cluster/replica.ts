@@ -64,16 +64,17 @@ export class Replica implements Follower {
   }
 
   async catchUp(applied: number): Promise<number> {
-    const read = await this.reader.read(applied);
-    if ('reload' in read) {
-      this.log.warn(`cluster: reloading ${read.reload === 'all' ? 'every shard' : 'the shards of the sites touched'} (${read.reason})`, {
-        event: 'standby-reload',
-        applied,
-        upTo: read.upTo,
-      });
+    const read = await this.reader.read(applied, !RELOAD_ALWAYS);
+    if (!('reload' in read)) await this.apply(read);
+    else {
+      if (!RELOAD_ALWAYS)
+        this.log.warn(`cluster: reloading ${read.reload === 'all' ? 'every shard' : 'the shards of the sites touched'} (${read.reason})`, {
+          event: 'standby-reload',
+          applied,
+          upTo: read.upTo,
+        });
       await this.reload(read.reload);
-    } else if (RELOAD_ALWAYS) await this.reload(sitesOf(read));
-    else await this.apply(read);
+    }
     return read.upTo;
   }
 
@@ -121,13 +122,4 @@ export class Replica implements Follower {
   close(): Promise<void> {
     return this.reader.close();
   }
-}
-
-/** The sites records belong to (USERS_SITE for users): what the reload-only path reloads. */
-function sitesOf(records: CommitRecords): Set<number> {
-  const out = new Set<number>([...records.droppedChanges, ...records.droppedObjects]);
-  for (const o of records.objects) out.add(o[0]);
-  for (const c of records.changes) out.add(c[0]);
-  if (records.users.length > 0) out.add(USERS_SITE);
-  return out;
 }
