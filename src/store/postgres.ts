@@ -587,8 +587,8 @@ function combined(statements: Statement[], result: string): Statement | null {
 /**
  * The fence of a clustered commit, as the first two parts of its statement (`combined`): bump the lease row's
  * commit sequence while it still has this node's epoch (`w0`), and log the commit's sites and keys under that
- * sequence (`w1`, store/commit-log.ts). The statement's result, FENCED_RESULT, divides by the rows `w0` bumped: none, when another node took
- * the lease, makes it fail as a whole, so nothing of the commit is saved. The row lock `w0` takes also orders
+ * sequence (`w1`, store/commit-log.ts). The statement's result, FENCED_RESULT, divides by the rows `w0` bumped:
+ * none, when another node took the lease, makes it fail as a whole, so nothing of the commit is saved. The row lock `w0` takes also orders
  * the commits of every thread of the leader, and a takeover, which bumps the epoch on the same row.
  */
 function fenceStatements(epoch: number, entry: { sites: number[]; writes: Buffer }): Statement[] {
