@@ -50,7 +50,7 @@ test('a standby answers reads from its copy with how far it has applied, and sen
   // Refused, so nothing was written: the leader has no r2.
   expect((await a.get(`/api/sites/${site.id}/devices/?hostname=r2`)).json).toEqual([]);
 
-  // An update on the leader reaches the standby too (its copy of the site is reloaded).
+  // An update on the leader reaches the standby too (the device record is applied to its copy).
   expect((await a.patch(`/api/devices/${dev.json.id}/`, { hostname: 'r1b' })).status).toBe(200);
   await eventually(async () => (await b.get(`/api/devices/${dev.json.id}/`)).json?.hostname === 'r1b');
 }, 60_000);
