@@ -26,6 +26,8 @@ const MAX_COMMITS = 50_000;
 const MAX_KEYS = 200_000;
 /** Keys per query. */
 const KEY_PAGE = 20_000;
+/** Longest one catch-up query may take (at least three leases). */
+const QUERY_TIMEOUT_MS = 10_000;
 
 /** The rows of the commits after `from` up to `upTo`, as commit `upTo` left them. */
 export interface CommitRecords {
@@ -50,9 +52,15 @@ export interface ReloadInstead {
 export class CommitReader {
   private readonly pool: pg.Pool;
 
-  constructor(url: string) {
-    // Its own connection: a long catch-up must not hold up the lease renewals (cluster/lease.ts).
-    this.pool = new pg.Pool({ connectionString: url, max: 1 });
+  constructor(url: string, leaseMs: number) {
+    // Its own connection: a long catch-up must not hold up the lease renewals (cluster/lease.ts). A query that
+    // hangs (a partitioned database) gives up, so the standby's next turn can try again, or take over.
+    this.pool = new pg.Pool({
+      connectionString: url,
+      max: 1,
+      connectionTimeoutMillis: leaseMs,
+      query_timeout: Math.max(QUERY_TIMEOUT_MS, 3 * leaseMs),
+    });
     this.pool.on('error', () => undefined);
   }
 

@@ -26,6 +26,7 @@
  * no id it could still hand out can ever be saved.
  */
 import { Packr } from 'msgpackr';
+import type { Config } from '../config.js';
 import type { Logger } from '../log.js';
 import type { SiteDirectory } from '../model/site-directory.js';
 import type { UserDirectory, UserRecord } from '../model/user.js';
@@ -52,7 +53,7 @@ export class Replica implements Follower {
   private readonly reader: CommitReader;
 
   constructor(
-    url: string,
+    config: Pick<Config, 'store' | 'leaseMs'>,
     private readonly store: Store,
     private readonly pool: ShardPool,
     private readonly sites: SiteDirectory,
@@ -60,7 +61,7 @@ export class Replica implements Follower {
     private readonly ids: IdCounters,
     private readonly log: Logger,
   ) {
-    this.reader = new CommitReader(url);
+    this.reader = new CommitReader(config.store!, config.leaseMs);
   }
 
   async catchUp(applied: number): Promise<number> {

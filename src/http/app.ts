@@ -153,7 +153,7 @@ export class App {
         feed,
         lease,
       );
-      if (lease) await lease.start(new Replica(config.store!, store, pool, sites, users, ids, log));
+      await lease?.start(new Replica(config, store, pool, sites, users, ids, log));
       return app;
     } catch (err) {
       await lease?.stop();
