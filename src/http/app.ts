@@ -47,6 +47,7 @@ import { type InjectRequest, type InjectResponse, inject } from './inject.js';
 import { RequestObserver } from './observe.js';
 import { openApiDocument } from './openapi.js';
 import { optionsFor } from './options.js';
+import { isCacheableRead, ReadCache } from './read-cache.js';
 import type { Exchange } from './respond.js';
 import { allowHeader, type RouteMatch, Router } from './router.js';
 import { ASSETS_PATH, StaticAssets } from './static.js';
@@ -77,6 +78,7 @@ export class App {
     readonly feed: FeedHub,
     /** The cluster lease on a PostgreSQL store (cluster/lease.ts); null on LMDB, which has one node. */
     readonly lease: LeaseKeeper | null,
+    private readonly readCache: ReadCache,
   ) {
     this.observer = new RequestObserver(log, metrics);
   }
@@ -102,6 +104,8 @@ export class App {
       // The figures read the pool and the app only when scraped, after both exist.
       let app: App | undefined;
       let feed: FeedHub | null = null;
+      // Asked only once the pool exists (a batch's versions, a reply to keep).
+      const readCache = new ReadCache(config.readCacheBytes, config.shards, (site) => pool.shardOfSite(site));
       const metrics = config.metrics
         ? new Metrics({
             shards: config.shards,
@@ -112,6 +116,7 @@ export class App {
             },
             inFlight: () => app?.inFlight ?? 0,
             storePath: join(config.dataDir, 'netsot.mdb'),
+            readCache: () => readCache,
           })
         : null;
       const pool: ShardPool = await ShardPool.start(
@@ -128,6 +133,7 @@ export class App {
             feed?.onRestarted(shard);
           },
           onReplies: (shard, items) => feed?.onReplies(shard, items),
+          onVersions: (shard, versions) => readCache.note(shard, versions),
         },
         metrics?.statsBuffer ?? null,
         fence,
@@ -152,6 +158,7 @@ export class App {
         idempotency,
         feed,
         lease,
+        readCache,
       );
       await lease?.start(new Replica(store, pool, sites, users, ids));
       return app;
@@ -170,6 +177,7 @@ export class App {
   /** Runs the lifecycle; whatever it throws becomes the error response (an unexpected error a logged 500). */
   handle(x: Exchange): void {
     x.observer = this.observer;
+    if (this.answerFromCache(x)) return;
     this.inFlight++;
     this.lifecycle(x)
       .catch((err) => x.fail(err))
@@ -287,12 +295,57 @@ export class App {
         ? this.mainRoute(match, operation!, user, x, parsed, accepted.version, stamp)
         : this.resourceRoute(match, operation!, user!, x, parsed === undefined ? {} : parsed, stamp, bytes);
     const reply = keyed ? await this.idempotency.run(user!.id, method, x.fullPath, x.idempotencyKey, raw, run) : await run();
+    if (reply.cache && (!this.lease || this.cacheTrusted(this.lease)))
+      this.readCache.put(x.fullPath, reply.cache.site, reply.cache.version, reply.body);
     const headers = this.lease ? { ...reply.headers, ...this.clusterHeaders(this.lease) } : reply.headers;
     if (reply.chunk) return streamReply(x, { ...reply, headers });
     if (reply.body.length >= CHUNKED_REPLY_CHARS && x.representation === 'json' && x.method !== 'HEAD' && reply.status !== 204) {
       return streamReply(x, { status: reply.status, headers, ...textChunks(reply.body) });
     }
     return x.send(reply.status, reply.body, headers);
+  }
+
+  /**
+   * A repeated single-object GET answered from the read cache (read-cache.ts) at once, in the transport's own
+   * call: no awaits and no shard hop. False when anything about the request is not plainly a cached read by a
+   * known caller; the lifecycle then gives the same answer the usual way, and every error.
+   */
+  private answerFromCache(x: Exchange): boolean {
+    const cache = this.readCache;
+    if (!cache.enabled || (x.method !== 'GET' && x.method !== 'HEAD') || x.hasBody || this.draining) return false;
+    if (this.lease && !this.cacheTrusted(this.lease)) return false;
+    const body = cache.get(x.fullPath);
+    if (body === undefined) return false;
+    const match = this.router.match(x.path);
+    const accepted = this.negotiate(x.accept, x.query);
+    if (!match || !accepted) return false;
+    let caller: UserRecord | string;
+    try {
+      caller = this.auth.identify({ authorization: x.authorization, email: x.emailHeader }, match.route.tokenOnly === true);
+    } catch {
+      return false;
+    }
+    if (typeof caller === 'string') return false;
+    x.match = match;
+    x.allow = allowHeader(methodsOf(match.route));
+    x.representation = accepted.representation;
+    x.user = caller.email;
+    x.send(200, body, this.lease ? this.clusterHeaders(this.lease) : undefined);
+    return true;
+  }
+
+  /** The epoch the read cache was filled under; a standby's copy follows the leader outside any shard write. */
+  private cacheEpoch = 0;
+
+  /** Whether this node may answer from its read cache: only while it leads, and never from what it cached before. */
+  private cacheTrusted(lease: LeaseKeeper): boolean {
+    const epoch = lease.leadingEpoch;
+    if (epoch === 0) return false;
+    if (epoch !== this.cacheEpoch) {
+      this.readCache.clear();
+      this.cacheEpoch = epoch;
+    }
+    return true;
   }
 
   /** How far a standby's copy is: the last commit of the leader it has applied. */
@@ -394,6 +447,7 @@ export class App {
       // top-level one merged from every shard's chunks (shard/merged-stream.ts).
       stream: x.method === 'GET' && x.representation === 'json' && (match.route.shape === 'list' || match.route.shape === 'list-route'),
       idempotency: stamp,
+      cacheable: this.readCache.enabled && isCacheableRead(match, operation, model),
     };
     const hook = model.beforeForward?.(
       { target: match.route.shape, method: x.method, key: match.key, body, principal: input.principal },

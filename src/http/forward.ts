@@ -41,6 +41,8 @@ export interface Forwarded {
   /** A streamed list (P7): its first chunk, and where the others arrive. */
   chunk?: ListChunk;
   stream?: ChunkSource;
+  /** A body the read cache may keep (ShardReply.cache). */
+  cache?: ShardReply['cache'];
 }
 
 /** The shard operation a route and method run: the declared standard op, or the route's own handler by its shape. */
@@ -82,6 +84,8 @@ export interface ForwardInput {
   op?: Op;
   /** The transport can stream an unpaginated list's reply (P7, http/stream.ts). */
   stream?: boolean;
+  /** A single-object GET whose body the read cache may keep (read-cache.ts isCacheableRead). */
+  cacheable?: boolean;
 }
 
 export class Forwarder {
@@ -115,6 +119,7 @@ export class Forwarder {
       siteClaim: input.siteClaim,
       stream: input.stream,
       idempotency: input.idempotency,
+      cacheable: input.cacheable,
     };
     // No shard holds an unknown site; any one of them answers for it.
     if (match.site !== null) return this.pool.send(match.site === NO_ID ? 0 : this.pool.shardOfSite(match.site), req);

@@ -8,6 +8,7 @@ import type { LinkBase } from '../query/pagination.js';
 import type { StandardOp } from '../routes/route.js';
 import type { WriteSet } from '../store/store.js';
 import type { ChunkStream } from './chunk-stream.js';
+import type { VersionNotice } from './site-versions.js';
 
 export interface Principal {
   id: number;
@@ -61,6 +62,8 @@ export interface ShardRequest {
   idempotency?: IdempotencyStamp;
   /** A top-level bulk write split over shards: this shard's part of the client's list. */
   part?: BulkPart;
+  /** A single-object GET the main thread's read cache may keep: the reply says where and when it was rendered (`cache`). */
+  cacheable?: boolean;
   /** op 'decide': the main thread's outcome for the part of `txn` this shard prepared. */
   decision?: { txn: number; commit: boolean };
 }
@@ -232,6 +235,10 @@ export interface ShardReply {
   feed?: FeedItem[];
   /** A bulk part that applied in memory and awaits the decision (see BulkPart). */
   prepared?: PreparedPart;
+  /** A cacheable read's body (ShardRequest.cacheable): the site it was rendered from, at which version. */
+  cache?: { site: number; version: number };
+  /** On the first reply of a batch only: the site versions given since the last batch (shard/site-versions.ts). */
+  versions?: VersionNotice;
   /** A bulk part that failed: where, for ranking (see BulkPart). */
   failure?: PartFailure;
 }
