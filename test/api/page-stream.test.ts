@@ -10,7 +10,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { SKIP_BY_KEYS_FROM } from '../../src/shard/list-stream.js';
 import { InjectServer as TestServer } from '../helpers/inject.js';
-import { envelope, expectedPage, firstDifference, itemTexts, metric, streamsOpen } from '../helpers/streams.js';
+import { envelope, expectedPage, firstDifference, itemTexts, metric, streamsOpen, twoSitesOfHosts } from '../helpers/streams.js';
 
 const HOSTS = 3_000;
 const BATCH = 500;
@@ -22,21 +22,7 @@ let networks: string[] = [];
 
 beforeAll(async () => {
   s = await TestServer.start({ shards: 2 });
-  for (const [n, name] of ['page a', 'page b'].entries()) {
-    const site = (await s.post('/api/sites/', { name })).json.id;
-    sites.push(site);
-    expect((await s.post(`/api/sites/${site}/networks/`, { cidr: `${10 + n}.0.0.0/8` })).status).toBe(201);
-  }
-  expect(sites[0] % 2).not.toBe(sites[1] % 2);
-  for (let b = 0; b < HOSTS / BATCH; b++) {
-    for (const [n, site] of sites.entries()) {
-      const batch = Array.from({ length: BATCH }, (_, i) => {
-        const k = b * BATCH + i + 1;
-        return { cidr: `${10 + n}.0.${k >> 8}.${k & 255}/32` };
-      });
-      expect((await s.post(`/api/sites/${site}/networks/`, batch)).status).toBe(201);
-    }
-  }
+  sites.push(...(await twoSitesOfHosts(s, ['page a', 'page b'], HOSTS, BATCH)));
   // A Network attribute in the first site only: a set query naming it is unknown on the other shard.
   expect((await s.post(`/api/sites/${sites[0]}/attributes/`, { name: 'role', resource_name: 'Network' })).status).toBe(201);
   const all = await s.get('/api/networks/');

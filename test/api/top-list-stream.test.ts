@@ -23,6 +23,7 @@ import {
   rss,
   sleep,
   streamsOpen,
+  twoSitesOfHosts,
 } from '../helpers/streams.js';
 
 /** Per site; lists of BATCH alternate between the two sites. */
@@ -63,23 +64,7 @@ async function mergedNested(collection: string, query = '', newestFirst = false)
 
 beforeAll(async () => {
   s = await TestServer.start({ shards: 2 });
-  for (const [n, name] of ['top stream a', 'top stream b'].entries()) {
-    const site = (await s.post('/api/sites/', { name })).json.id;
-    sites.push(site);
-    expect((await s.post(`/api/sites/${site}/networks/`, { cidr: `${10 + n}.0.0.0/8` })).status).toBe(201);
-  }
-  // Two sites on two shards (a site's shard is its id modulo the shard count).
-  expect(sites[0] % 2).not.toBe(sites[1] % 2);
-  for (let b = 0; b < PER_SITE / BATCH; b++) {
-    for (const [n, site] of sites.entries()) {
-      const batch = Array.from({ length: BATCH }, (_, i) => {
-        const k = b * BATCH + i;
-        return { cidr: `${10 + n}.${(k >> 16) & 255}.${(k >> 8) & 255}.${k & 255}/32` };
-      });
-      const res = await s.post(`/api/sites/${site}/networks/`, batch);
-      expect(res.status, res.text.slice(0, 200)).toBe(201);
-    }
-  }
+  sites.push(...(await twoSitesOfHosts(s, ['top stream a', 'top stream b'], PER_SITE, BATCH)));
 }, 180_000);
 afterAll(() => s.stop());
 

@@ -5,8 +5,38 @@ import type { TestServer } from './server.js';
 
 const AUTH = { 'X-Service-Email': 'admin@localhost' };
 
-/** A server these helpers ask for its /metrics: a TestServer, or an InjectServer. */
+/** A server these helpers talk to: a TestServer, or an InjectServer. */
 type Gettable = Pick<TestServer, 'get'>;
+type Client = Pick<TestServer, 'get' | 'post'>;
+
+/**
+ * Two sites on two shards (a site's shard is its id modulo the shard count), site n holding the base network
+ * `1<n>.0.0.0/8` and `perSite` hosts under it, POSTed in lists of `batch` that alternate between the sites, so
+ * ids (and Changes) interleave across the shards and a top-level merge must weave them. The sites' ids.
+ */
+export async function twoSitesOfHosts(s: Client, names: [string, string], perSite: number, batch: number): Promise<number[]> {
+  const sites: number[] = [];
+  const created = async (res: Promise<{ status: number; text: string }>) => {
+    const r = await res;
+    if (r.status !== 201) throw new Error(`a fill POST answered ${r.status}: ${r.text.slice(0, 200)}`);
+    return r;
+  };
+  for (const [n, name] of names.entries()) {
+    sites.push(JSON.parse((await created(s.post('/api/sites/', { name }))).text).id);
+    await created(s.post(`/api/sites/${sites[n]}/networks/`, { cidr: `${10 + n}.0.0.0/8` }));
+  }
+  if (sites[0] % 2 === sites[1] % 2) throw new Error(`sites ${sites} are on one shard`);
+  for (let b = 0; b < perSite / batch; b++) {
+    for (const [n, site] of sites.entries()) {
+      const hosts = Array.from({ length: batch }, (_, i) => {
+        const k = b * batch + i;
+        return { cidr: `${10 + n}.${(k >> 16) & 255}.${(k >> 8) & 255}.${k & 255}/32` };
+      });
+      await created(s.post(`/api/sites/${site}/networks/`, hosts));
+    }
+  }
+  return sites;
+}
 
 /** One sample's value from the server's /metrics. */
 export async function metric(s: Gettable, name: string): Promise<number> {
