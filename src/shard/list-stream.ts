@@ -160,6 +160,7 @@ export class ListStream {
    * Never with keys-only chunks, which wait for the main thread.
    */
   rest(): ListChunk {
+    if (this.skipping) throw new Error('a list skipping by keys is streamed, never made whole');
     const first = this.next();
     if (first.last) return first;
     const chunks = [first];
@@ -189,7 +190,7 @@ export class ListStream {
       keys2.push(k2);
     }
     const index = this.index++;
-    const part: ListPart = { count: this.count, keys, keys2, items: [], keysOnly: true, newestFirst: merge.newestFirst };
+    const part: ListPart = { count: this.count, keys, keys2, items: [], keysUntil: merge.keysUntil, newestFirst: merge.newestFirst };
     return { text: '', index, last: false, part: this.piece(merge, index, part) };
   }
 

@@ -103,7 +103,7 @@ export class MergedStream implements ChunkSource {
         done: !streams,
         at: 0,
         total: first.count,
-        keysUntil: first.keysOnly ? Math.min(first.count, frame.skip) : 0,
+        keysUntil: first.keysUntil ?? 0,
       };
     });
     this.count = this.inputs.reduce((n, input) => n + input.total, 0);
@@ -168,7 +168,7 @@ export class MergedStream implements ChunkSource {
     }
     const part = chunk.part!;
     // Keys the shard sent before it learnt where its part of the page starts: dropped unread (its window was renewed).
-    if (part.keysOnly && input.keysUntil === 0) return;
+    if (part.keysUntil !== undefined && input.keysUntil === 0) return;
     if (chunk.last) {
       input.done = true;
       input.stream = null;

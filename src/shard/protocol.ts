@@ -150,7 +150,7 @@ export type ShardControl = { testHook: TestHook } | StreamControl;
  * Flow control of a streamed list, main thread → worker: `credit` more chunks
  * may be sent (one per chunk the client's socket took), or `cancel` (the
  * client went away) drops the stream. `from`: a top-level page's merge has
- * skipped its offset by the shards' sort keys (ListPart.keysOnly); this shard's
+ * skipped its offset by the shards' sort keys (ListPart.keysUntil); this shard's
  * part of the page starts at that position of its list, rendered from now on,
  * with a fresh window of credit (what it sent before is dropped unread).
  */
@@ -190,10 +190,13 @@ export interface ListPart {
   /** Primary and secondary sort keys per item. */
   keys: number[];
   keys2: number[];
-  /** The items' JSON; empty on a keysOnly piece. */
+  /** The items' JSON; empty on a keys-only piece. */
   items: string[];
-  /** The keys of items a page's offset may skip, sent without rendering them (see StreamControl.from). */
-  keysOnly?: true;
+  /**
+   * A keys-only piece: the sort keys of items a page's offset may skip, sent without rendering them (see
+   * StreamControl.from); the shard sends the keys of its positions below this, then waits to be told.
+   */
+  keysUntil?: number;
   newestFirst: boolean;
   checks?: ListChecks;
 }

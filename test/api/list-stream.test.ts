@@ -27,7 +27,7 @@ const NETWORKS = 100_000;
 /** With the base network. */
 const TOTAL = NETWORKS + 1;
 /** Networks per reference page: small enough to be one chunk, so each page is a whole body. */
-const SMALL_PAGE = 250;
+const SMALL_PAGE = 300;
 
 let s: TestServer;
 let site: number;

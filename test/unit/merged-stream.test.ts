@@ -16,7 +16,7 @@ const piece = (ids: number[], items = ids.map(String), count = ids.length): List
 });
 
 /** The keys alone of the positions a page's offset may skip (list-stream.ts keysChunk). */
-const keysPiece = (ids: number[], count: number): ListPart => ({ ...piece(ids, [], count), keysOnly: true });
+const keysPiece = (ids: number[], count: number, keysUntil: number): ListPart => ({ ...piece(ids, [], count), keysUntil });
 
 /** The frame of `?<query>` on /api/networks/ at host h. */
 const frame = (query: string) => {
@@ -106,7 +106,7 @@ describe('MergedStream', () => {
   });
 
   test('MergedStream answers an offset past the end with empty results at once, stopping the shards', () => {
-    const a = streaming(1, keysPiece([1, 2], 2));
+    const a = streaming(1, keysPiece([1, 2], 2, 2));
     const merged = new MergedStream([a.reply, whole(2, piece([3], undefined, 1))], frame('limit=5&offset=300'));
     expect(merged.first()).toMatchObject({
       text: '{"count":3,"next":null,"previous":"http://h/api/networks/?limit=5&offset=295","results":[]}',
@@ -116,8 +116,8 @@ describe('MergedStream', () => {
   });
 
   test('MergedStream skips a large offset on keys, then has each shard render its part from where the skip left it', () => {
-    const a = streaming(1, keysPiece([1, 4], 5));
-    const b = streaming(2, keysPiece([2, 3], 4));
+    const a = streaming(1, keysPiece([1, 4], 5, 4));
+    const b = streaming(2, keysPiece([2, 3], 4, 4));
     const merged = new MergedStream([a.reply, b.reply], frame('limit=3&offset=4'));
     // 1, 2, 3, 4 are skipped without their text: a's 1 and 4 and b's 2 and 3; b's next keys are still to come.
     const first = merged.first();
@@ -130,7 +130,7 @@ describe('MergedStream', () => {
     // 1, 2, 3 are skipped; b's next key may come before a's 4: the merge waits for it.
     expect(a.control).toEqual([]);
     expect(b.control).toEqual([{ stream: 2, credit: 1 }]);
-    b.send(keysPiece([5, 8], 4));
+    b.send(keysPiece([5, 8], 4, 4));
     // a's 4 was the offset's last: both shards render from there (a from its 3rd item, b from its 3rd).
     expect(a.control).toEqual([
       { stream: 1, credit: 1 },
@@ -141,7 +141,7 @@ describe('MergedStream', () => {
       { stream: 2, from: 2 },
     ]);
     // Keys a sent before it learnt where the page starts are dropped unread, with no credit for them.
-    a.send(keysPiece([6, 7], 5));
+    a.send(keysPiece([6, 7], 5, 4));
     a.send(piece([6, 7], ['"six"', '"seven"'], 5));
     expect(got.length).toBe(0);
     b.send(piece([5, 8], ['"five"', '"eight"'], 4), true);
@@ -158,8 +158,8 @@ describe('MergedStream', () => {
   });
 
   test('MergedStream stops a shard whose whole list the offset skipped instead of restarting it', () => {
-    const a = streaming(1, keysPiece([1, 2], 2));
-    const b = streaming(2, keysPiece([3, 4, 5], 6));
+    const a = streaming(1, keysPiece([1, 2], 2, 2));
+    const b = streaming(2, keysPiece([3, 4, 5], 6, 3));
     const merged = new MergedStream([a.reply, b.reply], frame('limit=10&offset=3'));
     merged.first();
     merged.read(() => undefined);
@@ -170,11 +170,12 @@ describe('MergedStream', () => {
   test('MergedStream counts a long offset off over several event-loop turns', async () => {
     const n = 100_000;
     const ids = Array.from({ length: n }, (_, i) => 2 * i);
-    const a = streaming(1, keysPiece(ids, n));
+    const a = streaming(1, keysPiece(ids, n, n));
     const b = streaming(
       2,
       keysPiece(
         ids.map((id) => id + 1),
+        n,
         n,
       ),
     );
