@@ -259,7 +259,7 @@ export class MergedStream implements ChunkSource {
       input.piece = undefined;
       input.queue = [];
       input.pos = 0;
-      if (input.at < input.total) input.stream?.restartAt(input.at);
+      if (input.at < input.total && input.stream) input.stream.restartAt(input.at);
       else {
         input.stream?.cancel();
         input.stream = null;
