@@ -28,7 +28,7 @@ import { modelByCollection } from '../model/registry.js';
 import { SiteDirectory } from '../model/site-directory.js';
 import { UserDirectory, type UserRecord } from '../model/user.js';
 import { QueryParams } from '../query/params.js';
-import type { HttpMethod, Operation } from '../routes/route.js';
+import type { HttpMethod, Operation, Shape } from '../routes/route.js';
 import { methodsOf, ROUTES } from '../routes/table.js';
 import type { HeldGrant } from '../shard/object-grants.js';
 import { ShardPool } from '../shard/pool.js';
@@ -52,6 +52,9 @@ import type { Exchange } from './respond.js';
 import { allowHeader, type RouteMatch, Router } from './router.js';
 import { ASSETS_PATH, StaticAssets } from './static.js';
 import { CHUNKED_REPLY_CHARS, streamReply, textChunks } from './stream.js';
+
+/** Routes whose answer may be a list, which a shard streams (P7): the collection's, its list routes', an object's sub-route lists. */
+const STREAMABLE_SHAPES = new Set<Shape>(['list', 'list-route', 'detail-route']);
 
 export class App {
   /** Most clients send one of a few Accept headers; the parse is cached unless ?format= may apply. */
@@ -443,9 +446,10 @@ export class App {
       bytes,
       principal: this.users.principal(user),
       link: { scheme: 'http', host: x.host, path: x.path },
-      // P7: a list read as JSON may come back in chunks, written as the client takes them (stream.ts); a
-      // top-level one merged from every shard's chunks (shard/merged-stream.ts).
-      stream: x.method === 'GET' && x.representation === 'json' && (match.route.shape === 'list' || match.route.shape === 'list-route'),
+      // P7: a list read as JSON (a page too, and a sub-route's list) may come back in chunks, written as the
+      // client takes them (stream.ts); a top-level one merged from every shard's chunks (shard/merged-stream.ts).
+      // HEAD too: it stops after the first chunk (streamReply).
+      stream: (x.method === 'GET' || x.method === 'HEAD') && x.representation === 'json' && STREAMABLE_SHAPES.has(match.route.shape),
       idempotency: stamp,
       cacheable: this.readCache.enabled && isCacheableRead(match, operation, model),
     };

@@ -159,7 +159,8 @@ class UwsExchange extends Exchange {
       // uWS 20.30's endWithoutBody(length) leaves a keep-alive connection unusable; an explicit
       // Content-Length header with endWithoutBody() does not.
       if (head) {
-        res.writeHeader('Content-Length', String(Buffer.byteLength(payload)));
+        // A HEAD of a streamed list says Transfer-Encoding as its GET does, and no length (stream.ts).
+        if (!('Transfer-Encoding' in headers)) res.writeHeader('Content-Length', String(Buffer.byteLength(payload)));
         res.endWithoutBody();
       } else res.end(payload, closeConnection);
     });

@@ -358,16 +358,18 @@ export class ShardServer {
       this.streams.delete(message.stream);
       return;
     }
-    stream.credit += message.credit ?? 0;
+    if (message.from !== undefined) stream.restartAt(message.from);
+    else stream.credit += message.credit ?? 0;
     this.pump(stream);
   }
 
   /**
-   * Renders a stream's next chunk in a later turn, while it has credit. The chunk is recorded like a read's
-   * reply, so it leaves after that turn's commit; other requests run between chunks.
+   * Renders a stream's next chunk in a later turn, while it has credit (and, for a top-level page skipping
+   * by keys, until its keys are sent). The chunk is recorded like a read's reply, so it leaves after that
+   * turn's commit; other requests run between chunks.
    */
   private pump(stream: ListStream): void {
-    if (stream.scheduled || stream.credit <= 0) return;
+    if (stream.scheduled || stream.credit <= 0 || !stream.hasMore) return;
     stream.scheduled = true;
     setImmediate(() => {
       stream.scheduled = false;

@@ -139,7 +139,7 @@ export function firstInOrder(cursors: MergeCursor[], sign: number): number {
   let best = -1;
   for (let i = 0; i < cursors.length; i++) {
     const a = cursors[i];
-    if (!a.piece || a.pos >= a.piece.items.length) continue;
+    if (!a.piece || a.pos >= a.piece.keys.length) continue;
     if (best < 0) {
       best = i;
       continue;

@@ -152,12 +152,16 @@ export type ShardControl = { testHook: TestHook } | StreamControl;
 /**
  * Flow control of a streamed list, main thread → worker: `credit` more chunks
  * may be sent (one per chunk the client's socket took), or `cancel` (the
- * client went away) drops the stream.
+ * client went away) drops the stream. `from`: a top-level page's merge has
+ * skipped its offset by the shards' sort keys (ListPart.keysUntil); this shard's
+ * part of the page starts at that position of its list, rendered from now on,
+ * with a fresh window of credit (what it sent before is dropped unread).
  */
 export interface StreamControl {
   stream: number;
   credit?: number;
   cancel?: true;
+  from?: number;
 }
 
 /**
@@ -179,13 +183,23 @@ export interface ListChunk {
   part?: ListPart;
 }
 
-/** One shard's share of a top-level list, already in list order. */
+/**
+ * One shard's share of a top-level list, already in list order: the whole of
+ * it (the first offset+limit items of a page), or one piece of a stream.
+ */
 export interface ListPart {
+  /** How many items the shard's whole list holds (a page's count is the shards' sum), on every piece. */
   count: number;
   /** Primary and secondary sort keys per item. */
   keys: number[];
   keys2: number[];
+  /** The items' JSON; empty on a keys-only piece. */
   items: string[];
+  /**
+   * A keys-only piece: the sort keys of items a page's offset may skip, sent without rendering them (see
+   * StreamControl.from); the shard sends the keys of its positions below this, then waits to be told.
+   */
+  keysUntil?: number;
   newestFirst: boolean;
   checks?: ListChecks;
 }
