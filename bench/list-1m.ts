@@ -1,24 +1,32 @@
 /**
- * P7 (`npm run bench -- list-1m`): one unpaginated GET of 1M networks streams,
- * nested (`/api/sites/1/networks/`) and top level (`/api/networks/`, every
- * shard's part merged on the main thread): the first byte comes at once, the
- * server's peak RSS grows by < 300 MB, and a concurrent `GET /api/sites/1/`
- * keeps p99 < 50 ms.
+ * P7 (`npm run bench -- list-1m`): one GET of 1M networks streams, nested
+ * (`/api/sites/1/networks/`) and top level (`/api/networks/`, every shard's
+ * part merged on the main thread), unpaginated and as a page with a huge
+ * limit: the first byte comes at once, the server's peak RSS grows by
+ * < 300 MB, and a concurrent `GET /api/sites/1/` keeps p99 < 50 ms.
  *
  * The real server (child process, default shards) on a store holding one site
  * with 10.0.0.0/8 and 1M /32 hosts under it (POSTed as lists of 10k; with
  * BENCH_KEEP_DATA the filled store is kept in $TMPDIR/netsot-bench-list-1m, or
  * the path given, and reused). The server is restarted before each
- * measurement, so each starts from the same loaded state. Measurements:
+ * measurement, so each starts from the same loaded state. Measurements, each
+ * against the same list unpaginated in the same run (the baseline of its kind):
  *
  * - streamed: `GET /api/sites/1/networks/` read as fast as the client can;
- * - paused: the same GET, the client reading 1 MB, then nothing for
+ * - page all, page all offset 500k: `?limit=<all>` and `?limit=<all>&offset=500000`
+ *   on the same list (the envelope first, then the items streamed; the offset
+ *   skipped without rendering it);
+ * - paused: the unpaginated GET, the client reading 1 MB, then nothing for
  *   BENCH_PAUSE_SECONDS (default 5), then the rest: memory must stay flat;
- * - top-level streamed and top-level paused: the same two with
- *   `GET /api/networks/` (scattered to every shard, merged as it streams);
- * - baseline, same run: `GET /api/networks/?limit=<all>`, the same networks
- *   as one page: the whole body built on the shard and merged whole on the
- *   main thread, as every top-level list was before it streamed.
+ * - descendants: `GET /api/sites/1/networks/10.0.0.0/8/descendants/`, a
+ *   sub-route list of the same 1M (BENCH_SUBROUTE=0 skips it);
+ * - top-level streamed, top-level page all, top-level page all offset 500k,
+ *   top-level paused: the same with `GET /api/networks/` (scattered to every
+ *   shard, merged as it streams; the offset skipped across the shards by their
+ *   sort keys);
+ * - with BENCH_BASELINE_MAIN (another build's dist-bench/src/main.js, e.g.
+ *   main before pages streamed): `GET /api/networks/?limit=<all>` on that
+ *   build too, the page built whole as it was.
  *
  * Each: time to the first byte and to the last, bytes, items, the server's
  * RSS (VmRSS of the process, every 20 ms) before and at its highest, and the
@@ -27,8 +35,9 @@
  * (the figure to compare on a loaded machine).
  *
  * Settings (env): BENCH_NETWORKS (default 1000000), BENCH_KEEP_DATA,
- * BENCH_PAUSE_SECONDS (default 5), BENCH_BASELINE (0 skips the whole-body page),
- * BENCH_TOP_LEVEL (0 skips the top-level measurements).
+ * BENCH_PAUSE_SECONDS (default 5), BENCH_PAGES (0 skips the pages),
+ * BENCH_SUBROUTE (0 skips descendants), BENCH_TOP_LEVEL (0 skips the
+ * top-level measurements), BENCH_BASELINE_MAIN.
  */
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { Agent, request as httpRequest } from 'node:http';
@@ -54,12 +63,16 @@ import {
 const RSS_BUDGET = 300 * 2 ** 20;
 const P99_BUDGET_MS = 50;
 const FILL_LAYOUT = 1;
-/** The old path, for comparison: a page holding the whole list is built whole, as unpaginated top-level lists were. */
-const BASELINE = 'top-level one page (whole body)';
+/** The offset of the offset pages: half the list skipped. */
+const PAGE_OFFSET = 500_000;
 
 interface Measured {
   name: string;
   path: string;
+  /** The build served: this one, or BENCH_BASELINE_MAIN's. */
+  build: string;
+  /** Items the answer must hold. */
+  expected: number;
   status: number;
   firstByteMs: number;
   totalMs: number;
@@ -149,7 +162,7 @@ function fetchList(
   server: ChildServer,
   path: string,
   pauseMs: number,
-): Promise<Omit<Measured, 'name' | 'path' | 'probe' | 'rssBefore' | 'serverCpuS'>> {
+): Promise<Omit<Measured, 'name' | 'path' | 'build' | 'expected' | 'probe' | 'rssBefore' | 'serverCpuS'>> {
   return new Promise((resolve, reject) => {
     let peak = 0;
     const sample = () => {
@@ -219,8 +232,10 @@ export async function run(): Promise<number> {
     log(`other CPU use: ${(await foreignBusyCores())?.toFixed(2) ?? 'unknown'} cores`);
 
     const results: Measured[] = [];
-    const measure = async (name: string, path: string, pause: number) => {
-      server = await startNetsot({ dataDir, startTimeoutMs: 120_000 });
+    const all = total + 1;
+    const baselineMain = process.env.BENCH_BASELINE_MAIN || undefined;
+    const measure = async (name: string, path: string, pause: number, expected: number, main?: string) => {
+      server = await startNetsot({ dataDir, startTimeoutMs: 120_000, main });
       // Let the load's garbage go and the workers settle before the reading "before".
       await new Promise((r) => setTimeout(r, 3000));
       const rssBefore = processMemory(server.pid)?.rss ?? 0;
@@ -233,6 +248,8 @@ export async function run(): Promise<number> {
       results.push({
         name,
         path,
+        build: main ?? 'this',
+        expected,
         rssBefore,
         ...got,
         serverCpuS,
@@ -247,13 +264,23 @@ export async function run(): Promise<number> {
           `GET /api/sites/1/ ×${r.probe.n} p99 ${r.probe.p99.toFixed(1)} ms${r.probe.failed ? `, ${r.probe.failed} not 200` : ''}`,
       );
     };
-    await measure('streamed', '/api/sites/1/networks/', 0);
-    if (pauseMs > 0) await measure(`paused ${pauseMs / 1000} s`, '/api/sites/1/networks/', pauseMs);
-    if (envNumber('BENCH_TOP_LEVEL', 1) !== 0) {
-      await measure('top-level streamed', '/api/networks/', 0);
-      if (pauseMs > 0) await measure(`top-level paused ${pauseMs / 1000} s`, '/api/networks/', pauseMs);
+    const pages = envNumber('BENCH_PAGES', 1) !== 0;
+    // Each list unpaginated, then its pages, then paused: the pages' baseline is the list just before them.
+    const lists = [{ prefix: '', path: '/api/sites/1/networks/' }];
+    if (envNumber('BENCH_TOP_LEVEL', 1) !== 0) lists.push({ prefix: 'top-level ', path: '/api/networks/' });
+    for (const { prefix, path } of lists) {
+      await measure(`${prefix}streamed`, path, 0, all);
+      if (pages) {
+        await measure(`${prefix}page all`, `${path}?limit=${all}`, 0, all);
+        if (all > PAGE_OFFSET)
+          await measure(`${prefix}page all offset 500k`, `${path}?limit=${all}&offset=${PAGE_OFFSET}`, 0, all - PAGE_OFFSET);
+      }
+      if (pauseMs > 0) await measure(`${prefix}paused ${pauseMs / 1000} s`, path, pauseMs, all);
+      if (!prefix && envNumber('BENCH_SUBROUTE', 1) !== 0) {
+        await measure('descendants', '/api/sites/1/networks/10.0.0.0/8/descendants/', 0, total);
+      }
     }
-    if (envNumber('BENCH_BASELINE', 1) !== 0) await measure(BASELINE, `/api/networks/?limit=${total + 1}`, 0);
+    if (baselineMain) await measure('top-level page all (baseline build)', `/api/networks/?limit=${all}`, 0, all, baselineMain);
 
     const mib = (n: number) => (n / 2 ** 20).toFixed(0);
     log('');
@@ -293,13 +320,22 @@ export async function run(): Promise<number> {
         ]),
       ),
     );
-    const streamed = results.filter((r) => r.name !== BASELINE);
-    const meets = streamed.every(
-      (r) => r.rssPeak - r.rssBefore < RSS_BUDGET && r.probe.p99 < P99_BUDGET_MS && r.probe.failed === 0 && r.items === total + 1,
+    const ours = results.filter((r) => r.build === 'this');
+    const meets = ours.every(
+      (r) => r.rssPeak - r.rssBefore < RSS_BUDGET && r.probe.p99 < P99_BUDGET_MS && r.probe.failed === 0 && r.items === r.expected,
     );
     log(
-      `budget (every streamed GET, paused or not): RSS growth < ${mib(RSS_BUDGET)} MiB and probe p99 < ${P99_BUDGET_MS} ms: ${meets ? 'meets' : 'MISSES'}`,
+      `budget (every GET of this build, paged or not, paused or not): RSS growth < ${mib(RSS_BUDGET)} MiB and probe p99 < ${P99_BUDGET_MS} ms: ${meets ? 'meets' : 'MISSES'}`,
     );
+    // Each page against its list unpaginated, same run: first byte, RSS growth and server CPU as ratios.
+    for (const r of ours.filter((m) => m.name.includes('page') || m.name === 'descendants')) {
+      const base = ours.find((m) => m.name === (r.name.startsWith('top-level') ? 'top-level streamed' : 'streamed'));
+      if (!base) continue;
+      log(
+        `  ${r.name} ÷ ${base.name}: first byte ${(r.firstByteMs / base.firstByteMs).toFixed(2)}, RSS growth ${mib(r.rssPeak - r.rssBefore)} vs ${mib(base.rssPeak - base.rssBefore)} MiB, ` +
+          `server CPU ${(r.serverCpuS / base.serverCpuS).toFixed(2)}, probe p99 ${r.probe.p99.toFixed(1)} vs ${base.probe.p99.toFixed(1)} ms`,
+      );
+    }
     log(JSON.stringify({ scenario: 'list-1m', budget: 'P7', networks: total, results, meets, ...machine() }));
     return 0;
   } finally {

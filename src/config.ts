@@ -51,6 +51,8 @@ export interface Config {
   idempotencyTtlMs: number;
   /** Bytes a live-feed subscriber may leave unread before it is disconnected with its resume id (feed/hub.ts). */
   feedBufferBytes: number;
+  /** Bytes of rendered single-object GETs the main thread keeps to answer repeats without a shard hop (http/read-cache.ts); 0: none. */
+  readCacheBytes: number;
   logLevel: LogLevel;
   /** Where `POST /admin/backup` writes backups (one directory each); null: backups through the API are off. */
   backupDir: string | null;
@@ -172,6 +174,7 @@ export function loadConfig(env: Source = process.env, flags: Source = {}): Confi
     'SHUTDOWN_TIMEOUT',
     'IDEMPOTENCY_TTL',
     'FEED_BUFFER_BYTES',
+    'READ_CACHE_BYTES',
     'LOG_LEVEL',
     'BACKUP_DIR',
     'LOG_FORMAT',
@@ -224,6 +227,8 @@ export function loadConfig(env: Source = process.env, flags: Source = {}): Confi
     idempotencyTtlMs: readInt(src, 'IDEMPOTENCY_TTL', 86400, 1, 365 * 86400) * 1000,
     // A few thousand Changes: a consumer that falls this far behind reconnects and catches up from the store.
     feedBufferBytes: readInt(src, 'FEED_BUFFER_BYTES', 1024 * 1024, 4096, 1024 * 1024 * 1024),
+    // Some 200k device bodies: the objects automation rereads most stay on the main thread.
+    readCacheBytes: readInt(src, 'READ_CACHE_BYTES', 64 * 1024 * 1024, 0, 2 ** 40),
     logLevel: logLevel as LogLevel,
     backupDir: readString(src, 'BACKUP_DIR', '') || null,
     logFormat,

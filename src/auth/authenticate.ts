@@ -24,13 +24,22 @@ export class Authenticator {
 
   /** The caller, or an ApiError. `verifyRoute`: only tokens count, and token checks answer 400. */
   async authenticate(h: AuthHeaders, verifyRoute = false): Promise<UserRecord> {
+    const who = this.identify(h, verifyRoute);
+    return typeof who === 'string' ? this.users.create(who, this.config.newUsersAsSuperuser) : who;
+  }
+
+  /**
+   * The caller, at once: a known user, or the email of a user the header names for the first time (whom
+   * `authenticate` creates); an ApiError when the credentials do not pass.
+   */
+  identify(h: AuthHeaders, verifyRoute = false): UserRecord | string {
     const auth = h.authorization.trim();
     const parts = auth.split(/\s+/);
     if (auth !== '' && parts[0].toLowerCase() === 'authtoken') return this.byToken(parts, verifyRoute);
     if (verifyRoute || h.email === undefined) throw Errors.notAuthenticated();
     const email = h.email.trim();
     if (!isValidEmail(email)) throw Errors.invalidEmailHeader();
-    return this.users.byEmailAddress(email) ?? this.users.create(email, this.config.newUsersAsSuperuser);
+    return this.users.byEmailAddress(email) ?? email;
   }
 
   private byToken(parts: string[], verifyRoute: boolean): UserRecord {

@@ -105,6 +105,10 @@ export class LeaseKeeper {
   get leader(): string | null {
     return this.role_ === 'leader' ? this.address : this.leader_;
   }
+  /** The epoch this node leads in, or 0 while it is a standby: a change means its memory followed another leader. */
+  get leadingEpoch(): number {
+    return this.role_ === 'leader' ? this.epoch : 0;
+  }
   /** How far this standby has applied the commit log. */
   get applied(): number {
     return this.applied_;

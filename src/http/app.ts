@@ -28,7 +28,7 @@ import { modelByCollection } from '../model/registry.js';
 import { SiteDirectory } from '../model/site-directory.js';
 import { UserDirectory, type UserRecord } from '../model/user.js';
 import { QueryParams } from '../query/params.js';
-import type { HttpMethod, Operation } from '../routes/route.js';
+import type { HttpMethod, Operation, Shape } from '../routes/route.js';
 import { methodsOf, ROUTES } from '../routes/table.js';
 import type { HeldGrant } from '../shard/object-grants.js';
 import { ShardPool } from '../shard/pool.js';
@@ -47,10 +47,14 @@ import { type InjectRequest, type InjectResponse, inject } from './inject.js';
 import { RequestObserver } from './observe.js';
 import { openApiDocument } from './openapi.js';
 import { optionsFor } from './options.js';
+import { isCacheableRead, ReadCache } from './read-cache.js';
 import type { Exchange } from './respond.js';
 import { allowHeader, type RouteMatch, Router } from './router.js';
 import { ASSETS_PATH, StaticAssets } from './static.js';
 import { CHUNKED_REPLY_CHARS, streamReply, textChunks } from './stream.js';
+
+/** Routes whose answer may be a list, which a shard streams (P7): the collection's, its list routes', an object's sub-route lists. */
+const STREAMABLE_SHAPES = new Set<Shape>(['list', 'list-route', 'detail-route']);
 
 export class App {
   /** Most clients send one of a few Accept headers; the parse is cached unless ?format= may apply. */
@@ -77,6 +81,7 @@ export class App {
     readonly feed: FeedHub,
     /** The cluster lease on a PostgreSQL store (cluster/lease.ts); null on LMDB, which has one node. */
     readonly lease: LeaseKeeper | null,
+    private readonly readCache: ReadCache,
   ) {
     this.observer = new RequestObserver(log, metrics);
   }
@@ -102,6 +107,8 @@ export class App {
       // The figures read the pool and the app only when scraped, after both exist.
       let app: App | undefined;
       let feed: FeedHub | null = null;
+      // Asked only once the pool exists (a batch's versions, a reply to keep).
+      const readCache = new ReadCache(config.readCacheBytes, config.shards, (site) => pool.shardOfSite(site));
       const metrics = config.metrics
         ? new Metrics({
             shards: config.shards,
@@ -112,6 +119,7 @@ export class App {
             },
             inFlight: () => app?.inFlight ?? 0,
             storePath: join(config.dataDir, 'netsot.mdb'),
+            readCache: () => readCache,
           })
         : null;
       const pool: ShardPool = await ShardPool.start(
@@ -128,6 +136,7 @@ export class App {
             feed?.onRestarted(shard);
           },
           onReplies: (shard, items) => feed?.onReplies(shard, items),
+          onVersions: (shard, versions) => readCache.note(shard, versions),
         },
         metrics?.statsBuffer ?? null,
         fence,
@@ -152,6 +161,7 @@ export class App {
         idempotency,
         feed,
         lease,
+        readCache,
       );
       await lease?.start(new Replica(config, store, pool, sites, users, ids, log));
       return app;
@@ -170,6 +180,7 @@ export class App {
   /** Runs the lifecycle; whatever it throws becomes the error response (an unexpected error a logged 500). */
   handle(x: Exchange): void {
     x.observer = this.observer;
+    if (this.answerFromCache(x)) return;
     this.inFlight++;
     this.lifecycle(x)
       .catch((err) => x.fail(err))
@@ -289,12 +300,57 @@ export class App {
     // Taken before the request reaches a shard, so a standby's X-Netsot-Applied is a floor of what its answer shows.
     const cluster = this.lease ? this.clusterHeaders(this.lease) : null;
     const reply = keyed ? await this.idempotency.run(user!.id, method, x.fullPath, x.idempotencyKey, raw, run) : await run();
+    if (reply.cache && (!this.lease || this.cacheTrusted(this.lease)))
+      this.readCache.put(x.fullPath, reply.cache.site, reply.cache.version, reply.body);
     const headers = cluster ? { ...reply.headers, ...cluster } : reply.headers;
     if (reply.chunk) return streamReply(x, { ...reply, headers });
     if (reply.body.length >= CHUNKED_REPLY_CHARS && x.representation === 'json' && x.method !== 'HEAD' && reply.status !== 204) {
       return streamReply(x, { status: reply.status, headers, ...textChunks(reply.body) });
     }
     return x.send(reply.status, reply.body, headers);
+  }
+
+  /**
+   * A repeated single-object GET answered from the read cache (read-cache.ts) at once, in the transport's own
+   * call: no awaits and no shard hop. False when anything about the request is not plainly a cached read by a
+   * known caller; the lifecycle then gives the same answer the usual way, and every error.
+   */
+  private answerFromCache(x: Exchange): boolean {
+    const cache = this.readCache;
+    if (!cache.enabled || (x.method !== 'GET' && x.method !== 'HEAD') || x.hasBody || this.draining) return false;
+    if (this.lease && !this.cacheTrusted(this.lease)) return false;
+    const body = cache.get(x.fullPath);
+    if (body === undefined) return false;
+    const match = this.router.match(x.path);
+    const accepted = this.negotiate(x.accept, x.query);
+    if (!match || !accepted) return false;
+    let caller: UserRecord | string;
+    try {
+      caller = this.auth.identify({ authorization: x.authorization, email: x.emailHeader }, match.route.tokenOnly === true);
+    } catch {
+      return false;
+    }
+    if (typeof caller === 'string') return false;
+    x.match = match;
+    x.allow = allowHeader(methodsOf(match.route));
+    x.representation = accepted.representation;
+    x.user = caller.email;
+    x.send(200, body, this.lease ? this.clusterHeaders(this.lease) : undefined);
+    return true;
+  }
+
+  /** The epoch the read cache was filled under; a standby's copy follows the leader outside any shard write. */
+  private cacheEpoch = 0;
+
+  /** Whether this node may answer from its read cache: only while it leads, and never from what it cached before. */
+  private cacheTrusted(lease: LeaseKeeper): boolean {
+    const epoch = lease.leadingEpoch;
+    if (epoch === 0) return false;
+    if (epoch !== this.cacheEpoch) {
+      this.readCache.clear();
+      this.cacheEpoch = epoch;
+    }
+    return true;
   }
 
   /** How far a standby's copy is: the last commit of the leader it has applied. */
@@ -392,10 +448,12 @@ export class App {
       bytes,
       principal: this.users.principal(user),
       link: { scheme: 'http', host: x.host, path: x.path },
-      // P7: a list read as JSON may come back in chunks, written as the client takes them (stream.ts); a
-      // top-level one merged from every shard's chunks (shard/merged-stream.ts).
-      stream: x.method === 'GET' && x.representation === 'json' && (match.route.shape === 'list' || match.route.shape === 'list-route'),
+      // P7: a list read as JSON (a page too, and a sub-route's list) may come back in chunks, written as the
+      // client takes them (stream.ts); a top-level one merged from every shard's chunks (shard/merged-stream.ts).
+      // HEAD too: it stops after the first chunk (streamReply).
+      stream: (x.method === 'GET' || x.method === 'HEAD') && x.representation === 'json' && STREAMABLE_SHAPES.has(match.route.shape),
       idempotency: stamp,
+      cacheable: this.readCache.enabled && isCacheableRead(match, operation, model),
     };
     const hook = model.beforeForward?.(
       { target: match.route.shape, method: x.method, key: match.key, body, principal: input.principal },

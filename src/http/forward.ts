@@ -10,7 +10,7 @@ import { Errors } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { ResourceModel } from '../model/model.js';
 import { modelByKind } from '../model/registry.js';
-import { type LinkBase, pageEnvelope, pageLinks, readPage } from '../query/pagination.js';
+import { type LinkBase, listFrame, readPage } from '../query/pagination.js';
 import { QueryParams } from '../query/params.js';
 import type { HttpMethod } from '../routes/route.js';
 import { asId, NO_ID, parseId } from '../schema/id.js';
@@ -18,17 +18,7 @@ import { siteIdIn } from '../schema/validate.js';
 import type { ChunkSource } from '../shard/chunk-stream.js';
 import { MergedStream } from '../shard/merged-stream.js';
 import { mergeParts, type ShardPool } from '../shard/pool.js';
-import type {
-  DirectoryUpdate,
-  IdempotencyStamp,
-  ListChunk,
-  ListPart,
-  Op,
-  Principal,
-  ShardReply,
-  ShardRequest,
-  SiteClaim,
-} from '../shard/protocol.js';
+import type { DirectoryUpdate, IdempotencyStamp, ListChunk, ListPart, Op, Principal, ShardRequest, SiteClaim } from '../shard/protocol.js';
 import type { Store } from '../store/store.js';
 import { type CommitFeed, CrossShardBulk, splitByShard } from './cross-shard.js';
 import type { RouteMatch } from './router.js';
@@ -41,6 +31,8 @@ export interface Forwarded {
   /** A streamed list (P7): its first chunk, and where the others arrive. */
   chunk?: ListChunk;
   stream?: ChunkSource;
+  /** A body the read cache may keep (ShardReply.cache). */
+  cache?: ShardReply['cache'];
 }
 
 /** The shard operation a route and method run: the declared standard op, or the route's own handler by its shape. */
@@ -82,6 +74,8 @@ export interface ForwardInput {
   op?: Op;
   /** The transport can stream an unpaginated list's reply (P7, http/stream.ts). */
   stream?: boolean;
+  /** A single-object GET whose body the read cache may keep (read-cache.ts isCacheableRead). */
+  cacheable?: boolean;
 }
 
 export class Forwarder {
@@ -115,6 +109,7 @@ export class Forwarder {
       siteClaim: input.siteClaim,
       stream: input.stream,
       idempotency: input.idempotency,
+      cacheable: input.cacheable,
     };
     // No shard holds an unknown site; any one of them answers for it.
     if (match.site !== null) return this.pool.send(match.site === NO_ID ? 0 : this.pool.shardOfSite(match.site), req);
@@ -266,31 +261,31 @@ export class Forwarder {
       MergedStream.cancelAll(replies);
       return failed;
     }
-    // A shard streams only an unpaginated list that needs no verdict over every shard's part (render.ts listBody).
-    if (MergedStream.needed(replies)) return this.mergeStreamed(replies);
-    const parts = replies.map((r) => r.part!);
+    // A streamed part's verdicts ride on its first piece.
+    const parts = replies.map((r) => r.chunk?.part ?? r.part!);
     const verdict = unanimousError(parts);
-    if (verdict) return verdict;
-    const newestFirst = parts.some((p) => p.newestFirst);
-    const { count, items } = mergeParts(parts, newestFirst);
+    if (verdict) {
+      MergedStream.cancelAll(replies);
+      return verdict;
+    }
+    const headers = replies[0].headers;
+    // The shards never stream a list with these verdicts (render.ts listBody): their parts are whole.
     const expectOne = parts.find((p) => p.checks?.expectOne)?.checks?.expectOne;
-    if (expectOne && count !== 1) throw Errors.expectedOne(expectOne.field, expectOne.template, count);
     const pickOne = parts.find((p) => p.checks?.pickOne)?.checks?.pickOne;
-    if (pickOne) return items.length > 0 ? { status: 200, body: items[0], headers: replies[0].headers } : pickOne.notFound;
+    if (pickOne || expectOne) {
+      const { count, items } = mergeParts(
+        parts,
+        parts.some((p) => p.newestFirst),
+      );
+      if (expectOne && count !== 1) throw Errors.expectedOne(expectOne.field, expectOne.template, count);
+      if (pickOne) return items.length > 0 ? { status: 200, body: items[0], headers } : pickOne.notFound;
+    }
     const q = new QueryParams(req.query);
-    const page = readPage(q);
-    const headers = replies[0].headers;
-    if (!page) return { status: 200, body: `[${items.join(',')}]`, headers };
-    const slice = items.slice(page.offset, page.offset + page.limit);
-    return { status: 200, body: pageEnvelope(count, pageLinks(req.link, q, page, count), slice), headers };
-  }
-
-  /** P7: the shards' streamed parts merged as the client reads them (merged-stream.ts); one body if it all came at once. */
-  private mergeStreamed(replies: ShardReply[]): Forwarded {
-    const stream = new MergedStream(replies);
-    const chunk = stream.first();
-    const headers = replies[0].headers;
+    // P7: merged in list order, a page's offset skipped across the shards, as the client reads (merged-stream.ts).
+    const merged = new MergedStream(replies, listFrame(readPage(q), req.link, q));
+    const chunk = merged.first();
     if (chunk.last) return { status: 200, body: chunk.text, headers };
-    return { status: 200, body: '', headers, chunk, stream };
+    if (!MergedStream.needed(replies)) return { status: 200, body: chunk.text + merged.rest(), headers };
+    return { status: 200, body: '', headers, chunk, stream: merged };
   }
 }

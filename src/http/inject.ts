@@ -94,6 +94,7 @@ class InjectExchange extends Exchange {
     const bytes = req.body === undefined ? EMPTY_BODY : typeof req.body === 'string' ? Buffer.from(req.body, 'utf8') : req.body;
     // A Buffer the caller passed stays the caller's; one made here from text may be handed to a shard.
     this.ownsBody = typeof req.body === 'string';
+    this.hasBody = bytes.length > 0;
     this.body = Promise.resolve(bytes.length > app.config.maxBodyBytes ? 'too-large' : bytes.length === 0 ? EMPTY_BODY : bytes);
   }
 

@@ -105,6 +105,8 @@ export abstract class Exchange {
   /** Where an EventSource resumes the change stream, '' when absent (feed/request.ts). */
   readonly lastEventId: string;
   abstract readonly body: Promise<BodyResult>;
+  /** The request declared a body (a length, or chunks): known at once, before `body` has been read. */
+  hasBody = false;
   /** The client went away: nothing is written, and the lifecycle stops before the handler. */
   aborted = false;
   allow = '';

@@ -72,13 +72,13 @@ class UwsExchange extends Exchange {
     const length = req.getHeader('content-length');
     const chunked = req.getHeader('transfer-encoding') !== '';
     let settle: (b: BodyResult) => void = () => undefined;
-    this.body =
-      (length !== '' && length !== '0') || chunked
-        ? new Promise<BodyResult>((resolve) => {
-            settle = resolve;
-            readBody(res, maxBody, Number(length) || 0, resolve);
-          })
-        : Promise.resolve(EMPTY_BODY);
+    this.hasBody = (length !== '' && length !== '0') || chunked;
+    this.body = this.hasBody
+      ? new Promise<BodyResult>((resolve) => {
+          settle = resolve;
+          readBody(res, maxBody, Number(length) || 0, resolve);
+        })
+      : Promise.resolve(EMPTY_BODY);
     // A client that goes away mid-body must not leave its request waiting forever.
     res.onAborted(() => {
       this.aborted = true;
@@ -159,7 +159,8 @@ class UwsExchange extends Exchange {
       // uWS 20.30's endWithoutBody(length) leaves a keep-alive connection unusable; an explicit
       // Content-Length header with endWithoutBody() does not.
       if (head) {
-        res.writeHeader('Content-Length', String(Buffer.byteLength(payload)));
+        // A HEAD of a streamed list says Transfer-Encoding as its GET does, and no length (stream.ts).
+        if (!('Transfer-Encoding' in headers)) res.writeHeader('Content-Length', String(Buffer.byteLength(payload)));
         res.endWithoutBody();
       } else res.end(payload, closeConnection);
     });

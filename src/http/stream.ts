@@ -8,7 +8,7 @@
  * per chunk the socket took. A client that goes away cancels the stream: the
  * shard drops it and renders nothing more. A stream the shard could not
  * finish (it was replaced) cuts the connection off, so the client sees an
- * incomplete response rather than a wrong one.
+ * incomplete response rather than a wrong one. A HEAD gets the head alone.
  */
 import type { ChunkSource } from '../shard/chunk-stream.js';
 import type { ListChunk } from '../shard/protocol.js';
@@ -83,6 +83,12 @@ export function streamReply(
 ): Promise<void> {
   const stream = reply.stream;
   const first = reply.chunk!;
+  if (x.method === 'HEAD') {
+    // The GET's head (a streamed body has no Content-Length) without making the body: the list stops here.
+    stream?.cancel();
+    x.send(reply.status, '', { ...reply.headers, 'Transfer-Encoding': 'chunked' });
+    return Promise.resolve();
+  }
   return new Promise<void>((resolve) => {
     const sink = x.openStream(reply.status, reply.headers);
     if (sink === null) {

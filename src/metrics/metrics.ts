@@ -30,6 +30,8 @@ export interface MetricsSources {
   inFlight(): number;
   /** The store's file. */
   storePath: string;
+  /** The main thread's read cache (http/read-cache.ts): lookups answered and not, and bytes held. */
+  readCache(): { hits: number; misses: number; size: number };
 }
 
 class RequestSeries {
@@ -208,6 +210,30 @@ export class Metrics {
       collect() {
         this.reset();
         this.inc(streamFigures.chunks);
+      },
+    });
+    const cacheCounter = (name: string, help: string, value: () => number) =>
+      new Counter({
+        name,
+        help,
+        registers: [registry],
+        collect() {
+          this.reset();
+          this.inc(value());
+        },
+      });
+    cacheCounter(
+      'netsot_read_cache_hits_total',
+      "Single-object GETs answered from the main thread's read cache.",
+      () => sources.readCache().hits,
+    );
+    cacheCounter('netsot_read_cache_misses_total', 'GETs the read cache could not answer.', () => sources.readCache().misses);
+    new Gauge({
+      name: 'netsot_read_cache_bytes',
+      help: 'Bytes of rendered bodies and keys the read cache holds (READ_CACHE_BYTES bounds it).',
+      registers: [registry],
+      collect() {
+        this.set(sources.readCache().size);
       },
     });
     const self = this;

@@ -54,7 +54,39 @@ export function pageLinks(base: LinkBase, q: QueryParams, page: Page, count: num
   return { next, previous };
 }
 
+/**
+ * What surrounds a list's items, and which of them it shows: a bare array
+ * (`[`…`]`, every item), or a page's envelope, whose count and links are
+ * known before the items, so the envelope's head can be written first and
+ * the items streamed after it (P7). `head` takes the list's whole count.
+ */
+export interface ListFrame {
+  head(count: number): string;
+  tail: string;
+  /** Items left out from the start (the page's offset). */
+  skip: number;
+  /** Items shown at most (the page's limit; Infinity for a bare array). */
+  take: number;
+}
+
+const BARE_ARRAY: ListFrame = { head: () => '[', tail: ']', skip: 0, take: Number.POSITIVE_INFINITY };
+
+/** The frame of a list request: the bare array without a page, else the envelope `{"count","next","previous","results":[…]}`. */
+export function listFrame(page: Page | null, base: LinkBase, q: QueryParams): ListFrame {
+  if (!page) return BARE_ARRAY;
+  return {
+    head: (count) => envelopeHead(count, pageLinks(base, q, page, count)),
+    tail: ']}',
+    skip: page.offset,
+    take: page.limit,
+  };
+}
+
+function envelopeHead(count: number, links: { next: string | null; previous: string | null }): string {
+  return `{"count":${count},"next":${JSON.stringify(links.next)},"previous":${JSON.stringify(links.previous)},"results":[`;
+}
+
 /** The envelope around already-serialised items. */
 export function pageEnvelope(count: number, links: { next: string | null; previous: string | null }, items: string[]): string {
-  return `{"count":${count},"next":${JSON.stringify(links.next)},"previous":${JSON.stringify(links.previous)},"results":[${items.join(',')}]}`;
+  return `${envelopeHead(count, links)}${items.join(',')}]}`;
 }

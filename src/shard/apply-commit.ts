@@ -79,6 +79,11 @@ export function applyCommit(shard: ShardState, bytes: ArrayBuffer): string | nul
   for (const site of payload.droppedChanges) shard.changes.dropSite(site, (id) => shard.index.clear('change', id));
   applyObjects(shard, steps);
   applyChanges(shard, payload.changes);
+  // Every site whose memory changed gets a new version, as after a write (site-versions.ts).
+  const touched = new Set([...payload.droppedObjects, ...payload.droppedChanges]);
+  for (const s of steps) touched.add((s.after ?? s.before)!.siteId);
+  for (const [site] of payload.changes) touched.add(site);
+  for (const site of touched) shard.versions.touch(site);
   // A commit group of this node's still in flight (it led a moment ago) can no longer be undone exactly:
   // its rollback finds memory changed and reloads instead (CommitGroup.rollback).
   shard.applied++;

@@ -68,6 +68,11 @@ export class ChunkStream implements ChunkSource {
     if (!this.closed) this.control({ stream: this.seq, credit: n });
   }
 
+  /** A top-level page's offset is skipped: the shard renders its part of the page from `position` (StreamControl.from). */
+  restartAt(position: number): void {
+    if (!this.closed) this.control({ stream: this.seq, from: position });
+  }
+
   /** The client went away: the shard drops the stream and its work. */
   cancel(): void {
     if (this.closed) return;

@@ -99,8 +99,13 @@ function run(ctx: RequestContext, model: ResourceModel<any>): Reply {
       const l = listBody(ctx, model, records, newestFirst, undefined, count);
       return { status: 200, body: l.body, part: l.part };
     }
-    case 'detail':
-      return { status: 200, body: objectBody(ctx, model, lookup(ctx, model, req.key!)) };
+    case 'detail': {
+      const r = lookup(ctx, model, req.key!);
+      const body = objectBody(ctx, model, r);
+      return req.cacheable
+        ? { status: 200, body, cache: { site: r.siteId, version: ctx.shard.versions.of(r.siteId) } }
+        : { status: 200, body };
+    }
     case 'create': {
       if (!model.create) throw Errors.methodNotAllowed('POST', 'GET');
       if (Array.isArray(req.body) && operation.body === 'object-or-list')
@@ -196,15 +201,23 @@ export class ShardServer {
   private part: HeldPart | null = null;
 
   /** `log`: the worker's Logger (stdout, at the configured level); a new one at that level when not given. */
+  /** Posts a batch of replies, the site versions given since the last batch on its first (site-versions.ts). */
+  private readonly send: Send;
+
   constructor(
     private readonly shard: ShardState,
-    private readonly send: Send,
+    post: Send,
     private readonly log = new Logger(shard.config.logLevel, {
       format: shard.config.logFormat,
       bindings: { thread: `shard${shard.shardIndex}` },
     }),
   ) {
     this.turn = this.newTurn();
+    this.send = (replies) => {
+      const versions = replies.length > 0 ? shard.versions.drain() : undefined;
+      if (versions) replies[0].versions = versions;
+      post(replies);
+    };
   }
 
   private newTurn(): Turn {
@@ -370,16 +383,18 @@ export class ShardServer {
       this.streams.delete(message.stream);
       return;
     }
-    stream.credit += message.credit ?? 0;
+    if (message.from !== undefined) stream.restartAt(message.from);
+    else stream.credit += message.credit ?? 0;
     this.pump(stream);
   }
 
   /**
-   * Renders a stream's next chunk in a later turn, while it has credit. The chunk is recorded like a read's
-   * reply, so it leaves after that turn's commit; other requests run between chunks.
+   * Renders a stream's next chunk in a later turn, while it has credit (and, for a top-level page skipping
+   * by keys, until its keys are sent). The chunk is recorded like a read's reply, so it leaves after that
+   * turn's commit; other requests run between chunks.
    */
   private pump(stream: ListStream): void {
-    if (stream.scheduled || stream.credit <= 0) return;
+    if (stream.scheduled || stream.credit <= 0 || !stream.hasMore) return;
     stream.scheduled = true;
     setImmediate(() => {
       stream.scheduled = false;
@@ -555,6 +570,7 @@ function finished(seq: number, reply: Reply, directory: DirectoryUpdate): ShardR
   if (reply.headers) out.headers = reply.headers;
   if (reply.part) out.part = reply.part;
   if (reply.matches) out.matches = reply.matches;
+  if (reply.cache) out.cache = reply.cache;
   if (directory.upsertSites || directory.deleteSites) out.directory = directory;
   return out;
 }

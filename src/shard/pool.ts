@@ -7,17 +7,11 @@ import type { Fence } from '../cluster/fence.js';
 import type { Config } from '../config.js';
 import { IdShardIndex, type SharedIdState } from '../store/ids.js';
 import type { Kind } from '../store/kinds.js';
-import type { FeedItem, ListPart, ShardControl, ShardReply, ShardRequest } from './protocol.js';
-import { SupervisedShard } from './supervisor.js';
+import type { ListPart, ShardControl, ShardReply, ShardRequest } from './protocol.js';
+import { type ShardLaunch, SupervisedShard } from './supervisor.js';
 
-export interface PoolEvents {
-  /** Supervision news (a shard replaced, serving again), for the log. */
-  report: (message: string) => void;
-  /** A replacement shard worker finished loading its sites. */
-  onRestarted?: (shardIndex: number) => void;
-  /** A batch of replies arrived from a shard, with the Changes its commit made durable (see ShardLaunch). */
-  onReplies?: (shardIndex: number, feed: FeedItem[] | undefined) => void;
-}
+/** What the main thread hears from its shards: supervision news, and each batch's feed items and site versions (see ShardLaunch). */
+export type PoolEvents = Pick<ShardLaunch, 'report' | 'onRestarted' | 'onReplies' | 'onVersions'>;
 
 export class ShardPool {
   private constructor(
@@ -159,7 +153,7 @@ export function firstInOrder(cursors: MergeCursor[], sign: number): number {
   let best = -1;
   for (let i = 0; i < cursors.length; i++) {
     const a = cursors[i];
-    if (!a.piece || a.pos >= a.piece.items.length) continue;
+    if (!a.piece || a.pos >= a.piece.keys.length) continue;
     if (best < 0) {
       best = i;
       continue;

@@ -8,6 +8,7 @@ import type { LinkBase } from '../query/pagination.js';
 import type { StandardOp } from '../routes/route.js';
 import type { WriteSet } from '../store/store.js';
 import type { ChunkStream } from './chunk-stream.js';
+import type { VersionNotice } from './site-versions.js';
 
 export interface Principal {
   id: number;
@@ -72,6 +73,8 @@ export interface ShardRequest {
   idempotency?: IdempotencyStamp;
   /** A top-level bulk write split over shards: this shard's part of the client's list. */
   part?: BulkPart;
+  /** A single-object GET the main thread's read cache may keep: the reply says where and when it was rendered (`cache`). */
+  cacheable?: boolean;
   /** op 'decide': the main thread's outcome for the part of `txn` this shard prepared. */
   decision?: { txn: number; commit: boolean };
 }
@@ -160,12 +163,16 @@ export type ShardControl = { testHook: TestHook } | StreamControl;
 /**
  * Flow control of a streamed list, main thread → worker: `credit` more chunks
  * may be sent (one per chunk the client's socket took), or `cancel` (the
- * client went away) drops the stream.
+ * client went away) drops the stream. `from`: a top-level page's merge has
+ * skipped its offset by the shards' sort keys (ListPart.keysUntil); this shard's
+ * part of the page starts at that position of its list, rendered from now on,
+ * with a fresh window of credit (what it sent before is dropped unread).
  */
 export interface StreamControl {
   stream: number;
   credit?: number;
   cancel?: true;
+  from?: number;
 }
 
 /**
@@ -187,13 +194,23 @@ export interface ListChunk {
   part?: ListPart;
 }
 
-/** One shard's share of a top-level list, already in list order. */
+/**
+ * One shard's share of a top-level list, already in list order: the whole of
+ * it (the first offset+limit items of a page), or one piece of a stream.
+ */
 export interface ListPart {
+  /** How many items the shard's whole list holds (a page's count is the shards' sum), on every piece. */
   count: number;
   /** Primary and secondary sort keys per item. */
   keys: number[];
   keys2: number[];
+  /** The items' JSON; empty on a keys-only piece. */
   items: string[];
+  /**
+   * A keys-only piece: the sort keys of items a page's offset may skip, sent without rendering them (see
+   * StreamControl.from); the shard sends the keys of its positions below this, then waits to be told.
+   */
+  keysUntil?: number;
   newestFirst: boolean;
   checks?: ListChecks;
 }
@@ -243,6 +260,10 @@ export interface ShardReply {
   feed?: FeedItem[];
   /** A bulk part that applied in memory and awaits the decision (see BulkPart). */
   prepared?: PreparedPart;
+  /** A cacheable read's body (ShardRequest.cacheable): the site it was rendered from, at which version. */
+  cache?: { site: number; version: number };
+  /** On the first reply of a batch only: the site versions given since the last batch (shard/site-versions.ts). */
+  versions?: VersionNotice;
   /** A bulk part that failed: where, for ranking (see BulkPart). */
   failure?: PartFailure;
 }

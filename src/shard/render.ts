@@ -6,9 +6,9 @@
 
 import { Errors } from '../errors.js';
 import type { ResourceModel } from '../model/model.js';
-import { pageEnvelope, pageLinks, readPage } from '../query/pagination.js';
+import { listFrame, readPage } from '../query/pagination.js';
 import type { RequestContext } from './context.js';
-import { ListStream } from './list-stream.js';
+import { ListStream, type MergeFrame, SKIP_BY_KEYS_FROM, type TextFrame } from './list-stream.js';
 import type { ListChecks, ListPart } from './protocol.js';
 import type { StoredObject } from './table.js';
 
@@ -62,7 +62,34 @@ export function objectBody(ctx: RequestContext, model: ResourceModel<any>, r: St
   return model.writers.writer(keys)(model.render(r, ctx.shard));
 }
 
-/** Serialises a list as this request asks: a scatter part, an envelope, or a bare array. */
+/**
+ * The records at positions [from, to) of a list, taken now (a stream renders them later), and the list's
+ * count: the model's when it knows it (the walk then stops at `to`), else counted by walking the whole list.
+ */
+function take(
+  ctx: RequestContext,
+  records: Iterable<StoredObject>,
+  from: number,
+  to: number,
+  knownCount?: number,
+): { taken: StoredObject[]; count: number } {
+  if (Array.isArray(records)) return { taken: records.slice(from, to), count: knownCount ?? records.length };
+  const taken: StoredObject[] = [];
+  let n = 0;
+  for (const r of records) {
+    if (n >= to && knownCount !== undefined) break;
+    if ((n & 4095) === 4095) ctx.shard.heartbeat();
+    if (n >= from && n < to) taken.push(r);
+    n++;
+  }
+  return { taken, count: knownCount ?? n };
+}
+
+/**
+ * Serialises a list as this request asks: a bare array or a page envelope (one shard's), or a scatter part
+ * for the main thread to merge. Every list goes through one ListStream: streamed when the main thread can
+ * stream the reply (P7, `ctx.stream`; the body follows in chunks), else made whole at once.
+ */
 export function listBody(
   ctx: RequestContext,
   model: ResourceModel<any, any>,
@@ -72,48 +99,44 @@ export function listBody(
   knownCount?: number,
   order?: (r: StoredObject) => [number, number],
 ): { body: string; part?: ListPart } {
-  if (!ctx.req.scatter && checks?.unanimous?.length) {
+  const scatter = ctx.req.scatter === true;
+  if (!scatter && checks?.unanimous?.length) {
     const first = checks.unanimous.reduce((a, b) => (a.order <= b.order ? a : b));
     throw Errors.relayed(first.status, first.body);
   }
-  const page = readPage(ctx.query);
+  const frame = listFrame(readPage(ctx.query), ctx.req.link, ctx.query);
   const one = (r: StoredObject) => objectBody(ctx, model, r, false);
-  // A top-level list's sort keys, for the main thread's merge (ListPart).
-  const keyOf = (r: StoredObject): [number, number] =>
-    order ? order(r) : [newestFirst ? (model.render(r, ctx.shard).change_at as number) : r.id, r.id];
-  // P7: an unpaginated list the main thread can stream goes out in chunks (list-stream.ts); a top-level one
-  // streams unless the main thread must judge the shards' answers together first (ListChecks).
-  if (ctx.req.stream && !page && !checks?.pickOne && !checks?.expectOne && !checks?.unanimous?.length) {
-    ctx.stream = new ListStream(ctx, model, records, one, ctx.req.scatter ? { keyOf, newestFirst } : undefined);
+  let taken: StoredObject[];
+  let count: number;
+  const verdict = checks?.pickOne ?? checks?.expectOne;
+  if (verdict) {
+    // A verdict needs the count and the first item only: nothing more is taken or rendered, however long the list.
+    ({ taken, count } = take(ctx, records, 0, 1, knownCount));
+    if (checks?.pickOne && !scatter) {
+      if (taken.length === 0) throw Errors.relayed(checks.pickOne.notFound.status, checks.pickOne.notFound.body);
+      return { body: one(taken[0]) };
+    }
+    if (checks?.expectOne && !scatter && count !== 1) throw Errors.expectedOne(checks.expectOne.field, checks.expectOne.template, count);
+    if (!scatter) taken = taken.slice(frame.skip);
+  } else {
+    // A nested page takes its own records; a top-level part the first offset+limit, for the merge to skip the offset.
+    ({ taken, count } = take(ctx, records, scatter ? 0 : frame.skip, frame.skip + frame.take, knownCount));
+  }
+  // The main thread can stream the reply, and need not judge every shard's part before the first byte.
+  const streams = ctx.req.stream === true && !verdict;
+  let shape: TextFrame | MergeFrame;
+  if (scatter) {
+    // A top-level list's sort keys, for the main thread's merge (ListPart).
+    const keyOf = (r: StoredObject): [number, number] =>
+      order ? order(r) : [newestFirst ? (model.render(r, ctx.shard).change_at as number) : r.id, r.id];
+    const keysUntil = streams && frame.skip >= SKIP_BY_KEYS_FROM ? Math.min(taken.length, frame.skip) : 0;
+    shape = { keyOf, newestFirst, checks, keysUntil, take: frame.take };
+  } else shape = { head: frame.head(count), tail: frame.tail };
+  const stream = new ListStream(ctx, model, taken, count, one, shape);
+  if (streams) {
+    ctx.stream = stream;
     return { body: '' };
   }
-  const items: string[] = [];
-  // A scatter part carries the first offset+limit items; a page here, just the page.
-  const from = ctx.req.scatter || !page ? 0 : page.offset;
-  const to = page ? page.offset + page.limit : Infinity;
-  const keys: number[] = [];
-  const keys2: number[] = [];
-  let count = 0;
-  for (const r of records) {
-    if (count >= to && knownCount !== undefined) break; // the count is known: no need to walk the rest
-    if ((count & 4095) === 4095) ctx.shard.heartbeat();
-    if (count >= from && count < to) {
-      items.push(one(r));
-      if (ctx.req.scatter) {
-        const [k1, k2] = keyOf(r);
-        keys.push(k1);
-        keys2.push(k2);
-      }
-    }
-    count++;
-  }
-  if (knownCount !== undefined) count = knownCount;
-  if (ctx.req.scatter) return { body: '', part: { count, keys, keys2, items, newestFirst, checks } };
-  if (checks?.pickOne) {
-    if (items.length === 0) throw Errors.relayed(checks.pickOne.notFound.status, checks.pickOne.notFound.body);
-    return { body: items[0] };
-  }
-  if (checks?.expectOne && count !== 1) throw Errors.expectedOne(checks.expectOne.field, checks.expectOne.template, count);
-  if (!page) return { body: `[${items.join(',')}]` };
-  return { body: pageEnvelope(count, pageLinks(ctx.req.link, ctx.query, page, count), items) };
+  const whole = stream.rest();
+  return whole.part ? { body: '', part: whole.part } : { body: whole.text };
 }

@@ -12,6 +12,7 @@ import type { Kind } from '../store/kinds.js';
 import type { Store } from '../store/store.js';
 import { ChangeLog, type ChangeRow, changeRowOf } from './changelog.js';
 import { indexesOf, Relation } from './relations.js';
+import { SiteVersions } from './site-versions.js';
 import { ObjectTable, type StoredObject } from './table.js';
 import { ValueOwners } from './value-owners.js';
 
@@ -28,6 +29,8 @@ export class ShardState {
   relations = new Map<string, Relation>();
   /** Settles when every commit group this shard has closed so far has settled (set by ShardServer). */
   tail: Promise<void> = Promise.resolve();
+  /** Which sites' memory changed, for the main thread's read cache; outlives a rebuild, which resets it. */
+  readonly versions = new SiteVersions();
   /** Set while memory is being rebuilt after a failed commit. */
   failed = false;
   /** Transactions applied to memory and handed to a CommitGroup so far (a failed group checks it is still the newest). */
@@ -113,6 +116,7 @@ export class ShardState {
   /** Loads every site this shard owns, its objects and its Change index. */
   async load(): Promise<void> {
     this.reset();
+    this.versions.resetAll();
     const byKind = new Map<Kind, StoredObject[]>();
     const rows: ChangeRow[] = [];
     for (const siteId of await this.store.siteIds()) {

@@ -30,6 +30,7 @@ import { MessageChannel, type MessagePort, Worker } from 'node:worker_threads';
 import { Errors, errorEnvelope } from '../errors.js';
 import { ChunkStream } from './chunk-stream.js';
 import type { FeedItem, RequestBatch, ShardControl, ShardReply, ShardRequest } from './protocol.js';
+import type { VersionNotice } from './site-versions.js';
 
 type Pending = (reply: ShardReply) => void;
 
@@ -47,6 +48,8 @@ export interface ShardLaunch {
    * (none for a batch that wrote nothing): the live feed's input (feed/hub.ts).
    */
   onReplies?: (shardIndex: number, feed: FeedItem[] | undefined) => void;
+  /** Called with a batch's site versions before any of its replies is delivered (http/read-cache.ts). */
+  onVersions?: (shardIndex: number, versions: VersionNotice) => void;
 }
 
 /**
@@ -220,6 +223,8 @@ export class SupervisedShard {
     this.lastProgressAt = performance.now();
     running.port.on('message', (replies: ShardReply[]) => {
       const feed = replies[0]?.feed;
+      const versions = replies[0]?.versions;
+      if (versions) this.launch.onVersions?.(this.launch.shardIndex, versions);
       for (const reply of replies) {
         const done = this.pending.get(reply.seq);
         if (done) {
@@ -287,6 +292,8 @@ export class SupervisedShard {
     );
     old.port.close();
     void old.worker.terminate();
+    // What the main thread cached from this worker's memory goes with it: the new one may hold writes it committed unanswered.
+    this.launch.onVersions?.(this.launch.shardIndex, { reset: true });
     for (const [seq, resolve] of this.pending) resolve(this.unavailable(seq));
     this.pending.clear();
     this.failStreams();

@@ -67,13 +67,16 @@ export class Transaction {
 
   insert<R extends StoredObject>(model: ResourceModel<R>, r: R): void {
     const table = this.shard.table<R>(model.kind);
+    const versions = this.shard.versions;
     table.insert(r);
     for (const d of indexesOf(model)) d.add(this.shard, r);
+    versions.touch(r.siteId);
     this.noteId(model.kind, r.id);
     this.shard.index.set(model.kind, r.id, this.shard.shardIndex);
     this.undo.push(() => {
       for (const d of indexesOf(model)) d.remove(this.shard, r);
       table.remove(r);
+      versions.touch(r.siteId);
       this.shard.index.clear(model.kind, r.id);
     });
     this.put(model, r, r);
@@ -81,25 +84,31 @@ export class Transaction {
 
   replace<R extends StoredObject>(model: ResourceModel<R>, before: R, after: R): void {
     const table = this.shard.table<R>(model.kind);
+    const versions = this.shard.versions;
     for (const d of indexesOf(model)) d.remove(this.shard, before);
     table.replace(before, after);
     for (const d of indexesOf(model)) d.add(this.shard, after);
+    versions.touch(after.siteId);
     this.undo.push(() => {
       for (const d of indexesOf(model)) d.remove(this.shard, after);
       table.replace(after, before);
       for (const d of indexesOf(model)) d.add(this.shard, before);
+      versions.touch(before.siteId);
     });
     this.put(model, after, after);
   }
 
   remove<R extends StoredObject>(model: ResourceModel<R>, r: R): void {
     const table = this.shard.table<R>(model.kind);
+    const versions = this.shard.versions;
     for (const d of indexesOf(model)) d.remove(this.shard, r);
     table.remove(r);
+    versions.touch(r.siteId);
     this.shard.index.clear(model.kind, r.id);
     this.undo.push(() => {
       table.insert(r);
       for (const d of indexesOf(model)) d.add(this.shard, r);
+      versions.touch(r.siteId);
       this.shard.index.set(model.kind, r.id, this.shard.shardIndex);
     });
     this.put(model, undefined, r);

@@ -24,5 +24,7 @@ test('a shard rendering a long list does tell the supervisor it is making progre
   };
   const r = await handle(t.shard, req());
   expect(JSON.parse(r.body)).toHaveLength(10_000);
-  expect(beats).toBe(Math.floor(10_000 / 4096));
+  // Every 4096 records taken (counting the list) and every 4096 rendered: a beat per few thousand, never per record.
+  expect(beats).toBeGreaterThanOrEqual(Math.floor(10_000 / 4096));
+  expect(beats).toBeLessThanOrEqual(2 * Math.floor(10_000 / 4096));
 });
