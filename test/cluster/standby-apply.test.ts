@@ -46,13 +46,12 @@ test('a standby applying the leader’s commits answers every read as a node fre
     console.log(`round ${round} (seed ${seed}): ${compared} reads answered alike by the standby and a fresh node`);
   }
   // Every kind of write happened.
-  const missed = ACTION_NAMES.filter((name) => !writes.done.get(name));
-  expect(
-    missed.map((name) => `${name}: ${writes.refused.get(name) ?? 'never picked'}`),
-    `seed ${seed}`,
-  ).toEqual([]);
+  const missed = ACTION_NAMES.filter((name) => !writes.done.get(name)).map(
+    (name) => `${name}: ${writes.refused.get(name) ?? 'never picked'}`,
+  );
+  expect(missed.join('\n'), `seed ${seed}`).toBe('');
   // All of it was applied record by record: the standby never fell back to reloading.
-  expect(standby.output.join('')).not.toContain('standby-reload');
+  expect(standby.output.join('').match(/.*standby-reload.*/)?.[0] ?? '', `seed ${seed}`).toBe('');
 }, 120_000);
 
 test('a standby that fell behind past the pruned commit log reloads every shard, then answers as a fresh node', async () => {
