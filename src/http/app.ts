@@ -40,6 +40,7 @@ import type { Store } from '../store/store.js';
 import { replyOps } from '../store/stored-reply.js';
 import { Admin } from './admin.js';
 import { isJsonBody, negotiate, OFFLOAD_BODY_BYTES, readRequestBody } from './body.js';
+import { browseQuery } from './browse.js';
 import { docsPage } from './docs.js';
 import { type Forwarded, Forwarder } from './forward.js';
 import { appliesTo, IdempotencyKeys } from './idempotency.js';
@@ -55,6 +56,7 @@ import { CHUNKED_REPLY_CHARS, streamReply, textChunks } from './stream.js';
 
 /** Routes whose answer may be a list, which a shard streams (P7): the collection's, its list routes', an object's sub-route lists. */
 const STREAMABLE_SHAPES = new Set<Shape>(['list', 'list-route', 'detail-route']);
+const isRead = (method: string) => method === 'GET' || method === 'HEAD';
 
 export class App {
   /** Most clients send one of a few Accept headers; the parse is cached unless ?format= may apply. */
@@ -443,7 +445,10 @@ export class App {
       match,
       model,
       method: x.method,
-      query: x.query,
+      query:
+        x.representation === 'html' && operation.run !== undefined && isRead(x.method) && STREAMABLE_SHAPES.has(match.route.shape)
+          ? browseQuery(x.query)
+          : x.query,
       body: bytes ? undefined : body,
       bytes,
       principal: this.users.principal(user),
@@ -451,7 +456,7 @@ export class App {
       // P7: a list read as JSON (a page too, and a sub-route's list) may come back in chunks, written as the
       // client takes them (stream.ts); a top-level one merged from every shard's chunks (shard/merged-stream.ts).
       // HEAD too: it stops after the first chunk (streamReply).
-      stream: (x.method === 'GET' || x.method === 'HEAD') && x.representation === 'json' && STREAMABLE_SHAPES.has(match.route.shape),
+      stream: isRead(x.method) && x.representation === 'json' && STREAMABLE_SHAPES.has(match.route.shape),
       idempotency: stamp,
       cacheable: this.readCache.enabled && isCacheableRead(match, operation, model),
     };

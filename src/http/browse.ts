@@ -7,7 +7,28 @@
  * JSON to the API itself, sending the signed-in token as `Authorization`.
  * Nothing is kept in a cookie, so a page of another site cannot act with it.
  */
+import { readPage } from '../query/pagination.js';
+import { QueryParams } from '../query/params.js';
 import { ASSETS_PATH } from './static.js';
+
+/** Items the view shows of a list whose URL names no page: a person reads a page, and its pager walks on. */
+export const BROWSE_PAGE_ITEMS = 50;
+
+/**
+ * The query a list is read with for the view: as given when it names a page (`limit`), else with the first page
+ * of BROWSE_PAGE_ITEMS. The view's page is built whole on the main thread, so it must stay small whatever the list.
+ */
+export function browseQuery(query: string): string {
+  let named = false;
+  try {
+    named = readPage(new QueryParams(query)) !== null;
+  } catch {
+    // A malformed query is the list's own 400 to give.
+    return query;
+  }
+  if (named) return query;
+  return query === '' ? `limit=${BROWSE_PAGE_ITEMS}` : `${query}&limit=${BROWSE_PAGE_ITEMS}`;
+}
 
 function escapeHtml(s: string): string {
   return s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');

@@ -18,7 +18,17 @@ import { siteIdIn } from '../schema/validate.js';
 import type { ChunkSource } from '../shard/chunk-stream.js';
 import { MergedStream } from '../shard/merged-stream.js';
 import { mergeParts, type ShardPool } from '../shard/pool.js';
-import type { DirectoryUpdate, IdempotencyStamp, ListChunk, ListPart, Op, Principal, ShardRequest, SiteClaim } from '../shard/protocol.js';
+import type {
+  DirectoryUpdate,
+  IdempotencyStamp,
+  ListChunk,
+  ListPart,
+  Op,
+  Principal,
+  ShardReply,
+  ShardRequest,
+  SiteClaim,
+} from '../shard/protocol.js';
 import type { Store } from '../store/store.js';
 import { type CommitFeed, CrossShardBulk, splitByShard } from './cross-shard.js';
 import type { RouteMatch } from './router.js';

@@ -38,9 +38,11 @@ const holdersOf = (shard: ShardState, networkId: number) => shard.relation(INTER
 
 /**
  * Stage 1 of `addresses` (gaps.md §15.3): a list, or JSON text holding one.
- * Falsy values other than null mean the empty list.
+ * Falsy values other than null mean the empty list. At most `max` entries
+ * (MAX_BULK_ITEMS): each may create a network, so one interface's list is a
+ * bulk write of its own, bounded like a bulk body.
  */
-export function readAddressList(raw: unknown): unknown[] {
+export function readAddressList(raw: unknown, max: number): unknown[] {
   if (raw === null) throw Errors.field('addresses', 'This field may not be null.');
   let v = raw;
   if (typeof v === 'string' && v.trim() !== '') {
@@ -50,7 +52,10 @@ export function readAddressList(raw: unknown): unknown[] {
       /* not JSON: reported as a string below */
     }
   }
-  if (Array.isArray(v)) return v;
+  if (Array.isArray(v)) {
+    if (v.length > max) throw Errors.field('addresses', `Ensure this field has no more than ${max} elements.`);
+    return v;
+  }
   if (!v) return [];
   throw Errors.fieldPlain('addresses', `Expected list but received <type '${pyType(v)}'>`);
 }

@@ -137,7 +137,7 @@ function parse(ctx: RequestContext, body: Record<string, unknown>, method: Metho
   }
   if (body.addresses !== undefined)
     collectFieldError(all, 'addresses', () => {
-      draft.addresses = readAddressList(body.addresses);
+      draft.addresses = readAddressList(body.addresses, ctx.config.maxBulkItems);
     });
   throwFieldErrors(interfaceSchema, all);
   return draft;

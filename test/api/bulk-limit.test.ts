@@ -97,3 +97,25 @@ describe('MAX_BULK_ITEMS', () => {
     expect((await standard.get('/api/sites/1/')).status).toBe(200);
   });
 });
+
+describe("an interface's addresses", () => {
+  test('more addresses than MAX_BULK_ITEMS in one interface are a 400 naming the limit, and nothing is written', async () => {
+    expect((await small.post('/api/sites/1/devices/', { hostname: 'addr-host' })).status).toBe(201);
+    expect((await small.post('/api/sites/1/networks/', { cidr: '10.9.0.0/24' })).status).toBe(201);
+    const addresses = (n: number) => Array.from({ length: n }, (_, i) => `10.9.0.${i + 1}/32`);
+    const refusal = { error: { code: 400, message: { addresses: ['Ensure this field has no more than 5 elements.'] } } };
+    const before = await changeCount(small);
+    const created = await small.post('/api/sites/1/interfaces/', { device: 'addr-host', name: 'eth0', addresses: addresses(6) });
+    expect(created.status).toBe(400);
+    expect(created.json).toEqual(refusal);
+    expect(await changeCount(small)).toBe(before);
+    const ok = await small.post('/api/sites/1/interfaces/', { device: 'addr-host', name: 'eth0', addresses: addresses(5) });
+    expect(ok.status).toBe(201);
+    const after = await changeCount(small);
+    const patched = await small.patch(`/api/interfaces/${ok.json.id}/`, { addresses: JSON.stringify(addresses(6)) });
+    expect(patched.status).toBe(400);
+    expect(patched.json).toEqual(refusal);
+    expect((await small.get(`/api/interfaces/${ok.json.id}/`)).json.addresses).toEqual(addresses(5));
+    expect(await changeCount(small)).toBe(after);
+  });
+});

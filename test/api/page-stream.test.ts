@@ -101,3 +101,28 @@ describe('streamed pages through inject()', () => {
     expect(await streamsOpen(s, 0)).toBe(0);
   });
 });
+
+describe('the HTML view of a list', () => {
+  /** The JSON the view carries (browse.ts puts it in the page for static/browse.js). */
+  const carried = (html: string) =>
+    JSON.parse(JSON.parse(/<script type="application\/json" id="initial">(.*?)<\/script>/s.exec(html)![1].replace(/\\u003c/g, '<')).body);
+
+  test('a list the URL names no page of shows its first page, with the link to the next', async () => {
+    const res = await s.get('/api/networks/', { headers: { Accept: 'text/html' } });
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toContain('text/html');
+    const page = carried(res.text);
+    expect(page.count).toBe(networks.length);
+    expect(page.results.map((r: unknown) => JSON.stringify(r))).toEqual(networks.slice(0, 50));
+    expect(page.next).toBe(`${s.base}/api/networks/?limit=50&offset=50`);
+  });
+
+  test('a page the URL names is shown as asked, and a sub-route list is paged too', async () => {
+    const asked = carried((await s.get('/api/networks/?limit=3&offset=7&format=api')).text);
+    expect(asked.results.map((r: unknown) => JSON.stringify(r))).toEqual(networks.slice(7, 10));
+    const cidr = JSON.parse(networks[0]).cidr as string;
+    const sub = carried((await s.get(`/api/sites/${sites[0]}/networks/${cidr}/descendants/?format=api`)).text);
+    expect(sub.results).toHaveLength(50);
+    expect(sub.count).toBe(HOSTS);
+  });
+});
