@@ -67,15 +67,23 @@ export class RandomWrites {
     );
   }
 
-  /** Each action that has not succeeded yet, tried again until it does (up to `attempts` times each). */
-  async cover(attempts = 20): Promise<void> {
+  /**
+   * Each action that has not succeeded yet, tried again until it does (up to `attempts` times each); after a
+   * refusal, what it acts on is made once more (NEEDS), since the random mix may have deleted every one.
+   */
+  async cover(attempts = 40): Promise<void> {
     const rnd = prng(this.seed + 1);
     const lane: Lane = { rnd, n: () => ++this.counter };
+    const byName = new Map(ACTIONS.map(([name, , make]) => [name, make]));
     for (const [name, , make] of ACTIONS) {
       for (let i = 0; i < attempts && !this.done.has(name); i++) {
         const r = await make(this, lane);
         if (r && r.status < 300) this.done.set(name, 1);
-        else this.refused.set(name, r ? `${r.status} ${r.text.slice(0, 200)}` : 'nothing to act on');
+        else {
+          this.refused.set(name, r ? `${r.status} ${r.text.slice(0, 200)}` : 'nothing to act on');
+          const need = NEEDS[name];
+          if (need) await byName.get(need)!(this, lane);
+        }
       }
     }
   }
@@ -399,6 +407,25 @@ const ACTIONS: [string, number, (w: RandomWrites, lane: Lane) => Promise<Respons
     },
   ],
 ];
+
+/** What an action acts on, made by another (`cover`). */
+const NEEDS: Record<string, string> = {
+  'device update': 'device create',
+  'device bulk update': 'device bulk create',
+  'device delete': 'device create',
+  'device bulk delete': 'device bulk create',
+  'network update': 'network create',
+  'network delete': 'network create',
+  'interface create': 'device create',
+  'interface update': 'interface create',
+  'interface delete': 'interface create',
+  'circuit create': 'interface create',
+  'circuit delete': 'circuit create',
+  'protocol create': 'protocol type create',
+  'protocol type delete': 'protocol type create',
+  'object grant': 'user create',
+  'user site grants': 'user create',
+};
 
 /** The names of every action, for a test that insists each happened. */
 export const ACTION_NAMES = ACTIONS.map(([name]) => name);
