@@ -306,7 +306,9 @@ test('subscribers of one filter get the same messages, several commits to a mess
   const open = (site: number) =>
     new Promise<string[]>((resolve) => {
       const got: string[] = [];
-      const ws = new WebSocket(`ws://127.0.0.1:${s.port}/api/sites/${site}/changes/stream/`, { headers: { 'X-Service-Email': 'admin@localhost' } });
+      const ws = new WebSocket(`ws://127.0.0.1:${s.port}/api/sites/${site}/changes/stream/`, {
+        headers: { 'X-Service-Email': 'admin@localhost' },
+      });
       opened.push({ close: () => ws.terminate() });
       ws.on('message', (m) => got.push(m.toString()));
       ws.on('open', () => resolve(got));
