@@ -36,7 +36,8 @@
  * subscriber whose filter matches nothing costs nothing per delivery. A
  * group's Changes are encoded once per transport and the same bytes go to
  * each of its subscribers (wire.ts); groups that want all of a delivery
- * share one encoding.
+ * share one encoding. The writes yield to the event loop about every
+ * millisecond, so requests do not queue behind a large fan-out.
  *
  * Spacing. Each write to a socket costs a syscall and a wake-up of its
  * reader (~5 µs on each side on loopback) on top of its bytes, so one write
@@ -131,6 +132,12 @@ const RECOVER_CHUNK = 5000;
 const WRITES_PER_SECOND = 2000;
 /** The longest wait between two deliveries, however many subscribers. */
 const MAX_SPACING_MS = 100;
+/**
+ * A delivery's writes hold the event loop at most about this long at a time (the clock is read every
+ * SLICE_CHECK writes): 100 subscribers times 100 KiB is several ms, which requests should not wait behind.
+ */
+const SLICE_MS = 1;
+const SLICE_CHECK = 8;
 /** Idle SSE connections get a comment this often, so neither uWS nor a proxy times them out. */
 const HEARTBEAT_MS = 5000;
 
@@ -384,12 +391,19 @@ export class FeedHub {
     // A group's items are a subsequence of `needed`: as many means the same, and one encoding serves them all.
     const whole = new Payload(needed.map((i) => texts.get(i.id)!));
     let writes = 0;
+    let sliceEnd = performance.now() + SLICE_MS;
     for (const [group, list] of wanted) {
       const payload = list.length === needed.length ? whole : new Payload(list.map((i) => texts.get(i.id)!));
       const { first, last } = payload;
       for (const sub of group.subs) {
         if (sub.cursor >= last) continue;
-        writes++;
+        if (++writes % SLICE_CHECK === 0 && performance.now() > sliceEnd) {
+          // Let requests through. Meanwhile a subscriber may leave (its group forgets it) or join (at the
+          // watermark, past this delivery, so the cursor test skips it).
+          await new Promise<void>((resolve) => setImmediate(resolve));
+          sliceEnd = performance.now() + SLICE_MS;
+          if (sub.closed || sub.cursor >= last) continue;
+        }
         if (sub.cursor >= first) {
           // Caught up into the middle of this delivery: only what it has not read.
           const rest = new Payload(payload.changes.filter((c) => c.id > sub.cursor));

@@ -335,6 +335,49 @@ test('subscribers of one filter get the same messages, several commits to a mess
   expect(idle).toEqual([]);
 });
 
+test('many subscribers joining and leaving while Changes are fanned out each get every Change from their start once, in id order', async () => {
+  const site = await newSite();
+  const start = await newestChange();
+  type Reader = { ids: number[]; ws: WebSocket };
+  const open = (after: number | null) =>
+    new Promise<Reader>((resolve) => {
+      const query = after === null ? '' : `?after=${after}`;
+      const ws = new WebSocket(`ws://127.0.0.1:${s.port}/api/sites/${site}/changes/stream/${query}`, {
+        headers: { 'X-Service-Email': 'admin@localhost' },
+      });
+      const r: Reader = { ids: [], ws };
+      opened.push({ close: () => ws.terminate() });
+      ws.on('message', (m) => r.ids.push(...(JSON.parse(m.toString()) as { id: number }[]).map((c) => c.id)));
+      ws.on('open', () => resolve(r));
+    });
+  // Enough subscribers that one delivery's writes take longer than a slice of the event loop.
+  const first = await Promise.all(Array.from({ length: 150 }, () => open(start)));
+  const leaving = first.slice(0, 20);
+  const late: Promise<Reader>[] = [];
+  await Promise.all([
+    ...Array.from({ length: 4 }, async (_, w) => {
+      for (let i = 0; i < 30; i++) expect((await s.post(`/api/sites/${site}/devices/`, { hostname: `m${w}-${i}` })).status).toBe(201);
+    }),
+    (async () => {
+      for (let i = 0; i < 20; i++) {
+        await new Promise((r) => setTimeout(r, 10));
+        leaving[i].ws.terminate();
+        late.push(open(null));
+      }
+    })(),
+  ]);
+  const joined = await Promise.all(late);
+  const expected = await changeIdsAfter(start, site);
+  expect(expected).toHaveLength(120);
+  const staying = first.slice(20);
+  const deadline = Date.now() + 15_000;
+  while (staying.some((r) => r.ids.length < expected.length) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+  for (const r of staying) expect(r.ids).toEqual(expected);
+  // Those that left got a beginning of the stream, those that joined late an end of it: no gap, no repeat.
+  for (const r of leaving) expect(r.ids).toEqual(expected.slice(0, r.ids.length));
+  for (const r of joined) expect(r.ids).toEqual(expected.slice(expected.length - r.ids.length));
+});
+
 test('a consumer that stops reading is ended with the id to resume after; writers never wait, and resuming loses nothing', async () => {
   const site = await newSite();
   const start = await newestChange();
