@@ -17,20 +17,27 @@
  * lost on resume) is the API tests' to check (test/api/feed.test.ts), not
  * this count's.
  *
- * The delay is measured on a sample: the bench POSTs a probe allocation from
- * a second parent (`probePrefix` starts its addresses) every few ms, and the
- * first reader notes the arrival time of each probe address it sees;
- * bench/feed.ts matches them with the probes' reply times.
+ * The delay is measured on a sample, in this process so that both ends are
+ * read on one clock and neither waits behind the load generator: a probe
+ * POSTs an allocation from a second parent (`probePrefix` starts its
+ * addresses) every `probeMs`, one at a time on its own keep-alive
+ * connection, and notes when each reply arrived; the first reader notes when
+ * each probe address arrived on its stream. The probe runs on both sides of
+ * the bench (forked with no subscribers for the "none" side), so both carry
+ * the same load.
  *
  * A reader ended as a slow consumer reconnects after the id it was given
  * (`"resume_after":N` in its last bytes), as a real consumer would.
  * WebSocket connections send an unsolicited pong every 30 s (allowed by RFC
  * 6455) so that uWS's idle timeout never ends them.
  *
- * Messages to the parent: {ready} once every connection is open, then on
- * {report}: {changes, overflows, ends, arrivals}.
+ * Messages to the parent: {ready} once every connection is open; on {probe:
+ * true|false} the probe starts or stops; on {report}: {changes, overflows,
+ * ends, delays} (the delays, in ms, of the probes whose Change arrived since
+ * the last report).
  */
 import { randomBytes } from 'node:crypto';
+import { Agent, request as httpRequest } from 'node:http';
 import { connect, type Socket } from 'node:net';
 
 interface Config {
@@ -40,12 +47,13 @@ interface Config {
   busySite: number;
   idle: number;
   readers: number;
-  /** The first octets of every probe address, e.g. `172.16.`. */
+  /** The probe's POST (an allocation from the second parent), its period, and the first octets of its addresses. */
+  probePath: string;
+  probeMs: number;
   probePrefix: string;
 }
 
 const cfg = JSON.parse(process.env.BENCH_FEED_SUBSCRIBERS ?? '{}') as Config;
-const now = () => performance.timeOrigin + performance.now();
 
 /** Each Change's text starts `{"id":<id>,"site":`; the resources this bench writes (networks) have no `"site"` key. */
 const SITE_KEY = Buffer.from(',"site":');
@@ -64,8 +72,9 @@ let changes = 0;
 let overflows = 0;
 /** Connections that ended without an overflow event: none are expected. */
 let ends = 0;
-/** [probe address, wall-clock ms] as the first reader saw them. */
-const arrivals: [string, number][] = [];
+/** Probe address → when its reply arrived, and the delays of those whose Change has arrived since. */
+const replied = new Map<string, number>();
+const delays: number[] = [];
 
 /** The id in the `{"id":<id>` just before `at`, or -1 when its digits are not all in `buf`. */
 function idBefore(buf: Buffer, at: number): number {
@@ -122,7 +131,12 @@ class Tally {
 function probes(buf: Buffer, startBefore: number, endFrom: number, at: number): void {
   for (let i = buf.indexOf(PROBE); i >= 0 && i < startBefore; i = buf.indexOf(PROBE, i + PROBE.length)) {
     const close = buf.indexOf(QUOTE, i + CIDR_KEY.length);
-    if (close >= endFrom) arrivals.push([buf.toString('latin1', i + CIDR_KEY.length, close), at]);
+    if (close < endFrom) continue;
+    const address = buf.toString('latin1', i + CIDR_KEY.length, close);
+    const sent = replied.get(address);
+    if (sent === undefined) continue;
+    replied.delete(address);
+    delays.push(at - sent);
   }
 }
 
@@ -156,7 +170,7 @@ function stream(
       if (reading) {
         tally.read(chunk, tail);
         if (watch) {
-          const at = now();
+          const at = performance.now();
           // Whole in this read; then those begun in the previous bytes and ended in this read.
           probes(chunk, chunk.length, 0, at);
           const span = Math.min(tail.length, PROBE_SPAN);
@@ -200,6 +214,32 @@ const wsRequest = (path: string) =>
 const streamPath = (site: number) => (after: number | null) =>
   `/api/sites/${site}/changes/stream/${after === null ? '' : `?after=${after}`}`;
 
+const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+let probing = false;
+async function probe(): Promise<void> {
+  while (probing) {
+    const next = performance.now() + cfg.probeMs;
+    const body = await new Promise<string>((resolve) => {
+      const req = httpRequest(
+        { host: cfg.host, port: cfg.port, path: cfg.probePath, method: 'POST', agent, headers: { 'X-Service-Email': 'admin@localhost' } },
+        (res) => {
+          let text = '';
+          res.setEncoding('utf8');
+          res.on('data', (d: string) => {
+            text += d;
+          });
+          res.on('end', () => resolve(res.statusCode === 200 ? text : ''));
+        },
+      );
+      req.on('error', () => resolve(''));
+      req.end();
+    });
+    // `["172.16.0.9/32"]`: the address, as the Change's `cidr` has it.
+    if (body) replied.set(body.slice(2, -2), performance.now());
+    await new Promise((r) => setTimeout(r, Math.max(0, next - performance.now())));
+  }
+}
+
 const total = cfg.idle + cfg.readers;
 let opened = 0;
 const ready = () => {
@@ -207,7 +247,12 @@ const ready = () => {
 };
 for (let i = 0; i < cfg.readers; i++) stream(streamPath(cfg.busySite), i % 2 === 0 ? sseRequest : wsRequest, true, i === 0, ready);
 for (let i = 0; i < cfg.idle; i++) stream(streamPath(cfg.idleSite), i % 2 === 0 ? sseRequest : wsRequest, false, false, ready);
+if (total === 0) process.send!({ ready: true });
 
-process.on('message', (msg: { report?: boolean }) => {
-  if (msg.report) process.send!({ changes, overflows, ends, arrivals: arrivals.splice(0) });
+process.on('message', (msg: { report?: boolean; probe?: boolean }) => {
+  if (msg.probe === true && !probing) {
+    probing = true;
+    void probe();
+  } else if (msg.probe === false) probing = false;
+  if (msg.report) process.send!({ changes, overflows, ends, delays: delays.splice(0) });
 });

@@ -14,26 +14,35 @@
  *   counted by a byte scan).
  *
  * On both sides a probe POSTs one allocation from a second parent of site A
- * (172.16.0.0/12) every BENCH_PROBE_MS over its own connection; the feed
- * delay is, per probe, from its reply reaching this process to its Change
- * reaching the first reader (wall clocks of two processes on one machine).
- * A shard posts a commit's replies and its Changes in one message once the
- * commit is durable, so this is the feed's own cost: the main thread's
- * ordering, the spacing of deliveries, the fan-out and the socket.
+ * (172.16.0.0/12) every BENCH_PROBE_MS over its own connection, from the
+ * subscribers' process; the feed delay is, per probe, from its reply
+ * reaching that process to its Change reaching the first reader there (one
+ * clock, and a process the load generator does not hold up). A shard posts a
+ * commit's replies and its Changes in one message once the commit is
+ * durable, so this is the feed's own cost: the main thread's ordering, the
+ * spacing of deliveries, the fan-out and the socket.
  *
- * Printed: allocations/s for each side and their ratio (target ≥ 0.8); the
- * CPU per allocation of the server (all its threads, /proc; user and system),
- * of the subscribers' process and of the load client, so the feed's cost to
- * the server itself reads apart from the readers' share of the machine's
- * cores; the delay p50/p99; slow-consumer ends; the load average.
+ * Two phases, each alternating none/feed rounds:
+ * - "max": as fast as the load goes. Allocations/s for each side and their
+ *   ratio (target ≥ 0.8): on 2 cores shared with the subscribers' process
+ *   and the load generator, a figure of the whole machine.
+ * - "fixed": BENCH_FIXED_RATE allocations/s (autocannon's overallRate) on
+ *   both sides, so that both do the same work whatever else the machine
+ *   runs: the server's CPU per allocation with and without subscribers is
+ *   the feed's cost to the server itself, and the delay is that of a given
+ *   load.
+ * Each prints the CPU per allocation of the server (all its threads, /proc;
+ * user and system, the system part being mostly socket writes), of the
+ * subscribers' process and of the load client; the delay p50/p99;
+ * slow-consumer ends; the load average.
  *
- * Settings (env): BENCH_SECONDS (measured seconds per side, default 10),
- * BENCH_ROUNDS (default 2), BENCH_WARMUP_SECONDS (default 2),
+ * Settings (env): BENCH_SECONDS (measured seconds per side and phase,
+ * default 10), BENCH_ROUNDS (default 2), BENCH_WARMUP_SECONDS (default 2),
  * BENCH_CONNECTIONS (64), BENCH_IDLE (1000), BENCH_READERS (100),
- * BENCH_PROBE_MS (20), BENCH_CLIENT (autocannon | wrk).
+ * BENCH_PROBE_MS (20), BENCH_FIXED_RATE (2000; 0 skips the phase),
+ * BENCH_CLIENT (autocannon | wrk, for the "max" phase).
  */
 import { type ChildProcess, fork } from 'node:child_process';
-import { Agent, request as httpRequest } from 'node:http';
 import { loadavg } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -59,6 +68,7 @@ import { wrkPost } from './_wrk.js';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 type Side = 'none' | 'feed';
+type Phase = 'max' | 'fixed';
 const PROBE_PARENT = '172.16.0.0/12';
 const PROBE_PREFIX = '172.16.';
 
@@ -66,6 +76,7 @@ const PROBE_PREFIX = '172.16.';
 const cpuSplit = (pid: number) => processCpuSplit(pid) ?? { user: 0, system: 0 };
 
 interface Round {
+  phase: Phase;
   side: Side;
   allocations: number;
   seconds: number;
@@ -76,6 +87,7 @@ interface Round {
   readersCpu: number;
   clientCpu: number;
   delays: number[];
+  /** Changes the readers got, all readers together. */
   changes: number;
   overflows: number;
   ends: number;
@@ -90,6 +102,7 @@ export async function run(): Promise<number> {
   const idle = Math.floor(envNumber('BENCH_IDLE', 1000, 0));
   const readers = Math.floor(envNumber('BENCH_READERS', 100, 1));
   const probeMs = envNumber('BENCH_PROBE_MS', 20, 1);
+  const fixedRate = envNumber('BENCH_FIXED_RATE', 2000, 0);
   const client = loadClient();
 
   const data = tempDir('netsot-bench-feed-');
@@ -109,9 +122,9 @@ export async function run(): Promise<number> {
     const path = `/api/sites/${busy.json.id}/networks/10.0.0.0/8/next_address/?reserve=true`;
     const probePath = `/api/sites/${busy.json.id}/networks/${PROBE_PARENT}/next_address/?reserve=true`;
 
-    /** The P2 load for `secs`: allocations answered 200 and the load's own figures. */
-    const load = async (secs: number) => {
-      if (client === 'wrk') {
+    /** The P2 load for `secs` (at `rate` allocations/s if > 0): allocations answered 200 and the load's own figures. */
+    const load = async (secs: number, rate = 0) => {
+      if (client === 'wrk' && rate === 0) {
         const w = await wrkPost({ base: server.base, paths: [path], headers: AUTH, connections, seconds: secs });
         const s = w.summary;
         return {
@@ -130,6 +143,7 @@ export async function run(): Promise<number> {
         pipelining: 1,
         duration: secs,
         timeout: 10,
+        ...(rate > 0 ? { overallRate: rate } : {}),
         requests: [{ method: 'POST', path, headers: AUTH, onResponse: (status: number) => void (status === 200 && ok++) }],
       });
       const cpu = process.cpuUsage(cpu0);
@@ -142,39 +156,18 @@ export async function run(): Promise<number> {
       };
     };
 
-    /** Probe allocations, one at a time, every `probeMs`: wall-clock ms at which each address's reply arrived. */
-    const replied = new Map<string, number>();
-    const agent = new Agent({ keepAlive: true, maxSockets: 1 });
-    let probing = false;
-    const probe = async () => {
-      while (probing) {
-        const next = performance.now() + probeMs;
-        const body = await new Promise<string>((resolve) => {
-          const req = httpRequest(`${server.base}${probePath}`, { method: 'POST', headers: AUTH, agent }, (res) => {
-            let text = '';
-            res.setEncoding('utf8');
-            res.on('data', (d: string) => {
-              text += d;
-            });
-            res.on('end', () => resolve(res.statusCode === 200 ? text : ''));
-          });
-          req.on('error', () => resolve(''));
-          req.end();
-        });
-        if (body) replied.set(body.slice(2, -2), performance.timeOrigin + performance.now());
-        await new Promise((r) => setTimeout(r, Math.max(0, next - performance.now())));
-      }
-    };
-
     const { hostname, port } = new URL(server.base);
-    const connect = async (): Promise<ChildProcess> => {
+    /** The subscribers' process (none on the "none" side: then only the probe). */
+    const connect = async (side: Side): Promise<ChildProcess> => {
       const config = {
         host: hostname,
         port: Number(port),
         idleSite: quiet.json.id,
         busySite: busy.json.id,
-        idle,
-        readers,
+        idle: side === 'feed' ? idle : 0,
+        readers: side === 'feed' ? readers : 0,
+        probePath,
+        probeMs,
         probePrefix: PROBE_PREFIX,
       };
       const child = fork(join(HERE, '_feed-subscribers.js'), [], {
@@ -187,7 +180,7 @@ export async function run(): Promise<number> {
       return child;
     };
     const report = (child: ChildProcess) =>
-      new Promise<{ changes: number; overflows: number; ends: number; arrivals: [string, number][] }>((resolve) => {
+      new Promise<{ changes: number; overflows: number; ends: number; delays: number[] }>((resolve) => {
         child.once('message', (m) => resolve(m as never));
         child.send({ report: true });
       });
@@ -201,63 +194,62 @@ export async function run(): Promise<number> {
     );
     const busyBefore = await foreignBusyCores();
     log(
-      `other CPU use before the load: ${busyBefore === null ? 'unknown' : `${busyBefore.toFixed(2)} cores`}; load average ${loadavg()
-        .map((l) => l.toFixed(2))
-        .join(' ')}`,
+      `other CPU use before the load: ${busyBefore === null ? 'unknown' : `${busyBefore.toFixed(2)} cores`}; load average ${loadAverage()}`,
     );
     if (warmup > 0) await load(warmup);
 
     const results: Round[] = [];
-    for (let i = 0; i < rounds; i++) {
-      for (const side of (i % 2 === 0 ? ['none', 'feed'] : ['feed', 'none']) as Side[]) {
-        subscribers = side === 'feed' ? await connect() : undefined;
-        const before = subscribers ? await report(subscribers) : null;
-        const readers0 = subscribers ? cpuSplit(subscribers.pid!) : null;
-        const server0 = cpuSplit(server.pid);
-        probing = true;
-        const probes = probe();
-        const r = await load(slice);
-        probing = false;
-        await probes;
-        const server1 = cpuSplit(server.pid);
-        const readers1 = subscribers ? cpuSplit(subscribers.pid!) : null;
-        let delays: number[] = [];
-        let got = { changes: 0, overflows: 0, ends: 0 };
-        if (subscribers) {
+    const phases: [Phase, number][] =
+      fixedRate > 0
+        ? [
+            ['max', 0],
+            ['fixed', fixedRate],
+          ]
+        : [['max', 0]];
+    for (const [phase, rate] of phases) {
+      for (let i = 0; i < rounds; i++) {
+        for (const side of (i % 2 === 0 ? ['none', 'feed'] : ['feed', 'none']) as Side[]) {
+          const child = await connect(side);
+          subscribers = child;
+          const before = await report(child);
+          const readers0 = cpuSplit(child.pid!);
+          const server0 = cpuSplit(server.pid);
+          child.send({ probe: true });
+          const r = await load(slice, rate);
+          child.send({ probe: false });
+          const server1 = cpuSplit(server.pid);
+          const readers1 = cpuSplit(child.pid!);
           // Let the last Changes of the slice arrive before asking.
           await new Promise((res) => setTimeout(res, 500));
-          const after = await report(subscribers);
-          got = {
-            changes: after.changes - before!.changes,
-            overflows: after.overflows - before!.overflows,
-            ends: after.ends - before!.ends,
+          const after = await report(child);
+          const got = {
+            changes: after.changes - before.changes,
+            overflows: after.overflows - before.overflows,
+            ends: after.ends - before.ends,
           };
-          delays = after.arrivals.flatMap(([addr, at]) => {
-            const sent = replied.get(addr);
-            return sent === undefined ? [] : [at - sent];
-          });
-          subscribers.kill('SIGTERM');
+          child.kill('SIGTERM');
           subscribers = undefined;
+          const readersCpu = side === 'feed' ? readers1.user + readers1.system - readers0.user - readers0.system : 0;
+          const serverCpu = { user: server1.user - server0.user, system: server1.system - server0.system };
+          results.push({ phase, side, ...r, server: serverCpu, readersCpu, delays: after.delays, ...got });
+          const perReader = got.changes / readers / Math.max(1, r.allocations);
+          log(
+            `  ${phase} round ${i + 1} ${side.padEnd(4)} ${fmt.int(r.allocations / r.seconds)} allocations/s, p99 ${r.p99} ms` +
+              `${r.failures > 0 ? `, ${r.failures} FAILED` : ''}` +
+              `${side === 'feed' ? `, ${fmt.int(got.changes)} Changes read (${perReader.toFixed(3)} per reader per allocation), ${got.overflows} slow-consumer ends, ${got.ends} other ends` : ''}`,
+          );
         }
-        replied.clear();
-        const readersCpu = readers0 && readers1 ? readers1.user + readers1.system - readers0.user - readers0.system : 0;
-        const serverCpu = { user: server1.user - server0.user, system: server1.system - server0.system };
-        results.push({ side, ...r, server: serverCpu, readersCpu, delays, ...got });
-        log(
-          `  round ${i + 1} ${side.padEnd(4)} ${fmt.int(r.allocations / r.seconds)} allocations/s, p99 ${r.p99} ms` +
-            `${r.failures > 0 ? `, ${r.failures} FAILED` : ''}` +
-            `${side === 'feed' ? `, ${fmt.int(got.changes)} Changes read (${(got.changes / readers / Math.max(1, r.allocations)).toFixed(3)} per reader per allocation), ${got.overflows} slow-consumer ends, ${got.ends} other ends` : ''}`,
-        );
       }
     }
-    agent.destroy();
-    const sum = (side: Side) => {
-      const rs = results.filter((r) => r.side === side);
+
+    const sum = (phase: Phase, side: Side) => {
+      const rs = results.filter((r) => r.phase === phase && r.side === side);
       const allocations = rs.reduce((a, r) => a + r.allocations, 0);
       const secs = rs.reduce((a, r) => a + r.seconds, 0);
       const per = (cpu: number) => (allocations > 0 ? (cpu / allocations) * 1e6 : 0);
       const user = rs.reduce((a, r) => a + r.server.user, 0);
       const system = rs.reduce((a, r) => a + r.server.system, 0);
+      const delays = rs.flatMap((r) => r.delays);
       return {
         rps: allocations / secs,
         p99: Math.max(...rs.map((r) => r.p99)),
@@ -266,58 +258,62 @@ export async function run(): Promise<number> {
         serverSystemUs: per(system),
         readersUs: per(rs.reduce((a, r) => a + r.readersCpu, 0)),
         clientUs: per(rs.reduce((a, r) => a + r.clientCpu, 0)),
+        delay: delays.length > 0 ? stats(delays) : null,
       };
     };
-    const none = sum('none');
-    const feed = sum('feed');
-    const ratio = feed.rps / none.rps;
-    const delays = results.flatMap((r) => r.delays);
-    const d = delays.length > 0 ? stats(delays) : null;
-    const row = (name: string, s: typeof none) => [
-      name,
-      fmt.int(s.rps),
-      s.p99,
-      `${s.serverUs.toFixed(1)} (${s.serverUserUs.toFixed(1)} + ${s.serverSystemUs.toFixed(1)})`,
-      s.readersUs.toFixed(1),
-      s.clientUs.toFixed(1),
-    ];
-    log('');
-    log(
-      table(
-        [
-          'side',
-          'allocations/s',
-          'p99 ms',
-          'server CPU µs/allocation (user + system)',
-          'subscribers µs/allocation',
-          `${client} µs/allocation`,
-        ],
-        [row('none', none), row(`feed (${idle}+${readers})`, feed)],
-      ),
-    );
-    log(`ratio feed/none: ${ratio.toFixed(3)} (target ≥ 0.8) ${ratio >= 0.8 ? 'MET' : 'NOT MET'}`);
-    log(
-      `server CPU per allocation, feed/none: ${(feed.serverUs / none.serverUs).toFixed(3)} (+${(feed.serverUs - none.serverUs).toFixed(1)} µs)`,
-    );
-    if (d)
+    const summary: Record<string, unknown> = {};
+    for (const [phase, rate] of phases) {
+      const none = sum(phase, 'none');
+      const feed = sum(phase, 'feed');
+      const row = (name: string, x: typeof none) => [
+        name,
+        fmt.int(x.rps),
+        x.p99,
+        `${x.serverUs.toFixed(1)} (${x.serverUserUs.toFixed(1)} + ${x.serverSystemUs.toFixed(1)})`,
+        x.readersUs.toFixed(1),
+        x.clientUs.toFixed(1),
+      ];
+      log('');
+      log(phase === 'max' ? 'as fast as the load goes:' : `at ${fmt.int(rate)} allocations/s on both sides:`);
       log(
-        `feed delay, probe reply → first reader: p50 ${fmt.ms(d.p50)} ms, p99 ${fmt.ms(d.p99)} ms (n=${d.n}, min ${fmt.ms(d.min)}, max ${fmt.ms(d.max)})`,
+        table(
+          [
+            'side',
+            'allocations/s',
+            'p99 ms',
+            'server CPU µs/allocation (user + system)',
+            'subscribers µs/allocation',
+            'load client µs/allocation',
+          ],
+          [row('none', none), row(`feed (${idle}+${readers})`, feed)],
+        ),
       );
-    log(
-      `load average after: ${loadavg()
-        .map((l) => l.toFixed(2))
-        .join(' ')}`,
-    );
+      const ratio = feed.rps / none.rps;
+      if (phase === 'max') log(`ratio feed/none: ${ratio.toFixed(3)} (target ≥ 0.8) ${ratio >= 0.8 ? 'MET' : 'NOT MET'}`);
+      log(
+        `server CPU per allocation, feed/none: ${(feed.serverUs / none.serverUs).toFixed(3)} (+${(feed.serverUs - none.serverUs).toFixed(1)} µs)`,
+      );
+      const d = feed.delay;
+      if (d)
+        log(
+          `feed delay, probe reply → first reader: p50 ${fmt.ms(d.p50)} ms, p99 ${fmt.ms(d.p99)} ms (n=${d.n}, min ${fmt.ms(d.min)}, max ${fmt.ms(d.max)})`,
+        );
+      summary[phase] = {
+        rate: phase === 'max' ? null : rate,
+        none: none.rps,
+        feed: feed.rps,
+        ratio: phase === 'max' ? ratio : null,
+        serverUsPerAllocation: { none: none.serverUs, feed: feed.serverUs },
+        subscribersUsPerAllocation: feed.readersUs,
+        delayMs: d && { p50: d.p50, p99: d.p99, n: d.n },
+      };
+    }
+    log(`load average after: ${loadAverage()}`);
     log(
       JSON.stringify({
         scenario: 'feed',
         client,
-        none: none.rps,
-        feed: feed.rps,
-        ratio,
-        serverUsPerAllocation: { none: none.serverUs, feed: feed.serverUs },
-        subscribersUsPerAllocation: feed.readersUs,
-        delayMs: d && { p50: d.p50, p99: d.p99, n: d.n },
+        ...summary,
         loadavg: loadavg(),
         rounds: results.map(({ delays: _, ...r }) => r),
       }),
@@ -329,3 +325,8 @@ export async function run(): Promise<number> {
     data.remove();
   }
 }
+
+const loadAverage = () =>
+  loadavg()
+    .map((l) => l.toFixed(2))
+    .join(' ');
