@@ -40,6 +40,7 @@
  * default 10), BENCH_ROUNDS (default 2), BENCH_WARMUP_SECONDS (default 2),
  * BENCH_CONNECTIONS (64), BENCH_IDLE (1000), BENCH_READERS (100),
  * BENCH_PROBE_MS (20), BENCH_FIXED_RATE (2000; 0 skips the phase),
+ * BENCH_PHASE (max | fixed: that phase alone, e.g. to profile it),
  * BENCH_CLIENT (autocannon | wrk, for the "max" phase).
  */
 import { type ChildProcess, fork } from 'node:child_process';
@@ -103,6 +104,7 @@ export async function run(): Promise<number> {
   const readers = Math.floor(envNumber('BENCH_READERS', 100, 1));
   const probeMs = envNumber('BENCH_PROBE_MS', 20, 1);
   const fixedRate = envNumber('BENCH_FIXED_RATE', 2000, 0);
+  const onlyPhase = process.env.BENCH_PHASE ?? '';
   const client = loadClient();
 
   const data = tempDir('netsot-bench-feed-');
@@ -199,13 +201,12 @@ export async function run(): Promise<number> {
     if (warmup > 0) await load(warmup);
 
     const results: Round[] = [];
-    const phases: [Phase, number][] =
-      fixedRate > 0
-        ? [
-            ['max', 0],
-            ['fixed', fixedRate],
-          ]
-        : [['max', 0]];
+    const phases = (
+      [
+        ['max', 0],
+        ['fixed', fixedRate],
+      ] as [Phase, number][]
+    ).filter(([phase, rate]) => (phase === 'max' || rate > 0) && (onlyPhase === '' || onlyPhase === phase));
     for (const [phase, rate] of phases) {
       for (let i = 0; i < rounds; i++) {
         for (const side of (i % 2 === 0 ? ['none', 'feed'] : ['feed', 'none']) as Side[]) {
