@@ -10,8 +10,8 @@
  * - feed: 1000 idle subscribers (the stream of site B, which nobody writes:
  *   connected, receiving only heartbeats) and 100 reading ones (the stream of
  *   site A: every allocation's Change), half SSE and half WebSocket, in a
- *   forked child process (bench/_feed-subscribers.ts: raw sockets, Changes
- *   counted by a byte scan).
+ *   forked child process (bench/_feed-subscribers.ts: raw sockets that read
+ *   every byte and count Changes by their ids, one backwards search a read).
  *
  * On both sides a probe POSTs one allocation from a second parent of site A
  * (172.16.0.0/12) every BENCH_PROBE_MS over its own connection, from the
