@@ -304,10 +304,16 @@ const CLK_TCK = (() => {
 
 /** CPU seconds (all threads) a process has used so far, from /proc; null off Linux. */
 export function processCpuSeconds(pid: number, path = `/proc/${pid}/stat`): number | null {
+  const split = processCpuSplit(pid, path);
+  return split && split.user + split.system;
+}
+
+/** processCpuSeconds in user and system (kernel) time apart: what a process spends in syscalls shows in `system`. */
+export function processCpuSplit(pid: number, path = `/proc/${pid}/stat`): { user: number; system: number } | null {
   try {
     const stat = readFileSync(path, 'utf8');
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return (Number(fields[11]) + Number(fields[12])) / CLK_TCK; // utime, stime
+    return { user: Number(fields[11]) / CLK_TCK, system: Number(fields[12]) / CLK_TCK }; // utime, stime
   } catch {
     return null;
   }

@@ -1,32 +1,50 @@
 /**
- * The live change feed under allocation load (issue 14): `npm run bench -- feed`
+ * The live change feed under allocation load (issue 14, P10): `npm run bench -- feed`
  *
  * The P2 load (64 keep-alive connections POSTing
- * `/api/sites/{A}/networks/10.0.0.0/8/next_address/?reserve=true`, autocannon
- * in this process) against the same server, alternating rounds:
+ * `/api/sites/{A}/networks/10.0.0.0/8/next_address/?reserve=true`; autocannon
+ * in this process as P2 by default, BENCH_CLIENT=wrk for wrk) against the
+ * same server, alternating rounds:
  *
  * - none: no feed subscriber connected;
  * - feed: 1000 idle subscribers (the stream of site B, which nobody writes:
  *   connected, receiving only heartbeats) and 100 reading ones (the stream of
  *   site A: every allocation's Change), half SSE and half WebSocket, in a
- *   forked child process (bench/_feed-subscribers.ts).
+ *   forked child process (bench/_feed-subscribers.ts: raw sockets that read
+ *   every byte and count Changes by their ids, one backwards search a read).
  *
- * Printed: allocations/s for each side and their ratio (target ≥ 0.8), and
- * the server's CPU per allocation (all its threads, /proc): on a machine
- * with few cores the subscribers' own process competes with the server, and
- * this says what the feed costs the server itself; the
- * feed delay, per allocation, from the writer's reply reaching this process to
- * its Change reaching the first reader (both clocks on this machine). A shard
- * posts a commit's replies and its Changes in one message the moment the
- * commit is durable, so this is the feed's own cost: the main thread's
- * cross-shard ordering, the fan-out and the subscriber's socket. Slow-consumer
- * disconnections (readers that fell a buffer behind and resumed) are counted.
+ * On both sides a probe POSTs one allocation from a second parent of site A
+ * (172.16.0.0/12) every BENCH_PROBE_MS over its own connection, from the
+ * subscribers' process; the feed delay is, per probe, from its reply
+ * reaching that process to its Change reaching the first reader there (one
+ * clock, and a process the load generator does not hold up). A shard posts a
+ * commit's replies and its Changes in one message once the commit is
+ * durable, so this is the feed's own cost: the main thread's ordering, the
+ * spacing of deliveries, the fan-out and the socket.
  *
- * Settings (env): BENCH_SECONDS (measured seconds per side, default 10),
- * BENCH_ROUNDS (default 2), BENCH_WARMUP_SECONDS (default 2),
- * BENCH_CONNECTIONS (64), BENCH_IDLE (1000), BENCH_READERS (100).
+ * Two phases, each alternating none/feed rounds:
+ * - "max": as fast as the load goes. Allocations/s for each side and their
+ *   ratio (target ≥ 0.8): on 2 cores shared with the subscribers' process
+ *   and the load generator, a figure of the whole machine.
+ * - "fixed": BENCH_FIXED_RATE allocations/s (autocannon's overallRate) on
+ *   both sides, so that both do the same work whatever else the machine
+ *   runs: the server's CPU per allocation with and without subscribers is
+ *   the feed's cost to the server itself, and the delay is that of a given
+ *   load.
+ * Each prints the CPU per allocation of the server (all its threads, /proc;
+ * user and system, the system part being mostly socket writes), of the
+ * subscribers' process and of the load client; the delay p50/p99;
+ * slow-consumer ends; the load average.
+ *
+ * Settings (env): BENCH_SECONDS (measured seconds per side and phase,
+ * default 10), BENCH_ROUNDS (default 2), BENCH_WARMUP_SECONDS (default 2),
+ * BENCH_CONNECTIONS (64), BENCH_IDLE (1000), BENCH_READERS (100),
+ * BENCH_PROBE_MS (20), BENCH_FIXED_RATE (2000; 0 skips the phase),
+ * BENCH_PHASE (max | fixed: that phase alone, e.g. to profile it),
+ * BENCH_CLIENT (autocannon | wrk, for the "max" phase).
  */
 import { type ChildProcess, fork } from 'node:child_process';
+import { loadavg } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
@@ -37,29 +55,43 @@ import {
   expectStatus,
   fmt,
   foreignBusyCores,
+  loadClient,
   log,
   machine,
-  processCpuSeconds,
+  processCpuSplit,
   request,
   startNetsot,
   stats,
   table,
   tempDir,
 } from './_harness.js';
+import { wrkPost } from './_wrk.js';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 type Side = 'none' | 'feed';
+type Phase = 'max' | 'fixed';
+const PROBE_PARENT = '172.16.0.0/12';
+const PROBE_PREFIX = '172.16.';
+
+/** A process's CPU seconds so far, user and system apart (zero off Linux). */
+const cpuSplit = (pid: number) => processCpuSplit(pid) ?? { user: 0, system: 0 };
 
 interface Round {
+  phase: Phase;
   side: Side;
   allocations: number;
   seconds: number;
   p99: number;
   failures: number;
-  serverCores: number | null;
+  /** CPU seconds over the round: the server (user, system), the subscribers' process, the load client. */
+  server: { user: number; system: number };
+  readersCpu: number;
+  clientCpu: number;
   delays: number[];
+  /** Changes the readers got, all readers together. */
   changes: number;
   overflows: number;
+  ends: number;
 }
 
 export async function run(): Promise<number> {
@@ -70,6 +102,10 @@ export async function run(): Promise<number> {
   const connections = Math.floor(envNumber('BENCH_CONNECTIONS', 64, 1));
   const idle = Math.floor(envNumber('BENCH_IDLE', 1000, 0));
   const readers = Math.floor(envNumber('BENCH_READERS', 100, 1));
+  const probeMs = envNumber('BENCH_PROBE_MS', 20, 1);
+  const fixedRate = envNumber('BENCH_FIXED_RATE', 2000, 0);
+  const onlyPhase = process.env.BENCH_PHASE ?? '';
+  const client = loadClient();
 
   const data = tempDir('netsot-bench-feed-');
   let netsot: ChildServer | undefined;
@@ -81,51 +117,61 @@ export async function run(): Promise<number> {
     expectStatus(busy, 201, 'POST /api/sites/');
     const quiet = await request(server.base, 'POST', '/api/sites/', { body: { name: 'bench-idle' }, headers: AUTH });
     expectStatus(quiet, 201, 'POST /api/sites/');
-    const net = await request(server.base, 'POST', `/api/sites/${busy.json.id}/networks/`, { body: { cidr: '10.0.0.0/8' }, headers: AUTH });
-    expectStatus(net, 201, 'POST networks');
+    for (const cidr of ['10.0.0.0/8', PROBE_PARENT]) {
+      const net = await request(server.base, 'POST', `/api/sites/${busy.json.id}/networks/`, { body: { cidr }, headers: AUTH });
+      expectStatus(net, 201, 'POST networks');
+    }
     const path = `/api/sites/${busy.json.id}/networks/10.0.0.0/8/next_address/?reserve=true`;
+    const probePath = `/api/sites/${busy.json.id}/networks/${PROBE_PARENT}/next_address/?reserve=true`;
 
-    /** Wall-clock ms at which each address's reply arrived here. */
-    const replied = new Map<string, number>();
-    const load = async (secs: number): Promise<Omit<Round, 'side' | 'delays' | 'changes' | 'overflows'>> => {
+    /** The P2 load for `secs` (at `rate` allocations/s if > 0): allocations answered 200 and the load's own figures. */
+    const load = async (secs: number, rate = 0) => {
+      if (client === 'wrk' && rate === 0) {
+        const w = await wrkPost({ base: server.base, paths: [path], headers: AUTH, connections, seconds: secs });
+        const s = w.summary;
+        return {
+          allocations: s.requests,
+          seconds: s.seconds,
+          p99: s.latencyMs.p99,
+          failures: s.non2xx + s.errors + s.timeouts,
+          clientCpu: s.clientCores * s.seconds,
+        };
+      }
       let ok = 0;
-      const srv0 = processCpuSeconds(server.pid);
-      const t0 = performance.now();
+      const cpu0 = process.cpuUsage();
       const r = await autocannon({
         url: server.base,
         connections,
         pipelining: 1,
         duration: secs,
         timeout: 10,
-        requests: [
-          {
-            method: 'POST',
-            path,
-            headers: AUTH,
-            onResponse: (status: number, body: string) => {
-              if (status !== 200) return;
-              ok++;
-              replied.set(body.slice(2, -2), performance.timeOrigin + performance.now());
-            },
-          },
-        ],
+        ...(rate > 0 ? { overallRate: rate } : {}),
+        requests: [{ method: 'POST', path, headers: AUTH, onResponse: (status: number) => void (status === 200 && ok++) }],
       });
-      const wall = (performance.now() - t0) / 1000;
-      const srv1 = processCpuSeconds(server.pid);
-      const secsRun = r.duration || wall;
+      const cpu = process.cpuUsage(cpu0);
       return {
         allocations: ok,
-        seconds: secsRun,
+        seconds: r.duration,
         p99: r.latency.p99,
         failures: r.non2xx + r.errors + r.timeouts,
-        serverCores: srv0 !== null && srv1 !== null ? (srv1 - srv0) / wall : null,
+        clientCpu: (cpu.user + cpu.system) / 1e6,
       };
     };
 
-    const newestChange = async () =>
-      (await request(server.base, 'GET', '/api/changes/?limit=1', { headers: AUTH })).json.results[0].id as number;
-    const connect = async (): Promise<ChildProcess> => {
-      const config = { base: server.base, idleSite: quiet.json.id, busySite: busy.json.id, idle, readers, after: await newestChange() };
+    const { hostname, port } = new URL(server.base);
+    /** The subscribers' process (none on the "none" side: then only the probe). */
+    const connect = async (side: Side): Promise<ChildProcess> => {
+      const config = {
+        host: hostname,
+        port: Number(port),
+        idleSite: quiet.json.id,
+        busySite: busy.json.id,
+        idle: side === 'feed' ? idle : 0,
+        readers: side === 'feed' ? readers : 0,
+        probePath,
+        probeMs,
+        probePrefix: PROBE_PREFIX,
+      };
       const child = fork(join(HERE, '_feed-subscribers.js'), [], {
         env: { ...process.env, BENCH_FEED_SUBSCRIBERS: JSON.stringify(config) },
       });
@@ -136,94 +182,140 @@ export async function run(): Promise<number> {
       return child;
     };
     const report = (child: ChildProcess) =>
-      new Promise<{ changes: number; overflows: number; arrivals: [string, number][] }>((resolve) => {
+      new Promise<{ changes: number; overflows: number; ends: number; delays: number[] }>((resolve) => {
         child.once('message', (m) => resolve(m as never));
         child.send({ report: true });
       });
 
-    log(`feed: POST ${path} (reserve=true, num=1), ${connections} connections; ${machine().cores} cores, Node ${process.version}`);
     log(
-      `"feed" rounds: ${idle} idle subscribers (site ${quiet.json.id}) + ${readers} reading ones (site ${busy.json.id}), half SSE, half WebSocket`,
+      `feed: POST ${path} (reserve=true, num=1), ${connections} connections (${client}); ${machine().cores} cores, Node ${process.version}`,
+    );
+    log(
+      `"feed" rounds: ${idle} idle subscribers (site ${quiet.json.id}) + ${readers} reading ones (site ${busy.json.id}), half SSE, half WebSocket; ` +
+        `a probe allocation from ${PROBE_PARENT} every ${probeMs} ms on both sides`,
     );
     const busyBefore = await foreignBusyCores();
-    log(`other CPU use before the load: ${busyBefore === null ? 'unknown' : `${busyBefore.toFixed(2)} cores`}`);
+    log(
+      `other CPU use before the load: ${busyBefore === null ? 'unknown' : `${busyBefore.toFixed(2)} cores`}; load average ${loadAverage()}`,
+    );
     if (warmup > 0) await load(warmup);
 
     const results: Round[] = [];
-    for (let i = 0; i < rounds; i++) {
-      for (const side of (i % 2 === 0 ? ['none', 'feed'] : ['feed', 'none']) as Side[]) {
-        subscribers = side === 'feed' ? await connect() : undefined;
-        const before = subscribers ? await report(subscribers) : null;
-        const r = await load(slice);
-        let delays: number[] = [];
-        let changes = 0;
-        let overflows = 0;
-        if (subscribers) {
+    const phases = (
+      [
+        ['max', 0],
+        ['fixed', fixedRate],
+      ] as [Phase, number][]
+    ).filter(([phase, rate]) => (phase === 'max' || rate > 0) && (onlyPhase === '' || onlyPhase === phase));
+    for (const [phase, rate] of phases) {
+      for (let i = 0; i < rounds; i++) {
+        for (const side of (i % 2 === 0 ? ['none', 'feed'] : ['feed', 'none']) as Side[]) {
+          const child = await connect(side);
+          subscribers = child;
+          const before = await report(child);
+          const readers0 = cpuSplit(child.pid!);
+          const server0 = cpuSplit(server.pid);
+          child.send({ probe: true });
+          const r = await load(slice, rate);
+          child.send({ probe: false });
+          const server1 = cpuSplit(server.pid);
+          const readers1 = cpuSplit(child.pid!);
           // Let the last Changes of the slice arrive before asking.
           await new Promise((res) => setTimeout(res, 500));
-          const got = await report(subscribers);
-          changes = got.changes - (before?.changes ?? 0);
-          overflows = got.overflows - (before?.overflows ?? 0);
-          delays = got.arrivals.flatMap(([addr, at]) => {
-            const sent = replied.get(addr);
-            return sent === undefined ? [] : [at - sent];
-          });
-          subscribers.kill('SIGTERM');
+          const after = await report(child);
+          const got = {
+            changes: after.changes - before.changes,
+            overflows: after.overflows - before.overflows,
+            ends: after.ends - before.ends,
+          };
+          child.kill('SIGTERM');
           subscribers = undefined;
+          const readersCpu = side === 'feed' ? readers1.user + readers1.system - readers0.user - readers0.system : 0;
+          const serverCpu = { user: server1.user - server0.user, system: server1.system - server0.system };
+          results.push({ phase, side, ...r, server: serverCpu, readersCpu, delays: after.delays, ...got });
+          const perReader = got.changes / readers / Math.max(1, r.allocations);
+          log(
+            `  ${phase} round ${i + 1} ${side.padEnd(4)} ${fmt.int(r.allocations / r.seconds)} allocations/s, p99 ${r.p99} ms` +
+              `${r.failures > 0 ? `, ${r.failures} FAILED` : ''}` +
+              `${side === 'feed' ? `, ${fmt.int(got.changes)} Changes read (${perReader.toFixed(3)} per reader per allocation), ${got.overflows} slow-consumer ends, ${got.ends} other ends` : ''}`,
+          );
         }
-        results.push({ side, ...r, delays, changes, overflows });
-        log(
-          `  round ${i + 1} ${side.padEnd(4)} ${fmt.int(r.allocations / r.seconds)} allocations/s, p99 ${r.p99} ms` +
-            `${r.failures > 0 ? `, ${r.failures} FAILED` : ''}${side === 'feed' ? `, ${fmt.int(changes)} Changes delivered to readers, ${overflows} slow-consumer ends` : ''}`,
-        );
       }
     }
-    const sum = (side: Side) => {
-      const rs = results.filter((r) => r.side === side);
+
+    const sum = (phase: Phase, side: Side) => {
+      const rs = results.filter((r) => r.phase === phase && r.side === side);
       const allocations = rs.reduce((a, r) => a + r.allocations, 0);
       const secs = rs.reduce((a, r) => a + r.seconds, 0);
-      const cpu = rs.reduce((a, r) => a + (r.serverCores ?? 0) * r.seconds, 0);
+      const per = (cpu: number) => (allocations > 0 ? (cpu / allocations) * 1e6 : 0);
+      const user = rs.reduce((a, r) => a + r.server.user, 0);
+      const system = rs.reduce((a, r) => a + r.server.system, 0);
+      const delays = rs.flatMap((r) => r.delays);
       return {
         rps: allocations / secs,
         p99: Math.max(...rs.map((r) => r.p99)),
-        cores: rs.map((r) => r.serverCores ?? 0),
-        usPerAllocation: allocations > 0 ? (cpu / allocations) * 1e6 : 0,
+        serverUs: per(user + system),
+        serverUserUs: per(user),
+        serverSystemUs: per(system),
+        readersUs: per(rs.reduce((a, r) => a + r.readersCpu, 0)),
+        clientUs: per(rs.reduce((a, r) => a + r.clientCpu, 0)),
+        delay: delays.length > 0 ? stats(delays) : null,
       };
     };
-    const none = sum('none');
-    const feed = sum('feed');
-    const ratio = feed.rps / none.rps;
-    const delays = results.flatMap((r) => r.delays);
-    const d = delays.length > 0 ? stats(delays) : null;
-    log('');
-    log(
-      table(
-        ['side', 'allocations/s', 'p99 ms', 'server cores', 'server CPU µs/allocation'],
-        [
-          ['none', fmt.int(none.rps), none.p99, none.cores.map((c) => c.toFixed(2)).join(' '), none.usPerAllocation.toFixed(1)],
-          [
-            `feed (${idle}+${readers})`,
-            fmt.int(feed.rps),
-            feed.p99,
-            feed.cores.map((c) => c.toFixed(2)).join(' '),
-            feed.usPerAllocation.toFixed(1),
-          ],
-        ],
-      ),
-    );
-    log(`ratio feed/none: ${ratio.toFixed(3)} (target ≥ 0.8) ${ratio >= 0.8 ? 'MET' : 'NOT MET'}`);
-    if (d)
+    const summary: Record<string, unknown> = {};
+    for (const [phase, rate] of phases) {
+      const none = sum(phase, 'none');
+      const feed = sum(phase, 'feed');
+      const row = (name: string, x: typeof none) => [
+        name,
+        fmt.int(x.rps),
+        x.p99,
+        `${x.serverUs.toFixed(1)} (${x.serverUserUs.toFixed(1)} + ${x.serverSystemUs.toFixed(1)})`,
+        x.readersUs.toFixed(1),
+        x.clientUs.toFixed(1),
+      ];
+      log('');
+      log(phase === 'max' ? 'as fast as the load goes:' : `at ${fmt.int(rate)} allocations/s on both sides:`);
       log(
-        `feed delay, writer's reply → first reader: p50 ${fmt.ms(d.p50)} ms, p99 ${fmt.ms(d.p99)} ms (n=${d.n}, min ${fmt.ms(d.min)}, max ${fmt.ms(d.max)})`,
+        table(
+          [
+            'side',
+            'allocations/s',
+            'p99 ms',
+            'server CPU µs/allocation (user + system)',
+            'subscribers µs/allocation',
+            'load client µs/allocation',
+          ],
+          [row('none', none), row(`feed (${idle}+${readers})`, feed)],
+        ),
       );
+      const ratio = feed.rps / none.rps;
+      if (phase === 'max') log(`ratio feed/none: ${ratio.toFixed(3)} (target ≥ 0.8) ${ratio >= 0.8 ? 'MET' : 'NOT MET'}`);
+      log(
+        `server CPU per allocation, feed/none: ${(feed.serverUs / none.serverUs).toFixed(3)} (+${(feed.serverUs - none.serverUs).toFixed(1)} µs)`,
+      );
+      const d = feed.delay;
+      if (d)
+        log(
+          `feed delay, probe reply → first reader: p50 ${fmt.ms(d.p50)} ms, p99 ${fmt.ms(d.p99)} ms (n=${d.n}, min ${fmt.ms(d.min)}, max ${fmt.ms(d.max)})`,
+        );
+      summary[phase] = {
+        rate: phase === 'max' ? null : rate,
+        none: none.rps,
+        feed: feed.rps,
+        ratio: phase === 'max' ? ratio : null,
+        serverUsPerAllocation: { none: none.serverUs, feed: feed.serverUs },
+        subscribersUsPerAllocation: feed.readersUs,
+        delayMs: d && { p50: d.p50, p99: d.p99, n: d.n },
+      };
+    }
+    log(`load average after: ${loadAverage()}`);
     log(
       JSON.stringify({
         scenario: 'feed',
-        none: none.rps,
-        feed: feed.rps,
-        ratio,
-        serverUsPerAllocation: { none: none.usPerAllocation, feed: feed.usPerAllocation },
-        delayMs: d && { p50: d.p50, p99: d.p99, n: d.n },
+        client,
+        ...summary,
+        loadavg: loadavg(),
         rounds: results.map(({ delays: _, ...r }) => r),
       }),
     );
@@ -234,3 +326,8 @@ export async function run(): Promise<number> {
     data.remove();
   }
 }
+
+const loadAverage = () =>
+  loadavg()
+    .map((l) => l.toFixed(2))
+    .join(' ');

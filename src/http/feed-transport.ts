@@ -17,6 +17,8 @@ import type { App } from './app.js';
 import { statusLine } from './respond.js';
 import type { HttpResponse, TemplatedApp, WebSocket } from './uws.js';
 
+const EMPTY = Buffer.alloc(0);
+
 const overflowText = (resumeAfter: number) => `{"resume_after":${resumeAfter}}`;
 
 /** SSE on a uWS response. uWS buffers what the socket does not take; `backlog` counts it until the socket drains. */
@@ -25,6 +27,8 @@ export class SseSink implements FeedSink {
   onClosed?: () => void;
   private backlog = 0;
   private ended = false;
+  private pending: Buffer = EMPTY;
+  private accepted = true;
 
   constructor(private readonly res: HttpResponse) {
     res.onWritable(() => {
@@ -41,13 +45,17 @@ export class SseSink implements FeedSink {
 
   write(payload: Buffer): number {
     if (this.ended) return 0;
-    let ok = false;
-    this.res.cork(() => {
-      ok = this.res.write(payload);
-    });
-    if (!ok) this.backlog += payload.byteLength;
+    this.pending = payload;
+    this.res.cork(this.writePending);
+    this.pending = EMPTY;
+    if (!this.accepted) this.backlog += payload.byteLength;
     return this.backlog;
   }
+
+  /** The cork callback, made once: a delivery writes the same bytes to many sinks and allocates nothing per sink. */
+  private readonly writePending = () => {
+    this.accepted = this.res.write(this.pending);
+  };
 
   overflow(resumeAfter: number): void {
     this.end(`event: overflow\ndata: ${overflowText(resumeAfter)}\n\n`);
@@ -79,8 +87,8 @@ class WsSink implements FeedSink {
 
   write(payload: Buffer): number {
     if (this.ended) return 0;
-    this.ws.send(payload, false);
-    return this.ws.getBufferedAmount();
+    // 1: sent whole; otherwise some of it (or all) waits in uWS's buffer.
+    return this.ws.send(payload, false) === 1 ? 0 : this.ws.getBufferedAmount();
   }
 
   overflow(resumeAfter: number): void {

@@ -217,6 +217,7 @@ export class LmdbStore implements Store {
    */
   async changeLog(q: ChangeLogQuery): Promise<StoredChange[]> {
     if (q.after >= q.upTo || q.limit <= 0) return [];
+    this.freshReads();
     const found: [site: number, id: number][] = [];
     let bound = q.upTo;
     const sites = q.site === null ? (this.dbs.sites.getKeys() as Iterable<number>) : [q.site];
@@ -246,7 +247,17 @@ export class LmdbStore implements Store {
   }
 
   async changesAt(keys: [number, number][]): Promise<(StoredChange | undefined)[]> {
+    this.freshReads();
     return keys.map((k) => this.dbs.changes.get(k) as StoredChange | undefined);
+  }
+
+  /**
+   * The feed reads Changes the shards have just committed on other threads. lmdb-js keeps a thread's read
+   * snapshot until a timer (setTimeout 0) ends it, so a read in the same turn as an earlier one, or within a
+   * millisecond of it, may not see them yet: start a new snapshot first.
+   */
+  private freshReads(): void {
+    this.root.resetReadTxn();
   }
 
   async idempotentReply(userId: number, key: string): Promise<StoredReply | undefined> {

@@ -238,6 +238,22 @@ test('under concurrent writes on two shards, a consumer that reconnects from its
   expect(seen).toEqual(expected);
 });
 
+test('a live subscriber following back-to-back writes on two shards gets every Change once, in id order, and is never ended', async () => {
+  // One subscriber: deliveries follow each other within a turn or two, each reading Changes another thread just committed.
+  const sites = [await newSite(), await newSite()];
+  const start = await newestChange();
+  const stream = await sse(`/api/changes/stream/?after=${start}`);
+  const writers = [...sites, ...sites, ...sites].map(async (site, w) => {
+    for (let i = 0; i < 40; i++) expect((await s.post(`/api/sites/${site}/devices/`, { hostname: `f${w}-${i}` })).status).toBe(201);
+  });
+  await Promise.all(writers);
+  const expected = await changeIdsAfter(start);
+  expect(expected).toHaveLength(240);
+  await stream.until(() => stream.changes.length >= expected.length);
+  expect(stream.changes.map((c) => c.id)).toEqual(expected);
+  expect(stream.events.filter((e) => e.event !== 'change')).toEqual([]);
+});
+
 test('a bulk over sites on both shards reaches the feed once committed, in id order among single writes', async () => {
   const sites: number[] = [];
   while (!(sites.some((x) => x % 2 === 0) && sites.some((x) => x % 2 === 1))) {
@@ -283,6 +299,83 @@ test('WebSocket: messages are JSON arrays of Changes in id order, resumable with
   while (got.length < expected.length && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
   expect(got.map((c) => c.id)).toEqual(expected);
   ws.close();
+});
+
+test('subscribers of one filter get the same messages, several commits to a message, and a subscriber of another site gets none', async () => {
+  const [busy, other] = [await newSite(), await newSite()];
+  const open = (site: number) =>
+    new Promise<string[]>((resolve) => {
+      const got: string[] = [];
+      const ws = new WebSocket(`ws://127.0.0.1:${s.port}/api/sites/${site}/changes/stream/`, {
+        headers: { 'X-Service-Email': 'admin@localhost' },
+      });
+      opened.push({ close: () => ws.terminate() });
+      ws.on('message', (m) => got.push(m.toString()));
+      ws.on('open', () => resolve(got));
+    });
+  const readers = await Promise.all(Array.from({ length: 20 }, () => open(busy)));
+  const idle = await open(other);
+  const start = await newestChange();
+  await Promise.all(
+    Array.from({ length: 8 }, async (_, w) => {
+      for (let i = 0; i < 15; i++) expect((await s.post(`/api/sites/${busy}/devices/`, { hostname: `g${w}-${i}` })).status).toBe(201);
+    }),
+  );
+  const expected = await changeIdsAfter(start, busy);
+  expect(expected).toHaveLength(120);
+  const ids = (messages: string[]) => messages.flatMap((m) => (JSON.parse(m) as { id: number }[]).map((c) => c.id));
+  const deadline = Date.now() + 10_000;
+  while (readers.some((r) => ids(r).length < expected.length) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+  for (const r of readers) {
+    expect(ids(r)).toEqual(expected);
+    // The same deliveries, byte for byte: encoded once for the group, written to each.
+    expect(r).toEqual(readers[0]);
+  }
+  expect(readers[0].length).toBeLessThan(expected.length);
+  expect(idle).toEqual([]);
+});
+
+test('many subscribers joining and leaving while Changes are fanned out each get every Change from their start once, in id order', async () => {
+  const site = await newSite();
+  const start = await newestChange();
+  type Reader = { ids: number[]; ws: WebSocket };
+  const open = (after: number | null) =>
+    new Promise<Reader>((resolve) => {
+      const query = after === null ? '' : `?after=${after}`;
+      const ws = new WebSocket(`ws://127.0.0.1:${s.port}/api/sites/${site}/changes/stream/${query}`, {
+        headers: { 'X-Service-Email': 'admin@localhost' },
+      });
+      const r: Reader = { ids: [], ws };
+      opened.push({ close: () => ws.terminate() });
+      ws.on('message', (m) => r.ids.push(...(JSON.parse(m.toString()) as { id: number }[]).map((c) => c.id)));
+      ws.on('open', () => resolve(r));
+    });
+  // Enough subscribers that one delivery's writes take longer than a slice of the event loop.
+  const first = await Promise.all(Array.from({ length: 150 }, () => open(start)));
+  const leaving = first.slice(0, 20);
+  const late: Promise<Reader>[] = [];
+  await Promise.all([
+    ...Array.from({ length: 4 }, async (_, w) => {
+      for (let i = 0; i < 30; i++) expect((await s.post(`/api/sites/${site}/devices/`, { hostname: `m${w}-${i}` })).status).toBe(201);
+    }),
+    (async () => {
+      for (let i = 0; i < 20; i++) {
+        await new Promise((r) => setTimeout(r, 10));
+        leaving[i].ws.terminate();
+        late.push(open(null));
+      }
+    })(),
+  ]);
+  const joined = await Promise.all(late);
+  const expected = await changeIdsAfter(start, site);
+  expect(expected).toHaveLength(120);
+  const staying = first.slice(20);
+  const deadline = Date.now() + 15_000;
+  while (staying.some((r) => r.ids.length < expected.length) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+  for (const r of staying) expect(r.ids).toEqual(expected);
+  // Those that left got a beginning of the stream, those that joined late an end of it: no gap, no repeat.
+  for (const r of leaving) expect(r.ids).toEqual(expected.slice(0, r.ids.length));
+  for (const r of joined) expect(r.ids).toEqual(expected.slice(expected.length - r.ids.length));
 });
 
 test('a consumer that stops reading is ended with the id to resume after; writers never wait, and resuming loses nothing', async () => {
