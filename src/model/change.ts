@@ -10,6 +10,7 @@ import { SchemaWriters } from '../schema/serialize.js';
 import type { ChangeRow } from '../shard/changelog.js';
 import type { RequestContext } from '../shard/context.js';
 import { CHANGE_RESOURCES, EVENTS } from '../store/change-names.js';
+import { fullChange } from '../store/store.js';
 import { changeText } from './_change-text.js';
 import type { ResourceModel } from './model.js';
 
@@ -24,8 +25,10 @@ export const changeSchema = defineSchema('Change', 'Read-only API endpoint that 
   resource: Field.json(Type.Object({}), { readOnly: true }),
 });
 
+/** A Change's full record: from memory while its commit is in flight (ShardState.pendingChanges), else from the store. */
 function storedRecord(ctx: RequestContext, row: ChangeRow) {
-  const rec = ctx.shard.store.change(row.siteId, row.id);
+  const pending = ctx.shard.pendingChanges.get(row.id);
+  const rec = pending ? fullChange(pending) : ctx.shard.store.change(row.siteId, row.id);
   if (!rec) throw new Error(`change ${row.id} indexed but not stored`);
   return rec;
 }

@@ -23,7 +23,7 @@ import type { ListStream } from './list-stream.js';
 import { lookup } from './lookup.js';
 import { naturalKeyMatches } from './natural-key.js';
 import { grantsHeldBy } from './object-grants.js';
-import type { DirectoryUpdate, Op, ShardReply, ShardRequest, StreamControl } from './protocol.js';
+import type { DirectoryUpdate, ListChunk, Op, ShardReply, ShardRequest, StreamControl } from './protocol.js';
 import { listBody, objectBody } from './render.js';
 import type { ShardState } from './state.js';
 import type { StoredObject } from './table.js';
@@ -299,7 +299,8 @@ export class ShardServer {
       return;
     }
     // An undo that cannot be exact (a site's Changes dropped) rebuilds memory from the store instead.
-    if (!decision.commit && !part.group.rollback()) this.shard.failed = true;
+    if (decision.commit) part.group.durable();
+    else if (!part.group.rollback()) this.shard.failed = true;
     this.send([{ seq: req.seq, status: 204, body: '' }]);
     this.endPart(part, true);
   }
@@ -334,8 +335,15 @@ export class ShardServer {
       this.closeTurn();
       this.turn.group.add(ctx.tx);
     }
-    const out = finished(req.seq, reply, ctx.directory);
-    if (ctx.stream) this.startStream(ctx.stream, out);
+    let out = finished(req.seq, reply, ctx.directory);
+    if (ctx.stream) {
+      try {
+        this.startStream(ctx.stream, out);
+      } catch (err) {
+        // Lists write nothing: a fault rendering the first chunk is this read's error alone.
+        out = { seq: req.seq, ...this.errorReply(err) };
+      }
+    }
     this.record(req, out, writes);
   }
 
@@ -404,7 +412,14 @@ export class ShardServer {
         return;
       }
       stream.credit--;
-      const chunk = stream.next();
+      let chunk: ListChunk;
+      try {
+        chunk = stream.next();
+      } catch (err) {
+        // A fault rendering a later chunk (a bug, never the client's input) cuts that response off; the shard serves on.
+        this.log.error(`shard ${this.shard.shardIndex}: a streamed list failed`, { event: 'stream-failed', err });
+        chunk = { text: '', index: stream.nextIndex, last: true, failed: true };
+      }
       if (chunk.last) this.streams.delete(stream.seq);
       this.record(stream.ctx.req, { seq: stream.seq, status: 200, body: '', chunk }, false);
       if (!this.closing) {

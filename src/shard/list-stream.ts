@@ -69,6 +69,10 @@ export class ListStream {
   /** Where the rendering stops: the records' end, or a top-level page's limit past where its part starts. */
   private end: number;
   private index = 0;
+  /** The index the next chunk will carry (a chunk that fails to render takes it). */
+  get nextIndex(): number {
+    return this.index;
+  }
   /** Objects rendered so far: every one after the first is preceded by a comma. */
   private emitted = 0;
   /** Sending the keys of the positions below merge.keysUntil, until the main thread says where the page starts. */

@@ -9,7 +9,7 @@ import { MODELS, modelByKind } from '../model/registry.js';
 import { AttributeIndex } from '../query/attribute-index.js';
 import { IdCounters, IdShardIndex, type SharedIdState } from '../store/ids.js';
 import type { Kind } from '../store/kinds.js';
-import type { Store } from '../store/store.js';
+import type { Store, StoredChange } from '../store/store.js';
 import { ChangeLog, type ChangeRow, changeRowOf } from './changelog.js';
 import { indexesOf, Relation } from './relations.js';
 import { SiteVersions } from './site-versions.js';
@@ -23,6 +23,12 @@ export class ShardState {
   changes = new ChangeLog();
   attributeIndex = new AttributeIndex();
   values = new ValueOwners();
+  /**
+   * Changes applied to memory whose commit is not durable yet, by id. Their rows are in `changes` at once, but
+   * their texts reach the store only with the commit, which runs while later requests are served: until then a
+   * Change is rendered from here.
+   */
+  pendingChanges = new Map<number, StoredChange>();
   /** One prefix tree per site and IP version (gaps.md §13.2), kept by the network model's derived index. */
   trees = new Map<string, RadixTree<StoredObject>>();
   /** One-to-many indexes between kinds (a device's interfaces…), kept by the models' derived indexes. */
@@ -84,6 +90,7 @@ export class ShardState {
       this.tables.set(model.kind, t);
     }
     this.changes = new ChangeLog();
+    this.pendingChanges = new Map();
     this.attributeIndex = new AttributeIndex();
     this.values = new ValueOwners();
     this.trees = new Map();

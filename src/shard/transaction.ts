@@ -154,9 +154,11 @@ export class Transaction {
       resourceId,
     });
     this.shard.index.set('change', id, this.shard.shardIndex);
+    this.shard.pendingChanges.set(id, record);
     this.undo.push(() => {
       this.shard.changes.truncate(1);
       this.shard.index.clear('change', id);
+      this.shard.pendingChanges.delete(id);
     });
   }
 
@@ -260,10 +262,18 @@ export class CommitGroup {
       this.shard.inStore(false);
     }
     p.then(
-      () => this.shard.committed((performance.now() - started) / 1000, this.taken.length),
+      () => {
+        this.shard.committed((performance.now() - started) / 1000, this.taken.length);
+        this.durable();
+      },
       () => undefined,
     );
     return p;
+  }
+
+  /** The group's writes are in the store (committed here, or by the main thread for a bulk part): its Changes are read from there now. */
+  durable(): void {
+    for (const item of this.feed) this.shard.pendingChanges.delete(item.id);
   }
 
   /**

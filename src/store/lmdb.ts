@@ -207,7 +207,14 @@ export class LmdbStore implements Store {
   }
 
   change(siteId: number, id: number): ChangeRecord | undefined {
-    return fullChange(this.dbs.changes.get([siteId, id]) as StoredChange | undefined);
+    const key = [siteId, id];
+    let stored = this.dbs.changes.get(key) as StoredChange | undefined;
+    // Just committed on lmdb-js's writer thread, it may be past this thread's read snapshot (see freshReads).
+    if (stored === undefined) {
+      this.freshReads();
+      stored = this.dbs.changes.get(key) as StoredChange | undefined;
+    }
+    return fullChange(stored);
   }
 
   /**

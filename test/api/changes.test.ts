@@ -560,3 +560,36 @@ describe('changes are read-only', () => {
     expect((await s.get('/api/changes/?limit=1')).json.count).toBe(before);
   });
 });
+
+describe('Changes read while their commits are in flight', () => {
+  test('lists and details of Changes answer 200 while writers keep commits in flight, and show each Change whole', async () => {
+    const site = await mkSite(fresh('inflight'));
+    expect((await s.post(`/api/sites/${site.id}/networks/`, { cidr: '10.200.0.0/16' })).status).toBe(201);
+    let writing = true;
+    const writers = Array.from({ length: 16 }, async () => {
+      for (let i = 0; i < 40; i++) {
+        const r = await s.post(`/api/sites/${site.id}/networks/10.200.0.0/16/next_address/?reserve=true`);
+        expect(r.status).toBe(200);
+      }
+    });
+    const done = Promise.all(writers).finally(() => {
+      writing = false;
+    });
+    let reads = 0;
+    const readers = Array.from({ length: 4 }, async () => {
+      while (writing) {
+        for (const path of ['/api/changes/?limit=3', `/api/sites/${site.id}/changes/?limit=3`]) {
+          const r = await s.get(path);
+          expect(r.status, r.text).toBe(200);
+          const newest = r.json.results[0] as Change;
+          const detail = await s.get(`/api/changes/${newest.id}/`);
+          expect(detail.status, detail.text).toBe(200);
+          expect(detail.json.resource).toEqual(newest.resource);
+          reads++;
+        }
+      }
+    });
+    await Promise.all([done, ...readers]);
+    expect(reads).toBeGreaterThan(0);
+  });
+});
