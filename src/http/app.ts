@@ -50,7 +50,7 @@ import { openApiDocument } from './openapi.js';
 import { optionsFor } from './options.js';
 import { isCacheableRead, ReadCache } from './read-cache.js';
 import type { Exchange } from './respond.js';
-import { allowHeader, type RouteMatch, Router } from './router.js';
+import { allowOf, type RouteMatch, Router } from './router.js';
 import { ASSETS_PATH, StaticAssets } from './static.js';
 import { CHUNKED_REPLY_CHARS, streamReply, textChunks } from './stream.js';
 
@@ -183,6 +183,7 @@ export class App {
   handle(x: Exchange): void {
     x.observer = this.observer;
     if (this.answerFromCache(x)) return;
+    x.begin();
     this.inFlight++;
     this.lifecycle(x)
       .catch((err) => x.fail(err))
@@ -269,7 +270,7 @@ export class App {
     const match = this.router.match(x.path);
     x.match = match;
     const method = x.method === 'HEAD' ? 'GET' : x.method;
-    if (match) x.allow = allowHeader(methodsOf(match.route));
+    if (match) x.allow = allowOf(match.route);
     const operation = match?.route.methods[method as HttpMethod];
     // Public: GET /api/ and /api/authenticate/ (so a wrong method there is a 405); OPTIONS needs credentials.
     const isPublic = method !== 'OPTIONS' && (operation?.permission === 'public' || match?.route.publicPath === true);
@@ -334,7 +335,7 @@ export class App {
     }
     if (typeof caller === 'string') return false;
     x.match = match;
-    x.allow = allowHeader(methodsOf(match.route));
+    x.allow = allowOf(match.route);
     x.representation = accepted.representation;
     x.user = caller.email;
     x.send(200, body, this.lease ? this.clusterHeaders(this.lease) : undefined);

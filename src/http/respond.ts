@@ -80,6 +80,15 @@ export interface StreamSink {
   close(): void;
 }
 
+/** Headers only a request the lifecycle runs reads (Exchange.begin). */
+interface LaterHeaders {
+  contentType: string;
+  host: string;
+  forwardedFor: string;
+  idempotencyKey: string;
+  lastEventId: string;
+}
+
 /** A client's `X-Request-Id` is kept when it is 1–200 visible ASCII characters; anything else gets a fresh one. */
 const REQUEST_ID = /^[\x21-\x7e]{1,200}$/;
 
@@ -92,21 +101,62 @@ export abstract class Exchange {
   /** The query string after `?`, as sent, or ''. */
   readonly query: string;
   readonly accept: string;
-  readonly contentType: string;
   readonly authorization: string;
   /** The user header (config.userAuthHeader): undefined when absent, '' when sent empty. */
   readonly emailHeader: string | undefined;
-  readonly host: string;
-  readonly forwardedFor: string;
   /** The client's X-Request-Id, or a new UUID; echoed in the response and named in the access log. */
   readonly requestId: string;
-  /** The Idempotency-Key header, '' when absent (http/idempotency.ts). */
-  readonly idempotencyKey: string;
-  /** Where an EventSource resumes the change stream, '' when absent (feed/request.ts). */
-  readonly lastEventId: string;
+  /** The request's body, read once `begin` has run (an answer from the read cache never reads one). */
   abstract readonly body: Promise<BodyResult>;
   /** The request declared a body (a length, or chunks): known at once, before `body` has been read. */
   hasBody = false;
+  /**
+   * The request line and headers while they can still be read (a uWS request dies when its callback
+   * returns); the headers only the lifecycle needs are read from it on first use or by `begin`.
+   */
+  private head: RequestHead | null;
+  private later: LaterHeaders | null = null;
+
+  get contentType(): string {
+    return this.laterHeaders().contentType;
+  }
+  get host(): string {
+    return this.laterHeaders().host;
+  }
+  get forwardedFor(): string {
+    return this.laterHeaders().forwardedFor;
+  }
+  /** The Idempotency-Key header, '' when absent (http/idempotency.ts). */
+  get idempotencyKey(): string {
+    return this.laterHeaders().idempotencyKey;
+  }
+  /** Where an EventSource resumes the change stream, '' when absent (feed/request.ts). */
+  get lastEventId(): string {
+    return this.laterHeaders().lastEventId;
+  }
+
+  private laterHeaders(): LaterHeaders {
+    if (this.later === null) {
+      const h = this.head!;
+      this.later = {
+        contentType: h.getHeader('content-type'),
+        host: h.getHeader('host') || 'localhost',
+        forwardedFor: h.getHeader('x-forwarded-for'),
+        idempotencyKey: h.getHeader('idempotency-key'),
+        lastEventId: h.getHeader('last-event-id'),
+      };
+      this.head = null;
+    }
+    return this.later;
+  }
+
+  /**
+   * Starts what only a request the lifecycle runs needs (App.handle calls it, in the transport's own call):
+   * the rest of its headers, reading the body and hearing when the client goes away.
+   */
+  begin(): void {
+    this.laterHeaders();
+  }
   /** The client went away: nothing is written, and the lifecycle stops before the handler. */
   aborted = false;
   allow = '';
@@ -133,16 +183,12 @@ export abstract class Exchange {
     this.path = head.getUrl();
     this.query = head.getQuery() ?? '';
     this.accept = head.getHeader('accept');
-    this.contentType = head.getHeader('content-type');
     this.authorization = head.getHeader('authorization');
     const email = head.getHeader(emailHeaderName);
     this.emailHeader = email === '' && !hasHeader(head, emailHeaderName) ? undefined : email;
-    this.host = head.getHeader('host') || 'localhost';
-    this.forwardedFor = head.getHeader('x-forwarded-for');
     const id = head.getHeader('x-request-id');
     this.requestId = id !== '' && REQUEST_ID.test(id) ? id : randomUUID();
-    this.idempotencyKey = head.getHeader('idempotency-key');
-    this.lastEventId = head.getHeader('last-event-id');
+    this.head = head;
   }
 
   /** The body buffer is this exchange's alone (the transport made it), so its memory may be handed on rather than copied. */

@@ -5,7 +5,7 @@
  * interface keys may span several segments.
  */
 import type { Route } from '../routes/route.js';
-import type { RouteTable } from '../routes/table.js';
+import { methodsOf, type RouteTable } from '../routes/table.js';
 import { parseId } from '../schema/id.js';
 
 /** A path the table answers: its declared route, and what the path says of collection, site and key. */
@@ -98,6 +98,16 @@ export class Router {
 }
 
 const METHOD_ORDER = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'];
+
+/** Routes are declared once and never change: each one's Allow header is built once. */
+const allowByRoute = new WeakMap<Route, string>();
+
+/** The Allow header of a route's methods (allowHeader). */
+export function allowOf(route: Route): string {
+  let header = allowByRoute.get(route);
+  if (header === undefined) allowByRoute.set(route, (header = allowHeader(methodsOf(route))));
+  return header;
+}
 
 /** Allow header value: the route's methods in the usual order, plus HEAD (with GET) and OPTIONS. */
 const allowCache = new Map<string, string>();

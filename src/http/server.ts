@@ -57,30 +57,36 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
 }
 
 class UwsExchange extends Exchange {
-  readonly body: Promise<BodyResult>;
+  body: Promise<BodyResult> = Promise.resolve(EMPTY_BODY);
+  private readonly declaredLength: number;
 
   constructor(
     private readonly res: HttpResponse,
     req: HttpRequest,
     emailHeaderName: string,
-    maxBody: number,
+    private readonly maxBody: number,
     log: Logger,
   ) {
     // uWS 20.30 itself closes the connection for any method token other than the nine upper-case ones (native-notes.md).
     super(log, req, emailHeaderName);
     this.ownsBody = true;
     const length = req.getHeader('content-length');
-    const chunked = req.getHeader('transfer-encoding') !== '';
+    this.declaredLength = Number(length) || 0;
+    this.hasBody = (length !== '' && length !== '0') || req.getHeader('transfer-encoding') !== '';
+  }
+
+  /** Still inside uWS's request callback: the body's chunks and the abort are only heard if asked for now. */
+  override begin(): void {
+    super.begin();
     let settle: (b: BodyResult) => void = () => undefined;
-    this.hasBody = (length !== '' && length !== '0') || chunked;
-    this.body = this.hasBody
-      ? new Promise<BodyResult>((resolve) => {
-          settle = resolve;
-          readBody(res, maxBody, Number(length) || 0, resolve);
-        })
-      : Promise.resolve(EMPTY_BODY);
+    if (this.hasBody) {
+      this.body = new Promise<BodyResult>((resolve) => {
+        settle = resolve;
+        readBody(this.res, this.maxBody, this.declaredLength, resolve);
+      });
+    }
     // A client that goes away mid-body must not leave its request waiting forever.
-    res.onAborted(() => {
+    this.res.onAborted(() => {
       this.aborted = true;
       settle(EMPTY_BODY);
       this.onAbort?.();
