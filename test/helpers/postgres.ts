@@ -16,6 +16,9 @@ import { chmodSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import pg from 'pg';
+import { SERVER_KEY_FILE } from '../../src/auth/secrets.js';
+import { openStore } from '../../src/store/open.js';
+import type { Store } from '../../src/store/store.js';
 
 export interface TestPostgres {
   /** The connection URL of `database` (the default database when not given). */
@@ -144,4 +147,28 @@ export async function storeEnv(dataDir: string): Promise<Record<string, string>>
   let url = databaseOf.get(dataDir);
   if (!url) databaseOf.set(dataDir, (url = await active.freshDatabase()));
   return { NETSOT_STORE: url };
+}
+
+/**
+ * The store a stopped test server on `dataDir` kept its records in, opened directly: its PostgreSQL database
+ * when the file runs on PostgreSQL, else the LMDB store in the dir. For tests that write records as an older
+ * version would have.
+ */
+export async function openStoreOf(dataDir: string): Promise<Store> {
+  const env = await storeEnv(dataDir);
+  return openStore({ store: env.NETSOT_STORE ?? null, dataDir });
+}
+
+/** The token-signing key a test server on `dataDir` keeps: the file beside the LMDB store, or its database's row. */
+export async function serverKeyOf(dataDir: string): Promise<Buffer> {
+  const env = await storeEnv(dataDir);
+  if (!env.NETSOT_STORE) return readFileSync(join(dataDir, SERVER_KEY_FILE));
+  const client = new pg.Client({ connectionString: env.NETSOT_STORE });
+  await client.connect();
+  try {
+    const { rows } = await client.query<{ key: Buffer }>('SELECT key FROM server_key WHERE id = 1');
+    return rows[0].key;
+  } finally {
+    await client.end();
+  }
 }
