@@ -74,7 +74,9 @@ const serverKey = (srv: TestServer) => serverKeyOf(srv.dataDir);
 /** A token signed with the server's key over an arbitrary payload text. */
 async function forgeSigned(srv: TestServer, payloadText: string): Promise<string> {
   const payload = Buffer.from(payloadText).toString('base64url');
-  const mac = createHmac('sha256', await serverKey(srv)).update(payload).digest('base64url');
+  const mac = createHmac('sha256', await serverKey(srv))
+    .update(payload)
+    .digest('base64url');
   return `${payload}.${mac}`;
 }
 
