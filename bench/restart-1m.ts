@@ -67,6 +67,7 @@ import {
   fmt,
   foreignBusyCores,
   keptOrTempDir,
+  loadAverage,
   log,
   machine,
   median,
@@ -104,7 +105,8 @@ function networksUnder(octet: number, count: number): string[] {
   return out;
 }
 
-async function fill(server: ChildServer, total: number, listSize: number, siteCount: number): Promise<Omit<Fill, 'layout'>> {
+/** Fills a store through `server` as described above; pg.ts's restart fills its stores the same way. */
+export async function fill(server: ChildServer, total: number, listSize: number, siteCount: number): Promise<Omit<Fill, 'layout'>> {
   const t0 = performance.now();
   const parents = siteCount * 2;
   const share = (k: number) => Math.floor(total / parents) + (k < total % parents ? 1 : 0); // children of parent k
@@ -465,7 +467,7 @@ export async function run(): Promise<number> {
 
     const busy = await foreignBusyCores();
     log(
-      `other CPU use before the restarts (1 s sample): ${busy === null ? 'unknown' : `${busy.toFixed(2)} cores${busy > 0.2 ? ' — machine not idle, figures will be noisy' : ''}`}`,
+      `other CPU use before the restarts (1 s sample): ${busy === null ? 'unknown' : `${busy.toFixed(2)} cores${busy > 0.2 ? ' — machine not idle, figures will be noisy' : ''}`}; ${loadAverage()}`,
     );
     const results: Restart[] = [];
     for (let i = 0; i < restarts; i++) {
@@ -508,6 +510,7 @@ export async function run(): Promise<number> {
       }
     }
 
+    log(`after the restarts: ${loadAverage()}`);
     const of = (e: Engine, side: Restart['side']) => results.filter((r) => r.store === e && r.side === side);
     const med = (e: Engine, side: Restart['side'], f: (r: Restart) => number) => median(of(e, side).map(f));
     const worst = (e: Engine, side: Restart['side'], f: (r: Restart) => number) => Math.max(...of(e, side).map(f));
