@@ -402,6 +402,9 @@ export class PostgresStore implements Store {
   }
 
   async scanChangeIndex(siteId: number, visit: (id: number, row: ChangeIndexRow) => void): Promise<void> {
+    // A store that loads Changes renders them next (`change`): its reader thread starts now, while the load runs,
+    // rather than under the first request that lists Changes.
+    this.reader ??= this.startReader();
     await this.scanPages<number>(async (after) => {
       const [[text]] = await this.rows<[string | null]>(CHANGE_INDEX_PAGE, [siteId, after ?? 0, SCAN_PAGE]);
       const lines = text === null ? [] : text.split('\n');
