@@ -38,11 +38,12 @@ const SAME_ON_EVERY_STORE = [
   'test/api/openapi-client.test.ts',
   'test/api/docs-assets.test.ts',
   'test/api/options.test.ts',
-  // Reads evaluated on the shards' memory: paging, set queries, patterns, a shard's streamed list.
+  // Reads evaluated on the shards' memory: paging, set queries, patterns, streamed lists and pages.
   'test/api/pagination.test.ts',
   'test/api/setquery.test.ts',
   'test/api/redos.test.ts',
   'test/api/list-stream.test.ts',
+  'test/api/page-stream.test.ts',
 ];
 
 export default defineConfig({
