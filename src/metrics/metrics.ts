@@ -28,8 +28,8 @@ export interface MetricsSources {
   shardsUp(): boolean[];
   /** Requests whose lifecycle has not finished. */
   inFlight(): number;
-  /** The store's file. */
-  storePath: string;
+  /** The LMDB store's file; null on PostgreSQL, whose size is the database server's to report. */
+  storePath: string | null;
   /** The main thread's read cache (http/read-cache.ts): lookups answered and not, and bytes held. */
   readCache(): { hits: number; misses: number; size: number };
 }
@@ -183,18 +183,21 @@ export class Metrics {
         this.set(sources.inFlight());
       },
     });
-    new Gauge({
-      name: 'netsot_store_bytes',
-      help: "Size of the store's LMDB file.",
-      registers: [registry],
-      collect() {
-        try {
-          this.set(statSync(sources.storePath).size);
-        } catch {
-          /* not there yet: no figure */
-        }
-      },
-    });
+    const storePath = sources.storePath;
+    if (storePath !== null) {
+      new Gauge({
+        name: 'netsot_store_bytes',
+        help: "Size of the store's LMDB file.",
+        registers: [registry],
+        collect() {
+          try {
+            this.set(statSync(storePath).size);
+          } catch {
+            /* not there yet: no figure */
+          }
+        },
+      });
+    }
     new Gauge({
       name: 'netsot_list_streams_open',
       help: 'Unpaginated lists being streamed to clients now.',

@@ -11,6 +11,9 @@ import type { StoredChange } from './store.js';
 const { url, port, signal } = workerData as { url: string; port: MessagePort; signal: Int32Array };
 const pool = new pg.Pool({ connectionString: url, max: 1 });
 pool.on('error', () => undefined);
+// Connected before the first read is asked for (the store starts this thread while it loads); a failure here is
+// the first read's to report.
+pool.query('SELECT 1').catch(() => undefined);
 
 port.on('message', async (req: { seq: number; siteId: number; id: number; limit: number }) => {
   let reply: { seq: number; rows?: StoredChange[]; error?: string; unavailable?: boolean };

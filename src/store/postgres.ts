@@ -29,7 +29,9 @@
  * synchronous standbys). When a transaction fails, every commit queued
  * behind it fails too: they were made on memory that held the lost writes.
  *
- * Reads. Loading is asynchronous (keyset-paged scans). One read is not: a
+ * Reads. Loading is asynchronous: keyset-paged scans, each page folded by the
+ * database into a few large fields (OBJECTS_PAGE, CHANGE_INDEX_PAGE) and the
+ * next page asked for while this one is decoded. One read is not: a
  * shard renders a Change's payload inside a request (`change`), so the store
  * asks a reader thread of its own (pg-reader.ts) and blocks on a shared flag
  * until the answer arrives, fetching the Changes just below the one asked for
@@ -46,7 +48,9 @@
  * INSERT … ON CONFLICT and data-modifying CTEs, and refuses two modifications
  * of one table in one statement (cockroach PR 71595), so `combined` puts each
  * table in a statement at most once. YugabyteDB runs PostgreSQL's own query
- * layer. Not checked: multi-argument `unnest` on CockroachDB, and DDL inside a
+ * layer (its documentation shows string_agg with ORDER BY, which loading
+ * uses). Not checked: multi-argument `unnest` on CockroachDB, string_agg over
+ * bytea with ORDER BY inside the aggregate there, and DDL inside a
  * transaction there (it runs schema changes asynchronously); migration 1 is
  * plain CREATE TABLEs, and concurrent migrators are told apart by the
  * schema_migrations primary key (the loser's insert fails and it moves on).
@@ -145,6 +149,27 @@ export function unreachable(err: unknown): boolean {
 
 /** Rows per page when a site is loaded. */
 const SCAN_PAGE = 10_000;
+
+/** One page of a load's scan: how many rows it held, the key to read on from, and their decoding. */
+interface ScanPage<K> {
+  size: number;
+  last: K;
+  visitAll(): void;
+}
+
+/**
+ * A page of a site's objects as one row per kind: the ids as text and the records' msgpack bytes end to end
+ * (msgpack values delimit themselves). Hundreds of thousands of rows are each a protocol message, a row and
+ * three field strings for node-postgres to make; a few large fields cost it a fraction of that.
+ */
+const OBJECTS_PAGE = `SELECT kind, string_agg(id::text, ',' ORDER BY id), string_agg(value, ''::bytea ORDER BY id)
+  FROM (SELECT kind, id, value FROM objects WHERE site_id = $1 AND (kind, id) > ($2, $3) ORDER BY kind, id LIMIT $4) page
+  GROUP BY kind ORDER BY kind`;
+
+/** A page of a site's Change index as one text: a line per Change, its fields between commas (none holds one). */
+const CHANGE_INDEX_PAGE = `SELECT string_agg(concat_ws(',', id, at, event, resource_name, resource_id), E'\\n' ORDER BY id)
+  FROM (SELECT id, at, event, resource_name, resource_id FROM changes WHERE site_id = $1 AND id > $2 ORDER BY id LIMIT $3) page`;
+
 /** Changes fetched per read: the one asked for and those just below it (lists go newest first). */
 const CHANGE_READ_AHEAD = 100;
 const CHANGE_CACHE_MAX = 20_000;
@@ -347,34 +372,77 @@ export class PostgresStore implements Store {
   }
 
   async scanSite(siteId: number, visit: (kind: Kind, id: number, value: unknown) => void): Promise<void> {
-    type Row = { kind: string; id: string; value: Buffer };
-    let after: [string, number] | null = null;
-    for (;;) {
-      const result: pg.QueryResult<Row> = after
-        ? await this.pool.query(
-            'SELECT kind, id, value FROM objects WHERE site_id = $1 AND (kind, id) > ($2, $3) ORDER BY kind, id LIMIT $4',
-            [siteId, after[0], after[1], SCAN_PAGE],
-          )
-        : await this.pool.query('SELECT kind, id, value FROM objects WHERE site_id = $1 ORDER BY kind, id LIMIT $2', [siteId, SCAN_PAGE]);
-      const rows = result.rows;
-      for (const r of rows) visit(r.kind as Kind, Number(r.id), packr.unpack(r.value));
-      if (rows.length < SCAN_PAGE) return;
-      const last: Row = rows[rows.length - 1];
-      after = [last.kind, Number(last.id)];
-    }
+    await this.scanPages<[kind: string, id: number]>(async (after) => {
+      const groups = await this.rows<[kind: Kind, ids: string, values: Buffer]>(OBJECTS_PAGE, [
+        siteId,
+        after?.[0] ?? '',
+        after?.[1] ?? 0,
+        SCAN_PAGE,
+      ]);
+      let size = 0;
+      let last: [string, number] = after ?? ['', 0];
+      const pages = groups.map(([kind, idText, values]) => {
+        const ids = idText.split(',');
+        size += ids.length;
+        last = [kind, Number(ids[ids.length - 1])];
+        return { kind, ids, values };
+      });
+      return {
+        size,
+        last,
+        visitAll() {
+          for (const { kind, ids, values } of pages) {
+            const records = packr.unpackMultiple(values) as unknown[];
+            if (records.length !== ids.length) throw new Error(`site ${siteId}: ${ids.length} ${kind} rows held ${records.length} records`);
+            for (let i = 0; i < ids.length; i++) visit(kind, Number(ids[i]), records[i]);
+          }
+        },
+      };
+    });
   }
 
   async scanChangeIndex(siteId: number, visit: (id: number, row: ChangeIndexRow) => void): Promise<void> {
-    let after = 0;
-    for (;;) {
-      const { rows } = await this.pool.query<{ id: string; at: string; event: string; resource_name: string; resource_id: string }>(
-        'SELECT id, at, event, resource_name, resource_id FROM changes WHERE site_id = $1 AND id > $2 ORDER BY id LIMIT $3',
-        [siteId, after, SCAN_PAGE],
-      );
-      for (const r of rows) visit(Number(r.id), [Number(r.at), r.event, r.resource_name, Number(r.resource_id)]);
-      if (rows.length < SCAN_PAGE) return;
-      after = Number(rows[rows.length - 1].id);
+    // A store that loads Changes renders them next (`change`): its reader thread starts now, while the load runs,
+    // rather than under the first request that lists Changes.
+    this.reader ??= this.startReader();
+    await this.scanPages<number>(async (after) => {
+      const [[text]] = await this.rows<[string | null]>(CHANGE_INDEX_PAGE, [siteId, after ?? 0, SCAN_PAGE]);
+      const lines = text === null ? [] : text.split('\n');
+      const lastLine = lines[lines.length - 1] ?? '0';
+      return {
+        size: lines.length,
+        last: Number(lastLine.slice(0, lastLine.indexOf(','))),
+        visitAll() {
+          for (const line of lines) {
+            const f = line.split(',');
+            visit(Number(f[0]), [Number(f[1]), f[2], f[3], Number(f[4])]);
+          }
+        },
+      };
+    });
+  }
+
+  /**
+   * A keyset-paged scan whose next page is asked for before this one is visited: the database reads it while
+   * this thread decodes, so a load costs about the larger of the two rather than their sum.
+   */
+  private async scanPages<K>(read: (after: K | null) => Promise<ScanPage<K>>): Promise<void> {
+    let next: Promise<ScanPage<K>> | null = read(null);
+    while (next) {
+      const page: ScanPage<K> = await next;
+      next = page.size === SCAN_PAGE ? read(page.last) : null;
+      try {
+        page.visitAll();
+      } catch (err) {
+        next?.catch(() => undefined);
+        throw err;
+      }
     }
+  }
+
+  /** A query's rows as arrays of column values. */
+  private async rows<R>(text: string, values: unknown[]): Promise<R[]> {
+    return (await this.pool.query({ text, values, rowMode: 'array' })).rows as R[];
   }
 
   change(siteId: number, id: number): ChangeRecord | undefined {

@@ -8,12 +8,12 @@
  * lifetime, a renamed email header and SERVICE_NEW_USERS_AS_SUPERUSER=false.
  */
 import { createHmac, randomBytes } from 'node:crypto';
-import { readFileSync, rmSync } from 'node:fs';
-import { join } from 'node:path';
+import { rmSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { TokenSigner } from '../../src/auth/secrets.js';
 import { expectJsonError as expectError, freshEmail } from '../helpers/fixtures.js';
 import { type Response, InjectServer as TestServer } from '../helpers/inject.js';
+import { serverKeyOf } from '../helpers/postgres.js';
 
 let s: TestServer;
 let siteId: number;
@@ -69,12 +69,15 @@ const authToken = (email: string, token: string) => ({ Authorization: `AuthToken
 /** A request carrying only the given Authorization header (no email header). */
 const withAuth = (value: string, extra: Record<string, string> = {}) => ({ as: null, headers: { Authorization: value, ...extra } });
 
-const serverKey = (srv: TestServer) => readFileSync(join(srv.dataDir, 'token-signing.key'));
+const serverKey = (srv: TestServer) => serverKeyOf(srv.dataDir);
 
 /** A token signed with the server's key over an arbitrary payload text. */
-function forgeSigned(srv: TestServer, payloadText: string): string {
+async function forgeSigned(srv: TestServer, payloadText: string): Promise<string> {
   const payload = Buffer.from(payloadText).toString('base64url');
-  return `${payload}.${createHmac('sha256', serverKey(srv)).update(payload).digest('base64url')}`;
+  const mac = createHmac('sha256', await serverKey(srv))
+    .update(payload)
+    .digest('base64url');
+  return `${payload}.${mac}`;
 }
 
 describe('method selection (gaps.md §3.1)', () => {
@@ -504,7 +507,7 @@ describe('token checks (gaps.md §3.3)', () => {
 
   test('a token stamped more than 60 s in the future fails with Invalid/expired auth_token.', async () => {
     const { email } = await userWithToken();
-    const signer = new TokenSigner(serverKey(s), 600);
+    const signer = new TokenSigner(await serverKey(s), 600);
     await expectTokenFailure(`AuthToken ${email}:${signer.issue(email, 0, Date.now() + 120_000)}`, INVALID_TOKEN);
     // A small clock skew is tolerated.
     const near = await s.post(
@@ -517,7 +520,7 @@ describe('token checks (gaps.md §3.3)', () => {
 
   test('a token older than AUTH_TOKEN_EXPIRY fails with Invalid/expired auth_token.', async () => {
     const { email } = await userWithToken();
-    const signer = new TokenSigner(serverKey(s), 600);
+    const signer = new TokenSigner(await serverKey(s), 600);
     await expectTokenFailure(`AuthToken ${email}:${signer.issue(email, 0, Date.now() - 601_000)}`, INVALID_TOKEN);
     const fresh = await s.post(
       '/api/verify_token/',
@@ -529,8 +532,8 @@ describe('token checks (gaps.md §3.3)', () => {
 
   test('a validly signed unreadable token fails with Token could not be deserialized.', async () => {
     const { email } = await userWithToken();
-    await expectTokenFailure(`AuthToken ${email}:${forgeSigned(s, 'this is not json')}`, UNDESERIALIZABLE);
-    await expectTokenFailure(`AuthToken ${email}:${forgeSigned(s, '{"unexpected":true}')}`, UNDESERIALIZABLE);
+    await expectTokenFailure(`AuthToken ${email}:${await forgeSigned(s, 'this is not json')}`, UNDESERIALIZABLE);
+    await expectTokenFailure(`AuthToken ${email}:${await forgeSigned(s, '{"unexpected":true}')}`, UNDESERIALIZABLE);
   });
 
   test("another user's token fails with Invalid user when deserializing.", async () => {
@@ -542,13 +545,13 @@ describe('token checks (gaps.md §3.3)', () => {
 
   test('the checks report the first failure in order', async () => {
     const a = await userWithToken();
-    const signer = new TokenSigner(serverKey(s), 600);
+    const signer = new TokenSigner(await serverKey(s), 600);
     // unknown user beats a bad token
-    await expectTokenFailure(`AuthToken ghost@example.com:${forgeSigned(s, 'junk')}`, NO_USER);
+    await expectTokenFailure(`AuthToken ghost@example.com:${await forgeSigned(s, 'junk')}`, NO_USER);
     // expired beats wrong user
     await expectTokenFailure(`AuthToken admin@localhost:${signer.issue(a.email, 0, Date.now() - 700_000)}`, INVALID_TOKEN);
     // a bad signature beats an unreadable payload
-    await expectTokenFailure(`AuthToken ${a.email}:${forgeSigned(s, 'junk')}x`, INVALID_TOKEN);
+    await expectTokenFailure(`AuthToken ${a.email}:${await forgeSigned(s, 'junk')}x`, INVALID_TOKEN);
   });
 
   test('errors keep the envelope at version 2.0', async () => {
@@ -729,12 +732,12 @@ describe('settings: AUTH_TOKEN_EXPIRY, USER_AUTH_HEADER, SERVICE_NEW_USERS_AS_SU
     const current = await login(t, other.email, rot.json);
     const me = (await t.get('/api/users/0/', as(email))).json;
     const dir = t.dataDir;
-    const key = serverKey(t);
+    const key = await serverKey(t);
     expect(key).toHaveLength(32);
     await t.stop(false);
     t = await TestServer.start({ dataDir: dir, env: { AUTH_TOKEN_EXPIRY: '600', USER_AUTH_HEADER: 'X-Remote-User' } });
     try {
-      expect(serverKey(t).equals(key)).toBe(true);
+      expect((await serverKey(t)).equals(key)).toBe(true);
       const r = await t.post('/api/verify_token/', undefined, withAuth(`AuthToken ${email}:${token}`));
       expect(r.status, r.text).toBe(200);
       expect(r.text).toBe('true');

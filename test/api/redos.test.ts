@@ -10,8 +10,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { LmdbStore } from '../../src/store/lmdb.js';
 import { type Attr, type Device, expectError, fixtures, freshIdent, type Site } from '../helpers/fixtures.js';
+import { openStoreOf } from '../helpers/postgres.js';
 import { type Response, TestServer } from '../helpers/server.js';
 
 let s: TestServer;
@@ -165,15 +165,19 @@ describe('patterns stored before the linear-time rule', () => {
     device = await f.mkDevice(oldSite, 'dev', { backref: 'a' });
     await old.stop(false);
 
-    const store = new LmdbStore(dir);
+    const store = await openStoreOf(dir);
+    const attributes = new Map<number, { constraints: { pattern: string } }>();
+    await store.scanSite(oldSite, (kind, id, value) => {
+      if (kind === 'attribute') attributes.set(id, value as { constraints: { pattern: string } });
+    });
     for (const [a, pattern] of [
       [backref, STORED.backref],
       [long, STORED.long],
     ] as const) {
-      const key = [oldSite, 'attribute', a.id];
-      const record = store.db('objects').get(key) as { constraints: { pattern: string } };
+      const record = attributes.get(a.id)!;
       expect(record.constraints.pattern).toBe('a');
-      await store.commit({ ops: [{ db: 'objects', key, value: { ...record, constraints: { ...record.constraints, pattern } } }] });
+      const value = { ...record, constraints: { ...record.constraints, pattern } };
+      await store.commit({ ops: [{ db: 'objects', key: [oldSite, 'attribute', a.id], value }] });
     }
     await store.close();
     srv = await TestServer.start({ dataDir: dir, shards: 1 });

@@ -1,23 +1,18 @@
 /**
- * Runs a test file's servers on PostgreSQL: `runOnPostgres()` starts one
- * embedded PostgreSQL for the file and makes every InjectServer and
- * TestServer it starts use a fresh database (one per data dir, so a restart
- * on the same data dir finds the same records). A file of the API suite runs
- * on PostgreSQL when a file calling this first imports it (test/api-pg/): its
- * hooks are registered first, so PostgreSQL is up before the suite's servers
- * start and stopped after they stop.
+ * Setup file of the `postgres` project (vitest.config.ts), run before each
+ * test file of the API suite it runs again: every InjectServer and TestServer
+ * the file starts gets a fresh database on the run's shared PostgreSQL
+ * (postgres-server.ts), one per data dir, so a restart on the same data dir
+ * finds the same records. The databases are dropped after the file; this
+ * hook is registered before the file's own, so it runs after them (vitest
+ * runs after-hooks in reverse), once its servers have stopped.
  */
-import { afterAll, beforeAll } from 'vitest';
-import { startPostgres, type TestPostgres, usePostgres } from './postgres.js';
+import { afterAll, inject } from 'vitest';
+import { databasesOn, usePostgres } from './postgres.js';
 
-export function runOnPostgres(): void {
-  let server: TestPostgres | null = null;
-  beforeAll(async () => {
-    server = await startPostgres();
-    usePostgres(server);
-  }, 60_000);
-  afterAll(async () => {
-    usePostgres(null);
-    await server?.stop();
-  }, 60_000);
-}
+const databases = databasesOn(inject('postgresUrl'));
+usePostgres(databases);
+afterAll(async () => {
+  usePostgres(null);
+  await databases.dropAll();
+}, 60_000);

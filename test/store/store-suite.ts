@@ -289,6 +289,24 @@ export function storeSuite(engine: string, newPlace: NewPlace): void {
       expect(seen.every(([, id, v]) => (v as { id: number }).id === id)).toBe(true);
     });
 
+    test("a site's Change index scan pages through many Changes in id order, and only that site's", async () => {
+      const { store } = await fresh();
+      const ops: WriteOp[] = [];
+      const events = ['Create', 'Update', 'Delete'] as const;
+      for (let id = 1; id <= 24_690; id++) {
+        ops.push(
+          ...changeOps(change(id % 2 === 0 ? 4 : 5, id, { event: events[id % 3], resourceName: id % 5 === 0 ? 'Network' : 'Device' })),
+        );
+      }
+      await store.commit({ ops });
+      const rows = await indexOf(store, 4);
+      expect(rows.length).toBe(12_345);
+      expect(rows.map(([id]) => id)).toEqual(Array.from({ length: 12_345 }, (_, i) => 2 * (i + 1)));
+      for (const [id, row] of rows) {
+        expect(row).toEqual([1_700_000_000_000 + id, events[id % 3], id % 5 === 0 ? 'Network' : 'Device', id * 10]);
+      }
+    });
+
     test('high-water marks are the highest per kind over every writer, each writer overwriting its own', async () => {
       const { store, reopen } = await fresh();
       await store.commit({
