@@ -29,7 +29,7 @@ import { SiteDirectory } from '../model/site-directory.js';
 import { UserDirectory, type UserRecord } from '../model/user.js';
 import { QueryParams } from '../query/params.js';
 import type { HttpMethod, Operation, Shape } from '../routes/route.js';
-import { methodsOf, ROUTES } from '../routes/table.js';
+import { ROUTES } from '../routes/table.js';
 import type { HeldGrant } from '../shard/object-grants.js';
 import { ShardPool } from '../shard/pool.js';
 import type { IdempotencyStamp, TestHook } from '../shard/protocol.js';
