@@ -219,7 +219,7 @@ export function loadConfig(env: Source = process.env, flags: Source = {}): Confi
     interfaceDefaultSpeed: readInt(src, 'INTERFACE_DEFAULT_SPEED', 1000, 0, Number.MAX_SAFE_INTEGER),
     nextNumMax: readInt(src, 'NEXT_NUM_MAX', 10000, 1, 10_000_000),
     maxBodyBytes: readInt(src, 'MAX_BODY_BYTES', 64 * 1024 * 1024, 1, 2 ** 31 - 1),
-    // 10k of the heaviest item (interfaces with addresses) commit in well under a second (README, P6 and bulk limits).
+    // 10k of the heaviest item (interfaces with addresses) commit in well under a second (README, Hostile input: bulk lists).
     maxBulkItems: readInt(src, 'MAX_BULK_ITEMS', 10_000, 1, 1_000_000),
     shardStallMs: readInt(src, 'SHARD_STALL_TIMEOUT', 5, 1, 3600) * 1000,
     shutdownMs: readInt(src, 'SHUTDOWN_TIMEOUT', 10, 1, 3600) * 1000,

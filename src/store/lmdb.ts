@@ -102,7 +102,7 @@ export class LmdbStore implements Store {
       // an event-turn transaction whose internal promise rejects unobserved when the commit fails (a full
       // disk), an unhandled rejection that ends the thread.
       eventTurnBatching: false,
-      // Map the file in chunks on demand rather than whole (README, Notes on P5).
+      // Map the file in chunks on demand rather than whole (docs/performance-notes.md, Notes on P5).
       remapChunks: true,
       maxDbs: 16,
     };
