@@ -320,7 +320,7 @@ export class App {
    */
   private answerFromCache(x: Exchange): boolean {
     const cache = this.readCache;
-    if (!cache.enabled || (x.method !== 'GET' && x.method !== 'HEAD') || x.hasBody || this.draining) return false;
+    if (!cache.enabled || !isRead(x.method) || x.hasBody || this.draining) return false;
     if (this.lease && !this.cacheTrusted(this.lease)) return false;
     const body = cache.get(x.fullPath);
     if (body === undefined) return false;
@@ -446,10 +446,7 @@ export class App {
       match,
       model,
       method: x.method,
-      query:
-        x.representation === 'html' && operation.run !== undefined && isRead(x.method) && STREAMABLE_SHAPES.has(match.route.shape)
-          ? browseQuery(x.query)
-          : x.query,
+      query: x.representation === 'html' && isRead(x.method) && STREAMABLE_SHAPES.has(match.route.shape) ? browseQuery(x.query) : x.query,
       body: bytes ? undefined : body,
       bytes,
       principal: this.users.principal(user),

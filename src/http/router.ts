@@ -109,17 +109,8 @@ export function allowOf(route: Route): string {
   return header;
 }
 
-/** Allow header value: the route's methods in the usual order, plus HEAD (with GET) and OPTIONS. */
-const allowCache = new Map<string, string>();
-
+/** Allow header value: the route's methods in the usual order, plus HEAD (with GET) and OPTIONS (allowOf keeps each route's). */
 export function allowHeader(methods: readonly string[]): string {
-  const key = methods.join(',');
-  let header = allowCache.get(key);
-  if (header === undefined) allowCache.set(key, (header = buildAllow(methods)));
-  return header;
-}
-
-function buildAllow(methods: readonly string[]): string {
   const out = METHOD_ORDER.filter((m) => methods.includes(m));
   for (const m of methods) if (!out.includes(m) && m !== 'HEAD' && m !== 'OPTIONS') out.push(m);
   if (methods.includes('GET')) out.push('HEAD');

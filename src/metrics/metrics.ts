@@ -206,31 +206,28 @@ export class Metrics {
         this.set(streamFigures.open);
       },
     });
-    new Counter({
-      name: 'netsot_list_stream_chunks_total',
-      help: 'Chunks of streamed lists received from the shards (each about 64 KiB of JSON).',
-      registers: [registry],
-      collect() {
-        this.reset();
-        this.inc(streamFigures.chunks);
-      },
-    });
-    const cacheCounter = (name: string, help: string, value: () => number) =>
+    /** A counter whose total another part of the process keeps (a plain number), read at scrape time. */
+    const countedElsewhere = (name: string, help: string, total: () => number) =>
       new Counter({
         name,
         help,
         registers: [registry],
         collect() {
           this.reset();
-          this.inc(value());
+          this.inc(total());
         },
       });
-    cacheCounter(
+    countedElsewhere(
+      'netsot_list_stream_chunks_total',
+      'Chunks of streamed lists received from the shards (each about 64 KiB of JSON).',
+      () => streamFigures.chunks,
+    );
+    countedElsewhere(
       'netsot_read_cache_hits_total',
       "Single-object GETs answered from the main thread's read cache.",
       () => sources.readCache().hits,
     );
-    cacheCounter('netsot_read_cache_misses_total', 'GETs the read cache could not answer.', () => sources.readCache().misses);
+    countedElsewhere('netsot_read_cache_misses_total', 'GETs the read cache could not answer.', () => sources.readCache().misses);
     new Gauge({
       name: 'netsot_read_cache_bytes',
       help: 'Bytes of rendered bodies and keys the read cache holds (READ_CACHE_BYTES bounds it).',

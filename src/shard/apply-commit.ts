@@ -25,7 +25,7 @@ import { MODELS } from '../model/registry.js';
 import type { ChangeIndexRow } from '../store/store.js';
 import { ChangeLog, type ChangeRow, changeRowOf } from './changelog.js';
 import { indexesOf } from './relations.js';
-import type { ShardState } from './state.js';
+import { decode, type ShardState } from './state.js';
 import type { StoredObject } from './table.js';
 
 /** What a shard is sent (as msgpack bytes on ShardRequest.bytes, op `apply`). */
@@ -88,10 +88,6 @@ export function applyCommit(shard: ShardState, bytes: ArrayBuffer): string | nul
   // its rollback finds memory changed and reloads instead (CommitGroup.rollback).
   shard.applied++;
   return null;
-}
-
-function decode(model: ResourceModel<any, any>, value: unknown): StoredObject {
-  return model.decode ? model.decode(value) : (value as StoredObject);
 }
 
 /**

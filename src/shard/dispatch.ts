@@ -200,10 +200,10 @@ export class ShardServer {
   /** The bulk part being prepared or awaiting its decision (protocol.ts BulkPart); nothing else runs meanwhile. */
   private part: HeldPart | null = null;
 
-  /** `log`: the worker's Logger (stdout, at the configured level); a new one at that level when not given. */
   /** Posts a batch of replies, the site versions given since the last batch on its first (site-versions.ts). */
   private readonly send: Send;
 
+  /** `log`: the worker's Logger (stdout, at the configured level); a new one at that level when not given. */
   constructor(
     private readonly shard: ShardState,
     post: Send,

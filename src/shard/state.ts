@@ -158,7 +158,8 @@ export class ShardState {
   }
 }
 
-function decode(model: ResourceModel<any>, value: unknown): StoredObject {
+/** A record as the store holds it, as memory holds it (a load, a standby's apply). */
+export function decode(model: ResourceModel<any>, value: unknown): StoredObject {
   return model.decode ? model.decode(value) : (value as StoredObject);
 }
 

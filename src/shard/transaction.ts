@@ -33,6 +33,8 @@ function impliesDiff(shape: Record<string, unknown>): boolean {
 export class Transaction {
   private readonly writes: WriteSet = { ops: [], removeRanges: [] };
   private readonly undo: (() => void)[] = [];
+  /** The site of each record this transaction changed (as `put` saw them; repeats are harmless). */
+  private readonly sites: number[] = [];
   private readonly highWater = new Map<Kind, number>();
   private rolledBack = false;
   /** This transaction's Changes for the live feed, published once their commit is durable. */
@@ -58,7 +60,13 @@ export class Transaction {
     if (id > (this.highWater.get(kind) ?? 0)) this.highWater.set(kind, id);
   }
 
+  /**
+   * Queues the store write of a record whose memory just changed (insert, replace, remove), and gives its site a
+   * new version for the read cache (site-versions.ts); `rollback` gives every such site another.
+   */
   private put(model: ResourceModel<any>, r: StoredObject | undefined, key: StoredObject): void {
+    this.shard.versions.touch(key.siteId);
+    this.sites.push(key.siteId);
     const value = r !== undefined && model.encode ? model.encode(r) : r;
     const op: WriteOp =
       model.storeDb === 'sites' ? { db: 'sites', key: key.id, value } : { db: 'objects', key: [key.siteId, model.kind, key.id], value };
@@ -67,16 +75,13 @@ export class Transaction {
 
   insert<R extends StoredObject>(model: ResourceModel<R>, r: R): void {
     const table = this.shard.table<R>(model.kind);
-    const versions = this.shard.versions;
     table.insert(r);
     for (const d of indexesOf(model)) d.add(this.shard, r);
-    versions.touch(r.siteId);
     this.noteId(model.kind, r.id);
     this.shard.index.set(model.kind, r.id, this.shard.shardIndex);
     this.undo.push(() => {
       for (const d of indexesOf(model)) d.remove(this.shard, r);
       table.remove(r);
-      versions.touch(r.siteId);
       this.shard.index.clear(model.kind, r.id);
     });
     this.put(model, r, r);
@@ -84,31 +89,25 @@ export class Transaction {
 
   replace<R extends StoredObject>(model: ResourceModel<R>, before: R, after: R): void {
     const table = this.shard.table<R>(model.kind);
-    const versions = this.shard.versions;
     for (const d of indexesOf(model)) d.remove(this.shard, before);
     table.replace(before, after);
     for (const d of indexesOf(model)) d.add(this.shard, after);
-    versions.touch(after.siteId);
     this.undo.push(() => {
       for (const d of indexesOf(model)) d.remove(this.shard, after);
       table.replace(after, before);
       for (const d of indexesOf(model)) d.add(this.shard, before);
-      versions.touch(before.siteId);
     });
     this.put(model, after, after);
   }
 
   remove<R extends StoredObject>(model: ResourceModel<R>, r: R): void {
     const table = this.shard.table<R>(model.kind);
-    const versions = this.shard.versions;
     for (const d of indexesOf(model)) d.remove(this.shard, r);
     table.remove(r);
-    versions.touch(r.siteId);
     this.shard.index.clear(model.kind, r.id);
     this.undo.push(() => {
       table.insert(r);
       for (const d of indexesOf(model)) d.add(this.shard, r);
-      versions.touch(r.siteId);
       this.shard.index.set(model.kind, r.id, this.shard.shardIndex);
     });
     this.put(model, undefined, r);
@@ -181,6 +180,7 @@ export class Transaction {
     if (this.rolledBack) return;
     this.rolledBack = true;
     for (let i = this.undo.length - 1; i >= 0; i--) this.undo[i]();
+    for (const site of this.sites) this.shard.versions.touch(site);
   }
 
   /** Hands the queued writes over (to a CommitGroup). */

@@ -82,7 +82,7 @@ const waiting: ShardRequest[] = [];
 let slicing = false;
 function runSlice(): void {
   Atomics.add(data.progress, 0, 1);
-  server.submit(waiting.length <= SLICE ? waiting.splice(0) : waiting.splice(0, SLICE));
+  server.submit(waiting.splice(0, SLICE));
   if (waiting.length > 0) setImmediate(runSlice);
   else slicing = false;
 }
