@@ -23,11 +23,17 @@
  * Changes its old worker committed but never sent are read from the store and
  * released with the rest.
  *
- * Texts. A Change's text (the changes list's rendering) is read from the
- * store only for items some live subscriber's filter wants, once per item
- * however many subscribers get it, in one batched read per delivery, on a
- * fresh read snapshot (the store's job: another thread committed it). Nothing
- * is read or rendered while nobody listens.
+ * Texts. A Change's text (the changes list's rendering) is made only for
+ * items some live subscriber's filter wants, once per item however many
+ * subscribers get it. Its part after the site comes with the item from the
+ * shard that committed it, which renders that part while a live group follows
+ * the site (watch.ts): the main thread neither reads nor decodes it. Items
+ * without it (committed before the shard saw the group, or recovered from a
+ * replaced shard) are read from the store in one batched read per delivery,
+ * on a fresh read snapshot (the store's job: another thread committed them).
+ * The site is rendered once per delivery as it stands then, as the changes
+ * list renders it when read. Nothing is read or rendered while nobody
+ * listens.
  *
  * Delivery. Releases are queued and delivered in order, one delivery at a
  * time: everything released meanwhile goes to a subscriber as one write.
@@ -65,19 +71,20 @@
  * | operation               | cost                                                          |
  * |-------------------------|---------------------------------------------------------------|
  * | publish (no subscriber) | O(items) bookkeeping, no store read, no rendering             |
- * | deliver k items         | one store read of the wanted items, O(k · filter groups)      |
- * |                         | matching, one encoding per group and transport, one write of  |
- * |                         | shared bytes per subscriber of a matching group               |
+ * | deliver k items         | one store read of the wanted items without a text, O(k ·      |
+ * |                         | filter groups) matching, one encoding per group and transport,|
+ * |                         | one write of shared bytes per subscriber of a matching group  |
  * | subscribe / drop        | O(1) to join or leave a group                                 |
  */
 
 import type { Logger } from '../log.js';
-import { changeText } from '../model/_change-text.js';
+import { changeHead, changeTail, siteText } from '../model/_change-text.js';
 import type { SiteDirectory } from '../model/site-directory.js';
 import type { SiteRecord } from '../shard/context.js';
 import type { ShardPool } from '../shard/pool.js';
 import type { FeedItem } from '../shard/protocol.js';
 import type { Store, StoredChange } from '../store/store.js';
+import type { FeedWatch } from './watch.js';
 import { type FeedChange, HEARTBEAT, Payload, type Transport } from './wire.js';
 
 export interface FeedFilter {
@@ -189,6 +196,8 @@ export class FeedHub {
     private readonly store: Store,
     private readonly pool: ShardPool,
     private readonly sites: SiteDirectory,
+    /** Told which sites live groups follow, so shards send those sites' texts with their items. */
+    private readonly watch: FeedWatch,
     private readonly maxBuffer: number,
     private readonly log: Logger,
     /** The store's highest Change id at start: nothing is in flight yet, so all of it is on disk or never will be. */
@@ -202,6 +211,10 @@ export class FeedHub {
     }, HEARTBEAT_MS);
     this.heartbeat.unref();
   }
+
+  /** Change texts rendered so far from the tails shards sent, and from Changes read back from the store (metrics). */
+  textsFromShards = 0;
+  textsFromStore = 0;
 
   get subscribers(): number {
     return this.all.size;
@@ -418,23 +431,49 @@ export class FeedHub {
     return writes;
   }
 
-  /** The texts of `items`, rendered once each from one batched store read (and one read per site record). */
+  /**
+   * The texts of `items`, each rendered once: from the tails their shards sent, and for items without one
+   * from one batched store read. Each site is rendered once, as it stands now (as the changes list does).
+   */
   private async texts(items: FeedItem[]): Promise<Map<number, FeedChange>> {
-    const changes = await this.store.changesAt(items.map((i) => [i.site, i.id]));
-    const missing = changes.indexOf(undefined);
+    const untold = items.filter((i) => i.tail === undefined);
+    const stored = untold.length === 0 ? [] : await this.store.changesAt(untold.map((i) => [i.site, i.id]));
+    const missing = stored.indexOf(undefined);
     // Released means durable: a Change the store does not have is a fault, and the subscribers resume from the store.
-    if (missing >= 0) throw new Error(`feed: Change ${items[missing].id} was released but the store does not have it`);
-    return this.render(changes as StoredChange[]);
+    if (missing >= 0) throw new Error(`feed: Change ${untold[missing].id} was released but the store does not have it`);
+    const sites = await this.siteTexts(items.map((i) => i.site));
+    const out = new Map<number, FeedChange>();
+    for (const i of items) {
+      if (i.tail === undefined) continue;
+      out.set(i.id, { id: i.id, site: i.site, event: i.event, resource: i.resource, text: changeHead(i.id, sites.get(i.site)!) + i.tail });
+    }
+    for (const c of stored as StoredChange[]) out.set(c.id, this.feedChange(c, sites));
+    this.textsFromShards += items.length - untold.length;
+    this.textsFromStore += untold.length;
+    return out;
   }
 
-  private async render(changes: StoredChange[]): Promise<Map<number, FeedChange>> {
-    const siteRecords = new Map<number, SiteRecord | undefined>();
-    for (const c of changes) if (!siteRecords.has(c.siteId)) siteRecords.set(c.siteId, undefined);
-    for (const site of siteRecords.keys()) siteRecords.set(site, await this.store.site<SiteRecord>(site));
-    const out = new Map<number, FeedChange>();
-    for (const c of changes) {
-      out.set(c.id, { id: c.id, site: c.siteId, event: c.event, resource: c.resourceName, text: changeText(c, siteRecords.get(c.siteId)) });
-    }
+  /** Changes read from the store, rendered in their order. */
+  private async render(changes: StoredChange[]): Promise<FeedChange[]> {
+    const sites = await this.siteTexts(changes.map((c) => c.siteId));
+    this.textsFromStore += changes.length;
+    return changes.map((c) => this.feedChange(c, sites));
+  }
+
+  private feedChange(c: StoredChange, sites: Map<number, string>): FeedChange {
+    return {
+      id: c.id,
+      site: c.siteId,
+      event: c.event,
+      resource: c.resourceName,
+      text: changeHead(c.id, sites.get(c.siteId)!) + changeTail(c),
+    };
+  }
+
+  /** Each distinct site of `ids` as Changes show it, read once. */
+  private async siteTexts(ids: number[]): Promise<Map<number, string>> {
+    const out = new Map<number, string>();
+    for (const site of ids) if (!out.has(site)) out.set(site, siteText(await this.store.site<SiteRecord>(site)));
     return out;
   }
 
@@ -456,6 +495,7 @@ export class FeedHub {
     g.subs.delete(sub);
     if (g.subs.size > 0) return;
     this.groups.delete(g.key);
+    this.watch.unwatch(g.filter.site);
     const set = this.bySite.get(g.filter.site)!;
     set.delete(g);
     if (set.size === 0) this.bySite.delete(g.filter.site);
@@ -467,6 +507,7 @@ export class FeedHub {
     if (!g) {
       g = { key, filter: sub.filter, subs: new Set() };
       this.groups.set(key, g);
+      this.watch.watch(sub.filter.site);
       let set = this.bySite.get(sub.filter.site);
       if (!set) this.bySite.set(sub.filter.site, (set = new Set()));
       set.add(g);
@@ -492,7 +533,7 @@ export class FeedHub {
             : await this.store.changeLog({ site, event, resourceName, after: sub.cursor, upTo, limit: CATCH_UP_CHUNK });
         if (sub.closed) return;
         if (log.length > 0) {
-          const chunk = new Payload([...(await this.render(log)).values()]);
+          const chunk = new Payload(await this.render(log));
           if (sub.closed) return;
           sub.cursor = chunk.last;
           if (!this.push(sub, chunk.bytes(sub.sink.kind))) return;

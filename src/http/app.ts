@@ -22,6 +22,7 @@ import type { Config } from '../config.js';
 import { Errors } from '../errors.js';
 import { type FeedFilter, FeedHub } from '../feed/hub.js';
 import { feedPath, feedRequest } from '../feed/request.js';
+import { FeedWatch } from '../feed/watch.js';
 import type { Logger } from '../log.js';
 import { Metrics } from '../metrics/metrics.js';
 import { modelByCollection } from '../model/registry.js';
@@ -122,11 +123,14 @@ export class App {
             inFlight: () => app?.inFlight ?? 0,
             storePath: config.store === null ? join(config.dataDir, 'netsot.mdb') : null,
             readCache: () => readCache,
+            feed: () => feed ?? { subscribers: 0, textsFromShards: 0, textsFromStore: 0 },
           })
         : null;
+      const feedWatch = new FeedWatch();
       const pool: ShardPool = await ShardPool.start(
         config,
         shared,
+        feedWatch.buffer,
         {
           report: (message) => {
             log.error(message, { event: 'supervision' });
@@ -146,7 +150,7 @@ export class App {
         metrics?.close();
         throw err;
       });
-      feed = new FeedHub(store, pool, sites, config.feedBufferBytes, log, marks.change ?? 0);
+      feed = new FeedHub(store, pool, sites, feedWatch, config.feedBufferBytes, log, marks.change ?? 0);
       const idempotency = new IdempotencyKeys(store, config.idempotencyTtlMs, log);
       app = new App(
         config,

@@ -32,6 +32,8 @@ export interface MetricsSources {
   storePath: string | null;
   /** The main thread's read cache (http/read-cache.ts): lookups answered and not, and bytes held. */
   readCache(): { hits: number; misses: number; size: number };
+  /** The live feed (feed/hub.ts): subscribers now, and Change texts rendered for it by where their text came from. */
+  feed(): { subscribers: number; textsFromShards: number; textsFromStore: number };
 }
 
 class RequestSeries {
@@ -234,6 +236,26 @@ export class Metrics {
       registers: [registry],
       collect() {
         this.set(sources.readCache().size);
+      },
+    });
+    new Gauge({
+      name: 'netsot_feed_subscribers',
+      help: 'Live change-feed subscribers (SSE and WebSocket), catching up or live.',
+      registers: [registry],
+      collect() {
+        this.set(sources.feed().subscribers);
+      },
+    });
+    new Counter({
+      name: 'netsot_feed_texts_total',
+      help: "Change texts the live feed rendered, by where each came from: with the committing shard's feed item, or read back from the store.",
+      labelNames: ['source'],
+      registers: [registry],
+      collect() {
+        const f = sources.feed();
+        this.reset();
+        this.inc({ source: 'shard' }, f.textsFromShards);
+        this.inc({ source: 'store' }, f.textsFromStore);
       },
     });
     const self = this;

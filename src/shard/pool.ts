@@ -19,16 +19,20 @@ export class ShardPool {
     readonly index: IdShardIndex,
   ) {}
 
-  /** `stats`: the metrics' shared figures (metrics/thread-stats.ts), each worker recording into its slot; null with METRICS off. */
+  /**
+   * `feedWatch`: the buffer of the sites the live feed watches (feed/watch.ts); `stats`: the metrics' shared
+   * figures (metrics/thread-stats.ts), each worker recording into its slot, null with METRICS off.
+   */
   static async start(
     config: Config,
     shared: SharedIdState,
+    feedWatch: SharedArrayBuffer,
     events: PoolEvents,
     stats: SharedArrayBuffer | null = null,
     fence: Fence | null = null,
   ): Promise<ShardPool> {
     // The fence's buffer: each worker's store commits under the epoch the main thread sets there (cluster/fence.ts).
-    const workerData = { shardCount: config.shards, config, shared, stats, fence: fence?.buffer ?? null };
+    const workerData = { shardCount: config.shards, config, shared, feedWatch, stats, fence: fence?.buffer ?? null };
     const started = await Promise.allSettled(
       Array.from({ length: config.shards }, (_, shardIndex) =>
         SupervisedShard.start({ shardIndex, workerData, stallMs: config.shardStallMs, ...events }),

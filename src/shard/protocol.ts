@@ -269,13 +269,17 @@ export interface ShardReply {
 }
 
 /**
- * A committed Change for the live feed: only what the hub orders and filters
- * by. Its text is read from the store by the hub, and only when a subscriber
- * wants it (feed/hub.ts), so a commit with nobody listening costs no rendering.
+ * A committed Change for the live feed: what the hub orders and filters by
+ * and, while a live subscriber may want its site (feed/watch.ts), its text
+ * after the site. The hub reads the text of an item without one from the
+ * store, and only when a subscriber wants it (feed/hub.ts), so a commit with
+ * nobody listening costs no rendering.
  */
 export interface FeedItem {
   id: number;
   site: number;
   event: string;
   resource: string;
+  /** model/_change-text.ts changeTail. */
+  tail?: string;
 }

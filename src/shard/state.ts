@@ -54,6 +54,8 @@ export class ShardState {
   /** Reports each group commit (its seconds and the requests that wrote in it), and each failed one, to the metrics. */
   committed: (seconds: number, groupSize: number) => void = () => undefined;
   commitFailed: () => void = () => undefined;
+  /** Whether the live feed may want the Changes of a site: then a Change's feed item carries its text (feed/watch.ts). */
+  feedWants: (site: number) => boolean = () => false;
 
   constructor(
     readonly shardIndex: number,

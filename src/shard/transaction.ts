@@ -7,6 +7,7 @@
  * transaction.
  */
 
+import { changeTail } from '../model/_change-text.js';
 import type { ResourceModel } from '../model/model.js';
 import { CHANGE_RESOURCES, type ChangeEvent, EVENTS } from '../store/change-names.js';
 import type { Kind } from '../store/kinds.js';
@@ -143,7 +144,9 @@ export class Transaction {
     if ((before && after) || !impliesDiff((after ?? before)!)) record.diff = JSON.stringify(resourceDiff(before, after));
     this.writes.ops.push({ db: 'changes', key: [siteId, id], value: record });
     this.writes.ops.push({ db: 'changeIndex', key: [siteId, id], value: [at, event, model.name, resourceId] });
-    this.feed.push({ id, site: siteId, event, resource: model.name });
+    const item: FeedItem = { id, site: siteId, event, resource: model.name };
+    if (this.shard.feedWants(siteId)) item.tail = changeTail(record);
+    this.feed.push(item);
     this.shard.changes.append({
       id,
       siteId,

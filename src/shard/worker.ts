@@ -8,6 +8,7 @@ import { runInNewContext } from 'node:vm';
 import { type MessagePort, parentPort, workerData } from 'node:worker_threads';
 import { Fence } from '../cluster/fence.js';
 import type { Config } from '../config.js';
+import { FeedWatch } from '../feed/watch.js';
 import { Logger } from '../log.js';
 import { slotOf, ThreadStats } from '../metrics/thread-stats.js';
 import type { SharedIdState } from '../store/ids.js';
@@ -38,6 +39,8 @@ interface ShardWorkerData {
   stats: SharedArrayBuffer | null;
   /** The cluster fence's buffer (cluster/fence.ts) on a PostgreSQL store; null on LMDB. */
   fence: SharedArrayBuffer | null;
+  /** The sites the live feed watches (feed/watch.ts). */
+  feedWatch: SharedArrayBuffer;
 }
 
 const data = workerData as ShardWorkerData;
@@ -49,6 +52,8 @@ collectGarbage();
 shard.heartbeat = () => {
   Atomics.add(data.progress, 0, 1);
 };
+const feedWatch = new FeedWatch(data.feedWatch);
+shard.feedWants = (site) => feedWatch.wants(site);
 shard.inStore = (busy) => {
   Atomics.store(data.progress, 1, busy ? 1 : 0);
 };

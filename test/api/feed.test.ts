@@ -12,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import WebSocket from 'ws';
 import { InjectServer } from '../helpers/inject.js';
 import { TestServer } from '../helpers/server.js';
+import { metric } from '../helpers/streams.js';
 
 interface Event {
   id: number;
@@ -150,6 +151,23 @@ test('a live stream delivers each committed Change once, in id order, as the cha
   const list = (await s.get(`/api/sites/${site}/changes/`)).json as { id: number }[];
   const byId = new Map(list.map((c) => [c.id, JSON.stringify(c)]));
   for (const e of stream.events) expect(e.data).toBe(byId.get(e.id));
+});
+
+test('a Change reads the same live, its text sent by the shard that committed it, as on resume, read from the store', async () => {
+  const texts = () => Promise.all(['shard', 'store'].map((source) => metric(s, `netsot_feed_texts_total{source="${source}"}`)));
+  const site = await newSite();
+  const from = await newestChange();
+  const live = await sse(`/api/sites/${site}/changes/stream/`);
+  const [shardBefore, storeBefore] = await texts();
+  for (let i = 0; i < 4; i++) expect((await s.post(`/api/sites/${site}/devices/`, { hostname: `t${i}` })).status).toBe(201);
+  await live.until(() => live.changes.length >= 4);
+  const [shardLive, storeLive] = await texts();
+  expect([shardLive - shardBefore, storeLive - storeBefore]).toEqual([4, 0]);
+  const replay = await sse(`/api/sites/${site}/changes/stream/?after=${from}`);
+  await replay.until(() => replay.changes.length >= 4);
+  const [shardAfter, storeAfter] = await texts();
+  expect([shardAfter - shardLive, storeAfter - storeLive]).toEqual([0, 4]);
+  expect(replay.events).toEqual(live.events);
 });
 
 test('filters: a site path, resource_name and event', async () => {
