@@ -21,8 +21,11 @@
  * read on one clock and neither waits behind the load generator: a probe
  * POSTs an allocation from a second parent (`probePrefix` starts its
  * addresses) every `probeMs`, one at a time on its own keep-alive
- * connection, and notes when each reply arrived; the first reader notes when
- * each probe address arrived on its stream. The probe runs on both sides of
+ * connection, and notes when each reply arrived; the first and the last
+ * reader to subscribe note when each probe address arrived on their streams
+ * (the hub writes a delivery to a group's subscribers in the order they
+ * joined, a slice at a time, so these are about the earliest and the latest
+ * of a delivery's readers). The probe runs on both sides of
  * the bench (forked with no subscribers for the "none" side), so both carry
  * the same load.
  *
@@ -33,8 +36,8 @@
  *
  * Messages to the parent: {ready} once every connection is open; on {probe:
  * true|false} the probe starts or stops; on {report}: {changes, overflows,
- * ends, delays} (the delays, in ms, of the probes whose Change arrived since
- * the last report).
+ * ends, delays} (for the first and the last reader, the delays in ms of
+ * the probes whose Change arrived since the last report).
  */
 import { randomBytes } from 'node:crypto';
 import { Agent, request as httpRequest } from 'node:http';
@@ -72,9 +75,15 @@ let changes = 0;
 let overflows = 0;
 /** Connections that ended without an overflow event: none are expected. */
 let ends = 0;
-/** Probe address → when its reply arrived, and the delays of those whose Change has arrived since. */
-const replied = new Map<string, number>();
-const delays: number[] = [];
+/**
+ * The readers whose streams time the probes: the first and the last to subscribe, which a delivery
+ * reaches first and last (the hub writes a group's subscribers in the order they joined).
+ */
+const WATCHERS = cfg.readers > 1 ? [0, cfg.readers - 1] : [0];
+/** Probe address → when its reply arrived and how many watchers have seen its Change. */
+const replied = new Map<string, { sent: number; seen: number }>();
+/** Per watcher, the delays of the probes whose Change it got since the last report. */
+const delays: number[][] = WATCHERS.map(() => []);
 
 /** The id in the `{"id":<id>` just before `at`, or -1 when its digits are not all in `buf`. */
 function idBefore(buf: Buffer, at: number): number {
@@ -128,15 +137,15 @@ class Tally {
 }
 
 /** Notes the probe addresses in `buf` that start before `startBefore` and end (closing quote) at or after `endFrom`. */
-function probes(buf: Buffer, startBefore: number, endFrom: number, at: number): void {
+function probes(watcher: number, buf: Buffer, startBefore: number, endFrom: number, at: number): void {
   for (let i = buf.indexOf(PROBE); i >= 0 && i < startBefore; i = buf.indexOf(PROBE, i + PROBE.length)) {
     const close = buf.indexOf(QUOTE, i + CIDR_KEY.length);
     if (close < endFrom) continue;
     const address = buf.toString('latin1', i + CIDR_KEY.length, close);
-    const sent = replied.get(address);
-    if (sent === undefined) continue;
-    replied.delete(address);
-    delays.push(at - sent);
+    const probe = replied.get(address);
+    if (probe === undefined) continue;
+    if (++probe.seen === WATCHERS.length) replied.delete(address);
+    delays[watcher].push(at - probe.sent);
   }
 }
 
@@ -149,7 +158,8 @@ function stream(
   path: (after: number | null) => string,
   request: (path: string) => string,
   reading: boolean,
-  watch: boolean,
+  /** Its index in WATCHERS, or -1. */
+  watcher: number,
   onOpen: () => void,
 ) {
   const open = (after: number | null, first: boolean) => {
@@ -169,12 +179,12 @@ function stream(
       }
       if (reading) {
         tally.read(chunk, tail);
-        if (watch) {
+        if (watcher >= 0) {
           const at = performance.now();
           // Whole in this read; then those begun in the previous bytes and ended in this read.
-          probes(chunk, chunk.length, 0, at);
+          probes(watcher, chunk, chunk.length, 0, at);
           const span = Math.min(tail.length, PROBE_SPAN);
-          probes(Buffer.concat([tail.subarray(tail.length - span), chunk.subarray(0, PROBE_SPAN)]), span, span, at);
+          probes(watcher, Buffer.concat([tail.subarray(tail.length - span), chunk.subarray(0, PROBE_SPAN)]), span, span, at);
         }
       }
       // A copy: `chunk` is the shared read buffer, overwritten by the next read of any socket.
@@ -235,7 +245,7 @@ async function probe(): Promise<void> {
       req.end();
     });
     // `["172.16.0.9/32"]`: the address, as the Change's `cidr` has it.
-    if (body) replied.set(body.slice(2, -2), performance.now());
+    if (body) replied.set(body.slice(2, -2), { sent: performance.now(), seen: 0 });
     await new Promise((r) => setTimeout(r, Math.max(0, next - performance.now())));
   }
 }
@@ -245,8 +255,15 @@ let opened = 0;
 const ready = () => {
   if (++opened === total) process.send!({ ready: true });
 };
-for (let i = 0; i < cfg.readers; i++) stream(streamPath(cfg.busySite), i % 2 === 0 ? sseRequest : wsRequest, true, i === 0, ready);
-for (let i = 0; i < cfg.idle; i++) stream(streamPath(cfg.idleSite), i % 2 === 0 ? sseRequest : wsRequest, false, false, ready);
+// One at a time, so that they join in this order and the watchers are the first and the last.
+for (let i = 0; i < cfg.readers; i++)
+  await new Promise<void>((joined) =>
+    stream(streamPath(cfg.busySite), i % 2 === 0 ? sseRequest : wsRequest, true, WATCHERS.indexOf(i), () => {
+      ready();
+      joined();
+    }),
+  );
+for (let i = 0; i < cfg.idle; i++) stream(streamPath(cfg.idleSite), i % 2 === 0 ? sseRequest : wsRequest, false, -1, ready);
 if (total === 0) process.send!({ ready: true });
 
 process.on('message', (msg: { report?: boolean; probe?: boolean }) => {
@@ -254,5 +271,5 @@ process.on('message', (msg: { report?: boolean; probe?: boolean }) => {
     probing = true;
     void probe();
   } else if (msg.probe === false) probing = false;
-  if (msg.report) process.send!({ changes, overflows, ends, delays: delays.splice(0) });
+  if (msg.report) process.send!({ changes, overflows, ends, delays: delays.map((d) => d.splice(0)) });
 });

@@ -16,8 +16,9 @@
  * On both sides a probe POSTs one allocation from a second parent of site A
  * (172.16.0.0/12) every BENCH_PROBE_MS over its own connection, from the
  * subscribers' process; the feed delay is, per probe, from its reply
- * reaching that process to its Change reaching the first reader there (one
- * clock, and a process the load generator does not hold up). A shard posts a
+ * reaching that process to its Change reaching the first, and the last,
+ * reader to subscribe there (one clock, and a process the load generator
+ * does not hold up). A shard posts a
  * commit's replies and its Changes in one message once the commit is
  * durable, so this is the feed's own cost: the main thread's ordering, the
  * spacing of deliveries, the fan-out and the socket.
@@ -37,7 +38,9 @@
  * slow-consumer ends; the load average.
  *
  * Settings (env): BENCH_SECONDS (measured seconds per side and phase,
- * default 10), BENCH_ROUNDS (default 2), BENCH_WARMUP_SECONDS (default 2),
+ * default 20), BENCH_ROUNDS (default 4: this machine's speed drifts by 15 %
+ * within a minute, so the sides alternate in 5-second slices),
+ * BENCH_WARMUP_SECONDS (default 2),
  * BENCH_CONNECTIONS (64), BENCH_IDLE (1000), BENCH_READERS (100),
  * BENCH_PROBE_MS (20), BENCH_FIXED_RATE (2000; 0 skips the phase),
  * BENCH_PHASE (max | fixed: that phase alone, e.g. to profile it),
@@ -87,7 +90,8 @@ interface Round {
   server: { user: number; system: number };
   readersCpu: number;
   clientCpu: number;
-  delays: number[];
+  /** Probe delays (ms) at the first and the last reader to subscribe. */
+  delays: number[][];
   /** Changes the readers got, all readers together. */
   changes: number;
   overflows: number;
@@ -95,8 +99,8 @@ interface Round {
 }
 
 export async function run(): Promise<number> {
-  const seconds = envNumber('BENCH_SECONDS', 10, 1);
-  const rounds = Math.floor(envNumber('BENCH_ROUNDS', 2, 1));
+  const seconds = envNumber('BENCH_SECONDS', 20, 1);
+  const rounds = Math.floor(envNumber('BENCH_ROUNDS', 4, 1));
   const slice = Math.max(1, Math.round(seconds / rounds));
   const warmup = envNumber('BENCH_WARMUP_SECONDS', 2, 0);
   const connections = Math.floor(envNumber('BENCH_CONNECTIONS', 64, 1));
@@ -182,7 +186,7 @@ export async function run(): Promise<number> {
       return child;
     };
     const report = (child: ChildProcess) =>
-      new Promise<{ changes: number; overflows: number; ends: number; delays: number[] }>((resolve) => {
+      new Promise<{ changes: number; overflows: number; ends: number; delays: number[][] }>((resolve) => {
         child.once('message', (m) => resolve(m as never));
         child.send({ report: true });
       });
@@ -250,7 +254,9 @@ export async function run(): Promise<number> {
       const per = (cpu: number) => (allocations > 0 ? (cpu / allocations) * 1e6 : 0);
       const user = rs.reduce((a, r) => a + r.server.user, 0);
       const system = rs.reduce((a, r) => a + r.server.system, 0);
-      const delays = rs.flatMap((r) => r.delays);
+      const delaysAt = (reader: number) => rs.flatMap((r) => r.delays[reader] ?? []);
+      const first = delaysAt(0);
+      const last = delaysAt(1);
       return {
         rps: allocations / secs,
         p99: Math.max(...rs.map((r) => r.p99)),
@@ -259,7 +265,8 @@ export async function run(): Promise<number> {
         serverSystemUs: per(system),
         readersUs: per(rs.reduce((a, r) => a + r.readersCpu, 0)),
         clientUs: per(rs.reduce((a, r) => a + r.clientCpu, 0)),
-        delay: delays.length > 0 ? stats(delays) : null,
+        delay: first.length > 0 ? stats(first) : null,
+        lastDelay: last.length > 0 ? stats(last) : null,
       };
     };
     const summary: Record<string, unknown> = {};
@@ -295,10 +302,15 @@ export async function run(): Promise<number> {
         `server CPU per allocation, feed/none: ${(feed.serverUs / none.serverUs).toFixed(3)} (+${(feed.serverUs - none.serverUs).toFixed(1)} µs)`,
       );
       const d = feed.delay;
-      if (d)
-        log(
-          `feed delay, probe reply → first reader: p50 ${fmt.ms(d.p50)} ms, p99 ${fmt.ms(d.p99)} ms (n=${d.n}, min ${fmt.ms(d.min)}, max ${fmt.ms(d.max)})`,
-        );
+      const dl = feed.lastDelay;
+      for (const [who, x] of [
+        ['first', d],
+        ['last', dl],
+      ] as const)
+        if (x)
+          log(
+            `feed delay, probe reply → ${who} reader: p50 ${fmt.ms(x.p50)} ms, p99 ${fmt.ms(x.p99)} ms (n=${x.n}, min ${fmt.ms(x.min)}, max ${fmt.ms(x.max)})`,
+          );
       summary[phase] = {
         rate: phase === 'max' ? null : rate,
         none: none.rps,
@@ -307,6 +319,7 @@ export async function run(): Promise<number> {
         serverUsPerAllocation: { none: none.serverUs, feed: feed.serverUs },
         subscribersUsPerAllocation: feed.readersUs,
         delayMs: d && { p50: d.p50, p99: d.p99, n: d.n },
+        lastReaderDelayMs: dl && { p50: dl.p50, p99: dl.p99, n: dl.n },
       };
     }
     log(`load average after: ${loadAverage()}`);
