@@ -163,7 +163,9 @@ test('a Change reads the same live, its text sent by the shard that committed it
   await live.until(() => live.changes.length >= 4);
   const [shardLive, storeLive] = await texts();
   expect([shardLive - shardBefore, storeLive - storeBefore]).toEqual([4, 0]);
+  const subscribers = await metric(s, 'netsot_feed_subscribers');
   const replay = await sse(`/api/sites/${site}/changes/stream/?after=${from}`);
+  expect(await metric(s, 'netsot_feed_subscribers')).toBe(subscribers + 1);
   await replay.until(() => replay.changes.length >= 4);
   const [shardAfter, storeAfter] = await texts();
   expect([shardAfter - shardLive, storeAfter - storeLive]).toEqual([0, 4]);
