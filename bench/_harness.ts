@@ -280,6 +280,16 @@ export async function request(
   return { status: res.status, headers: res.headers, text, json };
 }
 
+/** POSTs a site named `name` as the superuser and, under it, a network for each of `cidrs`; resolves with the site's id. */
+export async function siteWithNetworks(base: string, name: string, cidrs: string[] = []): Promise<number> {
+  const site = await request(base, 'POST', '/api/sites/', { body: { name }, headers: AUTH });
+  expectStatus(site, 201, `POST site ${name}`);
+  const id = site.json.id as number;
+  for (const cidr of cidrs)
+    expectStatus(await request(base, 'POST', `/api/sites/${id}/networks/`, { body: { cidr }, headers: AUTH }), 201, `POST ${cidr}`);
+  return id;
+}
+
 /** Headers uWS writes itself (or the transport owns); the baseline must not repeat them. */
 const TRANSPORT_HEADERS = new Set(['date', 'uwebsockets', 'content-length', 'connection', 'keep-alive', 'transfer-encoding']);
 

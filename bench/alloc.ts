@@ -57,6 +57,7 @@ import {
   machine,
   processCpuSeconds,
   request,
+  siteWithNetworks,
   startNetsot,
   startRawUws,
   table,
@@ -96,12 +97,9 @@ export async function run(): Promise<number> {
     netsot = await startNetsot({ dataDir: data.path });
     const parents: { site: number; cidr: string; path: string }[] = [];
     for (let i = 0; i < siteCount; i++) {
-      const site = await request(netsot.base, 'POST', '/api/sites/', { body: { name: `bench-${i + 1}` }, headers: AUTH });
-      expectStatus(site, 201, 'POST /api/sites/');
       const cidr = `${10 + i}.0.0.0/8`;
-      const net = await request(netsot.base, 'POST', `/api/sites/${site.json.id}/networks/`, { body: { cidr }, headers: AUTH });
-      expectStatus(net, 201, `POST /api/sites/${site.json.id}/networks/`);
-      parents.push({ site: site.json.id as number, cidr, path: `/api/sites/${site.json.id}/networks/${cidr}/next_address/?reserve=true` });
+      const site = await siteWithNetworks(netsot.base, `bench-${i + 1}`, [cidr]);
+      parents.push({ site, cidr, path: `/api/sites/${site}/networks/${cidr}/next_address/?reserve=true` });
     }
     // Every address a 2xx handed out, by parent (first octet - 10).
     const got: string[][] = parents.map(() => []);

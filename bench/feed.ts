@@ -55,14 +55,14 @@ import {
   AUTH,
   type ChildServer,
   envNumber,
-  expectStatus,
   fmt,
   foreignBusyCores,
+  loadAverage,
   loadClient,
   log,
   machine,
   processCpuSplit,
-  request,
+  siteWithNetworks,
   startNetsot,
   stats,
   table,
@@ -117,16 +117,10 @@ export async function run(): Promise<number> {
   try {
     netsot = await startNetsot({ dataDir: data.path });
     const server = netsot;
-    const busy = await request(server.base, 'POST', '/api/sites/', { body: { name: 'bench-busy' }, headers: AUTH });
-    expectStatus(busy, 201, 'POST /api/sites/');
-    const quiet = await request(server.base, 'POST', '/api/sites/', { body: { name: 'bench-idle' }, headers: AUTH });
-    expectStatus(quiet, 201, 'POST /api/sites/');
-    for (const cidr of ['10.0.0.0/8', PROBE_PARENT]) {
-      const net = await request(server.base, 'POST', `/api/sites/${busy.json.id}/networks/`, { body: { cidr }, headers: AUTH });
-      expectStatus(net, 201, 'POST networks');
-    }
-    const path = `/api/sites/${busy.json.id}/networks/10.0.0.0/8/next_address/?reserve=true`;
-    const probePath = `/api/sites/${busy.json.id}/networks/${PROBE_PARENT}/next_address/?reserve=true`;
+    const busy = await siteWithNetworks(server.base, 'bench-busy', ['10.0.0.0/8', PROBE_PARENT]);
+    const quiet = await siteWithNetworks(server.base, 'bench-idle');
+    const path = `/api/sites/${busy}/networks/10.0.0.0/8/next_address/?reserve=true`;
+    const probePath = `/api/sites/${busy}/networks/${PROBE_PARENT}/next_address/?reserve=true`;
 
     /** The P2 load for `secs` (at `rate` allocations/s if > 0): allocations answered 200 and the load's own figures. */
     const load = async (secs: number, rate = 0) => {
@@ -168,8 +162,8 @@ export async function run(): Promise<number> {
       const config = {
         host: hostname,
         port: Number(port),
-        idleSite: quiet.json.id,
-        busySite: busy.json.id,
+        idleSite: quiet,
+        busySite: busy,
         idle: side === 'feed' ? idle : 0,
         readers: side === 'feed' ? readers : 0,
         probePath,
@@ -195,13 +189,11 @@ export async function run(): Promise<number> {
       `feed: POST ${path} (reserve=true, num=1), ${connections} connections (${client}); ${machine().cores} cores, Node ${process.version}`,
     );
     log(
-      `"feed" rounds: ${idle} idle subscribers (site ${quiet.json.id}) + ${readers} reading ones (site ${busy.json.id}), half SSE, half WebSocket; ` +
+      `"feed" rounds: ${idle} idle subscribers (site ${quiet}) + ${readers} reading ones (site ${busy}), half SSE, half WebSocket; ` +
         `a probe allocation from ${PROBE_PARENT} every ${probeMs} ms on both sides`,
     );
     const busyBefore = await foreignBusyCores();
-    log(
-      `other CPU use before the load: ${busyBefore === null ? 'unknown' : `${busyBefore.toFixed(2)} cores`}; load average ${loadAverage()}`,
-    );
+    log(`other CPU use before the load: ${busyBefore === null ? 'unknown' : `${busyBefore.toFixed(2)} cores`}; ${loadAverage()}`);
     if (warmup > 0) await load(warmup);
 
     const results: Round[] = [];
@@ -322,7 +314,7 @@ export async function run(): Promise<number> {
         lastReaderDelayMs: dl && { p50: dl.p50, p99: dl.p99, n: dl.n },
       };
     }
-    log(`load average after: ${loadAverage()}`);
+    log(`after: ${loadAverage()}`);
     log(
       JSON.stringify({
         scenario: 'feed',
@@ -339,8 +331,3 @@ export async function run(): Promise<number> {
     data.remove();
   }
 }
-
-const loadAverage = () =>
-  loadavg()
-    .map((l) => l.toFixed(2))
-    .join(' ');

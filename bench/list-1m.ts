@@ -46,7 +46,6 @@ import {
   AUTH,
   type ChildServer,
   envNumber,
-  expectStatus,
   fmt,
   foreignBusyCores,
   keptOrTempDir,
@@ -54,7 +53,7 @@ import {
   machine,
   processCpuSeconds,
   processMemory,
-  request,
+  siteWithNetworks,
   startNetsot,
   stats,
   table,
@@ -88,13 +87,7 @@ interface Measured {
 /** 10.0.0.0/8 and `total` hosts under it, in lists of 10k. */
 async function fill(server: ChildServer, total: number): Promise<void> {
   const t0 = performance.now();
-  const site = await request(server.base, 'POST', '/api/sites/', { body: { name: 'list-1m' }, headers: AUTH });
-  expectStatus(site, 201, 'POST /api/sites/');
-  const parent = await request(server.base, 'POST', `/api/sites/${site.json.id}/networks/`, {
-    body: { cidr: '10.0.0.0/8' },
-    headers: AUTH,
-  });
-  expectStatus(parent, 201, 'POST 10.0.0.0/8');
+  const site = await siteWithNetworks(server.base, 'list-1m', ['10.0.0.0/8']);
   let last = performance.now();
   for (let i = 0; i < total; i += 10_000) {
     const items = [];
@@ -102,7 +95,7 @@ async function fill(server: ChildServer, total: number): Promise<void> {
       const a = k + 1;
       items.push({ cidr: `10.${(a >> 16) & 255}.${(a >> 8) & 255}.${a & 255}/32` });
     }
-    const res = await fetch(`${server.base}/api/sites/${site.json.id}/networks/`, {
+    const res = await fetch(`${server.base}/api/sites/${site}/networks/`, {
       method: 'POST',
       headers: { ...AUTH, 'Content-Type': 'application/json' },
       body: JSON.stringify(items),

@@ -41,6 +41,7 @@ import {
   machine,
   median,
   request,
+  siteWithNetworks,
   startNetsot,
   table,
   tempDir,
@@ -73,14 +74,8 @@ export async function run(): Promise<number> {
       const { dir, opts } = await place(engine);
       let server: ChildServer = await startNetsot(opts);
       try {
-        const site = await request(server.base, 'POST', '/api/sites/', { body: { name: 'bench' }, headers: AUTH });
-        expectStatus(site, 201, 'POST /api/sites/');
-        const net = await request(server.base, 'POST', `/api/sites/${site.json.id}/networks/`, {
-          body: { cidr: '10.0.0.0/8' },
-          headers: AUTH,
-        });
-        expectStatus(net, 201, 'POST a parent network');
-        const path = `/api/sites/${site.json.id}/networks/10.0.0.0/8/next_address/?reserve=true`;
+        const site = await siteWithNetworks(server.base, 'bench', ['10.0.0.0/8']);
+        const path = `/api/sites/${site}/networks/10.0.0.0/8/next_address/?reserve=true`;
         const got: string[] = [];
         const load = async (secs: number) => {
           let ok = 0;
@@ -111,7 +106,7 @@ export async function run(): Promise<number> {
         const duplicates = got.length - new Set(got).size;
         await server.kill();
         server = await startNetsot(opts);
-        const children = await request(server.base, 'GET', `/api/sites/${site.json.id}/networks/10.0.0.0/8/children/?fields=cidr`, {
+        const children = await request(server.base, 'GET', `/api/sites/${site}/networks/10.0.0.0/8/children/?fields=cidr`, {
           headers: AUTH,
         });
         expectStatus(children, 200, 'GET children');

@@ -14,7 +14,7 @@
 import autocannon from 'autocannon';
 import pg from 'pg';
 import { startPostgres } from '../test/helpers/postgres.js';
-import { AUTH, envNumber, expectStatus, fmt, log, machine, median, request, startNetsot, table } from './_harness.js';
+import { AUTH, envNumber, fmt, log, machine, median, siteWithNetworks, startNetsot, table } from './_harness.js';
 
 const SETTINGS = { pruning: '100', keeping: '1000000000' } as const;
 type Setting = keyof typeof SETTINGS;
@@ -33,13 +33,7 @@ export async function run(): Promise<number> {
         const url = await db.freshDatabase();
         const leader = await startNetsot({ env: { NETSOT_STORE: url, COMMIT_LOG_KEEP: SETTINGS[setting] } });
         try {
-          const site = await request(leader.base, 'POST', '/api/sites/', { body: { name: 'prune' }, headers: AUTH });
-          expectStatus(site, 201, 'POST a site');
-          const parent = await request(leader.base, 'POST', `/api/sites/${site.json.id}/networks/`, {
-            body: { cidr: '10.0.0.0/8' },
-            headers: AUTH,
-          });
-          expectStatus(parent, 201, 'POST the parent');
+          const site = await siteWithNetworks(leader.base, 'prune', ['10.0.0.0/8']);
           const load = async (secs: number) => {
             let ok = 0;
             const a = await autocannon({
@@ -49,7 +43,7 @@ export async function run(): Promise<number> {
               requests: [
                 {
                   method: 'POST',
-                  path: `/api/sites/${site.json.id}/networks/10.0.0.0/8/next_address/?reserve=true`,
+                  path: `/api/sites/${site}/networks/10.0.0.0/8/next_address/?reserve=true`,
                   headers: AUTH,
                   onResponse: (status: number) => {
                     if (status === 200) ok++;

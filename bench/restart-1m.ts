@@ -73,6 +73,7 @@ import {
   median,
   processMemory,
   request,
+  siteWithNetworks,
   startNetsot,
   table,
   tempDir,
@@ -113,17 +114,8 @@ export async function fill(server: ChildServer, total: number, listSize: number,
   const sites: number[] = [];
   let created = 0;
   for (let s = 0; s < siteCount; s++) {
-    const site = await request(server.base, 'POST', '/api/sites/', { body: { name: `bench-${s + 1}` }, headers: AUTH });
-    expectStatus(site, 201, 'POST /api/sites/');
-    sites.push(site.json.id as number);
-    for (const octet of [10 + 2 * s, 11 + 2 * s]) {
-      const p = await request(server.base, 'POST', `/api/sites/${site.json.id}/networks/`, {
-        body: { cidr: `${octet}.0.0.0/8` },
-        headers: AUTH,
-      });
-      expectStatus(p, 201, `POST ${octet}.0.0.0/8`);
-      created++;
-    }
+    sites.push(await siteWithNetworks(server.base, `bench-${s + 1}`, [`${10 + 2 * s}.0.0.0/8`, `${11 + 2 * s}.0.0.0/8`]));
+    created += 2;
   }
   let lists = 0;
   let lastReport = performance.now();

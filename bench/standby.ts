@@ -34,6 +34,7 @@ import {
   machine,
   request,
   type Stats,
+  siteWithNetworks,
   startNetsot,
   stats,
   table,
@@ -136,21 +137,15 @@ async function fill(leader: ChildServer, networks: number): Promise<World> {
   const sites: number[] = [];
   const ids: number[] = [];
   for (let s = 0; s < 2; s++) {
-    const site = await request(leader.base, 'POST', '/api/sites/', { body: { name: `standby-${s}` }, headers: AUTH });
-    expectStatus(site, 201, 'POST a site');
-    sites.push(site.json.id);
-    const parent = await request(leader.base, 'POST', `/api/sites/${site.json.id}/networks/`, {
-      body: { cidr: `${30 + s}.0.0.0/8` },
-      headers: AUTH,
-    });
-    expectStatus(parent, 201, 'POST the allocation parent');
+    const site = await siteWithNetworks(leader.base, `standby-${s}`, [`${30 + s}.0.0.0/8`]);
+    sites.push(site);
     const count = Math.ceil(networks / 2);
     for (let at = 0; at < count; at += BATCH) {
       const items = Array.from({ length: Math.min(BATCH, count - at) }, (_, k) => {
         const n = at + k;
         return { cidr: `${20 + s}.${n >> 13}.${(n >> 5) & 255}.${(n & 31) << 3}/29` };
       });
-      const r = await request(leader.base, 'POST', `/api/sites/${site.json.id}/networks/`, { body: items, headers: AUTH });
+      const r = await request(leader.base, 'POST', `/api/sites/${site}/networks/`, { body: items, headers: AUTH });
       expectStatus(r, 201, 'POST a list of networks');
       for (const n of r.json as { id: number }[]) if (ids.length < 5000 || Math.random() < 0.05) ids.push(n.id);
     }

@@ -153,6 +153,15 @@ const matches = (f: FeedFilter, item: FeedItem): boolean =>
 
 const filterKey = (f: FeedFilter): string => `${f.site}|${f.resourceName}|${f.event}`;
 
+/** An item with its text: the site (as `sites` renders it now) and the part after it. */
+const feedChange = (item: FeedItem, sites: Map<number, string>, tail: string): FeedChange => ({
+  id: item.id,
+  site: item.site,
+  event: item.event,
+  resource: item.resource,
+  text: changeHead(item.id, sites.get(item.site)!) + tail,
+});
+
 /** Adds `item` to the list of each group in `groups` whose filter wants it; true if any did. */
 function collect(groups: Set<Group> | undefined, item: FeedItem, wanted: Map<Group, FeedItem[]>): boolean {
   if (!groups) return false;
@@ -441,33 +450,18 @@ export class FeedHub {
     const missing = stored.indexOf(undefined);
     // Released means durable: a Change the store does not have is a fault, and the subscribers resume from the store.
     if (missing >= 0) throw new Error(`feed: Change ${untold[missing].id} was released but the store does not have it`);
+    const readTails = new Map((stored as StoredChange[]).map((c) => [c.id, changeTail(c)]));
     const sites = await this.siteTexts(items.map((i) => i.site));
-    const out = new Map<number, FeedChange>();
-    for (const i of items) {
-      if (i.tail === undefined) continue;
-      out.set(i.id, { id: i.id, site: i.site, event: i.event, resource: i.resource, text: changeHead(i.id, sites.get(i.site)!) + i.tail });
-    }
-    for (const c of stored as StoredChange[]) out.set(c.id, this.feedChange(c, sites));
     this.textsFromShards += items.length - untold.length;
     this.textsFromStore += untold.length;
-    return out;
+    return new Map(items.map((i) => [i.id, feedChange(i, sites, i.tail ?? readTails.get(i.id)!)]));
   }
 
   /** Changes read from the store, rendered in their order. */
   private async render(changes: StoredChange[]): Promise<FeedChange[]> {
     const sites = await this.siteTexts(changes.map((c) => c.siteId));
     this.textsFromStore += changes.length;
-    return changes.map((c) => this.feedChange(c, sites));
-  }
-
-  private feedChange(c: StoredChange, sites: Map<number, string>): FeedChange {
-    return {
-      id: c.id,
-      site: c.siteId,
-      event: c.event,
-      resource: c.resourceName,
-      text: changeHead(c.id, sites.get(c.siteId)!) + changeTail(c),
-    };
+    return changes.map((c) => feedChange({ id: c.id, site: c.siteId, event: c.event, resource: c.resourceName }, sites, changeTail(c)));
   }
 
   /** Each distinct site of `ids` as Changes show it, read once. */

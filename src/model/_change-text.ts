@@ -30,7 +30,8 @@ export function changeText(rec: ChangeTextFields, site: SiteRecord | undefined):
 /** The site as a Change shows it: null once the site is gone. */
 export const siteText = (site: SiteRecord | undefined): string => JSON.stringify(site ? renderSite(site) : null);
 
-export const changeHead = (id: number, siteText: string): string => `{"id":${id},"site":${siteText}`;
+/** The text up to the site: `site` is its siteText. */
+export const changeHead = (id: number, site: string): string => `{"id":${id},"site":${site}`;
 
 /** The text after the site, up to and including the closing brace. */
 export function changeTail(rec: ChangeTextFields): string {
