@@ -54,6 +54,8 @@ export default defineConfig({
     hookTimeout: 30_000,
     pool: 'forks',
     maxConcurrency: 4,
+    // The closing line `N passed, N failed` (test/helpers/closing-line.ts) after the usual summary.
+    reporters: ['default', './test/helpers/closing-line.ts'],
     projects: [
       {
         extends: true,
@@ -66,7 +68,7 @@ export default defineConfig({
         extends: true,
         test: {
           name: 'postgres',
-          include: ['test/api/**/*.test.ts', 'test/api-pg/**/*.test.ts'],
+          include: ['test/api/**/*.test.ts', 'test/api-pg/**/*.test.ts', 'test/canary/**/*.test.ts'],
           exclude: [...LMDB_ONLY, ...SAME_ON_EVERY_STORE],
           globalSetup: ['test/helpers/postgres-server.ts'],
           setupFiles: ['test/helpers/on-postgres.ts'],

