@@ -21,7 +21,8 @@
  * commit order (a site lives on one shard, whose ids grow in commit order).
  * While a shard is being replaced nothing is released; when it is back,
  * Changes its old worker committed but never sent are read from the store and
- * released with the rest.
+ * released with the rest (a Change that read and a reply both bring is kept
+ * once: `mergeArrivals`).
  *
  * Texts. A Change's text (the changes list's rendering) is made only for
  * items some live subscriber's filter wants, once per item however many
@@ -174,6 +175,29 @@ function collect(groups: Set<Group> | undefined, item: FeedItem, wanted: Map<Gro
     taken = true;
   }
   return taken;
+}
+
+/**
+ * `waiting` (in id order) with `arrived` (in id order) merged in, each id once, leaving out ids at or below
+ * `released`. A Change can arrive twice: the store read that recovers a replaced shard's unsent Changes
+ * (`onRestarted`) may also find what the new worker has just committed, whose reply brings it again, before
+ * or after the read. Every id up to the watermark has been released, so one at or below it is such a copy.
+ * Batches mostly arrive in id order, after everything waiting: then this appends.
+ */
+export function mergeArrivals(waiting: FeedItem[], arrived: FeedItem[], released: number): FeedItem[] {
+  const last = waiting.length > 0 ? waiting[waiting.length - 1].id : released;
+  if (arrived.length > 0 && arrived[0].id > Math.max(last, released)) {
+    for (const item of arrived) waiting.push(item);
+    return waiting;
+  }
+  const merged: FeedItem[] = [];
+  let i = 0;
+  let j = 0;
+  while (i < waiting.length || j < arrived.length) {
+    const next = j >= arrived.length || (i < waiting.length && waiting[i].id <= arrived[j].id) ? waiting[i++] : arrived[j++];
+    if (next.id > released && (merged.length === 0 || merged[merged.length - 1].id !== next.id)) merged.push(next);
+  }
+  return merged;
 }
 
 export class FeedHub {
@@ -333,14 +357,13 @@ export class FeedHub {
     return oldest;
   }
 
-  private arrive(writer: number, feed: FeedItem[]): void {
-    const maxId = feed[feed.length - 1].id;
+  private arrive(writer: number, arrived: FeedItem[]): void {
+    const before = this.waiting.length;
+    this.waiting = mergeArrivals(this.waiting, arrived, this.watermark);
+    if (this.waiting.length === before) return;
+    const maxId = arrived[arrived.length - 1].id;
     const sentBefore = Array.from({ length: this.mainWriter + 1 }, (_, w) => this.lastSent(w));
     this.held.push({ writer, maxId, sentBefore });
-    // Batches mostly arrive in id order; a merge keeps `waiting` sorted either way.
-    const w = this.waiting;
-    if (w.length === 0 || w[w.length - 1].id < feed[0].id) for (const item of feed) w.push(item);
-    else this.waiting = [...w, ...feed].sort((a, b) => a.id - b.id);
   }
 
   private releasable(h: Held): boolean {
