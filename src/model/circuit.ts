@@ -11,7 +11,7 @@ import type { Predicate } from '../query/filters.js';
 import type { QueryParams } from '../query/params.js';
 import type { RouteResult } from '../routes/route.js';
 import { detailRoute, view } from '../routes/standard.js';
-import { defineSchema, Field } from '../schema/fields.js';
+import { defineSchema, Field, relatedKey } from '../schema/fields.js';
 import { parseId } from '../schema/id.js';
 import { SchemaWriters } from '../schema/serialize.js';
 import { checkFields, type Method } from '../schema/validate.js';
@@ -37,8 +37,16 @@ export const circuitSchema = defineSchema('Circuit', 'API endpoint that allows C
     help: "Unique display name of the Circuit. If not provided, defaults to '{device_a}:{interface_a}_{device_z}:{interface_z}'",
   }),
   name_slug: Field.string({ readOnly: true, help: 'Slugified version of the name field, used for the natural key' }),
-  endpoint_a: Field.json(Type.String(), { requiredOn: ['POST', 'PUT'], help: 'Unique ID of Interface at the A-side.' }),
-  endpoint_z: Field.json(Type.String(), { nullable: true, help: 'Unique ID of Interface at the Z-side.' }),
+  endpoint_a: Field.json(Type.String(), {
+    requiredOn: ['POST', 'PUT'],
+    input: relatedKey(),
+    help: 'Unique ID of Interface at the A-side.',
+  }),
+  endpoint_z: Field.json(Type.String(), {
+    nullable: true,
+    input: Type.Union([relatedKey(), Type.Null()]),
+    help: 'Unique ID of Interface at the Z-side.',
+  }),
   attributes: attributesField(['PUT']),
 });
 

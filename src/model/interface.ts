@@ -11,7 +11,7 @@ import { Errors } from '../errors.js';
 import type { FilterSpec } from '../query/filters.js';
 import type { Api, RouteResult } from '../routes/route.js';
 import { detailRoute, view } from '../routes/standard.js';
-import { defineSchema, Field } from '../schema/fields.js';
+import { defineSchema, Field, relatedKey } from '../schema/fields.js';
 import { SchemaWriters } from '../schema/serialize.js';
 import { checkFields, type Method } from '../schema/validate.js';
 import type { RequestContext, SiteRecord } from '../shard/context.js';
@@ -53,8 +53,9 @@ const TYPE_NAMES: Record<string, string> = {
 
 export const interfaceSchema = defineSchema('Interface', 'API endpoint that allows Interfaces to be viewed or edited.', {
   id: Field.id(),
-  parent_id: Field.json(Type.Union([Type.Integer(), Type.Null()]), {
+  parent_id: Field.json(Type.Integer(), {
     nullable: true,
+    input: Type.Union([relatedKey(), Type.Null()]),
     help: 'Unique ID or name_slug of the parent Interface.',
   }),
   parent: Field.string({ readOnly: true, nullable: true }),
@@ -62,6 +63,7 @@ export const interfaceSchema = defineSchema('Interface', 'API endpoint that allo
   name_slug: Field.string({ readOnly: true }),
   device: Field.json(Type.Integer(), {
     requiredOn: ['POST'],
+    input: relatedKey(),
     createOnly: true,
     help: 'Unique ID or hostname of the Device this Interface is on.',
   }),

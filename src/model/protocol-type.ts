@@ -8,7 +8,7 @@
 import { Type } from '@sinclair/typebox';
 import { Errors, pyType } from '../errors.js';
 import { standardRoutes } from '../routes/standard.js';
-import { defineSchema, Field } from '../schema/fields.js';
+import { defineSchema, Field, relatedKey } from '../schema/fields.js';
 import { asId } from '../schema/id.js';
 import { SchemaWriters } from '../schema/serialize.js';
 import { checkFields } from '../schema/validate.js';
@@ -33,6 +33,7 @@ export const protocolTypeSchema = defineSchema('Protocol Type', 'API endpoint th
   name: Field.string({ maxLength: 16, requiredOn: ['POST', 'PUT'], help: 'Name of this type of protocol (e.g. OSPF, BGP, etc.)' }),
   description: Field.string({ maxLength: 255, allowBlank: true, help: 'A description for this ProtocolType' }),
   required_attributes: Field.json(Type.Array(Type.String()), {
+    input: Type.Array(relatedKey()),
     help: 'All Attributes which are required by this ProtocolType. If a Protocol of this type is saved and is missing one of these attributes, a ValidationError will be raised.',
   }),
   site: Field.integer({ requiredOn: ['POST', 'PUT'], createOnly: true, help: 'Unique ID of the Site this ProtocolType is under.' }),

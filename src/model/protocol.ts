@@ -9,7 +9,7 @@
 import { Type } from '@sinclair/typebox';
 import { Errors } from '../errors.js';
 import type { FilterSpec } from '../query/filters.js';
-import { defineSchema, Field } from '../schema/fields.js';
+import { defineSchema, Field, relatedKey } from '../schema/fields.js';
 import { asId, parseId } from '../schema/id.js';
 import { SchemaWriters } from '../schema/serialize.js';
 import { checkFields, type Method } from '../schema/validate.js';
@@ -46,14 +46,16 @@ export interface ProtocolRecord extends AttributeCarrier {
 export const protocolSchema = defineSchema('Protocol', 'API endpoint that allows Protocols to be viewed or edited.', {
   id: Field.id(),
   site: Field.integer({ createOnly: true, help: 'Unique ID of the Site this Protocol is under.' }),
-  type: Field.json(Type.String(), { requiredOn: ['POST', 'PUT'], help: 'The type of this Protocol' }),
-  device: Field.json(Type.String(), { requiredOn: ['POST', 'PUT'], help: 'Device that this protocol is running on' }),
+  type: Field.json(Type.String(), { requiredOn: ['POST', 'PUT'], input: relatedKey(), help: 'The type of this Protocol' }),
+  device: Field.json(Type.String(), { requiredOn: ['POST', 'PUT'], input: relatedKey(), help: 'Device that this protocol is running on' }),
   interface: Field.json(Type.String(), {
     nullable: true,
+    input: Type.Union([relatedKey(), Type.Null()]),
     help: 'Interface this protocol is running on. Either interface or circuit may be populated, not both.',
   }),
   circuit: Field.json(Type.String(), {
     nullable: true,
+    input: Type.Union([relatedKey(), Type.Null()]),
     help: 'Circuit that this protocol is running over. Either interface or circuit may be populated, not both.',
   }),
   description: Field.string({ maxLength: 255, allowBlank: true, help: 'Description for this Protocol' }),

@@ -26,11 +26,23 @@ export const FORMAT: QueryParam = {
   choices: ['json', 'api'],
   help: '`json` forces JSON, `api` the browsable HTML view.',
 };
+/** A list's `format` takes `csv` too. */
+export const LIST_FORMAT: QueryParam = {
+  ...FORMAT,
+  choices: ['json', 'api', 'csv'],
+  help: '`json` forces JSON, `api` the browsable HTML view, `csv` CSV (as `Accept: text/csv` does).',
+};
+export const ATTRIBUTE_COLUMNS: QueryParam = {
+  name: 'attribute_columns',
+  type: 'string',
+  repeatable: true,
+  help: 'CSV only: comma-separated attribute names, each a column (`attributes.<name>`) in place of the `attributes` column.',
+};
 
 /** What any GET of objects takes. */
 export const SHAPING: readonly QueryParam[] = [FIELDS, OMIT, EXPAND, FORMAT];
 /** What any GET of a list takes. */
-export const LISTING: readonly QueryParam[] = [LIMIT, OFFSET, ...SHAPING];
+export const LISTING: readonly QueryParam[] = [LIMIT, OFFSET, FIELDS, OMIT, EXPAND, LIST_FORMAT, ATTRIBUTE_COLUMNS];
 
 export const ATTRIBUTES_FILTER: QueryParam = {
   name: 'attributes',

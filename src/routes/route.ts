@@ -108,6 +108,8 @@ export interface MainCall {
   host: string;
   /** The `version` of the Accept header ('1.0' answers bare, else enveloped). */
   version: string;
+  /** A list is answered as CSV (schema/csv.ts). */
+  csv: boolean;
   users: import('../model/user.js').UserDirectory;
   auth: import('../auth/authenticate.js').Authenticator;
   /** Collection name → absolute URL, in index order. */

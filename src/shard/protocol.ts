@@ -69,6 +69,8 @@ export interface ShardRequest {
   siteClaim?: SiteClaim;
   /** An unpaginated list may be answered in chunks (ListChunk) as the client reads them (P7). */
   stream?: boolean;
+  /** A list is answered as CSV (schema/csv.ts): rows under a header, no JSON. */
+  csv?: boolean;
   /** A write sent with an Idempotency-Key: its 2xx reply is stored in the same commit (shard/idempotency.ts). */
   idempotency?: IdempotencyStamp;
   /** A top-level bulk write split over shards: this shard's part of the client's list. */
