@@ -52,7 +52,7 @@ export function browsePage(method: string, path: string, status: number, body: s
   return (
     `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>netsot ${escapeHtml(path)}</title>` +
     `<meta name="viewport" content="width=device-width, initial-scale=1">` +
-    `<link rel="icon" href="data:,"><link rel="stylesheet" href="${ASSETS_PATH}browse.css"></head>` +
+    `<link rel="icon" href="${ASSETS_PATH}favicon.svg"><link rel="stylesheet" href="${ASSETS_PATH}browse.css"></head>` +
     `<body><header><a href="/api/"><b>netsot</b> API</a> <a href="/docs/">reference</a><span id="auth"></span></header>` +
     `<main id="main"><h1><code>${escapeHtml(title)}</code></h1><pre>${escapeHtml(pretty)}</pre></main>` +
     `<script type="application/json" id="initial">${scriptJson({ status, path, body, spec: specUrl, deferred })}</script>` +

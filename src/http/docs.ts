@@ -69,7 +69,7 @@ export function docsPage(specUrl: string): string {
   return (
     `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>netsot API reference</title>` +
     `<meta name="viewport" content="width=device-width, initial-scale=1">` +
-    `<link rel="icon" href="data:,"><link rel="stylesheet" href="${ASSETS_PATH}swagger-ui.css"></head><body>` +
+    `<link rel="icon" href="${ASSETS_PATH}favicon.svg"><link rel="stylesheet" href="${ASSETS_PATH}swagger-ui.css"></head><body>` +
     `<div id="swagger-ui" data-url="${specUrl}"></div>` +
     `<noscript><h1>netsot API reference</h1><p>Machine-readable: <a href="${OPENAPI_PATH}">openapi.json</a>. ` +
     `Browsable: <a href="/api/">/api/</a>.</p><ul>${rows}</ul></noscript>` +
