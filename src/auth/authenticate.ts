@@ -1,5 +1,5 @@
 /**
- * Authentication (gaps.md §3): picks the method per request, checks it, and
+ * Authentication (docs/api.md §3): picks the method per request, checks it, and
  * issues tokens at POST /api/authenticate/. Runs on the main thread, which
  * owns the users.
  */

@@ -1,7 +1,7 @@
 /**
  * The application behind any transport: it owns the parts (store, id state,
  * site and user directories, authentication, the shard pool, the router) and
- * runs each request through this lifecycle, in the order of gaps.md §1.6:
+ * runs each request through this lifecycle, in the order of docs/api.md §1.6:
  *
  *   route → authenticate (401) → unknown route (404) → method (405)
  *   → Accept (406) → body size / type / parse (413/415/400)
@@ -593,7 +593,7 @@ export class App {
     x.template = page ? '/docs/' : x.path;
     x.allow = 'GET, HEAD, OPTIONS';
     if (x.method === 'OPTIONS') {
-      // Like every endpoint's OPTIONS (gaps.md §22), and public like the docs themselves.
+      // Like every endpoint's OPTIONS (docs/api.md §22), and public like the docs themselves.
       const [name, renders] = page ? ['Docs', 'text/html'] : asset ? ['Docs Asset', asset.type] : ['OpenAPI Document', 'application/json'];
       x.send(200, JSON.stringify({ name, description: '', renders: [renders], parses: [] }));
     } else if (x.method !== 'GET' && x.method !== 'HEAD') {

@@ -1,5 +1,5 @@
 /**
- * Request bodies (gaps.md §1.4): JSON (or no Content-Type), urlencoded and
+ * Request bodies (docs/api.md §1.4): JSON (or no Content-Type), urlencoded and
  * multipart forms; anything else is 415. Form fields are strings, except the
  * object-valued fields, which may carry JSON text. And Accept negotiation
  * (§1.4, §2): JSON, the browsable HTML view or 406, plus the API version.
@@ -8,7 +8,7 @@ import { Errors } from '../errors.js';
 import { formDecode } from '../query/params.js';
 import { countListItems, mayExceed } from './list-items.js';
 
-/** Form fields whose value may be JSON text (gaps.md §1.4). */
+/** Form fields whose value may be JSON text (docs/api.md §1.4). */
 const JSON_FIELDS = new Set(['attributes', 'constraints', 'default', 'addresses', 'required_attributes', 'permissions']);
 /** List-valued form fields: repeated occurrences collect into one list, as HTML forms send them. */
 const LIST_FIELDS = new Set(['addresses', 'required_attributes']);
@@ -197,7 +197,7 @@ export function parseBody(body: Buffer, contentType: string): unknown {
 }
 
 /**
- * A request body as the lifecycle reads it (gaps.md §1.6): a JSON list over
+ * A request body as the lifecycle reads it (docs/api.md §1.6): a JSON list over
  * `maxBulkItems` is 413, counted on the bytes before anything is built; then
  * parseBody. The main thread runs this on small bodies; the owning shard on
  * large ones (OFFLOAD_BODY_BYTES), so one client's megabytes of JSON never

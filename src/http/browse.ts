@@ -1,11 +1,13 @@
 /**
- * The browsable view of the API (spec §1): what `Accept: text/html` (or
- * `?format=api`) gets for any request under /api/. The answer keeps the
- * status of the JSON one and carries that JSON; static/browse.js renders it
- * as a page (links for URLs, ids and natural keys, pagination, the
- * endpoint's query parameters, forms for its writes) and from then on talks
- * JSON to the API itself, sending the signed-in token as `Authorization`.
- * Nothing is kept in a cookie, so a page of another site cannot act with it.
+ * The browsable view of the API (README, "Docs and the browsable API"): what
+ * `Accept: text/html` (or `?format=api`) gets for any GET under /api/. The
+ * page keeps the status of the JSON answer and carries that JSON;
+ * static/browse.js renders it (links for URLs, ids and natural keys, paging,
+ * the endpoint's query parameters, forms for its writes) and from then on
+ * talks JSON to the API itself, sending the signed-in token as
+ * `Authorization`. Nothing is kept in a cookie, so a page of another site
+ * cannot act with it; and so a page opened without credentials is not run:
+ * it comes deferred, and the view asks again with the tab's token.
  */
 import { readPage } from '../query/pagination.js';
 import { QueryParams } from '../query/params.js';

@@ -213,7 +213,7 @@ export class Forwarder {
   }
 
   /**
-   * The shard a top-level create item belongs to (gaps.md §9.2): its site
+   * The shard a top-level create item belongs to (docs/api.md §9.2): its site
    * field, else the site of the related object it names (Model.siteVia);
    * -1 when it names neither usably, for the shard's validation to report.
    */

@@ -1,5 +1,5 @@
 /**
- * Change (spec §2.12, §6; gaps.md §10): the immutable log. Rows live in the
+ * Change (docs/api.md §10): the immutable log. Rows live in the
  * shard's ChangeLog index; the full record (resource payload and diff, as
  * JSON text fixed at write time) is read from LMDB when rendered.
  */

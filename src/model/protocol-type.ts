@@ -1,5 +1,5 @@
 /**
- * ProtocolType (spec §2.10, gaps.md §17): a named kind of protocol in a site
+ * ProtocolType (docs/api.md §17): a named kind of protocol in a site
  * (isis, bgp…) and the Protocol attributes every Protocol of that type must
  * carry. Not a Resource: no attributes, no set query, no bulk writes. Its
  * site field is `site`. Deleting one removes its Protocols; deleting an
@@ -24,7 +24,7 @@ import type { ResourceModel } from './model.js';
 export interface ProtocolTypeRecord extends StoredObject {
   name: string;
   description: string;
-  /** Ascending: the output order of `required_attributes` (gaps.md §17). */
+  /** Ascending: the output order of `required_attributes` (docs/api.md §17). */
   requiredAttributeIds: number[];
 }
 
@@ -93,7 +93,7 @@ function lookupRequired(ctx: RequestContext, raw: unknown, site: number): Requir
 }
 
 /**
- * Stage 2 for `required_attributes` (gaps.md §17): Protocol attributes of the
+ * Stage 2 for `required_attributes` (docs/api.md §17): Protocol attributes of the
  * type's own site. Attributes of a site on another shard are named by id in
  * the site text: their names live on that shard only.
  */
@@ -141,7 +141,7 @@ export const protocolTypeModel: ResourceModel<ProtocolTypeRecord, Draft> = {
   naturalKey: { field: 'name', of: (t) => t.name },
   // attribute id → the types requiring it; an attribute's delete takes itself out of them (attribute.ts).
   relations: { attribute: (t) => t.requiredAttributeIds },
-  // Never protected; its Protocols go first, each with its own Delete Change (gaps.md §9.9, §10).
+  // Never protected; its Protocols go first, each with its own Delete Change (docs/api.md §9.9, §10).
   onDelete: [{ kind: 'protocol', via: 'type', policy: 'cascade' }],
   filters: [
     { param: 'name', type: 'string', value: (t) => t.name },
@@ -156,7 +156,7 @@ export const protocolTypeModel: ResourceModel<ProtocolTypeRecord, Draft> = {
 
   parse(ctx, body, method, site) {
     const { values, errors } = checkFields(protocolTypeSchema, body, method) as { values: Record<string, unknown>; errors: FieldErrors };
-    // The site is fixed at creation, but PUT still names it (gaps.md §17); a nested route supplies it.
+    // The site is fixed at creation, but PUT still names it (docs/api.md §17); a nested route supplies it.
     if (method === 'PUT' && ctx.urlSite === null && (body.site === undefined || body.site === null)) {
       errors.site = [body.site === null ? 'This field may not be null.' : 'This field is required.'];
     }

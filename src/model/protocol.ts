@@ -1,5 +1,5 @@
 /**
- * Protocol (spec §2.11, gaps.md §18): a protocol of some ProtocolType running
+ * Protocol (docs/api.md §18): a protocol of some ProtocolType running
  * on a device, optionally bound to one of its interfaces or to a circuit
  * with an endpoint on it (never both). A Resource: attributes, set queries,
  * bulk writes. The type's required attributes are required on top of the
@@ -79,7 +79,7 @@ function render(p: ProtocolRecord, shard: ShardState) {
   };
 }
 
-// ---- stage 1: fields and related lookups (gaps.md §8, §9.1) ----
+// ---- stage 1: fields and related lookups (docs/api.md §8, §9.1) ----
 
 type Draft = {
   site?: number;
@@ -178,7 +178,7 @@ function requiredBy(ctx: RequestContext, type: ProtocolTypeRecord): string[] {
   return type.requiredAttributeIds.map((id) => attributes.get(id)!.name);
 }
 
-/** Stage 2 (gaps.md §18), first failure reported; the resulting bindings. */
+/** Stage 2 (docs/api.md §18), first failure reported; the resulting bindings. */
 function bindings(ctx: RequestContext, site: number, v: Draft, current: ProtocolRecord | null) {
   const typeRef = v.type ?? { id: current!.typeId, siteId: site };
   if (typeRef.siteId !== site) throw Errors.fieldPlain('type', 'The type must be on the same site as this Protocol');
@@ -234,7 +234,7 @@ function attributesFor(
   return current.attributes;
 }
 
-// ---- filters (gaps.md §7.4): an id, or the related object's natural key ----
+// ---- filters (docs/api.md §7.4): an id, or the related object's natural key ----
 
 function relatedFilter(param: string, kind: Kind, idOf: (p: ProtocolRecord) => number | null): FilterSpec<ProtocolRecord> {
   return {

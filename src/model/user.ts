@@ -1,5 +1,5 @@
 /**
- * User (spec §2.13, gaps.md §4): lives on the main thread, which
+ * User (docs/api.md §4): lives on the main thread, which
  * authenticates every request. Users are persisted in LMDB but write no
  * Changes.
  */
@@ -224,7 +224,7 @@ export class UserDirectory {
 
   // ---- the /api/users/ resource ----
 
-  /** Ordered by id; paginated (gaps.md §7.1) when `limit` is given and the caller passes the link base; as CSV when asked. */
+  /** Ordered by id; paginated (docs/api.md §7.1) when `limit` is given and the caller passes the link base; as CSV when asked. */
   list(q: QueryParams, link?: LinkBase, csv = false): Reply {
     const email = q.string('email');
     const users = [...this.byId.values()].sort((a, b) => a.id - b.id).filter((u) => email === undefined || u.email === email);
@@ -283,7 +283,7 @@ export class UserDirectory {
   }
 
   async patch(caller: UserRecord, key: string, body: unknown): Promise<Reply> {
-    const u = this.find(caller, key); // 404 before 403 (gaps.md §1.6)
+    const u = this.find(caller, key); // 404 before 403 (docs/api.md §1.6)
     demandSuperuser(this.principal(caller));
     if (body === null || typeof body !== 'object' || Array.isArray(body)) throw Errors.expectedDict(pyType(body));
     const b = body as Record<string, unknown>;

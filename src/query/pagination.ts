@@ -1,5 +1,5 @@
 /**
- * Pagination (gaps.md §7.1): without a positive `limit` a list is a bare array;
+ * Pagination (docs/api.md §7.1): without a positive `limit` a list is a bare array;
  * with one, the envelope {count,next,previous,results} with absolute links
  * whose parameters are re-encoded sorted by name.
  */

@@ -1,6 +1,6 @@
 /**
  * Query parameters many routes share, declared once; routes list them in
- * their Operation.query. A list's filters (gaps.md §7.4) are declared as
+ * their Operation.query. A list's filters (docs/api.md §7.4) are declared as
  * FilterSpecs on the resource and become parameters here.
  */
 import type { FilterSpec } from '../query/filters.js';
@@ -52,7 +52,7 @@ export const ATTRIBUTES_FILTER: QueryParam = {
 };
 
 export const SET_QUERY: readonly QueryParam[] = [
-  { name: 'query', type: 'string', help: 'The set query: `name=value` terms, `-` for NOT, `+` for OR (spec §4.5).' },
+  { name: 'query', type: 'string', help: 'The set query: `name=value` terms, `-` for NOT, `+` for OR (docs/api.md §21).' },
   { name: 'unique', type: 'boolean', default: false, help: 'Exactly one object must match: answered as that object.' },
 ];
 

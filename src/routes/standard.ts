@@ -32,7 +32,7 @@ export const withArticle = (noun: string): string => `${/^[aeio]/i.test(noun) ? 
 export function standardRoutes(o: StandardRoutes): Route[] {
   const one = withArticle(o.noun);
   const listQuery = [...LISTING, ...(o.attributes ? [ATTRIBUTES_FILTER] : [])];
-  // Collections with bulk PUT also create from a list (gaps.md §9.3).
+  // Collections with bulk PUT also create from a list (docs/api.md §9.3).
   const bulk = o.list.includes('PUT');
   const list: Record<HttpMethod, Operation> = {
     GET: {

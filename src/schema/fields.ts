@@ -7,7 +7,7 @@
  */
 import { type TSchema, Type } from '@sinclair/typebox';
 
-/** How OPTIONS names a field's type (gaps.md §22). */
+/** How OPTIONS names a field's type (docs/api.md §22). */
 export type FieldType = 'string' | 'integer' | 'boolean' | 'choice' | 'field';
 export type WriteMethod = 'POST' | 'PUT';
 

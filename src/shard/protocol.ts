@@ -102,7 +102,7 @@ export interface IdempotencyStamp {
 
 /**
  * A shard's part of a top-level bulk write whose items live on several shards
- * (gaps.md §9.10), committed all or nothing in two phases:
+ * (docs/api.md §9.10), committed all or nothing in two phases:
  *
  * 1. prepare: the shard runs its part (the body holds its items, in the
  *    client's order) as it would run a whole list, applies it to memory, and
@@ -147,7 +147,7 @@ export interface PartFailure {
  * can judge them. A create carries the id it allocated (which also chose the
  * shard); a rename carries whether another site holds the name, for the
  * shard to report after its own lookup, permission and field checks
- * (gaps.md §1.6).
+ * (docs/api.md §1.6).
  */
 export type SiteClaim = { kind: 'create'; siteId: number } | { kind: 'rename'; nameTaken: boolean };
 

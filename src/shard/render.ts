@@ -1,7 +1,7 @@
 /**
  * Turning records into response bodies inside a shard: one object, or a list
  * (bare array, page envelope, or a scatter part for the main thread to merge).
- * fields/omit/expand apply to GET responses only (gaps.md §20.2).
+ * fields/omit/expand apply to GET responses only (docs/api.md §20.2).
  */
 
 import { Errors } from '../errors.js';

@@ -1,5 +1,5 @@
 /**
- * The HTTP protocol layer over real HTTP (gaps.md §1, §2, §6): index, unknown
+ * The HTTP protocol layer over real HTTP (docs/api.md §1, §2, §6): index, unknown
  * paths, methods and Allow, trailing slashes, HEAD, Accept and versions,
  * bodies and their limits, and the shape of every response.
  */

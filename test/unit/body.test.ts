@@ -1,5 +1,5 @@
 /**
- * Request bodies and Accept negotiation (gaps.md §1.4, §2).
+ * Request bodies and Accept negotiation (docs/api.md §1.4, §2).
  */
 
 import fc from 'fast-check';
