@@ -138,7 +138,7 @@ function requestBody(shape: BodyShape, c: Collection | null, use: BodyUse): Json
   return { required: true, content: { 'application/json': { schema: schemas[shape] } } };
 }
 
-/** authenticate and verify_token: bare at version 1.0, in the `status`/`data` envelope at any other (README, Versions). */
+/** authenticate and verify_token: bare at version 1.0, in the `status`/`data` envelope at any other (docs/api.md §2). */
 const VERSIONED = 'application/json; version=1.1';
 
 /** Any list also comes as CSV (http/csv.ts). */
