@@ -1,5 +1,5 @@
 /**
- * P1 (design.md "Budgets"): GET one object by id, keep-alive, 64 connections,
+ * P1 (README "Performance"): GET one object by id, keep-alive, 64 connections,
  * as a ratio of raw uWS serving a fixed body of the same size with the same
  * headers, same client, same run. Target: netsot/raw >= 60 %. Shared by
  * get-site and get-device, which differ only in the object they create.

@@ -1,5 +1,5 @@
 /**
- * P3 (design.md "Budgets"): next_address / next_network on a /8 (and a /32
+ * P3 (README "Performance"): next_address / next_network on a /8 (and a /32
  * IPv6) already holding 1M children: server-side p99 < 1 ms, and flat as the
  * fill grows (cost O(prefix bits), never O(children)).
  * `npm run bench -- alloc-1m`

@@ -1,5 +1,5 @@
 /**
- * P2 diagnostic (design.md "Budgets"): how many durable allocations one shard
+ * P2 diagnostic (README "Performance"): how many durable allocations one shard
  * makes without HTTP and without the thread hop. `npm run bench -- alloc-shard`
  *
  * In process: a real ShardState over a temp LMDB store (site 1 and the parent

@@ -1,5 +1,5 @@
 /**
- * P2 (design.md "Budgets"): POST next_address with reserve=true, 64 concurrent
+ * P2 (README "Performance"): POST next_address with reserve=true, 64 concurrent
  * clients on one parent, durable: ≥ 20k allocations/s, 0 duplicates, every
  * 2xx survives kill -9. `npm run bench -- alloc`
  *

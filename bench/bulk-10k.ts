@@ -1,5 +1,5 @@
 /**
- * P6 (design.md "Budgets"): POST a list of 10k devices with attributes — one
+ * P6 (README "Performance"): POST a list of 10k devices with attributes — one
  * atomic commit, < 1 s. `npm run bench -- bulk-10k`
  *
  * Over HTTP against the real server (child process, default shards, fresh

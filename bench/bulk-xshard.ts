@@ -1,5 +1,5 @@
 /**
- * A top-level bulk create over two shards (gaps.md §9.10) against the same
+ * A top-level bulk create over two shards (docs/api.md §9.10) against the same
  * list on one shard. `npm run bench -- bulk-xshard`
  *
  * Over HTTP against the real server (child process, SHARDS=2, fresh data

@@ -1,5 +1,5 @@
 /**
- * P5 (design.md "Budgets"): restart with 1M networks + 1M changes stored —
+ * P5 (README "Performance"): restart with 1M networks + 1M changes stored —
  * serving again in < 10 s; RSS < 1.5 GB. `npm run bench -- restart-1m`
  *
  * Fill (over HTTP, the real server, default shards): BENCH_SITES sites (default

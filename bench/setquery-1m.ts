@@ -1,5 +1,5 @@
 /**
- * P4 (design.md "Budgets"): a set query with 3 terms over 1M devices, < 50 ms.
+ * P4 (README "Performance"): a set query with 3 terms over 1M devices, < 50 ms.
  * `npm run bench -- setquery-1m`
  *
  * In process, at shard level (no HTTP, no thread hop): a real ShardState over

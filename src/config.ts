@@ -1,5 +1,5 @@
 /**
- * Settings (gaps.md §23): environment variables, each mirrored by a CLI flag
+ * Settings (docs/api.md §23): environment variables, each mirrored by a CLI flag
  * (`--data-dir` ↔ DATA_DIR). An invalid value stops start-up with a message
  * naming the setting, never a stack trace.
  */
@@ -41,9 +41,12 @@ export interface Config {
   interfaceDefaultSpeed: number;
   nextNumMax: number;
   maxBodyBytes: number;
-  /** Items one bulk (list) body may hold (gaps.md §9.10); more is a 413 before the body is parsed. */
+  /** Items one bulk (list) body may hold (docs/api.md §9.10); more is a 413 before the body is parsed. */
   maxBulkItems: number;
-  /** Milliseconds a shard may leave its heartbeat unanswered before the supervisor replaces it (design.md, Supervision). */
+  /**
+   * Milliseconds a shard may leave its heartbeat unanswered before the supervisor replaces it
+   * (README, "Hostile input, failures and limits").
+   */
   shardStallMs: number;
   /** Milliseconds SIGTERM waits for requests in flight before the process exits anyway. */
   shutdownMs: number;

@@ -1,7 +1,7 @@
 /**
  * Every error the API can answer with, as a coded constructor with its HTTP
  * status. Handlers throw these; the front end (or a shard) turns one into the
- * envelope `{"error":{"code":<status>,"message":<M>}}` (gaps.md §6). Anything
+ * envelope `{"error":{"code":<status>,"message":<M>}}` (docs/api.md §6). Anything
  * thrown that is not an ApiError is a bug and becomes a logged 500.
  */
 import type { Logger } from './log.js';
@@ -36,7 +36,7 @@ export const Errors = {
   field: (field: string, text: string) => new ApiError(400, { [field]: [text] }),
   fieldPlain: (field: string, text: string) => new ApiError(400, { [field]: text }),
   jsonParse: (detail: string) => new ApiError(400, `JSON parse error - ${detail}`),
-  // A user regex refused (gaps.md §6.2): `noun` is what the field calls it ('regex' in set queries, 'pattern' in constraints).
+  // A user regex refused (docs/api.md §6.2): `noun` is what the field calls it ('regex' in set queries, 'pattern' in constraints).
   regexRefused: (
     field: string,
     noun: 'regex' | 'pattern',
@@ -117,7 +117,7 @@ export const Errors = {
   // 500 / 503 / 507
   internal: () => new ApiError(500, 'Internal server error.'),
   unavailable: () => new ApiError(503, 'Service temporarily unavailable; retry the request.'),
-  // Supervision and storage (design.md, Supervision; gaps.md §6.2)
+  // Supervision and storage (README, "Hostile input, failures and limits"; docs/api.md §6.2)
   shardRestarting: (retryAfterSeconds: number) =>
     new ApiError(503, 'The shard serving this request is restarting; retry the request.', { 'Retry-After': String(retryAfterSeconds) }),
   storeFull: () => new ApiError(507, 'Insufficient storage: the write was not saved.'),

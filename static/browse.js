@@ -10,6 +10,8 @@
   let auth = readAuth();
   let spec = null;
   let current = { path: initial.path, status: initial.status, text: initial.body };
+  /** Items a page of a list shows when its URL names no page (src/http/browse.ts BROWSE_PAGE_ITEMS). */
+  const PAGE_ITEMS = 50;
 
   /** Field name → the collection its value names (an id, or a natural key). */
   const FIELD_COLLECTION = {
@@ -73,7 +75,8 @@
   async function loadSpec() {
     if (!spec) {
       try {
-        spec = await (await fetch('/docs/openapi.json', { headers: { Accept: 'application/json' } })).json();
+        // The versioned URL the page names: the browser keeps it, so the document is fetched once, not per page.
+        spec = await (await fetch(initial.spec || '/docs/openapi.json', { headers: { Accept: 'application/json' } })).json();
       } catch {
         spec = { paths: {} };
       }
@@ -108,14 +111,23 @@
     return parts[1] === 'sites' && parts.length > 3 ? parts[3] : parts[1];
   }
 
+  /** A stored value that only looks like a URL (`http://[`) is shown as text. */
+  function parsedUrl(value) {
+    try {
+      return new URL(value);
+    } catch {
+      return null;
+    }
+  }
+
   const detailPath = (collection, key) => `/api/${collection}/${String(key)}/`;
   const modelCollection = (name) => `${name.replace(/([a-z])([A-Z])/g, '$1_$2').toLowerCase()}s`;
 
   function renderValue(value, key, collection, owner) {
     if (value === null || value === undefined) return h('span', { class: 'null' }, 'null');
     if (typeof value === 'string' && /^https?:\/\//.test(value)) {
-      const url = new URL(value);
-      return url.host === location.host ? link(url.pathname + url.search, value) : value;
+      const url = parsedUrl(value);
+      return url?.host === location.host ? link(url.pathname + url.search, value) : value;
     }
     const target = OWN_FIELDS.has(key)
       ? collection
@@ -191,8 +203,9 @@
     return h('div', { class: 'error', role: 'alert' }, h('strong', {}, `Error ${status}`), body);
   }
 
-  function pager(page, path) {
-    const here = new URL(path, location.origin);
+  /** `dataPath`: the URL the page was read from, which names its limit and offset (see dataPathOf). */
+  function pager(page, dataPath) {
+    const here = new URL(dataPath, location.origin);
     const limit = Number(here.searchParams.get('limit') || page.results.length || 1);
     const offset = Number(here.searchParams.get('offset') || 0);
     const to = (u) => {
@@ -206,6 +219,61 @@
       ` ${page.results.length ? offset + 1 : 0}–${offset + page.results.length} of ${page.count} (${limit} a page) `,
       page.next ? link(to(page.next), 'next ›') : h('span', { class: 'off' }, 'next ›'),
     );
+  }
+
+  const plural = (n, noun) => `${n} ${noun}${n === 1 ? '' : 's'}`;
+
+  /** A GET that answers a list, which takes `limit` (a page) and comes as CSV too. */
+  const isList = (op) => Boolean(op?.parameters?.some((p) => p.name === 'limit'));
+
+  /**
+   * The URL a page's data is read from: a list whose URL names no page is read as its first page of
+   * PAGE_ITEMS, as the server renders it (browse.ts browseQuery), so a long list is never fetched whole.
+   */
+  function dataPathOf(path) {
+    const url = new URL(path, location.origin);
+    const limit = url.searchParams.get('limit');
+    if (!isList(templateOf(url.pathname)?.ops.get) || (/^\+?\d+$/.test(limit ?? '') && Number(limit) > 0)) return path;
+    url.searchParams.set('limit', String(PAGE_ITEMS));
+    return url.pathname + url.search;
+  }
+
+  /** The whole list as CSV (its filters kept, no page), fetched with the tab's credentials and saved as a file. */
+  function csvDownload(path, collection) {
+    const url = new URL(path, location.origin);
+    for (const p of ['limit', 'offset', 'format']) url.searchParams.delete(p);
+    const result = h('span', { class: 'result' });
+    const button = h(
+      'button',
+      {
+        type: 'button',
+        class: 'csv',
+        onclick: async () => {
+          result.replaceChildren('…');
+          const res = await fetch(url.pathname + url.search, { headers: headers({ Accept: 'text/csv' }) }).catch((err) => err);
+          if (!(res instanceof Response) || !res.ok) {
+            const text = res instanceof Response ? await res.text() : String(res);
+            result.replaceChildren(errorBox(res.status ?? 'network', parseJson(text), text));
+            return;
+          }
+          const a = h('a', { href: URL.createObjectURL(await res.blob()), download: `${collection}.csv` });
+          document.body.append(a);
+          a.click();
+          a.remove();
+          result.replaceChildren();
+        },
+      },
+      'Download CSV',
+    );
+    return h('p', { class: 'download' }, button, ' the whole list (every page), one row per object ', result);
+  }
+
+  function parseJson(text) {
+    try {
+      return text ? JSON.parse(text) : null;
+    } catch {
+      return undefined;
+    }
   }
 
   function queryForm(op, path) {
@@ -256,17 +324,73 @@
     );
   }
 
-  /** The body a write form starts with: the object shown (for PUT/PATCH) without its read-only fields, or a skeleton. */
-  function startingBody(method, op, parsed) {
-    const schemaRef = op.requestBody?.content?.['application/json']?.schema;
-    const name = (schemaRef?.$ref || schemaRef?.oneOf?.[0]?.$ref || '').split('/').pop();
-    const schema = spec.components?.schemas?.[name];
-    const writable = (obj) => Object.fromEntries(Object.entries(obj).filter(([k]) => !(schema?.properties?.[k]?.readOnly || k === 'id')));
-    if ((method === 'PUT' || method === 'PATCH') && parsed && typeof parsed === 'object' && !Array.isArray(parsed)) return writable(parsed);
+  /** The schema a write body's objects follow (`…Input`), through the body's allOf, oneOf and array wrappers. */
+  function bodySchema(op) {
+    let s = op.requestBody?.content?.['application/json']?.schema;
+    for (let depth = 0; s && !s.$ref && depth < 4; depth++) s = s.allOf?.[0] ?? s.oneOf?.[0] ?? s.items;
+    return s?.$ref ? spec.components?.schemas?.[s.$ref.split('/').pop()] : undefined;
+  }
+
+  const isArrayBody = (op) => op.requestBody?.content?.['application/json']?.schema?.type === 'array';
+
+  /** The objects a page shows: a list's (bare or the page's results), or none. */
+  function shownObjects(parsed) {
+    const items = Array.isArray(parsed) ? parsed : Array.isArray(parsed?.results) ? parsed.results : [];
+    return items.filter((o) => o && typeof o === 'object' && !Array.isArray(o));
+  }
+
+  /**
+   * The body a write form starts with: for a bulk PUT/PATCH the objects shown, each with its id and writable
+   * fields; for an object's PUT/PATCH that object's writable fields; for a POST an object valid here
+   * (newObject); nothing for a DELETE.
+   */
+  function startingBody(method, op, parsed, pathname) {
     if (method === 'DELETE') return undefined;
-    if (schema?.examples?.[0]) return writable(schema.examples[0]);
-    if (schema) return Object.fromEntries(Object.keys(writable(schema.properties || {})).map((k) => [k, '']));
+    const schema = bodySchema(op);
+    const fields = new Set(Object.keys(schema?.properties || {}));
+    const writable = (obj) => Object.fromEntries(Object.entries(obj).filter(([k]) => fields.has(k)));
+    if (method === 'POST') return schema ? newObject(schema, shownObjects(parsed), pathname) : {};
+    if (isArrayBody(op)) return shownObjects(parsed).map((o) => ({ id: o.id, ...writable(o) }));
+    if (parsed && typeof parsed === 'object' && !Array.isArray(parsed)) return writable(parsed);
     return {};
+  }
+
+  /** The site a path is under: `/api/sites/3/devices/` → 3. */
+  function siteOf(pathname) {
+    const m = /^\/api\/sites\/(\d+)\/\w+\//.exec(pathname);
+    return m ? Number(m[1]) : undefined;
+  }
+
+  /**
+   * A new object that this site can take: the document's example, with the site set to the page's, no
+   * attributes (a site defines its own), a related object kept only when an object shown names it too
+   * (else left empty for the reader to fill), and a value already taken by an object shown (a hostname,
+   * a name) counted up past them: `r1` → `r3`.
+   */
+  function newObject(schema, shown, pathname) {
+    const example = schema.examples?.[0] ?? Object.fromEntries(Object.keys(schema.properties || {}).map((k) => [k, '']));
+    const collection = collectionOf(templateOf(pathname), pathname);
+    const site = siteOf(pathname) ?? shown[0]?.site_id ?? shown[0]?.site ?? '';
+    const out = {};
+    for (const [k, v] of Object.entries(example)) {
+      if (!(k in (schema.properties || {}))) continue;
+      const names = FIELD_COLLECTION[k];
+      if (k === 'attributes') out[k] = {};
+      else if (k === 'site_id' || k === 'site') out[k] = site;
+      else if (names && names !== collection && v !== null) {
+        // A list of them (addresses) is left empty: an object shown holding one says nothing of another taking it.
+        const vouched = !Array.isArray(v) && shown.some((o) => o[k] === v);
+        out[k] = vouched ? v : Array.isArray(v) ? [] : '';
+      } else out[k] = untaken(v, new Set(shown.map((o) => o[k])));
+    }
+    return out;
+  }
+
+  /** `value`, or when an object shown has it, the same with its trailing number counted up until none has. */
+  function untaken(value, taken) {
+    if (typeof value !== 'string' || value === '' || !taken.has(value)) return value;
+    const m = /^(.*?)(\d*)$/.exec(value);
+    for (let n = m[2] === '' ? 2 : Number(m[2]) + 1; ; n++) if (!taken.has(`${m[1]}${n}`)) return `${m[1]}${n}`;
   }
 
   function writeForms(match, path, parsed) {
@@ -276,7 +400,7 @@
       const op = match.ops[method];
       if (!op) continue;
       const M = method.toUpperCase();
-      const start = startingBody(M, op, parsed);
+      const start = startingBody(M, op, parsed, path);
       const id = `body-${method}`;
       const area = op.requestBody ? h('textarea', { id, name: 'body', rows: 8, spellcheck: 'false' }) : null;
       if (area) area.value = start === undefined ? '' : JSON.stringify(start, null, 2);
@@ -288,6 +412,7 @@
           'data-method': M,
           onsubmit: async (e) => {
             e.preventDefault();
+            if (M === 'DELETE' && !confirm(`${op.summary || 'Delete'}: ${path}?`)) return;
             await submit(M, path, area ? area.value : '', result);
           },
         },
@@ -302,6 +427,26 @@
     return forms.length ? h('section', { class: 'writes' }, h('h2', {}, 'Change'), forms) : null;
   }
 
+  /** A failed write: its error under its form, and no earlier success left above it. */
+  function showFailure(result, box) {
+    main.querySelector('.notice')?.remove();
+    result.replaceChildren(box);
+  }
+
+  /**
+   * Where an object is after a PUT or PATCH: its URL may name it by a field the write changed (a device by
+   * its hostname, an interface by its name_slug), and then the object is found under the new value.
+   */
+  function movedPath(path, before, after) {
+    const key = templateOf(path)?.params?.id;
+    if (!key || !before || !after || typeof before !== 'object' || typeof after !== 'object') return path;
+    const name = decodeURIComponent(key);
+    const field = Object.keys(before).find((k) => k !== 'id' && String(before[k]) === name);
+    if (!field || after[field] === undefined || after[field] === before[field]) return path;
+    const encoded = encodeURIComponent(String(after[field])).replace(/%2F/gi, '/').replace(/%3A/gi, ':');
+    return `${path.slice(0, path.length - key.length - 1)}${encoded}/`;
+  }
+
   async function submit(method, path, text, result) {
     result.replaceChildren(h('p', {}, '…'));
     let res;
@@ -312,26 +457,24 @@
         body: text.trim() ? text : undefined,
       });
     } catch (err) {
-      result.replaceChildren(errorBox('network', null, String(err)));
+      showFailure(result, errorBox('network', null, String(err)));
       return;
     }
     const body = await res.text();
-    let parsed;
-    try {
-      parsed = body ? JSON.parse(body) : null;
-    } catch {
-      parsed = null;
-    }
+    const parsed = parseJson(body) ?? null;
     if (!res.ok) {
-      result.replaceChildren(errorBox(res.status, parsed, body));
+      showFailure(result, errorBox(res.status, parsed, body));
       return;
     }
     const where = res.headers.get('Location');
-    if (method === 'DELETE' && templateOf(path)?.tpl.endsWith('{id}/')) {
+    const detail = templateOf(path)?.tpl.endsWith('{id}/');
+    if (method === 'DELETE' && detail) {
       // The object is gone: show the list it was in.
       return navigate(path.replace(/[^/]+\/$/, ''), `${method} ${path}: ${res.status}`);
     }
-    await navigate(current.path, `${method} ${path}: ${res.status}${where ? ` ${new URL(where, location.origin).pathname}` : ''}`, false);
+    const notice = `${method} ${path}: ${res.status}${where ? ` ${new URL(where, location.origin).pathname}` : ''}`;
+    const next = (method === 'PUT' || method === 'PATCH') && detail ? movedPath(path, parseJson(current.text), parsed) : current.path;
+    await navigate(next, notice, next !== current.path);
   }
 
   function signIn() {
@@ -414,13 +557,11 @@
     if (status === 401 && !auth) out.push(h('p', { class: 'hint' }, 'Sign in above with your email and secret key.'));
     if (status >= 400) out.push(errorBox(status, parsed, text));
     else if (parsed && !Array.isArray(parsed) && Array.isArray(parsed.results) && 'count' in parsed) {
-      out.push(pager(parsed, path), table(parsed.results, collection));
+      out.push(pager(parsed, dataPathOf(path)), table(parsed.results, collection));
     } else if (Array.isArray(parsed)) {
-      if (getOp?.parameters?.some((p) => p.name === 'limit') && !new URL(path, location.origin).searchParams.has('limit')) {
-        const u = new URL(path, location.origin);
-        u.searchParams.set('limit', '50');
-        out.push(h('nav', { class: 'pager' }, `${parsed.length} objects `, link(u.pathname + u.search, 'show in pages of 50')));
-      }
+      out.push(
+        h('p', { class: 'count' }, plural(parsed.length, parsed.every((v) => v === null || typeof v !== 'object') ? 'item' : 'object')),
+      );
       out.push(
         parsed.every((v) => v === null || typeof v !== 'object')
           ? h(
@@ -434,6 +575,7 @@
     else if (parsed !== undefined) out.push(h('p', {}, renderValue(parsed, '', collection)));
     else out.push(h('pre', {}, text));
     if (status < 400) {
+      if (isList(getOp)) out.push(csvDownload(path, collection));
       out.push(related(match, pathname, parsed));
       out.push(queryForm(getOp, path));
       out.push(writeForms(match, pathname, parsed));
@@ -481,9 +623,10 @@
   }
 
   async function navigate(path, notice, push = true) {
+    await loadSpec();
     let res;
     try {
-      res = await fetch(path, { headers: headers() });
+      res = await fetch(dataPathOf(path), { headers: headers() });
     } catch (err) {
       current = { path, status: 0, text: JSON.stringify({ error: { code: 0, message: String(err) } }) };
       return render(notice);
@@ -501,7 +644,7 @@
   });
   window.addEventListener('popstate', () => navigate(location.pathname + location.search, null, false));
 
-  // A reload keeps the tab's sign-in: ask again with it rather than show the answer the page came with.
-  if (auth) navigate(current.path, null, false);
+  // A page that came without credentials carries no answer (browse.ts): ask once, with the tab's sign-in if any.
+  if (initial.deferred && auth) navigate(current.path, null, false);
   else render(null);
 })();

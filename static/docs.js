@@ -10,5 +10,6 @@
     persistAuthorization: false,
     displayRequestDuration: true,
     defaultModelsExpandDepth: 0,
+    docExpansion: 'none',
   });
 })();

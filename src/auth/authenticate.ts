@@ -1,5 +1,5 @@
 /**
- * Authentication (gaps.md §3): picks the method per request, checks it, and
+ * Authentication (docs/api.md §3): picks the method per request, checks it, and
  * issues tokens at POST /api/authenticate/. Runs on the main thread, which
  * owns the users.
  */
@@ -14,6 +14,17 @@ export interface AuthHeaders {
   authorization: string;
   email: string | undefined;
 }
+
+/** The `Authorization` value in AuthToken's scheme (compared case-insensitively), split on whitespace; null for any other. */
+function tokenParts(authorization: string): string[] | null {
+  const auth = authorization.trim();
+  if (auth === '') return null;
+  const parts = auth.split(/\s+/);
+  return parts[0].toLowerCase() === 'authtoken' ? parts : null;
+}
+
+/** The request carries credentials of a scheme this server reads (a token, or the user header); else it is a 401. */
+export const offersCredentials = (h: AuthHeaders): boolean => tokenParts(h.authorization) !== null || h.email !== undefined;
 
 export class Authenticator {
   constructor(
@@ -33,11 +44,8 @@ export class Authenticator {
    * `authenticate` creates); an ApiError when the credentials do not pass.
    */
   identify(h: AuthHeaders, verifyRoute = false): UserRecord | string {
-    const auth = h.authorization.trim();
-    if (auth !== '') {
-      const parts = auth.split(/\s+/);
-      if (parts[0].toLowerCase() === 'authtoken') return this.byToken(parts, verifyRoute);
-    }
+    const parts = tokenParts(h.authorization);
+    if (parts) return this.byToken(parts, verifyRoute);
     if (verifyRoute || h.email === undefined) throw Errors.notAuthenticated();
     const email = h.email.trim();
     // Every user's email passed the rule when the user was made, so a known one needs no second look.

@@ -1,4 +1,4 @@
-/** The email rule of gaps.md §3.5 (a dot-atom local part; `localhost` or a dotted domain). */
+/** The email rule of docs/api.md §3.5 (a dot-atom local part; `localhost` or a dotted domain). */
 const LOCAL = /^[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+(\.[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+)*$/;
 const LABEL = /^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$/;
 const LAST_LABEL = /^[A-Za-z0-9-]{2,63}$/;

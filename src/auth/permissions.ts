@@ -1,5 +1,5 @@
 /**
- * The one place permission is decided (gaps.md §5). A superuser passes every
+ * The one place permission is decided (docs/api.md §5). A superuser passes every
  * check; otherwise a site grant `admin` or `<action>_<type>` in the object's
  * site allows the action, and otherwise the object grant the nearest granted
  * node of the object's ancestry holds (`objectGrant`, found by

@@ -1,5 +1,5 @@
 /**
- * Secret keys and auth tokens (gaps.md §3.3, §3.4).
+ * Secret keys and auth tokens (docs/api.md §3.3, §3.4).
  *
  * A token is `<payload>.<mac>`, both base64url: the payload is JSON
  * `{"e":email,"t":issued-at milliseconds,"g":key generation}`, the mac is
@@ -65,7 +65,7 @@ export class TokenSigner {
   }
 
   /**
-   * The checks after "does the user exist", in the order of gaps.md §3.3:
+   * The checks after "does the user exist", in the order of docs/api.md §3.3:
    * signature, readability, age, revocation (against the generation of the
    * user the token was issued to), then the email of the header.
    * `generation` is that user's current generation, or a lookup by email.

@@ -1,7 +1,7 @@
 /**
  * The application behind any transport: it owns the parts (store, id state,
  * site and user directories, authentication, the shard pool, the router) and
- * runs each request through this lifecycle, in the order of gaps.md §1.6:
+ * runs each request through this lifecycle, in the order of docs/api.md §1.6:
  *
  *   route → authenticate (401) → unknown route (404) → method (405)
  *   → Accept (406) → body size / type / parse (413/415/400)
@@ -13,13 +13,13 @@
  */
 
 import { join } from 'node:path';
-import { Authenticator } from '../auth/authenticate.js';
+import { Authenticator, offersCredentials } from '../auth/authenticate.js';
 import { TokenSigner } from '../auth/secrets.js';
 import { Fence } from '../cluster/fence.js';
 import { LeaseKeeper } from '../cluster/lease.js';
 import { Replica } from '../cluster/replica.js';
 import type { Config } from '../config.js';
-import { Errors } from '../errors.js';
+import { Errors, errorEnvelope } from '../errors.js';
 import { type FeedFilter, FeedHub } from '../feed/hub.js';
 import { feedPath, feedRequest } from '../feed/request.js';
 import { FeedWatch } from '../feed/watch.js';
@@ -40,9 +40,9 @@ import { openStore } from '../store/open.js';
 import type { Store } from '../store/store.js';
 import { replyOps } from '../store/stored-reply.js';
 import { Admin } from './admin.js';
-import { isJsonBody, negotiate, OFFLOAD_BODY_BYTES, readRequestBody } from './body.js';
-import { browseQuery } from './browse.js';
-import { docsPage } from './docs.js';
+import { isJsonBody, negotiate, OFFLOAD_BODY_BYTES, type Representation, readRequestBody } from './body.js';
+import { browsePage, browseQuery } from './browse.js';
+import { docsPage, matchesEtag, OPENAPI_PATH, ServedDocument } from './docs.js';
 import { type Forwarded, Forwarder } from './forward.js';
 import { appliesTo, IdempotencyKeys } from './idempotency.js';
 import { type InjectRequest, type InjectResponse, inject } from './inject.js';
@@ -64,8 +64,12 @@ export class App {
   private readonly negotiations = new Map<string, ReturnType<typeof negotiate>>();
   private readonly observer: RequestObserver;
   private readonly assets = new StaticAssets();
-  /** The OpenAPI document without `servers`, which names the host each request came to. */
-  private openApi: Record<string, unknown> | undefined;
+  /** The OpenAPI document as served (docs.ts), made on first use. */
+  private openApi: ServedDocument | undefined;
+  private get document(): ServedDocument {
+    this.openApi ??= new ServedDocument(openApiDocument(this.config.userAuthHeader));
+    return this.openApi;
+  }
 
   private constructor(
     readonly config: Config,
@@ -252,12 +256,20 @@ export class App {
     return this.admin;
   }
 
-  private negotiate(accept: string, query: string): ReturnType<typeof negotiate> {
-    if (query.includes('format')) return negotiate(accept, query);
-    let n = this.negotiations.get(accept);
+  /** The browsable view's page loads the OpenAPI document by its versioned URL, which the browser keeps. */
+  private represent(x: Exchange, representation: Representation): void {
+    x.representation = representation;
+    if (representation === 'html') x.specUrl = this.document.url;
+  }
+
+  /** `list`: the request reads a list, which alone may come as CSV. */
+  private negotiate(accept: string, query: string, list: boolean): ReturnType<typeof negotiate> {
+    if (query.includes('format')) return negotiate(accept, query, list);
+    const key = list ? `list ${accept}` : accept;
+    let n = this.negotiations.get(key);
     if (n === undefined) {
-      n = negotiate(accept);
-      if (this.negotiations.size < 256) this.negotiations.set(accept, n);
+      n = negotiate(accept, '', list);
+      if (this.negotiations.size < 256) this.negotiations.set(key, n);
     }
     return n;
   }
@@ -279,11 +291,17 @@ export class App {
     // Public: GET /api/ and /api/authenticate/ (so a wrong method there is a 405); OPTIONS needs credentials.
     const isPublic = method !== 'OPTIONS' && (operation?.permission === 'public' || match?.route.publicPath === true);
     // A browser asking for the HTML view gets its 401 (or 404, 405) as the view too: the page offers the sign-in.
-    const accepted = this.negotiate(x.accept, x.query);
-    if (accepted) x.representation = accepted.representation;
-    const user = isPublic
-      ? null
-      : await this.auth.authenticate({ authorization: x.authorization, email: x.emailHeader }, match?.route.tokenOnly === true);
+    const accepted = this.negotiate(x.accept, x.query, method === 'GET' && operation?.response.shape === 'list');
+    if (accepted) this.represent(x, accepted.representation);
+    const credentials = { authorization: x.authorization, email: x.emailHeader };
+    // A page the browser opens carries no credentials (the view keeps its token in the tab, not in a cookie): it gets
+    // the view without running the request, and the view asks once, with its token (browse.ts, deferred pages).
+    if (!isPublic && method === 'GET' && x.representation === 'html' && !offersCredentials(credentials)) {
+      return x.sendHtml(200, browsePage(x.method, x.fullPath, 401, errorEnvelope(Errors.notAuthenticated()), x.specUrl, true), {
+        'Cache-Control': 'no-store',
+      });
+    }
+    const user = isPublic ? null : await this.auth.authenticate(credentials, match?.route.tokenOnly === true);
     x.user = user?.email;
     if (!match) throw Errors.endpointNotFound();
     if (method !== 'OPTIONS' && !operation) throw Errors.methodNotAllowed(x.method, x.allow);
@@ -311,7 +329,7 @@ export class App {
       this.readCache.put(x.fullPath, reply.cache.site, reply.cache.version, reply.body);
     const headers = cluster ? { ...reply.headers, ...cluster } : reply.headers;
     if (reply.chunk) return streamReply(x, { ...reply, headers });
-    if (reply.body.length >= CHUNKED_REPLY_CHARS && x.representation === 'json' && x.method !== 'HEAD' && reply.status !== 204) {
+    if (reply.body.length >= CHUNKED_REPLY_CHARS && x.representation !== 'html' && x.method !== 'HEAD' && reply.status !== 204) {
       return streamReply(x, { status: reply.status, headers, ...textChunks(reply.body) });
     }
     return x.send(reply.status, reply.body, headers);
@@ -329,7 +347,8 @@ export class App {
     const body = cache.get(x.fullPath);
     if (body === undefined) return false;
     const match = this.router.match(x.path);
-    const accepted = this.negotiate(x.accept, x.query);
+    // The cache holds single objects, never a list: no CSV here.
+    const accepted = this.negotiate(x.accept, x.query, false);
     if (!match || !accepted) return false;
     let caller: UserRecord | string;
     try {
@@ -340,7 +359,7 @@ export class App {
     if (typeof caller === 'string') return false;
     x.match = match;
     x.allow = allowOf(match.route);
-    x.representation = accepted.representation;
+    this.represent(x, accepted.representation);
     x.user = caller.email;
     x.send(200, body, this.lease ? this.clusterHeaders(this.lease) : undefined);
     return true;
@@ -422,6 +441,7 @@ export class App {
       link: { scheme: 'http', host: x.host, path: x.path },
       host: x.host,
       version,
+      csv: x.representation === 'csv',
       users: this.users,
       auth: this.auth,
       index: () => this.index(x.host),
@@ -458,7 +478,8 @@ export class App {
       // P7: a list read as JSON (a page too, and a sub-route's list) may come back in chunks, written as the
       // client takes them (stream.ts); a top-level one merged from every shard's chunks (shard/merged-stream.ts).
       // HEAD too: it stops after the first chunk (streamReply).
-      stream: isRead(x.method) && x.representation === 'json' && STREAMABLE_SHAPES.has(match.route.shape),
+      stream: isRead(x.method) && x.representation !== 'html' && STREAMABLE_SHAPES.has(match.route.shape),
+      csv: x.representation === 'csv',
       idempotency: stamp,
       cacheable: this.readCache.enabled && isCacheableRead(match, operation, model),
     };
@@ -565,28 +586,31 @@ export class App {
   private serveDocs(x: Exchange): void {
     const page = x.path === '/docs' || x.path === '/docs/';
     const asset = x.path.startsWith(ASSETS_PATH) ? this.assets.get(x.path.slice(ASSETS_PATH.length)) : null;
-    if (!page && !asset && x.path !== '/docs/openapi.json') {
+    if (!page && !asset && x.path !== OPENAPI_PATH) {
       x.fail(Errors.endpointNotFound());
       return;
     }
     x.template = page ? '/docs/' : x.path;
     x.allow = 'GET, HEAD, OPTIONS';
     if (x.method === 'OPTIONS') {
-      // Like every endpoint's OPTIONS (gaps.md §22), and public like the docs themselves.
+      // Like every endpoint's OPTIONS (docs/api.md §22), and public like the docs themselves.
       const [name, renders] = page ? ['Docs', 'text/html'] : asset ? ['Docs Asset', asset.type] : ['OpenAPI Document', 'application/json'];
       x.send(200, JSON.stringify({ name, description: '', renders: [renders], parses: [] }));
     } else if (x.method !== 'GET' && x.method !== 'HEAD') {
       x.fail(Errors.methodNotAllowed(x.method, x.allow));
     } else if (page) {
       x.representation = 'json';
-      x.sendHtml(200, docsPage());
+      x.sendHtml(200, docsPage(this.document.url));
     } else if (asset) {
       x.representation = 'json';
       x.send(200, asset.body, { 'Content-Type': asset.type, 'Cache-Control': 'public, max-age=3600' });
     } else {
-      const { openapi, info, ...rest } = (this.openApi ??= openApiDocument(this.config.userAuthHeader));
-      // servers: the origin this request came to, so "Try it" and generated clients call the server that served them.
-      x.send(200, JSON.stringify({ openapi, info, servers: [{ url: `http://${x.host}`, description: 'This server.' }], ...rest }));
+      const doc = this.document;
+      const body = doc.body(x.host);
+      const headers = { ETag: doc.etag(x.host), 'Cache-Control': doc.cacheControl(x.query) };
+      x.representation = 'json';
+      if (matchesEtag(x.ifNoneMatch, headers.ETag)) x.notModified(body, headers);
+      else x.send(200, body, headers);
     }
   }
 }

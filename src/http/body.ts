@@ -1,5 +1,5 @@
 /**
- * Request bodies (gaps.md §1.4): JSON (or no Content-Type), urlencoded and
+ * Request bodies (docs/api.md §1.4): JSON (or no Content-Type), urlencoded and
  * multipart forms; anything else is 415. Form fields are strings, except the
  * object-valued fields, which may carry JSON text. And Accept negotiation
  * (§1.4, §2): JSON, the browsable HTML view or 406, plus the API version.
@@ -8,7 +8,7 @@ import { Errors } from '../errors.js';
 import { formDecode } from '../query/params.js';
 import { countListItems, mayExceed } from './list-items.js';
 
-/** Form fields whose value may be JSON text (gaps.md §1.4). */
+/** Form fields whose value may be JSON text (docs/api.md §1.4). */
 const JSON_FIELDS = new Set(['attributes', 'constraints', 'default', 'addresses', 'required_attributes', 'permissions']);
 /** List-valued form fields: repeated occurrences collect into one list, as HTML forms send them. */
 const LIST_FIELDS = new Set(['addresses', 'required_attributes']);
@@ -197,7 +197,7 @@ export function parseBody(body: Buffer, contentType: string): unknown {
 }
 
 /**
- * A request body as the lifecycle reads it (gaps.md §1.6): a JSON list over
+ * A request body as the lifecycle reads it (docs/api.md §1.6): a JSON list over
  * `maxBulkItems` is 413, counted on the bytes before anything is built; then
  * parseBody. The main thread runs this on small bodies; the owning shard on
  * large ones (OFFLOAD_BODY_BYTES), so one client's megabytes of JSON never
@@ -225,7 +225,8 @@ function finite<T>(value: T): T {
   return value;
 }
 
-export type Representation = 'json' | 'html';
+/** JSON, the browsable HTML view, or CSV (lists only, schema/csv.ts). */
+export type Representation = 'json' | 'html' | 'csv';
 
 interface AcceptItem {
   type: string;
@@ -264,37 +265,43 @@ function parseAccept(accept: string): AcceptItem[] {
   return items;
 }
 
-function representationOf(type: string): Representation | null {
+function representationOf(type: string, csv: boolean): Representation | null {
   if (type === 'application/json' || type === 'application/*' || type === '*/*' || type === '*') return 'json';
   if (type === 'text/html' || type === 'text/*') return 'html';
+  if (type === 'text/csv') return csv ? 'csv' : null;
   return null;
 }
 
 /**
- * Accept → JSON, the browsable HTML view, or 406 (null); plus the requested
- * API version, read from the `version=` parameter of the media range that was
- * chosen (`1.0` without one). Any version is accepted. Preference is by q,
- * then by how specific the range is, then by position. `query` (the raw query
- * string) may carry `format=json` or `format=api`, which force the
- * representation whatever Accept says.
+ * Accept → JSON, the browsable HTML view, CSV, or 406 (null); plus the
+ * requested API version, read from the `version=` parameter of the media range
+ * that was chosen (`1.0` without one). Any version is accepted. Preference is
+ * by q, then by how specific the range is, then by position. `query` (the raw
+ * query string) may carry `format=json`, `format=api` or `format=csv`, which
+ * force the representation whatever Accept says. `csv`: the route answers a
+ * list, which alone comes as CSV; elsewhere `text/csv` is no acceptable type
+ * (and `format=csv` a 406).
  */
-export function negotiate(accept: string, query = ''): { representation: Representation; version: string } | null {
+export function negotiate(accept: string, query = '', csv = false): { representation: Representation; version: string } | null {
   const forced = formatOverride(query);
   const items = parseAccept(accept ?? '');
   const ranked = items.filter((i) => i.q > 0).sort((a, b) => b.q - a.q || b.specificity - a.specificity || a.index - b.index);
+  if (forced === 'csv' && !csv) return null;
   if (forced) {
-    const match = ranked.find((i) => representationOf(i.type) === forced);
+    const match = ranked.find((i) => representationOf(i.type, csv) === forced);
     return { representation: forced, version: match?.version ?? '1.0' };
   }
   if (items.length === 0) return { representation: 'json', version: '1.0' };
   for (const item of ranked) {
-    const rep = representationOf(item.type);
+    const rep = representationOf(item.type, csv);
     if (rep) return { representation: rep, version: item.version ?? '1.0' };
   }
   return null;
 }
 
-/** `?format=json` forces JSON and `?format=api` the HTML view (gaps.md §1.3); other values change nothing. */
+const FORMATS: Record<string, Representation> = { json: 'json', api: 'html', csv: 'csv' };
+
+/** `?format=json` forces JSON, `?format=api` the HTML view, `?format=csv` CSV (README, "CSV"); other values change nothing. */
 function formatOverride(query: string): Representation | null {
   if (!query?.includes('format')) return null;
   let found: string | undefined;
@@ -302,5 +309,5 @@ function formatOverride(query: string): Representation | null {
     const eq = part.indexOf('=');
     if (formDecode(eq < 0 ? part : part.slice(0, eq)) === 'format') found = formDecode(eq < 0 ? '' : part.slice(eq + 1));
   }
-  return found === 'json' ? 'json' : found === 'api' ? 'html' : null;
+  return found !== undefined && Object.hasOwn(FORMATS, found) ? FORMATS[found] : null;
 }

@@ -1,11 +1,13 @@
 /**
- * The browsable view of the API (spec §1): what `Accept: text/html` (or
- * `?format=api`) gets for any request under /api/. The answer keeps the
- * status of the JSON one and carries that JSON; static/browse.js renders it
- * as a page (links for URLs, ids and natural keys, pagination, the
- * endpoint's query parameters, forms for its writes) and from then on talks
- * JSON to the API itself, sending the signed-in token as `Authorization`.
- * Nothing is kept in a cookie, so a page of another site cannot act with it.
+ * The browsable view of the API (README, "Docs and the browsable API"): what
+ * `Accept: text/html` (or `?format=api`) gets for any GET under /api/. The
+ * page keeps the status of the JSON answer and carries that JSON;
+ * static/browse.js renders it (links for URLs, ids and natural keys, paging,
+ * the endpoint's query parameters, forms for its writes) and from then on
+ * talks JSON to the API itself, sending the signed-in token as
+ * `Authorization`. Nothing is kept in a cookie, so a page of another site
+ * cannot act with it; and so a page opened without credentials is not run:
+ * it comes deferred, and the view asks again with the tab's token.
  */
 import { readPage } from '../query/pagination.js';
 import { QueryParams } from '../query/params.js';
@@ -37,7 +39,11 @@ function escapeHtml(s: string): string {
 /** JSON inside <script> must not be able to close it: every `<` is written as its escape. */
 const scriptJson = (value: unknown) => JSON.stringify(value).replace(/</g, '\\u003c');
 
-export function browsePage(method: string, path: string, status: number, body: string): string {
+/**
+ * The view's page around an answer. `deferred`: the request was not run, since the page came without
+ * credentials; `status` and `body` are the 401 it would get, and the view asks again with the tab's token.
+ */
+export function browsePage(method: string, path: string, status: number, body: string, specUrl: string, deferred = false): string {
   let pretty = body;
   try {
     pretty = JSON.stringify(JSON.parse(body), null, 2);
@@ -48,10 +54,10 @@ export function browsePage(method: string, path: string, status: number, body: s
   return (
     `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>netsot ${escapeHtml(path)}</title>` +
     `<meta name="viewport" content="width=device-width, initial-scale=1">` +
-    `<link rel="stylesheet" href="${ASSETS_PATH}browse.css"></head>` +
+    `<link rel="icon" href="${ASSETS_PATH}favicon.svg"><link rel="stylesheet" href="${ASSETS_PATH}browse.css"></head>` +
     `<body><header><a href="/api/"><b>netsot</b> API</a> <a href="/docs/">reference</a><span id="auth"></span></header>` +
     `<main id="main"><h1><code>${escapeHtml(title)}</code></h1><pre>${escapeHtml(pretty)}</pre></main>` +
-    `<script type="application/json" id="initial">${scriptJson({ status, path, body })}</script>` +
+    `<script type="application/json" id="initial">${scriptJson({ status, path, body, spec: specUrl, deferred })}</script>` +
     `<script src="${ASSETS_PATH}browse.js"></script></body></html>`
   );
 }

@@ -1,6 +1,6 @@
 /**
  * Main thread: a top-level bulk write (POST, PUT/PATCH, DELETE of a list)
- * whose items live on several shards, all or nothing (gaps.md §9.10). Every
+ * whose items live on several shards, all or nothing (docs/api.md §9.10). Every
  * shard involved prepares its part — runs it as it would a whole list,
  * applies it to memory and hands back its write set, committing nothing and
  * serving nothing else meanwhile — then this thread commits every part in one

@@ -10,9 +10,10 @@ import { Errors } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { ResourceModel } from '../model/model.js';
 import { modelByKind } from '../model/registry.js';
-import { type LinkBase, listFrame, readPage } from '../query/pagination.js';
+import { csvFrame, type LinkBase, listFrame, readPage } from '../query/pagination.js';
 import { QueryParams } from '../query/params.js';
 import type { HttpMethod } from '../routes/route.js';
+import { csvColumnsOf } from '../schema/csv.js';
 import { asId, NO_ID, parseId } from '../schema/id.js';
 import { siteIdIn } from '../schema/validate.js';
 import type { ChunkSource } from '../shard/chunk-stream.js';
@@ -84,6 +85,8 @@ export interface ForwardInput {
   op?: Op;
   /** The transport can stream an unpaginated list's reply (P7, http/stream.ts). */
   stream?: boolean;
+  /** A list is answered as CSV (schema/csv.ts). */
+  csv?: boolean;
   /** A single-object GET whose body the read cache may keep (read-cache.ts isCacheableRead). */
   cacheable?: boolean;
 }
@@ -118,6 +121,7 @@ export class Forwarder {
       link: input.link,
       siteClaim: input.siteClaim,
       stream: input.stream,
+      csv: input.csv,
       idempotency: input.idempotency,
       cacheable: input.cacheable,
     };
@@ -125,7 +129,7 @@ export class Forwarder {
     if (match.site !== null) return this.pool.send(match.site === NO_ID ? 0 : this.pool.shardOfSite(match.site), req);
 
     // A key route (closest_parent) needs no object at the key: every shard proposes its best.
-    if (op === 'key-route') return this.scatterList(req);
+    if (op === 'key-route') return this.scatterList(req, model);
     if (match.key !== undefined) return this.pool.send(await this.shardOfKey(model, match.key), req);
 
     if (op === 'create') {
@@ -157,7 +161,7 @@ export class Forwarder {
       }
       return this.bulkWrite(req, body, this.shardsOfDeletes(model, body as number[]), true);
     }
-    if (op === 'list' || op === 'list-route') return this.scatterList(req);
+    if (op === 'list' || op === 'list-route') return this.scatterList(req, model);
     throw Errors.methodNotAllowed(input.method, 'GET');
   }
 
@@ -209,7 +213,7 @@ export class Forwarder {
   }
 
   /**
-   * The shard a top-level create item belongs to (gaps.md §9.2): its site
+   * The shard a top-level create item belongs to (docs/api.md §9.2): its site
    * field, else the site of the related object it names (Model.siteVia);
    * -1 when it names neither usably, for the shard's validation to report.
    */
@@ -263,7 +267,7 @@ export class Forwarder {
     });
   }
 
-  private async scatterList(req: Omit<ShardRequest, 'seq'>): Promise<Forwarded> {
+  private async scatterList(req: Omit<ShardRequest, 'seq'>, model: ResourceModel<any>): Promise<Forwarded> {
     const replies = await this.pool.all({ ...req, scatter: true });
     const failed = replies.find((r) => r.status >= 400);
     // A shard streaming its part while another refused: the answer is the refusal, the streams stop.
@@ -282,17 +286,20 @@ export class Forwarder {
     // The shards never stream a list with these verdicts (render.ts listBody): their parts are whole.
     const expectOne = parts.find((p) => p.checks?.expectOne)?.checks?.expectOne;
     const pickOne = parts.find((p) => p.checks?.pickOne)?.checks?.pickOne;
+    const q = new QueryParams(req.query);
+    // The shards render CSV rows; the header is the main thread's to write, like a page's envelope.
+    const csv = req.csv ? csvColumnsOf(model, q) : null;
     if (pickOne || expectOne) {
       const { count, items } = mergeParts(
         parts,
         parts.some((p) => p.newestFirst),
       );
       if (expectOne && count !== 1) throw Errors.expectedOne(expectOne.field, expectOne.template, count);
-      if (pickOne) return items.length > 0 ? { status: 200, body: items[0], headers } : pickOne.notFound;
+      if (pickOne) return items.length > 0 ? { status: 200, body: (csv?.header ?? '') + items[0], headers } : pickOne.notFound;
     }
-    const q = new QueryParams(req.query);
     // P7: merged in list order, a page's offset skipped across the shards, as the client reads (merged-stream.ts).
-    const merged = new MergedStream(replies, listFrame(readPage(q), req.link, q));
+    const frame = csv ? csvFrame(readPage(q), csv) : listFrame(readPage(q), req.link, q);
+    const merged = new MergedStream(replies, frame);
     const chunk = merged.first();
     if (chunk.last) return { status: 200, body: chunk.text, headers };
     if (!MergedStream.needed(replies)) return { status: 200, body: chunk.text + merged.rest(), headers };

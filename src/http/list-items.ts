@@ -1,6 +1,6 @@
 /**
  * The number of items of a JSON list body, counted on its bytes before it is
- * parsed, so a bulk request over MAX_BULK_ITEMS (gaps.md §9.10) is refused
+ * parsed, so a bulk request over MAX_BULK_ITEMS (docs/api.md §9.10) is refused
  * without building millions of objects first.
  *
  * | case                                   | cost |

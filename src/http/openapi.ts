@@ -6,32 +6,24 @@
 
 import { FEED_PATHS, FEED_QUERY } from '../feed/request.js';
 import { assignmentModel } from '../model/_assignments.js';
+import { modelByCollection } from '../model/registry.js';
 import { filterParams } from '../routes/params.js';
 import type { BodyShape, Collection, HttpMethod, Operation, QueryParam, ResponseShape, Route } from '../routes/route.js';
 import { methodsOf, ROUTES } from '../routes/table.js';
-import { meta, type ResourceSchema } from '../schema/fields.js';
+import type { ResourceSchema } from '../schema/fields.js';
 import { EXAMPLES } from './openapi-examples.js';
-
-type Json = Record<string, unknown>;
-
-const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
-const schemaName = (s: ResourceSchema) => s.typeWords.replace(/ /g, '');
-
-/** A resource schema as JSON Schema: the field schemas without their x-field notes, read-only fields marked. */
-function objectSchema(s: ResourceSchema): Json {
-  const properties: Json = {};
-  for (const name of s.order) {
-    const { 'x-field': _notes, ...field } = s.fields[name] as Json;
-    const m = meta(s.fields[name]);
-    properties[name] = {
-      ...JSON.parse(JSON.stringify(field)),
-      ...(m.readOnly ? { readOnly: true } : {}),
-      ...(m.helpText ? { description: m.helpText } : {}),
-    };
-  }
-  const example = EXAMPLES.schemas[schemaName(s)];
-  return { type: 'object', description: s.description, properties, ...(example ? { examples: [example] } : {}) };
-}
+import {
+  errorSchema,
+  inputName,
+  inputSchema,
+  type Json,
+  listSchema,
+  needing,
+  ref,
+  renderedSchema,
+  requiredFields,
+  schemaName,
+} from './openapi-schemas.js';
 
 /** Objects a route answers with that are no collection of the table (a network's assignments). */
 const VIEWS: readonly Pick<Collection, 'collection' | 'schema'>[] = [assignmentModel];
@@ -40,19 +32,12 @@ function schemaOf(of: string): ResourceSchema | undefined {
   return ROUTES.collection(of)?.schema ?? VIEWS.find((v) => v.collection === of)?.schema;
 }
 
-const ERROR = {
-  type: 'object',
-  examples: [EXAMPLES.error],
-  description: 'Every error: the status again, and a message (a string, or field → messages).',
-  required: ['error'],
-  properties: {
-    error: {
-      type: 'object',
-      required: ['code', 'message'],
-      properties: { code: { type: 'integer' }, message: { oneOf: [{ type: 'string' }, { type: 'object' }, { type: 'array' }] } },
-    },
-  },
-};
+/** The body field naming the site (model.ts siteField), which a route whose URL names the site does not need. */
+function siteFieldOf(c: Collection): string | null {
+  const model = modelByCollection(c.collection);
+  if (!model) return null;
+  return model.siteField === undefined ? 'site_id' : model.siteField;
+}
 
 /** Which errors an operation can answer: every one may be 400 (its query), 404, 405, 406 and 503. */
 function errorsOf(op: Operation, keyed: boolean): string[] {
@@ -106,13 +91,24 @@ function parameter(p: QueryParam): Json {
   return { name: p.name, in: 'query', required: false, description: p.help, schema, ...(p.repeatable ? { explode: true } : {}) };
 }
 
-function requestBody(shape: BodyShape, item: Json): Json {
+/** Where a write body is used: its method, and whether the URL names the site (the body then need not). */
+interface BodyUse {
+  method: HttpMethod;
+  siteInUrl: boolean;
+}
+
+function requestBody(shape: BodyShape, c: Collection | null, use: BodyUse): Json {
+  const s = c?.schema;
+  const siteField = use.siteInUrl && c ? siteFieldOf(c) : null;
+  const create = s ? needing(s, requiredFields(s, 'POST', siteField)) : {};
   const ids = { type: 'array', items: { type: 'integer' }, minItems: 1 };
-  const withId = { allOf: [item, { type: 'object', required: ['id'] }] };
+  // A detail PUT replaces: it needs what PUT requires; a PATCH sets any subset.
+  const update = s ? (use.method === 'PUT' ? needing(s, requiredFields(s, 'PUT', null)) : ref(inputName(s))) : {};
+  const bulkItem = s ? needing(s, use.method === 'PUT' ? requiredFields(s, 'PUT', null) : [], true) : {};
   const schemas: Record<BodyShape, Json> = {
-    object: item,
-    'object-or-list': { oneOf: [item, { type: 'array', items: item }] },
-    list: { type: 'array', items: withId },
+    object: use.method === 'POST' ? create : update,
+    'object-or-list': { oneOf: [create, { type: 'array', items: create }] },
+    list: { type: 'array', items: bulkItem },
     ids,
     credentials: {
       type: 'object',
@@ -142,28 +138,31 @@ function requestBody(shape: BodyShape, item: Json): Json {
   return { required: true, content: { 'application/json': { schema: schemas[shape] } } };
 }
 
-/** authenticate and verify_token: bare at version 1.0, in the `status`/`data` envelope at any other (gaps.md §2). */
+/** authenticate and verify_token: bare at version 1.0, in the `status`/`data` envelope at any other (docs/api.md §2). */
 const VERSIONED = 'application/json; version=1.1';
 
+/** Any list also comes as CSV (http/csv.ts). */
+const CSV_CONTENT = {
+  'text/csv': {
+    schema: { type: 'string' },
+    example: 'id,site_id,hostname,attributes\r\n1,1,r1,"{""role"":""core""}"\r\n',
+  },
+};
+
 function success(r: ResponseShape, item: Json, versioned: boolean, example: unknown, keyed: boolean): Json {
-  const page = {
-    type: 'object',
-    properties: {
-      count: { type: 'integer' },
-      next: { type: ['string', 'null'] },
-      previous: { type: ['string', 'null'] },
-      results: { type: 'array', items: item },
-    },
-  };
   const schemas: Record<ResponseShape['shape'], Json | null> = {
     object: item,
-    list: { oneOf: [{ type: 'array', items: item }, page] },
+    list: listSchema(item),
     strings: { type: 'array', items: { type: 'string' } },
     json: {},
     empty: null,
   };
   const schema = schemas[r.shape];
-  const description = r.help ?? (r.shape === 'list' ? 'A bare list, or a page when `limit` is given.' : 'OK');
+  const description =
+    r.help ??
+    (r.shape === 'list'
+      ? 'A bare list, or a page when `limit` is given; as CSV with `Accept: text/csv` or `format=csv` (a header row, one row per object).'
+      : 'OK');
   const headers: Json = {};
   if (r.status === 201)
     headers.Location = { description: 'The URL of the object created.', schema: { type: 'string', format: 'uri-reference' } };
@@ -171,6 +170,7 @@ function success(r: ResponseShape, item: Json, versioned: boolean, example: unkn
   const withHeaders = Object.keys(headers).length > 0 ? { headers } : {};
   if (schema === null) return { description, ...withHeaders };
   const content: Json = { 'application/json': { schema, ...(example !== undefined ? { example } : {}) } };
+  if (r.shape === 'list' && r.status === 200 && !keyed) Object.assign(content, CSV_CONTENT);
   if (versioned) {
     content[VERSIONED] = {
       schema: { type: 'object', required: ['status', 'data'], properties: { status: { const: 'ok' }, data: schema } },
@@ -178,6 +178,18 @@ function success(r: ResponseShape, item: Json, versioned: boolean, example: unkn
     };
   }
   return { description, ...withHeaders, content };
+}
+
+/** Error responses are shared: `#/components/responses/<status>`. */
+const errorRef = (status: string) => ({ $ref: `#/components/responses/${status}` });
+
+function errorResponses(): Json {
+  return Object.fromEntries(
+    Object.entries(ERRORS).map(([status, description]) => [
+      status,
+      { description, content: { 'application/json': { schema: ref('Error') } } },
+    ]),
+  );
 }
 
 function operation(c: Collection | null, route: Route, method: HttpMethod, op: Operation, pathParams: Json[]): Json {
@@ -189,18 +201,17 @@ function operation(c: Collection | null, route: Route, method: HttpMethod, op: O
   const example = c === null ? EXAMPLES.root[route.segment ?? ''] : undefined;
   const keyed = c !== null && KEYED_METHODS.has(method);
   const responses: Json = { [String(op.response.status)]: success(op.response, item, versioned, example, keyed) };
-  for (const status of errorsOf(op, keyed)) {
-    responses[status] = { description: ERRORS[status], content: { 'application/json': { schema: ref('Error') } } };
-  }
+  for (const status of errorsOf(op, keyed)) responses[status] = errorRef(status);
+  const siteInUrl = pathParams.some((p) => p.name === 'site_id');
   const out: Json = {
-    operationId: operationId(c, route, method, pathParams.length > 1 || pathParams.some((p) => p.name === 'site_id')),
+    operationId: operationId(c, route, method, pathParams.length > 1 || siteInUrl),
     summary: op.summary,
     tags: [c?.collection ?? 'api'],
     'x-permission': op.permission,
     parameters: [...pathParams, ...query.map(parameter), ...(keyed ? [IDEMPOTENCY_KEY] : [])],
     responses,
   };
-  if (op.body) out.requestBody = requestBody(op.body, c ? ref(schemaName(c.schema)) : {});
+  if (op.body) out.requestBody = requestBody(op.body, c, { method, siteInUrl });
   if (op.permission === 'public') out.security = [];
   return out;
 }
@@ -237,9 +248,7 @@ function feedOperation(site: Json | null): Json {
       content: { 'text/event-stream': { schema: { type: 'string' } } },
     },
   };
-  for (const status of statuses) {
-    responses[status] = { description: ERRORS[status], content: { 'application/json': { schema: ref('Error') } } };
-  }
+  for (const status of statuses) responses[status] = errorRef(status);
   return {
     operationId: site ? 'get_changes_stream_in_site' : 'get_changes_stream',
     summary: site ? "Follow a site's Changes as they commit." : 'Follow Changes as they commit.',
@@ -260,15 +269,25 @@ function feedOperation(site: Json | null): Json {
   };
 }
 
+/** Some write of the collection carries its objects (a create, replace or update). */
+const takesObjects = (c: Collection): boolean =>
+  c.api.routes.some((r) =>
+    Object.values(r.methods).some((op) => op.body === 'object' || op.body === 'object-or-list' || op.body === 'list'),
+  );
+
 /** `origin`: the server the document is served by (`http://host:port`), so "Try it" and generated clients call it. */
 export function openApiDocument(authHeader = 'X-Service-Email', origin?: string): Json {
   const paths: Record<string, Json> = {};
-  const schemas: Json = { Error: ERROR };
-  for (const v of VIEWS) schemas[schemaName(v.schema)] = objectSchema(v.schema);
+  const schemas: Json = { Error: errorSchema(EXAMPLES.error) };
+  const tags: Json[] = [];
+  for (const v of VIEWS) schemas[schemaName(v.schema)] = renderedSchema(v.schema, EXAMPLES.schemas[schemaName(v.schema)]);
   const site = { name: 'site_id', in: 'path', required: true, schema: { type: 'integer' }, description: 'The site id.' };
   for (const c of ROUTES.all()) {
     if (!c.api.topLevel && !c.api.nested) continue;
-    schemas[schemaName(c.schema)] = objectSchema(c.schema);
+    const example = EXAMPLES.schemas[schemaName(c.schema)];
+    schemas[schemaName(c.schema)] = renderedSchema(c.schema, example);
+    if (takesObjects(c)) schemas[inputName(c.schema)] = inputSchema(c.schema, example);
+    tags.push({ name: c.collection, description: c.schema.description });
     const key = {
       name: 'id',
       in: 'path',
@@ -311,9 +330,11 @@ export function openApiDocument(authHeader = 'X-Service-Email', origin?: string)
     },
     ...(origin ? { servers: [{ url: origin, description: 'This server.' }] } : {}),
     security: [{ proxyHeader: [] }, { authToken: [] }],
+    tags: [...tags, { name: 'api', description: 'The index, and signing in.' }],
     paths,
     components: {
       schemas,
+      responses: errorResponses(),
       securitySchemes: {
         proxyHeader: { type: 'apiKey', in: 'header', name: authHeader, description: 'The user email, set by a trusted proxy.' },
         authToken: {

@@ -1,5 +1,5 @@
 /**
- * OPTIONS bodies (gaps.md §22), read off the route declaration: the methods
+ * OPTIONS bodies (docs/api.md §22), read off the route declaration: the methods
  * a path answers and the permission each needs, shown only to callers who
  * hold it. A detail's PUT depends on the object's site, so its shard is asked
  * (the `permits` op).

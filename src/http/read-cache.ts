@@ -4,7 +4,7 @@
  *
  * An entry is the JSON a shard rendered for a detail GET, keyed by the path
  * and query as sent (the body depends on nothing else: renderings of a
- * site's objects read only that site's memory, gaps.md §9.2, and never the
+ * site's objects read only that site's memory, docs/api.md §9.2, and never the
  * caller), with the site it came from and that site's version when it was
  * rendered (shard/site-versions.ts). Shards report new versions with every
  * batch of replies, and the supervisor hands them here before it delivers

@@ -9,6 +9,7 @@ import { randomUUID } from 'node:crypto';
 import { asApiError, errorEnvelope } from '../errors.js';
 import type { FeedSink } from '../feed/hub.js';
 import type { Logger } from '../log.js';
+import { CSV_TYPE } from '../schema/csv.js';
 import type { Representation } from './body.js';
 import { browsePage } from './browse.js';
 import type { RouteMatch } from './router.js';
@@ -17,6 +18,7 @@ const STATUS_TEXT: Record<number, string> = {
   200: 'OK',
   201: 'Created',
   204: 'No Content',
+  304: 'Not Modified',
   400: 'Bad Request',
   401: 'Unauthorized',
   403: 'Forbidden',
@@ -87,6 +89,7 @@ interface LaterHeaders {
   forwardedFor: string;
   idempotencyKey: string;
   lastEventId: string;
+  ifNoneMatch: string;
 }
 
 /** A client's `X-Request-Id` is kept when it is 1–200 visible ASCII characters; anything else gets a fresh one. */
@@ -134,6 +137,10 @@ export abstract class Exchange {
   get lastEventId(): string {
     return this.laterHeaders().lastEventId;
   }
+  /** The entity tags of the copy the client holds, '' when absent (the OpenAPI document, docs.ts). */
+  get ifNoneMatch(): string {
+    return this.laterHeaders().ifNoneMatch;
+  }
 
   private laterHeaders(): LaterHeaders {
     if (this.later === null) {
@@ -144,6 +151,7 @@ export abstract class Exchange {
         forwardedFor: h.getHeader('x-forwarded-for'),
         idempotencyKey: h.getHeader('idempotency-key'),
         lastEventId: h.getHeader('last-event-id'),
+        ifNoneMatch: h.getHeader('if-none-match'),
       };
       this.head = null;
     }
@@ -161,6 +169,8 @@ export abstract class Exchange {
   aborted = false;
   allow = '';
   representation: Representation = 'json';
+  /** The OpenAPI document's URL for the browsable view's page (its versioned one, docs.ts ServedDocument). */
+  specUrl = '/docs/openapi.json';
   /** The router's verdict, once the lifecycle has asked (null: no route); metrics and the log derive the route template from it. */
   match: RouteMatch | null | undefined = undefined;
   /** The route template of an endpoint outside the router (/healthz, /metrics, /docs/). */
@@ -243,7 +253,7 @@ export abstract class Exchange {
     this.done = true;
     if (this.aborted) return null;
     this.peer = this.observer?.wantsPeer ? this.remoteAddress() : '';
-    return this.beginStream(status, 'application/json', this.allow, headers);
+    return this.beginStream(status, this.representation === 'csv' ? CSV_TYPE : 'application/json', this.allow, headers);
   }
 
   /** A streamed response is over (complete or cut off): metrics and the access log see it now. */
@@ -262,9 +272,9 @@ export abstract class Exchange {
     let payload = body;
     let type = 'application/json';
     if (this.representation === 'html' && status !== 204) {
-      payload = browsePage(this.method, this.fullPath, status, body);
+      payload = browsePage(this.method, this.fullPath, status, body, this.specUrl);
       type = 'text/html; charset=utf-8';
-    }
+    } else if (this.representation === 'csv' && status < 300) type = CSV_TYPE;
     const observer = this.observer;
     const peer = observer?.wantsPeer ? this.remoteAddress() : '';
     this.write(
@@ -279,9 +289,22 @@ export abstract class Exchange {
     observer?.finished(this, status, peer, payload);
   }
 
-  sendHtml(status: number, html: string): void {
+  /**
+   * 304: the client's copy is current (If-None-Match). `body` is what a 200 would carry: only its length is
+   * sent (RFC 9110 §8.6 allows no other Content-Length), as for HEAD.
+   */
+  notModified(body: string, headers: Record<string, string>): void {
+    if (this.done) return;
+    this.done = true;
+    if (this.aborted) return;
+    const peer = this.observer?.wantsPeer ? this.remoteAddress() : '';
+    this.write(304, null, this.allow, headers, body, true, false);
+    this.observer?.finished(this, 304, peer, '');
+  }
+
+  sendHtml(status: number, html: string, headers: Record<string, string> = NO_HEADERS): void {
     this.representation = 'json';
-    this.send(status, html, { 'Content-Type': 'text/html; charset=utf-8' });
+    this.send(status, html, { 'Content-Type': 'text/html; charset=utf-8', ...headers });
   }
 
   fail(err: unknown, closeConnection = false): void {

@@ -1,5 +1,5 @@
 /**
- * Path parsing (gaps.md §1.1–1.3): `/api/…` → a RouteMatch naming the
+ * Path parsing (docs/api.md §1.1–1.3): `/api/…` → a RouteMatch naming the
  * declared Route (routes/table.ts). The path is split on `/` first and each segment
  * percent-decoded, so `%2F` is an ordinary key character; network and
  * interface keys may span several segments.
@@ -75,7 +75,7 @@ export class Router {
       const listRoute = table.route(collection, 'list-route', rest[0]);
       if (listRoute) return found(listRoute);
     }
-    // A key that is exactly `query` selects the list route (gaps.md §1.3); where the collection
+    // A key that is exactly `query` selects the list route (docs/api.md §1.3); where the collection
     // has none (sites/query/, attributes/query/), there is no endpoint. (`reserved` is special on
     // networks only, which have that route.)
     if (rest.length === 1 && rest[0] === 'query') return null;

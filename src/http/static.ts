@@ -2,7 +2,8 @@
  * /docs/assets/<name>: the files the docs and the browsable view load, served
  * by the app itself so both work offline: Swagger UI's bundle and stylesheet
  * from the swagger-ui-dist package, and this project's static/ directory
- * (the browsable view's script and stylesheet, the docs page's start-up).
+ * (the browsable view's script and stylesheet, the docs page's start-up,
+ * the pages' icon, which a browser would otherwise ask of /favicon.ico).
  *
  * The names are listed once at start: a request names one of them or gets
  * 404, so no path in a request ever reaches the file system (no traversal).
@@ -18,6 +19,7 @@ export const ASSETS_PATH = '/docs/assets/';
 const TYPES: Record<string, string> = {
   '.js': 'text/javascript; charset=utf-8',
   '.css': 'text/css; charset=utf-8',
+  '.svg': 'image/svg+xml',
 };
 
 /** Of swagger-ui-dist, only what /docs/ loads. */

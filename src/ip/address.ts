@@ -1,5 +1,5 @@
 /**
- * Address text ⇄ numbers. Parsing is strict (gaps.md §13.1): IPv4 as four
+ * Address text ⇄ numbers. Parsing is strict (docs/api.md §13.1): IPv4 as four
  * decimal octets without leading zeros, IPv6 in any RFC 4291 notation
  * (embedded IPv4 included) but no zone id; a prefix length of decimal digits
  * within the width. Tree math never sees text: an address is a bigint.

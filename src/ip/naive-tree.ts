@@ -21,7 +21,7 @@
  * | freeBlocks (strict)   | O(n² + num · x)                    |
  * | freeBlocks            | O(n log n + num · x)               |
  *
- * freeBlocks follows gaps.md §14.2 literally: the `len`-aligned blocks of the
+ * freeBlocks follows docs/api.md §14.2 literally: the `len`-aligned blocks of the
  * parent in ascending order, each taken or not according to the stored
  * prefixes. It never walks blocks one by one over a taken range (a v6 parent
  * has up to 2^128 blocks): it turns each relevant stored prefix into the

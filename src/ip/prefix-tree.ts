@@ -17,7 +17,7 @@ export interface Entry<V> {
 }
 
 export interface FreeBlockQuery {
-  /** Length of the blocks wanted (gaps.md §14.2 `L`); ≥ the parent's length. */
+  /** Length of the blocks wanted (docs/api.md §14.2 `L`); ≥ the parent's length. */
   len: number;
   /** At most this many blocks. */
   num: number;
@@ -56,7 +56,7 @@ export interface PrefixTree<V> {
   entries(): Iterable<Entry<V>>;
   /**
    * The first `num` free `len`-aligned blocks inside the stored prefix
-   * (addr, plen), ascending, as block start addresses (gaps.md §14.2). With
+   * (addr, plen), ascending, as block start addresses (docs/api.md §14.2). With
    * len === plen the only block is the parent itself, free exactly when
    * nothing is stored inside it.
    */

@@ -7,7 +7,7 @@
  * change, which let the free-block search (next_network / next_address) skip
  * whole occupied subtrees:
  * - `full`: the largest L such that every L-block of the node's range holds a
- *   stored prefix of length ≥ L (the non-strict rule of gaps.md §14.2);
+ *   stored prefix of length ≥ L (the non-strict rule of docs/api.md §14.2);
  * - `solid`: the same where a stored prefix fills its whole range (strict).
  * Fullness is downward closed in L, so one number per node answers for every L.
  *

@@ -1,5 +1,5 @@
 /**
- * Address assignment (spec §2.8, §3; gaps.md §14.1, §15.3, §15.5): an
+ * Address assignment (docs/api.md §14.1, §15.3, §15.5): an
  * interface's `addresses` list names host networks of its site. Assignments
  * live inside the interface record, in list order, each with its own id; the
  * relation `interface.network` answers "who holds this network" in O(1).
@@ -37,7 +37,7 @@ export const INTERFACE_BY_NETWORK = 'interface.network';
 const holdersOf = (shard: ShardState, networkId: number) => shard.relation(INTERFACE_BY_NETWORK).ids(networkId);
 
 /**
- * Stage 1 of `addresses` (gaps.md §15.3): a list, or JSON text holding one.
+ * Stage 1 of `addresses` (docs/api.md §15.3): a list, or JSON text holding one.
  * Falsy values other than null mean the empty list. At most `max` entries
  * (MAX_BULK_ITEMS): each may create a network, so one interface's list is a
  * bulk write of its own, bounded like a bulk body.
@@ -109,7 +109,7 @@ export function planAddresses(
  * Applies a plan for the interface `selfId` that currently holds `current`:
  * networks missing are created `assigned`, others become `assigned`, and
  * networks this interface lets go of become `orphaned` when nobody else holds
- * them (gaps.md §14.1). Each effect writes its Change now, so they precede
+ * them (docs/api.md §14.1). Each effect writes its Change now, so they precede
  * the interface's own. Assignments kept keep their ids.
  */
 export function applyAddresses(
@@ -168,7 +168,7 @@ export function parentNetworks(shard: ShardState, assigned: NetworkRecord[]): Ne
   return [...out.values()];
 }
 
-// ---- the Assignment record (gaps.md §15.5) ----
+// ---- the Assignment record (docs/api.md §15.5) ----
 
 /** One assignment as the routes list it. */
 export interface AssignmentView extends StoredObject {

@@ -1,5 +1,5 @@
 /**
- * The attribute machinery every resource uses (spec §2.3, gaps.md §11.3):
+ * The attribute machinery every resource uses (docs/api.md §11.3):
  * resolving an `attributes` input against the site's Attributes of the
  * resource type, assigning Value ids, and keeping the inverted index and the
  * value owners in step (as a DerivedIndex the Transaction maintains), and
@@ -113,7 +113,7 @@ function patternProblem(a: Pick<AttributeRecord, 'name' | 'constraints'>, value:
 
 /**
  * Checks one attribute's value (a string, or a list for multi) against its
- * flags and constraints; returns the first failure's text (gaps.md §11.3.5),
+ * flags and constraints; returns the first failure's text (docs/api.md §11.3.5),
  * also used for an Attribute's own `default`.
  */
 export function valueProblem(a: Pick<AttributeRecord, 'name' | 'multi' | 'constraints'>, value: unknown): string | null {

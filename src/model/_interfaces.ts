@@ -62,7 +62,7 @@ export function interfacesOfDevice(shard: ShardState, deviceId: number): Interfa
   return byIds(shard, shard.relation(INTERFACE_BY_DEVICE).ids(deviceId));
 }
 
-/** Children before parents (deepest first, then by id): the order a device's interfaces are deleted in (gaps.md §9.9). */
+/** Children before parents (deepest first, then by id): the order a device's interfaces are deleted in (docs/api.md §9.9). */
 export function deepestFirst(shard: ShardState, interfaces: InterfaceRecord[]): InterfaceRecord[] {
   const depth = new Map(interfaces.map((i) => [i.id, ancestorsOf(shard, i).length]));
   return [...interfaces].sort((a, b) => depth.get(b.id)! - depth.get(a.id)! || a.id - b.id);

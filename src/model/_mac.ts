@@ -1,5 +1,5 @@
 /**
- * MAC addresses as interfaces take them (gaps.md §15.2): a 48-bit integer
+ * MAC addresses as interfaces take them (docs/api.md §15.2): a 48-bit integer
  * held as a number (2^48 fits a double exactly), read from a JSON integer, a
  * decimal digit string, or hex text with one separator style, and written as
  * upper-case colon-separated pairs.

@@ -48,7 +48,7 @@ export function insertNetwork(ctx: RequestContext, site: SiteRecord, c: Cidr, st
   return n;
 }
 
-/** A state change made as a side effect (address assignment): an Update Change only when the state really changes (gaps.md §10). */
+/** A state change made as a side effect (address assignment): an Update Change only when the state really changes (docs/api.md §10). */
 export function restate(ctx: RequestContext, n: NetworkRecord, state: NetworkState): NetworkRecord {
   if (n.state === state) return n;
   const next: NetworkRecord = { ...n, state };

@@ -1,5 +1,5 @@
 /**
- * Related fields in request bodies (gaps.md §8): an integer or all-digit
+ * Related fields in request bodies (docs/api.md §8): an integer or all-digit
  * string is an id, any other string the related model's natural key; the
  * candidates are limited to the request's site when it is known. Interface
  * `device`/`parent_id`, Circuit endpoints, Protocol `type`/`device`/… all
@@ -34,7 +34,7 @@ export function resolveRelated<R extends StoredObject>(
   return r;
 }
 
-/** Stage-1 failures of a body by field, reported together (gaps.md §9.1). */
+/** Stage-1 failures of a body by field, reported together (docs/api.md §9.1). */
 export type FieldErrors = Record<string, unknown>;
 
 /**

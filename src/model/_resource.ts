@@ -153,7 +153,7 @@ export function resourceList<R extends StoredObject>(ctx: RequestContext, model:
 /**
  * The routes every Resource type answers: list and detail with every method
  * (bulk writes included), its objects' grants/, and query/ (the set query,
- * spec §4.5, gaps.md §21). `model` is asked for at request time: the routes
+ * docs/api.md §21). `model` is asked for at request time: the routes
  * are declared inside the model.
  */
 export function resourceRoutes(model: () => Model, resourceName: ResourceName, more: Partial<StandardRoutes> = {}): Route[] {

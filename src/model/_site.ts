@@ -13,7 +13,7 @@ import type { Principal } from '../shard/protocol.js';
 export const siteSchema = defineSchema('Site', 'API endpoint that allows Sites to be viewed or edited.', {
   id: Field.id(),
   name: Field.string({ maxLength: 255, requiredOn: ['POST', 'PUT'], help: 'The name of the Site.' }),
-  // No length limit: gaps.md §19 gives none (the reference field is a TextField), unlike the ≤255 descriptions elsewhere.
+  // No length limit: docs/api.md §19 gives none (the reference field is a TextField), unlike the ≤255 descriptions elsewhere.
   description: Field.string({ allowBlank: true, help: 'A helpful description for the Site.' }),
 });
 

@@ -1,5 +1,5 @@
 /**
- * Attribute (spec §2.3, gaps.md §11.1): the declared attributes a resource
+ * Attribute (docs/api.md §11.1): the declared attributes a resource
  * type may carry in a site, with flags, constraints and a default. Name,
  * resource type and site are fixed at creation; flag and constraint changes
  * apply to objects only when they are next written.
@@ -141,7 +141,7 @@ export const attributeModel: ResourceModel<AttributeRecord> = {
   expand: { site_id: (a, shard) => ({ model: shard.model('site'), record: shard.table('site').get(a.siteId)! }) },
   onDelete: [
     { kind: 'value', via: holdersOf, policy: 'protect', field: 'attribute' },
-    // ProtocolTypes lose it first, each with an Update Change that precedes its Delete and still names it (gaps.md §9.9, §10).
+    // ProtocolTypes lose it first, each with an Update Change that precedes its Delete and still names it (docs/api.md §9.9, §10).
     {
       kind: 'protocoltype',
       via: 'attribute',

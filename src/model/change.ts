@@ -1,28 +1,36 @@
 /**
- * Change (spec §2.12, §6; gaps.md §10): the immutable log. Rows live in the
+ * Change (docs/api.md §10): the immutable log. Rows live in the
  * shard's ChangeLog index; the full record (resource payload and diff, as
  * JSON text fixed at write time) is read from LMDB when rendered.
  */
 import { Type } from '@sinclair/typebox';
 import { detailRoute, view } from '../routes/standard.js';
-import { defineSchema, Field } from '../schema/fields.js';
+import { defineSchema, Field, renderedObject } from '../schema/fields.js';
 import { SchemaWriters } from '../schema/serialize.js';
 import type { ChangeRow } from '../shard/changelog.js';
 import type { RequestContext } from '../shard/context.js';
 import { CHANGE_RESOURCES, EVENTS } from '../store/change-names.js';
 import { fullChange } from '../store/store.js';
 import { changeText } from './_change-text.js';
+import { siteSchema } from './_site.js';
 import type { ResourceModel } from './model.js';
 
 export const changeSchema = defineSchema('Change', 'Read-only API endpoint that allows Changes to be viewed.', {
   id: Field.id(),
-  site: Field.json(Type.Object({}), { readOnly: true }),
-  user: Field.json(Type.Object({}), { readOnly: true }),
+  site: Field.json(renderedObject(siteSchema), {
+    readOnly: true,
+    nullable: true,
+    help: 'The site of the changed object, as it is now; null once the site is deleted.',
+  }),
+  user: Field.json(Type.Object({ id: Type.Integer(), email: Type.String() }), { readOnly: true, help: 'Who made the change.' }),
   change_at: Field.integer({ readOnly: true }),
   event: Field.choice(EVENTS, { readOnly: true }),
   resource_name: Field.choice(CHANGE_RESOURCES, { readOnly: true }),
   resource_id: Field.integer({ readOnly: true }),
-  resource: Field.json(Type.Object({}), { readOnly: true }),
+  resource: Field.json(Type.Object({ id: Type.Integer() }, { additionalProperties: true }), {
+    readOnly: true,
+    help: 'The object as the API rendered it when the change was made (before a Delete): an object of resource_name.',
+  }),
 });
 
 /** A Change's full record: from memory while its commit is in flight (ShardState.pendingChanges), else from the store. */

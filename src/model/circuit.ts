@@ -1,5 +1,5 @@
 /**
- * Circuit (spec §2.9, §4.6; gaps.md §16): two interfaces joined, A required and
+ * Circuit (docs/api.md §16): two interfaces joined, A required and
  * Z optional, in A's site. Each interface is an endpoint of at most one
  * circuit; two relations (interface id → circuit id, one per side) answer
  * "which circuit ends here" in O(1) for the rules here, for interface and
@@ -11,7 +11,7 @@ import type { Predicate } from '../query/filters.js';
 import type { QueryParams } from '../query/params.js';
 import type { RouteResult } from '../routes/route.js';
 import { detailRoute, view } from '../routes/standard.js';
-import { defineSchema, Field } from '../schema/fields.js';
+import { defineSchema, Field, relatedKey } from '../schema/fields.js';
 import { parseId } from '../schema/id.js';
 import { SchemaWriters } from '../schema/serialize.js';
 import { checkFields, type Method } from '../schema/validate.js';
@@ -37,12 +37,20 @@ export const circuitSchema = defineSchema('Circuit', 'API endpoint that allows C
     help: "Unique display name of the Circuit. If not provided, defaults to '{device_a}:{interface_a}_{device_z}:{interface_z}'",
   }),
   name_slug: Field.string({ readOnly: true, help: 'Slugified version of the name field, used for the natural key' }),
-  endpoint_a: Field.json(Type.String(), { requiredOn: ['POST', 'PUT'], help: 'Unique ID of Interface at the A-side.' }),
-  endpoint_z: Field.json(Type.String(), { nullable: true, help: 'Unique ID of Interface at the Z-side.' }),
+  endpoint_a: Field.json(Type.String(), {
+    requiredOn: ['POST', 'PUT'],
+    input: relatedKey(),
+    help: 'Unique ID of Interface at the A-side.',
+  }),
+  endpoint_z: Field.json(Type.String(), {
+    nullable: true,
+    input: Type.Union([relatedKey(), Type.Null()]),
+    help: 'Unique ID of Interface at the Z-side.',
+  }),
   attributes: attributesField(['PUT']),
 });
 
-/** `/` is the only character a slug replaces (gaps.md §16). */
+/** `/` is the only character a slug replaces (docs/api.md §16). */
 const slugify = (name: string) => name.replaceAll('/', '_');
 
 const iface = (shard: ShardState, id: number) => shard.table<InterfaceRecord>('interface').get(id)!;
@@ -62,7 +70,7 @@ function render(c: CircuitRecord, shard: ShardState) {
 // ---- stage 1 ----
 
 /**
- * Schema checks plus the endpoint lookups (gaps.md §8), every failing field
+ * Schema checks plus the endpoint lookups (docs/api.md §8), every failing field
  * reported together in field order. A is looked up in the request's site;
  * Z in the same site, or in A's when only A tells it (a top-level update
  * always knows its site).
@@ -123,7 +131,7 @@ function checkRules(
   if (other(table.key('natural')!.inSite(site, slug))) throw Errors.field('name_slug', 'Circuit with this Name slug already exists.');
 }
 
-// ---- filters (gaps.md §7.4) ----
+// ---- filters (docs/api.md §7.4) ----
 
 /** `endpoint_a` / `endpoint_z`: an interface id when all digits, else its name_slug. */
 function endpointFilter(param: string, end: (c: CircuitRecord) => number | null) {
@@ -161,7 +169,7 @@ const filters: ResourceModel<CircuitRecord>['filters'] = [
   },
 ];
 
-// ---- routes (gaps.md §16) ----
+// ---- routes (docs/api.md §16) ----
 
 /** A, then Z when there is one. */
 const endsOf = (shard: ShardState, c: CircuitRecord): InterfaceRecord[] =>

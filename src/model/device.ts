@@ -1,5 +1,5 @@
 /**
- * Device (spec §2.5, gaps.md §12): a hostname unique per site, and attributes.
+ * Device (docs/api.md §12): a hostname unique per site, and attributes.
  */
 import { Errors } from '../errors.js';
 import type { FilterSpec } from '../query/filters.js';
@@ -25,8 +25,8 @@ export const deviceSchema = defineSchema('Device', 'API endpoint that allows Dev
   attributes: attributesField(['PUT']),
 });
 
-/** A single DNS label (gaps.md §12). */
-/** A DNS name (gaps.md §12): dot-separated labels of 1–63 letters, digits and hyphens, no hyphen at either end of a label. */
+/** A single DNS label (docs/api.md §12). */
+/** A DNS name (docs/api.md §12): dot-separated labels of 1–63 letters, digits and hyphens, no hyphen at either end of a label. */
 const HOSTNAME = /^(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$/;
 
 const render = (d: DeviceRecord) => ({ id: d.id, site_id: d.siteId, hostname: d.hostname, attributes: d.attributes });
@@ -81,7 +81,7 @@ export const deviceModel: ResourceModel<DeviceRecord> = {
   attributesOf: (d) => d.attributes,
   render,
   expand: { site_id: (d, shard) => ({ model: shard.model('site'), record: shard.table('site').get(d.siteId)! }) },
-  // Its protocols, then its interfaces, children first (gaps.md §9.9); an interface that ends a circuit protects it.
+  // Its protocols, then its interfaces, children first (docs/api.md §9.9); an interface that ends a circuit protects it.
   onDelete: [
     { kind: 'protocol', via: 'device', policy: 'cascade' },
     { kind: 'interface', via: 'device', policy: 'cascade', order: deepestFirst },
@@ -121,7 +121,7 @@ export const deviceModel: ResourceModel<DeviceRecord> = {
   remove: true,
 };
 
-/** A device was renamed: its interfaces' cached hostname and slug follow, without Changes (gaps.md §10). */
+/** A device was renamed: its interfaces' cached hostname and slug follow, without Changes (docs/api.md §10). */
 function refreshInterfaceSlugs(ctx: RequestContext, deviceId: number, hostname: string): void {
   const interfaces = ctx.shard.model('interface');
   for (const i of interfacesOfDevice(ctx.shard, deviceId)) ctx.tx.replace(interfaces, i, { ...i, hostname });

@@ -1,5 +1,5 @@
 /**
- * Interface (spec §2.7, §4.6; gaps.md §15): a named port of a device, with a
+ * Interface (docs/api.md §15): a named port of a device, with a
  * MAC, type codes, an optional parent interface on the same device, and
  * assigned host addresses (see _assignments.ts). The record caches its
  * device's hostname, so name_slug (`<hostname>:<name>`, the natural key) is
@@ -11,7 +11,7 @@ import { Errors } from '../errors.js';
 import type { FilterSpec } from '../query/filters.js';
 import type { Api, RouteResult } from '../routes/route.js';
 import { detailRoute, view } from '../routes/standard.js';
-import { defineSchema, Field } from '../schema/fields.js';
+import { defineSchema, Field, relatedKey } from '../schema/fields.js';
 import { SchemaWriters } from '../schema/serialize.js';
 import { checkFields, type Method } from '../schema/validate.js';
 import type { RequestContext, SiteRecord } from '../shard/context.js';
@@ -53,8 +53,9 @@ const TYPE_NAMES: Record<string, string> = {
 
 export const interfaceSchema = defineSchema('Interface', 'API endpoint that allows Interfaces to be viewed or edited.', {
   id: Field.id(),
-  parent_id: Field.json(Type.Union([Type.Integer(), Type.Null()]), {
+  parent_id: Field.json(Type.Integer(), {
     nullable: true,
+    input: Type.Union([relatedKey(), Type.Null()]),
     help: 'Unique ID or name_slug of the parent Interface.',
   }),
   parent: Field.string({ readOnly: true, nullable: true }),
@@ -62,6 +63,7 @@ export const interfaceSchema = defineSchema('Interface', 'API endpoint that allo
   name_slug: Field.string({ readOnly: true }),
   device: Field.json(Type.Integer(), {
     requiredOn: ['POST'],
+    input: relatedKey(),
     createOnly: true,
     help: 'Unique ID or hostname of the Device this Interface is on.',
   }),
@@ -143,7 +145,7 @@ function parse(ctx: RequestContext, body: Record<string, unknown>, method: Metho
   return draft;
 }
 
-/** Stage 2 for the parent (gaps.md §15.3): same device, and no cycle through `self`. */
+/** Stage 2 for the parent (docs/api.md §15.3): same device, and no cycle through `self`. */
 function checkParent(ctx: RequestContext, parent: InterfaceRecord | null, hostname: string, selfId: number | null): void {
   if (!parent) return;
   if (parent.hostname !== hostname) throw Errors.fieldPlain('parent', `Parent's device does not match device with host name '${hostname}'`);
@@ -337,7 +339,7 @@ export const interfaceModel: ResourceModel<InterfaceRecord, Draft> = {
   uniqueKeys: { pair: (i) => pairKey(i.deviceId, i.name) },
   derived: [attributeValuesIndex('interface')],
   relations: { device: (i) => i.deviceId, parent: (i) => i.parentId, network: (i) => i.assignments.map((a) => a.networkId) },
-  // Children protect their parent, then any A end, then any Z end of a circuit (gaps.md §9.9); its protocols go with it.
+  // Children protect their parent, then any A end, then any Z end of a circuit (docs/api.md §9.9); its protocols go with it.
   onDelete: [
     { kind: 'interface', via: 'parent', policy: 'protect' },
     { kind: 'circuit', via: 'endpoint_a', policy: 'protect' },

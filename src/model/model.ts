@@ -74,7 +74,7 @@ interface DeleteRuleBase<R> {
 }
 
 /**
- * What happens to those referrers (gaps.md §9.9), declared on the model being
+ * What happens to those referrers (docs/api.md §9.9), declared on the model being
  * deleted (`onDelete`) and run by shard/delete-policies.ts:
  * - `protect`: any referrer not deleted in the same request refuses the delete
  *   with 409 `… protected foreign key: '<Referrer>.<field>'` (field: `via`
@@ -123,14 +123,14 @@ export interface ResourceModel<R extends StoredObject = StoredObject, D = Record
   /** The body field naming the site: `site_id` (default), `site` (ProtocolType, Protocol), or none (Interface, Circuit). */
   siteField?: 'site_id' | 'site' | null;
   /**
-   * Where a top-level create finds its site when the body names none (gaps.md
+   * Where a top-level create finds its site when the body names none (docs/api.md
    * §9.2): the site of the related object in this field (Interface `device`,
    * Circuit `endpoint_a`, Protocol `device`). The main thread routes by it too.
    */
   siteVia?: { field: string; kind: Kind };
   /** Runs on the main thread before a write is forwarded (see MainHook). */
   beforeForward?: MainHook;
-  /** List filters of gaps.md §7.4 (plain lists and query/). */
+  /** List filters of docs/api.md §7.4 (plain lists and query/). */
   filters?: FilterSpec<R>[];
   /**
    * Tree objects (Network, Interface): the record's ancestors, nearest first.
@@ -153,7 +153,7 @@ export interface ResourceModel<R extends StoredObject = StoredObject, D = Record
   serialize?(ctx: RequestContext, r: R, detail: boolean): string;
 
   /**
-   * Stage 1 of a write (gaps.md §9.1): the schema checks, no side effects, all
+   * Stage 1 of a write (docs/api.md §9.1): the schema checks, no side effects, all
    * failing fields at once. Bulk writes run it for every item before any item
    * is applied.
    */

@@ -1,5 +1,5 @@
 /**
- * Network (spec §2.6, §3, §4.6; gaps.md §13, §14): IPAM. Each site keeps one
+ * Network (docs/api.md §13, §14): IPAM. Each site keeps one
  * prefix tree per IP version (shard.tree); a network's parent, children and
  * free space are questions to that tree, so reparenting on create and delete
  * is not a write at all, and next_network / next_address cost O(W · num).
@@ -40,7 +40,7 @@ export const networkSchema = defineSchema('Network', 'API endpoint that allows N
   site_id: siteIdField(),
   is_ip: Field.boolean({ readOnly: true }),
   ip_version: Field.choice(['4', '6'], { readOnly: true }),
-  // null counts as absent: `cidr` is built only from a non-null pair (gaps.md §13.1).
+  // null counts as absent: `cidr` is built only from a non-null pair (docs/api.md §13.1).
   network_address: Field.string({ createOnly: true, nullable: true, help: 'The network address.' }),
   prefix_length: Field.integer({ createOnly: true, nullable: true, help: 'The prefix length.' }),
   state: Field.choice(STATES, { help: 'The allocation state of the Network.' }),
@@ -91,13 +91,13 @@ function keyCidr(key: string, field = 'cidr', list = false): Cidr {
   return c;
 }
 
-// ---- filters (gaps.md §7.4) ----
+// ---- filters (docs/api.md §7.4) ----
 
 function includeFilter(q: QueryParams): ((n: NetworkRecord) => boolean) | null {
   const ips = q.filterBoolean('include_ips');
   const nets = q.filterBoolean('include_networks');
   if (ips === undefined && nets === undefined) return null;
-  // Compat, per the worked cases of gaps.md §7.4: one flag alone selects by
+  // Compat, per the worked cases of docs/api.md §7.4: one flag alone selects by
   // its value (true: only its kind; false: only the other kind), so
   // include_ips=false alone gives the networks and include_networks=false
   // alone the IPs. Both given: each decides for its own kind.
@@ -141,7 +141,7 @@ const filters: ResourceModel<NetworkRecord>['filters'] = [
   { param: 'include_ips', type: 'custom', compile: includeFilter },
 ];
 
-// ---- traversal (gaps.md §13.3) ----
+// ---- traversal (docs/api.md §13.3) ----
 
 const list = (records: Iterable<StoredObject>, extra: Partial<Extract<RouteResult, { kind: 'list' }>> = {}): RouteResult => ({
   kind: 'list',
@@ -165,7 +165,7 @@ function siblingsOf(ctx: RequestContext, n: NetworkRecord): NetworkRecord[] {
   return [...values(ctx.shard.tree<NetworkRecord>(n.siteId, 4).roots()), ...values(ctx.shard.tree<NetworkRecord>(n.siteId, 6).roots())];
 }
 
-// ---- next_network / next_address (gaps.md §14.2) ----
+// ---- next_network / next_address (docs/api.md §14.2) ----
 
 const intError = (field: string, v: string | undefined) =>
   v === undefined
@@ -216,7 +216,7 @@ function nextBlocks(ctx: RequestContext, p: NetworkRecord, addresses: boolean): 
 
 /**
  * Children protect a network unless `force_delete` (a detail-route flag, read
- * and so validated on every detail delete; a bulk delete ignores it, gaps.md
+ * and so validated on every detail delete; a bulk delete ignores it, docs/api.md
  * §9.8) hands them to its parent, which a root whose children are leaves
  * cannot do.
  */
@@ -236,7 +236,7 @@ const protectChildren: DeleteRule<NetworkRecord> = {
   },
 };
 
-// ---- routes (spec §4.6, gaps.md §13, §14) ----
+// ---- routes (docs/api.md §13, §14) ----
 
 const closestParent = (ctx: RequestContext, key: string): RouteResult => {
   const c = parseCidr(key);
@@ -419,7 +419,7 @@ export const networkModel: ResourceModel<NetworkRecord> = {
   derived: [attributeValuesIndex('network'), treeIndex],
   onDelete: [
     protectChildren,
-    // Interfaces holding it drop it from their addresses: a cache refresh, no Change (gaps.md §9.9).
+    // Interfaces holding it drop it from their addresses: a cache refresh, no Change (docs/api.md §9.9).
     {
       kind: 'interface',
       via: 'network',

@@ -1,5 +1,5 @@
 /**
- * ProtocolType (spec §2.10, gaps.md §17): a named kind of protocol in a site
+ * ProtocolType (docs/api.md §17): a named kind of protocol in a site
  * (isis, bgp…) and the Protocol attributes every Protocol of that type must
  * carry. Not a Resource: no attributes, no set query, no bulk writes. Its
  * site field is `site`. Deleting one removes its Protocols; deleting an
@@ -8,7 +8,7 @@
 import { Type } from '@sinclair/typebox';
 import { Errors, pyType } from '../errors.js';
 import { standardRoutes } from '../routes/standard.js';
-import { defineSchema, Field } from '../schema/fields.js';
+import { defineSchema, Field, relatedKey } from '../schema/fields.js';
 import { asId } from '../schema/id.js';
 import { SchemaWriters } from '../schema/serialize.js';
 import { checkFields } from '../schema/validate.js';
@@ -24,7 +24,7 @@ import type { ResourceModel } from './model.js';
 export interface ProtocolTypeRecord extends StoredObject {
   name: string;
   description: string;
-  /** Ascending: the output order of `required_attributes` (gaps.md §17). */
+  /** Ascending: the output order of `required_attributes` (docs/api.md §17). */
   requiredAttributeIds: number[];
 }
 
@@ -33,6 +33,7 @@ export const protocolTypeSchema = defineSchema('Protocol Type', 'API endpoint th
   name: Field.string({ maxLength: 16, requiredOn: ['POST', 'PUT'], help: 'Name of this type of protocol (e.g. OSPF, BGP, etc.)' }),
   description: Field.string({ maxLength: 255, allowBlank: true, help: 'A description for this ProtocolType' }),
   required_attributes: Field.json(Type.Array(Type.String()), {
+    input: Type.Array(relatedKey()),
     help: 'All Attributes which are required by this ProtocolType. If a Protocol of this type is saved and is missing one of these attributes, a ValidationError will be raised.',
   }),
   site: Field.integer({ requiredOn: ['POST', 'PUT'], createOnly: true, help: 'Unique ID of the Site this ProtocolType is under.' }),
@@ -92,7 +93,7 @@ function lookupRequired(ctx: RequestContext, raw: unknown, site: number): Requir
 }
 
 /**
- * Stage 2 for `required_attributes` (gaps.md §17): Protocol attributes of the
+ * Stage 2 for `required_attributes` (docs/api.md §17): Protocol attributes of the
  * type's own site. Attributes of a site on another shard are named by id in
  * the site text: their names live on that shard only.
  */
@@ -140,7 +141,7 @@ export const protocolTypeModel: ResourceModel<ProtocolTypeRecord, Draft> = {
   naturalKey: { field: 'name', of: (t) => t.name },
   // attribute id → the types requiring it; an attribute's delete takes itself out of them (attribute.ts).
   relations: { attribute: (t) => t.requiredAttributeIds },
-  // Never protected; its Protocols go first, each with its own Delete Change (gaps.md §9.9, §10).
+  // Never protected; its Protocols go first, each with its own Delete Change (docs/api.md §9.9, §10).
   onDelete: [{ kind: 'protocol', via: 'type', policy: 'cascade' }],
   filters: [
     { param: 'name', type: 'string', value: (t) => t.name },
@@ -155,7 +156,7 @@ export const protocolTypeModel: ResourceModel<ProtocolTypeRecord, Draft> = {
 
   parse(ctx, body, method, site) {
     const { values, errors } = checkFields(protocolTypeSchema, body, method) as { values: Record<string, unknown>; errors: FieldErrors };
-    // The site is fixed at creation, but PUT still names it (gaps.md §17); a nested route supplies it.
+    // The site is fixed at creation, but PUT still names it (docs/api.md §17); a nested route supplies it.
     if (method === 'PUT' && ctx.urlSite === null && (body.site === undefined || body.site === null)) {
       errors.site = [body.site === null ? 'This field may not be null.' : 'This field is required.'];
     }

@@ -1,5 +1,5 @@
 /**
- * Protocol (spec §2.11, gaps.md §18): a protocol of some ProtocolType running
+ * Protocol (docs/api.md §18): a protocol of some ProtocolType running
  * on a device, optionally bound to one of its interfaces or to a circuit
  * with an endpoint on it (never both). A Resource: attributes, set queries,
  * bulk writes. The type's required attributes are required on top of the
@@ -9,7 +9,7 @@
 import { Type } from '@sinclair/typebox';
 import { Errors } from '../errors.js';
 import type { FilterSpec } from '../query/filters.js';
-import { defineSchema, Field } from '../schema/fields.js';
+import { defineSchema, Field, relatedKey } from '../schema/fields.js';
 import { asId, parseId } from '../schema/id.js';
 import { SchemaWriters } from '../schema/serialize.js';
 import { checkFields, type Method } from '../schema/validate.js';
@@ -46,14 +46,16 @@ export interface ProtocolRecord extends AttributeCarrier {
 export const protocolSchema = defineSchema('Protocol', 'API endpoint that allows Protocols to be viewed or edited.', {
   id: Field.id(),
   site: Field.integer({ createOnly: true, help: 'Unique ID of the Site this Protocol is under.' }),
-  type: Field.json(Type.String(), { requiredOn: ['POST', 'PUT'], help: 'The type of this Protocol' }),
-  device: Field.json(Type.String(), { requiredOn: ['POST', 'PUT'], help: 'Device that this protocol is running on' }),
+  type: Field.json(Type.String(), { requiredOn: ['POST', 'PUT'], input: relatedKey(), help: 'The type of this Protocol' }),
+  device: Field.json(Type.String(), { requiredOn: ['POST', 'PUT'], input: relatedKey(), help: 'Device that this protocol is running on' }),
   interface: Field.json(Type.String(), {
     nullable: true,
+    input: Type.Union([relatedKey(), Type.Null()]),
     help: 'Interface this protocol is running on. Either interface or circuit may be populated, not both.',
   }),
   circuit: Field.json(Type.String(), {
     nullable: true,
+    input: Type.Union([relatedKey(), Type.Null()]),
     help: 'Circuit that this protocol is running over. Either interface or circuit may be populated, not both.',
   }),
   description: Field.string({ maxLength: 255, allowBlank: true, help: 'Description for this Protocol' }),
@@ -77,7 +79,7 @@ function render(p: ProtocolRecord, shard: ShardState) {
   };
 }
 
-// ---- stage 1: fields and related lookups (gaps.md §8, §9.1) ----
+// ---- stage 1: fields and related lookups (docs/api.md §8, §9.1) ----
 
 type Draft = {
   site?: number;
@@ -176,7 +178,7 @@ function requiredBy(ctx: RequestContext, type: ProtocolTypeRecord): string[] {
   return type.requiredAttributeIds.map((id) => attributes.get(id)!.name);
 }
 
-/** Stage 2 (gaps.md §18), first failure reported; the resulting bindings. */
+/** Stage 2 (docs/api.md §18), first failure reported; the resulting bindings. */
 function bindings(ctx: RequestContext, site: number, v: Draft, current: ProtocolRecord | null) {
   const typeRef = v.type ?? { id: current!.typeId, siteId: site };
   if (typeRef.siteId !== site) throw Errors.fieldPlain('type', 'The type must be on the same site as this Protocol');
@@ -232,7 +234,7 @@ function attributesFor(
   return current.attributes;
 }
 
-// ---- filters (gaps.md §7.4): an id, or the related object's natural key ----
+// ---- filters (docs/api.md §7.4): an id, or the related object's natural key ----
 
 function relatedFilter(param: string, kind: Kind, idOf: (p: ProtocolRecord) => number | null): FilterSpec<ProtocolRecord> {
   return {

@@ -1,5 +1,5 @@
 /**
- * Site (spec §2.2, gaps.md §19): a namespace and the unit of placement — a
+ * Site (docs/api.md §19): a namespace and the unit of placement — a
  * site and everything in it live on shard `id % SHARDS`. Names are unique
  * across all sites, which the main thread enforces (it sees every shard).
  */
@@ -20,7 +20,7 @@ function* idsInSite(shard: ShardState, kind: Kind, site: number): Iterable<numbe
   for (const r of shard.table(kind).inSite(site)) yield r.id;
 }
 
-/** Whatever a site holds blocks its delete, checked in this order (gaps.md §9.9). */
+/** Whatever a site holds blocks its delete, checked in this order (docs/api.md §9.9). */
 const SITE_GUARDS: DeleteRule<SiteRecord>[] = (
   ['attribute', 'circuit', 'device', 'interface', 'network', 'protocol', 'protocoltype', 'value'] as const
 ).map((kind) => ({ kind, via: (shard, s) => idsInSite(shard, kind, s.id), policy: 'protect', field: 'site' }));
@@ -76,7 +76,7 @@ export const siteModel: ResourceModel<SiteRecord> = {
 
   update(ctx, current, v) {
     // The main thread judges name uniqueness (it sees every shard) but leaves the verdict to be
-    // reported here, after lookup (404), permission (403) and field validation (400) (gaps.md §1.6).
+    // reported here, after lookup (404), permission (403) and field validation (400) (docs/api.md §1.6).
     const claim = ctx.req.siteClaim;
     if (v.name !== undefined && v.name !== current.name && claim?.kind === 'rename' && claim.nameTaken) throw duplicateName();
     const next: SiteRecord = {
@@ -91,7 +91,7 @@ export const siteModel: ResourceModel<SiteRecord> = {
   },
 
   remove(ctx, site) {
-    // The site's Changes go with it, this Delete included (gaps.md §9.9).
+    // The site's Changes go with it, this Delete included (docs/api.md §9.9).
     ctx.tx.dropChanges(site.id);
     ctx.tx.remove(siteModel, site);
     ctx.directory.deleteSites = [site.id];

@@ -1,5 +1,5 @@
 /**
- * User (spec §2.13, gaps.md §4): lives on the main thread, which
+ * User (docs/api.md §4): lives on the main thread, which
  * authenticates every request. Users are persisted in LMDB but write no
  * Changes.
  */
@@ -11,8 +11,9 @@ import { newSecretKey } from '../auth/secrets.js';
 import { Errors, pyType } from '../errors.js';
 import { type LinkBase, pageEnvelope, pageLinks, readPage } from '../query/pagination.js';
 import type { QueryParams } from '../query/params.js';
-import { flag, LIMIT, OFFSET } from '../routes/params.js';
+import { flag, LIMIT, LIST_FORMAT, OFFSET } from '../routes/params.js';
 import type { Api } from '../routes/route.js';
+import { CsvColumns } from '../schema/csv.js';
 import { defineSchema, Field } from '../schema/fields.js';
 import { parseId } from '../schema/id.js';
 import { coerceBoolean } from '../schema/validate.js';
@@ -33,7 +34,13 @@ export interface UserRecord {
 export const userSchema = defineSchema('User', 'API endpoint that allows Users to be viewed or edited.', {
   id: Field.id(),
   email: Field.string({ maxLength: 255, requiredOn: ['POST'], help: 'The email address of the User.' }),
-  permissions: Field.json(Type.Object({}), { readOnly: true }),
+  permissions: Field.json(
+    Type.Record(
+      Type.String({ pattern: '^[0-9]+$' }),
+      Type.Object({ user_id: Type.Integer(), site_id: Type.Integer(), permissions: Type.Array(Type.String()) }),
+    ),
+    { readOnly: true, help: 'Site id → the site grants held there: `admin`, or `<add|change|delete>_<type>`.' },
+  ),
 });
 
 /** /api/users/: served on the main thread, which owns the users (routes/route.ts MainHandler). */
@@ -48,9 +55,9 @@ export const userApi: Api = {
         GET: {
           summary: 'List users',
           permission: 'read',
-          query: [LIMIT, OFFSET, { name: 'email', type: 'string', help: 'Only the user with this email.' }],
+          query: [LIMIT, OFFSET, LIST_FORMAT, { name: 'email', type: 'string', help: 'Only the user with this email.' }],
           response: { status: 200, shape: 'list' },
-          main: (call) => call.users.list(call.query, call.link),
+          main: (call) => call.users.list(call.query, call.link, call.csv),
         },
         POST: {
           summary: 'Create a user',
@@ -217,11 +224,15 @@ export class UserDirectory {
 
   // ---- the /api/users/ resource ----
 
-  /** Ordered by id; paginated (gaps.md §7.1) when `limit` is given and the caller passes the link base. */
-  list(q: QueryParams, link?: LinkBase): Reply {
+  /** Ordered by id; paginated (docs/api.md §7.1) when `limit` is given and the caller passes the link base; as CSV when asked. */
+  list(q: QueryParams, link?: LinkBase, csv = false): Reply {
     const email = q.string('email');
     const users = [...this.byId.values()].sort((a, b) => a.id - b.id).filter((u) => email === undefined || u.email === email);
     const page = link ? readPage(q) : null;
+    if (csv) {
+      const shown = page ? users.slice(page.offset, page.offset + page.limit) : users;
+      return { status: 200, body: new CsvColumns(userSchema.order).table(shown.map((u) => this.render(u))) };
+    }
     if (page) {
       const items = users.slice(page.offset, page.offset + page.limit).map((u) => JSON.stringify(this.render(u)));
       return { status: 200, body: pageEnvelope(users.length, pageLinks(link!, q, page, users.length), items) };
@@ -272,7 +283,7 @@ export class UserDirectory {
   }
 
   async patch(caller: UserRecord, key: string, body: unknown): Promise<Reply> {
-    const u = this.find(caller, key); // 404 before 403 (gaps.md §1.6)
+    const u = this.find(caller, key); // 404 before 403 (docs/api.md §1.6)
     demandSuperuser(this.principal(caller));
     if (body === null || typeof body !== 'object' || Array.isArray(body)) throw Errors.expectedDict(pyType(body));
     const b = body as Record<string, unknown>;

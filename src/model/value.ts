@@ -1,5 +1,5 @@
 /**
- * Value (spec §2.4, gaps.md §11.2): one attribute value of one object,
+ * Value (docs/api.md §11.2): one attribute value of one object,
  * read-only. Values live inside their object's record (see _attributes.ts);
  * ValueOwners maps a value id to its holder, so these records are assembled
  * when read and never stored on their own.
@@ -90,7 +90,7 @@ export const valueModel: ResourceModel<ValueRecord> = {
   collection: 'values',
   schema: valueSchema,
   writers: new SchemaWriters(valueSchema),
-  // `values/query/` names a list route values do not have (gaps.md §1.3).
+  // `values/query/` names a list route values do not have (docs/api.md §1.3).
   api: {
     topLevel: true,
     nested: true,

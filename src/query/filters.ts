@@ -1,5 +1,5 @@
 /**
- * List filters (gaps.md §7.4) declared per resource as data: each names its
+ * List filters (docs/api.md §7.4) declared per resource as data: each names its
  * query parameter, its type, and how to read the record's value. Parameters
  * are read (and invalid ones rejected with 400) once per request, before any
  * record is visited; then records stream through the compiled predicate.

@@ -1,5 +1,5 @@
 /**
- * Pagination (gaps.md §7.1): without a positive `limit` a list is a bare array;
+ * Pagination (docs/api.md §7.1): without a positive `limit` a list is a bare array;
  * with one, the envelope {count,next,previous,results} with absolute links
  * whose parameters are re-encoded sorted by name.
  */
@@ -67,9 +67,11 @@ export interface ListFrame {
   skip: number;
   /** Items shown at most (the page's limit; Infinity for a bare array). */
   take: number;
+  /** What goes between two items: a comma in JSON, nothing between CSV rows (each ends its line). */
+  separator: string;
 }
 
-const BARE_ARRAY: ListFrame = { head: () => '[', tail: ']', skip: 0, take: Number.POSITIVE_INFINITY };
+export const BARE_ARRAY: ListFrame = { head: () => '[', tail: ']', skip: 0, take: Number.POSITIVE_INFINITY, separator: ',' };
 
 /** The frame of a list request: the bare array without a page, else the envelope `{"count","next","previous","results":[…]}`. */
 export function listFrame(page: Page | null, base: LinkBase, q: QueryParams): ListFrame {
@@ -79,7 +81,13 @@ export function listFrame(page: Page | null, base: LinkBase, q: QueryParams): Li
     tail: ']}',
     skip: page.offset,
     take: page.limit,
+    separator: ',',
   };
+}
+
+/** A list as CSV (schema/csv.ts): the header row, then the rows; a page is its rows alone (no count, no links). */
+export function csvFrame(page: Page | null, columns: { header: string }): ListFrame {
+  return { head: () => columns.header, tail: '', skip: page?.offset ?? 0, take: page?.limit ?? Number.POSITIVE_INFINITY, separator: '' };
 }
 
 function envelopeHead(count: number, links: { next: string | null; previous: string | null }): string {

@@ -1,5 +1,5 @@
 /**
- * Query-string parameters and their typed readers (gaps.md §7.3). Invalid
+ * Query-string parameters and their typed readers (docs/api.md §7.3). Invalid
  * typed values are a 400 `{"<param>":["<reason>"]}`; unknown parameters are
  * ignored; a repeated single-valued parameter takes its last value.
  */

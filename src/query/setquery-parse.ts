@@ -1,5 +1,5 @@
 /**
- * Set-query parser (gaps.md §21). Pure: splits the `query` parameter into
+ * Set-query parser (docs/api.md §21). Pure: splits the `query` parameter into
  * terms and nothing else. Attribute existence and regex compilation belong
  * to the evaluator.
  *
@@ -121,7 +121,7 @@ function toTerm(word: string): SetTerm {
 }
 
 /**
- * Splits a query string into terms, following gaps.md §21 tokenising and
+ * Splits a query string into terms, following docs/api.md §21 tokenising and
  * term rules. Throws ApiError 400 `{"query":"No closing quotation"}` or
  * `{"query":"No escaped character"}`. Does NOT check attribute existence or
  * compile regexes. An empty or blank query gives `[]`.

@@ -1,5 +1,5 @@
 /**
- * Set-query evaluation (spec §4.5, gaps.md §21) on the AttributeIndex. Terms
+ * Set-query evaluation (docs/api.md §21) on the AttributeIndex. Terms
  * apply left to right to a start set of every object of the type. Postings
  * are sorted id arrays, so every step is a linear merge (or a gallop when one
  * side is small), and the start set stays symbolic — "every object except

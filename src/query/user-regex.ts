@@ -1,5 +1,5 @@
 /**
- * User regular expressions (gaps.md §6.2): the only place a pattern that came
+ * User regular expressions (docs/api.md §6.2): the only place a pattern that came
  * from a request or the store (set-query `_regex` terms, an Attribute's
  * `constraints.pattern`) becomes a RegExp.
  *

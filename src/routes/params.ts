@@ -1,6 +1,6 @@
 /**
  * Query parameters many routes share, declared once; routes list them in
- * their Operation.query. A list's filters (gaps.md §7.4) are declared as
+ * their Operation.query. A list's filters (docs/api.md §7.4) are declared as
  * FilterSpecs on the resource and become parameters here.
  */
 import type { FilterSpec } from '../query/filters.js';
@@ -26,11 +26,23 @@ export const FORMAT: QueryParam = {
   choices: ['json', 'api'],
   help: '`json` forces JSON, `api` the browsable HTML view.',
 };
+/** A list's `format` takes `csv` too. */
+export const LIST_FORMAT: QueryParam = {
+  ...FORMAT,
+  choices: ['json', 'api', 'csv'],
+  help: '`json` forces JSON, `api` the browsable HTML view, `csv` CSV (as `Accept: text/csv` does).',
+};
+export const ATTRIBUTE_COLUMNS: QueryParam = {
+  name: 'attribute_columns',
+  type: 'string',
+  repeatable: true,
+  help: 'CSV only: comma-separated attribute names, each a column (`attributes.<name>`) in place of the `attributes` column.',
+};
 
 /** What any GET of objects takes. */
 export const SHAPING: readonly QueryParam[] = [FIELDS, OMIT, EXPAND, FORMAT];
 /** What any GET of a list takes. */
-export const LISTING: readonly QueryParam[] = [LIMIT, OFFSET, ...SHAPING];
+export const LISTING: readonly QueryParam[] = [LIMIT, OFFSET, FIELDS, OMIT, EXPAND, LIST_FORMAT, ATTRIBUTE_COLUMNS];
 
 export const ATTRIBUTES_FILTER: QueryParam = {
   name: 'attributes',
@@ -40,7 +52,7 @@ export const ATTRIBUTES_FILTER: QueryParam = {
 };
 
 export const SET_QUERY: readonly QueryParam[] = [
-  { name: 'query', type: 'string', help: 'The set query: `name=value` terms, `-` for NOT, `+` for OR (spec §4.5).' },
+  { name: 'query', type: 'string', help: 'The set query: `name=value` terms, `-` for NOT, `+` for OR (docs/api.md §21).' },
   { name: 'unique', type: 'boolean', default: false, help: 'Exactly one object must match: answered as that object.' },
 ];
 

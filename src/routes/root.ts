@@ -1,11 +1,11 @@
 /**
- * The routes at the API's root (spec §1, gaps.md §2–3): the index of
+ * The routes at the API's root (docs/api.md §2–3): the index of
  * collections, token authentication and token verification. They run on the
  * main thread, which owns users and authentication.
  */
 import type { MainCall, Route } from './route.js';
 
-/** authenticate and verify_token answer bare at version 1.0, else in the `status`/`data` envelope (gaps.md §2). */
+/** authenticate and verify_token answer bare at version 1.0, else in the `status`/`data` envelope (docs/api.md §2). */
 function versioned(call: MainCall, payload: string): string {
   return call.version === '1.0' ? payload : `{"status":"ok","data":${payload}}`;
 }

@@ -29,7 +29,7 @@ export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 export const HTTP_METHODS: readonly HttpMethod[] = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'];
 
 /**
- * Where a route sits in its collection (gaps.md §1.1–1.3):
+ * Where a route sits in its collection (docs/api.md §1.1–1.3):
  * - `list`: `…/devices/`; `list-route`: `…/networks/query/`;
  * - `detail`: `…/devices/{key}/`; `detail-route`: `…/networks/{key}/children/`,
  *   run on the object the key names;
@@ -46,7 +46,7 @@ export type Shape = 'list' | 'list-route' | 'detail' | 'detail-route' | 'key-rou
 export type StandardOp = 'list' | 'create' | 'bulk-update' | 'bulk-delete' | 'detail' | 'replace' | 'patch' | 'delete';
 
 /**
- * What the caller must hold (gaps.md §5):
+ * What the caller must hold (docs/api.md §5):
  * - `public`: nothing, not even credentials;
  * - `read`: any authenticated user;
  * - `add` | `change` | `delete`: that action on the collection's permission
@@ -108,6 +108,8 @@ export interface MainCall {
   host: string;
   /** The `version` of the Accept header ('1.0' answers bare, else enveloped). */
   version: string;
+  /** A list is answered as CSV (schema/csv.ts). */
+  csv: boolean;
   users: import('../model/user.js').UserDirectory;
   auth: import('../auth/authenticate.js').Authenticator;
   /** Collection name → absolute URL, in index order. */
@@ -128,7 +130,7 @@ export interface Operation {
   summary: string;
   permission: Permission;
   query: readonly QueryParam[];
-  /** Also takes the collection's list filters (its FilterSpecs, gaps.md §7.4), declared on the resource. */
+  /** Also takes the collection's list filters (its FilterSpecs, docs/api.md §7.4), declared on the resource. */
   filters?: true;
   body?: BodyShape;
   response: ResponseShape;
@@ -144,7 +146,7 @@ export interface Route {
   shape: Shape;
   /** No method of this path asks for credentials, so a wrong one is a 405 without them (authenticate); OPTIONS still does. */
   publicPath?: true;
-  /** Only token credentials count, and a bad token is a 400 (verify_token, gaps.md §3.3). */
+  /** Only token credentials count, and a bad token is a 400 (verify_token, docs/api.md §3.3). */
   tokenOnly?: true;
   /** The path segment naming a list-, detail-, key- or root route ('children', 'authenticate'). */
   segment?: string;

@@ -25,10 +25,14 @@ export interface StandardRoutes {
   deleteQuery?: readonly QueryParam[];
 }
 
+/** `an interface`, `a device`: the article the noun's first sound takes (every noun here starts as it sounds). */
+export const withArticle = (noun: string): string => `${/^[aeio]/i.test(noun) ? 'an' : 'a'} ${noun}`;
+
 /** The collection's own list and detail routes, with the methods it answers. */
 export function standardRoutes(o: StandardRoutes): Route[] {
+  const one = withArticle(o.noun);
   const listQuery = [...LISTING, ...(o.attributes ? [ATTRIBUTES_FILTER] : [])];
-  // Collections with bulk PUT also create from a list (gaps.md §9.3).
+  // Collections with bulk PUT also create from a list (docs/api.md §9.3).
   const bulk = o.list.includes('PUT');
   const list: Record<HttpMethod, Operation> = {
     GET: {
@@ -40,7 +44,7 @@ export function standardRoutes(o: StandardRoutes): Route[] {
       run: 'list',
     },
     POST: {
-      summary: bulk ? `Create a ${o.noun}, or several from a list (all or nothing)` : `Create a ${o.noun}`,
+      summary: bulk ? `Create ${one}, or several from a list (all or nothing)` : `Create ${one}`,
       permission: o.create ?? 'add',
       query: [],
       body: bulk ? 'object-or-list' : 'object',
@@ -59,11 +63,11 @@ export function standardRoutes(o: StandardRoutes): Route[] {
     },
   };
   const detail: Partial<Record<HttpMethod, Operation>> = {
-    GET: { summary: `Get a ${o.noun}`, permission: 'read', query: SHAPING, response: { status: 200, shape: 'object' }, run: 'detail' },
-    PUT: detailUpdate(`Replace a ${o.noun}`, 'replace'),
-    PATCH: detailUpdate(`Update some fields of a ${o.noun}`, 'patch'),
+    GET: { summary: `Get ${one}`, permission: 'read', query: SHAPING, response: { status: 200, shape: 'object' }, run: 'detail' },
+    PUT: detailUpdate(`Replace ${one}`, 'replace'),
+    PATCH: detailUpdate(`Update some fields of ${one}`, 'patch'),
     DELETE: {
-      summary: `Delete a ${o.noun}`,
+      summary: `Delete ${one}`,
       permission: 'delete',
       query: o.deleteQuery ?? [],
       response: { status: 204, shape: 'empty' },

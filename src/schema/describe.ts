@@ -1,5 +1,5 @@
 /**
- * OPTIONS bodies (gaps.md §22) and the OpenAPI document, both read off the
+ * OPTIONS bodies (docs/api.md §22) and the OpenAPI document, both read off the
  * same ResourceSchemas that validate and serialise.
  */
 import { type FieldSchema, meta, type ResourceSchema } from './fields.js';
@@ -33,7 +33,7 @@ function descriptor(name: string, f: FieldSchema, method: 'POST' | 'PUT'): Recor
  * The descriptors of one action. POST lists the writable fields, PUT `id` and
  * the fields an update may set. Fields are in canonical order, except that
  * create-only fields (the site field) come last, as the Device example of
- * gaps.md §22 shows: hostname, attributes, site_id.
+ * docs/api.md §22 shows: hostname, attributes, site_id.
  */
 export function actionFields(schema: ResourceSchema, method: 'POST' | 'PUT'): Record<string, unknown> {
   const out: Record<string, unknown> = {};

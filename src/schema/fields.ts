@@ -7,7 +7,7 @@
  */
 import { type TSchema, Type } from '@sinclair/typebox';
 
-/** How OPTIONS names a field's type (gaps.md §22). */
+/** How OPTIONS names a field's type (docs/api.md §22). */
 export type FieldType = 'string' | 'integer' | 'boolean' | 'choice' | 'field';
 export type WriteMethod = 'POST' | 'PUT';
 
@@ -26,6 +26,8 @@ export interface FieldMeta {
   choiceNames?: Record<string, string>;
   /** Settable on create only (the site field): absent from PUT's OPTIONS. */
   createOnly: boolean;
+  /** What a write accepts, where it is more than what is rendered (a related object's id or natural key). */
+  input?: TSchema;
 }
 
 export type FieldSchema = TSchema & { 'x-field': FieldMeta };
@@ -47,6 +49,7 @@ interface Common {
   nullable?: boolean;
   default?: unknown;
   createOnly?: boolean;
+  input?: TSchema;
 }
 
 function labelFor(name: string): string {
@@ -74,6 +77,7 @@ function withMeta(
     choices: o.choices,
     choiceNames: o.choiceNames,
     createOnly: o.createOnly ?? false,
+    input: o.input,
   };
   const schema = o.nullable ? Type.Union([base, Type.Null()]) : base;
   return Object.assign(schema, { 'x-field': meta }) as FieldSchema;
@@ -91,9 +95,23 @@ export const Field = {
   json: (output: TSchema, o: Common = {}) => withMeta(output, 'field', o),
 };
 
+/** A related object as a body names it: its id (an integer, or a string of digits) or its natural key. */
+export const relatedKey = (): TSchema =>
+  Type.Union([Type.Integer(), Type.String()], { description: 'An id, or the natural key of the object.' });
+
 export function defineSchema(typeWords: string, description: string, fields: Record<string, FieldSchema>): ResourceSchema {
   for (const [name, f] of Object.entries(fields)) if (!f['x-field'].label) f['x-field'].label = labelFor(name);
   return { typeWords, description, fields, order: Object.keys(fields) };
 }
 
 export const meta = (f: FieldSchema): FieldMeta => f['x-field'];
+
+/** An object of `schema` as it is rendered, for a field that holds one (a Change's site): every field present. */
+export function renderedObject(schema: ResourceSchema, o: { description?: string } = {}): TSchema {
+  const properties: Record<string, TSchema> = {};
+  for (const name of schema.order) {
+    const { 'x-field': _meta, ...plain } = schema.fields[name];
+    properties[name] = Type.Unsafe(JSON.parse(JSON.stringify(plain)));
+  }
+  return Type.Object(properties, o);
+}

@@ -1,5 +1,5 @@
 /**
- * What counts as an object id, in paths, query parameters and bodies (gaps.md
+ * What counts as an object id, in paths, query parameters and bodies (docs/api.md
  * §6.2). An id is written as ASCII digits (no sign, no spaces: callers that
  * accept padded text trim it themselves) or given as a JSON integer. An
  * id-shaped value beyond Number.MAX_SAFE_INTEGER is still an id, one that no

@@ -1,7 +1,7 @@
 /**
  * Compiled JSON writers. Each resource schema compiles, with fast-json-stringify,
  * into one writer per selection of fields (fields=/omit=), cached, so the hot
- * path never walks a schema. Keys come out in canonical order (gaps.md §20.1).
+ * path never walks a schema. Keys come out in canonical order (docs/api.md §20.1).
  */
 
 import type { TSchema } from '@sinclair/typebox';

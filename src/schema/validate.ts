@@ -1,5 +1,5 @@
 /**
- * Stage-1 validation (gaps.md §9.1): the schema checks every field (required,
+ * Stage-1 validation (docs/api.md §9.1): the schema checks every field (required,
  * null, blank, type, length, range, choice) and reports all failing fields at
  * once, in the list style `{"hostname":["This field may not be blank."]}`.
  * Domain rules come after, in each model.
@@ -79,7 +79,7 @@ export function checkFields(
   for (const name of schema.order) {
     const m = meta(schema.fields[name]);
     if (m.readOnly) continue;
-    // The site of an object never changes: its field is read on create only (gaps.md §9.2).
+    // The site of an object never changes: its field is read on create only (docs/api.md §9.2).
     if (m.createOnly && method !== 'POST') continue;
     if (!(name in body) || body[name] === undefined) {
       if (method !== 'PATCH' && m.requiredOn.includes(method)) errors[name] = ['This field is required.'];

@@ -1,7 +1,7 @@
 /**
  * Where a shard checks the permission a route declares (routes/route.ts
  * Permission) against the object it acts on, once that object (or the site
- * of a create) is known — after lookup, before validation (gaps.md §1.6, §5).
+ * of a create) is known — after lookup, before validation (docs/api.md §1.6, §5).
  *
  * Object grants are stored on the objects themselves (StoredObject.grants).
  * For a tree object the nearest node of its ancestry on which the user holds

@@ -65,7 +65,7 @@ export class RequestContext {
     return this.shard.table<SiteRecord>('site').get(id);
   }
 
-  /** The site an object will be created in (gaps.md §9.2): URL site, else the body's. */
+  /** The site an object will be created in (docs/api.md §9.2): URL site, else the body's. */
   targetSite(body: Record<string, unknown>, field: 'site_id' | 'site' = 'site_id'): SiteRecord {
     const url = this.urlSite;
     const raw = body[field];

@@ -1,6 +1,6 @@
 /**
  * Deletes, run from the data each model declares (ResourceModel.onDelete,
- * gaps.md §9.9): one place decides what a delete protects, cascades and
+ * docs/api.md §9.9): one place decides what a delete protects, cascades and
  * unsets, and in which order, for every kind.
  *
  * A delete runs in two passes. The first finds everything the delete removes
@@ -139,7 +139,7 @@ function run(ctx: RequestContext, model: Model, r: StoredObject): void {
 
 /**
  * Deletes `r` with its model's delete rules. `batch` holds the ids of a bulk
- * delete: they protect nothing of each other (gaps.md §9.8).
+ * delete: they protect nothing of each other (docs/api.md §9.8).
  */
 export function deleteRecord(ctx: RequestContext, model: Model, r: StoredObject, batch?: ReadonlySet<number>): void {
   const doomed = new Doomed(model.kind, batch);

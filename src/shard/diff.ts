@@ -1,5 +1,5 @@
 /**
- * resource_diff (gaps.md §10): Create maps every field to {old:null,new};
+ * resource_diff (docs/api.md §10): Create maps every field to {old:null,new};
  * Update keeps only fields whose JSON value changed, compared deeply (object
  * key order does not count, array order does); Delete maps every field to
  * {old,new:null}. Keys follow the canonical field order of the snapshot.

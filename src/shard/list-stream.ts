@@ -42,10 +42,12 @@ export const KEYS_PER_CHUNK = 8192;
  */
 export const SKIP_BY_KEYS_FROM = 256;
 
-/** A nested list's text around its items: `[`…`]`, or a page envelope's head (count and links) and `]}`. */
+/** A nested list's text around its items: `[`…`]`, a page envelope's head (count and links) and `]}`, or a CSV header. */
 export interface TextFrame {
   head: string;
   tail: string;
+  /** Between two items: `,`, or nothing between CSV rows. */
+  separator: string;
 }
 
 /** A top-level list's part: how the main thread merges it, and how much of it a page needs. */
@@ -142,7 +144,7 @@ export class ListStream {
         out.push(text);
         keys.push(k1);
         keys2.push(k2);
-      } else out.push(this.emitted++ === 0 ? text : `,${text}`);
+      } else out.push(this.emitted++ === 0 ? text : (frame as TextFrame).separator + text);
       bytes += text.length;
     }
     const last = this.pos >= this.end;

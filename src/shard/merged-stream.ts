@@ -32,7 +32,7 @@
  * | skipped item      | O(shards), its keys only; SKIP_STEPS per event turn   |
  * | memory            | ≤ STREAM_WINDOW pieces per shard + one chunk          |
  */
-import type { ListFrame } from '../query/pagination.js';
+import { BARE_ARRAY, type ListFrame } from '../query/pagination.js';
 import type { ChunkSource, ChunkStream } from './chunk-stream.js';
 import { CHUNK_BYTES, STREAM_WINDOW } from './list-stream.js';
 import { firstInOrder, type MergeCursor } from './pool.js';
@@ -40,8 +40,6 @@ import type { ListChunk, ListPart, ShardReply } from './protocol.js';
 
 /** Keys skipped at most in one go: the rest of a large offset is counted off in later event-loop turns. */
 const SKIP_STEPS = 32_768;
-
-const BARE_ARRAY: ListFrame = { head: () => '[', tail: ']', skip: 0, take: Number.POSITIVE_INFINITY };
 
 /** One shard's side of the merge: the pieces received and not yet merged (the first being read). */
 interface Input extends MergeCursor {
@@ -231,7 +229,7 @@ export class MergedStream implements ChunkSource {
         continue;
       }
       this.take--;
-      out.push(this.emitted++ === 0 ? text : `,${text}`);
+      out.push(this.emitted++ === 0 ? text : this.frame.separator + text);
       bytes += text.length;
     }
     // A page complete before its shards' parts are: what they still render is not needed.

@@ -32,7 +32,7 @@ interface GrantBody {
   actions: Action[];
 }
 
-/** The PUT body, or 400 naming the field (gaps.md §6 messages). */
+/** The PUT body, or 400 naming the field (docs/api.md §6 messages). */
 function parseGrant(body: unknown): GrantBody {
   if (body === null || typeof body !== 'object' || Array.isArray(body)) throw Errors.expectedDict(pyType(body));
   const b = body as Record<string, unknown>;

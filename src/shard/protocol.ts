@@ -69,6 +69,8 @@ export interface ShardRequest {
   siteClaim?: SiteClaim;
   /** An unpaginated list may be answered in chunks (ListChunk) as the client reads them (P7). */
   stream?: boolean;
+  /** A list is answered as CSV (schema/csv.ts): rows under a header, no JSON. */
+  csv?: boolean;
   /** A write sent with an Idempotency-Key: its 2xx reply is stored in the same commit (shard/idempotency.ts). */
   idempotency?: IdempotencyStamp;
   /** A top-level bulk write split over shards: this shard's part of the client's list. */
@@ -100,7 +102,7 @@ export interface IdempotencyStamp {
 
 /**
  * A shard's part of a top-level bulk write whose items live on several shards
- * (gaps.md §9.10), committed all or nothing in two phases:
+ * (docs/api.md §9.10), committed all or nothing in two phases:
  *
  * 1. prepare: the shard runs its part (the body holds its items, in the
  *    client's order) as it would run a whole list, applies it to memory, and
@@ -145,7 +147,7 @@ export interface PartFailure {
  * can judge them. A create carries the id it allocated (which also chose the
  * shard); a rename carries whether another site holds the name, for the
  * shard to report after its own lookup, permission and field checks
- * (gaps.md §1.6).
+ * (docs/api.md §1.6).
  */
 export type SiteClaim = { kind: 'create'; siteId: number } | { kind: 'rename'; nameTaken: boolean };
 

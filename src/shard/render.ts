@@ -1,12 +1,13 @@
 /**
  * Turning records into response bodies inside a shard: one object, or a list
  * (bare array, page envelope, or a scatter part for the main thread to merge).
- * fields/omit/expand apply to GET responses only (gaps.md §20.2).
+ * fields/omit/expand apply to GET responses only (docs/api.md §20.2).
  */
 
 import { Errors } from '../errors.js';
 import type { ResourceModel } from '../model/model.js';
-import { listFrame, readPage } from '../query/pagination.js';
+import { csvFrame, listFrame, readPage } from '../query/pagination.js';
+import { type CsvColumns, csvColumnsOf } from '../schema/csv.js';
 import type { RequestContext } from './context.js';
 import { ListStream, type MergeFrame, SKIP_BY_KEYS_FROM, type TextFrame } from './list-stream.js';
 import type { ListChecks, ListPart } from './protocol.js';
@@ -52,6 +53,25 @@ function expanded(
     out[head] = expanded(ctx, target.model, target.record, target.model.schema.order, deeper);
   }
   return out;
+}
+
+/** One object of a list as values, with the fields its JSON would show: what a CSV row is made of. */
+function objectValue(ctx: RequestContext, model: ResourceModel<any>, r: StoredObject): Record<string, unknown> {
+  if (model.serialize) return JSON.parse(model.serialize(ctx, r, false));
+  const sel = selection(ctx, model);
+  const keys = sel.keys ?? model.schema.order;
+  if (sel.expand) return expanded(ctx, model, r, keys, sel.expand);
+  const obj = model.render(r, ctx.shard);
+  const out: Record<string, unknown> = {};
+  for (const k of keys) out[k] = obj[k];
+  return out;
+}
+
+/** How a list's items are written: JSON objects between commas, or CSV rows under a header (schema/csv.ts). */
+function itemWriter(ctx: RequestContext, model: ResourceModel<any, any>): { one: (r: StoredObject) => string; csv: CsvColumns | null } {
+  if (ctx.req.csv !== true) return { one: (r) => objectBody(ctx, model, r, false), csv: null };
+  const csv = csvColumnsOf(model, ctx.query);
+  return { one: (r) => csv.row(objectValue(ctx, model, r)), csv };
 }
 
 export function objectBody(ctx: RequestContext, model: ResourceModel<any>, r: StoredObject, detail = true): string {
@@ -104,8 +124,9 @@ export function listBody(
     const first = checks.unanimous.reduce((a, b) => (a.order <= b.order ? a : b));
     throw Errors.relayed(first.status, first.body);
   }
-  const frame = listFrame(readPage(ctx.query), ctx.req.link, ctx.query);
-  const one = (r: StoredObject) => objectBody(ctx, model, r, false);
+  const page = readPage(ctx.query);
+  const { one, csv } = itemWriter(ctx, model);
+  const frame = csv ? csvFrame(page, csv) : listFrame(page, ctx.req.link, ctx.query);
   let taken: StoredObject[];
   let count: number;
   const verdict = checks?.pickOne ?? checks?.expectOne;
@@ -114,7 +135,7 @@ export function listBody(
     ({ taken, count } = take(ctx, records, 0, 1, knownCount));
     if (checks?.pickOne && !scatter) {
       if (taken.length === 0) throw Errors.relayed(checks.pickOne.notFound.status, checks.pickOne.notFound.body);
-      return { body: one(taken[0]) };
+      return { body: csv ? csv.header + one(taken[0]) : one(taken[0]) };
     }
     if (checks?.expectOne && !scatter && count !== 1) throw Errors.expectedOne(checks.expectOne.field, checks.expectOne.template, count);
     if (!scatter) taken = taken.slice(frame.skip);
@@ -131,7 +152,7 @@ export function listBody(
       order ? order(r) : [newestFirst ? (model.render(r, ctx.shard).change_at as number) : r.id, r.id];
     const keysUntil = streams && frame.skip >= SKIP_BY_KEYS_FROM ? Math.min(taken.length, frame.skip) : 0;
     shape = { keyOf, newestFirst, checks, keysUntil, take: frame.take };
-  } else shape = { head: frame.head(count), tail: frame.tail };
+  } else shape = { head: frame.head(count), tail: frame.tail, separator: frame.separator };
   const stream = new ListStream(ctx, model, taken, count, one, shape);
   if (streams) {
     ctx.stream = stream;

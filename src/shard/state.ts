@@ -29,7 +29,7 @@ export class ShardState {
    * Change is rendered from here.
    */
   pendingChanges = new Map<number, StoredChange>();
-  /** One prefix tree per site and IP version (gaps.md §13.2), kept by the network model's derived index. */
+  /** One prefix tree per site and IP version (docs/api.md §13.2), kept by the network model's derived index. */
   trees = new Map<string, RadixTree<StoredObject>>();
   /** One-to-many indexes between kinds (a device's interfaces…), kept by the models' derived indexes. */
   relations = new Map<string, Relation>();

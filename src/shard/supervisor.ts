@@ -1,6 +1,6 @@
 /**
- * One shard worker under the main thread's supervision (design.md,
- * Supervision). The main thread talks to a shard only through this handle:
+ * One shard worker under the main thread's supervision (README, "Hostile
+ * input, failures and limits"). The main thread talks to a shard only through this handle:
  * it batches requests to the worker, matches replies, and replaces the worker
  * when it dies or stops making progress, so no request — a runaway regular
  * expression, a body that exhausts a worker's heap — can take more than its

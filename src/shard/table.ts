@@ -16,7 +16,7 @@ import type { ObjectGrants } from '../auth/permissions.js';
 export interface StoredObject {
   id: number;
   siteId: number;
-  /** Object-level grants on it (gaps.md §5), stored with the object so they go where it goes. */
+  /** Object-level grants on it (docs/api.md §5), stored with the object so they go where it goes. */
   grants?: ObjectGrants;
 }
 

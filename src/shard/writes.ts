@@ -1,5 +1,5 @@
 /**
- * The write operations every resource shares, single and bulk (gaps.md §9):
+ * The write operations every resource shares, single and bulk (docs/api.md §9):
  * check order (lookup 404 → permission 403, the action the route declares
  * (shard/authorize.ts) → validation 400 → conflict 409),
  * site binding (§9.2), the two validation phases of bulk writes (§9.7), and

@@ -1,5 +1,5 @@
 /**
- * Concurrent POST next_address / next_network (gaps.md §9.10, §14.2 "POST"):
+ * Concurrent POST next_address / next_network (docs/api.md §9.10, §14.2 "POST"):
  * storms of simultaneous allocations at one parent and at parents in two
  * sites on different shards (SHARDS=2, site ids of different parity), through
  * every route form (nested and top level, by CIDR and by id). Every returned

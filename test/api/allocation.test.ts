@@ -1,5 +1,5 @@
 /**
- * next_network / next_address through the API (spec §3, §4.6; gaps.md §5, §10,
+ * next_network / next_address through the API (docs/api.md §5, §10,
  * §13.2, §14, §23): the worked examples E1–E4 on GET and POST, every check of
  * the §14.2 table in its order with its exact text, reserve, L = P.prefix,
  * host exclusion per version and interconnect prefixes, strict and non-strict
@@ -934,7 +934,7 @@ describe('permissions', () => {
         expectError(await nextPost(a.id, '10.90.0.0/24', 'next_network', 'prefix_length=25&reserve=true', s, who), 403, FORBIDDEN);
         expectError(await s.post(`/api/networks/${pa.id}/next_address/`, undefined, { as: who }), 403, FORBIDDEN);
         expectError(await s.post('/api/networks/10.90.0.0/24/next_address/', undefined, { as: who }), 403, FORBIDDEN);
-        // Permission comes before validation (gaps.md §1.6): invalid input and a reserved parent are 403 too.
+        // Permission comes before validation (docs/api.md §1.6): invalid input and a reserved parent are 403 too.
         expectError(await nextPost(a.id, '10.90.0.0/24', 'next_network', 'prefix_length=abc', s, who), 403, FORBIDDEN);
         expectError(await nextPost(a.id, '10.90.1.0/24', 'next_address', '', s, who), 403, FORBIDDEN);
       });

@@ -1,5 +1,5 @@
 /**
- * Address assignment through the API (spec §2.8, §3; gaps.md §10, §14.1, §15.3–15.5):
+ * Address assignment through the API (docs/api.md §10, §14.1, §15.3–15.5):
  * interface `addresses` on create, PUT and PATCH with replace semantics, every
  * entry check, networks auto-created `assigned`, the assigned/orphaned
  * transitions and their Changes (in effect order), the `addresses`/`networks`

@@ -1,5 +1,5 @@
 /**
- * Attributes through the API (spec §2.3; gaps.md §9.1–9.9, §10, §11.1, §20.1,
+ * Attributes through the API (docs/api.md §9.1–9.9, §10, §11.1, §20.1,
  * §20.2, §21): create/update/delete with every field rule and message text,
  * constraints normalisation, defaults validated with the value rules, per
  * (site, resource_name, name) uniqueness, immutable fields, filters, nested

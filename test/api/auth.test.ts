@@ -1,5 +1,5 @@
 /**
- * Authentication through the API (gaps.md §1.6, §2, §3, §6): method selection,
+ * Authentication through the API (docs/api.md §1.6, §2, §3, §6): method selection,
  * header authentication and auto-created users, POST /api/authenticate/,
  * AuthToken headers and the four token checks, expiry, revocation by key
  * rotation, POST /api/verify_token/, and the version wrapper.
@@ -80,7 +80,7 @@ async function forgeSigned(srv: TestServer, payloadText: string): Promise<string
   return `${payload}.${mac}`;
 }
 
-describe('method selection (gaps.md §3.1)', () => {
+describe('method selection (docs/api.md §3.1)', () => {
   test('a request with no credentials gets 401 not provided with WWW-Authenticate', async () => {
     for (const [method, path] of [
       ['GET', '/api/sites/'],
@@ -166,7 +166,7 @@ describe('method selection (gaps.md §3.1)', () => {
   });
 
   // Server bug (src/http/server.ts, not owned here): `x.allow` is set only after authentication,
-  // so 401/400 auth failures on a known route have no Allow header. gaps.md §1.4: every API
+  // so 401/400 auth failures on a known route have no Allow header. docs/api.md §1.4: every API
   // response carries `Allow: <methods of the route>`.
   test("authentication failures on a known route carry the route's Allow header", async () => {
     expect((await s.get('/api/sites/', { as: null })).headers.get('allow')).toBe('GET, POST, HEAD, OPTIONS');
@@ -188,7 +188,7 @@ describe('method selection (gaps.md §3.1)', () => {
   });
 });
 
-describe('header authentication (gaps.md §3.2)', () => {
+describe('header authentication (docs/api.md §3.2)', () => {
   test('an invalid email in the header gives 400 and creates no user', async () => {
     const before = (await s.get('/api/users/')).json.length;
     for (const bad of ['foo', 'foo@bar', 'a b@x.com', '@example.com', 'a@', 'a..b@example.com', 'a@example.c']) {
@@ -273,7 +273,7 @@ describe('header authentication (gaps.md §3.2)', () => {
   });
 });
 
-describe('POST /api/authenticate/ (gaps.md §3.3)', () => {
+describe('POST /api/authenticate/ (docs/api.md §3.3)', () => {
   test('authenticate with an empty body lists both required fields', async () => {
     const r = await s.request('POST', '/api/authenticate/', { as: null });
     expect401(r, { email: ['This field is required.'], secret_key: ['This field is required.'] });
@@ -445,7 +445,7 @@ describe('POST /api/authenticate/ (gaps.md §3.3)', () => {
   });
 });
 
-describe('token header format (gaps.md §3.3)', () => {
+describe('token header format (docs/api.md §3.3)', () => {
   const cases: [string, string][] = [
     ['AuthToken', 'Invalid token header. No credentials provided.'],
     ['AuthToken   ', 'Invalid token header. No credentials provided.'],
@@ -470,7 +470,7 @@ describe('token header format (gaps.md §3.3)', () => {
   });
 });
 
-describe('token checks (gaps.md §3.3)', () => {
+describe('token checks (docs/api.md §3.3)', () => {
   /** Same request on a resource route (401) and on verify_token (400). */
   async function expectTokenFailure(headerValue: string, message: unknown): Promise<void> {
     expect401(await s.get('/api/sites/', withAuth(headerValue)), message);
@@ -566,7 +566,7 @@ describe('token checks (gaps.md §3.3)', () => {
   });
 });
 
-describe('POST /api/verify_token/ (gaps.md §3.3, §2)', () => {
+describe('POST /api/verify_token/ (docs/api.md §3.3, §2)', () => {
   test('verify_token returns bare true for a valid token', async () => {
     const { email, token } = await userWithToken();
     const r = await s.post('/api/verify_token/', undefined, withAuth(`AuthToken ${email}:${token}`));
@@ -639,7 +639,7 @@ describe('tokens on resource routes', () => {
   });
 });
 
-describe('rotation revokes tokens (gaps.md §3.3, §3.4)', () => {
+describe('rotation revokes tokens (docs/api.md §3.3, §3.4)', () => {
   test('rotating the secret key revokes every older token and the old key', async () => {
     const email = freshEmail('rot');
     const oldSecret = await secretOf(s, email);
@@ -671,7 +671,7 @@ describe('rotation revokes tokens (gaps.md §3.3, §3.4)', () => {
   });
 });
 
-describe('settings: AUTH_TOKEN_EXPIRY, USER_AUTH_HEADER, SERVICE_NEW_USERS_AS_SUPERUSER (gaps.md §23)', () => {
+describe('settings: AUTH_TOKEN_EXPIRY, USER_AUTH_HEADER, SERVICE_NEW_USERS_AS_SUPERUSER (docs/api.md §23)', () => {
   let t: TestServer;
   beforeAll(async () => {
     t = await TestServer.start({

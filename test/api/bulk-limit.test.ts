@@ -1,5 +1,5 @@
 /**
- * MAX_BULK_ITEMS (gaps.md §9.10, §23): a list body with more items is refused
+ * MAX_BULK_ITEMS (docs/api.md §9.10, §23): a list body with more items is refused
  * with 413 before it is parsed, on every bulk method, and nothing is written.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';

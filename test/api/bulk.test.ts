@@ -1,5 +1,5 @@
 /**
- * Bulk device writes through the API (spec §4.1, §4.4; gaps.md §9.3, §9.6–9.8,
+ * Bulk device writes through the API (docs/api.md §9.3, §9.6–9.8,
  * §9.10, §10, §6.3): POST a list, PUT/PATCH a list, DELETE a list of ids —
  * result shapes and order, every error text, per-index error reporting with
  * its two stages, atomicity (no object and no Change survive a failure),

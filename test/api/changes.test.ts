@@ -1,5 +1,5 @@
 /**
- * Changes through the API (spec §2.12, §6; gaps.md §10, §7.1, §7.2, §7.4, §20.1):
+ * Changes through the API (docs/api.md §10, §7.1, §7.2, §7.4, §20.1):
  * shapes and key order, resource_diff, the diff/ route, filters and their 400
  * texts, newest-first order merged across shards, pagination, nested lists,
  * lookups, and that the collection is read-only. One server, SHARDS=2.

@@ -1,5 +1,5 @@
 /**
- * Circuits through the API (spec §2.9, §4.6; gaps.md §7.4, §8, §9, §16, §20.1, §21):
+ * Circuits through the API (docs/api.md §7.4, §8, §9, §16, §20.1, §21):
  * create nested and top level (the site from endpoint_a, sites on both
  * shards), default names and slugs, per-site uniqueness, every endpoint rule
  * and text, PUT/PATCH requirements, natural-key lookups, filters and set

@@ -1,5 +1,5 @@
 /**
- * Top-level bulk writes over several sites (spec §4.1, §4.4 rule 7; gaps.md
+ * Top-level bulk writes over several sites (docs/api.md §9.8,
  * §9.10), on the real server: sites on one shard (one request) and on two or
  * three shards (split, prepared on each shard, one commit). Every item is
  * applied and visible in GETs and Changes, or — when one item fails anywhere —

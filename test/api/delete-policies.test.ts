@@ -1,5 +1,5 @@
 /**
- * Delete protections over HTTP (gaps.md §9.8, §9.9), the cases the cascade
+ * Delete protections over HTTP (docs/api.md §9.8, §9.9), the cases the cascade
  * flows of flows.test.ts leave out: which protection is reported when several
  * hold (children, then any A end of a circuit, then any Z end, across all of
  * a device's interfaces), the same-request exemption of a bulk delete, and a

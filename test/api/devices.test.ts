@@ -1,5 +1,5 @@
 /**
- * Devices through the API (spec §2.5, §4.1, §4.2; gaps.md §7, §8, §9.1–9.5, §12,
+ * Devices through the API (docs/api.md §7, §8, §9.1–9.5, §12,
  * §20.1, §20.2): CRUD nested and top level with exact shapes and texts, the
  * hostname rules, site binding, natural-key lookups and their ambiguity on
  * top-level routes (same hostname in sites on both shards), fields/omit/
@@ -121,7 +121,7 @@ describe('device create', () => {
     });
   });
 
-  // gaps.md §9.3: "Any other non-object body gives the same message with its <type>". src/http/server.ts
+  // docs/api.md §9.3: "Any other non-object body gives the same message with its <type>". src/http/server.ts
   // passes `body ?? {}` to the shard, so a JSON `null` body is read as `{}` (and reports the missing hostname).
   test('device create with a JSON null body gives the dictionary text with NoneType', async () => {
     const site = await mkSite();
@@ -177,7 +177,7 @@ describe('device hostname rules', () => {
     expectError(await post(v), 400, invalid(v));
   });
 
-  test('hostname may be a DNS name of several labels (gaps.md §12, change of 2026-11-24)', async () => {
+  test('hostname may be a DNS name of several labels (docs/api.md §12, change of 2026-11-24)', async () => {
     for (const v of ['r1.lax.example.net', 'a.b', 'x-1.y-2.z', `${'a'.repeat(63)}.${'b'.repeat(63)}`]) {
       const r = await post(v);
       expect(r.status, v).toBe(201);

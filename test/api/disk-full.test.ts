@@ -1,5 +1,5 @@
 /**
- * A full disk (gaps.md §6.2: 507): on a real file system that runs out of
+ * A full disk (docs/api.md §6.2: 507): on a real file system that runs out of
  * space (a small tmpfs mounted for the test), writes that cannot be saved
  * answer 507, change nothing, and the shard keeps serving reads from memory
  * that still equals the store: a restart on the same data serves the same

@@ -12,6 +12,49 @@ beforeAll(async () => {
 });
 afterAll(() => s?.stop());
 
+describe('openapi document caching', () => {
+  test('openapi document carries an ETag and answers If-None-Match with 304 and no body', async () => {
+    const first = await s.get('/docs/openapi.json', { as: null });
+    const etag = first.headers.get('etag')!;
+    expect(etag).toMatch(/^"[0-9a-f]{16}-[0-9a-f]{8}"$/);
+    expect(first.headers.get('cache-control')).toBe('no-cache');
+    for (const given of [etag, `W/${etag}`, `"other", ${etag}`, '*']) {
+      const again = await s.get('/docs/openapi.json', { as: null, headers: { 'If-None-Match': given } });
+      expect(again.status, given).toBe(304);
+      expect(again.text, given).toBe('');
+      expect(again.headers.get('etag'), given).toBe(etag);
+      // The length of what a 200 would carry, as RFC 9110 allows a 304 to say.
+      expect(again.headers.get('content-length'), given).toBe(String(Buffer.byteLength(first.text)));
+    }
+    expect((await s.get('/docs/openapi.json', { as: null, headers: { 'If-None-Match': '"stale"' } })).status).toBe(200);
+  });
+
+  test('openapi document differs by the host it names, and so does its ETag', async () => {
+    const here = await s.get('/docs/openapi.json', { as: null });
+    // Another Host than the harness's own (fetch would not let a test name one).
+    const elsewhere = (headers: Record<string, string> = {}) =>
+      s.app.inject({ method: 'GET', url: '/docs/openapi.json', headers: { host: 'netsot.example:8990', ...headers } });
+    const there = await elsewhere();
+    expect(JSON.parse(there.body).servers).toEqual([{ url: 'http://netsot.example:8990', description: 'This server.' }]);
+    expect(there.headers.etag).not.toBe(here.headers.get('etag'));
+    expect((await elsewhere({ 'if-none-match': here.headers.get('etag')! })).status).toBe(200);
+    expect((await elsewhere({ 'if-none-match': there.headers.etag })).status).toBe(304);
+  });
+
+  test('pages load the openapi document by a versioned URL a browser may keep for good', async () => {
+    const page = await s.get('/docs/', { as: null });
+    const url = /data-url="([^"]+)"/.exec(page.text)![1];
+    expect(url).toMatch(/^\/docs\/openapi\.json\?v=[0-9a-f]{16}$/);
+    const view = await s.get('/api/', { as: null, headers: { Accept: 'text/html' } });
+    expect(JSON.parse(/id="initial">(.*?)<\/script>/s.exec(view.text)![1]).spec).toBe(url);
+    const versioned = await s.get(url, { as: null });
+    expect(versioned.headers.get('cache-control')).toBe('public, max-age=31536000, immutable');
+    expect(versioned.text).toBe((await s.get('/docs/openapi.json', { as: null })).text);
+    // Another version's URL is no promise: revalidated like the plain one.
+    expect((await s.get('/docs/openapi.json?v=0000000000000000', { as: null })).headers.get('cache-control')).toBe('no-cache');
+  });
+});
+
 describe('docs assets', () => {
   test('docs assets answer with their content types without authentication', async () => {
     for (const [name, type] of [
@@ -53,14 +96,23 @@ describe('docs assets', () => {
 });
 
 describe('browsable view', () => {
-  test('browsable view answers a browser without credentials with its 401 page, JSON clients with JSON', async () => {
+  test('browsable view answers a page opened without credentials without running it, JSON clients with the 401', async () => {
     const html = await s.get('/api/sites/', { as: null, headers: { Accept: 'text/html' } });
-    expect(html.status).toBe(401);
+    // No 401 for the page itself: the view asks again with the tab's token, or offers the sign-in.
+    expect(html.status).toBe(200);
     expect(html.headers.get('content-type')).toMatch(/^text\/html/);
+    expect(html.headers.get('cache-control')).toBe('no-store');
     expect(html.text).toContain('/docs/assets/browse.js');
+    const island = JSON.parse(/<script type="application\/json" id="initial">(.*?)<\/script>/s.exec(html.text)![1]);
+    expect(island).toMatchObject({ status: 401, deferred: true, path: '/api/sites/' });
+    expect(JSON.parse(island.body)).toEqual({ error: { code: 401, message: 'Authentication credentials were not provided.' } });
     const json = await s.get('/api/sites/', { as: null });
     expect(json.status).toBe(401);
     expect(json.headers.get('content-type')).toBe('application/json');
+    // With credentials, or for a write, the request runs as always.
+    const signed = await s.get('/api/sites/', { headers: { Accept: 'text/html' } });
+    expect(JSON.parse(/id="initial">(.*?)<\/script>/s.exec(signed.text)![1])).toMatchObject({ status: 200, deferred: false });
+    expect((await s.post('/api/sites/', { name: 'x' }, { as: null, headers: { Accept: 'text/html' } })).status).toBe(401);
   });
 
   test('browsable view carries the answer in a script no value can close', async () => {

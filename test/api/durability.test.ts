@@ -1,5 +1,5 @@
 /**
- * Durability (design.md "Persistence", "Ids"; gaps.md §9.10, §10): what a
+ * Durability (README, the opening and "Past one machine", Ids; docs/api.md §9.10, §10): what a
  * server acknowledged is what a restarted server serves — after a graceful
  * stop, after SIGKILL in the middle of a burst of writes, and with a
  * different shard count. Ids (site and Change) are never reused, even when

@@ -2,7 +2,7 @@
  * Cross-resource flows of issue 5 over HTTP, each told as one story: a device
  * with interfaces and addresses (networks become assigned, then orphaned), a
  * circuit between two devices and its derived views, and the delete cascades
- * with every Change they write, in order (gaps.md §9.9, §10, §14.1, §15, §16).
+ * with every Change they write, in order (docs/api.md §9.9, §10, §14.1, §15, §16).
  */
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { type Change, expectError, fixtures } from '../helpers/fixtures.js';

@@ -1,5 +1,5 @@
 /**
- * Hostile input as a property (issue 15, gaps.md §6.2): fast-check generates
+ * Hostile input as a property (issue 15, docs/api.md §6.2): fast-check generates
  * requests over every route of every collection (nested and top level, with
  * keys of real objects and hostile segments), every method, query parameters,
  * Accept and Content-Type headers, and bodies with hostile field values

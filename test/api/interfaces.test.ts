@@ -1,5 +1,5 @@
 /**
- * Interfaces through the API (spec §2.7, §4.6; gaps.md §7.4, §8, §9, §15, §20):
+ * Interfaces through the API (docs/api.md §7.4, §8, §9, §15, §20):
  * fields and defaults, MAC forms, the device by id or hostname (top level
  * routes by it, across both shards), name_slug and its refresh on a device
  * rename, the parent tree with its checks and routes, uniqueness, filters, set

@@ -1,5 +1,5 @@
 /**
- * The network tree through the API (spec §2.6, §4.6; gaps.md §7.2, §9.8, §9.9,
+ * The network tree through the API (docs/api.md §7.2, §9.8, §9.9,
  * §10, §13.2–13.4): trees per site and per IP version, reparenting on create
  * and delete (no Changes), every traversal route with its exact order and
  * 404s, closest_parent (nested, and top level across sites on both shards),

@@ -1,6 +1,5 @@
 /**
- * Networks over HTTP, everything but the tree and next_* (spec §2.6, §3,
- * §4.6; gaps.md §1.3, §7.4, §8, §9, §10, §13.1, §14.1, §20.1): the create
+ * Networks over HTTP, everything but the tree and next_* (docs/api.md §1.3, §7.4, §8, §9, §10, §13.1, §14.1, §20.1): the create
  * forms and every create error text, the base-network rule, uniqueness, IPv6
  * in any notation, SERVICE_COMPRESS_IPV6 true and false on every output,
  * immutable fields on PUT/PATCH, state updates, attributes, the list filters

@@ -1,5 +1,5 @@
 /**
- * Object-level grants (spec §2.7 rule 3, §5; gaps.md §5) through the real
+ * Object-level grants (docs/api.md §5) through the real
  * stack: granting on an object's grants/ route, who may grant, the listing per
  * user, and enforcement on every write the table names — detail PUT/PATCH/
  * DELETE, each item of bulk PUT/PATCH, each id of bulk DELETE, next_* POST on

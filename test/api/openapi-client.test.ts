@@ -1,8 +1,10 @@
 /**
  * Client generation works from the served OpenAPI document: openapi-typescript
  * turns /docs/openapi.json (from a real server) into types, tsc type-checks
- * them with a scenario written against them (test/client/scenario.ts), and the
- * scenario runs through openapi-fetch against that server.
+ * them with a scenario written against them (test/client/scenario.ts: answers
+ * read without casts, a Change's site and user as typed objects, a related
+ * object named by its natural key), and the scenario runs through
+ * openapi-fetch against that server.
  */
 import { execFile } from 'node:child_process';
 import { copyFileSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
@@ -49,5 +51,11 @@ test('generated client type-checks and drives a scenario against the running ser
   expect(run, 'tsc on the generated client and the scenario').toBe('');
   const { scenario } = await import(resolve(DIR, 'scenario.ts'));
   const out = await scenario(s.base, 'admin@localhost');
-  expect(out).toEqual({ addresses: ['10.9.0.1/32', '10.9.0.2/32'], networks: ['10.9.0.0/24'] });
+  expect(out).toEqual({
+    addresses: ['10.9.0.1/32', '10.9.0.2/32'],
+    networks: ['10.9.0.0/24'],
+    changedIn: 'client-site',
+    changedBy: 'admin@localhost',
+    iface: 'client-r1:eth0',
+  });
 });

@@ -7,6 +7,7 @@
 import { writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { Validator } from '@seriousme/openapi-schema-validator';
+import { Ajv2020 } from 'ajv/dist/2020.js';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { EXAMPLES } from '../../src/http/openapi-examples.js';
 import { InjectServer } from '../helpers/inject.js';
@@ -19,6 +20,25 @@ beforeAll(async () => {
   doc = (await s.get('/docs/openapi.json', { as: null })).json;
 });
 afterAll(() => s?.stop());
+
+/**
+ * The document with every object schema that lists its properties and says nothing of others closed
+ * (`unevaluatedProperties: false`), as a linter checks examples: a key the schema does not declare is an
+ * error. Members of an allOf stay open, since their siblings declare the rest.
+ */
+function closed(node: unknown, inAllOf = false): unknown {
+  if (Array.isArray(node)) return node.map((n) => closed(n, inAllOf));
+  if (node === null || typeof node !== 'object') return node;
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(node)) out[k] = k === 'allOf' ? (v as unknown[]).map((n) => closed(n, true)) : closed(v);
+  const open = ['additionalProperties', 'patternProperties', 'unevaluatedProperties'].some((k) => k in out);
+  if (!inAllOf && out.type === 'object' && 'properties' in out && !open) out.unevaluatedProperties = false;
+  return out;
+}
+
+/** A JSON pointer into the document, for ajv to validate against the schema there. */
+const pointer = (...parts: string[]) =>
+  `https://netsot.test/openapi.json#/${parts.map((p) => p.replace(/~/g, '~0').replace(/\//g, '~1')).join('/')}`;
 
 /** Every value's type, recursively: what an example must share with a real answer. */
 function shape(v: unknown): unknown {
@@ -128,6 +148,77 @@ describe('openapi document', () => {
     }
     expect(writes).toBeGreaterThan(20);
     expect(doc.paths['/api/authenticate/'].post.parameters.some((p: { name: string }) => p.name === 'Idempotency-Key')).toBe(false);
+  });
+
+  test('openapi examples each validate against their schema, no undeclared key allowed', () => {
+    const ajv = new Ajv2020({ strict: false, allErrors: true });
+    ajv.addSchema({ ...(closed(doc) as object), $id: 'https://netsot.test/openapi.json' });
+    const failures: string[] = [];
+    const check = (where: string, schemaAt: string, example: unknown) => {
+      const validate = ajv.compile({ $ref: schemaAt });
+      if (!validate(example)) failures.push(`${where}: ${ajv.errorsText(validate.errors)}`);
+    };
+    let examples = 0;
+    for (const [name, schema] of Object.entries(doc.components.schemas as Record<string, { examples?: unknown[] }>)) {
+      (schema.examples ?? []).forEach((example, i) => {
+        examples++;
+        check(`${name} example ${i}`, pointer('components', 'schemas', name), example);
+      });
+    }
+    for (const [path, ops] of Object.entries(doc.paths as Record<string, Record<string, any>>)) {
+      for (const [method, op] of Object.entries(ops)) {
+        for (const [status, response] of Object.entries(op.responses as Record<string, any>)) {
+          for (const [type, media] of Object.entries((response.content ?? {}) as Record<string, any>)) {
+            if (media.example === undefined || type === 'text/csv') continue;
+            examples++;
+            check(
+              `${method} ${path} ${status} ${type}`,
+              pointer('paths', path, method, 'responses', status, 'content', type, 'schema'),
+              media.example,
+            );
+          }
+        }
+      }
+    }
+    expect(failures).toEqual([]);
+    expect(examples).toBeGreaterThan(20);
+  });
+
+  test('openapi schemas type every field, require what every answer carries and mark what a write cannot set', () => {
+    const schemas = doc.components.schemas;
+    // Objects inside objects are typed down to their fields: generated types are no Record<string, never>.
+    expect(schemas.Change.properties.site.anyOf[0]).toMatchObject({ type: 'object', required: ['id', 'name', 'description'] });
+    expect(schemas.Change.properties.user).toMatchObject({ type: 'object', required: ['id', 'email'], readOnly: true });
+    expect(schemas.Change.properties.resource).toMatchObject({ type: 'object', required: ['id'], additionalProperties: true });
+    expect(Object.values(schemas.User.properties.permissions.patternProperties)).toEqual([
+      expect.objectContaining({ type: 'object', required: ['user_id', 'site_id', 'permissions'] }),
+    ]);
+    expect(schemas.Change.properties.event.enum).toEqual(['Create', 'Update', 'Delete']);
+    for (const [name, schema] of Object.entries(schemas as Record<string, any>)) {
+      if (name === 'Error' || name.endsWith('Input')) continue;
+      expect(schema.required, name).toEqual(Object.keys(schema.properties));
+      expect(schema.properties.id?.readOnly, name).toBe(true);
+    }
+    // What a write takes: the writable fields, a related object by id or natural key; what it needs, per operation.
+    expect(Object.keys(schemas.DeviceInput.properties)).toEqual(['site_id', 'hostname', 'attributes']);
+    expect(schemas.InterfaceInput.properties.device.anyOf.map((s: { type: string }) => s.type)).toEqual(['integer', 'string']);
+    const body = (path: string, method: string) => doc.paths[path][method].requestBody.content['application/json'].schema;
+    expect(body('/api/devices/', 'post').oneOf[0]).toEqual({
+      allOf: [{ $ref: '#/components/schemas/DeviceInput' }, { required: ['site_id', 'hostname'] }],
+    });
+    expect(body('/api/sites/{site_id}/devices/', 'post').oneOf[0].allOf[1]).toEqual({ required: ['hostname'] });
+    expect(body('/api/devices/{id}/', 'put').allOf[1]).toEqual({ required: ['hostname', 'attributes'] });
+    expect(body('/api/devices/{id}/', 'patch')).toEqual({ $ref: '#/components/schemas/DeviceInput' });
+    expect(body('/api/devices/', 'patch').items.allOf[1].required).toEqual(['id']);
+  });
+
+  test('openapi summaries take the right article', () => {
+    const summaries: string[] = [];
+    for (const ops of Object.values(doc.paths as Record<string, Record<string, { summary: string }>>))
+      for (const op of Object.values(ops)) summaries.push(op.summary);
+    expect(summaries).toContain('Get an interface');
+    expect(summaries.filter((s) => s.startsWith('Create an attribute'))).toHaveLength(2);
+    expect(summaries.filter((s) => /\ba [aeio]/i.test(s))).toEqual([]);
   });
 
   test('openapi examples are the shape of what the server answers now', async () => {

@@ -1,5 +1,5 @@
 /**
- * OPTIONS (gaps.md §22) through the API, and the public /docs/ pages.
+ * OPTIONS (docs/api.md §22) through the API, and the public /docs/ pages.
  */
 
 import { Type } from '@sinclair/typebox';

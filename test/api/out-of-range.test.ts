@@ -1,6 +1,6 @@
 /**
  * Ids and numbers beyond what JSON can carry exactly (issue 15 items 3 and 4;
- * gaps.md §6.2): an id beyond the safe integer range in a path is an unknown id
+ * docs/api.md §6.2): an id beyond the safe integer range in a path is an unknown id
  * (404, or whatever that route answers for an unknown id), in a body the text
  * an unknown id in that field gives; a number JSON.parse overflows (1e309) is a
  * 400 naming where it sits, and an integer beyond ±2^53 in a string field is

@@ -1,5 +1,5 @@
 /**
- * Lists through the API: pagination (gaps.md §7.1, worked example with 5
+ * Lists through the API: pagination (docs/api.md §7.1, worked example with 5
  * sites) on the scattered top-level list and on a single-shard nested list,
  * and dynamic field selection (§20.2) on sites.
  */

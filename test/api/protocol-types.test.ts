@@ -1,5 +1,5 @@
 /**
- * ProtocolTypes through the API (spec §2.10; gaps.md §8, §9.1–9.5, §9.9, §10, §17,
+ * ProtocolTypes through the API (docs/api.md §8, §9.1–9.5, §9.9, §10, §17,
  * §20.1, §22): create, PUT, PATCH and delete nested and top level with exact
  * shapes and texts, the `site` field, the name limit and per-site uniqueness,
  * `required_attributes` by id and by name with every failure text and its

@@ -1,5 +1,5 @@
 /**
- * The HTTP protocol layer over real HTTP (gaps.md §1, §2, §6): index, unknown
+ * The HTTP protocol layer over real HTTP (docs/api.md §1, §2, §6): index, unknown
  * paths, methods and Allow, trailing slashes, HEAD, Accept and versions,
  * bodies and their limits, and the shape of every response.
  */
@@ -411,7 +411,7 @@ describe('Accept', () => {
   });
 
   test('Accept it cannot satisfy gets 406 as JSON', async () => {
-    for (const accept of ['text/plain', 'application/xml', 'image/png, text/csv', 'application/json;q=0']) {
+    for (const accept of ['text/plain', 'application/xml', 'image/png, text/tab-separated-values', 'application/json;q=0']) {
       const r = await s.get('/api/sites/', { headers: { Accept: accept } });
       expectError(r, 406, 'Could not satisfy the request Accept header.');
       expect(r.headers.get('allow')).toBe('GET, POST, HEAD, OPTIONS');

@@ -1,5 +1,5 @@
 /**
- * Protocols through the API (spec §2.11; gaps.md §7.4, §8, §9, §10, §18, §20.1,
+ * Protocols through the API (docs/api.md §7.4, §8, §9, §10, §18, §20.1,
  * §21, §22): create nested and top level (the site from the URL, the body
  * or the device, on both shards), every stage-1 lookup text and stage-2
  * rule text, the type's required attributes on top of the required Protocol

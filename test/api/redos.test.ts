@@ -1,5 +1,5 @@
 /**
- * Regular expressions from users over HTTP (issue 15 item 1, gaps.md §6.2):
+ * Regular expressions from users over HTTP (issue 15 item 1, docs/api.md §6.2):
  * the two catastrophic-backtracking attacks of the issue (a set-query
  * `_regex` term and an attribute pattern) answer promptly and the shard keeps
  * serving; patterns the linear engine cannot run, and patterns over 1000
@@ -77,7 +77,7 @@ describe('set-query regexes', () => {
   });
 
   test('a set-query regex the linear engine cannot run does give 400 naming query', async () => {
-    // Single quotes keep the backslash: the query is split by shell rules (gaps.md §21).
+    // Single quotes keep the backslash: the query is split by shell rules (docs/api.md §21).
     for (const p of ['(a)\\1', '(?=a)a', '(?<!b)a', 'a{1000}']) {
       expectError(await prompt(query(site.id, `owner_regex='${p}'`)), 400, { query: NOT_LINEAR('Regex', p) });
       expectError(await prompt(query(null, `owner_regex='${p}'`)), 400, { query: NOT_LINEAR('Regex', p) });

@@ -1,6 +1,6 @@
 /**
- * The attribute machinery every resource uses, through the API on devices (spec
- * §2.3 rules 1–8, §4.3; gaps.md §9.4, §9.5, §11.3, §7.4 `attributes` filter):
+ * The attribute machinery every resource uses, through the API on devices
+ * (docs/api.md §9.4, §9.5, §11.3, §7.4 `attributes` filter):
  * input coercion, unknown and missing attributes, defaults on create and PUT
  * (never PATCH), PATCH merge and null delete, multi lists, every value check
  * and its text in order, non-retroactive flag changes, output key order, and
@@ -244,7 +244,7 @@ describe('attribute defaults', () => {
     const d = await mkDevice(site, { owner: 'o' });
     const removed = await patchAttrs(d.id, { role: null });
     expect(removed.json.attributes).toEqual({ owner: 'o', tags: ['a', 'b'] });
-    // A later PATCH leaves the removed attribute removed (spec rule 6).
+    // A later PATCH leaves the removed attribute removed (docs/api.md §11.3, step 4).
     expect((await patchAttrs(d.id, { owner: 'q' })).json.attributes).toEqual({ owner: 'q', tags: ['a', 'b'] });
     expect((await patchAttrs(d.id, {})).json.attributes).toEqual({ owner: 'q', tags: ['a', 'b'] });
     expect((await s.patch(`/api/devices/${d.id}/`, { hostname: host('renamed') })).json.attributes).toEqual({

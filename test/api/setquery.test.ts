@@ -1,5 +1,5 @@
 /**
- * Device set queries through the API (spec §4.5; gaps.md §21, §7.1, §7.4, §20.2):
+ * Device set queries through the API (docs/api.md §21, §7.1, §7.4, §20.2):
  * the example table, intersection/difference/union semantics, regex terms,
  * unknown-attribute errors nested and top level (where an attribute known only
  * in a site on the other shard is no error), scoping to the URL site, unique,
@@ -30,7 +30,7 @@ async function hosts(site: number | null, query: string, extra = ''): Promise<st
 
 const unknown = (name: string) => ({ query: `Attribute matching query does not exist: '${name}'` });
 
-// The example of gaps.md §21, once in site A (shard of A) and once in site B
+// The example of docs/api.md §21, once in site A (shard of A) and once in site B
 // (the other shard), with a few extra devices and attributes.
 let A: Site;
 let B: Site;

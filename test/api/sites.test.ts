@@ -1,5 +1,5 @@
 /**
- * Sites through the API (spec §2.2; gaps.md §9.1–9.5, §9.9 Site row, §19, §20.1):
+ * Sites through the API (docs/api.md §9.1–9.5, §9.9 Site row, §19, §20.1):
  * CRUD with exact shapes and message texts, name uniqueness across shards,
  * the name filter, list order, and the Changes a site's writes leave behind.
  * One server with SHARDS=2, so odd and even site ids live on different shards.

@@ -1,5 +1,5 @@
 /**
- * Shard supervision (design.md "Supervision", issue 15 item 2) on the real
+ * Shard supervision (README "Hostile input, failures and limits", issue 15 item 2) on the real
  * server: a shard worker that exits, or stalls inside a request, is replaced
  * while the other shard keeps serving; the requests it owed get 503 with
  * Retry-After; every write acknowledged before, during and after survives,

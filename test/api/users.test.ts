@@ -1,5 +1,5 @@
 /**
- * Users through the API (spec §2.13, §4.6; gaps.md §4, §5, §7.1, §20.1): list and
+ * Users through the API (docs/api.md §4, §5, §7.1, §20.1): list and
  * detail shapes, id 0, 404 texts, with_secret_key, rotate_secret_key,
  * POST (superuser only, every error text), PATCH (superuser only, grant
  * formats, errors), the per-site `permissions` output, and methods.
@@ -49,7 +49,7 @@ afterAll(async () => {
   await s?.stop();
 });
 
-describe('GET /api/users/ (gaps.md §4)', () => {
+describe('GET /api/users/ (docs/api.md §4)', () => {
   // Runs first: on a fresh server, the first caller is the only user.
   test('a fresh server lists only the caller, with no anonymous user', async () => {
     const r = await s.get('/api/users/');
@@ -94,7 +94,7 @@ describe('GET /api/users/ (gaps.md §4)', () => {
   });
 
   // Server bug (src/http/server.ts, not owned here): usersRoute calls users.list(q) without the link
-  // base, so `limit` is ignored and a bare array comes back. gaps.md §7.1: pagination applies to every list.
+  // base, so `limit` is ignored and a bare array comes back. docs/api.md §7.1: pagination applies to every list.
   test('the users list paginates with limit and offset', async () => {
     await mkUser();
     await mkUser();
@@ -150,7 +150,7 @@ describe('GET /api/users/ (gaps.md §4)', () => {
   });
 });
 
-describe('GET /api/users/{id}/ (gaps.md §4)', () => {
+describe('GET /api/users/{id}/ (docs/api.md §4)', () => {
   test('id 0 is the caller and shows the real id', async () => {
     const u = await mkUser();
     const r = await s.get('/api/users/0/', { as: u.email });
@@ -179,7 +179,7 @@ describe('GET /api/users/{id}/ (gaps.md §4)', () => {
   });
 });
 
-describe('with_secret_key (gaps.md §4, §7.3)', () => {
+describe('with_secret_key (docs/api.md §4, §7.3)', () => {
   test.each(['true', 'True', '1', 'yes', 'on', ''])("with_secret_key=%j on the caller's record adds the key last", async (value) => {
     const u = await mkUser();
     const r = await s.get(`/api/users/0/?with_secret_key=${value}`, { as: u.email });
@@ -226,7 +226,7 @@ describe('with_secret_key (gaps.md §4, §7.3)', () => {
   });
 });
 
-describe('POST /api/users/{id}/rotate_secret_key/ (gaps.md §4)', () => {
+describe('POST /api/users/{id}/rotate_secret_key/ (docs/api.md §4)', () => {
   test('rotate_secret_key on 0 returns the new key as a bare JSON string', async () => {
     const u = await mkUser();
     const before = (await s.get('/api/users/0/?with_secret_key=true', { as: u.email })).json.secret_key;
@@ -276,7 +276,7 @@ describe('POST /api/users/{id}/rotate_secret_key/ (gaps.md §4)', () => {
   });
 });
 
-describe('POST /api/users/ (gaps.md §4)', () => {
+describe('POST /api/users/ (docs/api.md §4)', () => {
   test('a superuser creates a non-superuser with no grants, no key in the body, no Location and no Change', async () => {
     const changes = (await s.get('/api/changes/')).json.length;
     const email = freshEmail('new');
@@ -372,7 +372,7 @@ describe('POST /api/users/ (gaps.md §4)', () => {
   });
 });
 
-describe('PATCH /api/users/{id}/ (gaps.md §4, §5)', () => {
+describe('PATCH /api/users/{id}/ (docs/api.md §4, §5)', () => {
   test('a superuser sets site grants from lists and the output lists them per site', async () => {
     const u = await mkUser();
     const changes = (await s.get('/api/changes/')).json.length;
@@ -528,7 +528,7 @@ describe('PATCH /api/users/{id}/ (gaps.md §4, §5)', () => {
   });
 });
 
-describe('user methods (gaps.md §1.2, §4)', () => {
+describe('user methods (docs/api.md §1.2, §4)', () => {
   test('PUT and DELETE on a user give 405 with Allow', async () => {
     const u = await mkUser();
     for (const method of ['PUT', 'DELETE', 'POST']) {

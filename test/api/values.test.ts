@@ -1,5 +1,5 @@
 /**
- * Values through the API (spec §2.4; gaps.md §1.2, §7.4 Value row, §11.2, §20.1):
+ * Values through the API (docs/api.md §1.2, §7.4 Value row, §11.2, §20.1):
  * the read-only shape, list order across shards, filters and their 400s,
  * nested and top-level detail with exact 404 texts, 405 on every write,
  * values following their device's attributes (stable ids for unchanged

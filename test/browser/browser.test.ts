@@ -4,6 +4,7 @@
  * file. Screenshots of each page go to test-artifacts/; UPDATE_DOCS_SCREENSHOT=1
  * also rewrites the README's docs/browse.png.
  */
+import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
@@ -20,7 +21,8 @@ const pageErrors: string[] = [];
 
 beforeAll(async () => {
   if (!available) return;
-  [s, browser] = await Promise.all([TestServer.start({ shards: 1 }), launch()]);
+  // The access log says which requests reached the server (the browser's cache answers the others).
+  [s, browser] = await Promise.all([TestServer.start({ shards: 1, env: { LOG_LEVEL: 'info' } }), launch()]);
   secretKey = (await s.get('/api/users/0/?with_secret_key=true')).json.secret_key;
   expect((await s.post('/api/sites/', { name: 'lab' })).status).toBe(201);
   expect((await s.post('/api/sites/1/devices/', { hostname: 'r1' })).status).toBe(201);
@@ -32,6 +34,34 @@ afterAll(async () => {
   await browser?.close();
   await s?.stop();
 });
+
+/** The requests the server has answered since `from` (an index into its output), from its access log. */
+function served(from: number): { path: string; status: number; user?: string }[] {
+  return s.output
+    .slice(from)
+    .join('')
+    .split('\n')
+    .filter((line) => line.includes('"msg":"request"'))
+    .map((line) => JSON.parse(line));
+}
+
+/** Signs the page's tab in through the view's form. */
+async function signIn(page: Page): Promise<void> {
+  await page.goto(`${s.base}/api/`);
+  await page.fill('#signin-email', 'admin@localhost');
+  await page.fill('#signin-key', secretKey);
+  await page.click('form.signin button');
+  await page.locator('text=signed in as admin@localhost').waitFor();
+}
+
+/** The operations of the served document, by tag, in the document's order. */
+async function operationsByTag(): Promise<Map<string, string[]>> {
+  const doc = (await s.get('/docs/openapi.json', { as: null })).json;
+  const byTag = new Map<string, string[]>();
+  for (const ops of Object.values(doc.paths as Record<string, Record<string, { tags: string[]; operationId: string }>>))
+    for (const op of Object.values(ops)) byTag.set(op.tags[0], [...(byTag.get(op.tags[0]) ?? []), op.operationId]);
+  return byTag;
+}
 
 async function newPage(): Promise<Page> {
   const page = await browser.newPage({ viewport: { width: 1100, height: 760 } });
@@ -83,6 +113,49 @@ describe.skipIf(!available)('docs in a browser', { timeout: 150_000 }, () => {
     }
     expect(elsewhere).toEqual([]);
     expect(pageErrors).toEqual([]);
+    await page.close();
+  });
+});
+
+describe.skipIf(!available)('every operation in the docs', { timeout: 300_000 }, () => {
+  test('docs renders every tag and every operation of the document, tag by tag', async () => {
+    const byTag = await operationsByTag();
+    const page = await newPage();
+    page.setDefaultTimeout(60_000);
+    const consoleErrors: string[] = [];
+    page.on('console', (m) => {
+      if (m.type() === 'error') consoleErrors.push(m.text());
+    });
+    await page.goto(`${s.base}/docs/`);
+    await page.locator('.opblock-tag').first().waitFor();
+    page.setDefaultTimeout(20_000);
+    // Every tag is listed, closed: the page shows what the document holds before anything is opened.
+    expect(await page.locator('.opblock-tag').evaluateAll((els) => els.map((e) => e.getAttribute('data-tag')))).toEqual([...byTag.keys()]);
+    for (const [tag, ids] of byTag) {
+      const heading = page.locator(`#operations-tag-${tag}`);
+      if ((await heading.getAttribute('data-is-open')) !== 'true') await heading.click();
+      const section = page.locator('.opblock-tag-section', { has: heading });
+      await expect.poll(() => section.locator('.opblock').count(), { message: tag }).toBe(ids.length);
+      const shown = await section.locator('.opblock').evaluateAll((els) => els.map((e) => e.id));
+      expect(shown.sort(), tag).toEqual(ids.map((id) => `operations-${tag}-${id}`).sort());
+      // Each one opens: its parameters, body and responses render.
+      const last = section.locator('.opblock').last();
+      await last.locator('.opblock-summary').click();
+      await last.locator('.responses-wrapper').waitFor();
+      await heading.click();
+    }
+    expect(await page.locator('.fallback').count()).toBe(0);
+    expect(pageErrors).toEqual([]);
+    expect(consoleErrors).toEqual([]);
+    await screenshot(page, 'docs-tags');
+    await page.close();
+  });
+
+  test('docs deep link opens an operation far down the document', async () => {
+    const page = await newPage();
+    page.setDefaultTimeout(60_000);
+    await page.goto(`${s.base}/docs/#/interfaces/get_interfaces_detail_route_siblings_in_site`);
+    await page.locator('#operations-interfaces-get_interfaces_detail_route_siblings_in_site .opblock-body').waitFor();
     await page.close();
   });
 });
@@ -154,5 +227,182 @@ describe.skipIf(!available)('browsable API in a browser', { timeout: 60_000 }, (
     expect(elsewhere).toEqual([]);
     expect(pageErrors).toEqual([]);
     await page.close();
+  });
+});
+
+describe.skipIf(!available)('browsable view forms and pages', { timeout: 90_000 }, () => {
+  let page: Page;
+  /** A site of its own: 120 networks, devices d1 and d2. */
+  let site: number;
+  /** Another, whose device `odd` holds a value that only looks like a URL. */
+  let oddSite: number;
+
+  beforeAll(async () => {
+    if (!available) return;
+    site = (await s.post('/api/sites/', { name: 'view' })).json.id;
+    const networks = Array.from({ length: 120 }, (_, i) => ({ cidr: `10.50.${i}.0/24` }));
+    expect((await s.post(`/api/sites/${site}/networks/`, networks)).status).toBe(201);
+    expect((await s.post(`/api/sites/${site}/devices/`, [{ hostname: 'd1' }, { hostname: 'd2' }])).status).toBe(201);
+    oddSite = (await s.post('/api/sites/', { name: 'odd' })).json.id;
+    expect((await s.post(`/api/sites/${oddSite}/attributes/`, { name: 'url', resource_name: 'Device' })).status).toBe(201);
+    expect((await s.post(`/api/sites/${oddSite}/devices/`, { hostname: 'odd', attributes: { url: 'http://[' } })).status).toBe(201);
+    page = await newPage();
+    await signIn(page);
+  }, 60_000);
+
+  afterAll(async () => {
+    await page?.close();
+  });
+
+  test('browsable view shows an unpaged list of 120 networks as its first page of 50 with the pager', async () => {
+    await page.goto(`${s.base}/api/sites/${site}/networks/`);
+    await page.locator('.pager', { hasText: '1–50 of 120 (50 a page)' }).waitFor();
+    expect(await page.locator('table.objects tbody tr').count()).toBe(50);
+    await page.locator('.pager a', { hasText: 'next' }).click();
+    await page.locator('.pager', { hasText: '51–100 of 120' }).waitFor();
+    expect(await page.locator('table.objects tbody tr').count()).toBe(50);
+    expect(page.url()).toContain('limit=50&offset=50');
+  });
+
+  test('browsable view loads a page once, with its token, and the OpenAPI document once across three pages', async () => {
+    // Routing would turn the browser's cache off: this page is left unrouted.
+    const own = await browser.newPage();
+    own.on('pageerror', (e) => pageErrors.push(String(e)));
+    await own.goto(`${s.base}/api/`);
+    await own.fill('#signin-email', 'admin@localhost');
+    await own.fill('#signin-key', secretKey);
+    await own.click('form.signin button');
+    await own.locator('text=signed in as admin@localhost').waitFor();
+    const from = s.output.length;
+    for (const path of [`/api/sites/${site}/`, `/api/sites/${site}/devices/`, '/api/devices/d1/']) {
+      await own.goto(`${s.base}${path}`);
+      await own.locator('h1', { hasText: `200 GET ${path}` }).waitFor();
+    }
+    const log = served(from);
+    expect(log.filter((r) => r.path === '/docs/openapi.json')).toHaveLength(0);
+    // Each page: the page itself (not run without credentials, so no 401) and one read of its data, signed in.
+    expect(log.filter((r) => r.status === 401)).toEqual([]);
+    for (const path of [`/api/sites/${site}/`, `/api/sites/${site}/devices/`, '/api/devices/d1/']) {
+      expect(
+        log.filter((r) => r.path === path).map((r) => [r.status, r.user ?? null]),
+        path,
+      ).toEqual([
+        [200, null],
+        [200, 'admin@localhost'],
+      ]);
+    }
+    await own.close();
+  });
+
+  test('browsable view fetches the OpenAPI document once for a new tab', async () => {
+    const own = await browser.newContext().then((c) => c.newPage());
+    const from = s.output.length;
+    for (const path of ['/api/', '/api/sites/', '/api/devices/']) {
+      await own.goto(`${s.base}${path}`);
+      await own.locator('main h1 code.status').waitFor();
+    }
+    expect(served(from).filter((r) => r.path === '/docs/openapi.json')).toHaveLength(1);
+    await own.context().close();
+  });
+
+  test('browsable view starts a POST on a device list with a body that creates a device', async () => {
+    await page.goto(`${s.base}/api/sites/${site}/devices/`);
+    await page.locator('form.write-post h3', { hasText: 'Create a device' }).waitFor();
+    const start = JSON.parse(await page.inputValue('#body-post'));
+    expect(start).toEqual({ site_id: site, hostname: 'r1', attributes: {} });
+    await page.click('form.write-post button');
+    await page.locator('.notice', { hasText: `POST /api/sites/${site}/devices/: 201` }).waitFor();
+    expect((await s.get(`/api/sites/${site}/devices/r1/`)).status).toBe(200);
+    // The next one counts past what the page shows.
+    expect(JSON.parse(await page.inputValue('#body-post')).hostname).toBe('r2');
+  });
+
+  test('browsable view fills bulk PUT and PATCH of a paged list with its objects, and PUT succeeds', async () => {
+    await page.goto(`${s.base}/api/sites/${site}/devices/?limit=2`);
+    await page.locator('.pager', { hasText: '1–2 of ' }).waitFor();
+    for (const id of ['#body-put', '#body-patch']) {
+      const body = JSON.parse(await page.inputValue(id));
+      expect(Array.isArray(body), id).toBe(true);
+      expect(body.map((d: { hostname: string }) => d.hostname)).toEqual(['d1', 'd2']);
+      expect(Object.keys(body[0]).sort()).toEqual(['attributes', 'hostname', 'id', 'site_id']);
+    }
+    await page.click('form.write-put button');
+    await page.locator('.notice', { hasText: `PUT /api/sites/${site}/devices/: 200` }).waitFor();
+    expect(await page.locator('.error').count()).toBe(0);
+  });
+
+  test('browsable view renames a device with PATCH and ends on its new URL', async () => {
+    await page.goto(`${s.base}/api/devices/d1/`);
+    await page.locator('h1', { hasText: 'GET /api/devices/d1/' }).waitFor();
+    await page.fill('#body-patch', '{"hostname": "d1-renamed"}');
+    await page.click('form.write-patch button');
+    await page.locator('h1', { hasText: '200 GET /api/devices/d1-renamed/' }).waitFor();
+    await page.locator('.notice', { hasText: 'PATCH /api/devices/d1/: 200' }).waitFor();
+    expect(await page.locator('.error').count()).toBe(0);
+    expect(new URL(page.url()).pathname).toBe('/api/devices/d1-renamed/');
+  });
+
+  test('browsable view asks before DELETE, and deletes only once accepted', async () => {
+    expect((await s.post(`/api/sites/${site}/devices/`, { hostname: 'gone' })).status).toBe(201);
+    await page.goto(`${s.base}/api/devices/gone/`);
+    await page.locator('h1', { hasText: 'GET /api/devices/gone/' }).waitFor();
+    const asked: string[] = [];
+    page.once('dialog', (d) => {
+      asked.push(`${d.type()}: ${d.message()}`);
+      void d.dismiss();
+    });
+    await page.click('form.write-delete button');
+    await expect.poll(() => asked).toEqual(['confirm: Delete a device: /api/devices/gone/?']);
+    expect((await s.get('/api/devices/gone/')).status).toBe(200);
+    page.once('dialog', (d) => void d.accept());
+    await page.click('form.write-delete button');
+    await page.locator('h1', { hasText: '200 GET /api/devices/' }).waitFor();
+    expect((await s.get('/api/devices/gone/')).status).toBe(404);
+  });
+
+  test('browsable view replaces the success banner by the error of a broken body', async () => {
+    await page.goto(`${s.base}/api/sites/${site}/devices/`);
+    await page.fill('#body-post', '{"hostname": "d9"}');
+    await page.click('form.write-post button');
+    await page.locator('.notice', { hasText: '201' }).waitFor();
+    await page.fill('#body-post', '{"hostname": ');
+    await page.click('form.write-post button');
+    await page.locator('form.write-post .error', { hasText: 'Error 400' }).waitFor();
+    expect(await page.locator('.notice').count()).toBe(0);
+  });
+
+  test('browsable view speaks of one object in the singular and of an interface with an', async () => {
+    await page.goto(`${s.base}/api/sites/${site}/devices/?hostname=d2`);
+    await page.locator('.pager', { hasText: '1–1 of 1' }).waitFor();
+    expect(await page.locator('main').textContent()).not.toContain('1 objects');
+    await page.goto(`${s.base}/api/sites/${site}/attributes/`);
+    await page.locator('form.write-post h3', { hasText: 'Create an attribute' }).waitFor();
+    expect((await s.post(`/api/sites/${site}/interfaces/`, { device: 'd2', name: 'eth0' })).status).toBe(201);
+    await page.goto(`${s.base}/api/interfaces/d2:eth0/`);
+    await page.locator('.summary', { hasText: 'Get an interface' }).waitFor();
+    await page.goto(`${s.base}/api/sites/${site}/networks/10.50.0.0/24/next_address/`);
+    await page.locator('.count', { hasText: /^1 item$/ }).waitFor();
+  });
+
+  test('browsable view shows a device whose attribute is http://[ with its forms and links', async () => {
+    await page.goto(`${s.base}/api/devices/odd/`);
+    await page.locator('form.write-patch').waitFor();
+    expect(await page.locator('main > dl.object').textContent()).toContain('http://[');
+    await page.locator('.related a[href="/api/devices/odd/interfaces/"]').waitFor();
+    await page.goto(`${s.base}/api/sites/${oddSite}/devices/`);
+    await page.locator('table.objects a', { hasText: 'odd' }).first().waitFor();
+  });
+
+  test('browsable view downloads a list as CSV', async () => {
+    await page.goto(`${s.base}/api/sites/${site}/networks/?limit=10`);
+    const [download] = await Promise.all([page.waitForEvent('download'), page.click('button.csv')]);
+    expect(download.suggestedFilename()).toBe('networks.csv');
+    const text = readFileSync((await download.path())!, 'utf8');
+    const lines = text.split('\r\n');
+    expect(lines[0]).toBe('id,cidr,parent_id,parent,site_id,is_ip,ip_version,network_address,prefix_length,state,attributes');
+    // The whole list, not the page shown: 120 networks, the header, and the empty string after the last CRLF.
+    expect(lines).toHaveLength(122);
+    expect(pageErrors).toEqual([]);
+    expect(elsewhere).toEqual([]);
   });
 });

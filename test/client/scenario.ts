@@ -8,11 +8,22 @@
 import createClient from 'openapi-fetch';
 import type { paths } from './netsot-api.js';
 
-export async function scenario(baseUrl: string, email: string): Promise<{ addresses: string[]; networks: string[] }> {
-  const api = createClient<paths>({ baseUrl, headers: { 'X-Service-Email': email } });
+export interface Outcome {
+  addresses: string[];
+  networks: string[];
+  /** Read through the generated types without casts: a Change's site and user are typed objects. */
+  changedIn: string;
+  changedBy: string;
+  iface: string;
+}
+
+export async function scenario(baseUrl: string, email: string): Promise<Outcome> {
+  // Lists come as CSV too (text/csv): a JSON client names the media type it reads.
+  const api = createClient<paths, 'application/json'>({ baseUrl, headers: { 'X-Service-Email': email } });
   const site = await api.POST('/api/sites/', { body: { name: 'client-site' } });
   if (!site.data || Array.isArray(site.data)) throw new Error(`create site: ${JSON.stringify(site.error)}`);
-  const siteId = site.data.id as number;
+  // Every field of an answer is there (required): no cast, no `?`.
+  const siteId: number = site.data.id;
   const device = await api.POST('/api/sites/{site_id}/devices/', {
     params: { path: { site_id: siteId } },
     body: { hostname: 'client-r1' },
@@ -27,5 +38,21 @@ export async function scenario(baseUrl: string, email: string): Promise<{ addres
   const list = await api.GET('/api/sites/{site_id}/networks/', { params: { path: { site_id: siteId }, query: { limit: 10 } } });
   if (!list.data) throw new Error(`list: ${JSON.stringify(list.error)}`);
   const rows = Array.isArray(list.data) ? list.data : list.data.results;
-  return { addresses: next.data, networks: (rows ?? []).map((n) => String(n.cidr)) };
+  // A related object by its natural key (the device's hostname), as the API takes it.
+  const iface = await api.POST('/api/sites/{site_id}/interfaces/', {
+    params: { path: { site_id: siteId } },
+    body: { device: 'client-r1', name: 'eth0' },
+  });
+  if (!iface.data || Array.isArray(iface.data)) throw new Error(`create interface: ${JSON.stringify(iface.error)}`);
+  const changes = await api.GET('/api/sites/{site_id}/changes/', { params: { path: { site_id: siteId }, query: { limit: 1 } } });
+  if (!changes.data || Array.isArray(changes.data)) throw new Error(`changes: ${JSON.stringify(changes.error)}`);
+  const last = changes.data.results[0];
+  if (!last.site) throw new Error('the change has no site');
+  return {
+    addresses: next.data,
+    networks: rows.map((n) => n.cidr),
+    changedIn: last.site.name,
+    changedBy: last.user.email,
+    iface: iface.data.name_slug,
+  };
 }

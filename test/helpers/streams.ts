@@ -90,13 +90,13 @@ export function itemTexts(list: string): string[] {
   return texts;
 }
 
-/** A page as gaps.md §7.1 writes it (keys in that order), around items' texts. */
+/** A page as docs/api.md §7.1 writes it (keys in that order), around items' texts. */
 export function envelope(count: number, next: string | null, previous: string | null, items: string[]): string {
   return `{"count":${count},"next":${JSON.stringify(next)},"previous":${JSON.stringify(previous)},"results":[${items.join(',')}]}`;
 }
 
 /**
- * The page `?limit=<limit>&offset=<offset>` of `url` (a query of those two alone) as gaps.md §7.1 writes it:
+ * The page `?limit=<limit>&offset=<offset>` of `url` (a query of those two alone) as docs/api.md §7.1 writes it:
  * its count, next and previous links, and the items it shows of `items`, the whole list's.
  */
 export function expectedPage(url: string, items: string[], limit: number, offset: number): string {

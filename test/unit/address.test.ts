@@ -1,5 +1,5 @@
 /**
- * Address text ⇄ numbers (src/ip/address.ts; gaps.md §8, §13.1): strict
+ * Address text ⇄ numbers (src/ip/address.ts; docs/api.md §8, §13.1): strict
  * parsing of IPv4 (four decimal octets, no leading zeros) and IPv6 in every
  * RFC 4291 notation (case-insensitive, one `::`, embedded IPv4, no zone id),
  * CIDR parsing (bare address = host prefix, host bits, prefix range), and

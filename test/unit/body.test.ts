@@ -1,5 +1,5 @@
 /**
- * Request bodies and Accept negotiation (gaps.md §1.4, §2).
+ * Request bodies and Accept negotiation (docs/api.md §1.4, §2).
  */
 
 import fc from 'fast-check';
@@ -271,6 +271,19 @@ describe('negotiate', () => {
     expect(negotiate('application/json; version=2', 'format=json')).toEqual(json('2'));
     expect(negotiate('text/html', 'format=xml')).toEqual(html());
     expect(negotiate('text/plain', 'formats=json')).toBeNull();
+  });
+
+  test('negotiate gives CSV for text/csv or format=csv on a list, and nowhere else', () => {
+    const csv = (version = '1.0') => ({ representation: 'csv', version });
+    expect(negotiate('text/csv', '', true)).toEqual(csv());
+    expect(negotiate('text/csv;version=2, application/json;q=0.5', '', true)).toEqual(csv('2'));
+    expect(negotiate('application/json', 'format=csv', true)).toEqual(csv());
+    expect(negotiate('application/json, text/csv', '', true)).toEqual(json());
+    // Not a list: text/csv is not acceptable, so another type the client takes is chosen, or 406.
+    expect(negotiate('text/csv')).toBeNull();
+    expect(negotiate('text/csv, application/json;q=0.5')).toEqual(json());
+    expect(negotiate('', 'format=csv')).toBeNull();
+    expect(negotiate('text/csv', 'format=json')).toEqual(json());
   });
 });
 

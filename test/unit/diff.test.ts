@@ -1,5 +1,5 @@
 /**
- * resourceDiff (gaps.md §10): Create, Update and Delete diffs, deep
+ * resourceDiff (docs/api.md §10): Create, Update and Delete diffs, deep
  * comparison, and canonical key order.
  */
 import { describe, expect, test } from 'vitest';

@@ -1,7 +1,7 @@
 import { describe, expect, test } from 'vitest';
 import { isValidEmail } from '../../src/auth/email.js';
 
-describe('isValidEmail (gaps.md §3.5)', () => {
+describe('isValidEmail (docs/api.md §3.5)', () => {
   test.each([
     'admin@localhost',
     'jathan@example.com',

@@ -1,5 +1,5 @@
 /**
- * The one id parser (gaps.md §6.2): digits within the safe range are ids,
+ * The one id parser (docs/api.md §6.2): digits within the safe range are ids,
  * digits beyond it are NO_ID (an id no object has), anything else is no id.
  */
 import { describe, expect, test } from 'vitest';

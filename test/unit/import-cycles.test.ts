@@ -1,5 +1,5 @@
 /**
- * No runtime import cycles in src/ (design.md "Structure"): a module of a
+ * No runtime import cycles in src/ (README "Layout: the request path"): a module of a
  * cycle can run while another is still loading and see its exports as
  * undefined. Every file of src/ is an entry, so a module no entry point
  * reaches yet is covered too. Type-only imports vanish from the emitted

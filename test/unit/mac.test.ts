@@ -1,5 +1,5 @@
 /**
- * parseMac and formatMac (src/model/_mac.ts) against gaps.md §15.2: every
+ * parseMac and formatMac (src/model/_mac.ts) against docs/api.md §15.2: every
  * accepted spelling, the near misses that must be refused, and the one output
  * form.
  */
@@ -9,7 +9,7 @@ import { formatMac, MAC_MAX, parseMac } from '../../src/model/_mac.js';
 /** 00:1C:73:2A:60:62, the value behind every example in §15.2. */
 const EXAMPLE = 0x001c732a6062;
 
-describe('parseMac (gaps.md §15.2)', () => {
+describe('parseMac (docs/api.md §15.2)', () => {
   test('parseMac takes JSON integers from 0 to 2^48-1', () => {
     expect(parseMac(0)).toBe(0);
     expect(parseMac(1)).toBe(1);
@@ -182,7 +182,7 @@ describe('parseMac (gaps.md §15.2)', () => {
   });
 });
 
-describe('formatMac (gaps.md §15.2)', () => {
+describe('formatMac (docs/api.md §15.2)', () => {
   test.each([
     [0, '00:00:00:00:00:00'],
     [1, '00:00:00:00:00:01'],

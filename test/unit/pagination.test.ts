@@ -1,5 +1,5 @@
 /**
- * Pagination pieces (gaps.md §7.1): readPage, pageLinks and pageEnvelope.
+ * Pagination pieces (docs/api.md §7.1): readPage, pageLinks and pageEnvelope.
  */
 import { describe, expect, test } from 'vitest';
 import { pageEnvelope, pageLinks, readPage } from '../../src/query/pagination.js';

@@ -1,5 +1,5 @@
 /**
- * QueryParams typed readers (gaps.md §7.3) and the query-string codecs.
+ * QueryParams typed readers (docs/api.md §7.3) and the query-string codecs.
  */
 import { describe, expect, test } from 'vitest';
 import { ApiError } from '../../src/errors.js';

@@ -1,7 +1,7 @@
 /**
  * The shared case suite every PrefixTree implementation runs
  * (test/unit/prefix-tree.test.ts): storage, containment queries, ordering,
- * IPv4 and IPv6, and freeBlocks with every worked example of gaps.md §14.2.
+ * IPv4 and IPv6, and freeBlocks with every worked example of docs/api.md §14.2.
  *
  * Prefixes are written as text ('10.0.0.0/8', '2001:db8::/32') and parsed by
  * the small helpers below; results are formatted back to text so that the
@@ -517,7 +517,7 @@ export function prefixTreeCases(name: string, make: Make): void {
     });
 
     describe('freeBlocks', () => {
-      // gaps.md §14.2 worked examples: the tree holds P and its children; the
+      // docs/api.md §14.2 worked examples: the tree holds P and its children; the
       // caller passes exclude = [P first, P last] when len = width and P is
       // not a /31 (/127), as the service does.
       const e1 = () => build('10.16.2.0/25', '10.16.2.8/29', '10.16.2.1/32', '10.16.2.2/32', '10.16.2.4/32', '10.16.2.17/32');

@@ -1,5 +1,5 @@
 /**
- * Router: the path rules of gaps.md §1.1–1.3, run on the real route table
+ * Router: the path rules of docs/api.md §1.1–1.3, run on the real route table
  * (every declared collection and root route). Matches are shown in a compact
  * form: what the path names (kind, collection, site, target, key, route) and
  * the methods its declaration answers.

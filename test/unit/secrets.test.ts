@@ -17,7 +17,7 @@ function signed(payloadText: string): string {
   return `${payload}.${createHmac('sha256', KEY).update(payload).digest('base64url')}`;
 }
 
-describe('newSecretKey (gaps.md §3.4)', () => {
+describe('newSecretKey (docs/api.md §3.4)', () => {
   test('newSecretKey returns 44 URL-safe base64 characters ending in =', () => {
     for (let i = 0; i < 200; i++) {
       const k = newSecretKey();
@@ -65,7 +65,7 @@ describe('loadServerKey', () => {
   });
 });
 
-describe('TokenSigner (gaps.md §3.3)', () => {
+describe('TokenSigner (docs/api.md §3.3)', () => {
   test('a token is opaque base64url text with no spaces or colons', () => {
     const t = signer.issue('jathan@example.com', 0, NOW);
     expect(t).toMatch(/^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/);

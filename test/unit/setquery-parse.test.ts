@@ -1,5 +1,5 @@
 /**
- * Set-query parser (gaps.md §21): POSIX word splitting, then terms.
+ * Set-query parser (docs/api.md §21): POSIX word splitting, then terms.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
 import { describe, expect, test } from 'vitest';

@@ -1,5 +1,5 @@
 /**
- * Set-query evaluation (gaps.md §21) on a hand-built AttributeIndex:
+ * Set-query evaluation (docs/api.md §21) on a hand-built AttributeIndex:
  * intersection, difference and union left to right, the symbolic "all" start
  * set, multi values, regex terms (unanchored, case-sensitive, JavaScript
  * syntax, invalid → 400), per-site evaluation with no leaks between sites,
@@ -22,7 +22,7 @@ type Attrs = Record<string, string | string[]>;
 
 /** Objects per site: id → attributes. */
 const WORLD: Record<number, Record<number, Attrs>> = {
-  // The example of gaps.md §21, plus d4 with nothing and d5 with tags only.
+  // The example of docs/api.md §21, plus d4 with nothing and d5 with tags only.
   1: {
     1: { owner: 'jathan', role: 'br', tags: ['core', 'edge'] },
     2: { owner: 'jathan', tags: ['edge'], note: '' },
@@ -78,7 +78,7 @@ function failure(fn: () => unknown): { status: number; body: unknown } {
   throw new Error('expected an ApiError');
 }
 
-describe('evaluateSetQuery on the example of gaps.md §21', () => {
+describe('evaluateSetQuery on the example of docs/api.md §21', () => {
   test('evaluateSetQuery does intersect owner=jathan to d1 and d2', () => {
     expect(in1('owner=jathan')).toEqual([1, 2]);
   });

@@ -1,5 +1,5 @@
 /**
- * User regexes (src/query/user-regex.ts, gaps.md §6.2): compiled on the
+ * User regexes (src/query/user-regex.ts, docs/api.md §6.2): compiled on the
  * linear-time engine, the three refusals told apart, the 1000-character
  * bound, set-query and attribute-pattern semantics kept, capture groups
  * dropped without changing what matches, and the bounded cache.
