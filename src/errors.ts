@@ -137,6 +137,9 @@ export const Errors = {
   shuttingDown: () => new ApiError(503, 'The service is shutting down; retry the request.', { 'Retry-After': '1' }),
   notReady: (why: string) => new ApiError(503, `Not ready: ${why}.`, { 'Retry-After': '1' }),
   bulkTooLarge: (max: number, got: number) => new ApiError(413, `A bulk request may hold at most ${max} items; got ${got}.`),
+  // Every element of every list in a body counts, nested ones included (MAX_REQUEST_ITEMS; README, Hostile input).
+  requestTooLarge: (max: number, got: number) =>
+    new ApiError(413, `A request may hold at most ${max} items, nested lists included; got ${got}.`),
 
   /** An error another shard already answered as an envelope, raised again where this shard answers alone. */
   relayed: (status: number, envelope: string) =>

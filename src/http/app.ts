@@ -296,7 +296,7 @@ export class App {
     const keyed = user !== null && match.collection !== null && appliesTo(method, x.idempotencyKey);
     // A large body goes to its shard unread (readRequestBody runs there, same answers): see offloads().
     const bytes = !keyed && method !== 'OPTIONS' && this.offloads(match, operation!, raw, x.contentType) ? x.bodyBytes(raw) : undefined;
-    const parsed = bytes ? undefined : readRequestBody(raw, x.contentType, this.config.maxBulkItems);
+    const parsed = bytes ? undefined : readRequestBody(raw, x.contentType, this.config);
     if (x.aborted) return;
     if (method === 'OPTIONS') return x.send(200, await this.options(match, user));
 
