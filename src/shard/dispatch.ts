@@ -11,7 +11,7 @@ import { type BodyLimits, readRequestBody } from '../http/body.js';
 import { Logger } from '../log.js';
 import type { ResourceModel } from '../model/model.js';
 import { MODELS, modelByCollection } from '../model/registry.js';
-import { resetUserRegexBudget } from '../query/user-regex.js';
+import { useRegexBudget } from '../query/regex-budget.js';
 import type { RouteResult, Shape } from '../routes/route.js';
 import { ROUTES } from '../routes/table.js';
 import type { Method } from '../schema/validate.js';
@@ -285,8 +285,8 @@ export class ShardServer {
       if (!this.recovering) this.hold([]);
       return;
     }
-    resetUserRegexBudget();
     const ctx = new RequestContext(this.shard, req);
+    useRegexBudget(ctx.regex);
     const model = modelByCollection(req.collection);
     let reply: Reply;
     try {
@@ -338,7 +338,6 @@ export class ShardServer {
 
   /** Runs `req`'s first slice; a request not done by then is parked and runs on in later turns (slices.ts). */
   private serve(req: ShardRequest): void {
-    resetUserRegexBudget();
     const ctx = new RequestContext(this.shard, req);
     const model = modelByCollection(req.collection);
     let steps: Steps<Reply>;
@@ -377,6 +376,7 @@ export class ShardServer {
 
   /** Runs one slice of `job`; true when it is over, answered or refused, and what waited for its sites runs. */
   private advance(job: Job): boolean {
+    useRegexBudget(job.ctx.regex);
     const until = performance.now() + SLICE_MS;
     let step: IteratorResult<void, Reply>;
     try {
@@ -630,7 +630,12 @@ export class ShardServer {
   /** Every request running in slices, its writes undone, and those waiting for them: to run again, in arrival order. */
   private giveUpSliced(): ShardRequest[] {
     const { jobs, requests } = this.slices.drop();
-    for (const job of jobs) if (job.ctx.hasTx) job.ctx.tx.rollback();
+    for (const job of jobs) {
+      // Its `finally` blocks run (a place it took among the shard's regex matchers is given back).
+      useRegexBudget(job.ctx.regex);
+      job.steps.return(undefined as never);
+      if (job.ctx.hasTx) job.ctx.tx.rollback();
+    }
     return requests;
   }
 

@@ -127,3 +127,35 @@ describe('a long write', () => {
     expect((await s.post(`/api/sites/${WRITTEN}/interfaces/`, { device: 'router', name: 'after' })).status).toBe(201);
   });
 });
+
+describe('costly regex queries', () => {
+  test('16 at once answer 400 or 429 with Retry-After, while another site of the shard answers within 1.5 s', async () => {
+    expect((await s.post(`/api/sites/${WRITTEN}/attributes/`, { name: 'serial', resource_name: 'Device' })).status).toBe(201);
+    const serial = (i: number) => `${String(i).padStart(4, '0')}${'x'.repeat(251)}`;
+    const devices = Array.from({ length: 400 }, (_, i) => ({ hostname: `serial-${i}`, attributes: { serial: serial(i) } }));
+    expect((await s.post(`/api/sites/${WRITTEN}/devices/`, devices)).status).toBe(201);
+    // Linear, but ~0.1 s a test against these values: before, the 16 ran one after another for 16 s.
+    const costly = encodeURIComponent('.?'.repeat(500));
+    const queries = Promise.all(
+      Array.from({ length: 16 }, () => s.get(`/api/sites/${WRITTEN}/devices/query/?query=serial_regex=${costly}`)),
+    );
+    const probes = await probe(`/api/sites/${NEIGHBOUR}/devices/?limit=1`, queries);
+    const answers = await queries;
+    expect(probes.map((p) => p.status).every((status) => status === 200)).toBe(true);
+    expect(Math.max(0, ...probes.map((p) => p.ms))).toBeLessThan(1500);
+    for (const r of answers) {
+      expect([400, 429]).toContain(r.status);
+      if (r.status === 429) {
+        expect(Number(r.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+        expect(r.json.error.message).toMatch(/^Too many costly regular expressions on this shard: /);
+      } else expect(r.json.error.message.query).toMatch(/^Regex too costly: /);
+    }
+    // At most two run in slices at once: the others are told to come back.
+    expect(answers.filter((r) => r.status === 429).length).toBeGreaterThanOrEqual(14);
+    const wait = Math.max(...answers.map((r) => Number(r.headers.get('retry-after') ?? 0)));
+    await new Promise((ok) => setTimeout(ok, wait * 1000));
+    const cheap = await s.get(`/api/sites/${WRITTEN}/devices/query/?query=serial_regex=^000[0-4]`);
+    expect(cheap.status, cheap.text).toBe(200);
+    expect(cheap.json).toHaveLength(5);
+  });
+});
