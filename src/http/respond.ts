@@ -86,9 +86,12 @@ interface LaterHeaders {
   contentType: string;
   host: string;
   forwardedFor: string;
-  idempotencyKey: string;
+  /** Undefined when the header is absent; '' when it is sent empty (a write then gets 400, http/idempotency.ts). */
+  idempotencyKey: string | undefined;
   lastEventId: string;
 }
+
+const WRITES: ReadonlySet<string> = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 
 /** A client's `X-Request-Id` is kept when it is 1–200 visible ASCII characters; anything else gets a fresh one. */
 const REQUEST_ID = /^[\x21-\x7e]{1,200}$/;
@@ -127,8 +130,8 @@ export abstract class Exchange {
   get forwardedFor(): string {
     return this.laterHeaders().forwardedFor;
   }
-  /** The Idempotency-Key header, '' when absent (http/idempotency.ts). */
-  get idempotencyKey(): string {
+  /** The Idempotency-Key header, undefined when absent (http/idempotency.ts). */
+  get idempotencyKey(): string | undefined {
     return this.laterHeaders().idempotencyKey;
   }
   /** Where an EventSource resumes the change stream, '' when absent (feed/request.ts). */
@@ -139,11 +142,13 @@ export abstract class Exchange {
   private laterHeaders(): LaterHeaders {
     if (this.later === null) {
       const h = this.head!;
+      const key = h.getHeader('idempotency-key');
       this.later = {
         contentType: h.getHeader('content-type'),
         host: h.getHeader('host') || 'localhost',
         forwardedFor: h.getHeader('x-forwarded-for'),
-        idempotencyKey: h.getHeader('idempotency-key'),
+        // Telling an empty header from none costs a walk over the headers: only when it can matter (a write).
+        idempotencyKey: key !== '' || !WRITES.has(this.method) || !hasHeader(h, 'idempotency-key') ? key || undefined : '',
         lastEventId: h.getHeader('last-event-id'),
       };
       this.head = null;

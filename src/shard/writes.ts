@@ -14,7 +14,7 @@ import type { ResourceModel } from '../model/model.js';
 import { modelByKind } from '../model/registry.js';
 import { asId, NO_ID } from '../schema/id.js';
 import { type Method, requireObject, siteIdIn } from '../schema/validate.js';
-import { authorize } from './authorize.js';
+import { authorize, authorizeEmptyBulk } from './authorize.js';
 import type { RequestContext, SiteRecord } from './context.js';
 import { deleteRecord } from './delete-policies.js';
 import { lookup } from './lookup.js';
@@ -173,8 +173,18 @@ function requireList(raw: unknown): unknown[] {
   return raw;
 }
 
+/**
+ * An empty list names no object and no site, but is checked as any list is: its URL site must exist (gaps.md
+ * §9.2), and the caller must hold the operation's permission there (or, at top level, somewhere).
+ */
+function checkEmptyList(ctx: RequestContext, model: Model): void {
+  if (ctx.urlSite !== null && !ctx.site(ctx.urlSite)) throw Errors.siteMissing(ctx.urlSiteLabel);
+  authorizeEmptyBulk(ctx, model);
+}
+
 /** POST a list (§9.3, §9.7): stage 1 for every item, then the rest item by item. Items may name several sites. */
 export function* createMany(ctx: RequestContext, model: Model, raw: unknown[]): Steps<StoredObject[]> {
+  if (raw.length === 0) checkEmptyList(ctx, model);
   const list = new BulkList(ctx);
   const parsed = yield* list.each(1, raw, (item) => parseCreate(ctx, model, item), true);
   return yield* list.each(2, parsed, ({ draft, site }) => model.create!(ctx, draft, siteOfDraft(ctx, model, draft, site)), false);
@@ -184,6 +194,7 @@ export function* createMany(ctx: RequestContext, model: Model, raw: unknown[]): 
 export function* updateMany(ctx: RequestContext, model: Model, raw: unknown, method: Method): Steps<StoredObject[]> {
   const list = new BulkList(ctx);
   const items = requireList(raw);
+  if (items.length === 0) checkEmptyList(ctx, model);
   const seen = new Set<number>();
   const targets: StoredObject[] = [];
   for (let i = 0; i < items.length; i++) {
@@ -214,7 +225,10 @@ export function* updateMany(ctx: RequestContext, model: Model, raw: unknown, met
 export function* deleteMany(ctx: RequestContext, model: Model, raw: unknown): Steps<void> {
   const list = new BulkList(ctx);
   if (!Array.isArray(raw)) throw Errors.validation('Expected a list of ids.');
-  if (raw.length === 0) throw Errors.validation('No ids provided.');
+  if (raw.length === 0) {
+    checkEmptyList(ctx, model);
+    throw Errors.validation('No ids provided.');
+  }
   // Each distinct id and the index of its first occurrence (a Map keeps first-occurrence order).
   const first = new Map<number, number>();
   raw.forEach((v, i) => {
