@@ -311,7 +311,10 @@ export class App {
       this.readCache.put(x.fullPath, reply.cache.site, reply.cache.version, reply.body);
     const headers = cluster ? { ...reply.headers, ...cluster } : reply.headers;
     if (reply.chunk) return streamReply(x, { ...reply, headers });
-    if (reply.body.length >= CHUNKED_REPLY_CHARS && x.representation === 'json' && x.method !== 'HEAD' && reply.status !== 204) {
+    // A reply made on this thread (the users list) is written whole: it is then complete before uWS reads the next
+    // request of the connection, and a request pipelined behind it is answered (native-notes.md, pipelining).
+    const whole = operation!.main !== undefined;
+    if (!whole && reply.body.length >= CHUNKED_REPLY_CHARS && x.representation === 'json' && x.method !== 'HEAD' && reply.status !== 204) {
       return streamReply(x, { status: reply.status, headers, ...textChunks(reply.body) });
     }
     return x.send(reply.status, reply.body, headers);
