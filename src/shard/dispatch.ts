@@ -517,12 +517,30 @@ export class ShardServer {
     this.turn.wrote.push(wrote);
   }
 
-  /** End of an event-loop turn: the open group commits now, or when the commit in flight has settled. */
+  /**
+   * End of an event-loop turn: the open group commits now, or when the commit in flight has settled. Until then,
+   * an open turn of reads and refusals that name sites no unsettled commit writes is answered at once: nothing it
+   * shows waits for that commit (a long write of one site does not hold up reads of the others).
+   */
   private readonly close = (): void => {
     this.closing = false;
-    if (this.committing || this.closed.length > 0) return;
-    this.closeTurn();
+    if (!this.committing && this.closed.length === 0) {
+      this.closeTurn();
+      return;
+    }
+    if (!this.answerableNow(this.turn)) return;
+    const turn = this.turn;
+    this.turn = this.newTurn();
+    turn.group.end();
+    this.send(turn.replies);
   };
+
+  /** Whether `turn` wrote nothing and reads only sites that every commit not yet durable leaves alone. */
+  private answerableNow(turn: Turn): boolean {
+    if (turn.replies.length === 0 || !turn.group.isEmpty) return false;
+    const unsettled = this.committing ? [this.committing, ...this.closed] : this.closed;
+    return turn.requests.every((req) => req.site !== null && unsettled.every((t) => !t.group.sites.has(req.site!)));
+  }
 
   /** Closes the open group now; it commits after those closed before it. The shard's tail moves to it. */
   private closeTurn(): void {

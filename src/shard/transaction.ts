@@ -52,6 +52,11 @@ export class Transaction {
     return this.writes.ops.length === 0 && this.writes.removeRanges!.length === 0 && this.pending.length === 0;
   }
 
+  /** The sites whose records this transaction changed. */
+  get touchedSites(): readonly number[] {
+    return this.sites;
+  }
+
   newId(kind: Kind): number {
     const id = this.shard.ids.next(kind);
     this.noteId(kind, id);
@@ -234,6 +239,8 @@ export class CommitGroup {
   private readonly taken: Transaction[] = [];
   /** The Changes of the transactions taken, in id order: published after a durable commit. */
   readonly feed: FeedItem[] = [];
+  /** The sites whose records the transactions taken changed: a read of another site does not wait for this commit. */
+  readonly sites = new Set<number>();
   /** The shard's `applied` count when this group was committed (see rollback). */
   private appliedAtCommit = -1;
 
@@ -261,6 +268,7 @@ export class CommitGroup {
     }
     for (const op of writes.ops) this.ops.push(op);
     for (const item of tx.feed) this.feed.push(item);
+    for (const site of tx.touchedSites) this.sites.add(site);
     for (const [kind, id] of highWater) if (id > (this.highWater.get(kind) ?? 0)) this.highWater.set(kind, id);
     this.taken.push(tx);
     this.shard.applied++;

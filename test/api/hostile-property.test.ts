@@ -18,6 +18,7 @@
  */
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { itemsOf } from '../helpers/items.js';
 import { TestServer } from '../helpers/server.js';
 
 const RUNS = Number(process.env.HOSTILE_RUNS ?? 1000);
@@ -610,17 +611,6 @@ describe('hostile input property', () => {
 const NESTED_LIMITS = { bulk: 40, request: 400 };
 const NESTED_RUNS = Math.max(50, Math.floor(RUNS / 5));
 const PROBE_BOUND_MS = 1_000;
-
-/** Every item a body holds (README, Hostile input: "Bulk lists are bounded"): 1 or the list's items, and every nested element. */
-function itemsOf(value: unknown, top = true): number {
-  const inner = (v: unknown): number =>
-    Array.isArray(v)
-      ? v.length + v.reduce((n: number, x) => n + inner(x), 0)
-      : v && typeof v === 'object'
-        ? Object.values(v).reduce((n: number, x) => n + inner(x), 0)
-        : 0;
-  return top && !Array.isArray(value) ? 1 + inner(value) : inner(value);
-}
 
 describe('nested lists property', () => {
   let n: TestServer;

@@ -46,10 +46,23 @@ async function probe(path: string, until: Promise<unknown>): Promise<{ status: n
 
 const count = async (path: string): Promise<number> => (await s.get(`${path}?limit=1`)).json.count;
 
+/** The count of a list, read again and again until `until` settles: every count seen. */
+async function countsWhile(path: string, until: Promise<unknown>): Promise<number[]> {
+  let over = false;
+  void until.finally(() => {
+    over = true;
+  });
+  const seen: number[] = [];
+  while (!over) seen.push(await count(path));
+  return seen;
+}
+
 describe('a nested bomb', () => {
   test('50 interfaces of 10,000 addresses each answer 413 while another site of the shard answers within 1 s, three times in a row', async () => {
-    const addresses = `[${Array.from({ length: 10_000 }, (_, k) => JSON.stringify(addr(k))).join(',')}]`;
-    const bomb = `[${Array.from({ length: 50 }, (_, i) => `{"device":"router","name":"eth${i}","addresses":${addresses}}`).join(',')}]`;
+    // 500,000 distinct addresses, as in the issue: each would create a network.
+    const addresses = (i: number) =>
+      `[${Array.from({ length: 10_000 }, (_, k) => JSON.stringify(addr(1_000_000 + i * 10_000 + k))).join(',')}]`;
+    const bomb = `[${Array.from({ length: 50 }, (_, i) => `{"device":"router","name":"eth${i}","addresses":${addresses(i)}}`).join(',')}]`;
     expect(bomb.length).toBeGreaterThan(7_000_000);
     for (let round = 0; round < 3; round++) {
       const sent = s.request('POST', `/api/sites/${WRITTEN}/interfaces/`, {
@@ -76,16 +89,9 @@ describe('a long write', () => {
       name: 'long',
       addresses: Array.from({ length: 10_000 }, (_, k) => addr(100_000 + k)),
     });
-    const seen: number[] = [];
-    const watch = (async () => {
-      let over = false;
-      void written.finally(() => {
-        over = true;
-      });
-      while (!over) seen.push(await count(`/api/sites/${WRITTEN}/networks/`));
-    })();
+    const watch = countsWhile(`/api/sites/${WRITTEN}/networks/`, written);
     const probes = await probe(`/api/sites/${NEIGHBOUR}/devices/?limit=1`, written);
-    await watch;
+    const seen = await watch;
     expect((await written).status).toBe(201);
     // Before slices, the first probe waited for the whole write: one probe at most was answered while it ran.
     expect(probes.filter((p) => p.status === 200).length).toBeGreaterThanOrEqual(3);
@@ -105,16 +111,9 @@ describe('a long write', () => {
     // The last item repeats the first one's name: refused only once every other item has been written.
     items.push({ device: 'router', name: 'bulk0', addresses: [addr(300_000)] });
     const written = s.post(`/api/sites/${WRITTEN}/interfaces/`, items);
-    const seen: number[] = [];
-    const watch = (async () => {
-      let over = false;
-      void written.finally(() => {
-        over = true;
-      });
-      while (!over) seen.push(await count(`/api/sites/${WRITTEN}/interfaces/`));
-    })();
+    const watch = countsWhile(`/api/sites/${WRITTEN}/interfaces/`, written);
     const probes = await probe(`/api/sites/${NEIGHBOUR}/devices/?limit=1`, written);
-    await watch;
+    const seen = await watch;
     const r = await written;
     expect(r.status).toBe(400);
     expect(r.json.error.message).toEqual({ '8000': { non_field_errors: ['The fields device, name must make a unique set.'] } });

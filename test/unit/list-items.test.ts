@@ -1,20 +1,10 @@
 import { describe, expect, test } from 'vitest';
 import { countItems, mayExceed } from '../../src/http/list-items.js';
+import { itemsOf } from '../helpers/items.js';
 import { prng } from '../helpers/prng.js';
 
 const count = (text: string) => countItems(Buffer.from(text, 'utf8')).list;
 const total = (text: string) => countItems(Buffer.from(text, 'utf8')).total;
-
-/** Every item `value` holds as a request body: 1 (or a list's items), and every element of every list inside. */
-function itemsOf(value: unknown, top = true): number {
-  const inner = (v: unknown): number =>
-    Array.isArray(v)
-      ? v.length + v.reduce((n: number, x) => n + inner(x), 0)
-      : v && typeof v === 'object'
-        ? Object.values(v).reduce((n: number, x) => n + inner(x), 0)
-        : 0;
-  return top && !Array.isArray(value) ? 1 + inner(value) : inner(value);
-}
 
 /** A random JSON value whose strings carry the characters that could fool a byte scanner. */
 function randomValue(r: () => number, depth: number): unknown {

@@ -32,19 +32,35 @@ function spendUntilRefused(): unknown {
 }
 
 describe('RegexShare', () => {
-  test('a shard whose share is spent refuses further tests of any request with a Retry-After, and renews it with time', async () => {
-    const share = new RegexShare(30, 0.5, 2);
+  test('a shard whose share is spent refuses further tests of any request, cheap ones too', () => {
+    // Renewed so slowly that it stays spent for the test.
+    const share = new RegexShare(30, 1e-6, 2);
     useRegexBudget(new RegexBudget(share));
     const refused = spendUntilRefused();
     expect(refused).toBeInstanceOf(UserRegexBusy);
     expect((refused as UserRegexBusy).why).toBe('share');
-    expect((refused as UserRegexBusy).retryAfter).toBeGreaterThanOrEqual(1);
-    // Another request on the same shard: refused too, even a cheap test.
     useRegexBudget(new RegexBudget(share));
     expect(() => testUserRegex(userRegex('x'), 'x', 'x')).toThrow(UserRegexBusy);
-    // Renewed at half a millisecond per millisecond: the overdraft of the last test is made up within a few hundred ms.
-    await new Promise((ok) => setTimeout(ok, 600));
-    expect(testUserRegex(userRegex('x'), 'x', 'x')).toBe(true);
+  });
+
+  test('a spent share says in how many seconds it has room again, and renews at its rate', () => {
+    const share = new RegexShare(100, 0.5, 2);
+    const t0 = performance.now();
+    share.demand(t0);
+    share.spend(150);
+    const refusal = (() => {
+      try {
+        share.demand(t0);
+      } catch (e) {
+        return e as UserRegexBusy;
+      }
+      return null;
+    })();
+    expect(refusal).toBeInstanceOf(UserRegexBusy);
+    // 50 ms overdrawn at half a ms per ms: 100 ms, rounded up to whole seconds.
+    expect(refusal?.retryAfter).toBe(1);
+    expect(() => share.demand(t0 + 99)).toThrow(UserRegexBusy);
+    expect(() => share.demand(t0 + 101)).not.toThrow();
   });
 
   test('two requests matching in slices take every place: a third is refused before it tests anything, a place given back is free again', () => {
