@@ -33,7 +33,7 @@ const del = (path: string, body: unknown, as?: string) => s.request('DELETE', pa
 const delRaw = (path: string, rawBody: string) => s.request('DELETE', path, { rawBody, headers: { 'Content-Type': 'application/json' } });
 
 describe('empty bulks', () => {
-  test('an empty list is checked like any list: 403 for a caller without the permission, 400 for a URL site that does not exist', async () => {
+  test('an empty list is checked like any: 403 without the permission, 400 for a URL site that does not exist', async () => {
     const site = await mkSite();
     const nobody = await mkUser();
     const methods: [string, string][] = [

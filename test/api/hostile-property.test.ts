@@ -669,7 +669,7 @@ describe('nested lists property', () => {
     }),
   );
 
-  test(`a body over a bound is 413 naming it, none under it is, a refused one writes nothing, and the shard keeps answering (${NESTED_RUNS} runs)`, async () => {
+  test(`a body over a bound is 413 naming it, none under is, a refused one writes nothing (${NESTED_RUNS} runs)`, async () => {
     let known: string | null = null;
     const seen = new Map<number, number>();
     await fc.assert(

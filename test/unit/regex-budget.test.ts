@@ -63,7 +63,7 @@ describe('RegexShare', () => {
     expect(() => share.demand(t0 + 101)).not.toThrow();
   });
 
-  test('two requests matching in slices take every place: a third is refused before it tests anything, a place given back is free again', () => {
+  test('with every place for slices taken a request is refused before it tests anything; a place given back frees one', () => {
     const share = new RegexShare(10_000, 1, 2);
     const places = [0, 1].map(() => {
       useRegexBudget(new RegexBudget(share));
