@@ -213,9 +213,10 @@ export interface BodyLimits {
  */
 export function readRequestBody(raw: Buffer, contentType: string, limits: BodyLimits): unknown {
   if (mayExceed(raw, Math.min(limits.maxBulkItems, limits.maxRequestItems)) && isJsonBody(contentType)) {
-    const { list, total } = countItems(raw);
+    const { list, total, depth } = countItems(raw);
     if (list > limits.maxBulkItems) throw Errors.bulkTooLarge(limits.maxBulkItems, list);
-    if (total > limits.maxRequestItems) throw Errors.requestTooLarge(limits.maxRequestItems, total);
+    // Lists nested too deep (each holding the next) are the parse's own 400, which names what is wrong with them.
+    if (total > limits.maxRequestItems && depth <= MAX_BODY_DEPTH) throw Errors.requestTooLarge(limits.maxRequestItems, total);
   }
   return raw.length > 0 ? parseBody(raw, contentType) : undefined;
 }

@@ -42,6 +42,8 @@ export interface BodyItems {
    * `addresses`, an attribute's values).
    */
   total: number;
+  /** How deep its lists and objects nest (0 for a body that is neither). */
+  depth: number;
 }
 
 /** The items of a JSON body (BodyItems); an empty body holds none. */
@@ -49,13 +51,14 @@ export function countItems(body: Buffer): BodyItems {
   let i = 0;
   const n = body.length;
   while (i < n && isSpace(body[i])) i++;
-  if (i >= n) return { list: -1, total: 0 };
+  if (i >= n) return { list: -1, total: 0, depth: 0 };
   const isList = body[i] === OPEN_LIST;
   let list = isList ? 0 : -1;
   let total = isList ? 0 : 1;
   // The open containers, innermost last: true for a list. A list's element is counted where it starts: at the
   // first value after its `[` or after one of its commas (`expect`).
   const open: boolean[] = [];
+  let depth = 0;
   let expect = false;
   const startValue = () => {
     if (!expect) return;
@@ -75,6 +78,7 @@ export function countItems(body: Buffer): BodyItems {
     } else if (c === OPEN_LIST || c === OPEN_OBJECT) {
       startValue();
       open.push(c === OPEN_LIST);
+      if (open.length > depth) depth = open.length;
       expect = c === OPEN_LIST;
     } else if (c === CLOSE_LIST || c === CLOSE_OBJECT) {
       open.pop();
@@ -83,7 +87,7 @@ export function countItems(body: Buffer): BodyItems {
     } else if (c === COMMA) expect = open[open.length - 1] === true;
     else if (c !== COLON && !isSpace(c)) startValue();
   }
-  return { list, total };
+  return { list, total, depth };
 }
 
 /** A quote is escaped when an odd number of backslashes precede it. */

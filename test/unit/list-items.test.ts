@@ -69,6 +69,15 @@ describe('countItems', () => {
     expect(total('["[1,2]", {"x": "[,]"}]')).toBe(2);
   });
 
+  test('countItems tells how deep the body nests', () => {
+    const depth = (text: string) => countItems(Buffer.from(text, 'utf8')).depth;
+    expect(depth('1')).toBe(0);
+    expect(depth('[]')).toBe(1);
+    expect(depth('[{"a":[[1]]},[]]')).toBe(4);
+    expect(depth('["[[[["]')).toBe(1);
+    expect(depth('['.repeat(5000) + ']'.repeat(5000))).toBe(5000);
+  });
+
   test('countItems totals agree with the parsed value on random bodies', () => {
     const r = prng(2303);
     for (let i = 0; i < 2000; i++) {
