@@ -44,6 +44,11 @@ export interface Config {
   /** Items one bulk (list) body may hold (docs/api.md §9.10); more is a 413 before the body is parsed. */
   maxBulkItems: number;
   /**
+   * Items one body may hold counting every element of every list in it, nested ones included (an interface's
+   * `addresses`): the work one request may ask of a shard. More is a 413 before the body is parsed.
+   */
+  maxRequestItems: number;
+  /**
    * Milliseconds a shard may leave its heartbeat unanswered before the supervisor replaces it
    * (README, "Hostile input, failures and limits").
    */
@@ -173,6 +178,7 @@ export function loadConfig(env: Source = process.env, flags: Source = {}): Confi
     'NEXT_NUM_MAX',
     'MAX_BODY_BYTES',
     'MAX_BULK_ITEMS',
+    'MAX_REQUEST_ITEMS',
     'SHARD_STALL_TIMEOUT',
     'SHUTDOWN_TIMEOUT',
     'IDEMPOTENCY_TTL',
@@ -198,6 +204,8 @@ export function loadConfig(env: Source = process.env, flags: Source = {}): Confi
   if (!/^[A-Za-z0-9-]+$/.test(header)) throw new ConfigError(`USER_AUTH_HEADER must be a header name, got '${header}'`);
   const port = readInt(src, 'PORT', 8990, 0, 65535);
   const advertiseUrl = readString(src, 'ADVERTISE_URL', '') || null;
+  // 10k of the heaviest item (interfaces with addresses) commit in well under a second (README, Hostile input: bulk lists).
+  const maxBulkItems = readInt(src, 'MAX_BULK_ITEMS', 10_000, 1, 1_000_000);
   if (advertiseUrl !== null && !/^https?:\/\/[^\s]+$/.test(advertiseUrl))
     throw new ConfigError(`ADVERTISE_URL must be an http:// or https:// URL, got '${advertiseUrl}'`);
   return {
@@ -222,8 +230,9 @@ export function loadConfig(env: Source = process.env, flags: Source = {}): Confi
     interfaceDefaultSpeed: readInt(src, 'INTERFACE_DEFAULT_SPEED', 1000, 0, Number.MAX_SAFE_INTEGER),
     nextNumMax: readInt(src, 'NEXT_NUM_MAX', 10000, 1, 10_000_000),
     maxBodyBytes: readInt(src, 'MAX_BODY_BYTES', 64 * 1024 * 1024, 1, 2 ** 31 - 1),
-    // 10k of the heaviest item (interfaces with addresses) commit in well under a second (README, Hostile input: bulk lists).
-    maxBulkItems: readInt(src, 'MAX_BULK_ITEMS', 10_000, 1, 1_000_000),
+    // A full bulk whose every item carries one nested entry (10k interfaces with an address each) fits.
+    maxBulkItems,
+    maxRequestItems: readInt(src, 'MAX_REQUEST_ITEMS', 2 * maxBulkItems, maxBulkItems, 10_000_000),
     shardStallMs: readInt(src, 'SHARD_STALL_TIMEOUT', 5, 1, 3600) * 1000,
     shutdownMs: readInt(src, 'SHUTDOWN_TIMEOUT', 10, 1, 3600) * 1000,
     // A day covers any client's retry loop; a year bounds how long a key's response lingers on disk.

@@ -36,6 +36,16 @@ export const Errors = {
   field: (field: string, text: string) => new ApiError(400, { [field]: [text] }),
   fieldPlain: (field: string, text: string) => new ApiError(400, { [field]: text }),
   jsonParse: (detail: string) => new ApiError(400, `JSON parse error - ${detail}`),
+  // Costly user regexes past the shard's share (README, Hostile input: "User regular expressions"): 429, retry later.
+  regexBusy: (busy: { why: 'share' | 'sliced'; retryAfter: number }, limits: { burstMs: number; share: number; sliced: number }) =>
+    new ApiError(
+      429,
+      busy.why === 'share'
+        ? `Too many costly regular expressions on this shard: its matching budget (${limits.burstMs} ms, renewed at ` +
+            `${limits.share * 1000} ms a second) is spent; retry after ${busy.retryAfter} s.`
+        : `Too many costly regular expressions on this shard: ${limits.sliced} are being matched; retry after ${busy.retryAfter} s.`,
+      { 'Retry-After': String(busy.retryAfter) },
+    ),
   // A user regex refused (docs/api.md §6.2): `noun` is what the field calls it ('regex' in set queries, 'pattern' in constraints).
   regexRefused: (
     field: string,
@@ -137,6 +147,9 @@ export const Errors = {
   shuttingDown: () => new ApiError(503, 'The service is shutting down; retry the request.', { 'Retry-After': '1' }),
   notReady: (why: string) => new ApiError(503, `Not ready: ${why}.`, { 'Retry-After': '1' }),
   bulkTooLarge: (max: number, got: number) => new ApiError(413, `A bulk request may hold at most ${max} items; got ${got}.`),
+  // Every element of every list in a body counts, nested ones included (MAX_REQUEST_ITEMS; README, Hostile input).
+  requestTooLarge: (max: number, got: number) =>
+    new ApiError(413, `A request may hold at most ${max} items, nested lists included; got ${got}.`),
 
   /** An error another shard already answered as an envelope, raised again where this shard answers alone. */
   relayed: (status: number, envelope: string) =>

@@ -34,6 +34,13 @@ export function isAllowed(p: Principal, action: Action, type: PermissionType, si
   return held?.has(action) === true;
 }
 
+/** Whether a site grant (or being a superuser) lets `p` do `action` to objects of `type` in some site. */
+export function isAllowedInSomeSite(p: Principal, action: Action | 'admin', type: PermissionType): boolean {
+  if (p.superuser) return true;
+  const wanted = action === 'admin' ? null : `${action}_${type}`;
+  return Object.values(p.grants).some((held) => held.includes('admin') || (wanted !== null && held.includes(wanted)));
+}
+
 export function demand(p: Principal, action: Action, type: PermissionType, siteId: number, objectGrant?: ObjectGrantLookup): void {
   if (!isAllowed(p, action, type, siteId, objectGrant)) throw Errors.forbidden();
 }

@@ -314,7 +314,7 @@ export class App {
     const keyed = user !== null && match.collection !== null && appliesTo(method, x.idempotencyKey);
     // A large body goes to its shard unread (readRequestBody runs there, same answers): see offloads().
     const bytes = !keyed && method !== 'OPTIONS' && this.offloads(match, operation!, raw, x.contentType) ? x.bodyBytes(raw) : undefined;
-    const parsed = bytes ? undefined : readRequestBody(raw, x.contentType, this.config.maxBulkItems);
+    const parsed = bytes ? undefined : readRequestBody(raw, x.contentType, this.config);
     if (x.aborted) return;
     if (method === 'OPTIONS') return x.send(200, await this.options(match, user));
 
@@ -329,7 +329,10 @@ export class App {
       this.readCache.put(x.fullPath, reply.cache.site, reply.cache.version, reply.body);
     const headers = cluster ? { ...reply.headers, ...cluster } : reply.headers;
     if (reply.chunk) return streamReply(x, { ...reply, headers });
-    if (reply.body.length >= CHUNKED_REPLY_CHARS && x.representation !== 'html' && x.method !== 'HEAD' && reply.status !== 204) {
+    // A reply made on this thread (the users list) is written whole: it is then complete before uWS reads the next
+    // request of the connection, and a request pipelined behind it is answered (native-notes.md, pipelining).
+    const whole = operation!.main !== undefined;
+    if (!whole && reply.body.length >= CHUNKED_REPLY_CHARS && x.representation !== 'html' && x.method !== 'HEAD' && reply.status !== 204) {
       return streamReply(x, { status: reply.status, headers, ...textChunks(reply.body) });
     }
     return x.send(reply.status, reply.body, headers);

@@ -6,7 +6,7 @@
  */
 import { Errors } from '../errors.js';
 import { formDecode } from '../query/params.js';
-import { countListItems, mayExceed } from './list-items.js';
+import { countItems, mayExceed } from './list-items.js';
 
 /** Form fields whose value may be JSON text (docs/api.md §1.4). */
 const JSON_FIELDS = new Set(['attributes', 'constraints', 'default', 'addresses', 'required_attributes', 'permissions']);
@@ -196,17 +196,27 @@ export function parseBody(body: Buffer, contentType: string): unknown {
   throw Errors.unsupportedMediaType(contentType);
 }
 
+/** The bounds on what one body may hold (docs/api.md §9.10; README, Hostile input: "Bulk lists are bounded"). */
+export interface BodyLimits {
+  maxBulkItems: number;
+  maxRequestItems: number;
+}
+
 /**
  * A request body as the lifecycle reads it (docs/api.md §1.6): a JSON list over
- * `maxBulkItems` is 413, counted on the bytes before anything is built; then
- * parseBody. The main thread runs this on small bodies; the owning shard on
- * large ones (OFFLOAD_BODY_BYTES), so one client's megabytes of JSON never
- * hold up the uWS thread, with the same answers either way.
+ * `maxBulkItems`, or a body holding more than `maxRequestItems` items with
+ * its nested lists' (list-items.ts), is 413, counted on the bytes before
+ * anything is built; then parseBody. The main thread runs this on small
+ * bodies; the owning shard on large ones (OFFLOAD_BODY_BYTES), so one
+ * client's megabytes of JSON never hold up the uWS thread, with the same
+ * answers either way.
  */
-export function readRequestBody(raw: Buffer, contentType: string, maxBulkItems: number): unknown {
-  if (mayExceed(raw, maxBulkItems) && isJsonBody(contentType)) {
-    const items = countListItems(raw);
-    if (items > maxBulkItems) throw Errors.bulkTooLarge(maxBulkItems, items);
+export function readRequestBody(raw: Buffer, contentType: string, limits: BodyLimits): unknown {
+  if (mayExceed(raw, Math.min(limits.maxBulkItems, limits.maxRequestItems)) && isJsonBody(contentType)) {
+    const { list, total, depth } = countItems(raw);
+    if (list > limits.maxBulkItems) throw Errors.bulkTooLarge(limits.maxBulkItems, list);
+    // Lists nested too deep (each holding the next) are the parse's own 400, which names what is wrong with them.
+    if (total > limits.maxRequestItems && depth <= MAX_BODY_DEPTH) throw Errors.requestTooLarge(limits.maxRequestItems, total);
   }
   return raw.length > 0 ? parseBody(raw, contentType) : undefined;
 }

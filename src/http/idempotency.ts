@@ -37,8 +37,11 @@ const WRITE_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 const PURGE_BATCH = 1000;
 const VALID_KEY = /^[\x20-\x7e]{1,255}$/;
 
-/** Whether a request's key applies: a write method on a resource route (authentication is no write). */
-export const appliesTo = (method: string, key: string): boolean => key !== '' && WRITE_METHODS.has(method);
+/**
+ * Whether a request's key applies: a write method on a resource route (authentication is no write) that sends the
+ * header, even empty (then refused as invalid, like any key outside VALID_KEY).
+ */
+export const appliesTo = (method: string, key: string | undefined): key is string => key !== undefined && WRITE_METHODS.has(method);
 
 export class IdempotencyKeys {
   /** Keys whose first request is running, by user and key. */

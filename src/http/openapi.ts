@@ -46,6 +46,8 @@ function errorsOf(op: Operation, keyed: boolean): string[] {
   out.push('404', '405', '406');
   if (op.body) out.push('409', '413', '415');
   if (keyed) out.push('422');
+  // User regexes (set queries, attribute patterns in bodies) are budgeted per shard (README, Hostile input).
+  if (op.body || op.query.some((q) => q.name === 'query')) out.push('429');
   out.push('503');
   return out;
 }
@@ -78,9 +80,10 @@ const ERRORS: Record<string, string> = {
   '405': 'Method not allowed here.',
   '406': 'Not an acceptable representation.',
   '409': 'Conflicts with existing objects.',
-  '413': 'Body or list too large.',
+  '413': 'Body, list or nested lists too large (MAX_BODY_BYTES, MAX_BULK_ITEMS, MAX_REQUEST_ITEMS).',
   '415': 'Unsupported body type.',
   '422': 'The Idempotency-Key was used for a different request (method, path or body).',
+  '429': "Costly regular expressions past this shard's share of matching: retry after Retry-After.",
   '503': 'A shard is restarting, or the server is shutting down: retry after Retry-After.',
 };
 

@@ -29,6 +29,7 @@ const STATUS_TEXT: Record<number, string> = {
   413: 'Payload Too Large',
   415: 'Unsupported Media Type',
   422: 'Unprocessable Entity',
+  429: 'Too Many Requests',
   500: 'Internal Server Error',
   503: 'Service Unavailable',
   507: 'Insufficient Storage',
@@ -87,10 +88,13 @@ interface LaterHeaders {
   contentType: string;
   host: string;
   forwardedFor: string;
-  idempotencyKey: string;
+  /** Undefined when the header is absent; '' when it is sent empty (a write then gets 400, http/idempotency.ts). */
+  idempotencyKey: string | undefined;
   lastEventId: string;
   ifNoneMatch: string;
 }
+
+const WRITES: ReadonlySet<string> = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 
 /** A client's `X-Request-Id` is kept when it is 1–200 visible ASCII characters; anything else gets a fresh one. */
 const REQUEST_ID = /^[\x21-\x7e]{1,200}$/;
@@ -129,8 +133,8 @@ export abstract class Exchange {
   get forwardedFor(): string {
     return this.laterHeaders().forwardedFor;
   }
-  /** The Idempotency-Key header, '' when absent (http/idempotency.ts). */
-  get idempotencyKey(): string {
+  /** The Idempotency-Key header, undefined when absent (http/idempotency.ts). */
+  get idempotencyKey(): string | undefined {
     return this.laterHeaders().idempotencyKey;
   }
   /** Where an EventSource resumes the change stream, '' when absent (feed/request.ts). */
@@ -145,11 +149,13 @@ export abstract class Exchange {
   private laterHeaders(): LaterHeaders {
     if (this.later === null) {
       const h = this.head!;
+      const key = h.getHeader('idempotency-key');
       this.later = {
         contentType: h.getHeader('content-type'),
         host: h.getHeader('host') || 'localhost',
         forwardedFor: h.getHeader('x-forwarded-for'),
-        idempotencyKey: h.getHeader('idempotency-key'),
+        // Telling an empty header from none costs a walk over the headers: only when it can matter (a write).
+        idempotencyKey: key !== '' || !WRITES.has(this.method) || !hasHeader(h, 'idempotency-key') ? key || undefined : '',
         lastEventId: h.getHeader('last-event-id'),
         ifNoneMatch: h.getHeader('if-none-match'),
       };

@@ -14,6 +14,7 @@ import { defineSchema, Field } from '../schema/fields.js';
 import { SchemaWriters } from '../schema/serialize.js';
 import type { RequestContext, SiteRecord } from '../shard/context.js';
 import type { ShardState } from '../shard/state.js';
+import type { Steps } from '../shard/steps.js';
 import type { StoredObject } from '../shard/table.js';
 import { cidrText, insertNetwork, type NetworkRecord, restate } from './_networks.js';
 import type { ResourceModel } from './model.js';
@@ -70,14 +71,15 @@ const addressError = (text: string) => Errors.fieldPlain('address', text);
 /**
  * Stage 4: validates every entry against the site's networks and the device's
  * other interfaces, changing nothing. Repeated entries collapse to the first.
+ * A step per entry (shard/steps.ts): a long list runs in slices.
  */
-export function planAddresses(
+export function* planAddresses(
   ctx: RequestContext,
   site: number,
   deviceId: number,
   selfId: number | null,
   entries: unknown[],
-): PlannedAddress[] {
+): Steps<PlannedAddress[]> {
   const seen = new Set<string>();
   const plan: PlannedAddress[] = [];
   const hostPrefix = ctx.config.hostPrefixes;
@@ -101,6 +103,7 @@ export function planAddresses(
       }
     }
     plan.push({ cidr: c, network });
+    yield;
   }
   return plan;
 }
@@ -110,15 +113,15 @@ export function planAddresses(
  * networks missing are created `assigned`, others become `assigned`, and
  * networks this interface lets go of become `orphaned` when nobody else holds
  * them (docs/api.md §14.1). Each effect writes its Change now, so they precede
- * the interface's own. Assignments kept keep their ids.
+ * the interface's own. Assignments kept keep their ids. A step per entry.
  */
-export function applyAddresses(
+export function* applyAddresses(
   ctx: RequestContext,
   site: SiteRecord,
   selfId: number,
   current: Assignment[],
   plan: PlannedAddress[],
-): Assignment[] {
+): Steps<Assignment[]> {
   const kept = new Map(current.map((a) => [a.networkId, a.id]));
   const next: Assignment[] = [];
   for (const { cidr, network } of plan) {
@@ -126,6 +129,7 @@ export function applyAddresses(
       ? restate(ctx, ctx.shard.table<NetworkRecord>('network').get(network.id)!, 'assigned')
       : insertNetwork(ctx, site, cidr, 'assigned', undefined);
     next.push({ id: kept.get(n.id) ?? ctx.tx.newId('assignment'), networkId: n.id });
+    yield;
   }
   const still = new Set(next.map((a) => a.networkId));
   releaseNetworks(

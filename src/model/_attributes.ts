@@ -8,7 +8,8 @@
 import { Type } from '@sinclair/typebox';
 import { Errors, pyType } from '../errors.js';
 import { AttributeIndex, type Attrs } from '../query/attribute-index.js';
-import { testUserRegex, USER_REGEX_BUDGET_MS, USER_REGEX_MAX_LENGTH, UserRegexError, userRegex } from '../query/user-regex.js';
+import { testUserRegex, USER_REGEX_SHARD_LIMITS, UserRegexBusy } from '../query/regex-budget.js';
+import { USER_REGEX_BUDGET_MS, USER_REGEX_MAX_LENGTH, UserRegexError, userRegex } from '../query/user-regex.js';
 import { Field } from '../schema/fields.js';
 import type { Method } from '../schema/validate.js';
 import type { RequestContext } from '../shard/context.js';
@@ -102,6 +103,7 @@ function patternProblem(a: Pick<AttributeRecord, 'name' | 'constraints'>, value:
   try {
     matched = testUserRegex(re, value, pattern);
   } catch (e) {
+    if (e instanceof UserRegexBusy) throw Errors.regexBusy(e, USER_REGEX_SHARD_LIMITS);
     if (!(e instanceof UserRegexError)) throw e;
     return (
       `Attribute ${a.name} has a pattern too costly to check this many values (matching took more than ${USER_REGEX_BUDGET_MS} ms ` +

@@ -14,7 +14,7 @@ import { compileFilters, where } from '../query/filters.js';
 import {
   compileTermRegexes,
   emptyQueryError,
-  evaluateSetQuery,
+  evaluateSetQueryInSlices,
   type SiteAnswer,
   UNIQUE_TEMPLATE,
   unknownAttributeError,
@@ -28,6 +28,7 @@ import { Field } from '../schema/fields.js';
 import type { RequestContext } from '../shard/context.js';
 import { grantsRoute } from '../shard/object-grants.js';
 import type { ListChecks } from '../shard/protocol.js';
+import type { Steps } from '../shard/steps.js';
 import type { ObjectTable, StoredObject } from '../shard/table.js';
 import { attributeExists, kindOfResource, type ResourceName } from './_attributes.js';
 import type { ListResult, ResourceModel } from './model.js';
@@ -171,7 +172,7 @@ function setQueryListRoute(model: () => Model, resourceName: ResourceName, nouns
   });
 }
 
-function setQuery(ctx: RequestContext, model: Model, resourceName: ResourceName): RouteResult {
+function* setQuery(ctx: RequestContext, model: Model, resourceName: ResourceName): Steps<RouteResult> {
   const terms = parseSetQuery(ctx.query.get('query') ?? '');
   const unique = ctx.query.flag('unique', false);
   const checks: ListChecks = unique ? { expectOne: { field: 'query', template: UNIQUE_TEMPLATE } } : {};
@@ -192,7 +193,7 @@ function setQuery(ctx: RequestContext, model: Model, resourceName: ResourceName)
       return { order, status: e.status, body: errorEnvelope(e) };
     });
   }
-  const answers = evaluateSetQuery(ctx.shard, { kind: model.kind, sites: sitesOf(ctx, model) }, terms);
+  const answers = yield* evaluateSetQueryInSlices(ctx.shard, { kind: model.kind, sites: [...sitesOf(ctx, model)] }, terms);
   const { records, count } = resourceRecords(ctx, model, answers);
   return { kind: 'list', model, records, count, checks };
 }

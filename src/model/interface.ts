@@ -16,6 +16,7 @@ import { SchemaWriters } from '../schema/serialize.js';
 import { checkFields, type Method } from '../schema/validate.js';
 import type { RequestContext, SiteRecord } from '../shard/context.js';
 import type { ShardState } from '../shard/state.js';
+import type { Steps } from '../shard/steps.js';
 import {
   applyAddresses,
   assignedNetworks,
@@ -159,7 +160,7 @@ const pairTaken = (ctx: RequestContext, site: number, deviceId: number, name: st
   return other !== undefined && other.id !== selfId;
 };
 
-function create(ctx: RequestContext, d: Draft, site: SiteRecord): InterfaceRecord {
+function* create(ctx: RequestContext, d: Draft, site: SiteRecord): Steps<InterfaceRecord> {
   const v = d.values;
   const device = d.device!;
   const name = v.name as string;
@@ -169,7 +170,8 @@ function create(ctx: RequestContext, d: Draft, site: SiteRecord): InterfaceRecor
   checkParent(ctx, parent, device.hostname, null);
   const attributes: Attrs = resolveAttributes(ctx, 'Interface', site.id, v.attributes, null, 'POST');
   const id = ctx.tx.newId('interface');
-  const plan = planAddresses(ctx, site.id, device.id, id, d.addresses ?? []);
+  const plan = yield* planAddresses(ctx, site.id, device.id, id, d.addresses ?? []);
+  const assignments = yield* applyAddresses(ctx, site, id, [], plan);
   const i: InterfaceRecord = {
     id,
     siteId: site.id,
@@ -184,14 +186,14 @@ function create(ctx: RequestContext, d: Draft, site: SiteRecord): InterfaceRecor
     parentId: parent?.id ?? null,
     attributes,
     valueIds: valueIdsFor(ctx.tx, null, attributes),
-    assignments: applyAddresses(ctx, site, id, [], plan),
+    assignments,
   };
   ctx.tx.insert(interfaceModel, i);
   ctx.tx.change('Create', interfaceModel, i.siteId, i.id, null, render(i, ctx.shard));
   return i;
 }
 
-function update(ctx: RequestContext, current: InterfaceRecord, d: Draft, method: Method): InterfaceRecord {
+function* update(ctx: RequestContext, current: InterfaceRecord, d: Draft, method: Method): Steps<InterfaceRecord> {
   const v = d.values;
   const name = (v.name as string | undefined) ?? current.name;
   const parent = d.parent === undefined ? (parentOf(ctx.shard, current) ?? null) : d.parent;
@@ -203,7 +205,10 @@ function update(ctx: RequestContext, current: InterfaceRecord, d: Draft, method:
     throw Errors.conflict('Interface with this Device and Name already exists.');
   }
   const plan: PlannedAddress[] | null =
-    d.addresses === undefined ? null : planAddresses(ctx, current.siteId, current.deviceId, current.id, d.addresses);
+    d.addresses === undefined ? null : yield* planAddresses(ctx, current.siteId, current.deviceId, current.id, d.addresses);
+  const assignments = plan
+    ? yield* applyAddresses(ctx, ctx.site(current.siteId)!, current.id, current.assignments, plan)
+    : current.assignments;
   const next: InterfaceRecord = {
     ...current,
     name,
@@ -215,7 +220,7 @@ function update(ctx: RequestContext, current: InterfaceRecord, d: Draft, method:
     parentId: parent?.id ?? null,
     attributes,
     valueIds: valueIdsFor(ctx.tx, current, attributes),
-    assignments: plan ? applyAddresses(ctx, ctx.site(current.siteId)!, current.id, current.assignments, plan) : current.assignments,
+    assignments,
   };
   const before = render(current, ctx.shard);
   ctx.tx.replace(interfaceModel, current, next);

@@ -13,6 +13,7 @@ import type { Method } from '../schema/validate.js';
 import type { RequestContext, SiteRecord } from '../shard/context.js';
 import type { Principal, SiteClaim } from '../shard/protocol.js';
 import type { ShardState } from '../shard/state.js';
+import type { MaybeSteps } from '../shard/steps.js';
 import type { StoredObject } from '../shard/table.js';
 import type { IdCounters } from '../store/ids.js';
 import type { Kind } from '../store/kinds.js';
@@ -158,9 +159,12 @@ export interface ResourceModel<R extends StoredObject = StoredObject, D = Record
    * is applied.
    */
   parse?(ctx: RequestContext, body: Record<string, unknown>, method: Method, site: number | null): D;
-  /** Later stages (domain rules, attributes) and the write itself, through ctx.tx. */
-  create?(ctx: RequestContext, draft: D, site: SiteRecord | null): R;
-  update?(ctx: RequestContext, current: R, draft: D, method: Method): R;
+  /**
+   * Later stages (domain rules, attributes) and the write itself, through ctx.tx; in steps (shard/steps.ts) where
+   * one object's write can be long (an interface's addresses).
+   */
+  create?(ctx: RequestContext, draft: D, site: SiteRecord | null): MaybeSteps<R>;
+  update?(ctx: RequestContext, current: R, draft: D, method: Method): MaybeSteps<R>;
   /**
    * The record's own removal once its `onDelete` rules have run (DELETE
    * requests, cascades): `true` removes it with a Delete Change; a function

@@ -17,6 +17,7 @@ import { SchemaWriters } from '../schema/serialize.js';
 import { validateFields } from '../schema/validate.js';
 import type { RequestContext } from '../shard/context.js';
 import type { ShardState } from '../shard/state.js';
+import type { Steps } from '../shard/steps.js';
 import type { StoredObject } from '../shard/table.js';
 import { type AssignmentHolder, assignmentModel, assignmentsOfNetwork } from './_assignments.js';
 import { attributesField, attributeValuesIndex, resolveAttributes, valueIdsFor } from './_attributes.js';
@@ -177,7 +178,8 @@ function pyInt(v: string): number | null {
   return /^[-+]?\d+$/.test(s) ? Number(s) : null;
 }
 
-function nextBlocks(ctx: RequestContext, p: NetworkRecord, addresses: boolean): RouteResult {
+/** next_network / next_address; a POST creates the blocks a step each (NEXT_NUM_MAX of them may be many: shard/steps.ts). */
+function* nextBlocks(ctx: RequestContext, p: NetworkRecord, addresses: boolean): Steps<RouteResult> {
   const q = ctx.query;
   const post = ctx.req.method === 'POST';
   const ok = (items: string[]): RouteResult => ({ kind: 'raw', status: 200, body: JSON.stringify(items) });
@@ -210,7 +212,10 @@ function nextBlocks(ctx: RequestContext, p: NetworkRecord, addresses: boolean): 
   if (!post) return ok(texts);
   if (L === p.len && blocks.length > 0) throw duplicate(); // the only block is P itself, which exists
   const site = ctx.site(p.siteId)!;
-  for (const addr of blocks) insertNetwork(ctx, site, { version: p.version, addr, len: L }, reserve ? 'reserved' : 'allocated', undefined);
+  for (const addr of blocks) {
+    insertNetwork(ctx, site, { version: p.version, addr, len: L }, reserve ? 'reserved' : 'allocated', undefined);
+    yield;
+  }
   return ok(texts);
 }
 

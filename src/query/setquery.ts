@@ -14,13 +14,16 @@
  * | all∖X  + M                 | all ∖ (X ∖ M)                  | O(M + X) |
  * | S ∩ M, S − M, S + M        | merges                         | O(S + M), galloping when unbalanced |
  */
-import { Errors } from '../errors.js';
+import { type ApiError, Errors } from '../errors.js';
+import { SLICE_MS } from '../shard/slices.js';
 import type { ShardState } from '../shard/state.js';
+import type { Steps } from '../shard/steps.js';
 import type { Kind } from '../store/kinds.js';
 import { type AttributeIndex, postingView } from './attribute-index.js';
+import { enterSliced, knows, quickly, RegexNeedsSlices, testUserRegex, USER_REGEX_SHARD_LIMITS, UserRegexBusy } from './regex-budget.js';
 import type { SetTerm } from './setquery-parse.js';
 import { intersectSorted, minusSorted, unionMany, unionSorted } from './sorted-ids.js';
-import { testUserRegex, USER_REGEX_LIMITS, UserRegexError, userRegex } from './user-regex.js';
+import { USER_REGEX_LIMITS, UserRegexError, userRegex } from './user-regex.js';
 
 /** One site's answer: ids ascending, or every object of the site except some. */
 export type SiteAnswer = { all: false; ids: Int32Array } | { all: true; except: Int32Array };
@@ -28,7 +31,7 @@ export type SiteAnswer = { all: false; ids: Int32Array } | { all: true; except: 
 export interface SetQueryScope {
   kind: Kind;
   /** Sites to evaluate in (the URL site, or every site of this shard). */
-  sites: Iterable<number>;
+  sites: readonly number[];
 }
 
 /** Each regex term's RegExp (null for a plain term): unanchored, case-sensitive, run in linear time (user-regex.ts). */
@@ -38,7 +41,7 @@ export function compileTermRegexes(terms: SetTerm[]): (RegExp | null)[] {
     try {
       return userRegex(t.value);
     } catch (e) {
-      if (e instanceof UserRegexError) throw Errors.regexRefused('query', 'regex', e.reason, t.value, USER_REGEX_LIMITS);
+      if (e instanceof UserRegexError) throw termError(e, t);
       throw e;
     }
   });
@@ -76,13 +79,73 @@ export function evaluateSetQuery(
       try {
         acc = apply(acc, term, matches(shard.attributeIndex, scope.kind, site, term, regexes[i]));
       } catch (e) {
-        if (e instanceof UserRegexError) throw Errors.regexRefused('query', 'regex', e.reason, term.value, USER_REGEX_LIMITS);
+        if (e instanceof UserRegexError || e instanceof UserRegexBusy) throw termError(e, term);
         throw e;
       }
     });
     perSite.set(site, acc);
   }
   return perSite;
+}
+
+/**
+ * evaluateSetQuery, its regex tests run in slices when they take longer than one (README, Hostile input: "User
+ * regular expressions"; shard/steps.ts). A quick attempt first; past a slice of matching, every value the regex
+ * terms meet is tested, a step per test, the request remembering each answer; then the terms are evaluated in
+ * one step on memory as it stands then, testing only values added since. Writes may run between the slices
+ * (nothing is held for a read), so a pass that had to test anything is followed by another; one that tests
+ * nothing runs, with the evaluation, in a single step.
+ */
+export function* evaluateSetQueryInSlices(
+  shard: Pick<ShardState, 'attributeIndex'>,
+  scope: SetQueryScope,
+  terms: SetTerm[],
+): Steps<Map<number, SiteAnswer>> {
+  const regexes = compileTermRegexes(terms);
+  const first = terms.find((t) => t.regex);
+  if (!first) return evaluateSetQuery(shard, scope, terms);
+  try {
+    return quickly(SLICE_MS, () => evaluateSetQuery(shard, scope, terms));
+  } catch (e) {
+    if (e instanceof UserRegexBusy) throw termError(e, first);
+    if (!(e instanceof RegexNeedsSlices)) throw e;
+  }
+  let place: { leave(): void };
+  try {
+    place = enterSliced();
+  } catch (e) {
+    throw e instanceof UserRegexBusy ? termError(e, first) : e;
+  }
+  try {
+    for (let tested = true; tested; ) {
+      tested = false;
+      for (const site of scope.sites) {
+        for (let i = 0; i < terms.length; i++) {
+          const re = regexes[i];
+          if (!re) continue;
+          for (const [value] of shard.attributeIndex.values(scope.kind, site, terms[i].name)) {
+            if (knows(re, value)) continue;
+            try {
+              testUserRegex(re, value, terms[i].value);
+            } catch (e) {
+              throw e instanceof UserRegexError || e instanceof UserRegexBusy ? termError(e, terms[i]) : e;
+            }
+            tested = true;
+            yield;
+          }
+        }
+      }
+    }
+    return evaluateSetQuery(shard, scope, terms);
+  } finally {
+    place.leave();
+  }
+}
+
+/** A refused regex as the query's answer: 400 naming the term, or 429 while the shard's share of matching is spent. */
+function termError(e: UserRegexError | UserRegexBusy, term: SetTerm): ApiError {
+  if (e instanceof UserRegexBusy) return Errors.regexBusy(e, USER_REGEX_SHARD_LIMITS);
+  return Errors.regexRefused('query', 'regex', e.reason, term.value, USER_REGEX_LIMITS);
 }
 
 export const emptyQueryError = (modelName: string) => Errors.fieldPlain('query', `Query empty, unable to provide ${modelName}`);

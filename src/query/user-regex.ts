@@ -32,12 +32,13 @@
  *
  * Linear is not cheap enough on its own: one test of the worst pattern takes
  * ~0.1 s, and a set query or a bulk write may test thousands of values. So
- * every test goes through `testUserRegex`, which counts matching time against
- * a per-request budget (USER_REGEX_BUDGET_MS; the shard starts a new budget
- * for each request) and refuses with 'too-costly' once it is spent: a request
- * answers 400 within about a second instead of holding its shard for minutes.
- * Ordinary patterns (`^core-\d+`, a 30-way alternation) take 0.5–40 µs a test
- * against a 255-character value, so the budget is out of their reach.
+ * every test goes through `testUserRegex` (regex-budget.ts), which counts
+ * matching time against a per-request budget (USER_REGEX_BUDGET_MS) and the
+ * shard's share, and refuses with 'too-costly' once the request's is spent: a
+ * request answers 400 within about a second instead of holding its shard for
+ * minutes. Ordinary patterns (`^core-\d+`, a 30-way alternation) take
+ * 0.5–40 µs a test against a 255-character value, so the budget is out of
+ * their reach.
  */
 import { setFlagsFromString } from 'node:v8';
 
@@ -63,7 +64,7 @@ export const USER_REGEX_MAX_LENGTH = 1000;
 /** Matching time one request may spend in user regexes (see testUserRegex). */
 export const USER_REGEX_BUDGET_MS = 1000;
 
-/** The limits as error texts quote them. */
+/** The per-request limits as error texts quote them. */
 export const USER_REGEX_LIMITS = { maxLength: USER_REGEX_MAX_LENGTH, budgetMs: USER_REGEX_BUDGET_MS } as const;
 
 export type UserRegexRefusal = 'invalid' | 'not-linear' | 'too-long' | 'too-costly';
@@ -103,29 +104,6 @@ export function userRegex(pattern: string, mode: UserRegexMode = 'search'): RegE
   }
   if (typeof entry === 'string') throw new UserRegexError(entry, pattern);
   return entry;
-}
-
-let spentMs = 0;
-
-/** Starts a new request's matching budget; the shard calls it before each request it serves. */
-export function resetUserRegexBudget(): void {
-  spentMs = 0;
-}
-
-/**
- * `re.test(value)` from the start of `value` (a 'prefix' RegExp is sticky),
- * counted against this request's budget; throws UserRegexError 'too-costly'
- * once the request has spent more than USER_REGEX_BUDGET_MS matching.
- */
-export function testUserRegex(re: RegExp, value: string, pattern: string): boolean {
-  // Once spent, later tests (the rest of a bulk's values) are refused without running.
-  if (spentMs > USER_REGEX_BUDGET_MS) throw new UserRegexError('too-costly', pattern);
-  const started = performance.now();
-  re.lastIndex = 0;
-  const hit = re.test(value);
-  spentMs += performance.now() - started;
-  if (spentMs > USER_REGEX_BUDGET_MS) throw new UserRegexError('too-costly', pattern);
-  return hit;
 }
 
 function compile(pattern: string, flags: 'l' | 'ly'): RegExp | UserRegexRefusal {

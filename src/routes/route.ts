@@ -23,6 +23,7 @@ import type { FilterSpec } from '../query/filters.js';
 import type { QueryParams } from '../query/params.js';
 import type { ResourceSchema } from '../schema/fields.js';
 import type { RequestContext } from '../shard/context.js';
+import type { MaybeSteps } from '../shard/steps.js';
 import type { StoredObject } from '../shard/table.js';
 
 export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
@@ -95,8 +96,11 @@ export interface ResponseShape {
   help?: string;
 }
 
-/** A route's own shard-side work: `target` is the object (detail-route), the key (key-route), or undefined. */
-export type ShardHandler = (ctx: RequestContext, target: any) => RouteResult;
+/**
+ * A route's own shard-side work: `target` is the object (detail-route), the key (key-route), or undefined. In steps
+ * (shard/steps.ts) where it can be long.
+ */
+export type ShardHandler = (ctx: RequestContext, target: any) => MaybeSteps<RouteResult>;
 
 /** What a main-thread handler (users, the root routes) is given; see http/app.ts. */
 export interface MainCall {

@@ -9,7 +9,7 @@
  * nothing for a user who holds no object grant of that kind in this shard
  * (one lookup in the grantees relation).
  */
-import { ACTIONS, type Action, demand, isAllowed, isSiteAdmin, type ObjectGrantLookup } from '../auth/permissions.js';
+import { ACTIONS, type Action, demand, isAllowed, isAllowedInSomeSite, isSiteAdmin, type ObjectGrantLookup } from '../auth/permissions.js';
 import { Errors } from '../errors.js';
 import type { ResourceModel } from '../model/model.js';
 import type { RequestContext } from './context.js';
@@ -31,6 +31,24 @@ export function authorize(ctx: RequestContext, model: ResourceModel<any, any>, s
   }
   if (!(ACTIONS as readonly string[]).includes(op.permission) || !model.permissionType) return;
   demand(ctx.principal, op.permission as Action, model.permissionType, siteId, record && objectGrant(ctx, model, record));
+}
+
+/**
+ * 403 unless the caller may run the current operation somewhere: for a bulk request whose list is empty (it names
+ * no site and no object), in its URL site when nested, else in some site or on some object of the kind it holds a
+ * grant on in this shard.
+ */
+export function authorizeEmptyBulk(ctx: RequestContext, model: ResourceModel<any, any>): void {
+  const site = ctx.urlSite;
+  if (site !== null) {
+    authorize(ctx, model, site);
+    return;
+  }
+  const permission = ctx.operation?.permission;
+  if (!model.permissionType || (permission !== 'admin' && !(ACTIONS as readonly string[]).includes(permission ?? ''))) return;
+  if (isAllowedInSomeSite(ctx.principal, permission as Action | 'admin', model.permissionType)) return;
+  if (permission !== 'admin' && ctx.shard.relation(granteesOf(model.kind)).count(ctx.principal.id) > 0) return;
+  throw Errors.forbidden();
 }
 
 /** Whether the caller may `action` this record (OPTIONS lists only what it may do). */

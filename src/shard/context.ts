@@ -4,6 +4,7 @@
  */
 import { Errors } from '../errors.js';
 import { QueryParams } from '../query/params.js';
+import { RegexBudget } from '../query/regex-budget.js';
 import type { Operation } from '../routes/route.js';
 import { NO_ID, parseId } from '../schema/id.js';
 import type { ListStream } from './list-stream.js';
@@ -30,6 +31,8 @@ export class RequestContext {
   operation?: Operation;
   /** Set when this request's list is answered in chunks (list-stream.ts) instead of one body. */
   stream: ListStream | null = null;
+  /** This request's matching of user regexes (query/user-regex.ts), current whenever the request runs. */
+  readonly regex = new RegexBudget();
 
   constructor(
     readonly shard: ShardState,

@@ -7,11 +7,11 @@
  */
 
 import { asApiError, Errors, errorEnvelope, NotLeaderError } from '../errors.js';
-import { readRequestBody } from '../http/body.js';
+import { type BodyLimits, readRequestBody } from '../http/body.js';
 import { Logger } from '../log.js';
 import type { ResourceModel } from '../model/model.js';
 import { MODELS, modelByCollection } from '../model/registry.js';
-import { resetUserRegexBudget } from '../query/user-regex.js';
+import { useRegexBudget } from '../query/regex-budget.js';
 import type { RouteResult, Shape } from '../routes/route.js';
 import { ROUTES } from '../routes/table.js';
 import type { Method } from '../schema/validate.js';
@@ -25,10 +25,12 @@ import { naturalKeyMatches } from './natural-key.js';
 import { grantsHeldBy } from './object-grants.js';
 import type { DirectoryUpdate, ListChunk, Op, ShardReply, ShardRequest, StreamControl } from './protocol.js';
 import { listBody, objectBody } from './render.js';
+import { type Holds, SLICE_MS, type Sliced, Slices } from './slices.js';
 import type { ShardState } from './state.js';
+import { finish, type Steps, stepsOf } from './steps.js';
 import type { StoredObject } from './table.js';
 import { CommitGroup } from './transaction.js';
-import { createMany, createOne, deleteMany, deleteOne, PartError, updateMany, updateOne } from './writes.js';
+import { createMany, createOne, deleteMany, deleteOne, PartError, updateMany, updateOne, writeSites } from './writes.js';
 
 type Reply = Omit<ShardReply, 'seq'> & { items?: { items: string[]; ids: number[] } };
 
@@ -65,7 +67,8 @@ const SHAPE_OF: Record<Exclude<Op, 'resolve' | 'permits' | 'user-grants' | 'deci
   'key-route': 'key-route',
 };
 
-function run(ctx: RequestContext, model: ResourceModel<any>): Reply {
+/** A request's work, in steps where it can be long (steps.ts): the shard runs it in slices. */
+function* run(ctx: RequestContext, model: ResourceModel<any>): Steps<Reply> {
   const req = ctx.req;
   if (req.op === 'resolve') {
     return { status: 200, body: '', matches: naturalKeyMatches(ctx.shard, model, req.key!, null).map((r) => r.id) };
@@ -91,7 +94,7 @@ function run(ctx: RequestContext, model: ResourceModel<any>): Reply {
       authorize(ctx, model, r.siteId, r);
       target = r;
     } else if (req.op === 'key-route') target = req.key;
-    return fromResult(ctx, own(ctx, target));
+    return fromResult(ctx, yield* stepsOf(own(ctx, target)));
   }
   switch (own) {
     case 'list': {
@@ -109,18 +112,18 @@ function run(ctx: RequestContext, model: ResourceModel<any>): Reply {
     case 'create': {
       if (!model.create) throw Errors.methodNotAllowed('POST', 'GET');
       if (Array.isArray(req.body) && operation.body === 'object-or-list')
-        return listReply(ctx, model, 201, createMany(ctx, model, req.body));
-      const r = createOne(ctx, model, req.body);
+        return yield* listReply(ctx, model, 201, yield* createMany(ctx, model, req.body));
+      const r = yield* createOne(ctx, model, req.body);
       return { status: 201, body: objectBody(ctx, model, r), headers: { Location: locationOf(ctx, r.id) } };
     }
     case 'bulk-update':
-      return listReply(ctx, model, 200, updateMany(ctx, model, req.body, req.method as Method));
+      return yield* listReply(ctx, model, 200, yield* updateMany(ctx, model, req.body, req.method as Method));
     case 'bulk-delete':
-      deleteMany(ctx, model, req.body);
+      yield* deleteMany(ctx, model, req.body);
       return { status: 204, body: '' };
     case 'replace':
     case 'patch': {
-      const next = updateOne(ctx, model, lookup(ctx, model, req.key!), req.body, req.method as Method);
+      const next = yield* updateOne(ctx, model, lookup(ctx, model, req.key!), req.body, req.method as Method);
       return { status: 200, body: objectBody(ctx, model, next) };
     }
     case 'delete': {
@@ -131,13 +134,20 @@ function run(ctx: RequestContext, model: ResourceModel<any>): Reply {
 }
 
 /** A bulk write's objects: one body, or (a part of a request over several shards) the rendered items for the main thread to merge. */
-function listReply(ctx: RequestContext, model: ResourceModel<any>, status: number, records: StoredObject[]): Reply {
-  const items = records.map((r) => objectBody(ctx, model, r));
+function* listReply(ctx: RequestContext, model: ResourceModel<any>, status: number, records: StoredObject[]): Steps<Reply> {
+  const items: string[] = [];
+  for (const r of records) {
+    items.push(objectBody(ctx, model, r));
+    yield;
+  }
   if (ctx.req.part) return { status, body: '', items: { items, ids: records.map((r) => r.id) } };
   return { status, body: `[${items.join(',')}]` };
 }
 
 type Send = (replies: ShardReply[]) => void;
+
+/** A request running in slices (slices.ts). */
+type Job = Sliced<Reply, RequestContext>;
 
 /** A bulk part this shard holds: its group once prepared, and the heartbeat that runs while it waits. */
 interface HeldPart {
@@ -199,6 +209,10 @@ export class ShardServer {
   private readonly streams = new Map<number, ListStream>();
   /** The bulk part being prepared or awaiting its decision (protocol.ts BulkPart); nothing else runs meanwhile. */
   private part: HeldPart | null = null;
+  /** Requests running in slices, and those waiting for the sites their writes hold (slices.ts). */
+  private readonly slices = new Slices<Reply, RequestContext>();
+  /** A turn is scheduled to run the next slice. */
+  private sliceScheduled = false;
 
   /** Posts a batch of replies, the site versions given since the last batch on its first (site-versions.ts). */
   private readonly send: Send;
@@ -234,14 +248,19 @@ export class ShardServer {
         this.hold([{ ...req, key: 'rebuilt' }]);
       } else if (this.recovering || this.part) this.held.push(req);
       else if (this.shard.failed) this.hold([req]);
+      else if (this.slices.blocks(req)) this.slices.wait(req);
       else if (req.op === 'apply') this.applyCommit(req);
       else if (req.part) this.prepare(req);
       else this.serve(req);
     }
-    if (!this.closing && this.turn.replies.length > 0) {
-      this.closing = true;
-      setImmediate(this.close);
-    }
+    this.scheduleClose();
+  }
+
+  /** The open turn has replies: it closes (and commits) at the end of this event-loop turn. */
+  private scheduleClose(): void {
+    if (this.closing || this.turn.replies.length === 0) return;
+    this.closing = true;
+    setImmediate(this.close);
   }
 
   /**
@@ -266,13 +285,14 @@ export class ShardServer {
       if (!this.recovering) this.hold([]);
       return;
     }
-    resetUserRegexBudget();
     const ctx = new RequestContext(this.shard, req);
+    useRegexBudget(ctx.regex);
     const model = modelByCollection(req.collection);
     let reply: Reply;
     try {
       if (!model) throw Errors.endpointNotFound();
-      reply = run(ctx, model);
+      // Nothing else runs while a part is held, so it runs whole, not in slices.
+      reply = finish(run(ctx, model));
     } catch (err) {
       if (ctx.hasTx) ctx.tx.rollback();
       const failure = err instanceof PartError ? { stage: err.stage, index: err.index, collected: err.collected } : undefined;
@@ -313,21 +333,84 @@ export class ShardServer {
     const held = this.held;
     this.held = [];
     this.submit(held);
+    this.scheduleSlices();
   }
 
+  /** Runs `req`'s first slice; a request not done by then is parked and runs on in later turns (slices.ts). */
   private serve(req: ShardRequest): void {
-    resetUserRegexBudget();
     const ctx = new RequestContext(this.shard, req);
     const model = modelByCollection(req.collection);
-    let reply: Reply;
+    let steps: Steps<Reply>;
     try {
-      if (req.bytes) readBytes(req, this.shard.config.maxBulkItems);
+      if (req.bytes) readBytes(req, this.shard.config);
       if (!model) throw Errors.endpointNotFound();
-      reply = run(ctx, model);
+      steps = run(ctx, model);
+    } catch (err) {
+      this.refuse(req, ctx, err);
+      return;
+    }
+    const job: Job = { req, ctx, steps, holds: null };
+    if (this.advance(job)) return;
+    if (isWrite(req)) job.holds = holdsOf(ctx, model!);
+    this.slices.park(job);
+    this.scheduleSlices();
+  }
+
+  /** Runs the next slice of a parked request, one per event-loop turn, while any may run. */
+  private scheduleSlices(): void {
+    if (this.sliceScheduled || this.slices.size === 0) return;
+    this.sliceScheduled = true;
+    setImmediate(this.nextSlice);
+  }
+
+  private readonly nextSlice = (): void => {
+    this.sliceScheduled = false;
+    // A held bulk part's writes may yet be undone, and memory being rebuilt is not to be read: both resume slices when over.
+    if (this.recovering || this.part || this.shard.failed) return;
+    const job = this.slices.next();
+    if (!job) return;
+    this.shard.heartbeat();
+    this.advance(job);
+    this.scheduleSlices();
+  };
+
+  /** Runs one slice of `job`; true when it is over, answered or refused, and what waited for its sites runs. */
+  private advance(job: Job): boolean {
+    useRegexBudget(job.ctx.regex);
+    const until = performance.now() + SLICE_MS;
+    let step: IteratorResult<void, Reply>;
+    try {
+      step = job.steps.next();
+      while (!step.done && performance.now() < until) step = job.steps.next();
+    } catch (err) {
+      this.refuse(job.req, job.ctx, err);
+      this.release(job);
+      return true;
+    }
+    if (!step.done) return false;
+    this.answer(job.req, job.ctx, step.value);
+    this.release(job);
+    return true;
+  }
+
+  private release(job: Job): void {
+    const waited = this.slices.done(job);
+    if (waited.length > 0) this.submit(waited);
+    this.scheduleClose();
+  }
+
+  /** A request failed: its writes are undone, and its error is its reply. */
+  private refuse(req: ShardRequest, ctx: RequestContext, err: unknown): void {
+    if (ctx.hasTx) ctx.tx.rollback();
+    this.record(req, { seq: req.seq, ...this.errorReply(err) }, false);
+  }
+
+  /** A request's work is done: its writes join the open group, its reply (or a stream's first chunk) waits for that commit. */
+  private answer(req: ShardRequest, ctx: RequestContext, reply: Reply): void {
+    try {
       if (req.idempotency) rememberReply(ctx, req.idempotency, reply);
     } catch (err) {
-      if (ctx.hasTx) ctx.tx.rollback();
-      this.record(req, { seq: req.seq, ...this.errorReply(err) }, false);
+      this.refuse(req, ctx, err);
       return;
     }
     const writes = ctx.hasTx && !ctx.tx.isEmpty;
@@ -407,8 +490,9 @@ export class ShardServer {
     setImmediate(() => {
       stream.scheduled = false;
       if (this.streams.get(stream.seq) !== stream) return;
-      if (this.recovering || this.shard.failed) {
-        setTimeout(() => this.pump(stream), 10);
+      // Memory being rebuilt, or a write in slices holding what the list shows: the next chunk waits.
+      if (this.recovering || this.shard.failed || this.slices.blocks(stream.ctx.req)) {
+        setTimeout(() => this.pump(stream), SLICE_MS);
         return;
       }
       stream.credit--;
@@ -422,10 +506,7 @@ export class ShardServer {
       }
       if (chunk.last) this.streams.delete(stream.seq);
       this.record(stream.ctx.req, { seq: stream.seq, status: 200, body: '', chunk }, false);
-      if (!this.closing) {
-        this.closing = true;
-        setImmediate(this.close);
-      }
+      this.scheduleClose();
       this.pump(stream);
     });
   }
@@ -436,12 +517,30 @@ export class ShardServer {
     this.turn.wrote.push(wrote);
   }
 
-  /** End of an event-loop turn: the open group commits now, or when the commit in flight has settled. */
+  /**
+   * End of an event-loop turn: the open group commits now, or when the commit in flight has settled. Until then,
+   * an open turn of reads and refusals that name sites no unsettled commit writes is answered at once: nothing it
+   * shows waits for that commit (a long write of one site does not hold up reads of the others).
+   */
   private readonly close = (): void => {
     this.closing = false;
-    if (this.committing || this.closed.length > 0) return;
-    this.closeTurn();
+    if (!this.committing && this.closed.length === 0) {
+      this.closeTurn();
+      return;
+    }
+    if (!this.answerableNow(this.turn)) return;
+    const turn = this.turn;
+    this.turn = this.newTurn();
+    turn.group.end();
+    this.send(turn.replies);
   };
+
+  /** Whether `turn` wrote nothing and reads only sites that every commit not yet durable leaves alone. */
+  private answerableNow(turn: Turn): boolean {
+    if (turn.replies.length === 0 || !turn.group.isEmpty) return false;
+    const unsettled = this.committing ? [this.committing, ...this.closed] : this.closed;
+    return turn.requests.every((req) => req.site !== null && unsettled.every((t) => !t.group.sites.has(req.site!)));
+  }
 
   /** Closes the open group now; it commits after those closed before it. The shard's tail moves to it. */
   private closeTurn(): void {
@@ -499,6 +598,8 @@ export class ShardServer {
     const refusal = () =>
       err instanceof NotLeaderError ? err : full ? Errors.storeFull() : unreachable ? Errors.storeUnavailable() : Errors.internal();
     this.shard.commitFailed();
+    // Requests running in slices may build on its writes too: given up (their writes, the newest, undone first), run again.
+    const sliced = this.giveUpSliced();
     // The groups after it ran on top of its writes: none of them may commit, all of them run again.
     const later = this.closed.splice(0);
     this.turn.group.end();
@@ -528,6 +629,7 @@ export class ShardServer {
       });
     sort(turn, true);
     for (const t of later) sort(t, false);
+    again.push(...sliced);
     // Memory back as it was before the failed group: the later groups undone first, newest first.
     let restored = !unreachable;
     for (let i = later.length - 1; i >= 0; i--) restored = later[i].group.rollback() && restored;
@@ -543,9 +645,23 @@ export class ShardServer {
     this.hold(again);
   }
 
+  /** Every request running in slices, its writes undone, and those waiting for them: to run again, in arrival order. */
+  private giveUpSliced(): ShardRequest[] {
+    const { jobs, requests } = this.slices.drop();
+    for (const job of jobs) {
+      // Its `finally` blocks run (a place it took among the shard's regex matchers is given back).
+      useRegexBudget(job.ctx.regex);
+      job.steps.return(undefined as never);
+      if (job.ctx.hasTx) job.ctx.tx.rollback();
+    }
+    return requests;
+  }
+
   /** The shard failed: commit what ran before, rebuild memory, then serve `reqs` and whatever arrives meanwhile. */
   private hold(reqs: ShardRequest[]): void {
     this.closeTurn();
+    // Requests running in slices run again on the rebuilt memory.
+    for (const req of this.giveUpSliced()) this.held.push(req);
     for (const req of reqs) this.held.push(req);
     if (this.recovering) return;
     this.recovering = true;
@@ -554,6 +670,7 @@ export class ShardServer {
       const held = this.held;
       this.held = [];
       this.submit(held);
+      this.scheduleSlices();
     };
     const failed = (err: unknown) => {
       this.log.error(`shard ${this.shard.shardIndex}: reload failed`, { event: 'reload-failed', shard: this.shard.shardIndex, err });
@@ -574,9 +691,18 @@ export class ShardServer {
 }
 
 /** A body the main thread left unread (ShardRequest.bytes) becomes the request's body, once: a request run again has it. */
-function readBytes(req: ShardRequest, maxBulkItems: number): void {
-  req.body = readRequestBody(Buffer.from(req.bytes!), 'application/json', maxBulkItems);
+function readBytes(req: ShardRequest, limits: BodyLimits): void {
+  req.body = readRequestBody(Buffer.from(req.bytes!), 'application/json', limits);
   req.bytes = undefined;
+}
+
+const isWrite = (req: ShardRequest) => req.method !== 'GET' && req.method !== 'HEAD';
+
+/** The sites a write running in slices keeps to itself: its URL's, else those its body and key name (writes.ts). */
+function holdsOf(ctx: RequestContext, model: ResourceModel<any>): Holds {
+  if (ctx.req.site !== null) return new Set([ctx.req.site]);
+  const sites = writeSites(ctx, model);
+  return sites === null ? 'all' : new Set(sites);
 }
 
 /** The reply message: only the fields this reply has (every field present is copied to the main thread). */

@@ -38,8 +38,10 @@ export class Transaction {
   private readonly sites: number[] = [];
   private readonly highWater = new Map<Kind, number>();
   private rolledBack = false;
-  /** This transaction's Changes for the live feed, published once their commit is durable. */
+  /** This transaction's Changes for the live feed (once sealed), published once their commit is durable. */
   readonly feed: FeedItem[] = [];
+  /** Changes recorded but not yet numbered (see `change`): their id and change_at are 0. */
+  private readonly pending: StoredChange[] = [];
 
   constructor(
     private readonly shard: ShardState,
@@ -47,7 +49,12 @@ export class Transaction {
   ) {}
 
   get isEmpty(): boolean {
-    return this.writes.ops.length === 0 && this.writes.removeRanges!.length === 0;
+    return this.writes.ops.length === 0 && this.writes.removeRanges!.length === 0 && this.pending.length === 0;
+  }
+
+  /** The sites whose records this transaction changed. */
+  get touchedSites(): readonly number[] {
+    return this.sites;
   }
 
   newId(kind: Kind): number {
@@ -119,7 +126,11 @@ export class Transaction {
     this.writes.ops.push(op);
   }
 
-  /** Records one Change; `before`/`after` are API shapes (null on create/delete). */
+  /**
+   * Records one Change; `before`/`after` are API shapes (null on create/delete). Its id, change_at and place in
+   * the shard's Change log come when the transaction is sealed (`publishChanges`): a request that runs in slices
+   * (dispatch.ts) lets other requests append Changes meanwhile, and the log must stay in id order.
+   */
   change(
     event: ChangeEvent,
     model: ResourceModel<any>,
@@ -128,12 +139,11 @@ export class Transaction {
     before: Record<string, unknown> | null,
     after: Record<string, unknown> | null,
   ): void {
-    const id = this.newId('change');
-    const at = this.shard.changes.stamp();
+    // Everything but the id and the time is made now, in the request's own steps, so sealing stays short.
     const record: StoredChange = {
-      id,
+      id: 0,
       siteId,
-      at,
+      at: 0,
       event,
       resourceName: model.name,
       resourceId,
@@ -142,25 +152,43 @@ export class Transaction {
       resource: JSON.stringify(after ?? before),
     };
     if ((before && after) || !impliesDiff((after ?? before)!)) record.diff = JSON.stringify(resourceDiff(before, after));
-    this.writes.ops.push({ db: 'changes', key: [siteId, id], value: record });
-    this.writes.ops.push({ db: 'changeIndex', key: [siteId, id], value: [at, event, model.name, resourceId] });
-    const item: FeedItem = { id, site: siteId, event, resource: model.name };
-    if (this.shard.feedWants(siteId)) item.tail = changeTail(record);
-    this.feed.push(item);
-    this.shard.changes.append({
-      id,
-      siteId,
-      at,
-      event: EVENTS.indexOf(event),
-      resource: CHANGE_RESOURCES.indexOf(model.name as never),
-      resourceId,
-    });
-    this.shard.index.set('change', id, this.shard.shardIndex);
-    this.shard.pendingChanges.set(id, record);
+    this.pending.push(record);
+  }
+
+  /** The Changes recorded so far get their ids, in the order they were recorded, and join the log and the write set. */
+  private publishChanges(): void {
+    const pending = this.pending;
+    if (pending.length === 0) return;
+    const { changes, index, pendingChanges, shardIndex } = this.shard;
+    for (const record of pending) {
+      const id = this.newId('change');
+      const at = changes.stamp();
+      record.id = id;
+      record.at = at;
+      const key = [record.siteId, id];
+      this.writes.ops.push({ db: 'changes', key, value: record });
+      this.writes.ops.push({ db: 'changeIndex', key, value: [at, record.event, record.resourceName, record.resourceId] });
+      const item: FeedItem = { id, site: record.siteId, event: record.event, resource: record.resourceName };
+      if (this.shard.feedWants(record.siteId)) item.tail = changeTail(record);
+      this.feed.push(item);
+      changes.append({
+        id,
+        siteId: record.siteId,
+        at,
+        event: EVENTS.indexOf(record.event),
+        resource: CHANGE_RESOURCES.indexOf(record.resourceName as never),
+        resourceId: record.resourceId,
+      });
+      index.set('change', id, shardIndex);
+      pendingChanges.set(id, record);
+    }
+    const published = pending.splice(0);
     this.undo.push(() => {
-      this.shard.changes.truncate(1);
-      this.shard.index.clear('change', id);
-      this.shard.pendingChanges.delete(id);
+      this.shard.changes.truncate(published.length);
+      for (const record of published) {
+        this.shard.index.clear('change', record.id);
+        this.shard.pendingChanges.delete(record.id);
+      }
     });
   }
 
@@ -168,6 +196,10 @@ export class Transaction {
   dropChanges(siteId: number): void {
     this.writes.removeRanges!.push({ db: 'changes', prefix: siteId }, { db: 'changeIndex', prefix: siteId });
     this.shard.changes.dropSite(siteId, (id) => this.shard.index.clear('change', id));
+    // This transaction's own Changes of the site, not numbered yet, go with the rest.
+    const kept = this.pending.filter((c) => c.siteId !== siteId);
+    this.pending.length = 0;
+    this.pending.push(...kept);
     // Not undoable in memory: a failure after this point reloads the shard from disk.
     this.undo.push(() => {
       this.shard.failed = true;
@@ -186,8 +218,9 @@ export class Transaction {
     for (const site of this.sites) this.shard.versions.touch(site);
   }
 
-  /** Hands the queued writes over (to a CommitGroup). */
+  /** Hands the queued writes over (to a CommitGroup), the Changes with their ids. */
   seal(): { writes: WriteSet; highWater: Map<Kind, number> } {
+    this.publishChanges();
     return { writes: this.writes, highWater: this.highWater };
   }
 }
@@ -206,6 +239,8 @@ export class CommitGroup {
   private readonly taken: Transaction[] = [];
   /** The Changes of the transactions taken, in id order: published after a durable commit. */
   readonly feed: FeedItem[] = [];
+  /** The sites whose records the transactions taken changed: a read of another site does not wait for this commit. */
+  readonly sites = new Set<number>();
   /** The shard's `applied` count when this group was committed (see rollback). */
   private appliedAtCommit = -1;
 
@@ -233,6 +268,7 @@ export class CommitGroup {
     }
     for (const op of writes.ops) this.ops.push(op);
     for (const item of tx.feed) this.feed.push(item);
+    for (const site of tx.touchedSites) this.sites.add(site);
     for (const [kind, id] of highWater) if (id > (this.highWater.get(kind) ?? 0)) this.highWater.set(kind, id);
     this.taken.push(tx);
     this.shard.applied++;

@@ -14,10 +14,11 @@ import type { ResourceModel } from '../model/model.js';
 import { modelByKind } from '../model/registry.js';
 import { asId, NO_ID } from '../schema/id.js';
 import { type Method, requireObject, siteIdIn } from '../schema/validate.js';
-import { authorize } from './authorize.js';
+import { authorize, authorizeEmptyBulk } from './authorize.js';
 import type { RequestContext, SiteRecord } from './context.js';
 import { deleteRecord } from './delete-policies.js';
 import { lookup } from './lookup.js';
+import { type MaybeSteps, type Steps, stepsOf } from './steps.js';
 import type { StoredObject } from './table.js';
 
 type Model = ResourceModel<any, any>;
@@ -78,15 +79,15 @@ function parseCreate(ctx: RequestContext, model: Model, raw: unknown): { draft: 
   return { draft: model.parse!(ctx, body, 'POST', site), site };
 }
 
-export function createOne(ctx: RequestContext, model: Model, raw: unknown): StoredObject {
+export function* createOne(ctx: RequestContext, model: Model, raw: unknown): Steps<StoredObject> {
   const { draft, site } = parseCreate(ctx, model, raw);
-  return model.create!(ctx, draft, siteOfDraft(ctx, model, draft, site));
+  return yield* stepsOf(model.create!(ctx, draft, siteOfDraft(ctx, model, draft, site)));
 }
 
-export function updateOne(ctx: RequestContext, model: Model, current: StoredObject, raw: unknown, method: Method): StoredObject {
+export function* updateOne(ctx: RequestContext, model: Model, current: StoredObject, raw: unknown, method: Method): Steps<StoredObject> {
   authorize(ctx, model, current.siteId, current);
   const draft = model.parse!(ctx, requireObject(raw), method, current.siteId);
-  return model.update!(ctx, current, draft, method);
+  return yield* stepsOf(model.update!(ctx, current, draft, method));
 }
 
 export function deleteOne(ctx: RequestContext, model: Model, r: StoredObject): void {
@@ -143,17 +144,16 @@ class BulkList {
   }
 
   /**
-   * Runs `fn` per item; an item's error becomes `{"<index>": <its message>}`.
+   * Runs `fn` per item, a step each; an item's error becomes `{"<index>": <its message>}`.
    * `collectAll` goes on past 400s to report every item's (stage 1 of §9.7).
    */
-  each<T, U>(stage: number, items: T[], fn: (item: T, index: number) => U, collectAll: boolean): U[] {
+  *each<T, U>(stage: number, items: T[], fn: (item: T, index: number) => MaybeSteps<U>, collectAll: boolean): Steps<U[]> {
     const out: U[] = [];
     const errors: Record<string, ErrorMessage> = {};
     let first = -1;
-    items.forEach((item, i) => {
-      if (!collectAll && first >= 0) return;
+    for (let i = 0; i < items.length && (collectAll || first < 0); i++) {
       try {
-        out.push(fn(item, i));
+        out.push(yield* stepsOf(fn(items[i], i)));
       } catch (err) {
         if (!isApiError(err)) throw err;
         // Permission and lookup failures keep their own status; they stop the request at once.
@@ -161,7 +161,8 @@ class BulkList {
         errors[String(this.index(i))] = err.body;
         if (first < 0) first = i;
       }
-    });
+      yield;
+    }
     if (first >= 0) throw this.fail(Errors.validation(errors), stage, first, collectAll ? errors : undefined);
     return out;
   }
@@ -172,20 +173,32 @@ function requireList(raw: unknown): unknown[] {
   return raw;
 }
 
+/**
+ * An empty list names no object and no site, but is checked as any list is: its URL site must exist
+ * (docs/api.md §9.2), and the caller must hold the operation's permission there (or, at top level, somewhere).
+ */
+function checkEmptyList(ctx: RequestContext, model: Model): void {
+  if (ctx.urlSite !== null && !ctx.site(ctx.urlSite)) throw Errors.siteMissing(ctx.urlSiteLabel);
+  authorizeEmptyBulk(ctx, model);
+}
+
 /** POST a list (§9.3, §9.7): stage 1 for every item, then the rest item by item. Items may name several sites. */
-export function createMany(ctx: RequestContext, model: Model, raw: unknown[]): StoredObject[] {
+export function* createMany(ctx: RequestContext, model: Model, raw: unknown[]): Steps<StoredObject[]> {
+  if (raw.length === 0) checkEmptyList(ctx, model);
   const list = new BulkList(ctx);
-  const parsed = list.each(1, raw, (item) => parseCreate(ctx, model, item), true);
-  return list.each(2, parsed, ({ draft, site }) => model.create!(ctx, draft, siteOfDraft(ctx, model, draft, site)), false);
+  const parsed = yield* list.each(1, raw, (item) => parseCreate(ctx, model, item), true);
+  return yield* list.each(2, parsed, ({ draft, site }) => model.create!(ctx, draft, siteOfDraft(ctx, model, draft, site)), false);
 }
 
 /** PUT or PATCH a list (§9.6): every item names an existing object by id (of the URL site when nested). */
-export function updateMany(ctx: RequestContext, model: Model, raw: unknown, method: Method): StoredObject[] {
+export function* updateMany(ctx: RequestContext, model: Model, raw: unknown, method: Method): Steps<StoredObject[]> {
   const list = new BulkList(ctx);
   const items = requireList(raw);
+  if (items.length === 0) checkEmptyList(ctx, model);
   const seen = new Set<number>();
   const targets: StoredObject[] = [];
-  items.forEach((item, i) => {
+  for (let i = 0; i < items.length; i++) {
+    const item = items[i];
     list.at(0, i, () => {
       const id = item && typeof item === 'object' && !Array.isArray(item) ? (item as Body).id : undefined;
       const n = asId(id);
@@ -195,12 +208,11 @@ export function updateMany(ctx: RequestContext, model: Model, raw: unknown, meth
       seen.add(r.id);
       targets.push(r);
     });
-  });
-  targets.forEach((r, i) => {
-    list.at(1, i, () => authorize(ctx, model, r.siteId, r));
-  });
-  const drafts = list.each(2, items, (item, i) => model.parse!(ctx, requireObject(item), method, targets[i].siteId), true);
-  const updated = list.each(
+    yield;
+  }
+  for (let i = 0; i < targets.length; i++) list.at(1, i, () => authorize(ctx, model, targets[i].siteId, targets[i]));
+  const drafts = yield* list.each(2, items, (item, i) => model.parse!(ctx, requireObject(item), method, targets[i].siteId), true);
+  const updated = yield* list.each(
     3,
     drafts,
     (draft, i) => model.update!(ctx, ctx.shard.table(model.kind).get(targets[i].id)!, draft, method),
@@ -210,10 +222,13 @@ export function updateMany(ctx: RequestContext, model: Model, raw: unknown, meth
 }
 
 /** DELETE a list of ids (§9.8); protections are judged against what the whole list leaves. */
-export function deleteMany(ctx: RequestContext, model: Model, raw: unknown): void {
+export function* deleteMany(ctx: RequestContext, model: Model, raw: unknown): Steps<void> {
   const list = new BulkList(ctx);
   if (!Array.isArray(raw)) throw Errors.validation('Expected a list of ids.');
-  if (raw.length === 0) throw Errors.validation('No ids provided.');
+  if (raw.length === 0) {
+    checkEmptyList(ctx, model);
+    throw Errors.validation('No ids provided.');
+  }
   // Each distinct id and the index of its first occurrence (a Map keeps first-occurrence order).
   const first = new Map<number, number>();
   raw.forEach((v, i) => {
@@ -234,5 +249,44 @@ export function deleteMany(ctx: RequestContext, model: Model, raw: unknown): voi
     const current = ctx.shard.table(model.kind).get(r.id);
     // Already gone: removed by an earlier item's cascade.
     if (current) list.at(2, first.get(r.id)!, () => deleteRecord(ctx, model, current, batch));
+    yield;
   }
+}
+
+/**
+ * The sites a write may change, as its key or its body names them: a request running in slices keeps them to
+ * itself until it is answered (slices.ts). Null when one cannot be told (an item naming no usable site or object):
+ * the write then keeps every site of the shard.
+ */
+export function writeSites(ctx: RequestContext, model: Model): number[] | null {
+  const req = ctx.req;
+  if (req.key !== undefined) {
+    try {
+      return [lookup(ctx, model, req.key).siteId];
+    } catch (err) {
+      if (isApiError(err)) return null;
+      throw err;
+    }
+  }
+  const sites = new Set<number>();
+  for (const item of Array.isArray(req.body) ? req.body : [req.body]) {
+    const site = req.op === 'create' ? createSite(ctx, model, item) : existingSite(ctx, model, item);
+    if (site === null) return null;
+    sites.add(site);
+  }
+  return [...sites];
+}
+
+/** The site a create item names (docs/api.md §9.2, as bindSite finds it), or null. */
+function createSite(ctx: RequestContext, model: Model, item: unknown): number | null {
+  if (model.api.key.isSite) return ctx.req.siteClaim?.kind === 'create' ? ctx.req.siteClaim.siteId : null;
+  if (!item || typeof item !== 'object' || Array.isArray(item)) return null;
+  const field = siteFieldOf(model);
+  return (field ? siteIdIn((item as Body)[field]) : null) ?? siteViaRelated(ctx, model, item as Body);
+}
+
+/** The site of the object a bulk update item (`{"id": …}`) or a bulk delete id names, or null. */
+function existingSite(ctx: RequestContext, model: Model, item: unknown): number | null {
+  const id = asId(item && typeof item === 'object' && !Array.isArray(item) ? (item as Body).id : item);
+  return (id === undefined ? undefined : ctx.shard.table(model.kind).get(id)?.siteId) ?? null;
 }

@@ -1,6 +1,8 @@
 /**
  * MAX_BULK_ITEMS (docs/api.md §9.10, §23): a list body with more items is refused
  * with 413 before it is parsed, on every bulk method, and nothing is written.
+ * MAX_REQUEST_ITEMS (README, Hostile input): the same for a body whose items
+ * with every element of their nested lists are too many.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { InjectServer as TestServer } from '../helpers/inject.js';
@@ -9,7 +11,7 @@ let small: TestServer;
 let standard: TestServer;
 
 beforeAll(async () => {
-  [small, standard] = await Promise.all([TestServer.start({ env: { MAX_BULK_ITEMS: '5' } }), TestServer.start()]);
+  [small, standard] = await Promise.all([TestServer.start({ env: { MAX_BULK_ITEMS: '5', MAX_REQUEST_ITEMS: '40' } }), TestServer.start()]);
   for (const s of [small, standard]) expect((await s.post('/api/sites/', { name: 'bulk' })).status).toBe(201);
 });
 afterAll(async () => {
@@ -19,6 +21,9 @@ afterAll(async () => {
 const devices = (n: number, tag: string) => Array.from({ length: n }, (_, i) => ({ hostname: `${tag}-${i}` }));
 const tooMany = (max: number, got: number) => ({
   error: { code: 413, message: `A bulk request may hold at most ${max} items; got ${got}.` },
+});
+const tooManyNested = (max: number, got: number) => ({
+  error: { code: 413, message: `A request may hold at most ${max} items, nested lists included; got ${got}.` },
 });
 
 async function changeCount(s: TestServer): Promise<number> {
@@ -94,6 +99,50 @@ describe('MAX_BULK_ITEMS', () => {
     });
     expect(r.status).toBe(413);
     expect(r.json).toEqual(tooMany(10_000, 1_000_000));
+    expect((await standard.get('/api/sites/1/')).status).toBe(200);
+  });
+});
+
+describe('MAX_REQUEST_ITEMS', () => {
+  test('a body whose items and nested list elements exceed MAX_REQUEST_ITEMS answers 413 naming the limit and writes nothing', async () => {
+    expect((await small.post('/api/sites/1/attributes/', { name: 'labels', resource_name: 'Device', multi: true })).status).toBe(201);
+    const before = await changeCount(small);
+    const labelled = (n: number, per: number, tag: string) =>
+      Array.from({ length: n }, (_, i) => ({
+        hostname: `${tag}-${i}`,
+        attributes: { labels: Array.from({ length: per }, (_, j) => `l${j}`) },
+      }));
+    // 5 devices and 8 labels each: 45 items.
+    const over = await small.post('/api/sites/1/devices/', labelled(5, 8, 'nested-over'));
+    expect(over.status).toBe(413);
+    expect(over.json).toEqual(tooManyNested(40, 45));
+    // One object counts itself: 1 + 40 labels.
+    const one = await small.post('/api/sites/1/devices/', labelled(1, 40, 'nested-one')[0]);
+    expect(one.json).toEqual(tooManyNested(40, 41));
+    const put = await small.put('/api/sites/1/devices/', [{ id: 1, hostname: 'x', attributes: { labels: Array(40).fill('l') } }]);
+    expect(put.json).toEqual(tooManyNested(40, 41));
+    expect(await changeCount(small)).toBe(before);
+    // 5 devices and 7 labels each: exactly 40.
+    const at = await small.post('/api/sites/1/devices/', labelled(5, 7, 'nested-at'));
+    expect(at.status, at.text).toBe(201);
+  });
+
+  test('the default MAX_REQUEST_ITEMS is twice MAX_BULK_ITEMS, and a bomb of nested lists is refused before it is parsed', async () => {
+    const addresses = (n: number) => `[${Array(n).fill('"10.0.0.1/32"').join(',')}]`;
+    // The issue's case: 50 interfaces of 10,000 addresses each (7.6 MB).
+    const bomb = `[${Array.from({ length: 50 }, (_, i) => `{"device":1,"name":"eth${i}","addresses":${addresses(10_000)}}`).join(',')}]`;
+    const r = await standard.request('POST', '/api/sites/1/interfaces/', {
+      rawBody: bomb,
+      headers: { 'Content-Type': 'application/json' },
+    });
+    expect(r.status).toBe(413);
+    expect(r.json).toEqual(tooManyNested(20_000, 500_050));
+    const single = `{"device":1,"name":"eth0","addresses":${addresses(20_000)}}`;
+    const s1 = await standard.request('POST', '/api/sites/1/interfaces/', {
+      rawBody: single,
+      headers: { 'Content-Type': 'application/json' },
+    });
+    expect(s1.json).toEqual(tooManyNested(20_000, 20_001));
     expect((await standard.get('/api/sites/1/')).status).toBe(200);
   });
 });

@@ -32,6 +32,36 @@ async function devicesOf(site: number): Promise<Device[]> {
 const del = (path: string, body: unknown, as?: string) => s.request('DELETE', path, { body, as });
 const delRaw = (path: string, rawBody: string) => s.request('DELETE', path, { rawBody, headers: { 'Content-Type': 'application/json' } });
 
+describe('empty bulks', () => {
+  test('an empty list is checked like any: 403 without the permission, 400 for a URL site that does not exist', async () => {
+    const site = await mkSite();
+    const nobody = await mkUser();
+    const methods: [string, string][] = [
+      ['POST', 'devices'],
+      ['POST', 'attributes'],
+      ['PUT', 'networks'],
+      ['PATCH', 'devices'],
+      ['DELETE', 'devices'],
+    ];
+    for (const [method, collection] of methods) {
+      for (const path of [`/api/${collection}/`, `/api/sites/${site.id}/${collection}/`]) {
+        const r = await s.request(method, path, { body: [], as: nobody });
+        expectError(r, 403, FORBIDDEN);
+      }
+      const missing = await s.request(method, `/api/sites/999999/${collection}/`, { body: [] });
+      expectError(missing, 400, 'Site with id number 999999 does not exist');
+    }
+    // With the permission in the URL site (or anywhere, at top level): 201 [] and 200 [] as docs/api.md §9.3 says.
+    const granted = await mkUser({ [site.id]: ['add_device', 'change_device', 'delete_device'] });
+    expect((await s.request('POST', `/api/sites/${site.id}/devices/`, { body: [], as: granted })).status).toBe(201);
+    expect((await s.request('POST', '/api/devices/', { body: [], as: granted })).status).toBe(201);
+    expect((await s.request('PATCH', '/api/devices/', { body: [], as: granted })).json).toEqual([]);
+    expectError(await s.request('DELETE', '/api/devices/', { body: [], as: granted }), 400, 'No ids provided.');
+    expectError(await s.request('POST', '/api/attributes/', { body: [], as: granted }), 403, FORBIDDEN);
+    expect((await s.post('/api/devices/', [])).status).toBe(201);
+  });
+});
+
 describe('bulk create', () => {
   test('bulk create returns 201 with the created devices in request order and no Location', async () => {
     const site = await mkSite();

@@ -10,11 +10,15 @@
  *   - an error (≥ 400, except HEAD and the HTML view) is the JSON envelope with its code;
  *   - a rejected write (4xx on POST/PUT/PATCH/DELETE) changes nothing: the newest
  *     Change and the count of every collection are the same before and after.
+ * A second property (issue 23) sends bodies of nested lists around MAX_REQUEST_ITEMS and MAX_BULK_ITEMS:
+ * every one over a bound is 413 naming it and its count, none under is, a refused one writes nothing, and a
+ * probe of another site of the shard answers within PROBE_BOUND_MS meanwhile.
  * Fixed seed, bounded runs: HOSTILE_RUNS raises the count for a local soak, HOSTILE_SEED picks
  * another sequence, HOSTILE_DEBUG=1 prints the status counts (=requests: every request).
  */
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { itemsOf } from '../helpers/items.js';
 import { TestServer } from '../helpers/server.js';
 
 const RUNS = Number(process.env.HOSTILE_RUNS ?? 1000);
@@ -518,10 +522,10 @@ async function send(r: Req): Promise<{ status: number; text: string; type: strin
 }
 
 /** The store as the API shows it: newest Change id and how many of each thing there are. */
-async function fingerprint(): Promise<string> {
+async function fingerprint(server: TestServer = s): Promise<string> {
   const parts: string[] = [];
   const read = async (path: string) => {
-    const res = await fetch(s.base + path, { headers: { 'X-Service-Email': ADMIN }, signal: AbortSignal.timeout(REQUEST_BOUND_MS) });
+    const res = await fetch(server.base + path, { headers: { 'X-Service-Email': ADMIN }, signal: AbortSignal.timeout(REQUEST_BOUND_MS) });
     if (res.status !== 200) throw new Error(`fingerprint read ${path}: ${res.status}`);
     return res.json() as Promise<any>;
   };
@@ -599,4 +603,112 @@ describe('hostile input property', () => {
     expect(after.status).toBe(200);
     expect((await s.get('/api/')).status).toBe(200);
   }, 900_000);
+});
+
+// ---- nested lists ----------------------------------------------------------------------------------------------
+
+/** Small bounds, so that generated bodies cross them often: what counts is the rule, not the size. */
+const NESTED_LIMITS = { bulk: 40, request: 400 };
+const NESTED_RUNS = Math.max(50, Math.floor(RUNS / 5));
+const PROBE_BOUND_MS = 1_000;
+
+describe('nested lists property', () => {
+  let n: TestServer;
+  // Two shards: sites 1 and 3 share one.
+  beforeAll(async () => {
+    n = await TestServer.start({
+      shards: 2,
+      env: { MAX_BULK_ITEMS: String(NESTED_LIMITS.bulk), MAX_REQUEST_ITEMS: String(NESTED_LIMITS.request) },
+    });
+    for (const name of ['nest-a', 'nest-b', 'nest-c']) await made(n.post('/api/sites/', { name }));
+    await made(n.post('/api/sites/1/devices/', { hostname: 'r1' }));
+    await made(n.post('/api/sites/3/devices/', { hostname: 'r3' }));
+    await made(n.post('/api/sites/1/networks/', { cidr: '10.0.0.0/8' }));
+    await made(n.post('/api/sites/1/attributes/', { name: 'tags', resource_name: 'Interface', multi: true }));
+    await made(n.post('/api/sites/1/attributes/', { name: 'tags', resource_name: 'Device', multi: true }));
+  }, 60_000);
+  afterAll(async () => {
+    await n?.stop();
+  });
+
+  const address = fc.nat(1 << 16).map((k) => `10.0.${k >> 8}.${k & 255}/32`);
+  /** Lists in lists: what a hostile client nests where a list is not even expected. */
+  const nestedList: fc.Arbitrary<unknown[]> = fc.letrec<{ l: unknown[] }>((tie) => ({
+    l: fc.array(fc.oneof({ weight: 3, arbitrary: fc.nat(9) }, { weight: 1, arbitrary: tie('l') }), { maxLength: 30 }),
+  })).l;
+  /** A long list, made quickly: `size` copies of one value. */
+  const long = <T>(value: fc.Arbitrary<T>) => fc.tuple(value, fc.nat(NESTED_LIMITS.request)).map(([v, size]) => Array(size).fill(v));
+  const addresses = fc.oneof(fc.array(address, { maxLength: 60 }), long(address));
+  const tags = fc.oneof(fc.array(fc.string({ maxLength: 4 }), { maxLength: 30 }), long(fc.constant('t')));
+  const iface = fc.record(
+    {
+      device: fc.constantFrom('r1', 1, 'r3'),
+      name: fc.string({ minLength: 1, maxLength: 6 }),
+      addresses,
+      attributes: tags.map((t) => ({ tags: t })),
+      description: fc.oneof(fc.string({ maxLength: 5 }), nestedList),
+    },
+    { requiredKeys: ['device', 'name'] },
+  );
+  const device = fc.record({ hostname: fc.string({ minLength: 1, maxLength: 8 }), attributes: tags.map((t) => ({ tags: t })) });
+  const target = fc.constantFrom(
+    { method: 'POST', path: '/api/sites/1/interfaces/', item: iface },
+    { method: 'POST', path: '/api/interfaces/', item: iface },
+    { method: 'POST', path: '/api/sites/1/devices/', item: device },
+    { method: 'PATCH', path: '/api/sites/1/interfaces/', item: iface.map((i) => ({ ...i, id: 1 })) },
+  );
+  const request = target.chain(({ method, path, item }) =>
+    fc.record({
+      method: fc.constant(method),
+      path: fc.constant(path),
+      body: fc.oneof(
+        { weight: 2, arbitrary: item as fc.Arbitrary<unknown> },
+        { weight: 3, arbitrary: fc.array(item as fc.Arbitrary<unknown>, { maxLength: 60 }) },
+        { weight: 1, arbitrary: fc.array(nestedList, { maxLength: 60 }) },
+      ),
+    }),
+  );
+
+  test(`a body over a bound is 413 naming it, none under is, a refused one writes nothing (${NESTED_RUNS} runs)`, async () => {
+    let known: string | null = null;
+    const seen = new Map<number, number>();
+    await fc.assert(
+      fc.asyncProperty(request, async ({ method, path, body }) => {
+        const before = (known ??= await fingerprint(n));
+        const text = JSON.stringify(body);
+        const started = performance.now();
+        const sent = fetch(n.base + path, {
+          method,
+          headers: { 'X-Service-Email': ADMIN, 'Content-Type': 'application/json' },
+          body: text,
+          signal: AbortSignal.timeout(REQUEST_BOUND_MS),
+        });
+        const probe = await n.get('/api/sites/3/devices/?limit=1');
+        const probeMs = performance.now() - started;
+        const res = await sent;
+        const answer = await res.text();
+        seen.set(res.status, (seen.get(res.status) ?? 0) + 1);
+        const what = `${method} ${path} ${text.length > 300 ? `${text.slice(0, 300)}…(${text.length} chars)` : text}`;
+        expect(res.status, `${answer.slice(0, 200)}: ${what}`).toBeLessThan(500);
+        expect(probe.status).toBe(200);
+        expect(probeMs, `probe while ${what}`).toBeLessThan(PROBE_BOUND_MS);
+        const list = Array.isArray(body) ? body.length : -1;
+        const total = itemsOf(body);
+        const message = JSON.parse(answer)?.error?.message;
+        if (list > NESTED_LIMITS.bulk) {
+          expect(res.status).toBe(413);
+          expect(message).toBe(`A bulk request may hold at most ${NESTED_LIMITS.bulk} items; got ${list}.`);
+        } else if (total > NESTED_LIMITS.request) {
+          expect(res.status).toBe(413);
+          expect(message).toBe(`A request may hold at most ${NESTED_LIMITS.request} items, nested lists included; got ${total}.`);
+        } else expect(res.status, `${answer.slice(0, 200)}: ${what}`).not.toBe(413);
+        if (res.status >= 400) expect(await fingerprint(n), `refused ${what}`).toBe(before);
+        else known = null;
+      }),
+      { seed: SEED, numRuns: NESTED_RUNS, endOnFailure: true, interruptAfterTimeLimit: 300_000 },
+    );
+    if (process.env.HOSTILE_DEBUG) console.log('nested statuses', JSON.stringify([...seen].sort()));
+    for (const status of [201, 400, 413])
+      expect(seen.get(status) ?? 0, `status ${status} in ${JSON.stringify([...seen])}`).toBeGreaterThan(0);
+  }, 600_000);
 });

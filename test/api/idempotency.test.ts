@@ -123,6 +123,17 @@ describe('in process', () => {
     expect((await s.get(`/api/sites/${site}/devices/`)).json).toEqual([]);
   });
 
+  test('an empty key is 400 like any other malformed key and runs nothing, and no key at all runs as usual', async () => {
+    const site = await siteWithParent(s, '10.7.1.0/24');
+    const r = await s.post(`/api/sites/${site}/devices/`, { hostname: 'e1' }, { headers: J('') });
+    expect(r.status).toBe(400);
+    expect(r.json.error.message).toBe('Idempotency-Key must be 1 to 255 printable ASCII characters.');
+    expect((await s.get(`/api/sites/${site}/devices/`)).json).toEqual([]);
+    expect((await s.post(`/api/sites/${site}/devices/`, { hostname: 'e2' })).status).toBe(201);
+    // Reads take no key: an empty one changes nothing there.
+    expect((await s.get(`/api/sites/${site}/devices/`, { headers: J('') })).status).toBe(200);
+  });
+
   test('a key expires after IDEMPOTENCY_TTL: it then names a new request, and the purge removes the old rows', async () => {
     const site = await siteWithParent(s, '10.8.0.0/24');
     const key = fresh('k');

@@ -59,21 +59,24 @@ function exchange(parts: (string | Buffer)[], boundMs: number, gapMs = 50): Prom
   });
 }
 
-/** The status of each complete response in the stream, in order (bodies are skipped by their Content-Length). */
-function statuses(o: Outcome): number[] {
-  const found: number[] = [];
+/** Each complete response in the stream, in order: its status and body (read by its Content-Length). */
+function responses(o: Outcome): { status: number; body: string }[] {
+  const found: { status: number; body: string }[] = [];
   let rest = o.text;
   for (let end = rest.indexOf('\r\n\r\n'); end >= 0; end = rest.indexOf('\r\n\r\n')) {
     const head = rest.slice(0, end);
     const status = /^HTTP\/1\.1 (\d{3}) /.exec(head);
     const length = /\r\nContent-Length: (\d+)/i.exec(head);
     if (!status || !length) throw new Error(`not a response head: ${JSON.stringify(head.slice(0, 200))}`);
-    found.push(Number(status[1]));
+    found.push({ status: Number(status[1]), body: rest.slice(end + 4, end + 4 + Number(length[1])) });
     rest = rest.slice(end + 4 + Number(length[1]));
   }
   if (rest !== '') throw new Error(`trailing bytes: ${JSON.stringify(rest.slice(0, 200))}`);
   return found;
 }
+
+/** The status of each complete response in the stream, in order. */
+const statuses = (o: Outcome): number[] => responses(o).map((r) => r.status);
 
 const HOST = 'Host: x\r\n';
 /** Asks the server to close after its answer, so an answered exchange ends without waiting for the bound. */
@@ -334,5 +337,44 @@ describe('garbage and idle connections', () => {
   test('pipelined requests behind an answer given at once are all answered in order', async () => {
     const o = await exchange([`${get('/api/', false)}GET /api/sites/ HTTP/1.1\r\n${HOST}${ADMIN}${CLOSE}\r\n`], PROMPT_MS);
     expect(statuses(o)).toEqual([200, 200]);
+  });
+
+  test('pipelined requests answered on the main thread, a large users list among them, are answered whole and in order', async () => {
+    // More than 128 KiB of users (stream.ts CHUNKED_REPLY_CHARS): such a list was written in chunks, and uWS closed
+    // the connection at the request behind it, cutting the list off.
+    const emails = Array.from({ length: 1100 }, (_, i) => `pipelined-${i}-${'x'.repeat(80)}@example.com`);
+    for (let i = 0; i < emails.length; i += 50) {
+      const created = await Promise.all(emails.slice(i, i + 50).map((email) => s.post('/api/users/', { email })));
+      expect(created.every((r) => r.status === 201)).toBe(true);
+    }
+    const site = await s.post('/api/sites/', { name: 'pipelined' });
+    const device = await s.post(`/api/sites/${site.json.id}/devices/`, { hostname: 'pipelined-device' });
+    const users = await s.get('/api/users/');
+    expect(users.text.length).toBeGreaterThan(128 * 1024);
+    const detail = `/api/devices/${device.json.id}/`;
+    // Read twice: the main thread's read cache answers it from then on (README, the read cache).
+    await s.get(detail);
+    const cached = await s.get(detail);
+    const authed = (path: string, close = false) => `GET ${path} HTTP/1.1\r\n${HOST}${ADMIN}${close ? CLOSE : ''}\r\n`;
+    const o = await exchange(
+      [
+        [
+          get('/healthz', false),
+          authed('/api/users/'),
+          get('/api/', false),
+          authed(detail),
+          authed('/api/users/'),
+          authed('/healthz', true),
+        ].join(''),
+      ],
+      PROMPT_MS,
+    );
+    const got = responses(o);
+    expect(got.map((r) => r.status)).toEqual([200, 200, 200, 200, 200, 200]);
+    expect(got[0].body).toBe('{"status":"ok"}');
+    expect(got[1].body).toBe(users.text);
+    expect(JSON.parse(got[2].body)).toHaveProperty('sites');
+    expect(got[3].body).toBe(cached.text);
+    expect(got[4].body).toBe(users.text);
   });
 });

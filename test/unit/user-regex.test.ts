@@ -5,9 +5,8 @@
  * dropped without changing what matches, and the bounded cache.
  */
 import { describe, expect, test } from 'vitest';
+import { RegexBudget, RegexShare, testUserRegex, useRegexBudget } from '../../src/query/regex-budget.js';
 import {
-  resetUserRegexBudget,
-  testUserRegex,
   USER_REGEX_BUDGET_MS,
   USER_REGEX_MAX_LENGTH,
   UserRegexError,
@@ -199,7 +198,7 @@ describe('withoutCaptures', () => {
 
 describe('testUserRegex', () => {
   test('testUserRegex does match like RegExp.test from the start of the value', () => {
-    resetUserRegexBudget();
+    useRegexBudget(new RegexBudget(new RegexShare()));
     const re = userRegex('ab', 'prefix');
     expect(testUserRegex(re, 'abc', 'ab')).toBe(true);
     expect(testUserRegex(re, 'cab', 'ab')).toBe(false);
@@ -207,7 +206,8 @@ describe('testUserRegex', () => {
   });
 
   test('testUserRegex does refuse once a request has spent its budget, and a new budget starts fresh', () => {
-    resetUserRegexBudget();
+    const share = new RegexShare();
+    useRegexBudget(new RegexBudget(share));
     const pattern = '.?'.repeat(500);
     const re = userRegex(pattern);
     const value = 'x'.repeat(255);
@@ -229,7 +229,7 @@ describe('testUserRegex', () => {
     const t0 = performance.now();
     expect(() => testUserRegex(re, value, pattern)).toThrow(UserRegexError);
     expect(performance.now() - t0).toBeLessThan(50);
-    resetUserRegexBudget();
+    useRegexBudget(new RegexBudget(share));
     expect(testUserRegex(userRegex('x'), value, 'x')).toBe(true);
     expect(USER_REGEX_BUDGET_MS).toBe(1000);
   });
