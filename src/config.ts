@@ -4,6 +4,7 @@
  * naming the setting, never a stack trace.
  */
 import { availableParallelism, hostname } from 'node:os';
+import { parseStoreUrl } from './store/store-url.js';
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
 
@@ -122,7 +123,14 @@ function readPrefixPair(src: Source, name: string, fallback: { v4: number; v6: n
 function readStore(given: string | undefined): string | null {
   const v = (given ?? '').trim();
   if (v === '' || v === 'lmdb') return null;
-  if (/^postgres(ql)?:\/\/./.test(v)) return v;
+  if (/^postgres(ql)?:\/\/./.test(v)) {
+    try {
+      parseStoreUrl(v);
+    } catch (err) {
+      throw new ConfigError((err as Error).message);
+    }
+    return v;
+  }
   throw new ConfigError('STORE must be lmdb or a postgres:// (postgresql://) connection URL');
 }
 

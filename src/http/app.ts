@@ -44,6 +44,7 @@ import { isJsonBody, negotiate, OFFLOAD_BODY_BYTES, readRequestBody } from './bo
 import { browseQuery } from './browse.js';
 import { docsPage } from './docs.js';
 import { type Forwarded, Forwarder } from './forward.js';
+import { type Readiness, serveHealth } from './health.js';
 import { appliesTo, IdempotencyKeys } from './idempotency.js';
 import { type InjectRequest, type InjectResponse, inject } from './inject.js';
 import { RequestObserver } from './observe.js';
@@ -58,6 +59,8 @@ import { CHUNKED_REPLY_CHARS, streamReply, textChunks } from './stream.js';
 /** Routes whose answer may be a list, which a shard streams (P7): the collection's, its list routes', an object's sub-route lists. */
 const STREAMABLE_SHAPES = new Set<Shape>(['list', 'list-route', 'detail-route']);
 const isRead = (method: string) => method === 'GET' || method === 'HEAD';
+/** Longest a standby holds a read for the commit it names (X-Netsot-After-Commit): a few polls and applies, well under a client's timeout. */
+const AFTER_COMMIT_WAIT_MS = 2000;
 
 export class App {
   /** Most clients send one of a few Accept headers; the parse is cached unless ?format= may apply. */
@@ -66,6 +69,7 @@ export class App {
   private readonly assets = new StaticAssets();
   /** The OpenAPI document without `servers`, which names the host each request came to. */
   private openApi: Record<string, unknown> | undefined;
+  private readonly readiness: Readiness;
 
   private constructor(
     readonly config: Config,
@@ -87,6 +91,7 @@ export class App {
     private readonly readCache: ReadCache,
   ) {
     this.observer = new RequestObserver(log, metrics);
+    this.readiness = { restarting: () => pool.restarting(), shards: config.shards, lease };
   }
 
   /** Opens the store (config.store, else LMDB in config.dataDir) and starts the shard workers; resolves when every shard has loaded. */
@@ -106,7 +111,8 @@ export class App {
       const ids = new IdCounters(shared);
       const sites = await SiteDirectory.open(store);
       const users = new UserDirectory(store, sites, () => ids.next('user'), await store.users<UserRecord>());
-      const auth = new Authenticator(users, new TokenSigner(await store.serverKey(), config.authTokenExpiry), config);
+      // A standby makes no user records (the leader does); a user it has not seen yet reads there all the same.
+      const auth = new Authenticator(users, new TokenSigner(await store.serverKey(), config.authTokenExpiry), config, () => !lease || lease.isLeader);
       // The figures read the pool and the app only when scraped, after both exist.
       let app: App | undefined;
       let feed: FeedHub | null = null;
@@ -181,16 +187,19 @@ export class App {
   /** Requests whose lifecycle has not finished; SIGTERM waits for them (drain). */
   private inFlight = 0;
   private draining = false;
+  private readonly isDraining = () => this.draining;
   private drained: (() => void) | null = null;
 
   /** Runs the lifecycle; whatever it throws becomes the error response (an unexpected error a logged 500). */
   handle(x: Exchange): void {
     x.observer = this.observer;
+    x.closing = this.isDraining;
     if (this.answerFromCache(x)) return;
     x.begin();
     this.inFlight++;
     this.lifecycle(x)
-      .catch((err) => x.fail(err))
+      // Whatever could not reach the database (a lookup as much as a commit) is a 503 to retry, never a 500.
+      .catch((err) => x.fail(this.store.isUnavailable(err) ? Errors.storeUnavailable() : err))
       .finally(() => {
         if (--this.inFlight === 0) this.drained?.();
       });
@@ -264,7 +273,7 @@ export class App {
 
   private async lifecycle(x: Exchange): Promise<void> {
     if (this.draining) return x.fail(Errors.shuttingDown(), true);
-    if (x.path === '/healthz' || x.path === '/readyz') return this.serveHealth(x);
+    if (x.path === '/healthz' || x.path === '/readyz') return serveHealth(x, this.readiness);
     if (x.path === '/docs' || x.path.startsWith('/docs/')) return this.serveDocs(x);
     if (x.path === '/admin' || x.path.startsWith('/admin/')) return this.adminEndpoints().serve(x);
     if (x.path === '/metrics' && this.metrics) return this.serveMetrics(x, this.metrics);
@@ -291,6 +300,7 @@ export class App {
     // A standby answers reads from its copy and sends writers to the leader (README, Past one machine).
     if (this.lease && !this.lease.isLeader && method !== 'GET' && method !== 'OPTIONS' && !isPublic)
       throw Errors.notLeader(this.lease.leader);
+    if (this.lease && x.afterCommit !== '') await this.showCommit(this.lease, x.afterCommit);
     const raw = await x.body;
     if (raw === 'too-large') return x.fail(Errors.bodyTooLarge(), true);
     const keyed = user !== null && match.collection !== null && appliesTo(method, x.idempotencyKey);
@@ -309,6 +319,7 @@ export class App {
     const reply = keyed ? await this.idempotency.run(user!.id, method, x.fullPath, x.idempotencyKey, raw, run) : await run();
     if (reply.cache && (!this.lease || this.cacheTrusted(this.lease)))
       this.readCache.put(x.fullPath, reply.cache.site, reply.cache.version, reply.body);
+    if (cluster && this.lease!.isLeader && !isRead(method) && reply.status < 300) cluster['X-Netsot-Commit'] = String(this.lease!.position);
     const headers = cluster ? { ...reply.headers, ...cluster } : reply.headers;
     if (reply.chunk) return streamReply(x, { ...reply, headers });
     if (reply.body.length >= CHUNKED_REPLY_CHARS && x.representation === 'json' && x.method !== 'HEAD' && reply.status !== 204) {
@@ -358,6 +369,16 @@ export class App {
       this.cacheEpoch = epoch;
     }
     return true;
+  }
+
+  /**
+   * X-Netsot-After-Commit (README, Read your own writes): a standby answers once its copy shows that commit, waiting
+   * up to AFTER_COMMIT_WAIT_MS for it; a leader shows every commit.
+   */
+  private async showCommit(lease: LeaseKeeper, header: string): Promise<void> {
+    if (!/^\d{1,15}$/.test(header)) throw Errors.afterCommitInvalid();
+    const seq = Number(header);
+    if (!(await lease.reached(seq, AFTER_COMMIT_WAIT_MS))) throw Errors.behindCommit(seq, lease.applied, lease.leader);
   }
 
   /** How far a standby's copy is: the last commit of the leader it has applied. */
@@ -526,26 +547,6 @@ export class App {
     const sink = x.openEventStream();
     if (sink) this.feed.subscribe(sub.filter, sink, sub.after);
     else if (!x.aborted) throw Errors.streamNeedsConnection();
-  }
-
-  /**
-   * Probes, public and cheap: `/healthz` answers while the process runs;
-   * `/readyz` only while every shard is serving (not while one is replaced).
-   */
-  private serveHealth(x: Exchange): void {
-    x.template = x.path;
-    x.allow = 'GET, HEAD';
-    if (x.method !== 'GET' && x.method !== 'HEAD') {
-      x.fail(Errors.methodNotAllowed(x.method, x.allow));
-      return;
-    }
-    if (x.path === '/healthz') {
-      x.send(200, '{"status":"ok"}');
-      return;
-    }
-    const restarting = this.pool.restarting();
-    if (restarting.length > 0) x.fail(Errors.notReady(`shard ${restarting.join(', ')} restarting`));
-    else x.send(200, JSON.stringify({ status: 'ready', shards: this.pool.count }));
   }
 
   /**

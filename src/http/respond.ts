@@ -87,6 +87,7 @@ interface LaterHeaders {
   forwardedFor: string;
   idempotencyKey: string;
   lastEventId: string;
+  afterCommit: string;
 }
 
 /** A client's `X-Request-Id` is kept when it is 1–200 visible ASCII characters; anything else gets a fresh one. */
@@ -134,6 +135,10 @@ export abstract class Exchange {
   get lastEventId(): string {
     return this.laterHeaders().lastEventId;
   }
+  /** X-Netsot-After-Commit, '' when absent: the commit a standby's answer must show (README, Read your own writes). */
+  get afterCommit(): string {
+    return this.laterHeaders().afterCommit;
+  }
 
   private laterHeaders(): LaterHeaders {
     if (this.later === null) {
@@ -144,6 +149,7 @@ export abstract class Exchange {
         forwardedFor: h.getHeader('x-forwarded-for'),
         idempotencyKey: h.getHeader('idempotency-key'),
         lastEventId: h.getHeader('last-event-id'),
+        afterCommit: h.getHeader('x-netsot-after-commit'),
       };
       this.head = null;
     }
@@ -168,6 +174,8 @@ export abstract class Exchange {
   /** The authenticated user's email, once known. */
   user: string | undefined = undefined;
   observer: ResponseObserver | null = null;
+  /** True once the server drains: every answer then closes its connection, so a proxy sends the next request elsewhere. */
+  closing: (() => boolean) | null = null;
   /** Called when the client goes away (set while a streamed response is being written). */
   onAbort: (() => void) | null = null;
   private done = false;
@@ -274,7 +282,7 @@ export abstract class Exchange {
       headers,
       payload,
       this.method === 'HEAD',
-      closeConnection,
+      closeConnection || (this.closing?.() ?? false),
     );
     observer?.finished(this, status, peer, payload);
   }

@@ -167,7 +167,8 @@ class UwsExchange extends Exchange {
       if (head) {
         // A HEAD of a streamed list says Transfer-Encoding as its GET does, and no length (stream.ts).
         if (!('Transfer-Encoding' in headers)) res.writeHeader('Content-Length', String(Buffer.byteLength(payload)));
-        res.endWithoutBody();
+        if (closeConnection) res.endWithoutBody(undefined, true);
+        else res.endWithoutBody();
       } else res.end(payload, closeConnection);
     });
   }

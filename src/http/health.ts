@@ -1,0 +1,39 @@
+/**
+ * The probes, public and cheap (README, Operating netsot; the runbook in Past one machine):
+ *
+ * - `/healthz`: 200 while the process runs.
+ * - `/readyz`: 200 while every shard serves (not while one is replaced): this node can answer reads.
+ * - `/readyz?role=leader`: as `/readyz`, and only on the node that holds the write lease and reached the database
+ *   at its last turn (cluster/lease.ts); 503 on a standby, a node taking over, one cut off from the database. On
+ *   LMDB the one node is the leader. A load balancer sends writes to the node that answers 200 here.
+ */
+import type { LeaseKeeper } from '../cluster/lease.js';
+import { Errors } from '../errors.js';
+import type { Exchange } from './respond.js';
+
+export interface Readiness {
+  /** The shards being replaced now. */
+  restarting(): number[];
+  shards: number;
+  /** null on LMDB, which has one node. */
+  lease: LeaseKeeper | null;
+}
+
+export function serveHealth(x: Exchange, node: Readiness): void {
+  x.template = x.path;
+  x.allow = 'GET, HEAD';
+  if (x.method !== 'GET' && x.method !== 'HEAD') return x.fail(Errors.methodNotAllowed(x.method, x.allow));
+  if (x.path === '/healthz') return x.send(200, '{"status":"ok"}');
+  const role = x.query === '' ? null : new URLSearchParams(x.query).get('role');
+  if (role !== null && role !== 'leader') return x.fail(Errors.validation({ role: `Unknown role '${role}'; the role probed is leader.` }));
+  const restarting = node.restarting();
+  if (restarting.length > 0) return x.fail(Errors.notReady(`shard ${restarting.join(', ')} restarting`));
+  const lease = node.lease;
+  if (role === 'leader' && lease && !lease.leadsReachably) {
+    const why = lease.isLeader
+      ? 'this node leads but its last turn did not reach the database'
+      : `this node is ${lease.role === 'taking-over' ? 'taking over' : 'a standby'}${lease.leader ? `; the leader is ${lease.leader}` : ''}`;
+    return x.fail(Errors.notReady(why));
+  }
+  x.send(200, JSON.stringify(role ? { status: 'ready', shards: node.shards, role } : { status: 'ready', shards: node.shards }));
+}
