@@ -19,7 +19,7 @@ import { Fence } from '../cluster/fence.js';
 import { LeaseKeeper } from '../cluster/lease.js';
 import { Replica } from '../cluster/replica.js';
 import type { Config } from '../config.js';
-import { Errors } from '../errors.js';
+import { Errors, isApiError } from '../errors.js';
 import { type FeedFilter, FeedHub } from '../feed/hub.js';
 import { feedPath, feedRequest } from '../feed/request.js';
 import { FeedWatch } from '../feed/watch.js';
@@ -199,7 +199,7 @@ export class App {
     this.inFlight++;
     this.lifecycle(x)
       // Whatever could not reach the database (a lookup as much as a commit) is a 503 to retry, never a 500.
-      .catch((err) => x.fail(this.store.isUnavailable(err) ? Errors.storeUnavailable() : err))
+      .catch((err) => x.fail(!isApiError(err) && this.store.isUnavailable(err) ? Errors.storeUnavailable() : err))
       .finally(() => {
         if (--this.inFlight === 0) this.drained?.();
       });

@@ -82,13 +82,8 @@ class PrimaryLocator {
 
 /** Whether the server at `at` is read-only; throws when it cannot be reached within `timeoutMs`. */
 async function probe(single: string, at: HostPort, timeoutMs: number): Promise<boolean> {
-  const client = new pg.Client({
-    connectionString: single,
-    host: at.host,
-    port: at.port,
-    connectionTimeoutMillis: timeoutMs,
-    query_timeout: timeoutMs,
-  });
+  const client = new pg.Client({ connectionString: single, connectionTimeoutMillis: timeoutMs, query_timeout: timeoutMs });
+  pointAt(client, at);
   client.on('error', () => undefined);
   try {
     await client.connect();
@@ -96,6 +91,13 @@ async function probe(single: string, at: HostPort, timeoutMs: number): Promise<b
   } finally {
     client.end().catch(() => undefined);
   }
+}
+
+/** Points a client not yet connected at `at` (a connection string's host wins over the config's own `host`). */
+function pointAt(client: pg.Client, at: HostPort): void {
+  const c = client as unknown as { host: string; port: number; connectionParameters: { host: string; port: number } };
+  c.host = c.connectionParameters.host = at.host;
+  c.port = c.connectionParameters.port = at.port;
 }
 
 async function isReadOnly(client: pg.Client): Promise<boolean> {
@@ -126,9 +128,7 @@ function clientClass(locator: PrimaryLocator): typeof pg.Client {
 
     private async connectToPrimary(): Promise<void> {
       const at = await locator.primary();
-      const self = this as unknown as { host: string; port: number; connectionParameters: { host: string; port: number } };
-      self.host = self.connectionParameters.host = at.host;
-      self.port = self.connectionParameters.port = at.port;
+      pointAt(this as pg.Client, at);
       try {
         await super.connect();
         if (await isReadOnly(this as pg.Client)) {
