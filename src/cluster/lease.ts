@@ -86,8 +86,6 @@ export class LeaseKeeper {
   private claimedAt = 0;
   /** Another process claimed this NODE_ID (this one was taken for dead): this node never takes the lease again. */
   private ousted = false;
-  /** Whether the last turn reached the database. */
-  private reachable = true;
   /** Requests waiting for this standby to apply a commit (X-Netsot-After-Commit). */
   private readonly waiters = new Set<{ seq: number; done: (reached: boolean) => void }>();
 
@@ -126,9 +124,13 @@ export class LeaseKeeper {
   get isLeader(): boolean {
     return this.role_ === 'leader';
   }
-  /** Leads and reached the database at its last turn: what `/readyz?role=leader` answers 200 for. */
+  /**
+   * Leads, with a renewal confirmed within the last two renewal periods: what `/readyz?role=leader` answers 200 for.
+   * One slow renewal does not flap it; a database out of reach turns it off a third of a lease before this node
+   * steps down.
+   */
   get leadsReachably(): boolean {
-    return this.role_ === 'leader' && this.reachable;
+    return this.role_ === 'leader' && performance.now() - this.confirmedAt < (this.config.leaseMs * 2) / 3;
   }
   /** The leader's advertised address as last read, or null when unknown. */
   get leader(): string | null {
@@ -193,11 +195,9 @@ export class LeaseKeeper {
       if (performance.now() - this.claimedAt >= this.config.leaseMs / 3) await this.renewClaim();
       if (this.role_ === 'standby') await this.standbyTurn();
       else if (performance.now() - this.confirmedAt >= this.config.leaseMs / 3) await this.renew();
-      this.reachable = true;
       return true;
     } catch (err) {
       // The database is down or slow: commits fail on their own meanwhile, and the next tick tries again.
-      this.reachable = false;
       this.log.warn(`cluster: lease ${this.role_ === 'standby' ? 'poll' : 'renewal'} failed: ${(err as Error).message ?? err}`, {
         event: 'lease-error',
       });

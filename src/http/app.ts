@@ -272,7 +272,12 @@ export class App {
   }
 
   private async lifecycle(x: Exchange): Promise<void> {
-    if (this.draining) return x.fail(Errors.shuttingDown(), true);
+    if (this.draining) {
+      // Read first: a connection closed with a request's body unread is reset, and a proxy then drops its client's
+      // connection too instead of passing the 503 on.
+      await x.body;
+      return x.fail(Errors.shuttingDown(), true);
+    }
     if (x.path === '/healthz' || x.path === '/readyz') return serveHealth(x, this.readiness);
     if (x.path === '/docs' || x.path.startsWith('/docs/')) return this.serveDocs(x);
     if (x.path === '/admin' || x.path.startsWith('/admin/')) return this.adminEndpoints().serve(x);

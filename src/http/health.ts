@@ -3,8 +3,8 @@
  *
  * - `/healthz`: 200 while the process runs.
  * - `/readyz`: 200 while every shard serves (not while one is replaced): this node can answer reads.
- * - `/readyz?role=leader`: as `/readyz`, and only on the node that holds the write lease and reached the database
- *   at its last turn (cluster/lease.ts); 503 on a standby, a node taking over, one cut off from the database. On
+ * - `/readyz?role=leader`: as `/readyz`, and only on the node that holds the write lease and renewed it lately
+ *   (cluster/lease.ts); 503 on a standby, a node taking over, one cut off from the database. On
  *   LMDB the one node is the leader. A load balancer sends writes to the node that answers 200 here.
  */
 import type { LeaseKeeper } from '../cluster/lease.js';
@@ -31,7 +31,7 @@ export function serveHealth(x: Exchange, node: Readiness): void {
   const lease = node.lease;
   if (role === 'leader' && lease && !lease.leadsReachably) {
     const why = lease.isLeader
-      ? 'this node leads but its last turn did not reach the database'
+      ? 'this node leads but has not renewed its lease lately (the database is out of reach)'
       : `this node is ${lease.role === 'taking-over' ? 'taking over' : 'a standby'}${lease.leader ? `; the leader is ${lease.leader}` : ''}`;
     return x.fail(Errors.notReady(why));
   }

@@ -22,6 +22,8 @@ export interface StartOptions {
   dataDir?: string;
   shards?: number;
   env?: Record<string, string>;
+  /** A fixed port (a node restarted behind a proxy that names it); 0, any free port, unless given. */
+  port?: number;
 }
 
 export class TestServer {
@@ -35,7 +37,7 @@ export class TestServer {
 
   static async start(opts: StartOptions = {}): Promise<TestServer> {
     const dataDir = opts.dataDir ?? mkdtempSync(join(tmpdir(), 'netsot-test-'));
-    const proc = spawn(process.execPath, [MAIN, 'serve', '--port', '0', '--data-dir', dataDir, '--shards', String(opts.shards ?? 2)], {
+    const proc = spawn(process.execPath, [MAIN, 'serve', '--port', String(opts.port ?? 0), '--data-dir', dataDir, '--shards', String(opts.shards ?? 2)], {
       env: { ...process.env, LOG_LEVEL: 'warn', ...(await storeEnv(dataDir)), ...opts.env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
