@@ -69,7 +69,8 @@ export const Errors = {
   expectedOne: (field: string, template: string, count: number) => new ApiError(400, { [field]: template.replace('{n}', String(count)) }),
   idempotencyKeyInvalid: () => new ApiError(400, 'Idempotency-Key must be 1 to 255 printable ASCII characters.'),
   invalidEmailHeader: () => new ApiError(400, 'Username must contain a valid email address'),
-  afterCommitInvalid: () => new ApiError(400, 'X-Netsot-After-Commit must be a commit position: an integer from 0, as X-Netsot-Commit gave it.'),
+  afterCommitInvalid: () =>
+    new ApiError(400, 'X-Netsot-After-Commit must be a commit position: an integer from 0, as X-Netsot-Commit gave it.'),
 
   // 401
   notAuthenticated: () => new ApiError(401, 'Authentication credentials were not provided.', WWW_AUTHENTICATE),

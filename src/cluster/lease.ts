@@ -39,7 +39,8 @@ import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
 import { type Config, ConfigError } from '../config.js';
 import type { Logger } from '../log.js';
-import { primaryPool } from '../store/pg-connect.js';
+import { patiently, primaryPool } from '../store/pg-connect.js';
+import { unreachable } from '../store/postgres.js';
 import type { Fence } from './fence.js';
 
 /** What a node that follows the commit log does with it (cluster/replica.ts). */
@@ -97,8 +98,7 @@ export class LeaseKeeper {
     private readonly log: Logger,
   ) {
     // Its own connections: a renewal must not queue behind commits, and gives up in time for another try within the lease.
-    const third = Math.round(config.leaseMs / 3);
-    this.pool = primaryPool(url, { max: 2, connectMs: third, queryMs: third });
+    this.pool = primaryPool(url, { max: 2, connectMs: Math.round(config.leaseMs / 2), queryMs: Math.round(config.leaseMs / 3) });
   }
 
   /**
@@ -108,8 +108,12 @@ export class LeaseKeeper {
   static async open(url: string, config: Pick<Config, 'nodeId' | 'leaseMs' | 'commitLogKeep'>, address: string, fence: Fence, log: Logger) {
     const keeper = new LeaseKeeper(url, config, address, fence, log);
     try {
-      await keeper.claimNodeId();
-      const { rows } = await keeper.pool.query<{ seq: string }>('SELECT seq FROM lease WHERE id = 1');
+      await patiently(() => keeper.claimNodeId(), unreachable, START_PATIENCE_MS);
+      const { rows } = await patiently(
+        () => keeper.pool.query<{ seq: string }>('SELECT seq FROM lease WHERE id = 1'),
+        unreachable,
+        START_PATIENCE_MS,
+      );
       keeper.applied_ = Number(rows[0].seq);
     } catch (err) {
       await keeper.pool.end();
@@ -178,7 +182,10 @@ export class LeaseKeeper {
     this.role_ = 'standby';
     // And gives up its NODE_ID, so a restart claims it at once.
     await this.pool
-      .query("UPDATE nodes SET seen_at = now() - interval '1 day' WHERE node_id = $1 AND instance = $2", [this.config.nodeId, this.instance])
+      .query("UPDATE nodes SET seen_at = now() - interval '1 day' WHERE node_id = $1 AND instance = $2", [
+        this.config.nodeId,
+        this.instance,
+      ])
       .catch(() => undefined);
     for (const w of this.waiters) w.done(false);
     await this.follower?.close();
@@ -253,10 +260,11 @@ export class LeaseKeeper {
   /** Renews this process's claim on its NODE_ID; a claim taken by another process ousts this one for good. */
   private async renewClaim(): Promise<void> {
     const asked = performance.now();
-    const { rowCount } = await this.pool.query(
-      'UPDATE nodes SET seen_at = now(), address = $3 WHERE node_id = $1 AND instance = $2',
-      [this.config.nodeId, this.instance, this.address],
-    );
+    const { rowCount } = await this.pool.query('UPDATE nodes SET seen_at = now(), address = $3 WHERE node_id = $1 AND instance = $2', [
+      this.config.nodeId,
+      this.instance,
+      this.address,
+    ]);
     if (rowCount === 1) {
       this.claimedAt = asked;
       return;

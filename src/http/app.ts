@@ -59,7 +59,7 @@ import { CHUNKED_REPLY_CHARS, streamReply, textChunks } from './stream.js';
 /** Routes whose answer may be a list, which a shard streams (P7): the collection's, its list routes', an object's sub-route lists. */
 const STREAMABLE_SHAPES = new Set<Shape>(['list', 'list-route', 'detail-route']);
 const isRead = (method: string) => method === 'GET' || method === 'HEAD';
-/** Longest a standby holds a read for the commit it names (X-Netsot-After-Commit): a few polls and applies, well under a client's timeout. */
+/** Longest a standby holds a read for the commit it names (X-Netsot-After-Commit): a few polls, well under a client's timeout. */
 const AFTER_COMMIT_WAIT_MS = 2000;
 
 export class App {
@@ -112,7 +112,12 @@ export class App {
       const sites = await SiteDirectory.open(store);
       const users = new UserDirectory(store, sites, () => ids.next('user'), await store.users<UserRecord>());
       // A standby makes no user records (the leader does); a user it has not seen yet reads there all the same.
-      const auth = new Authenticator(users, new TokenSigner(await store.serverKey(), config.authTokenExpiry), config, () => !lease || lease.isLeader);
+      const auth = new Authenticator(
+        users,
+        new TokenSigner(await store.serverKey(), config.authTokenExpiry),
+        config,
+        () => !lease || lease.isLeader,
+      );
       // The figures read the pool and the app only when scraped, after both exist.
       let app: App | undefined;
       let feed: FeedHub | null = null;

@@ -8,7 +8,7 @@
  *   LMDB the one node is the leader. A load balancer sends writes to the node that answers 200 here.
  */
 import type { LeaseKeeper } from '../cluster/lease.js';
-import { Errors } from '../errors.js';
+import { type ApiError, Errors } from '../errors.js';
 import type { Exchange } from './respond.js';
 
 export interface Readiness {
@@ -22,18 +22,23 @@ export interface Readiness {
 export function serveHealth(x: Exchange, node: Readiness): void {
   x.template = x.path;
   x.allow = 'GET, HEAD';
-  if (x.method !== 'GET' && x.method !== 'HEAD') return x.fail(Errors.methodNotAllowed(x.method, x.allow));
-  if (x.path === '/healthz') return x.send(200, '{"status":"ok"}');
   const role = x.query === '' ? null : new URLSearchParams(x.query).get('role');
-  if (role !== null && role !== 'leader') return x.fail(Errors.validation({ role: `Unknown role '${role}'; the role probed is leader.` }));
+  const refusal = refusalOf(x, node, role);
+  if (refusal) x.fail(refusal);
+  else if (x.path === '/healthz') x.send(200, '{"status":"ok"}');
+  else x.send(200, JSON.stringify(role ? { status: 'ready', shards: node.shards, role } : { status: 'ready', shards: node.shards }));
+}
+
+/** Why the probe answers an error, or null for 200. */
+function refusalOf(x: Exchange, node: Readiness, role: string | null): ApiError | null {
+  if (x.method !== 'GET' && x.method !== 'HEAD') return Errors.methodNotAllowed(x.method, x.allow);
+  if (x.path === '/healthz') return null;
+  if (role !== null && role !== 'leader') return Errors.validation({ role: `Unknown role '${role}'; the role probed is leader.` });
   const restarting = node.restarting();
-  if (restarting.length > 0) return x.fail(Errors.notReady(`shard ${restarting.join(', ')} restarting`));
+  if (restarting.length > 0) return Errors.notReady(`shard ${restarting.join(', ')} restarting`);
   const lease = node.lease;
-  if (role === 'leader' && lease && !lease.leadsReachably) {
-    const why = lease.isLeader
-      ? 'this node leads but has not renewed its lease lately (the database is out of reach)'
-      : `this node is ${lease.role === 'taking-over' ? 'taking over' : 'a standby'}${lease.leader ? `; the leader is ${lease.leader}` : ''}`;
-    return x.fail(Errors.notReady(why));
-  }
-  x.send(200, JSON.stringify(role ? { status: 'ready', shards: node.shards, role } : { status: 'ready', shards: node.shards }));
+  if (role !== 'leader' || !lease || lease.leadsReachably) return null;
+  if (lease.isLeader) return Errors.notReady('this node leads but has not renewed its lease lately (the database is out of reach)');
+  const what = lease.role === 'taking-over' ? 'taking over' : 'a standby';
+  return Errors.notReady(`this node is ${what}${lease.leader ? `; the leader is ${lease.leader}` : ''}`);
 }

@@ -3,10 +3,11 @@
  *
  * A store URL names one host or, in libpq's syntax, several:
  * `postgres://u:p@h1:5432,h2:5432/db?target_session_attrs=read-write`. netsot writes, so every connection must
- * reach the read-write primary whatever the URL asks: every host is asked at once (one cut off by a partition must not hold up the
- * others) and the first to answer `transaction_read_only = off` is taken; a hot standby is passed over. The host found is kept for this thread's next
- * connections until a connection to it fails or finds it read-only (the database failed over): the hosts are
- * then asked again, so a node follows a promoted replica without a restart. node-postgres takes one host
+ * reach the read-write primary whatever the URL asks: every host is asked at once (one cut off by a partition
+ * must not hold up the others) and the first to answer `transaction_read_only = off` is taken; a hot standby is
+ * passed over. The host found is kept for this thread's next connections until a connection to it fails or finds
+ * it read-only (the database failed over): the hosts are then asked again, so a node follows a promoted replica
+ * without a restart. node-postgres takes one host
  * (its URL parser refuses a list), so each pool gets a Client class that takes its host from the thread's locator
  * when it connects.
  *
@@ -119,7 +120,7 @@ function locatorOf(url: string, connectMs: number): PrimaryLocator {
  */
 function clientClass(locator: PrimaryLocator): typeof pg.Client {
   return class PrimaryClient extends pg.Client {
-    // biome-ignore lint/suspicious/noExplicitAny: node-postgres's connect is overloaded (a callback, or a promise of the client).
+    // node-postgres's connect is overloaded: a callback, or a promise of the client.
     override connect(callback?: any): any {
       const done = this.connectToPrimary().then(() => this);
       if (!callback) return done;
@@ -174,4 +175,20 @@ export function primaryPool(url: string, limits: PoolLimits): pg.Pool {
  */
 export function requestTimeouts(leaseMs: number): Pick<PoolLimits, 'connectMs' | 'queryMs'> {
   return { connectMs: Math.round(leaseMs / 2), queryMs: Math.round((leaseMs * 2) / 3) };
+}
+
+/**
+ * Runs a start-up step again while it fails only because the database did not answer in time (`unreachable`), for
+ * up to `patienceMs`: a busy database at start must not stop a node that the same timeouts would serve later.
+ */
+export async function patiently<T>(step: () => Promise<T>, unreachable: (err: unknown) => boolean, patienceMs: number): Promise<T> {
+  const until = performance.now() + patienceMs;
+  for (;;) {
+    try {
+      return await step();
+    } catch (err) {
+      if (!unreachable(err) || performance.now() >= until) throw err;
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  }
 }

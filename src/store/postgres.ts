@@ -60,12 +60,12 @@
 import { randomBytes } from 'node:crypto';
 import { MessageChannel, type MessagePort, receiveMessageOnPort, Worker } from 'node:worker_threads';
 import { Packr } from 'msgpackr';
-import pg from 'pg';
+import type pg from 'pg';
 import type { Fence } from '../cluster/fence.js';
 import { ApiError, Errors, NotLeaderError } from '../errors.js';
 import { commitLogEntry } from './commit-log.js';
-import { type PoolLimits, primaryPool, requestTimeouts } from './pg-connect.js';
 import type { Kind } from './kinds.js';
+import { type PoolLimits, patiently, primaryPool, requestTimeouts } from './pg-connect.js';
 import type { ChangeIndexRow, ChangeLogQuery, ChangeRecord, Key, Store, StoredChange, WriteOp, WriteSet } from './store.js';
 import { fullChange } from './store.js';
 import type { StoredReply } from './stored-reply.js';
@@ -149,15 +149,16 @@ const UNAVAILABLE_CODES = new Set([
   '25006',
 ]);
 
+const CONNECTION_LOST =
+  /^Connection terminated|connection timeout|Client has encountered a connection error|^Query read timeout|^timeout (exceeded|expired)/i;
+
 /** Whether `err` says the database could not be reached (see Store.isUnavailable); pg-reader.ts uses it too. */
 export function unreachable(err: unknown): boolean {
   if (err instanceof ApiError) return err.status === 503 && !(err instanceof NotLeaderError);
   const code = (err as { code?: unknown } | null)?.code;
   if (typeof code === 'string' && (code.startsWith('08') || UNAVAILABLE_CODES.has(code))) return true;
   // node-postgres reports a connection that ended under a query, and its own timeouts (pg-connect.ts), by their message alone.
-  return /^Connection terminated|connection timeout|Client has encountered a connection error|^Query read timeout|^timeout (exceeded|expired)/i.test(
-    (err as Error)?.message ?? '',
-  );
+  return CONNECTION_LOST.test((err as Error)?.message ?? '');
 }
 
 /** Rows per page when a site is loaded. */
@@ -210,6 +211,8 @@ export interface PostgresOptions {
 
 /** Without a lease to stay within (a tool, a test of the store alone). */
 const DEFAULT_TIMEOUTS = requestTimeouts(30_000);
+/** How long a store keeps trying to reach the database at start (a database starting, or busy). */
+const START_PATIENCE_MS = 30_000;
 /** One page of a load's scan: not on a request's path, and 10k rows of a large store on a busy server take a while. */
 const LOAD_QUERY_MS = 60_000;
 
@@ -246,8 +249,12 @@ export class PostgresStore implements Store {
   static async open(url: string, options: PostgresOptions = {}): Promise<PostgresStore> {
     const store = new PostgresStore(url, options.connections ?? 2, options.fence ?? null, options.timeouts ?? DEFAULT_TIMEOUTS);
     try {
-      if (options.migrate) await store.migrate();
-      else await store.pool.query('SELECT 1 FROM schema_migrations WHERE version = $1', [MIGRATIONS[MIGRATIONS.length - 1].version]);
+      const newest = MIGRATIONS[MIGRATIONS.length - 1].version;
+      const ready = async () => {
+        if (options.migrate) await store.migrate();
+        else await store.pool.query('SELECT 1 FROM schema_migrations WHERE version = $1', [newest]);
+      };
+      await patiently(ready, unreachable, START_PATIENCE_MS);
     } catch (err) {
       await store.pool.end();
       throw err;
@@ -275,7 +282,8 @@ export class PostgresStore implements Store {
         await client.query('BEGIN');
         // A second node migrating at once blocks on this key, then fails it once the first commits.
         await client.query('INSERT INTO schema_migrations (version, name) VALUES ($1, $2)', [m.version, m.name]);
-        for (const sql of m.sql) await client.query(sql);
+        // DDL at start-up, not on a request's path: a busy server may take its time.
+        for (const sql of m.sql) await client.query({ text: sql, query_timeout: LOAD_QUERY_MS } as pg.QueryConfig);
         await client.query('COMMIT');
       } catch (err) {
         await client.query('ROLLBACK').catch(() => undefined);
@@ -509,7 +517,10 @@ export class PostgresStore implements Store {
   private startReader(): Reader {
     const { port1, port2 } = new MessageChannel();
     const signal = new Int32Array(new SharedArrayBuffer(4));
-    const worker = new Worker(READER_URL, { workerData: { url: this.url, timeouts: this.timeouts, port: port2, signal }, transferList: [port2] });
+    const worker = new Worker(READER_URL, {
+      workerData: { url: this.url, timeouts: this.timeouts, port: port2, signal },
+      transferList: [port2],
+    });
     worker.unref();
     return { worker, port: port1, signal, seq: 0 };
   }

@@ -46,4 +46,3 @@ function hostPort(item: string): HostPort {
 }
 
 export const hostText = (h: HostPort): string => `${h.host.includes(':') ? `[${h.host}]` : h.host}:${h.port}`;
-

@@ -84,7 +84,13 @@ export interface Endpoint {
 }
 
 /** A request that answers null where the node is gone or paused past `timeoutMs` instead of throwing. */
-export async function tryRequest(node: Endpoint, method: string, path: string, body?: unknown, timeoutMs = 20_000): Promise<Response | null> {
+export async function tryRequest(
+  node: Endpoint,
+  method: string,
+  path: string,
+  body?: unknown,
+  timeoutMs = 20_000,
+): Promise<Response | null> {
   try {
     return await Promise.race([
       node.request(method, path, body === undefined ? { headers: { 'Content-Type': 'application/json' } } : { body }),
@@ -125,7 +131,7 @@ export interface Site {
   parent: string;
 }
 
-export async function makeSite(leader: Server, name: string): Promise<Site> {
+export async function makeSite(leader: Pick<Server, 'post'>, name: string): Promise<Site> {
   const site = await leader.post('/api/sites/', { name });
   expect(site.status).toBe(201);
   const parent = await leader.post(`/api/sites/${site.json.id}/networks/`, { cidr: '10.0.0.0/8' });

@@ -30,7 +30,7 @@ async function deadPort(): Promise<number> {
 
 const probe = async (n: TestServer, path: string) => (await tryRequest(n, 'GET', path, undefined, 5000))?.status ?? null;
 
-test('readyz?role=leader is 200 on the leader only; a user first seen by a standby reads there and is sent to the leader to write', async () => {
+test('readyz?role=leader is 200 on the leader only; a user new to a standby reads there and is sent to the leader to write', async () => {
   const url = await database();
   const a = await node(url, 'a');
   const b = await node(url, 'b');
@@ -107,7 +107,9 @@ test('a leader whose link to the database freezes stops leading within the lease
   const refused = await tryRequest(a, 'POST', `/api/sites/${site.id}/devices/`, { hostname: 'nope' }, 15_000);
   const refusedMs = Math.round(performance.now() - t0);
   expect(refused?.status).toBe(503);
-  expect(refused?.json.error.message).toMatch(/^This node is (not the leader; retry the request|a standby; send writes to the leader at .*)\.$/);
+  expect(refused?.json.error.message).toMatch(
+    /^This node is (not the leader; retry the request|a standby; send writes to the leader at .*)\.$/,
+  );
   expect(refused?.headers.get('x-netsot-leader') ?? b.base).toBe(b.base);
   expect(refusedMs).toBeLessThan(15_000);
   expect((await b.post(`/api/sites/${site.id}/devices/`, { hostname: 'yes' })).status).toBe(201);
@@ -146,7 +148,7 @@ test('with the database stopped a keyed write is a 503 within seconds, never a 5
   expect((await again()).headers.get('idempotent-replayed')).toBe('true');
 }, 90_000);
 
-test('a second node with a NODE_ID a live node holds refuses to start; the same node restarted after kill -9 leads again at once', async () => {
+test('a second node with a live node’s NODE_ID refuses to start; the same node restarted after kill -9 leads again', async () => {
   const url = await database();
   const a = await node(url, 'a');
   expect(await roleOf(a)).toBe('leader');

@@ -23,7 +23,11 @@ const asRoot = process.getuid?.() === 0;
 
 /** True when the server binaries are there (else the caller skips, or fails under CI). */
 export function debianPostgresAvailable(): boolean {
-  return debianTools('POSTGRESQL REPLICA TESTS', ['initdb', 'pg_ctl', 'pg_basebackup'].map((b) => join(BIN, b)), 'apt-get install -y postgresql');
+  return debianTools(
+    'POSTGRESQL REPLICA TESTS',
+    ['initdb', 'pg_ctl', 'pg_basebackup'].map((b) => join(BIN, b)),
+    'apt-get install -y postgresql',
+  );
 }
 
 async function pgTool(tool: string, args: string[]): Promise<string> {
@@ -102,7 +106,21 @@ export async function startReplicatedPostgres(): Promise<ReplicatedPostgres> {
     await start(primary, '');
     started.push(primary);
     await queryOn(`postgres://postgres@127.0.0.1:${primary.port}/postgres`, 'CREATE DATABASE netsot');
-    await pgTool('pg_basebackup', ['-D', replica.dir, '-h', '127.0.0.1', '-p', String(primary.port), '-U', 'postgres', '-R', '-X', 'stream', '-c', 'fast']);
+    await pgTool('pg_basebackup', [
+      '-D',
+      replica.dir,
+      '-h',
+      '127.0.0.1',
+      '-p',
+      String(primary.port),
+      '-U',
+      'postgres',
+      '-R',
+      '-X',
+      'stream',
+      '-c',
+      'fast',
+    ]);
     await start(replica, '');
     started.push(replica);
     // Synchronous from here: the primary acknowledges a commit once the replica has flushed it. Set after the copy,

@@ -32,13 +32,12 @@ export async function freePort(): Promise<number> {
 }
 
 /** A proxy process in front of the nodes, and a client that authenticates to it as PROXY_USER. */
-export class Proxy {
+export class ProxyServer {
   private constructor(
     readonly name: string,
-    private readonly proc: ChildProcess,
+    private readonly child: ChildProcess,
     readonly port: number,
     private readonly dir: string,
-    private readonly output: string[],
   ) {}
 
   get base(): string {
@@ -64,11 +63,7 @@ export class Proxy {
       body = JSON.stringify(opts.body);
       headers['Content-Type'] ??= 'application/json';
     }
-    const res = await fetch(this.base + path, { method, headers, body }).catch((err: Error & { cause?: Error }) => {
-      if (process.env.DEBUG_PROXY) console.log(`${this.name} ${method} ${path}: ${err.message} ${err.cause?.message} ${JSON.stringify((err.cause as { socket?: unknown })?.socket)} ${new Date().toISOString()}`);
-      throw err;
-    });
-    if (process.env.DEBUG_PROXY && res.status >= 500 && res.status !== 503) console.log(`${this.name} ${method} ${path}: ${res.status}`);
+    const res = await fetch(this.base + path, { method, headers, body });
     const text = await res.text();
     let json: unknown;
     try {
@@ -79,23 +74,23 @@ export class Proxy {
     return { status: res.status, headers: res.headers, text, json };
   }
 
-  get = (path: string, opts?: Parameters<Proxy['request']>[2]) => this.request('GET', path, opts);
-  post = (path: string, body?: unknown, opts?: Parameters<Proxy['request']>[2]) => this.request('POST', path, { ...opts, body });
+  get = (path: string, opts?: Parameters<ProxyServer['request']>[2]) => this.request('GET', path, opts);
+  post = (path: string, body?: unknown, opts?: Parameters<ProxyServer['request']>[2]) => this.request('POST', path, { ...opts, body });
 
   /** deploy/haproxy.cfg in front of `nodes` (ports on 127.0.0.1, in the shipped file's order). */
-  static async haproxy(nodes: number[]): Promise<Proxy> {
+  static async haproxy(nodes: number[]): Promise<ProxyServer> {
     const dir = mkdtempSync(join('/tmp', 'netsot-haproxy-'));
     const port = await freePort();
-    const config = nodeAddresses(readFileSync(join(DEPLOY, 'haproxy.cfg'), 'utf8'), nodes).replace(/^(\s*bind )\S+/m, `$1127.0.0.1:${port}`);
-    writeFileSync(
-      join(dir, 'haproxy.cfg'),
-      process.env.DEBUG_PROXY ? config.replace('global\n', 'global\n    log stderr format raw local0\n').replace('defaults\n', 'defaults\n    log global\n    option httplog\n') : config,
+    const config = nodeAddresses(readFileSync(join(DEPLOY, 'haproxy.cfg'), 'utf8'), nodes).replace(
+      /^(\s*bind )\S+/m,
+      `$1127.0.0.1:${port}`,
     );
-    return Proxy.spawn('haproxy', HAPROXY, ['-db', '-f', join(dir, 'haproxy.cfg')], port, dir);
+    writeFileSync(join(dir, 'haproxy.cfg'), config);
+    return ProxyServer.spawn('haproxy', HAPROXY, ['-db', '-f', join(dir, 'haproxy.cfg')], port, dir);
   }
 
   /** deploy/nginx-netsot.conf in front of `nodes`, inside the smallest nginx.conf that runs it in the foreground. */
-  static async nginx(nodes: number[]): Promise<Proxy> {
+  static async nginx(nodes: number[]): Promise<ProxyServer> {
     const dir = mkdtempSync(join('/tmp', 'netsot-nginx-'));
     const port = await freePort();
     writeFileSync(join(dir, 'htpasswd'), `${PROXY_USER.email}:{PLAIN}${PROXY_USER.password}\n`);
@@ -112,23 +107,19 @@ events { worker_connections 1024; }
 http { access_log off; ${temp} include ${join(dir, 'site.conf')}; }
 `,
     );
-    return Proxy.spawn('nginx', NGINX, ['-e', 'stderr', '-p', dir, '-c', join(dir, 'nginx.conf')], port, dir);
+    return ProxyServer.spawn('nginx', NGINX, ['-e', 'stderr', '-p', dir, '-c', join(dir, 'nginx.conf')], port, dir);
   }
 
-  private static async spawn(name: string, bin: string, args: string[], port: number, dir: string): Promise<Proxy> {
+  private static async spawn(name: string, bin: string, args: string[], port: number, dir: string): Promise<ProxyServer> {
     const output: string[] = [];
-    const proc = spawn(bin, args, { stdio: ['ignore', 'pipe', 'pipe'] });
-    proc.stdout!.on('data', (d: Buffer) => output.push(d.toString()));
-    proc.stderr!.on('data', (d: Buffer) => output.push(d.toString()));
-    if (process.env.DEBUG_PROXY) {
-      proc.stderr!.on('data', (d: Buffer) => process.stderr.write(d));
-      proc.on('exit', (code, signal) => console.log(`${name} EXITED ${code} ${signal}`));
-    }
-    const proxy = new Proxy(name, proc, port, dir, output);
+    const child = spawn(bin, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    child.stdout!.on('data', (d: Buffer) => output.push(d.toString()));
+    child.stderr!.on('data', (d: Buffer) => output.push(d.toString()));
+    const proxy = new ProxyServer(name, child, port, dir);
     // Up once the probe answers through it (any status: the nodes behind may not be checked yet).
     const deadline = Date.now() + 10_000;
     for (;;) {
-      if (proc.exitCode !== null) throw new Error(`${name} exited with ${proc.exitCode}:\n${output.join('')}`);
+      if (child.exitCode !== null) throw new Error(`${name} exited with ${child.exitCode}:\n${output.join('')}`);
       try {
         await fetch(`${proxy.base}/healthz`);
         return proxy;
@@ -140,9 +131,9 @@ http { access_log off; ${temp} include ${join(dir, 'site.conf')}; }
   }
 
   async stop(): Promise<void> {
-    if (this.proc.exitCode === null && this.proc.signalCode === null) {
-      const exited = new Promise((ok) => this.proc.once('exit', ok));
-      this.proc.kill('SIGKILL');
+    if (this.child.exitCode === null && this.child.signalCode === null) {
+      const exited = new Promise((ok) => this.child.once('exit', ok));
+      this.child.kill('SIGKILL');
       await exited;
     }
     rmSync(this.dir, { recursive: true, force: true });

@@ -37,10 +37,14 @@ export class TestServer {
 
   static async start(opts: StartOptions = {}): Promise<TestServer> {
     const dataDir = opts.dataDir ?? mkdtempSync(join(tmpdir(), 'netsot-test-'));
-    const proc = spawn(process.execPath, [MAIN, 'serve', '--port', String(opts.port ?? 0), '--data-dir', dataDir, '--shards', String(opts.shards ?? 2)], {
-      env: { ...process.env, LOG_LEVEL: 'warn', ...(await storeEnv(dataDir)), ...opts.env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const proc = spawn(
+      process.execPath,
+      [MAIN, 'serve', '--port', String(opts.port ?? 0), '--data-dir', dataDir, '--shards', String(opts.shards ?? 2)],
+      {
+        env: { ...process.env, LOG_LEVEL: 'warn', ...(await storeEnv(dataDir)), ...opts.env },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
     const output: string[] = [];
     const port = await new Promise<number>((ok, fail) => {
       const timer = setTimeout(() => fail(new Error(`server did not start:\n${output.join('')}`)), 20_000);
