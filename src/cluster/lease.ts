@@ -351,6 +351,10 @@ export class LeaseKeeper {
       if (this.role_ === 'taking-over') this.renew().catch(() => undefined);
     }, this.config.leaseMs / 3);
     try {
+      // Retaking the lease with no commit made since this node's own last one (it stepped down through a database
+      // outage): its memory is the database's already, so the commits since its earlier takeover are not read again.
+      // A commit of its own whose answer was lost would have moved `seq` past it (and its shard reloads anyway).
+      if (seq === this.position) this.applied_ = seq;
       await this.follow(seq);
       await this.follower!.raiseIds();
     } catch (err) {

@@ -16,14 +16,29 @@
  * the store being unreachable (postgres.ts `unreachable`).
  */
 import pg from 'pg';
+import { ConfigError } from '../config.js';
 import { type HostPort, hostText, parseStoreUrl, type StoreAddress } from './store-url.js';
 
-/** SQLSTATE class 08 (connection exception): postgres.ts `unreachable` reads a thread finding no primary as the store being down. */
-class NoPrimaryError extends Error {
+/**
+ * SQLSTATE class 08 (connection exception): postgres.ts `unreachable` reads a thread finding no primary as the store
+ * being down. `standbysOnly`: every host answered, and each is read-only. A ConfigError, so a node that meets it at
+ * start stops with its one line (main.ts), as for a bad setting.
+ */
+class NoPrimaryError extends ConfigError {
   readonly code = '08001';
+  constructor(
+    message: string,
+    readonly standbysOnly: boolean,
+  ) {
+    super(message);
+  }
 }
 
-const noPrimary = (tried: string[]) => new NoPrimaryError(`no read-write PostgreSQL among the store's hosts (${tried.join(', ')})`);
+/** Whether `err` says every host answered as a hot standby: at start a mistake to report, not an outage to wait out. */
+export const onlyStandbys = (err: unknown): boolean => err instanceof NoPrimaryError && err.standbysOnly;
+
+const noPrimary = (tried: string[], standbysOnly: boolean) =>
+  new NoPrimaryError(`no read-write PostgreSQL among the store's hosts (${tried.join(', ')})`, standbysOnly);
 
 /** This thread's view of which host is the primary, per store URL. */
 class PrimaryLocator {
@@ -63,6 +78,7 @@ class PrimaryLocator {
     const hosts = this.address.hosts;
     return new Promise((resolve, reject) => {
       let left = hosts.length;
+      let down = false;
       for (const at of hosts)
         probe(this.address.single, at, Math.max(100, Math.round(this.connectMs / 2))).then(
           (readOnly) => {
@@ -70,11 +86,12 @@ class PrimaryLocator {
             if (!readOnly) {
               this.current ??= at;
               resolve(at);
-            } else if (--left === 0) reject(noPrimary(tried));
+            } else if (--left === 0) reject(noPrimary(tried, !down));
           },
           (err: Error & { code?: string }) => {
             tried.push(`${hostText(at)} ${err.code ?? err.message}`);
-            if (--left === 0) reject(noPrimary(tried));
+            down = true;
+            if (--left === 0) reject(noPrimary(tried, false));
           },
         );
     });
@@ -134,7 +151,7 @@ function clientClass(locator: PrimaryLocator): typeof pg.Client {
         await super.connect();
         if (await isReadOnly(this as pg.Client)) {
           this.end().catch(() => undefined);
-          throw new NoPrimaryError(`${hostText(at)} is read-only (a hot standby); netsot needs the read-write primary`);
+          throw new NoPrimaryError(`${hostText(at)} is read-only (a hot standby); netsot needs the read-write primary`, true);
         }
       } catch (err) {
         locator.lost(at);
@@ -178,8 +195,9 @@ export function requestTimeouts(leaseMs: number): Pick<PoolLimits, 'connectMs' |
 }
 
 /**
- * Runs a start-up step again while it fails only because the database did not answer in time (`unreachable`), for
- * up to `patienceMs`: a busy database at start must not stop a node that the same timeouts would serve later.
+ * Runs a start-up step again while it fails only because the database did not answer (`unreachable`), for up to
+ * `patienceMs`: a busy or restarting database at start must not stop a node that the same timeouts would serve
+ * later. Hosts that all answered as hot standbys are reported at once.
  */
 export async function patiently<T>(step: () => Promise<T>, unreachable: (err: unknown) => boolean, patienceMs: number): Promise<T> {
   const until = performance.now() + patienceMs;
@@ -187,7 +205,7 @@ export async function patiently<T>(step: () => Promise<T>, unreachable: (err: un
     try {
       return await step();
     } catch (err) {
-      if (!unreachable(err) || performance.now() >= until) throw err;
+      if (!unreachable(err) || onlyStandbys(err) || performance.now() >= until) throw err;
       await new Promise((r) => setTimeout(r, 200));
     }
   }

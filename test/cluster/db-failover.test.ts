@@ -31,6 +31,7 @@ describe.runIf(debianPostgresAvailable())('a PostgreSQL primary and its synchron
       (err: Error) => err.message,
     );
     expect(refused).toContain('is read-only (a hot standby); netsot needs the read-write primary');
+    expect(refused).toContain('server exited with 2');
   }, 60_000);
 
   test('promoted under write load through both nodes: writes resume on the replica, no acknowledged write lost', async () => {
