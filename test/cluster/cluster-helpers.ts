@@ -4,9 +4,9 @@
  * under: allocations with reserve=true and bulk device creates, sent through
  * every node, each acknowledged write recorded.
  */
-import pg from 'pg';
+import type pg from 'pg';
 import { afterAll, afterEach, beforeAll, expect } from 'vitest';
-import { startPostgres, type TestPostgres } from '../helpers/postgres.js';
+import { queryOnce, startPostgres, type TestPostgres } from '../helpers/postgres.js';
 import type { Response, TestServer as Server } from '../helpers/server.js';
 import { TestServer } from '../helpers/server.js';
 
@@ -58,13 +58,7 @@ export function startNode(url: string, nodeId: string, shards = 1, env: Record<s
 
 /** One query on the database the nodes share. */
 export async function query<R extends pg.QueryResultRow>(url: string, sql: string): Promise<R[]> {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    return (await client.query<R>(sql)).rows;
-  } finally {
-    await client.end();
-  }
+  return (await queryOnce(url, sql)).rows as R[];
 }
 
 /** Waits until `node` says it has applied every commit the database holds now. */

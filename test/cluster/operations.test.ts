@@ -4,8 +4,8 @@
  * database stopped, a second node with a NODE_ID a live node holds, a host list whose first host is dead. Two real
  * nodes from dist/ on one embedded PostgreSQL; the frozen link is a TCP proxy in a process of its own, stopped.
  */
-import { createServer } from 'node:net';
 import { afterEach, expect, test } from 'vitest';
+import { freePort } from '../helpers/free-port.js';
 import type { TestServer } from '../helpers/server.js';
 import { TcpProxy } from '../helpers/tcp-proxy.js';
 import { clusterFile, eventually, LEASE_MS, makeSite, roleOf, startNode, tryRequest, waitForRole } from './cluster-helpers.js';
@@ -19,14 +19,6 @@ afterEach(async () => {
 /** `url` with its host and port replaced by `hosts` (a libpq host list). */
 const withHosts = (url: string, hosts: string) => url.replace(/@[^/]+\//, `@${hosts}/`);
 const portOf = (url: string) => Number(/:(\d+)\//.exec(url)![1]);
-
-async function deadPort(): Promise<number> {
-  const srv = createServer();
-  await new Promise<void>((ok) => srv.listen(0, '127.0.0.1', ok));
-  const { port } = srv.address() as { port: number };
-  await new Promise((ok) => srv.close(ok));
-  return port;
-}
 
 const probe = async (n: TestServer, path: string) => (await tryRequest(n, 'GET', path, undefined, 5000))?.status ?? null;
 
@@ -173,7 +165,8 @@ test('a second node with a live node’s NODE_ID refuses to start; the same node
 
 test('a node given a dead host before the database in its host list starts and serves', async () => {
   const url = await database();
-  const a = await node(withHosts(url, `127.0.0.1:${await deadPort()},127.0.0.1:${portOf(url)}`) + '?target_session_attrs=read-write', 'a');
+  // A port nothing listens on any more: the first host is dead.
+  const a = await node(withHosts(url, `127.0.0.1:${await freePort()},127.0.0.1:${portOf(url)}`) + '?target_session_attrs=read-write', 'a');
   expect(await roleOf(a)).toBe('leader');
   expect((await a.post('/api/sites/', { name: 'listed' })).status).toBe(201);
   expect((await a.get('/api/sites/')).json.map((s: { name: string }) => s.name)).toEqual(['listed']);

@@ -4,8 +4,9 @@
  * failover, and a rolling restart under load with nothing lost and no connection reset seen by a client.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { freePort } from '../helpers/free-port.js';
 import { startPostgres, type TestPostgres } from '../helpers/postgres.js';
-import { freePort, ProxyServer, proxiesAvailable } from '../helpers/proxies.js';
+import { ProxyServer, proxiesAvailable } from '../helpers/proxies.js';
 import type { TestServer } from '../helpers/server.js';
 import { checkStored, eventually, LEASE_MS, Load, makeSite, roleOf, startNode, waitForRole } from './cluster-helpers.js';
 

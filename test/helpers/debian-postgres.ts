@@ -11,11 +11,11 @@
  */
 import { execFile } from 'node:child_process';
 import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import pg from 'pg';
 import { debianTools } from './debian.js';
+import { freePort } from './free-port.js';
+import { queryOnce } from './postgres.js';
 
 const BIN = process.env.PG_BIN ?? '/usr/lib/postgresql/15/bin';
 const run = promisify(execFile);
@@ -40,14 +40,6 @@ async function pgTool(tool: string, args: string[]): Promise<string> {
   }
 }
 
-async function freePort(): Promise<number> {
-  const srv = createServer();
-  await new Promise<void>((ok) => srv.listen(0, '127.0.0.1', ok));
-  const { port } = srv.address() as { port: number };
-  await new Promise((ok) => srv.close(ok));
-  return port;
-}
-
 export interface PgInstance {
   readonly port: number;
   readonly dir: string;
@@ -65,17 +57,6 @@ export interface ReplicatedPostgres {
   /** `pg_ctl promote` on the replica, waiting until it takes writes. */
   promoteReplica(): Promise<void>;
   stop(): Promise<void>;
-}
-
-/** One statement on its own connection. */
-export async function queryOn<R extends pg.QueryResultRow>(url: string, sql: string): Promise<R[]> {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    return (await client.query<R>(sql)).rows;
-  } finally {
-    await client.end();
-  }
 }
 
 export async function startReplicatedPostgres(): Promise<ReplicatedPostgres> {
@@ -105,7 +86,7 @@ export async function startReplicatedPostgres(): Promise<ReplicatedPostgres> {
     await pgTool('initdb', ['-D', primary.dir, '-U', 'postgres', '--auth=trust', '--no-sync']);
     await start(primary, '');
     started.push(primary);
-    await queryOn(`postgres://postgres@127.0.0.1:${primary.port}/postgres`, 'CREATE DATABASE netsot');
+    await queryOnce(`postgres://postgres@127.0.0.1:${primary.port}/postgres`, 'CREATE DATABASE netsot');
     await pgTool('pg_basebackup', [
       '-D',
       replica.dir,
@@ -125,12 +106,10 @@ export async function startReplicatedPostgres(): Promise<ReplicatedPostgres> {
     started.push(replica);
     // Synchronous from here: the primary acknowledges a commit once the replica has flushed it. Set after the copy,
     // so the replica, once promoted, does not wait for a standby of its own.
-    await queryOn(url(primary), "ALTER SYSTEM SET synchronous_standby_names = '*'");
-    await queryOn(url(primary), 'SELECT pg_reload_conf()');
+    await queryOnce(url(primary), "ALTER SYSTEM SET synchronous_standby_names = '*'");
+    await queryOnce(url(primary), 'SELECT pg_reload_conf()');
     const deadline = Date.now() + 30_000;
-    while (
-      (await queryOn<{ n: string }>(url(primary), "SELECT count(*) AS n FROM pg_stat_replication WHERE sync_state = 'sync'"))[0].n !== '1'
-    ) {
+    while ((await queryOnce(url(primary), "SELECT count(*) AS n FROM pg_stat_replication WHERE sync_state = 'sync'")).rows[0].n !== '1') {
       if (Date.now() > deadline) throw new Error('the replica did not become a synchronous standby');
       await new Promise((ok) => setTimeout(ok, 100));
     }

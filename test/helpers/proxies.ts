@@ -6,10 +6,10 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { join, resolve } from 'node:path';
 import { debianTools } from './debian.js';
-import type { Response } from './server.js';
+import { fetchResponse, type Response } from './fetch-response.js';
+import { freePort } from './free-port.js';
 
 const DEPLOY = resolve(__dirname, '../../deploy');
 const NGINX = process.env.NGINX_PATH ?? '/usr/sbin/nginx';
@@ -21,14 +21,6 @@ export const PROXY_USER = { email: 'admin@example.com', password: 'change-me' };
 
 export function proxiesAvailable(): boolean {
   return debianTools('PROXY TESTS', [NGINX, HAPROXY], 'apt-get install -y nginx haproxy');
-}
-
-export async function freePort(): Promise<number> {
-  const srv = createServer();
-  await new Promise<void>((ok) => srv.listen(0, '127.0.0.1', ok));
-  const { port } = srv.address() as { port: number };
-  await new Promise((ok) => srv.close(ok));
-  return port;
 }
 
 /** A proxy process in front of the nodes, and a client that authenticates to it as PROXY_USER. */
@@ -63,15 +55,7 @@ export class ProxyServer {
       body = JSON.stringify(opts.body);
       headers['Content-Type'] ??= 'application/json';
     }
-    const res = await fetch(this.base + path, { method, headers, body });
-    const text = await res.text();
-    let json: unknown;
-    try {
-      json = text ? JSON.parse(text) : undefined;
-    } catch {
-      json = undefined;
-    }
-    return { status: res.status, headers: res.headers, text, json };
+    return fetchResponse(this.base + path, { method, headers, body });
   }
 
   get = (path: string, opts?: Parameters<ProxyServer['request']>[2]) => this.request('GET', path, opts);

@@ -7,16 +7,12 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { fetchResponse, type Response } from './fetch-response.js';
 import { storeEnv } from './postgres.js';
 
 const MAIN = resolve(__dirname, '../../dist/main.js');
 
-export interface Response {
-  status: number;
-  headers: Headers;
-  text: string;
-  json: any;
-}
+export type { Response } from './fetch-response.js';
 
 export interface StartOptions {
   dataDir?: string;
@@ -82,15 +78,7 @@ export class TestServer {
       body = JSON.stringify(opts.body);
       headers['Content-Type'] ??= 'application/json';
     }
-    const res = await fetch(this.base + path, { method, headers, body });
-    const text = await res.text();
-    let json: unknown;
-    try {
-      json = text ? JSON.parse(text) : undefined;
-    } catch {
-      json = undefined;
-    }
-    return { status: res.status, headers: res.headers, text, json };
+    return fetchResponse(this.base + path, { method, headers, body });
   }
 
   get = (path: string, opts?: Parameters<TestServer['request']>[2]) => this.request('GET', path, opts);
