@@ -123,14 +123,17 @@ test('with the database stopped a keyed write is a 503 within seconds, never a 5
   const restarted = restartDatabase(6000);
   await new Promise((ok) => setTimeout(ok, 500));
   const statuses: number[] = [];
+  const took: number[] = [];
   for (let i = 0; i < 3; i++) {
     const t0 = performance.now();
     const r = await a.post(`/api/sites/${site.id}/devices/`, { hostname: `k${i}` }, { headers: { 'Idempotency-Key': `key-${i}` } });
-    expect(performance.now() - t0).toBeLessThan(8000);
+    took.push(Math.round(performance.now() - t0));
+    expect(took[i]).toBeLessThan(8000);
     expect(r.headers.get('retry-after')).toBe('1');
     statuses.push(r.status);
   }
   expect(statuses).toEqual([503, 503, 503]);
+  console.log(`database stopped: keyed writes answered 503 in ${took.join(', ')} ms`);
   await eventually(async () => (await probe(a, '/readyz?role=leader')) === 503, 5000);
   await restarted;
   // Back by itself, and the keyed write goes through once.
