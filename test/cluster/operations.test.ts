@@ -169,7 +169,8 @@ test('a second node with a live node’s NODE_ID refuses to start; the same node
 test('a node given a dead host before the database in its host list starts and serves', async () => {
   const url = await database();
   // A port nothing listens on any more: the first host is dead.
-  const a = await node(withHosts(url, `127.0.0.1:${await freePort()},127.0.0.1:${portOf(url)}`) + '?target_session_attrs=read-write', 'a');
+  const listed = withHosts(url, `127.0.0.1:${await freePort()},127.0.0.1:${portOf(url)}`);
+  const a = await node(`${listed}?target_session_attrs=read-write`, 'a');
   expect(await roleOf(a)).toBe('leader');
   expect((await a.post('/api/sites/', { name: 'listed' })).status).toBe(201);
   expect((await a.get('/api/sites/')).json.map((s: { name: string }) => s.name)).toEqual(['listed']);
