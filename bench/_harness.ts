@@ -12,6 +12,7 @@ import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
+import { fetchResponse } from '../test/helpers/fetch-response.js';
 
 const HERE = dirname(fileURLToPath(import.meta.url)); // dist-bench/bench
 export const ROOT = resolve(HERE, '../..');
@@ -269,15 +270,7 @@ export async function request(
     body = JSON.stringify(opts.body);
     headers['Content-Type'] ??= 'application/json';
   }
-  const res = await fetch(base + path, { method, headers, body });
-  const text = await res.text();
-  let json: unknown;
-  try {
-    json = text ? JSON.parse(text) : undefined;
-  } catch {
-    json = undefined;
-  }
-  return { status: res.status, headers: res.headers, text, json };
+  return fetchResponse(base + path, { method, headers, body });
 }
 
 /** POSTs a site named `name` as the superuser and, under it, a network for each of `cidrs`; resolves with the site's id. */

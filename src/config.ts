@@ -4,6 +4,7 @@
  * naming the setting, never a stack trace.
  */
 import { availableParallelism, hostname } from 'node:os';
+import { parseStoreUrl } from './store/store-url.js';
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
 
@@ -87,6 +88,9 @@ const BOOLEAN_WORDS: Record<string, boolean> = {
   off: false,
 };
 
+/** Hosts that listen on every address, so that `http://<host>:<port>` names no node. */
+const WILDCARD_HOSTS = new Set(['0.0.0.0', '::', '[::]', '']);
+
 export const INTERFACE_TYPE_CODES = [6, 1, 135, 136, 161, 24, 150, 53, 131] as const;
 
 type Source = Record<string, string | undefined>;
@@ -130,7 +134,14 @@ function readPrefixPair(src: Source, name: string, fallback: { v4: number; v6: n
 function readStore(given: string | undefined): string | null {
   const v = (given ?? '').trim();
   if (v === '' || v === 'lmdb') return null;
-  if (/^postgres(ql)?:\/\/./.test(v)) return v;
+  if (/^postgres(ql)?:\/\/./.test(v)) {
+    try {
+      parseStoreUrl(v);
+    } catch (err) {
+      throw new ConfigError((err as Error).message);
+    }
+    return v;
+  }
   throw new ConfigError('STORE must be lmdb or a postgres:// (postgresql://) connection URL');
 }
 
@@ -208,9 +219,16 @@ export function loadConfig(env: Source = process.env, flags: Source = {}): Confi
   const maxBulkItems = readInt(src, 'MAX_BULK_ITEMS', 10_000, 1, 1_000_000);
   if (advertiseUrl !== null && !/^https?:\/\/[^\s]+$/.test(advertiseUrl))
     throw new ConfigError(`ADVERTISE_URL must be an http:// or https:// URL, got '${advertiseUrl}'`);
+  const store = readStore(flags.STORE ?? env.NETSOT_STORE ?? env.STORE);
+  const host = readString(src, 'HOST', '127.0.0.1');
+  // Standbys name this address to writers (X-Netsot-Leader): on a wildcard host the default would name no node.
+  if (store !== null && advertiseUrl === null && WILDCARD_HOSTS.has(host))
+    throw new ConfigError(
+      `ADVERTISE_URL must be set when a node on a PostgreSQL store listens on ${host}: it is the address standbys send writers to`,
+    );
   return {
-    store: readStore(flags.STORE ?? env.NETSOT_STORE ?? env.STORE),
-    host: readString(src, 'HOST', '127.0.0.1'),
+    store,
+    host,
     port,
     nodeId: readString(src, 'NODE_ID', `${hostname()}:${port}`),
     advertiseUrl,

@@ -79,6 +79,8 @@ export const Errors = {
   expectedOne: (field: string, template: string, count: number) => new ApiError(400, { [field]: template.replace('{n}', String(count)) }),
   idempotencyKeyInvalid: () => new ApiError(400, 'Idempotency-Key must be 1 to 255 printable ASCII characters.'),
   invalidEmailHeader: () => new ApiError(400, 'Username must contain a valid email address'),
+  afterCommitInvalid: () =>
+    new ApiError(400, 'X-Netsot-After-Commit must be a commit position: an integer from 0, as X-Netsot-Commit gave it.'),
 
   // 401
   notAuthenticated: () => new ApiError(401, 'Authentication credentials were not provided.', WWW_AUTHENTICATE),
@@ -142,6 +144,13 @@ export const Errors = {
     new NotLeaderError(
       503,
       leader ? `This node is a standby; send writes to the leader at ${leader}.` : 'This node is not the leader; retry the request.',
+      leader ? { 'Retry-After': '1', 'X-Netsot-Leader': leader } : { 'Retry-After': '1' },
+    ),
+  /** A standby that has not applied the commit a read asked for (X-Netsot-After-Commit) within the wait. */
+  behindCommit: (seq: number, applied: number, leader: string | null) =>
+    new ApiError(
+      503,
+      `This standby has applied commit ${applied}, not yet ${seq}; retry the request${leader ? ` or read at the leader ${leader}` : ''}.`,
       leader ? { 'Retry-After': '1', 'X-Netsot-Leader': leader } : { 'Retry-After': '1' },
     ),
   shuttingDown: () => new ApiError(503, 'The service is shutting down; retry the request.', { 'Retry-After': '1' }),

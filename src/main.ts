@@ -87,6 +87,11 @@ async function main(argv: string[]): Promise<void> {
       process.stderr.write(`netsot: ${err.message}\n`);
       process.exit(3);
     }
+    // A refusal found only once the store is reached (another live node holds this NODE_ID): one line, like a bad setting.
+    if (err instanceof ConfigError) {
+      process.stderr.write(`netsot: ${err.message}\n`);
+      process.exit(2);
+    }
     process.stderr.write(`netsot: start-up failed: ${(err as Error).stack ?? err}\n`);
     process.exit(1);
   }

@@ -31,12 +31,20 @@ export class Authenticator {
     private readonly users: UserDirectory,
     private readonly signer: TokenSigner,
     private readonly config: Config,
+    /** Whether this node writes user records: false on a cluster's standby (README, Past one machine). */
+    private readonly mayCreate: () => boolean = () => true,
   ) {}
 
-  /** The caller, or an ApiError. `verifyRoute`: only tokens count, and token checks answer 400. */
+  /**
+   * The caller, or an ApiError. `verifyRoute`: only tokens count, and token checks answer 400. A user the header
+   * names for the first time is created, or, where this node may not write, is a passing caller with no record:
+   * it can read, and its writes are refused as any write there is.
+   */
   async authenticate(h: AuthHeaders, verifyRoute = false): Promise<UserRecord> {
     const who = this.identify(h, verifyRoute);
-    return typeof who === 'string' ? this.users.create(who, this.config.newUsersAsSuperuser) : who;
+    if (typeof who !== 'string') return who;
+    const superuser = this.config.newUsersAsSuperuser;
+    return this.mayCreate() ? this.users.create(who, superuser) : this.users.unsaved(who, superuser);
   }
 
   /**

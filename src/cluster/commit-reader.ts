@@ -16,8 +16,9 @@
  * PostgreSQL and YugabyteDB; CockroachDB runs it as SERIALIZABLE, which is
  * also one snapshot).
  */
-import pg from 'pg';
+import type pg from 'pg';
 import { type CommitKeys, kindOfSlot, readCommitKeys } from '../store/commit-log.js';
+import { primaryPool } from '../store/pg-connect.js';
 import type { ChangeIndexRow } from '../store/store.js';
 
 /** More commits behind than this and a standby reloads rather than reading each commit's keys. */
@@ -55,13 +56,7 @@ export class CommitReader {
   constructor(url: string, leaseMs: number) {
     // Its own connection: a long catch-up must not hold up the lease renewals (cluster/lease.ts). A query that
     // hangs (a partitioned database) gives up, so the standby's next turn can try again, or take over.
-    this.pool = new pg.Pool({
-      connectionString: url,
-      max: 1,
-      connectionTimeoutMillis: leaseMs,
-      query_timeout: Math.max(QUERY_TIMEOUT_MS, 3 * leaseMs),
-    });
-    this.pool.on('error', () => undefined);
+    this.pool = primaryPool(url, { max: 1, connectMs: leaseMs, queryMs: Math.max(QUERY_TIMEOUT_MS, 3 * leaseMs) });
   }
 
   /**

@@ -19,13 +19,28 @@
  *   takes it with epoch + 1, which fences the old leader's commits from that
  *   moment; catches up to the last commit; raises its id counters to the
  *   committed high-water marks; and only then takes writes.
+ * - A leader that has not had a renewal confirmed within the lease stops
+ *   acting as leader on its own monotonic clock (a partition, a frozen link to
+ *   the database): by then a standby may have taken the lease, and a load
+ *   balancer asking `/readyz?role=leader` must not see two leaders. Every call
+ *   here gives up within a third of the lease, so a hung one cannot keep the
+ *   keeper from renewing, or from noticing.
+ * - NODE_ID is unique among live nodes: each process claims its id in the
+ *   `nodes` table with an instance token of its own and renews the claim every
+ *   third of the lease. A process that finds its id claimed by another
+ *   instance waits to see that claim renewed (a live node: it refuses to
+ *   start) or not renewed for two thirds of the lease (its own previous run,
+ *   crashed: it claims the id and retakes its lease at once).
  *
  * Only plain UPDATE … WHERE … RETURNING on one row: no advisory lock, no
  * LISTEN/NOTIFY (portable to CockroachDB and YugabyteDB).
  */
-import pg from 'pg';
-import type { Config } from '../config.js';
+import { randomUUID } from 'node:crypto';
+import type pg from 'pg';
+import { type Config, ConfigError } from '../config.js';
 import type { Logger } from '../log.js';
+import { patiently, primaryPool } from '../store/pg-connect.js';
+import { unreachable } from '../store/postgres.js';
 import type { Fence } from './fence.js';
 
 /** What a node that follows the commit log does with it (cluster/replica.ts). */
@@ -45,6 +60,11 @@ const POLL_MS = 100;
 const PRUNE_STEP = 50_000;
 /** How long start-up keeps trying to learn this node's role before it serves as a standby. */
 const START_PATIENCE_MS = 30_000;
+/** A node id claim not renewed for this part of the lease (two renewal periods) belongs to a process that is gone. */
+const CLAIM_LAPSE = 2 / 3;
+
+/** Another live process holds this node's NODE_ID: start-up stops with this line. */
+export class NodeIdTaken extends ConfigError {}
 
 export class LeaseKeeper {
   private readonly pool: pg.Pool;
@@ -61,6 +81,14 @@ export class LeaseKeeper {
   private stopped = false;
   /** The leader has pruned the commit log up to here (0: not since this node started). */
   private prunedTo = 0;
+  /** This process's token in its `nodes` row: another process with the same NODE_ID has another. */
+  private readonly instance = randomUUID();
+  /** performance.now() of the last renewal of this node's id claim. */
+  private claimedAt = 0;
+  /** Another process claimed this NODE_ID (this one was taken for dead): this node never takes the lease again. */
+  private ousted = false;
+  /** Requests waiting for this standby to apply a commit (X-Netsot-After-Commit). */
+  private readonly waiters = new Set<{ seq: number; done: (reached: boolean) => void }>();
 
   private constructor(
     url: string,
@@ -69,14 +97,8 @@ export class LeaseKeeper {
     private readonly fence: Fence,
     private readonly log: Logger,
   ) {
-    // Its own connections: a renewal must not queue behind commits, and must give up within a lease.
-    this.pool = new pg.Pool({
-      connectionString: url,
-      max: 2,
-      connectionTimeoutMillis: config.leaseMs,
-      query_timeout: config.leaseMs,
-    });
-    this.pool.on('error', () => undefined);
+    // Its own connections: a renewal must not queue behind commits, and gives up in time for another try within the lease.
+    this.pool = primaryPool(url, { max: 2, connectMs: Math.round(config.leaseMs / 2), queryMs: Math.round(config.leaseMs / 3) });
   }
 
   /**
@@ -86,7 +108,12 @@ export class LeaseKeeper {
   static async open(url: string, config: Pick<Config, 'nodeId' | 'leaseMs' | 'commitLogKeep'>, address: string, fence: Fence, log: Logger) {
     const keeper = new LeaseKeeper(url, config, address, fence, log);
     try {
-      const { rows } = await keeper.pool.query<{ seq: string }>('SELECT seq FROM lease WHERE id = 1');
+      await patiently(() => keeper.claimNodeId(), unreachable, START_PATIENCE_MS);
+      const { rows } = await patiently(
+        () => keeper.pool.query<{ seq: string }>('SELECT seq FROM lease WHERE id = 1'),
+        unreachable,
+        START_PATIENCE_MS,
+      );
       keeper.applied_ = Number(rows[0].seq);
     } catch (err) {
       await keeper.pool.end();
@@ -101,6 +128,14 @@ export class LeaseKeeper {
   get isLeader(): boolean {
     return this.role_ === 'leader';
   }
+  /**
+   * Leads, with a renewal confirmed within the last two renewal periods: what `/readyz?role=leader` answers 200 for.
+   * One slow renewal does not flap it; a database out of reach turns it off a third of a lease before this node
+   * steps down.
+   */
+  get leadsReachably(): boolean {
+    return this.role_ === 'leader' && performance.now() - this.confirmedAt < (this.config.leaseMs * 2) / 3;
+  }
   /** The leader's advertised address as last read, or null when unknown. */
   get leader(): string | null {
     return this.role_ === 'leader' ? this.address : this.leader_;
@@ -108,6 +143,13 @@ export class LeaseKeeper {
   /** The epoch this node leads in, or 0 while it is a standby: a change means its memory followed another leader. */
   get leadingEpoch(): number {
     return this.role_ === 'leader' ? this.epoch : 0;
+  }
+  /**
+   * The commit a leader's answers show at least: the one it caught up to at takeover, or the highest of its own
+   * since (X-Netsot-Commit).
+   */
+  get position(): number {
+    return Math.max(this.fence.committed, this.applied_);
   }
   /** How far this standby has applied the commit log. */
   get applied(): number {
@@ -138,15 +180,26 @@ export class LeaseKeeper {
         .query('UPDATE lease SET expires_at = now() WHERE id = 1 AND epoch = $1 AND holder = $2', [this.epoch, this.config.nodeId])
         .catch(() => undefined);
     this.role_ = 'standby';
+    // And gives up its NODE_ID, so a restart claims it at once.
+    await this.pool
+      .query("UPDATE nodes SET seen_at = now() - interval '1 day' WHERE node_id = $1 AND instance = $2", [
+        this.config.nodeId,
+        this.instance,
+      ])
+      .catch(() => undefined);
+    for (const w of this.waiters) w.done(false);
     await this.follower?.close();
     await this.pool.end();
   }
 
   /** One turn: a standby's poll and takeover attempt, or a leader's renewal when due. False when it failed. */
   private async tick(): Promise<boolean> {
+    // Before anything that waits on the database: a leader whose renewals hang must still notice the lease run out.
+    this.checkOwnLease();
     if (this.busy || this.stopped) return false;
     this.busy = true;
     try {
+      if (performance.now() - this.claimedAt >= this.config.leaseMs / 3) await this.renewClaim();
       if (this.role_ === 'standby') await this.standbyTurn();
       else if (performance.now() - this.confirmedAt >= this.config.leaseMs / 3) await this.renew();
       return true;
@@ -159,6 +212,71 @@ export class LeaseKeeper {
     } finally {
       this.busy = false;
     }
+  }
+
+  /**
+   * A leader steps down once its last confirmed renewal is a lease old, less one tick: the database's expiry was
+   * set after the renewal was sent, so this is before any standby can take the lease (node clocks never compared).
+   */
+  private checkOwnLease(): void {
+    if (this.role_ === 'standby') return;
+    const tick = Math.min(POLL_MS, this.config.leaseMs / 3);
+    if (performance.now() - this.confirmedAt >= this.config.leaseMs - tick) this.stepDown('no renewal confirmed within the lease');
+  }
+
+  /**
+   * Claims this NODE_ID for this process at start (see the header): refuses, by throwing NodeIdTaken, when another
+   * live process holds it.
+   */
+  private async claimNodeId(): Promise<void> {
+    const lapse = Math.round(this.config.leaseMs * CLAIM_LAPSE);
+    let seen: string | null = null;
+    for (;;) {
+      const claimed = await this.pool.query(
+        `INSERT INTO nodes (node_id, instance, address, seen_at) VALUES ($1, $2, $3, now())
+         ON CONFLICT (node_id) DO UPDATE SET instance = EXCLUDED.instance, address = EXCLUDED.address, seen_at = now()
+         WHERE nodes.instance = EXCLUDED.instance OR nodes.seen_at < now() - $4 * interval '1 millisecond'`,
+        [this.config.nodeId, this.instance, this.address, lapse],
+      );
+      if (claimed.rowCount === 1) {
+        this.claimedAt = performance.now();
+        return;
+      }
+      const { rows } = await this.pool.query<{ seen: string; address: string }>(
+        'SELECT seen_at::text AS seen, address FROM nodes WHERE node_id = $1',
+        [this.config.nodeId],
+      );
+      if (rows.length === 0) continue;
+      if (seen !== null && rows[0].seen !== seen)
+        throw new NodeIdTaken(
+          `NODE_ID '${this.config.nodeId}' is in use by a live node (at ${rows[0].address || 'an unknown address'}); ` +
+            'give each node its own NODE_ID (--node-id)',
+        );
+      seen = rows[0].seen;
+      await new Promise((r) => setTimeout(r, Math.min(POLL_MS, this.config.leaseMs / 10)));
+    }
+  }
+
+  /** Renews this process's claim on its NODE_ID; a claim taken by another process ousts this one for good. */
+  private async renewClaim(): Promise<void> {
+    const asked = performance.now();
+    const { rowCount } = await this.pool.query('UPDATE nodes SET seen_at = now(), address = $3 WHERE node_id = $1 AND instance = $2', [
+      this.config.nodeId,
+      this.instance,
+      this.address,
+    ]);
+    if (rowCount === 1) {
+      this.claimedAt = asked;
+      return;
+    }
+    if (!this.ousted)
+      this.log.error(
+        `cluster: another process claimed NODE_ID '${this.config.nodeId}' (this one was out of reach); this node takes no lease any more`,
+        { event: 'node-id-taken' },
+      );
+    this.ousted = true;
+    this.claimedAt = asked;
+    if (this.role_ !== 'standby') this.stepDown('another process claimed this NODE_ID');
   }
 
   private async renew(): Promise<void> {
@@ -195,17 +313,22 @@ export class LeaseKeeper {
   private stepDown(why: string): void {
     this.fence.epoch = 0;
     this.role_ = 'standby';
+    // Whoever leads next is not known yet: writers are told to retry rather than sent back here.
+    this.leader_ = null;
     this.log.warn(`cluster: ${this.config.nodeId} is a standby now (${why})`, { event: 'lease-lost', epoch: this.epoch });
   }
 
   private async standbyTurn(): Promise<void> {
     const asked = performance.now();
-    // Takes a lapsed lease, or this node's own (its previous run's): a new epoch fences whatever that held.
-    const taken = await this.pool.query<{ epoch: string; seq: string }>(
-      `UPDATE lease SET holder = $1, address = $2, epoch = epoch + 1, expires_at = now() + $3 * interval '1 millisecond'
-       WHERE id = 1 AND (expires_at < now() OR holder = $1) RETURNING epoch, seq`,
-      [this.config.nodeId, this.address, this.config.leaseMs],
-    );
+    // Takes a lapsed lease, or this node's own (its previous run's, or this run's before it stepped down: this
+    // process holds the NODE_ID, so no live process does): a new epoch fences whatever that held.
+    const taken = this.ousted
+      ? { rowCount: 0, rows: [] }
+      : await this.pool.query<{ epoch: string; seq: string }>(
+          `UPDATE lease SET holder = $1, address = $2, epoch = epoch + 1, expires_at = now() + $3 * interval '1 millisecond'
+           WHERE id = 1 AND (expires_at < now() OR holder = $1) RETURNING epoch, seq`,
+          [this.config.nodeId, this.address, this.config.leaseMs],
+        );
     if (taken.rowCount === 1) {
       this.confirmedAt = asked;
       await this.takeOver(Number(taken.rows[0].epoch), Number(taken.rows[0].seq));
@@ -228,6 +351,10 @@ export class LeaseKeeper {
       if (this.role_ === 'taking-over') this.renew().catch(() => undefined);
     }, this.config.leaseMs / 3);
     try {
+      // Retaking the lease with no commit made since this node's own last one (it stepped down through a database
+      // outage): its memory is the database's already, so the commits since its earlier takeover are not read again.
+      // A commit of its own whose answer was lost would have moved `seq` past it (and its shard reloads anyway).
+      if (seq === this.position) this.applied_ = seq;
       await this.follow(seq);
       await this.follower!.raiseIds();
     } catch (err) {
@@ -239,6 +366,7 @@ export class LeaseKeeper {
     if (this.role_ !== 'taking-over') return;
     this.fence.epoch = epoch;
     this.role_ = 'leader';
+    this.wake(Number.MAX_SAFE_INTEGER);
     this.log.warn(
       `cluster: ${this.config.nodeId} is the leader (epoch ${epoch}, caught up to commit ${seq} in ${Math.round(performance.now() - started)} ms)`,
       {
@@ -256,6 +384,35 @@ export class LeaseKeeper {
       // The lease's seq never goes down, so a follower reaches at least what was read before it started.
       if (reached <= this.applied_) throw new Error(`the commit log stands at ${reached}, behind commit ${upTo}`);
       this.applied_ = reached;
+      this.wake(reached);
     }
+  }
+
+  /**
+   * Resolves true once this node shows commit `seq` (it leads, or has applied that far), false after `withinMs`
+   * (X-Netsot-After-Commit: a standby reads its own writes).
+   */
+  reached(seq: number, withinMs: number): Promise<boolean> {
+    if (this.role_ === 'leader' || this.applied_ >= seq) return Promise.resolve(true);
+    return new Promise((resolve) => {
+      const waiter = { seq, done: (ok: boolean) => resolve(ok) };
+      const timer = setTimeout(() => {
+        this.waiters.delete(waiter);
+        resolve(false);
+      }, withinMs);
+      waiter.done = (ok) => {
+        clearTimeout(timer);
+        resolve(ok);
+      };
+      this.waiters.add(waiter);
+    });
+  }
+
+  private wake(applied: number): void {
+    for (const w of this.waiters)
+      if (w.seq <= applied) {
+        this.waiters.delete(w);
+        w.done(true);
+      }
   }
 }

@@ -19,7 +19,7 @@ import { Fence } from '../cluster/fence.js';
 import { LeaseKeeper } from '../cluster/lease.js';
 import { Replica } from '../cluster/replica.js';
 import type { Config } from '../config.js';
-import { Errors, errorEnvelope } from '../errors.js';
+import { Errors, errorEnvelope, isApiError } from '../errors.js';
 import { type FeedFilter, FeedHub } from '../feed/hub.js';
 import { feedPath, feedRequest } from '../feed/request.js';
 import { FeedWatch } from '../feed/watch.js';
@@ -44,6 +44,7 @@ import { isJsonBody, negotiate, OFFLOAD_BODY_BYTES, type Representation, readReq
 import { browsePage, browseQuery } from './browse.js';
 import { docsPage, matchesEtag, OPENAPI_PATH, ServedDocument } from './docs.js';
 import { type Forwarded, Forwarder } from './forward.js';
+import { type Readiness, serveHealth } from './health.js';
 import { appliesTo, IdempotencyKeys } from './idempotency.js';
 import { type InjectRequest, type InjectResponse, inject } from './inject.js';
 import { RequestObserver } from './observe.js';
@@ -58,6 +59,8 @@ import { CHUNKED_REPLY_CHARS, streamReply, textChunks } from './stream.js';
 /** Routes whose answer may be a list, which a shard streams (P7): the collection's, its list routes', an object's sub-route lists. */
 const STREAMABLE_SHAPES = new Set<Shape>(['list', 'list-route', 'detail-route']);
 const isRead = (method: string) => method === 'GET' || method === 'HEAD';
+/** Longest a standby holds a read for the commit it names (X-Netsot-After-Commit): a few polls, well under a client's timeout. */
+const AFTER_COMMIT_WAIT_MS = 2000;
 
 export class App {
   /** Most clients send one of a few Accept headers; the parse is cached unless ?format= may apply. */
@@ -70,6 +73,7 @@ export class App {
     this.openApi ??= new ServedDocument(openApiDocument(this.config.userAuthHeader));
     return this.openApi;
   }
+  private readonly readiness: Readiness;
 
   private constructor(
     readonly config: Config,
@@ -91,6 +95,7 @@ export class App {
     private readonly readCache: ReadCache,
   ) {
     this.observer = new RequestObserver(log, metrics);
+    this.readiness = { restarting: () => pool.restarting(), shards: config.shards, lease };
   }
 
   /** Opens the store (config.store, else LMDB in config.dataDir) and starts the shard workers; resolves when every shard has loaded. */
@@ -110,7 +115,13 @@ export class App {
       const ids = new IdCounters(shared);
       const sites = await SiteDirectory.open(store);
       const users = new UserDirectory(store, sites, () => ids.next('user'), await store.users<UserRecord>());
-      const auth = new Authenticator(users, new TokenSigner(await store.serverKey(), config.authTokenExpiry), config);
+      // A standby makes no user records (the leader does); a user it has not seen yet reads there all the same.
+      const auth = new Authenticator(
+        users,
+        new TokenSigner(await store.serverKey(), config.authTokenExpiry),
+        config,
+        () => !lease || lease.isLeader,
+      );
       // The figures read the pool and the app only when scraped, after both exist.
       let app: App | undefined;
       let feed: FeedHub | null = null;
@@ -185,16 +196,19 @@ export class App {
   /** Requests whose lifecycle has not finished; SIGTERM waits for them (drain). */
   private inFlight = 0;
   private draining = false;
+  private readonly isDraining = () => this.draining;
   private drained: (() => void) | null = null;
 
   /** Runs the lifecycle; whatever it throws becomes the error response (an unexpected error a logged 500). */
   handle(x: Exchange): void {
     x.observer = this.observer;
+    x.closing = this.isDraining;
     if (this.answerFromCache(x)) return;
     x.begin();
     this.inFlight++;
     this.lifecycle(x)
-      .catch((err) => x.fail(err))
+      // Whatever could not reach the database (a lookup as much as a commit) is a 503 to retry, never a 500.
+      .catch((err) => x.fail(!isApiError(err) && this.store.isUnavailable(err) ? Errors.storeUnavailable() : err))
       .finally(() => {
         if (--this.inFlight === 0) this.drained?.();
       });
@@ -275,8 +289,13 @@ export class App {
   }
 
   private async lifecycle(x: Exchange): Promise<void> {
-    if (this.draining) return x.fail(Errors.shuttingDown(), true);
-    if (x.path === '/healthz' || x.path === '/readyz') return this.serveHealth(x);
+    if (this.draining) {
+      // Read first: a connection closed with a request's body unread is reset, and a proxy then drops its client's
+      // connection too instead of passing the 503 on.
+      await x.body;
+      return x.fail(Errors.shuttingDown(), true);
+    }
+    if (x.path === '/healthz' || x.path === '/readyz') return serveHealth(x, this.readiness);
     if (x.path === '/docs' || x.path.startsWith('/docs/')) return this.serveDocs(x);
     if (x.path === '/admin' || x.path.startsWith('/admin/')) return this.adminEndpoints().serve(x);
     if (x.path === '/metrics' && this.metrics) return this.serveMetrics(x, this.metrics);
@@ -309,6 +328,7 @@ export class App {
     // A standby answers reads from its copy and sends writers to the leader (README, Past one machine).
     if (this.lease && !this.lease.isLeader && method !== 'GET' && method !== 'OPTIONS' && !isPublic)
       throw Errors.notLeader(this.lease.leader);
+    if (this.lease && x.afterCommit !== '') await this.showCommit(this.lease, x.afterCommit);
     const raw = await x.body;
     if (raw === 'too-large') return x.fail(Errors.bodyTooLarge(), true);
     const keyed = user !== null && match.collection !== null && appliesTo(method, x.idempotencyKey);
@@ -327,6 +347,7 @@ export class App {
     const reply = keyed ? await this.idempotency.run(user!.id, method, x.fullPath, x.idempotencyKey, raw, run) : await run();
     if (reply.cache && (!this.lease || this.cacheTrusted(this.lease)))
       this.readCache.put(x.fullPath, reply.cache.site, reply.cache.version, reply.body);
+    if (cluster && this.lease!.isLeader && !isRead(method) && reply.status < 300) cluster['X-Netsot-Commit'] = String(this.lease!.position);
     const headers = cluster ? { ...reply.headers, ...cluster } : reply.headers;
     if (reply.chunk) return streamReply(x, { ...reply, headers });
     // A reply made on this thread (the users list) is written whole: it is then complete before uWS reads the next
@@ -380,6 +401,16 @@ export class App {
       this.cacheEpoch = epoch;
     }
     return true;
+  }
+
+  /**
+   * X-Netsot-After-Commit (README, Read your own writes): a standby answers once its copy shows that commit, waiting
+   * up to AFTER_COMMIT_WAIT_MS for it; a leader shows every commit.
+   */
+  private async showCommit(lease: LeaseKeeper, header: string): Promise<void> {
+    if (!/^\d{1,15}$/.test(header)) throw Errors.afterCommitInvalid();
+    const seq = Number(header);
+    if (!(await lease.reached(seq, AFTER_COMMIT_WAIT_MS))) throw Errors.behindCommit(seq, lease.applied, lease.leader);
   }
 
   /** How far a standby's copy is: the last commit of the leader it has applied. */
@@ -550,26 +581,6 @@ export class App {
     const sink = x.openEventStream();
     if (sink) this.feed.subscribe(sub.filter, sink, sub.after);
     else if (!x.aborted) throw Errors.streamNeedsConnection();
-  }
-
-  /**
-   * Probes, public and cheap: `/healthz` answers while the process runs;
-   * `/readyz` only while every shard is serving (not while one is replaced).
-   */
-  private serveHealth(x: Exchange): void {
-    x.template = x.path;
-    x.allow = 'GET, HEAD';
-    if (x.method !== 'GET' && x.method !== 'HEAD') {
-      x.fail(Errors.methodNotAllowed(x.method, x.allow));
-      return;
-    }
-    if (x.path === '/healthz') {
-      x.send(200, '{"status":"ok"}');
-      return;
-    }
-    const restarting = this.pool.restarting();
-    if (restarting.length > 0) x.fail(Errors.notReady(`shard ${restarting.join(', ')} restarting`));
-    else x.send(200, JSON.stringify({ status: 'ready', shards: this.pool.count }));
   }
 
   /**

@@ -67,6 +67,24 @@ const IDEMPOTENCY_KEY = {
   schema: { type: 'string', minLength: 1, maxLength: 255, pattern: '^[\\x20-\\x7e]+$' },
 };
 
+/** Several nodes on one PostgreSQL (README, Past one machine: read your own writes). */
+const COMMIT = {
+  description:
+    "On a cluster of nodes: the commit position of this write (the leader's commit sequence, at or past its own commit). " +
+    'Send it back as `X-Netsot-After-Commit` to read the write at any node.',
+  schema: { type: 'string', pattern: '^[0-9]+$' },
+};
+
+const AFTER_COMMIT = {
+  name: 'X-Netsot-After-Commit',
+  in: 'header',
+  required: false,
+  description:
+    "On a cluster of nodes: a commit position from a write's `X-Netsot-Commit`. A standby answers once its copy shows that " +
+    'commit, waiting up to 2 s for it, or 503 with Retry-After when it cannot; the leader answers at once.',
+  schema: { type: 'string', pattern: '^[0-9]{1,15}$' },
+};
+
 const REPLAYED = {
   description: '`true` when this is the stored response of an earlier request with the same Idempotency-Key.',
   schema: { type: 'string', enum: ['true'] },
@@ -169,7 +187,10 @@ function success(r: ResponseShape, item: Json, versioned: boolean, example: unkn
   const headers: Json = {};
   if (r.status === 201)
     headers.Location = { description: 'The URL of the object created.', schema: { type: 'string', format: 'uri-reference' } };
-  if (keyed) headers['Idempotent-Replayed'] = REPLAYED;
+  if (keyed) {
+    headers['Idempotent-Replayed'] = REPLAYED;
+    headers['X-Netsot-Commit'] = COMMIT;
+  }
   const withHeaders = Object.keys(headers).length > 0 ? { headers } : {};
   if (schema === null) return { description, ...withHeaders };
   const content: Json = { 'application/json': { schema, ...(example !== undefined ? { example } : {}) } };
@@ -211,7 +232,7 @@ function operation(c: Collection | null, route: Route, method: HttpMethod, op: O
     summary: op.summary,
     tags: [c?.collection ?? 'api'],
     'x-permission': op.permission,
-    parameters: [...pathParams, ...query.map(parameter), ...(keyed ? [IDEMPOTENCY_KEY] : [])],
+    parameters: [...pathParams, ...query.map(parameter), ...(keyed ? [IDEMPOTENCY_KEY] : []), ...(method === 'GET' ? [AFTER_COMMIT] : [])],
     responses,
   };
   if (op.body) out.requestBody = requestBody(op.body, c, { method, siteInUrl });
@@ -278,6 +299,47 @@ const takesObjects = (c: Collection): boolean =>
     Object.values(r.methods).some((op) => op.body === 'object' || op.body === 'object-or-list' || op.body === 'list'),
   );
 
+/** The probes (http/health.ts): public, for load balancers and monitors. */
+const PROBES: Record<string, Json> = {
+  '/healthz': {
+    get: {
+      operationId: 'get_healthz',
+      summary: 'Liveness: 200 while the process runs.',
+      tags: ['probes'],
+      security: [],
+      responses: { '200': { description: 'Alive.', content: { 'application/json': { schema: { type: 'object' } } } } },
+    },
+  },
+  '/readyz': {
+    get: {
+      operationId: 'get_readyz',
+      summary:
+        'Readiness: 200 while every shard serves, so this node answers reads; with `role=leader`, only on the node that takes writes.',
+      tags: ['probes'],
+      security: [],
+      parameters: [
+        {
+          name: 'role',
+          in: 'query',
+          required: false,
+          description:
+            '`leader`: 200 only on the node that holds the write lease and renewed it lately (a load balancer sends writes there), ' +
+            '503 on a standby, a node taking over or one cut off from the database. On LMDB the one node is the leader.',
+          schema: { type: 'string', enum: ['leader'] },
+        },
+      ],
+      responses: {
+        '200': { description: 'Ready.', content: { 'application/json': { schema: { type: 'object' } } } },
+        '400': { description: 'An unknown role.', content: { 'application/json': { schema: ref('Error') } } },
+        '503': {
+          description: 'Not ready (or not the leader), with Retry-After.',
+          content: { 'application/json': { schema: ref('Error') } },
+        },
+      },
+    },
+  },
+};
+
 /** `origin`: the server the document is served by (`http://host:port`), so "Try it" and generated clients call it. */
 export function openApiDocument(authHeader = 'X-Service-Email', origin?: string): Json {
   const paths: Record<string, Json> = {};
@@ -312,6 +374,7 @@ export function openApiDocument(authHeader = 'X-Service-Email', origin?: string)
     }
   }
   for (const path of FEED_PATHS) paths[path] = { get: feedOperation(path.includes('{site_id}') ? site : null) };
+  Object.assign(paths, PROBES);
   for (const route of ROUTES.rootRoutes()) {
     const ops: Json = {};
     for (const m of methodsOf(route)) ops[m.toLowerCase()] = operation(null, route, m, route.methods[m]!, []);

@@ -92,6 +92,7 @@ interface LaterHeaders {
   idempotencyKey: string | undefined;
   lastEventId: string;
   ifNoneMatch: string;
+  afterCommit: string;
 }
 
 const WRITES: ReadonlySet<string> = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
@@ -145,6 +146,10 @@ export abstract class Exchange {
   get ifNoneMatch(): string {
     return this.laterHeaders().ifNoneMatch;
   }
+  /** X-Netsot-After-Commit, '' when absent: the commit a standby's answer must show (README, Read your own writes). */
+  get afterCommit(): string {
+    return this.laterHeaders().afterCommit;
+  }
 
   private laterHeaders(): LaterHeaders {
     if (this.later === null) {
@@ -158,6 +163,7 @@ export abstract class Exchange {
         idempotencyKey: key !== '' || !WRITES.has(this.method) || !hasHeader(h, 'idempotency-key') ? key || undefined : '',
         lastEventId: h.getHeader('last-event-id'),
         ifNoneMatch: h.getHeader('if-none-match'),
+        afterCommit: h.getHeader('x-netsot-after-commit'),
       };
       this.head = null;
     }
@@ -184,6 +190,8 @@ export abstract class Exchange {
   /** The authenticated user's email, once known. */
   user: string | undefined = undefined;
   observer: ResponseObserver | null = null;
+  /** True once the server drains: every answer then closes its connection, so a proxy sends the next request elsewhere. */
+  closing: (() => boolean) | null = null;
   /** Called when the client goes away (set while a streamed response is being written). */
   onAbort: (() => void) | null = null;
   private done = false;
@@ -290,7 +298,7 @@ export abstract class Exchange {
       headers,
       payload,
       this.method === 'HEAD',
-      closeConnection,
+      closeConnection || (this.closing?.() ?? false),
     );
     observer?.finished(this, status, peer, payload);
   }

@@ -97,6 +97,8 @@ class UwsExchange extends Exchange {
   /** Chunked transfer encoding (no Content-Length): uWS buffers what the socket does not take, and says when it drained. */
   protected beginStream(status: number, type: string, allow: string, headers: Record<string, string>): StreamSink {
     const res = this.res;
+    // Draining (SIGTERM): the client is told the connection closes after this response (it closes when the server exits).
+    const closingAtStart = this.closing?.() ?? false;
     res.cork(() => {
       res.writeStatus(statusLine(status));
       res.writeHeader('Content-Type', type);
@@ -104,6 +106,7 @@ class UwsExchange extends Exchange {
       res.writeHeader('Vary', 'Accept');
       res.writeHeader('X-Request-Id', this.requestId);
       for (const k in headers) res.writeHeader(k, headers[k]);
+      if (closingAtStart) res.writeHeader('Connection', 'close');
     });
     return {
       write: (text) => {
@@ -119,6 +122,7 @@ class UwsExchange extends Exchange {
           return true;
         });
       },
+      // Not end(…, true) here: uWS 20.30 would write its Connection header into the finished chunked body.
       end: () => res.cork(() => res.end()),
       close: () => res.close(),
     };
@@ -167,7 +171,8 @@ class UwsExchange extends Exchange {
       if (head) {
         // A HEAD of a streamed list says Transfer-Encoding as its GET does, and no length (stream.ts).
         if (!('Transfer-Encoding' in headers)) res.writeHeader('Content-Length', String(Buffer.byteLength(payload)));
-        res.endWithoutBody();
+        if (closeConnection) res.endWithoutBody(undefined, true);
+        else res.endWithoutBody();
       } else res.end(payload, closeConnection);
     });
   }

@@ -200,6 +200,14 @@ export class UserDirectory {
     return p;
   }
 
+  /**
+   * A caller not saved as a user (a standby takes no writes): id 0, which no user has, no grants, no secret key. It
+   * becomes a user at its first request at the leader.
+   */
+  unsaved(email: string, superuser: boolean): UserRecord {
+    return { id: 0, email, secretKey: '', keyGeneration: 0, superuser, grants: {} };
+  }
+
   /** The caller as shards see it; records are replaced on every change, so it is cached per record. */
   principal(u: UserRecord): Principal {
     let p = this.principals.get(u);

@@ -4,13 +4,17 @@
  * answer is posted, then the flag is raised and the waiter woken.
  */
 import { type MessagePort, workerData } from 'node:worker_threads';
-import pg from 'pg';
+import { type PoolLimits, primaryPool } from './pg-connect.js';
 import { CHANGE_COLUMNS, type ChangeRow, changeOfRow, unreachable } from './postgres.js';
 import type { StoredChange } from './store.js';
 
-const { url, port, signal } = workerData as { url: string; port: MessagePort; signal: Int32Array };
-const pool = new pg.Pool({ connectionString: url, max: 1 });
-pool.on('error', () => undefined);
+const { url, timeouts, port, signal } = workerData as {
+  url: string;
+  timeouts: Pick<PoolLimits, 'connectMs' | 'queryMs'>;
+  port: MessagePort;
+  signal: Int32Array;
+};
+const pool = primaryPool(url, { max: 1, ...timeouts });
 // Connected before the first read is asked for (the store starts this thread while it loads); a failure here is
 // the first read's to report.
 pool.query('SELECT 1').catch(() => undefined);

@@ -15,6 +15,7 @@
  * | idempotency       | (user_id, key)            | expires_at, reply: stored Idempotency-Key response (msgpack) |
  * | lease             | id (always 1)             | holder, address, epoch, expires_at, seq (cluster/lease.ts) |
  * | commit_log        | seq                       | epoch, sites, writes: each fenced commit's keys (commit-log.ts) |
+ * | nodes             | node_id                   | instance, address, seen_at: live nodes' claims on their NODE_ID (cluster/lease.ts) |
  *
  * Records are msgpack, as in LMDB, so a record reads back exactly as it was
  * written. The Change index LMDB keeps apart (`changeIndex`) is a subset of
@@ -59,11 +60,12 @@
 import { randomBytes } from 'node:crypto';
 import { MessageChannel, type MessagePort, receiveMessageOnPort, Worker } from 'node:worker_threads';
 import { Packr } from 'msgpackr';
-import pg from 'pg';
+import type pg from 'pg';
 import type { Fence } from '../cluster/fence.js';
 import { ApiError, Errors, NotLeaderError } from '../errors.js';
 import { commitLogEntry } from './commit-log.js';
 import type { Kind } from './kinds.js';
+import { type PoolLimits, patiently, primaryPool, requestTimeouts } from './pg-connect.js';
 import type { ChangeIndexRow, ChangeLogQuery, ChangeRecord, Key, Store, StoredChange, WriteOp, WriteSet } from './store.js';
 import { fullChange } from './store.js';
 import type { StoredReply } from './stored-reply.js';
@@ -116,6 +118,12 @@ export const MIGRATIONS: { version: number; name: string; sql: string[] }[] = [
     name: 'commit log keys',
     sql: ['ALTER TABLE commit_log ADD COLUMN writes bytea'],
   },
+  {
+    // Each live node's claim on its NODE_ID (cluster/lease.ts): a second process with the same id refuses to start.
+    version: 5,
+    name: 'node ids',
+    sql: ['CREATE TABLE nodes (node_id text PRIMARY KEY, instance text NOT NULL, address text NOT NULL, seen_at timestamptz NOT NULL)'],
+  },
 ];
 
 /** SQLSTATEs: unique_violation, duplicate_table, disk_full; class 08 is a lost or refused connection. */
@@ -136,15 +144,21 @@ const UNAVAILABLE_CODES = new Set([
   'ETIMEDOUT',
   'EHOSTUNREACH',
   'ENOTFOUND',
+  // A statement cancelled by statement_timeout, and a write reaching a server that is (now) a read-only standby.
+  '57014',
+  '25006',
 ]);
+
+const CONNECTION_LOST =
+  /^Connection terminated|connection timeout|Client has encountered a connection error|^Query read timeout|^timeout (exceeded|expired)/i;
 
 /** Whether `err` says the database could not be reached (see Store.isUnavailable); pg-reader.ts uses it too. */
 export function unreachable(err: unknown): boolean {
   if (err instanceof ApiError) return err.status === 503 && !(err instanceof NotLeaderError);
   const code = (err as { code?: unknown } | null)?.code;
   if (typeof code === 'string' && (code.startsWith('08') || UNAVAILABLE_CODES.has(code))) return true;
-  // node-postgres reports a connection that ended under a query by its message alone.
-  return /^Connection terminated|connection timeout|Client has encountered a connection error/i.test((err as Error)?.message ?? '');
+  // node-postgres reports a connection that ended under a query, and its own timeouts (pg-connect.ts), by their message alone.
+  return CONNECTION_LOST.test((err as Error)?.message ?? '');
 }
 
 /** Rows per page when a site is loaded. */
@@ -191,7 +205,16 @@ export interface PostgresOptions {
    * are unfenced (a store opened by a tool or a test of the store alone).
    */
   fence?: Fence;
+  /** The store's connect and query timeouts (pg-connect.ts requestTimeouts); loading's scans get LOAD_QUERY_MS. */
+  timeouts?: Pick<PoolLimits, 'connectMs' | 'queryMs'>;
 }
+
+/** Without a lease to stay within (a tool, a test of the store alone). */
+const DEFAULT_TIMEOUTS = requestTimeouts(30_000);
+/** How long a store keeps trying to reach the database at start (a database starting, or busy). */
+const START_PATIENCE_MS = 30_000;
+/** One page of a load's scan: not on a request's path, and 10k rows of a large store on a busy server take a while. */
+const LOAD_QUERY_MS = 60_000;
 
 interface Pending {
   writes: WriteSet;
@@ -218,17 +241,20 @@ export class PostgresStore implements Store {
     private readonly url: string,
     connections: number,
     private readonly fence: Fence | null,
+    private readonly timeouts: Pick<PoolLimits, 'connectMs' | 'queryMs'>,
   ) {
-    this.pool = new pg.Pool({ connectionString: url, max: connections });
-    // An idle connection that dies (a database restart) is replaced on next use; unhandled, it would end the process.
-    this.pool.on('error', () => undefined);
+    this.pool = primaryPool(url, { max: connections, ...timeouts });
   }
 
   static async open(url: string, options: PostgresOptions = {}): Promise<PostgresStore> {
-    const store = new PostgresStore(url, options.connections ?? 2, options.fence ?? null);
+    const store = new PostgresStore(url, options.connections ?? 2, options.fence ?? null, options.timeouts ?? DEFAULT_TIMEOUTS);
     try {
-      if (options.migrate) await store.migrate();
-      else await store.pool.query('SELECT 1 FROM schema_migrations WHERE version = $1', [MIGRATIONS[MIGRATIONS.length - 1].version]);
+      const newest = MIGRATIONS[MIGRATIONS.length - 1].version;
+      const ready = async () => {
+        if (options.migrate) await store.migrate();
+        else await store.pool.query('SELECT 1 FROM schema_migrations WHERE version = $1', [newest]);
+      };
+      await patiently(ready, unreachable, START_PATIENCE_MS);
     } catch (err) {
       await store.pool.end();
       throw err;
@@ -256,7 +282,8 @@ export class PostgresStore implements Store {
         await client.query('BEGIN');
         // A second node migrating at once blocks on this key, then fails it once the first commits.
         await client.query('INSERT INTO schema_migrations (version, name) VALUES ($1, $2)', [m.version, m.name]);
-        for (const sql of m.sql) await client.query(sql);
+        // DDL at start-up, not on a request's path: a busy server may take its time.
+        for (const sql of m.sql) await client.query({ text: sql, query_timeout: LOAD_QUERY_MS } as pg.QueryConfig);
         await client.query('COMMIT');
       } catch (err) {
         await client.query('ROLLBACK').catch(() => undefined);
@@ -308,21 +335,25 @@ export class PostgresStore implements Store {
       if (statements.length === 0) return;
       const one = combined([...guard, ...statements], guard.length > 0 ? FENCED_RESULT : 'SELECT 1');
       if (one) {
+        let result: pg.QueryResult<{ seq: string }>;
         try {
-          await this.pool.query(one.sql, one.values);
+          result = await this.pool.query(one.sql, one.values);
         } catch (err) {
           throw guard.length > 0 && (err as { code?: string }).code === DIVISION_BY_ZERO ? Errors.notLeader(null) : err;
         }
+        if (guard.length > 0) this.fence!.noteCommitted(Number(result.rows[0].seq));
         return;
       }
     }
     const client = await checkout(this.pool);
     let broken: unknown;
+    let seq: number | null = null;
     try {
       await client.query('BEGIN');
       if (guard.length > 0) {
         const bumped = await client.query(guard[0].sql, guard[0].values);
         if (bumped.rowCount === 0) throw Errors.notLeader(null);
+        seq = Number(bumped.rows[0].seq);
         await client.query('INSERT INTO commit_log (seq, epoch, sites, writes) VALUES ($1, $2, $3::int8[], $4)', [
           bumped.rows[0].seq,
           epoch,
@@ -343,6 +374,7 @@ export class PostgresStore implements Store {
       }
       await acc.write(client);
       await client.query('COMMIT');
+      if (seq !== null) this.fence!.noteCommitted(seq);
     } catch (err) {
       await client.query('ROLLBACK').catch((e) => {
         broken = e;
@@ -442,7 +474,7 @@ export class PostgresStore implements Store {
 
   /** A query's rows as arrays of column values. */
   private async rows<R>(text: string, values: unknown[]): Promise<R[]> {
-    return (await this.pool.query({ text, values, rowMode: 'array' })).rows as R[];
+    return (await this.pool.query({ text, values, rowMode: 'array', query_timeout: LOAD_QUERY_MS } as pg.QueryConfig)).rows as R[];
   }
 
   change(siteId: number, id: number): ChangeRecord | undefined {
@@ -485,7 +517,10 @@ export class PostgresStore implements Store {
   private startReader(): Reader {
     const { port1, port2 } = new MessageChannel();
     const signal = new Int32Array(new SharedArrayBuffer(4));
-    const worker = new Worker(READER_URL, { workerData: { url: this.url, port: port2, signal }, transferList: [port2] });
+    const worker = new Worker(READER_URL, {
+      workerData: { url: this.url, timeouts: this.timeouts, port: port2, signal },
+      transferList: [port2],
+    });
     worker.unref();
     return { worker, port: port1, signal, seq: 0 };
   }
@@ -670,7 +705,7 @@ function fenceStatements(epoch: number, entry: { sites: number[]; writes: Buffer
   ];
 }
 
-const FENCED_RESULT = 'SELECT 1 / (SELECT count(*)::int FROM w0) AS fenced';
+const FENCED_RESULT = 'SELECT 1 / (SELECT count(*)::int FROM w0) AS fenced, (SELECT seq FROM w0) AS seq';
 
 function deleteRows(db: WriteOp['db'], ops: WriteOp[]): Statement {
   const keys = ops.map((op) => op.key);

@@ -5,6 +5,7 @@
  * end a shutdown that cannot finish, with exit code 1.
  */
 import { rmSync } from 'node:fs';
+import { connect } from 'node:net';
 import { afterEach, describe, expect, test } from 'vitest';
 import { TestServer } from '../helpers/server.js';
 
@@ -92,6 +93,54 @@ describe('shutdown', () => {
     expect(s.output.join('')).toContain('SIGTERM; answering requests in flight, then stopping');
     const again = await start({}, s.dataDir);
     for (const site of [1, 2, 3]) expect((await again.get(`/api/sites/${site}/devices/?limit=1`)).json.count).toBe(10_000);
+  });
+
+  test('while SIGTERM drains, the listener is closed and every answer closes its connection, so a proxy goes elsewhere', async () => {
+    const s = await start();
+    const site = (await s.post('/api/sites/', { name: 'drain' })).json.id;
+    // Keep-alive connections opened before the signal, as a proxy holds them.
+    const open = (request: string) => {
+      const socket = connect(s.port, '127.0.0.1');
+      const conn = { socket, received: '', closed: new Promise<void>((ok) => socket.once('close', () => ok())) };
+      socket.on('data', (d) => {
+        conn.received += d.toString();
+      });
+      socket.on('error', () => undefined);
+      socket.write(request);
+      return conn;
+    };
+    const post = (body: string) =>
+      `POST /api/sites/${site}/devices/ HTTP/1.1\r\nHost: x\r\nX-Service-Email: admin@localhost\r\n` +
+      `Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
+    const idle = open(`GET /api/sites/${site}/ HTTP/1.1\r\nHost: x\r\nX-Service-Email: admin@localhost\r\n\r\n`);
+    await new Promise((ok) => setTimeout(ok, 300));
+    expect(idle.received).toMatch(/^HTTP\/1\.1 200 /);
+    expect(idle.received).not.toMatch(/^Connection: close/im);
+    // A write in flight keeps the drain going; it is answered, with Connection: close.
+    const inFlight = open(post(JSON.stringify(Array.from({ length: 10_000 }, (_, i) => ({ hostname: `d${i}` })))));
+    await new Promise((ok) => setTimeout(ok, 100));
+    s.proc.kill('SIGTERM');
+    await new Promise((ok) => setTimeout(ok, 100));
+    // The listener is closed first: a new connection is refused.
+    const refused = await new Promise<string>((ok) => {
+      const c = connect(s.port, '127.0.0.1');
+      c.once('connect', () => ok('accepted'));
+      c.once('error', (err: NodeJS.ErrnoException) => ok(err.code ?? 'error'));
+    });
+    expect(refused).toBe('ECONNREFUSED');
+    // A write on the open connection: 503 to retry elsewhere, its body read, and the connection closed after it.
+    idle.received = '';
+    idle.socket.write(post('{"hostname":"late"}'));
+    await Promise.all([idle.closed, inFlight.closed]);
+    const head = (text: string) => text.slice(0, text.indexOf('\r\n\r\n') + 2);
+    expect(head(idle.received)).toMatch(/^HTTP\/1\.1 503 /);
+    expect(head(idle.received)).toMatch(/^Connection: close\r$/im);
+    expect(head(idle.received)).toMatch(/^Retry-After: 1\r$/im);
+    // The write's answer (streamed, its 10,000 devices; begun after the signal) is whole and says the connection closes.
+    expect(head(inFlight.received)).toMatch(/^HTTP\/1\.1 201 /);
+    expect(head(inFlight.received)).toMatch(/^Connection: close\r$/im);
+    expect(inFlight.received.endsWith('\r\n0\r\n\r\n')).toBe(true);
+    expect(await exited(s)).toBe(0);
   });
 
   test('SIGTERM gives up after SHUTDOWN_TIMEOUT when a request cannot finish, and exits 1', async () => {

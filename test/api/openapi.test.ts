@@ -99,8 +99,13 @@ describe('openapi document', () => {
     expect(create.responses['415']).toBeDefined();
     expect(doc.paths['/api/devices/{id}/'].delete.responses['204']).toEqual({
       description: 'OK',
-      headers: { 'Idempotent-Replayed': expect.any(Object) },
+      headers: { 'Idempotent-Replayed': expect.any(Object), 'X-Netsot-Commit': expect.any(Object) },
     });
+    // The probes, public; the leader probe's role; reading one's own writes on a standby.
+    expect(doc.paths['/readyz'].get.security).toEqual([]);
+    expect(doc.paths['/readyz'].get.parameters[0]).toMatchObject({ name: 'role', in: 'query', schema: { enum: ['leader'] } });
+    expect(doc.paths['/healthz'].get.responses['200']).toBeDefined();
+    expect(doc.paths['/api/devices/{id}/'].get.parameters.map((p: { name: string }) => p.name)).toContain('X-Netsot-After-Commit');
     expect(doc.paths['/api/devices/{id}/'].delete.responses['204'].content).toBeUndefined();
     expect(doc.paths['/api/'].get.responses['401']).toBeUndefined();
     const auth = doc.paths['/api/authenticate/'].post.responses['200'].content;

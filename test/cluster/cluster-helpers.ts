@@ -4,9 +4,9 @@
  * under: allocations with reserve=true and bulk device creates, sent through
  * every node, each acknowledged write recorded.
  */
-import pg from 'pg';
+import type pg from 'pg';
 import { afterAll, afterEach, beforeAll, expect } from 'vitest';
-import { startPostgres, type TestPostgres } from '../helpers/postgres.js';
+import { queryOnce, startPostgres, type TestPostgres } from '../helpers/postgres.js';
 import type { Response, TestServer as Server } from '../helpers/server.js';
 import { TestServer } from '../helpers/server.js';
 
@@ -52,19 +52,13 @@ export function clusterFile(): ClusterFile {
   };
 }
 
-export function startNode(url: string, nodeId: string, shards = 1, env: Record<string, string> = {}): Promise<Server> {
-  return TestServer.start({ shards, env: { NETSOT_STORE: url, NODE_ID: nodeId, LEASE_TIMEOUT_MS: String(LEASE_MS), ...env } });
+export function startNode(url: string, nodeId: string, shards = 1, env: Record<string, string> = {}, port?: number): Promise<Server> {
+  return TestServer.start({ shards, port, env: { NETSOT_STORE: url, NODE_ID: nodeId, LEASE_TIMEOUT_MS: String(LEASE_MS), ...env } });
 }
 
 /** One query on the database the nodes share. */
 export async function query<R extends pg.QueryResultRow>(url: string, sql: string): Promise<R[]> {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    return (await client.query<R>(sql)).rows;
-  } finally {
-    await client.end();
-  }
+  return (await queryOnce(url, sql)).rows as R[];
 }
 
 /** Waits until `node` says it has applied every commit the database holds now. */
@@ -76,8 +70,21 @@ export async function caughtUp(node: Server, url: string, withinMs = 15_000): Pr
   );
 }
 
+/** Where the load sends requests: a node, or a proxy in front of nodes (proxies.test.ts). */
+export interface Endpoint {
+  request: Server['request'];
+  /** A node's process: while it has exited or is stopped, its clients back off a little instead of spinning. */
+  proc?: Server['proc'];
+}
+
 /** A request that answers null where the node is gone or paused past `timeoutMs` instead of throwing. */
-export async function tryRequest(node: Server, method: string, path: string, body?: unknown, timeoutMs = 20_000): Promise<Response | null> {
+export async function tryRequest(
+  node: Endpoint,
+  method: string,
+  path: string,
+  body?: unknown,
+  timeoutMs = 20_000,
+): Promise<Response | null> {
   try {
     return await Promise.race([
       node.request(method, path, body === undefined ? { headers: { 'Content-Type': 'application/json' } } : { body }),
@@ -118,7 +125,7 @@ export interface Site {
   parent: string;
 }
 
-export async function makeSite(leader: Server, name: string): Promise<Site> {
+export async function makeSite(leader: Pick<Server, 'post'>, name: string): Promise<Site> {
   const site = await leader.post('/api/sites/', { name });
   expect(site.status).toBe(201);
   const parent = await leader.post(`/api/sites/${site.json.id}/networks/`, { cidr: '10.0.0.0/8' });
@@ -133,14 +140,14 @@ export class Load {
   /** Status and message of every refusal, counted. */
   readonly refusals = new Map<string, number>();
   /** performance.now() of each acknowledged write, with the node that acknowledged it. */
-  readonly acks: { at: number; node: Server }[] = [];
+  readonly acks: { at: number; node: Endpoint }[] = [];
   private stopped = false;
   private running: Promise<void>[] = [];
   private bulks = 0;
 
   constructor(
     private readonly site: Site,
-    private readonly nodes: Server[],
+    private readonly nodes: Endpoint[],
   ) {}
 
   start(clients: number): void {
@@ -156,7 +163,7 @@ export class Load {
     return this.addresses.length + this.devices.length;
   }
 
-  ackedBy(node: Server, after = 0): number {
+  ackedBy(node: Endpoint, after = 0): number {
     return this.acks.filter((a) => a.node === node && a.at > after).length;
   }
 
@@ -194,8 +201,8 @@ export class Load {
 }
 
 /** A node that has exited or is stopped answers nothing; its clients back off a little instead of spinning. */
-function r200(node: Server): boolean {
-  return node.proc.exitCode === null && node.proc.signalCode === null;
+function r200(node: Endpoint): boolean {
+  return node.proc === undefined || (node.proc.exitCode === null && node.proc.signalCode === null);
 }
 
 /**

@@ -5,20 +5,17 @@
  * missing Chromium fails the run (.ci/run installs it). Screenshots go to
  * test-artifacts/ (gitignored).
  */
-import { existsSync, mkdirSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { type Browser, chromium, type Page } from 'playwright-core';
+import { debianTools } from './debian.js';
 
 export const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 export const ARTIFACTS = resolve(__dirname, '../../test-artifacts');
 
 /** True when the browser tests can run; otherwise explains on stderr, and throws under CI. */
 export function chromiumAvailable(): boolean {
-  if (existsSync(CHROMIUM)) return true;
-  const message = `BROWSER TESTS SKIPPED: no Chromium at ${CHROMIUM} (apt-get install -y chromium, or set CHROMIUM_PATH)`;
-  if (process.env.CI === 'true') throw new Error(`${message}; CI=true requires them`);
-  console.error(`\n${'!'.repeat(message.length)}\n${message}\n${'!'.repeat(message.length)}\n`);
-  return false;
+  return debianTools('BROWSER TESTS', [CHROMIUM], 'apt-get install -y chromium, or set CHROMIUM_PATH');
 }
 
 export async function launch(): Promise<Browser> {

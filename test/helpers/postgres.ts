@@ -13,12 +13,12 @@
  */
 import { randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import pg from 'pg';
 import { SERVER_KEY_FILE } from '../../src/auth/secrets.js';
 import { openStore } from '../../src/store/open.js';
 import type { Store } from '../../src/store/store.js';
+import { freePort } from './free-port.js';
 
 export interface TestPostgres {
   /** The connection URL of `database` (the default database when not given). */
@@ -39,17 +39,6 @@ const PASSWORD = 'netsot-test';
 let databasesMade = 0;
 /** Database names are unique across the processes sharing a server (pids are reused over a long run). */
 const namePrefix = `netsot_${randomBytes(4).toString('hex')}_`;
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as { port: number };
-      srv.close(() => resolve(port));
-    });
-  });
-}
 
 export interface PostgresOptions {
   /**
@@ -115,7 +104,7 @@ export async function startPostgres(options: PostgresOptions = {}): Promise<Test
 }
 
 /** One statement on its own connection (CREATE and DROP DATABASE cannot run in a transaction). */
-async function queryOnce(url: string, sql: string, values: unknown[] = []): Promise<pg.QueryResult> {
+export async function queryOnce(url: string, sql: string, values: unknown[] = []): Promise<pg.QueryResult> {
   const client = new pg.Client({ connectionString: url });
   await client.connect();
   try {

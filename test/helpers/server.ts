@@ -7,21 +7,19 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { fetchResponse, type Response } from './fetch-response.js';
 import { storeEnv } from './postgres.js';
 
 const MAIN = resolve(__dirname, '../../dist/main.js');
 
-export interface Response {
-  status: number;
-  headers: Headers;
-  text: string;
-  json: any;
-}
+export type { Response } from './fetch-response.js';
 
 export interface StartOptions {
   dataDir?: string;
   shards?: number;
   env?: Record<string, string>;
+  /** A fixed port (a node restarted behind a proxy that names it); 0, any free port, unless given. */
+  port?: number;
 }
 
 export class TestServer {
@@ -35,10 +33,14 @@ export class TestServer {
 
   static async start(opts: StartOptions = {}): Promise<TestServer> {
     const dataDir = opts.dataDir ?? mkdtempSync(join(tmpdir(), 'netsot-test-'));
-    const proc = spawn(process.execPath, [MAIN, 'serve', '--port', '0', '--data-dir', dataDir, '--shards', String(opts.shards ?? 2)], {
-      env: { ...process.env, LOG_LEVEL: 'warn', ...(await storeEnv(dataDir)), ...opts.env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const proc = spawn(
+      process.execPath,
+      [MAIN, 'serve', '--port', String(opts.port ?? 0), '--data-dir', dataDir, '--shards', String(opts.shards ?? 2)],
+      {
+        env: { ...process.env, LOG_LEVEL: 'warn', ...(await storeEnv(dataDir)), ...opts.env },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
     const output: string[] = [];
     const port = await new Promise<number>((ok, fail) => {
       const timer = setTimeout(() => fail(new Error(`server did not start:\n${output.join('')}`)), 20_000);
@@ -76,15 +78,7 @@ export class TestServer {
       body = JSON.stringify(opts.body);
       headers['Content-Type'] ??= 'application/json';
     }
-    const res = await fetch(this.base + path, { method, headers, body });
-    const text = await res.text();
-    let json: unknown;
-    try {
-      json = text ? JSON.parse(text) : undefined;
-    } catch {
-      json = undefined;
-    }
-    return { status: res.status, headers: res.headers, text, json };
+    return fetchResponse(this.base + path, { method, headers, body });
   }
 
   get = (path: string, opts?: Parameters<TestServer['request']>[2]) => this.request('GET', path, opts);
