@@ -1,12 +1,27 @@
 #!/usr/bin/env node
 /**
- * CLI: `node dist/main.js serve [--host H] [--port P] [--data-dir D] [--shards N] …`, and the operator
- * commands backup, restore, export and import (src/ops/cli.ts).
+ * CLI: `node dist/main.js serve [--<setting> <value>]…` (every setting of src/config.ts), and the operator
+ * commands backup, restore, export, import and users (src/ops/cli.ts). `<command> --help` explains each.
  */
-import { type Config, ConfigError, flagsToSource, loadConfig } from './config.js';
+import { type Config, ConfigError, loadConfig, parseServeArgs, StartupError, serveHelp } from './config.js';
 import { Logger } from './log.js';
 import { NativeLoadError, verifyNativeModules } from './native.js';
-import { OPS_COMMANDS, OPS_USAGE, type OpsCommand } from './ops/commands.js';
+import { OPS, OPS_COMMANDS, type OpsCommand, opsUsage } from './ops/commands.js';
+
+function usage(): string {
+  const lines = [
+    ['serve [--<setting> <value>]…', 'Runs the server (serve --help lists every setting).'],
+    ...OPS_COMMANDS.map((c) => [opsUsage(c), OPS[c].summary]),
+  ];
+  return [
+    'usage: node dist/main.js <command> [arguments]  (npx netsot <command> …)',
+    '',
+    ...lines.map(([u, what]) => `  ${u}\n      ${what}`),
+    '',
+    '<command> --help explains one command.',
+    '',
+  ].join('\n');
+}
 
 async function main(argv: string[]): Promise<void> {
   const [command, ...rest] = argv;
@@ -20,14 +35,22 @@ async function main(argv: string[]): Promise<void> {
     const { runOps } = await import('./ops/cli.js');
     process.exit(await runOps(command as OpsCommand, rest));
   }
+  if (command === undefined || command === '--help' || command === '-h' || command === 'help') {
+    process.stdout.write(usage());
+    process.exit(0);
+  }
   if (command !== 'serve') {
-    const usage = ['serve [--host H] [--port P] [--data-dir D] [--shards N] [--<setting> V]', ...OPS_COMMANDS.map((c) => OPS_USAGE[c])];
-    process.stderr.write(`usage:\n${usage.map((u) => `  node dist/main.js ${u}\n`).join('')}`);
-    process.exit(command === undefined || command === '--help' ? 0 : 2);
+    process.stderr.write(`netsot: unknown command '${command}'\n${usage()}`);
+    process.exit(2);
   }
   let config: Config;
   try {
-    config = loadConfig(process.env, flagsToSource(rest));
+    const args = parseServeArgs(rest);
+    if (args.help) {
+      process.stdout.write(serveHelp());
+      process.exit(0);
+    }
+    config = loadConfig(process.env, args.flags);
   } catch (err) {
     if (err instanceof ConfigError) {
       process.stderr.write(`netsot: ${err.message}\n`);
@@ -86,6 +109,10 @@ async function main(argv: string[]): Promise<void> {
     if (err instanceof NativeLoadError) {
       process.stderr.write(`netsot: ${err.message}\n`);
       process.exit(3);
+    }
+    if (err instanceof StartupError) {
+      process.stderr.write(`netsot: ${err.message}\n`);
+      process.exit(1);
     }
     process.stderr.write(`netsot: start-up failed: ${(err as Error).stack ?? err}\n`);
     process.exit(1);

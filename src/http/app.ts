@@ -35,6 +35,7 @@ import type { HeldGrant } from '../shard/object-grants.js';
 import { ShardPool } from '../shard/pool.js';
 import type { IdempotencyStamp, TestHook } from '../shard/protocol.js';
 import { secureDataDir } from '../store/data-dir.js';
+import { DataDirLock } from '../store/data-dir-lock.js';
 import { createSharedIdState, IdCounters } from '../store/ids.js';
 import { openStore } from '../store/open.js';
 import type { Store } from '../store/store.js';
@@ -85,6 +86,8 @@ export class App {
     /** The cluster lease on a PostgreSQL store (cluster/lease.ts); null on LMDB, which has one node. */
     readonly lease: LeaseKeeper | null,
     private readonly readCache: ReadCache,
+    /** Held while this app runs on an LMDB data dir (store/data-dir-lock.ts); null on PostgreSQL. */
+    private readonly dirLock: DataDirLock | null,
   ) {
     this.observer = new RequestObserver(log, metrics);
   }
@@ -93,9 +96,17 @@ export class App {
   static async start(config: Config, log: Logger): Promise<App> {
     // Before anything opens a file there: the store and the server key are secrets.
     if (config.store === null) secureDataDir(config.dataDir, (line) => log.warn(line, { event: 'data-dir' }));
+    // Before the store opens: a second server on this data dir would hand out the same ids (README, One data dir, one server).
+    const dirLock = config.store === null ? DataDirLock.acquire(config.dataDir, 'serve') : null;
     // On PostgreSQL every commit of every thread is fenced by the cluster lease (cluster/lease.ts).
     const fence = config.store === null ? null : new Fence();
-    const store = await openStore(config, 'main', fence);
+    let store: Store;
+    try {
+      store = await openStore(config, 'main', fence);
+    } catch (err) {
+      dirLock?.release();
+      throw err;
+    }
     let lease: LeaseKeeper | null = null;
     try {
       // Before anything loads: where the commit log stands, so a takeover catches up on what was committed since.
@@ -168,12 +179,14 @@ export class App {
         feed,
         lease,
         readCache,
+        dirLock,
       );
       await lease?.start(new Replica(config, store, pool, sites, users, ids, log));
       return app;
     } catch (err) {
       await lease?.stop();
       await store.close();
+      dirLock?.release();
       throw err;
     }
   }
@@ -236,6 +249,7 @@ export class App {
     this.feed.close();
     await this.pool.stop();
     await this.store.close();
+    this.dirLock?.release();
   }
 
   private admin: Admin | undefined;

@@ -5,13 +5,14 @@
  * within the size limit, tracks aborts, and writes the response corked. What
  * a request means is the lifecycle's business (app.ts).
  */
-import type { Config } from '../config.js';
+import { createServer } from 'node:net';
+import { type Config, StartupError } from '../config.js';
 import type { FeedSink } from '../feed/hub.js';
 import type { Logger } from '../log.js';
 import { App } from './app.js';
 import { registerFeedSockets, SseSink } from './feed-transport.js';
 import { type BodyResult, EMPTY_BODY, Exchange, type StreamSink, statusLine } from './respond.js';
-import { type HttpRequest, type HttpResponse, loadUws, type us_listen_socket } from './uws.js';
+import { type HttpRequest, type HttpResponse, listenExclusive, loadUws, type us_listen_socket } from './uws.js';
 
 export interface RunningServer {
   port: number;
@@ -21,6 +22,8 @@ export interface RunningServer {
 
 export async function startServer(config: Config, log: Logger): Promise<RunningServer> {
   const uws = loadUws();
+  // Refused before the shards load (seconds on a large store); the exclusive listen below is what settles it.
+  if (config.port !== 0 && !(await portFree(config.host, config.port))) throw portTaken(config);
   const app = await App.start(config, log);
   const server = uws.App();
   registerFeedSockets(server, app, config.userAuthHeader, config.feedBufferBytes);
@@ -33,9 +36,9 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
   let listenSocket: us_listen_socket;
   try {
     listenSocket = await new Promise<us_listen_socket>((resolve, reject) => {
-      server.listen(config.host, config.port, (s) =>
-        s ? resolve(s) : reject(new Error(`cannot listen on ${config.host}:${config.port}`)),
-      );
+      // Exclusive: without it uWS binds with SO_REUSEPORT, and a second server on a port in use would start and share
+      // its connections (native-notes.md, "Listening: one server per port").
+      listenExclusive(server, config.host, config.port, (s) => (s ? resolve(s) : reject(portTaken(config))));
     });
   } catch (err) {
     await app.close();
@@ -54,6 +57,20 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
       return answered;
     },
   };
+}
+
+const portTaken = (config: Config) =>
+  new StartupError(
+    `cannot listen on ${config.host}:${config.port}: the port is in use (another server?) or the address is not this machine's`,
+  );
+
+/** Whether a listener without SO_REUSEPORT may bind `host:port` now (one that holds it, uWS's included, refuses it). */
+function portFree(host: string, port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const probe = createServer();
+    probe.once('error', () => resolve(false));
+    probe.listen({ host, port, exclusive: true }, () => probe.close(() => resolve(true)));
+  });
 }
 
 class UwsExchange extends Exchange {
