@@ -5,10 +5,10 @@
  * pino-pretty. The main thread and every shard worker each hold one, at the
  * configured level, all writing to the process's stdout.
  *
- * pino formats; this class buffers: lines are joined and written once per
- * event-loop turn, so a busy turn costs one write, not one per request. In a
- * worker, process.stdout forwards to the main thread, which keeps each
- * worker's lines whole however long they are.
+ * pino formats; this class buffers: lines are joined and handed to the
+ * thread's sink (log-sink.ts) once per event-loop turn, so a busy turn costs
+ * one hand-over, not one per request. The sink writes asynchronously, bounded:
+ * a line that cannot be written is dropped and counted, never waited for.
  *
  * Callers pass facts as fields and never a request body, header or secret:
  * the access log (http/observe.ts) names each field it writes.
@@ -16,6 +16,7 @@
 import { type Logger as PinoLogger, pino } from 'pino';
 import { prettyFactory } from 'pino-pretty';
 import type { LogFormat, LogLevel } from './config.js';
+import { logSink } from './log-sink.js';
 
 const RANK: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40 };
 
@@ -25,7 +26,7 @@ export interface LoggerOptions {
   format?: LogFormat;
   /** Fields on every line (`thread: 'shard 1'`). */
   bindings?: LogFields;
-  /** Takes each turn's text (stdout by default; tests collect it instead). */
+  /** Takes each turn's text (the thread's log sink by default; tests collect it instead). */
   write?: (text: string) => void;
 }
 
@@ -45,7 +46,7 @@ export class Logger {
     this.write =
       options.write ??
       ((text) => {
-        process.stdout.write(text);
+        logSink().write(text);
       });
     this.pretty =
       options.format === 'pretty'
@@ -83,6 +84,12 @@ export class Logger {
     const text = this.buffer.join('');
     this.buffer = [];
     this.write(text);
+  }
+
+  /** Hands this turn's lines over, then waits (at most `ms`) until the sink has written them: before the process exits. */
+  close(ms: number): Promise<void> {
+    this.flush();
+    return logSink().drain(ms);
   }
 
   private push(line: string): void {

@@ -5,8 +5,12 @@
  */
 import { type Config, ConfigError, loadConfig, parseServeArgs, StartupError, serveHelp } from './config.js';
 import { Logger } from './log.js';
+import { configureLogSink } from './log-sink.js';
 import { NativeLoadError, verifyNativeModules } from './native.js';
 import { OPS, OPS_COMMANDS, type OpsCommand, opsUsage } from './ops/commands.js';
+
+/** How long an exit waits for the log to be written. */
+const LOG_FLUSH_MS = 1000;
 
 function usage(): string {
   const lines = [
@@ -58,7 +62,21 @@ async function main(argv: string[]): Promise<void> {
     }
     throw err;
   }
+  configureLogSink(config.logBufferBytes);
   const log = new Logger(config.logLevel, { format: config.logFormat, bindings: { thread: 'main' } });
+  // From here on, stderr carries nothing the log does not: a stderr that fails (a closed pipe) costs nothing.
+  process.stderr.on('error', () => undefined);
+  process.on('uncaughtException', (err) => log.error('netsot: uncaught exception (still serving)', { event: 'uncaught', err }));
+  process.on('unhandledRejection', (err) =>
+    log.error('netsot: unhandled rejection (still serving)', {
+      event: 'uncaught',
+      err: err instanceof Error ? err : new Error(String(err)),
+    }),
+  );
+  /** Exits once the log has been written, or `LOG_FLUSH_MS` later: a log nobody reads never holds the process. */
+  const exit = (code: number) => {
+    log.close(LOG_FLUSH_MS).then(() => process.exit(code));
+  };
   try {
     const started = performance.now();
     await verifyNativeModules(log);
@@ -78,14 +96,15 @@ async function main(argv: string[]): Promise<void> {
       stopping = true;
       log.warn(`netsot: ${signal}; answering requests in flight, then stopping`, { event: 'shutdown', signal });
       log.flush();
+      // Whatever hangs past the drain (a store that does not close), the process still ends.
+      setTimeout(() => process.exit(1), config.shutdownMs + 2 * LOG_FLUSH_MS).unref();
       server.close().then(
         (answered) => {
           if (answered) log.warn('netsot: stopped', { event: 'stopped', code: 0 });
           else log.error(`netsot: requests still in flight after ${config.shutdownMs} ms; exiting anyway`, { event: 'stopped', code: 1 });
-          log.flush();
-          process.exit(answered ? 0 : 1);
+          exit(answered ? 0 : 1);
         },
-        () => process.exit(1),
+        () => exit(1),
       );
     };
     process.on('SIGINT', () => stop('SIGINT'));
@@ -119,11 +138,7 @@ async function main(argv: string[]): Promise<void> {
   }
 }
 
-process.on('uncaughtException', (err) => {
-  process.stderr.write(`netsot: uncaught exception (still serving): ${err.stack}\n`);
+main(process.argv.slice(2)).catch((err) => {
+  process.stderr.write(`netsot: ${(err as Error).stack ?? err}\n`);
+  process.exit(1);
 });
-process.on('unhandledRejection', (err) => {
-  process.stderr.write(`netsot: unhandled rejection (still serving): ${(err as Error)?.stack ?? err}\n`);
-});
-
-main(process.argv.slice(2));

@@ -117,7 +117,10 @@ const COMMANDS: Record<OpsCommand, (args: Args) => Promise<void>> = {
   },
 
   async restore(args) {
-    await holdingDataDir(args.dataDir, 'restore', () => restoreBackup(args.positional[0], args.dataDir, args.flags.force === true));
+    const restore = () => restoreBackup(args.positional[0], args.dataDir, args.flags.force === true);
+    // A data dir that does not exist yet has no server; restoreBackup creates it only once the backup checks out.
+    if (existsSync(args.dataDir)) await holdingDataDir(args.dataDir, 'restore', restore);
+    else await restore();
     process.stderr.write(`netsot restore: ${args.positional[0]} restored into ${args.dataDir}\n`);
   },
 
