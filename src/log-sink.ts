@@ -1,9 +1,11 @@
 /**
  * Where a thread's log lines go (README, "Logs"): never a stall, never a
- * spin. The Logger (log.ts) hands over whole lines once per event-loop turn;
- * the sink writes them asynchronously, one write at a time, and whatever
- * arrives meanwhile is joined into the next write, so a busy process makes
- * few large writes. What it holds is bounded (LOG_BUFFER_BYTES): when the
+ * spin. The Logger (log.ts) hands over each line as it is made; the sink
+ * gathers them for a moment (`LINGER_MS`, or until it holds `BATCH_BYTES`)
+ * and writes them asynchronously, one write at a time, so a busy process
+ * makes a few dozen large writes a second rather than one per event-loop
+ * turn (each write wakes another thread, which on a loaded machine cost as
+ * much as the request it logged). What it holds is bounded (LOG_BUFFER_BYTES): when the
  * output falls behind (a slow pipe reader, a slow disk) or fails (EPIPE: the
  * reader went away; ENOSPC: the disk is full; EAGAIN), lines are dropped and
  * counted (`dropped`, the metric `netsot_log_dropped_total`), never retried
@@ -29,6 +31,8 @@ import { isMainThread } from 'node:worker_threads';
 export interface LogSink {
   /** Takes whole lines; returns at once, and never throws. */
   write(text: string): void;
+  /** Starts writing what it holds now rather than after its moment. */
+  flush(): void;
   /** Lines dropped so far because the output fell behind or failed. */
   readonly dropped: number;
   /** Resolves once everything taken is written (or dropped), or after `ms`, whichever comes first. */
@@ -38,10 +42,11 @@ export interface LogSink {
 /** How one write reaches the output: `done` gets the error of a failed write. */
 type WriteOut = (chunk: Buffer, done: (err: Error | null) => void) => void;
 
-/** Largest single write: a megabyte of lines at a time keeps each write short on any output. */
-const MAX_WRITE_BYTES = 1024 * 1024;
 /** After a failed write, the next attempt waits this long. */
 const RETRY_AFTER_MS = 1000;
+/** How long lines gather before a write, and how much makes a write start at once. */
+const LINGER_MS = 20;
+const BATCH_BYTES = 256 * 1024;
 
 const linesIn = (text: string | Buffer): number => {
   let n = 0;
@@ -50,13 +55,24 @@ const linesIn = (text: string | Buffer): number => {
   return n;
 };
 
-/** The bounded, asynchronous writer described above, over one output. */
+/**
+ * The bounded, asynchronous writer described above, over one output. Lines are encoded straight into buffers of
+ * `BATCH_BYTES` as they arrive (no joining of strings later), and each write takes one filled buffer, or the one
+ * being filled once its moment has passed.
+ */
 export class BoundedSink implements LogSink {
-  private pending: string[] = [];
-  private pendingBytes = 0;
+  /** Filled buffers, oldest first, and the one being filled (`current`, `used` bytes of it). */
+  private readonly filled: Buffer[] = [];
+  private current: Buffer | null = null;
+  private used = 0;
+  /** A written buffer kept for the next fill, so a steady log allocates nothing. */
+  private spare: Buffer | null = null;
+  /** Bytes taken and not yet written or dropped (LOG_BUFFER_BYTES bounds them). */
+  private held = 0;
   private writing = false;
   private pausedUntil = 0;
   private retry: NodeJS.Timeout | null = null;
+  private linger: NodeJS.Timeout | null = null;
   private waiters: (() => void)[] = [];
   dropped = 0;
 
@@ -68,18 +84,42 @@ export class BoundedSink implements LogSink {
   ) {}
 
   write(text: string): void {
-    const bytes = text.length;
-    if (this.broken() || this.pendingBytes + bytes > this.maxBytes) {
+    // At most 3 bytes of UTF-8 per UTF-16 unit: room for that is room enough.
+    const most = text.length * 3;
+    if (this.broken() || this.held + text.length > this.maxBytes) {
       this.dropped += linesIn(text);
       return;
     }
-    this.pending.push(text);
-    this.pendingBytes += bytes;
+    if (most > BATCH_BYTES) {
+      this.seal();
+      const whole = Buffer.from(text);
+      this.filled.push(whole);
+      this.held += whole.length;
+    } else {
+      if (this.current === null || this.used + most > this.current.length) {
+        this.seal();
+        this.current = this.spare ?? Buffer.allocUnsafe(BATCH_BYTES);
+        this.spare = null;
+      }
+      const n = this.current.write(text, this.used);
+      this.used += n;
+      this.held += n;
+    }
+    if (this.filled.length > 0) this.next();
+    else if (this.linger === null && !this.writing) {
+      this.linger = setTimeout(() => this.next(), LINGER_MS);
+      this.linger.unref();
+    }
+  }
+
+  flush(): void {
+    this.seal();
     this.next();
   }
 
   drain(ms: number): Promise<void> {
-    if (!this.writing && this.pending.length === 0) return Promise.resolve();
+    this.flush();
+    if (!this.writing && this.held === 0) return Promise.resolve();
     return new Promise((resolve) => {
       const timer = setTimeout(resolve, ms);
       timer.unref();
@@ -90,8 +130,23 @@ export class BoundedSink implements LogSink {
     });
   }
 
+  /** Moves the buffer being filled to the filled ones. */
+  private seal(): void {
+    if (this.current !== null && this.used > 0) {
+      this.filled.push(this.current.subarray(0, this.used));
+      this.current = null;
+      this.used = 0;
+    }
+  }
+
   private next(): void {
-    if (this.writing || this.pending.length === 0 || this.retry !== null) return;
+    if (this.linger !== null) {
+      clearTimeout(this.linger);
+      this.linger = null;
+    }
+    if (this.writing || this.retry !== null) return;
+    if (this.filled.length === 0) this.seal();
+    if (this.filled.length === 0) return;
     const wait = this.pausedUntil - Date.now();
     if (wait > 0) {
       this.retry = setTimeout(() => {
@@ -101,33 +156,32 @@ export class BoundedSink implements LogSink {
       this.retry.unref();
       return;
     }
-    if (this.broken()) return this.dropPending();
-    let take = 0;
-    let size = 0;
-    while (take < this.pending.length && (take === 0 || size + this.pending[take].length <= MAX_WRITE_BYTES))
-      size += this.pending[take++].length;
-    const all = take === this.pending.length;
-    const text = all ? this.pending.join('') : this.pending.splice(0, take).join('');
-    if (all) this.pending = [];
-    this.pendingBytes -= size;
+    if (this.broken()) return this.dropHeld();
+    const chunk = this.filled.shift()!;
     this.writing = true;
-    const chunk = Buffer.from(text);
     this.out(chunk, (err) => {
       this.writing = false;
+      this.held -= chunk.length;
       if (err) {
         this.dropped += linesIn(chunk);
         this.pausedUntil = Date.now() + RETRY_AFTER_MS;
-        if (this.broken()) return this.dropPending();
+        if (this.broken()) return this.dropHeld();
+      } else if (chunk.buffer.byteLength === BATCH_BYTES && chunk.byteOffset === 0 && this.spare === null) {
+        this.spare = Buffer.from(chunk.buffer, 0, BATCH_BYTES);
       }
-      if (this.pending.length === 0) this.settle();
-      else this.next();
+      if (this.held === 0) this.settle();
+      else if (this.filled.length > 0 || this.waiters.length > 0) this.next();
+      else {
+        this.linger = setTimeout(() => this.next(), LINGER_MS);
+        this.linger.unref();
+      }
     });
   }
 
-  private dropPending(): void {
-    for (const t of this.pending) this.dropped += linesIn(t);
-    this.pending = [];
-    this.pendingBytes = 0;
+  private dropHeld(): void {
+    this.seal();
+    for (const b of this.filled.splice(0)) this.dropped += linesIn(b);
+    this.held = 0;
     this.settle();
   }
 
@@ -191,20 +245,35 @@ function stdoutSink(maxBytes: number): LogSink {
   return new BoundedSink(out, maxBytes, broken);
 }
 
-/** A worker's stdout: Node posts each write to the main thread, which may be slow to take them. */
+/** A worker's stdout: Node posts each write to the main thread, which may be slow to take them; one post a turn. */
 class WorkerSink implements LogSink {
   dropped = 0;
+  private lines: string[] = [];
+  private scheduled = false;
 
   constructor(private readonly maxBytes: number) {
     process.stdout.on('error', () => undefined);
   }
 
   write(text: string): void {
+    this.lines.push(text);
+    if (!this.scheduled) {
+      this.scheduled = true;
+      setImmediate(() => this.flush());
+    }
+  }
+
+  flush(): void {
+    this.scheduled = false;
+    if (this.lines.length === 0) return;
+    const text = this.lines.join('');
+    this.lines = [];
     if (process.stdout.writableLength + text.length > this.maxBytes) this.dropped += linesIn(text);
     else process.stdout.write(text);
   }
 
   drain(): Promise<void> {
+    this.flush();
     return Promise.resolve();
   }
 }

@@ -124,6 +124,8 @@ export abstract class Exchange {
     return this.laterHeaders().host;
   }
   get forwardedFor(): string {
+    // The access log of an answer from the read cache asks for this one header alone, while the request is still readable.
+    if (this.later === null && this.head !== null) return this.head.getHeader('x-forwarded-for');
     return this.laterHeaders().forwardedFor;
   }
   /** The Idempotency-Key header, '' when absent (http/idempotency.ts). */
