@@ -37,6 +37,8 @@ const SAME_ON_EVERY_STORE = [
   'test/api/out-of-range.test.ts',
   'test/api/protocol.test.ts',
   'test/api/smoke.test.ts',
+  // The command line's help and refusals, before any store is opened.
+  'test/api/cli.test.ts',
   // Documents and metadata, built from the route and schema declarations.
   'test/api/openapi.test.ts',
   'test/api/openapi-client.test.ts',

@@ -166,6 +166,7 @@ const storeUrl: Parser<string | null> = (given) => {
 };
 
 const cidrList: Parser<string[]> = (v, name) => {
+  if (v.trim().toLowerCase() === 'none') return [];
   const list = parseProxyList(v);
   if (!Array.isArray(list)) throw new ConfigError(`${name} must be a comma-separated list of CIDRs: ${list.error}`);
   return list;
@@ -239,7 +240,7 @@ const SETTINGS: { [K in keyof Config]: Setting<K> } = {
     env: 'AUTH_HEADER_TRUSTED_PROXIES',
     fallback: LOOPBACK_PROXIES,
     parse: cidrList,
-    help: 'Peers (CIDR list) whose user header counts; from others it is ignored. Empty: none.',
+    help: 'Peers (CIDR list) whose user header counts; from others it is ignored as if absent. `none`: no peer.',
   },
   authTokenExpiry: {
     env: 'AUTH_TOKEN_EXPIRY',

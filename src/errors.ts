@@ -69,6 +69,7 @@ export const Errors = {
   expectedOne: (field: string, template: string, count: number) => new ApiError(400, { [field]: template.replace('{n}', String(count)) }),
   idempotencyKeyInvalid: () => new ApiError(400, 'Idempotency-Key must be 1 to 255 printable ASCII characters.'),
   invalidEmailHeader: () => new ApiError(400, 'Username must contain a valid email address'),
+  emailHeaderTooLong: (max: number) => new ApiError(400, `Username must be an email address of at most ${max} characters`),
 
   // 401
   notAuthenticated: () => new ApiError(401, 'Authentication credentials were not provided.', WWW_AUTHENTICATE),

@@ -10,6 +10,7 @@
  * check per request is a few byte comparisons on the peer address uWS hands
  * over in binary (4 bytes, or 16 with IPv4 peers mapped into ::ffff:0:0/96).
  */
+import type { Config } from '../config.js';
 import { formatCidr, parseCidr, WIDTH } from '../ip/address.js';
 
 export const LOOPBACK_PROXIES = '127.0.0.0/8,::1/128';
@@ -82,6 +83,12 @@ export class ProxyTrust {
     return this.v6.some((r) => within(r, a, 0));
   }
 
+  /** Whether every address of `cidr` is trusted (one trusted range holds it whole). */
+  covers(cidr: string): boolean {
+    const r = rangeOf(cidr);
+    return (r.bytes.length === 4 ? this.v4 : this.v6).some((t) => t.len <= r.len && within(t, r.bytes, 0));
+  }
+
   /** The peer as text (`127.0.0.1`, `::1`, `::ffff:10.0.0.1`); anything unparsable is not trusted. */
   allowsText(address: string): boolean {
     const c = parseCidr(address);
@@ -94,4 +101,28 @@ export class ProxyTrust {
 export function isLoopbackHost(host: string): boolean {
   if (host === 'localhost') return true;
   return new ProxyTrust(parseProxyList(LOOPBACK_PROXIES) as string[]).allowsText(host);
+}
+
+/**
+ * The user header as this server takes it: its name, and from which peers. When the server listens on a loopback
+ * address and the whole loopback range is trusted (the defaults), every peer that can connect is this machine's own
+ * (packets to 127.0.0.0/8 or ::1 never arrive from elsewhere), so no request pays for reading its peer's address.
+ */
+export class UserHeaderPolicy {
+  /** Lower case, as headers are asked for. */
+  readonly name: string;
+  readonly trust: ProxyTrust;
+  /** Every peer that can reach the listener is trusted: nothing to check per request. */
+  readonly everyPeer: boolean;
+
+  constructor(config: Pick<Config, 'userAuthHeader' | 'authHeaderTrustedProxies' | 'host'>) {
+    this.name = config.userAuthHeader;
+    this.trust = new ProxyTrust(config.authHeaderTrustedProxies);
+    const loopback = (cidr: string) => this.trust.covers(cidr);
+    const host = config.host;
+    this.everyPeer =
+      (loopback('0.0.0.0/0') && loopback('::/0')) ||
+      (host === 'localhost' && loopback('127.0.0.0/8') && loopback('::1/128')) ||
+      (host !== 'localhost' && isLoopbackHost(host) && (host.includes(':') ? loopback('::1/128') : loopback('127.0.0.0/8')));
+  }
 }

@@ -15,6 +15,7 @@
 import { join } from 'node:path';
 import { Authenticator } from '../auth/authenticate.js';
 import { TokenSigner } from '../auth/secrets.js';
+import { isLoopbackHost, UserHeaderPolicy } from '../auth/trusted-proxies.js';
 import { Fence } from '../cluster/fence.js';
 import { LeaseKeeper } from '../cluster/lease.js';
 import { Replica } from '../cluster/replica.js';
@@ -67,6 +68,8 @@ export class App {
   private readonly assets = new StaticAssets();
   /** The OpenAPI document without `servers`, which names the host each request came to. */
   private openApi: Record<string, unknown> | undefined;
+  /** Who may name the user in USER_AUTH_HEADER (auth/trusted-proxies.ts); read by every transport. */
+  readonly userHeader: UserHeaderPolicy;
 
   private constructor(
     readonly config: Config,
@@ -90,10 +93,19 @@ export class App {
     private readonly dirLock: DataDirLock | null,
   ) {
     this.observer = new RequestObserver(log, metrics);
+    this.userHeader = new UserHeaderPolicy(config);
   }
 
   /** Opens the store (config.store, else LMDB in config.dataDir) and starts the shard workers; resolves when every shard has loaded. */
   static async start(config: Config, log: Logger): Promise<App> {
+    if (config.newUsersAsSuperuser && !isLoopbackHost(config.host)) {
+      log.warn(
+        `netsot: listening on ${config.host} with SERVICE_NEW_USERS_AS_SUPERUSER=true: any request with ${config.userAuthHeader} ` +
+          `from a trusted proxy (${config.authHeaderTrustedProxies.join(', ') || 'none'}) that names a new email makes a superuser; ` +
+          'make the first superuser with `netsot users add --superuser <email>` and set it false',
+        { event: 'insecure-default', host: config.host, trustedProxies: config.authHeaderTrustedProxies },
+      );
+    }
     // Before anything opens a file there: the store and the server key are secrets.
     if (config.store === null) secureDataDir(config.dataDir, (line) => log.warn(line, { event: 'data-dir' }));
     // Before the store opens: a second server on this data dir would hand out the same ids (README, One data dir, one server).

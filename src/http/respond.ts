@@ -6,6 +6,7 @@
  * and the in-process one in inject.ts. Every API response carries Allow and Vary.
  */
 import { randomUUID } from 'node:crypto';
+import type { UserHeaderPolicy } from '../auth/trusted-proxies.js';
 import { asApiError, errorEnvelope } from '../errors.js';
 import type { FeedSink } from '../feed/hub.js';
 import type { Logger } from '../log.js';
@@ -102,7 +103,10 @@ export abstract class Exchange {
   readonly query: string;
   readonly accept: string;
   readonly authorization: string;
-  /** The user header (config.userAuthHeader): undefined when absent, '' when sent empty. */
+  /**
+   * The user header (USER_AUTH_HEADER): undefined when absent, '' when sent empty, and undefined too when the
+   * peer is not a trusted proxy (AUTH_HEADER_TRUSTED_PROXIES; auth/trusted-proxies.ts): ignored as if absent.
+   */
   readonly emailHeader: string | undefined;
   /** The client's X-Request-Id, or a new UUID; echoed in the response and named in the access log. */
   readonly requestId: string;
@@ -175,19 +179,24 @@ export abstract class Exchange {
   private done = false;
   private peer = '';
 
-  /** Reads every request fact the lifecycle needs from `head` now: a uWS request is unusable once its handler returns. */
+  /**
+   * Reads every request fact the lifecycle needs from `head` now: a uWS request is unusable once its handler returns.
+   * `peerTrusted` is asked only when the user header is there and the policy cannot vouch for every peer.
+   */
   constructor(
     protected readonly log: Logger,
     head: RequestHead,
-    emailHeaderName: string,
+    userHeader: UserHeaderPolicy,
+    peerTrusted: () => boolean,
   ) {
     this.method = head.getCaseSensitiveMethod();
     this.path = head.getUrl();
     this.query = head.getQuery() ?? '';
     this.accept = head.getHeader('accept');
     this.authorization = head.getHeader('authorization');
-    const email = head.getHeader(emailHeaderName);
-    this.emailHeader = email === '' && !hasHeader(head, emailHeaderName) ? undefined : email;
+    const email = head.getHeader(userHeader.name);
+    const sent = email !== '' || hasHeader(head, userHeader.name);
+    this.emailHeader = sent && (userHeader.everyPeer || peerTrusted()) ? email : undefined;
     const id = head.getHeader('x-request-id');
     this.requestId = id !== '' && REQUEST_ID.test(id) ? id : randomUUID();
     this.head = head;
