@@ -39,6 +39,8 @@ const SAME_ON_EVERY_STORE = [
   'test/api/smoke.test.ts',
   // The command line's help and refusals, before any store is opened.
   'test/api/cli.test.ts',
+  // Strict requests are refused or let through before a shard or the store sees them.
+  'test/api/strict.test.ts',
   // Documents and metadata, built from the route and schema declarations.
   'test/api/openapi.test.ts',
   'test/api/openapi-client.test.ts',

@@ -56,6 +56,7 @@ import type { Exchange } from './respond.js';
 import { allowOf, type RouteMatch, Router } from './router.js';
 import { ASSETS_PATH, StaticAssets } from './static.js';
 import { CHUNKED_REPLY_CHARS, streamReply, textChunks } from './stream.js';
+import { prefersStrict, STRICT_APPLIED, strictFeedProblems, strictProblems } from './strict.js';
 
 /** Routes whose answer may be a list, which a shard streams (P7): the collection's, its list routes', an object's sub-route lists. */
 const STREAMABLE_SHAPES = new Set<Shape>(['list', 'list-route', 'detail-route']);
@@ -288,15 +289,23 @@ export class App {
     return n;
   }
 
+  /** Whether `x` is handled strictly (strict.ts); marks its response so when it is. */
+  private strict(x: Exchange): boolean {
+    if (!this.config.strictRequests && !prefersStrict(x.prefer)) return false;
+    x.preferenceApplied = STRICT_APPLIED;
+    return true;
+  }
+
   private async lifecycle(x: Exchange): Promise<void> {
     if (this.draining) return x.fail(Errors.shuttingDown(), true);
+    const strict = x.path.startsWith('/api/') && this.strict(x);
     if (x.path === '/healthz' || x.path === '/readyz') return this.serveHealth(x);
     if (x.path === '/docs' || x.path.startsWith('/docs/')) return this.serveDocs(x);
     if (x.path === '/admin' || x.path.startsWith('/admin/')) return this.adminEndpoints().serve(x);
     if (x.path === '/metrics' && this.metrics) return this.serveMetrics(x, this.metrics);
     // Before the router, which would read `stream` as a Change id (feed/request.ts).
     const feedSite = feedPath(x.path);
-    if (feedSite !== null) return this.serveFeed(x, feedSite);
+    if (feedSite !== null) return this.serveFeed(x, feedSite, strict);
     const match = this.router.match(x.path);
     x.match = match;
     const method = x.method === 'HEAD' ? 'GET' : x.method;
@@ -321,9 +330,15 @@ export class App {
     if (raw === 'too-large') return x.fail(Errors.bodyTooLarge(), true);
     const keyed = user !== null && match.collection !== null && appliesTo(method, x.idempotencyKey);
     // A large body goes to its shard unread (readRequestBody runs there, same answers): see offloads().
-    const bytes = !keyed && method !== 'OPTIONS' && this.offloads(match, operation!, raw, x.contentType) ? x.bodyBytes(raw) : undefined;
+    // A strict request's body is read here, where its fields are checked.
+    const offload = !keyed && !strict && method !== 'OPTIONS' && this.offloads(match, operation!, raw, x.contentType);
+    const bytes = offload ? x.bodyBytes(raw) : undefined;
     const parsed = bytes ? undefined : readRequestBody(raw, x.contentType, this.config.maxBulkItems);
     if (x.aborted) return;
+    if (strict && method !== 'OPTIONS') {
+      const problems = strictProblems(match, operation!, x.query, parsed);
+      if (problems) throw Errors.validation(problems);
+    }
     if (method === 'OPTIONS') return x.send(200, await this.options(match, user));
 
     const run = (stamp?: IdempotencyStamp): Promise<Forwarded> =>
@@ -364,6 +379,8 @@ export class App {
       return false;
     }
     if (typeof caller === 'string') return false;
+    // A strict request whose query is refused gets its 400 the usual way.
+    if (this.strict(x) && x.query !== '' && strictProblems(match, match.route.methods.GET!, x.query, undefined)) return false;
     x.match = match;
     x.allow = allowOf(match.route);
     x.representation = accepted.representation;
@@ -540,7 +557,7 @@ export class App {
   }
 
   /** `GET /api/changes/stream/` and `/api/sites/{id}/changes/stream/` as Server-Sent Events. */
-  private async serveFeed(x: Exchange, siteSegment: string): Promise<void> {
+  private async serveFeed(x: Exchange, siteSegment: string, strict: boolean): Promise<void> {
     x.allow = 'GET';
     const sub = await this.feedSubscription(siteSegment, {
       query: x.query,
@@ -549,6 +566,8 @@ export class App {
       lastEventId: x.lastEventId,
     });
     if (x.method !== 'GET') throw Errors.methodNotAllowed(x.method, x.allow);
+    const problems = strict ? strictFeedProblems(x.query) : null;
+    if (problems) throw Errors.validation(problems);
     const sink = x.openEventStream();
     if (sink) this.feed.subscribe(sub.filter, sink, sub.after);
     else if (!x.aborted) throw Errors.streamNeedsConnection();

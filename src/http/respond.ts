@@ -83,6 +83,7 @@ export interface StreamSink {
 
 /** Headers only a request the lifecycle runs reads (Exchange.begin). */
 interface LaterHeaders {
+  prefer: string;
   contentType: string;
   host: string;
   forwardedFor: string;
@@ -132,6 +133,12 @@ export abstract class Exchange {
     if (this.later === null && this.head !== null) return this.head.getHeader('x-forwarded-for');
     return this.laterHeaders().forwardedFor;
   }
+  /** The Prefer header (RFC 7240), '' when absent: `handling=strict` asks for strict handling (strict.ts). */
+  get prefer(): string {
+    // Also asked by an answer from the read cache, while the request is still readable.
+    if (this.later === null && this.head !== null) return this.head.getHeader('prefer');
+    return this.laterHeaders().prefer;
+  }
   /** The Idempotency-Key header, '' when absent (http/idempotency.ts). */
   get idempotencyKey(): string {
     return this.laterHeaders().idempotencyKey;
@@ -145,6 +152,7 @@ export abstract class Exchange {
     if (this.later === null) {
       const h = this.head!;
       this.later = {
+        prefer: h.getHeader('prefer'),
         contentType: h.getHeader('content-type'),
         host: h.getHeader('host') || 'localhost',
         forwardedFor: h.getHeader('x-forwarded-for'),
@@ -173,6 +181,8 @@ export abstract class Exchange {
   template: string | undefined = undefined;
   /** The authenticated user's email, once known. */
   user: string | undefined = undefined;
+  /** Sent as Preference-Applied on the response, whatever it is (strict handling: strict.ts). */
+  preferenceApplied: string | null = null;
   observer: ResponseObserver | null = null;
   /** Called when the client goes away (set while a streamed response is being written). */
   onAbort: (() => void) | null = null;
@@ -254,7 +264,7 @@ export abstract class Exchange {
     this.done = true;
     if (this.aborted) return null;
     this.peer = this.observer?.wantsPeer ? this.remoteAddress() : '';
-    return this.beginStream(status, 'application/json', this.allow, headers);
+    return this.beginStream(status, 'application/json', this.allow, this.withApplied(headers));
   }
 
   /** A streamed response is over (complete or cut off): metrics and the access log see it now. */
@@ -282,12 +292,16 @@ export abstract class Exchange {
       status,
       status !== 204 && !('Content-Type' in headers) ? type : null,
       this.allow && !('Allow' in headers) ? this.allow : '',
-      headers,
+      this.withApplied(headers),
       payload,
       this.method === 'HEAD',
       closeConnection,
     );
     observer?.finished(this, status, peer, payload);
+  }
+
+  private withApplied(headers: Record<string, string>): Record<string, string> {
+    return this.preferenceApplied === null ? headers : { ...headers, 'Preference-Applied': this.preferenceApplied };
   }
 
   sendHtml(status: number, html: string): void {
