@@ -156,7 +156,10 @@ export class BoundedSink implements LogSink {
       this.retry.unref();
       return;
     }
-    if (this.broken()) return this.dropHeld();
+    if (this.broken()) {
+      this.dropHeld();
+      return;
+    }
     const chunk = this.filled.shift()!;
     this.writing = true;
     this.out(chunk, (err) => {
@@ -165,7 +168,10 @@ export class BoundedSink implements LogSink {
       if (err) {
         this.dropped += linesIn(chunk);
         this.pausedUntil = Date.now() + RETRY_AFTER_MS;
-        if (this.broken()) return this.dropHeld();
+        if (this.broken()) {
+          this.dropHeld();
+          return;
+        }
       } else if (chunk.buffer.byteLength === BATCH_BYTES && chunk.byteOffset === 0 && this.spare === null) {
         this.spare = Buffer.from(chunk.buffer, 0, BATCH_BYTES);
       }

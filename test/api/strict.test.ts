@@ -142,7 +142,7 @@ describe('every documented parameter of every operation', () => {
   type Doc = { paths: Record<string, Record<string, { parameters: Param[]; requestBody?: unknown }>> };
 
   /** A value of the parameter's type; whether it makes sense for the object does not matter, only whether it is known. */
-  const valueOf = (p: Param) => p.schema.enum?.[0] ?? (p.schema.type === 'integer' ? '1' : p.schema.type === 'boolean' ? 'true' : 'x');
+  const sample = (p: Param) => p.schema.enum?.[0] ?? (p.schema.type === 'integer' ? '1' : p.schema.type === 'boolean' ? 'true' : 'x');
 
   test('is accepted strictly, and a parameter beside them that is not documented is refused alone', async () => {
     const doc = (await s.get('/docs/openapi.json')).json as Doc;
@@ -154,7 +154,7 @@ describe('every documented parameter of every operation', () => {
       for (const [method, op] of Object.entries(ops)) {
         const query = op.parameters
           .filter((p) => p.in === 'query')
-          .map((p) => `${p.name}=${encodeURIComponent(valueOf(p))}`)
+          .map((p) => `${p.name}=${encodeURIComponent(sample(p))}`)
           .join('&');
         const send = (q: string) =>
           s.request(method.toUpperCase(), `${path}${q ? `?${q}` : ''}`, {
