@@ -13,6 +13,8 @@ import { writePrivateFile } from '../../src/store/data-dir.js';
 import { TestServer } from '../helpers/server.js';
 
 const FILES = ['netsot.lock', 'netsot.mdb', 'netsot.mdb-lock', 'token-signing.key'];
+/** The modes of a private data dir and its files. */
+const PRIVATE = { '.': '700', ...Object.fromEntries(FILES.map((f) => [f, '600'])) };
 const mode = (path: string) => (statSync(path).mode & 0o777).toString(8);
 const modes = (dir: string) =>
   Object.fromEntries([
@@ -78,13 +80,7 @@ describe('data dir permissions', () => {
     const dir = join(root, 'fresh', 'data');
     const srv = await start(dir);
     await serves(srv, 'fresh');
-    expect(modes(dir)).toEqual({
-      '.': '700',
-      'netsot.lock': '600',
-      'netsot.mdb': '600',
-      'netsot.mdb-lock': '600',
-      'token-signing.key': '600',
-    });
+    expect(modes(dir)).toEqual(PRIVATE);
     expect(warnings(srv)).toEqual([]);
   });
 
@@ -114,13 +110,7 @@ describe('data dir permissions', () => {
     await runOnce(dir, 'private');
     const srv = await start(dir);
     expect(warnings(srv)).toEqual([]);
-    expect(modes(dir)).toEqual({
-      '.': '700',
-      'netsot.lock': '600',
-      'netsot.mdb': '600',
-      'netsot.mdb-lock': '600',
-      'token-signing.key': '600',
-    });
+    expect(modes(dir)).toEqual(PRIVATE);
   });
 
   const isRoot = process.getuid?.() === 0;

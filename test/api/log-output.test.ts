@@ -9,12 +9,10 @@
  * Mounting the tmpfs needs root (CI runs as root); elsewhere that test says
  * loudly that it skipped, and under CI=true a failed mount fails the run.
  */
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, afterEach, describe, expect, test } from 'vitest';
+import { afterEach, describe, expect, test } from 'vitest';
 import { TestServer } from '../helpers/server.js';
+import { smallTmpfs } from '../helpers/tmpfs.js';
 
 let s: TestServer | undefined;
 afterEach(async () => {
@@ -55,24 +53,13 @@ describe('logging into a closed pipe', () => {
 });
 
 describe('logging onto a full disk', () => {
-  const mountPoint = mkdtempSync(join(tmpdir(), 'netsot-logfull-'));
-  let mounted = false;
-  try {
-    execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=12m', 'tmpfs', mountPoint], { stdio: 'pipe' });
-    mounted = true;
-  } catch (err) {
-    const why = `cannot mount a small tmpfs (${(err as Error).message.split('\n')[0]}): needs root`;
-    if (process.env.CI === 'true') throw new Error(`log-output test: ${why}`);
-    console.warn(`\n*** SKIPPED the full-disk test of test/api/log-output.test.ts: ${why} ***\n`);
-  }
-  afterAll(async () => {
+  const disk = smallTmpfs('the full-disk test of test/api/log-output.test.ts', '12m', async () => {
     if (s && s.proc.exitCode === null) await s.kill();
-    if (mounted) execFileSync('umount', [mountPoint]);
-    rmSync(mountPoint, { recursive: true, force: true });
   });
+  const mountPoint = disk.path;
 
   test('with logs and data on one full 12 MB disk, reads are answered within 3 s and SIGTERM stops the server', async (ctx) => {
-    if (!mounted) ctx.skip();
+    if (!disk.mounted()) ctx.skip();
     s = await TestServer.start({
       dataDir: join(mountPoint, 'data'),
       stdoutFile: join(mountPoint, 'stdout.log'),
