@@ -118,11 +118,32 @@ export class Logger {
       this.info('request', { ...a });
       return;
     }
-    const user = a.user === undefined ? '' : `,"user":${jsonString(a.user)}`;
+    // Joined from an array: one flat string at once, which the sink encodes faster than a template's tree of pieces.
     this.write(
-      `{"level":30,"time":${Date.now()},${this.bindingsJson},"reqId":${jsonString(a.reqId)},"method":${jsonString(a.method)}` +
-        `,"route":"${a.route}","path":${jsonString(a.path)},"status":${a.status},"ms":${a.ms}${user}` +
-        `,"client":${jsonString(a.client)},"peer":${jsonString(a.peer)},"msg":"request"}\n`,
+      [
+        '{"level":30,"time":',
+        Date.now(),
+        ',',
+        this.bindingsJson,
+        ',"reqId":',
+        jsonString(a.reqId),
+        ',"method":',
+        jsonString(a.method),
+        ',"route":"',
+        a.route,
+        '","path":',
+        jsonString(a.path),
+        ',"status":',
+        a.status,
+        ',"ms":',
+        a.ms,
+        a.user === undefined ? '' : `,"user":${jsonString(a.user)}`,
+        ',"client":',
+        jsonString(a.client),
+        ',"peer":',
+        jsonString(a.peer),
+        ',"msg":"request"}\n',
+      ].join(''),
     );
   }
 
