@@ -17,7 +17,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import cliProgress from 'cli-progress';
 import { argumentError, ConfigError, loadConfig, StartupError } from '../config.js';
-import { ensurePrivateDir } from '../store/data-dir.js';
+import { ensurePrivateDir, secureDataDir } from '../store/data-dir.js';
 import { DataDirLock } from '../store/data-dir-lock.js';
 import { OpsError, restoreBackup, writeBackup } from './backup.js';
 import { OPS, type OpsCommand, opsFlags, opsHelp, opsUsage } from './commands.js';
@@ -141,7 +141,6 @@ const COMMANDS: Record<OpsCommand, (args: Args) => Promise<void>> = {
     if (!/^\d+$/.test(String(args.flags.batch ?? '1')) || batch < 1 || batch > 1_000_000)
       throw new UsageError(`--batch must be between 1 and 1000000, got '${args.flags.batch}'`);
     if (!existsSync(dump)) throw new OpsError(`${dump} does not exist`);
-    const { secureDataDir } = await import('../store/data-dir.js');
     secureDataDir(args.dataDir, (line) => process.stderr.write(`${line}\n`));
     await holdingDataDir(args.dataDir, 'import', async () => {
       // A backup or export reading the store holds no lock, only an LMDB reader slot.
