@@ -14,6 +14,10 @@ const LMDB_ONLY = [
   'test/api/disk-full.test.ts',
   // `netsot export` and `import` work on a data dir (the LMDB store): they have no --store.
   'test/api/export-import.test.ts',
+  // Log output on a full disk and into a closed pipe: the LMDB data dir shares the small disk with the log.
+  'test/api/log-output.test.ts',
+  // One data dir, one server: the data dir's lock (a PostgreSQL store has no data dir; its nodes share a lease).
+  'test/api/one-server.test.ts',
 ];
 
 /**
@@ -33,6 +37,10 @@ const SAME_ON_EVERY_STORE = [
   'test/api/out-of-range.test.ts',
   'test/api/protocol.test.ts',
   'test/api/smoke.test.ts',
+  // The command line's help and refusals, before any store is opened.
+  'test/api/cli.test.ts',
+  // Strict requests are refused or let through before a shard or the store sees them.
+  'test/api/strict.test.ts',
   // Documents and metadata, built from the route and schema declarations.
   'test/api/openapi.test.ts',
   'test/api/openapi-client.test.ts',

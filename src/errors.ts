@@ -81,6 +81,7 @@ export const Errors = {
   invalidEmailHeader: () => new ApiError(400, 'Username must contain a valid email address'),
   afterCommitInvalid: () =>
     new ApiError(400, 'X-Netsot-After-Commit must be a commit position: an integer from 0, as X-Netsot-Commit gave it.'),
+  emailHeaderTooLong: (max: number) => new ApiError(400, `Username must be an email address of at most ${max} characters`),
 
   // 401
   notAuthenticated: () => new ApiError(401, 'Authentication credentials were not provided.', WWW_AUTHENTICATE),

@@ -1,12 +1,31 @@
 #!/usr/bin/env node
 /**
- * CLI: `node dist/main.js serve [--host H] [--port P] [--data-dir D] [--shards N] …`, and the operator
- * commands backup, restore, export and import (src/ops/cli.ts).
+ * CLI: `node dist/main.js serve [--<setting> <value>]…` (every setting of src/config.ts), and the operator
+ * commands backup, restore, export, import and users (src/ops/cli.ts). `<command> --help` explains each.
  */
-import { type Config, ConfigError, flagsToSource, loadConfig } from './config.js';
+import { type Config, ConfigError, loadConfig, parseServeArgs, StartupError, serveHelp } from './config.js';
 import { Logger } from './log.js';
+import { configureLogSink } from './log-sink.js';
 import { NativeLoadError, verifyNativeModules } from './native.js';
-import { OPS_COMMANDS, OPS_USAGE, type OpsCommand } from './ops/commands.js';
+import { OPS, OPS_COMMANDS, type OpsCommand, opsUsage } from './ops/commands.js';
+
+/** How long an exit waits for the log to be written. */
+const LOG_FLUSH_MS = 1000;
+
+function usage(): string {
+  const lines = [
+    ['serve [--<setting> <value>]…', 'Runs the server (serve --help lists every setting).'],
+    ...OPS_COMMANDS.map((c) => [opsUsage(c), OPS[c].summary]),
+  ];
+  return [
+    'usage: node dist/main.js <command> [arguments]  (npx netsot <command> …)',
+    '',
+    ...lines.map(([u, what]) => `  ${u}\n      ${what}`),
+    '',
+    '<command> --help explains one command.',
+    '',
+  ].join('\n');
+}
 
 async function main(argv: string[]): Promise<void> {
   const [command, ...rest] = argv;
@@ -20,14 +39,22 @@ async function main(argv: string[]): Promise<void> {
     const { runOps } = await import('./ops/cli.js');
     process.exit(await runOps(command as OpsCommand, rest));
   }
+  if (command === undefined || command === '--help' || command === '-h' || command === 'help') {
+    process.stdout.write(usage());
+    process.exit(0);
+  }
   if (command !== 'serve') {
-    const usage = ['serve [--host H] [--port P] [--data-dir D] [--shards N] [--<setting> V]', ...OPS_COMMANDS.map((c) => OPS_USAGE[c])];
-    process.stderr.write(`usage:\n${usage.map((u) => `  node dist/main.js ${u}\n`).join('')}`);
-    process.exit(command === undefined || command === '--help' ? 0 : 2);
+    process.stderr.write(`netsot: unknown command '${command}'\n${usage()}`);
+    process.exit(2);
   }
   let config: Config;
   try {
-    config = loadConfig(process.env, flagsToSource(rest));
+    const args = parseServeArgs(rest);
+    if (args.help) {
+      process.stdout.write(serveHelp());
+      process.exit(0);
+    }
+    config = loadConfig(process.env, args.flags);
   } catch (err) {
     if (err instanceof ConfigError) {
       process.stderr.write(`netsot: ${err.message}\n`);
@@ -35,7 +62,21 @@ async function main(argv: string[]): Promise<void> {
     }
     throw err;
   }
+  configureLogSink(config.logBufferBytes);
   const log = new Logger(config.logLevel, { format: config.logFormat, bindings: { thread: 'main' } });
+  // From here on, stderr carries nothing the log does not: a stderr that fails (a closed pipe) costs nothing.
+  process.stderr.on('error', () => undefined);
+  process.on('uncaughtException', (err) => log.error('netsot: uncaught exception (still serving)', { event: 'uncaught', err }));
+  process.on('unhandledRejection', (err) =>
+    log.error('netsot: unhandled rejection (still serving)', {
+      event: 'uncaught',
+      err: err instanceof Error ? err : new Error(String(err)),
+    }),
+  );
+  /** Exits once the log has been written, or `LOG_FLUSH_MS` later: a log nobody reads never holds the process. */
+  const exit = (code: number) => {
+    log.close(LOG_FLUSH_MS).then(() => process.exit(code));
+  };
   try {
     const started = performance.now();
     await verifyNativeModules(log);
@@ -55,14 +96,15 @@ async function main(argv: string[]): Promise<void> {
       stopping = true;
       log.warn(`netsot: ${signal}; answering requests in flight, then stopping`, { event: 'shutdown', signal });
       log.flush();
+      // Whatever hangs past the drain (a store that does not close), the process still ends.
+      setTimeout(() => process.exit(1), config.shutdownMs + 2 * LOG_FLUSH_MS).unref();
       server.close().then(
         (answered) => {
           if (answered) log.warn('netsot: stopped', { event: 'stopped', code: 0 });
           else log.error(`netsot: requests still in flight after ${config.shutdownMs} ms; exiting anyway`, { event: 'stopped', code: 1 });
-          log.flush();
-          process.exit(answered ? 0 : 1);
+          exit(answered ? 0 : 1);
         },
-        () => process.exit(1),
+        () => exit(1),
       );
     };
     process.on('SIGINT', () => stop('SIGINT'));
@@ -92,16 +134,16 @@ async function main(argv: string[]): Promise<void> {
       process.stderr.write(`netsot: ${err.message}\n`);
       process.exit(2);
     }
+    if (err instanceof StartupError) {
+      process.stderr.write(`netsot: ${err.message}\n`);
+      process.exit(1);
+    }
     process.stderr.write(`netsot: start-up failed: ${(err as Error).stack ?? err}\n`);
     process.exit(1);
   }
 }
 
-process.on('uncaughtException', (err) => {
-  process.stderr.write(`netsot: uncaught exception (still serving): ${err.stack}\n`);
+main(process.argv.slice(2)).catch((err) => {
+  process.stderr.write(`netsot: ${(err as Error).stack ?? err}\n`);
+  process.exit(1);
 });
-process.on('unhandledRejection', (err) => {
-  process.stderr.write(`netsot: unhandled rejection (still serving): ${(err as Error)?.stack ?? err}\n`);
-});
-
-main(process.argv.slice(2));

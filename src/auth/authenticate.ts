@@ -7,7 +7,7 @@
 import type { Config } from '../config.js';
 import { type ErrorMessage, Errors, pyType } from '../errors.js';
 import type { UserDirectory, UserRecord } from '../model/user.js';
-import { isValidEmail } from './email.js';
+import { isValidEmail, MAX_EMAIL_LENGTH } from './email.js';
 import { sameSecret, type TokenSigner } from './secrets.js';
 
 export interface AuthHeaders {
@@ -59,6 +59,7 @@ export class Authenticator {
     // Every user's email passed the rule when the user was made, so a known one needs no second look.
     const known = this.users.byEmailAddress(email);
     if (known) return known;
+    if (email.length > MAX_EMAIL_LENGTH) throw Errors.emailHeaderTooLong(MAX_EMAIL_LENGTH);
     if (!isValidEmail(email)) throw Errors.invalidEmailHeader();
     return email;
   }

@@ -15,6 +15,7 @@
 import { join } from 'node:path';
 import { Authenticator, offersCredentials } from '../auth/authenticate.js';
 import { TokenSigner } from '../auth/secrets.js';
+import { isLoopbackHost, UserHeaderPolicy } from '../auth/trusted-proxies.js';
 import { Fence } from '../cluster/fence.js';
 import { LeaseKeeper } from '../cluster/lease.js';
 import { Replica } from '../cluster/replica.js';
@@ -35,6 +36,7 @@ import type { HeldGrant } from '../shard/object-grants.js';
 import { ShardPool } from '../shard/pool.js';
 import type { IdempotencyStamp, TestHook } from '../shard/protocol.js';
 import { secureDataDir } from '../store/data-dir.js';
+import { DataDirLock } from '../store/data-dir-lock.js';
 import { createSharedIdState, IdCounters } from '../store/ids.js';
 import { openStore } from '../store/open.js';
 import type { Store } from '../store/store.js';
@@ -55,6 +57,7 @@ import type { Exchange } from './respond.js';
 import { allowOf, type RouteMatch, Router } from './router.js';
 import { ASSETS_PATH, StaticAssets } from './static.js';
 import { CHUNKED_REPLY_CHARS, streamReply, textChunks } from './stream.js';
+import { prefersStrict, STRICT_APPLIED, strictFeedProblems, strictProblems } from './strict.js';
 
 /** Routes whose answer may be a list, which a shard streams (P7): the collection's, its list routes', an object's sub-route lists. */
 const STREAMABLE_SHAPES = new Set<Shape>(['list', 'list-route', 'detail-route']);
@@ -74,6 +77,8 @@ export class App {
     return this.openApi;
   }
   private readonly readiness: Readiness;
+  /** Who may name the user in USER_AUTH_HEADER (auth/trusted-proxies.ts); read by every transport. */
+  readonly userHeader: UserHeaderPolicy;
 
   private constructor(
     readonly config: Config,
@@ -93,18 +98,37 @@ export class App {
     /** The cluster lease on a PostgreSQL store (cluster/lease.ts); null on LMDB, which has one node. */
     readonly lease: LeaseKeeper | null,
     private readonly readCache: ReadCache,
+    /** Held while this app runs on an LMDB data dir (store/data-dir-lock.ts); null on PostgreSQL. */
+    private readonly dirLock: DataDirLock | null,
   ) {
     this.observer = new RequestObserver(log, metrics);
     this.readiness = { restarting: () => pool.restarting(), shards: config.shards, lease };
+    this.userHeader = new UserHeaderPolicy(config);
   }
 
   /** Opens the store (config.store, else LMDB in config.dataDir) and starts the shard workers; resolves when every shard has loaded. */
   static async start(config: Config, log: Logger): Promise<App> {
+    if (config.newUsersAsSuperuser && !isLoopbackHost(config.host)) {
+      log.warn(
+        `netsot: listening on ${config.host} with SERVICE_NEW_USERS_AS_SUPERUSER=true: any request with ${config.userAuthHeader} ` +
+          `from a trusted proxy (${config.authHeaderTrustedProxies.join(', ') || 'none'}) that names a new email makes a superuser; ` +
+          'make the first superuser with `netsot users add --superuser <email>` and set it false',
+        { event: 'insecure-default', host: config.host, trustedProxies: config.authHeaderTrustedProxies },
+      );
+    }
     // Before anything opens a file there: the store and the server key are secrets.
     if (config.store === null) secureDataDir(config.dataDir, (line) => log.warn(line, { event: 'data-dir' }));
+    // Before the store opens: a second server on this data dir would hand out the same ids (README, One data dir, one server).
+    const dirLock = config.store === null ? DataDirLock.acquire(config.dataDir, 'serve') : null;
     // On PostgreSQL every commit of every thread is fenced by the cluster lease (cluster/lease.ts).
     const fence = config.store === null ? null : new Fence();
-    const store = await openStore(config, 'main', fence);
+    let store: Store;
+    try {
+      store = await openStore(config, 'main', fence);
+    } catch (err) {
+      dirLock?.release();
+      throw err;
+    }
     let lease: LeaseKeeper | null = null;
     try {
       // Before anything loads: where the commit log stands, so a takeover catches up on what was committed since.
@@ -183,12 +207,14 @@ export class App {
         feed,
         lease,
         readCache,
+        dirLock,
       );
       await lease?.start(new Replica(config, store, pool, sites, users, ids, log));
       return app;
     } catch (err) {
       await lease?.stop();
       await store.close();
+      dirLock?.release();
       throw err;
     }
   }
@@ -254,6 +280,7 @@ export class App {
     this.feed.close();
     await this.pool.stop();
     await this.store.close();
+    this.dirLock?.release();
   }
 
   private admin: Admin | undefined;
@@ -288,6 +315,13 @@ export class App {
     return n;
   }
 
+  /** Whether `x` is handled strictly (strict.ts); marks its response so when it is. */
+  private strict(x: Exchange): boolean {
+    if (!this.config.strictRequests && !prefersStrict(x.prefer)) return false;
+    x.preferenceApplied = STRICT_APPLIED;
+    return true;
+  }
+
   private async lifecycle(x: Exchange): Promise<void> {
     if (this.draining) {
       // Read first: a connection closed with a request's body unread is reset, and a proxy then drops its client's
@@ -295,13 +329,14 @@ export class App {
       await x.body;
       return x.fail(Errors.shuttingDown(), true);
     }
+    const strict = x.path.startsWith('/api/') && this.strict(x);
     if (x.path === '/healthz' || x.path === '/readyz') return serveHealth(x, this.readiness);
     if (x.path === '/docs' || x.path.startsWith('/docs/')) return this.serveDocs(x);
     if (x.path === '/admin' || x.path.startsWith('/admin/')) return this.adminEndpoints().serve(x);
     if (x.path === '/metrics' && this.metrics) return this.serveMetrics(x, this.metrics);
     // Before the router, which would read `stream` as a Change id (feed/request.ts).
     const feedSite = feedPath(x.path);
-    if (feedSite !== null) return this.serveFeed(x, feedSite);
+    if (feedSite !== null) return this.serveFeed(x, feedSite, strict);
     const match = this.router.match(x.path);
     x.match = match;
     const method = x.method === 'HEAD' ? 'GET' : x.method;
@@ -333,9 +368,15 @@ export class App {
     if (raw === 'too-large') return x.fail(Errors.bodyTooLarge(), true);
     const keyed = user !== null && match.collection !== null && appliesTo(method, x.idempotencyKey);
     // A large body goes to its shard unread (readRequestBody runs there, same answers): see offloads().
-    const bytes = !keyed && method !== 'OPTIONS' && this.offloads(match, operation!, raw, x.contentType) ? x.bodyBytes(raw) : undefined;
+    // A strict request's body is read here, where its fields are checked.
+    const offload = !keyed && !strict && method !== 'OPTIONS' && this.offloads(match, operation!, raw, x.contentType);
+    const bytes = offload ? x.bodyBytes(raw) : undefined;
     const parsed = bytes ? undefined : readRequestBody(raw, x.contentType, this.config);
     if (x.aborted) return;
+    if (strict && method !== 'OPTIONS') {
+      const problems = strictProblems(match, operation!, x.query, parsed);
+      if (problems) throw Errors.validation(problems);
+    }
     if (method === 'OPTIONS') return x.send(200, await this.options(match, user));
 
     const run = (stamp?: IdempotencyStamp): Promise<Forwarded> =>
@@ -381,6 +422,8 @@ export class App {
       return false;
     }
     if (typeof caller === 'string') return false;
+    // A strict request whose query is refused gets its 400 the usual way.
+    if (this.strict(x) && x.query !== '' && strictProblems(match, match.route.methods.GET!, x.query, undefined)) return false;
     x.match = match;
     x.allow = allowOf(match.route);
     this.represent(x, accepted.representation);
@@ -569,7 +612,7 @@ export class App {
   }
 
   /** `GET /api/changes/stream/` and `/api/sites/{id}/changes/stream/` as Server-Sent Events. */
-  private async serveFeed(x: Exchange, siteSegment: string): Promise<void> {
+  private async serveFeed(x: Exchange, siteSegment: string, strict: boolean): Promise<void> {
     x.allow = 'GET';
     const sub = await this.feedSubscription(siteSegment, {
       query: x.query,
@@ -578,6 +621,8 @@ export class App {
       lastEventId: x.lastEventId,
     });
     if (x.method !== 'GET') throw Errors.methodNotAllowed(x.method, x.allow);
+    const problems = strict ? strictFeedProblems(x.query) : null;
+    if (problems) throw Errors.validation(problems);
     const sink = x.openEventStream();
     if (sink) this.feed.subscribe(sub.filter, sink, sub.after);
     else if (!x.aborted) throw Errors.streamNeedsConnection();

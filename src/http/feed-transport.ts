@@ -10,6 +10,8 @@
  *
  * Both report how many bytes they hold unsent, which is what the hub bounds.
  */
+
+import type { UserHeaderPolicy } from '../auth/trusted-proxies.js';
 import { asApiError, errorEnvelope } from '../errors.js';
 import type { FeedFilter, FeedSink } from '../feed/hub.js';
 import { FEED_PATHS, feedPath } from '../feed/request.js';
@@ -110,7 +112,7 @@ class WsSink implements FeedSink {
  * headers here; a plain GET on the same path falls through to the HTTP
  * handler (SSE).
  */
-export function registerFeedSockets(server: TemplatedApp, app: App, emailHeader: string, maxBuffer: number): void {
+export function registerFeedSockets(server: TemplatedApp, app: App, userHeader: UserHeaderPolicy, maxBuffer: number): void {
   const slashed = FEED_PATHS.map((p) => p.replace('{site_id}', ':site'));
   for (const pattern of [...slashed, ...slashed.map((p) => p.slice(0, -1))]) {
     server.ws<SocketData>(pattern, {
@@ -129,10 +131,12 @@ export function registerFeedSockets(server: TemplatedApp, app: App, emailHeader:
           email: undefined as string | undefined,
           lastEventId: req.getHeader('last-event-id'),
         };
-        // Absent and empty differ for the user header, as in every request (respond.ts).
+        // Absent and empty differ for the user header, as in every request (respond.ts); an untrusted peer's is absent.
         req.forEach((k, v) => {
-          if (k === emailHeader) head.email = v;
+          if (k === userHeader.name) head.email = v;
         });
+        if (head.email !== undefined && !userHeader.everyPeer && !userHeader.trust.allowsBytes(res.getRemoteAddress()))
+          head.email = undefined;
         const key = req.getHeader('sec-websocket-key');
         const protocol = req.getHeader('sec-websocket-protocol');
         const extensions = req.getHeader('sec-websocket-extensions');

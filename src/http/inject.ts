@@ -16,7 +16,7 @@ export interface InjectRequest {
   /** Names in any case, one value each. */
   headers?: Record<string, string>;
   body?: string | Buffer;
-  /** The peer address the access log shows; 127.0.0.1 unless given. */
+  /** The peer's address (what the access log shows, and what AUTH_HEADER_TRUSTED_PROXIES is checked against); 127.0.0.1 unless given. */
   remoteAddress?: string;
   /** Aborting is a client that goes away: nothing is answered and the promise rejects with the signal's reason. */
   signal?: AbortSignal;
@@ -90,7 +90,7 @@ class InjectExchange extends Exchange {
     private readonly answer: (res: InjectResponse) => void,
     private readonly cut: (err: Error) => void,
   ) {
-    super(app.log, head, app.config.userAuthHeader);
+    super(app.log, head, app.userHeader, () => app.userHeader.trust.allowsText(req.remoteAddress ?? '127.0.0.1'));
     const bytes = req.body === undefined ? EMPTY_BODY : typeof req.body === 'string' ? Buffer.from(req.body, 'utf8') : req.body;
     // A Buffer the caller passed stays the caller's; one made here from text may be handed to a shard.
     this.ownsBody = typeof req.body === 'string';

@@ -43,7 +43,7 @@ export class RequestObserver implements ResponseObserver {
     if (this.wantsPeer) {
       const comma = x.forwardedFor.indexOf(',');
       const forwarded = (comma < 0 ? x.forwardedFor : x.forwardedFor.slice(0, comma)).trim();
-      this.log.info('request', {
+      this.log.access({
         reqId: x.requestId,
         method: x.method,
         route,

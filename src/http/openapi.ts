@@ -85,6 +85,18 @@ const AFTER_COMMIT = {
   schema: { type: 'string', pattern: '^[0-9]{1,15}$' },
 };
 
+/** Strict handling (http/strict.ts), on every operation of the API. */
+const PREFER = {
+  name: 'Prefer',
+  in: 'header',
+  required: false,
+  description:
+    '`handling=strict` (RFC 7240): a query parameter this operation does not take, a body field its resource does not have, ' +
+    'and a `limit` or `offset` that is not a non-negative integer are a 400 naming each, instead of being ignored; the ' +
+    'response then says `Preference-Applied: handling=strict`. STRICT_REQUESTS=true makes every request strict.',
+  schema: { type: 'string', examples: ['handling=strict'] },
+};
+
 const REPLAYED = {
   description: '`true` when this is the stored response of an earlier request with the same Idempotency-Key.',
   schema: { type: 'string', enum: ['true'] },
@@ -232,7 +244,13 @@ function operation(c: Collection | null, route: Route, method: HttpMethod, op: O
     summary: op.summary,
     tags: [c?.collection ?? 'api'],
     'x-permission': op.permission,
-    parameters: [...pathParams, ...query.map(parameter), ...(keyed ? [IDEMPOTENCY_KEY] : []), ...(method === 'GET' ? [AFTER_COMMIT] : [])],
+    parameters: [
+      ...pathParams,
+      ...query.map(parameter),
+      ...(keyed ? [IDEMPOTENCY_KEY] : []),
+      ...(method === 'GET' ? [AFTER_COMMIT] : []),
+      PREFER,
+    ],
     responses,
   };
   if (op.body) out.requestBody = requestBody(op.body, c, { method, siteInUrl });
@@ -281,6 +299,7 @@ function feedOperation(site: Json | null): Json {
     parameters: [
       ...(site ? [site] : []),
       ...FEED_QUERY.map(parameter),
+      PREFER,
       {
         name: 'Last-Event-ID',
         in: 'header',
@@ -392,7 +411,9 @@ export function openApiDocument(authHeader = 'X-Service-Email', origin?: string)
         'only authenticate and verify_token answer differently at versions other than 1.0: in a `{"status": "ok", "data": …}` ' +
         'envelope, listed as the `' +
         VERSIONED +
-        '` media type of their responses. `Accept: text/html` (or `?format=api`) gets the browsable HTML view of any GET.',
+        '` media type of their responses. `Accept: text/html` (or `?format=api`) gets the browsable HTML view of any GET. ' +
+        'Unknown query parameters and body fields are ignored, unless the request says `Prefer: handling=strict` (or the ' +
+        'server runs with STRICT_REQUESTS=true): then each is a 400.',
     },
     ...(origin ? { servers: [{ url: origin, description: 'This server.' }] } : {}),
     security: [{ proxyHeader: [] }, { authToken: [] }],

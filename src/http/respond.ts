@@ -6,6 +6,7 @@
  * and the in-process one in inject.ts. Every API response carries Allow and Vary.
  */
 import { randomUUID } from 'node:crypto';
+import type { UserHeaderPolicy } from '../auth/trusted-proxies.js';
 import { asApiError, errorEnvelope } from '../errors.js';
 import type { FeedSink } from '../feed/hub.js';
 import type { Logger } from '../log.js';
@@ -85,6 +86,7 @@ export interface StreamSink {
 
 /** Headers only a request the lifecycle runs reads (Exchange.begin). */
 interface LaterHeaders {
+  prefer: string;
   contentType: string;
   host: string;
   forwardedFor: string;
@@ -110,7 +112,10 @@ export abstract class Exchange {
   readonly query: string;
   readonly accept: string;
   readonly authorization: string;
-  /** The user header (config.userAuthHeader): undefined when absent, '' when sent empty. */
+  /**
+   * The user header (USER_AUTH_HEADER): undefined when absent, '' when sent empty, and undefined too when the
+   * peer is not a trusted proxy (AUTH_HEADER_TRUSTED_PROXIES; auth/trusted-proxies.ts): ignored as if absent.
+   */
   readonly emailHeader: string | undefined;
   /** The client's X-Request-Id, or a new UUID; echoed in the response and named in the access log. */
   readonly requestId: string;
@@ -132,7 +137,15 @@ export abstract class Exchange {
     return this.laterHeaders().host;
   }
   get forwardedFor(): string {
+    // The access log of an answer from the read cache asks for this one header alone, while the request is still readable.
+    if (this.later === null && this.head !== null) return this.head.getHeader('x-forwarded-for');
     return this.laterHeaders().forwardedFor;
+  }
+  /** The Prefer header (RFC 7240), '' when absent: `handling=strict` asks for strict handling (strict.ts). */
+  get prefer(): string {
+    // Also asked by an answer from the read cache, while the request is still readable.
+    if (this.later === null && this.head !== null) return this.head.getHeader('prefer');
+    return this.laterHeaders().prefer;
   }
   /** The Idempotency-Key header, undefined when absent (http/idempotency.ts). */
   get idempotencyKey(): string | undefined {
@@ -156,6 +169,7 @@ export abstract class Exchange {
       const h = this.head!;
       const key = h.getHeader('idempotency-key');
       this.later = {
+        prefer: h.getHeader('prefer'),
         contentType: h.getHeader('content-type'),
         host: h.getHeader('host') || 'localhost',
         forwardedFor: h.getHeader('x-forwarded-for'),
@@ -189,6 +203,8 @@ export abstract class Exchange {
   template: string | undefined = undefined;
   /** The authenticated user's email, once known. */
   user: string | undefined = undefined;
+  /** Sent as Preference-Applied on the response, whatever it is (strict handling: strict.ts). */
+  preferenceApplied: string | null = null;
   observer: ResponseObserver | null = null;
   /** True once the server drains: every answer then closes its connection, so a proxy sends the next request elsewhere. */
   closing: (() => boolean) | null = null;
@@ -197,19 +213,24 @@ export abstract class Exchange {
   private done = false;
   private peer = '';
 
-  /** Reads every request fact the lifecycle needs from `head` now: a uWS request is unusable once its handler returns. */
+  /**
+   * Reads every request fact the lifecycle needs from `head` now: a uWS request is unusable once its handler returns.
+   * `peerTrusted` is asked only when the user header is there and the policy cannot vouch for every peer.
+   */
   constructor(
     protected readonly log: Logger,
     head: RequestHead,
-    emailHeaderName: string,
+    userHeader: UserHeaderPolicy,
+    peerTrusted: () => boolean,
   ) {
     this.method = head.getCaseSensitiveMethod();
     this.path = head.getUrl();
     this.query = head.getQuery() ?? '';
     this.accept = head.getHeader('accept');
     this.authorization = head.getHeader('authorization');
-    const email = head.getHeader(emailHeaderName);
-    this.emailHeader = email === '' && !hasHeader(head, emailHeaderName) ? undefined : email;
+    const email = head.getHeader(userHeader.name);
+    const sent = email !== '' || hasHeader(head, userHeader.name);
+    this.emailHeader = sent && (userHeader.everyPeer || peerTrusted()) ? email : undefined;
     const id = head.getHeader('x-request-id');
     this.requestId = id !== '' && REQUEST_ID.test(id) ? id : randomUUID();
     this.head = head;
@@ -267,7 +288,7 @@ export abstract class Exchange {
     this.done = true;
     if (this.aborted) return null;
     this.peer = this.observer?.wantsPeer ? this.remoteAddress() : '';
-    return this.beginStream(status, this.representation === 'csv' ? CSV_TYPE : 'application/json', this.allow, headers);
+    return this.beginStream(status, this.representation === 'csv' ? CSV_TYPE : 'application/json', this.allow, this.withApplied(headers));
   }
 
   /** A streamed response is over (complete or cut off): metrics and the access log see it now. */
@@ -295,7 +316,7 @@ export abstract class Exchange {
       status,
       status !== 204 && !('Content-Type' in headers) ? type : null,
       this.allow && !('Allow' in headers) ? this.allow : '',
-      headers,
+      this.withApplied(headers),
       payload,
       this.method === 'HEAD',
       closeConnection || (this.closing?.() ?? false),
@@ -314,6 +335,10 @@ export abstract class Exchange {
     const peer = this.observer?.wantsPeer ? this.remoteAddress() : '';
     this.write(304, null, this.allow, headers, body, true, false);
     this.observer?.finished(this, 304, peer, '');
+  }
+
+  private withApplied(headers: Record<string, string>): Record<string, string> {
+    return this.preferenceApplied === null ? headers : { ...headers, 'Preference-Applied': this.preferenceApplied };
   }
 
   sendHtml(status: number, html: string, headers: Record<string, string> = NO_HEADERS): void {

@@ -5,13 +5,15 @@
  * within the size limit, tracks aborts, and writes the response corked. What
  * a request means is the lifecycle's business (app.ts).
  */
-import type { Config } from '../config.js';
+import { createServer } from 'node:net';
+import type { UserHeaderPolicy } from '../auth/trusted-proxies.js';
+import { type Config, StartupError } from '../config.js';
 import type { FeedSink } from '../feed/hub.js';
 import type { Logger } from '../log.js';
 import { App } from './app.js';
 import { registerFeedSockets, SseSink } from './feed-transport.js';
 import { type BodyResult, EMPTY_BODY, Exchange, type StreamSink, statusLine } from './respond.js';
-import { type HttpRequest, type HttpResponse, loadUws, type us_listen_socket } from './uws.js';
+import { type HttpRequest, type HttpResponse, listenExclusive, loadUws, type us_listen_socket } from './uws.js';
 
 export interface RunningServer {
   port: number;
@@ -21,11 +23,13 @@ export interface RunningServer {
 
 export async function startServer(config: Config, log: Logger): Promise<RunningServer> {
   const uws = loadUws();
+  // Refused before the shards load (seconds on a large store); the exclusive listen below is what settles it.
+  if (config.port !== 0 && !(await portFree(config.host, config.port))) throw portTaken(config);
   const app = await App.start(config, log);
   const server = uws.App();
-  registerFeedSockets(server, app, config.userAuthHeader, config.feedBufferBytes);
+  registerFeedSockets(server, app, app.userHeader, config.feedBufferBytes);
   server.any('/*', (res, req) => {
-    const x = new UwsExchange(res, req, config.userAuthHeader, config.maxBodyBytes, log);
+    const x = new UwsExchange(res, req, app.userHeader, config.maxBodyBytes, log);
     if (config.testHooks) app.runTestHook(req.getHeader('x-netsot-test-hook'));
     app.handle(x);
   });
@@ -33,9 +37,9 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
   let listenSocket: us_listen_socket;
   try {
     listenSocket = await new Promise<us_listen_socket>((resolve, reject) => {
-      server.listen(config.host, config.port, (s) =>
-        s ? resolve(s) : reject(new Error(`cannot listen on ${config.host}:${config.port}`)),
-      );
+      // Exclusive: without it uWS binds with SO_REUSEPORT, and a second server on a port in use would start and share
+      // its connections (native-notes.md, "Listening: one server per port").
+      listenExclusive(server, config.host, config.port, (s) => (s ? resolve(s) : reject(portTaken(config))));
     });
   } catch (err) {
     await app.close();
@@ -56,6 +60,39 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
   };
 }
 
+/** IPv4 peers as dotted text, kept: a server sees few distinct peers, and the text is made once for each. */
+const V4_TEXT = new Map<number, string>();
+
+/** The peer's address as text: IPv4 dotted (also when mapped into IPv6), else uWS's own text. */
+function peerText(res: HttpResponse): string {
+  const a = new Uint8Array(res.getRemoteAddress());
+  let at = -1;
+  if (a.length === 4) at = 0;
+  else if (a.length === 16 && a[10] === 0xff && a[11] === 0xff && a.subarray(0, 10).every((b) => b === 0)) at = 12;
+  if (at < 0) return Buffer.from(res.getRemoteAddressAsText()).toString();
+  const n = ((a[at] << 24) | (a[at + 1] << 16) | (a[at + 2] << 8) | a[at + 3]) >>> 0;
+  let text = V4_TEXT.get(n);
+  if (text === undefined) {
+    text = `${a[at]}.${a[at + 1]}.${a[at + 2]}.${a[at + 3]}`;
+    if (V4_TEXT.size < 4096) V4_TEXT.set(n, text);
+  }
+  return text;
+}
+
+const portTaken = (config: Config) =>
+  new StartupError(
+    `cannot listen on ${config.host}:${config.port}: the port is in use (another server?) or the address is not this machine's`,
+  );
+
+/** Whether a listener without SO_REUSEPORT may bind `host:port` now (one that holds it, uWS's included, refuses it). */
+function portFree(host: string, port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const probe = createServer();
+    probe.once('error', () => resolve(false));
+    probe.listen({ host, port, exclusive: true }, () => probe.close(() => resolve(true)));
+  });
+}
+
 class UwsExchange extends Exchange {
   body: Promise<BodyResult> = Promise.resolve(EMPTY_BODY);
   private readonly declaredLength: number;
@@ -63,12 +100,12 @@ class UwsExchange extends Exchange {
   constructor(
     private readonly res: HttpResponse,
     req: HttpRequest,
-    emailHeaderName: string,
+    userHeader: UserHeaderPolicy,
     private readonly maxBody: number,
     log: Logger,
   ) {
     // uWS 20.30 itself closes the connection for any method token other than the nine upper-case ones (native-notes.md).
-    super(log, req, emailHeaderName);
+    super(log, req, userHeader, () => userHeader.trust.allowsBytes(res.getRemoteAddress()));
     this.ownsBody = true;
     const length = req.getHeader('content-length');
     this.declaredLength = Number(length) || 0;
@@ -146,7 +183,7 @@ class UwsExchange extends Exchange {
   }
 
   protected remoteAddress(): string {
-    return Buffer.from(this.res.getRemoteAddressAsText()).toString();
+    return peerText(this.res);
   }
 
   protected write(

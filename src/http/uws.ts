@@ -11,6 +11,9 @@ import { dirname, join } from 'node:path';
 
 export type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket, WebSocket } from 'uWebSockets.js';
 
+/** uWS's LIBUS_LISTEN_EXCLUSIVE_PORT: bind without SO_REUSEPORT, so a port in use is refused. */
+const LISTEN_EXCLUSIVE_PORT = 1;
+
 const require = createRequire(import.meta.url);
 
 export class NativeLoadError extends Error {}
@@ -28,4 +31,23 @@ export function loadUws(): typeof UWS {
         'netsot refuses to run on the slow JS fallback. Use Node 20 on Linux with glibc >= 2.34 (see native-notes.md).',
     );
   }
+}
+
+/**
+ * `app.listen(host, port, LIBUS_LISTEN_EXCLUSIVE_PORT, cb)`. The 20.30 binary takes the options after host and port
+ * (native-notes.md, "Listening: one server per port"); its typings declare options only for the form without a host.
+ */
+export function listenExclusive(
+  app: UWS.TemplatedApp,
+  host: string,
+  port: number,
+  cb: (socket: UWS.us_listen_socket | false) => void,
+): void {
+  (app.listen as unknown as (h: string, p: number, options: number, cb: (s: UWS.us_listen_socket | false) => void) => void).call(
+    app,
+    host,
+    port,
+    LISTEN_EXCLUSIVE_PORT,
+    cb,
+  );
 }

@@ -11,6 +11,7 @@
  */
 import { readFileSync, statSync } from 'node:fs';
 import { Counter, collectDefaultMetrics, Gauge, type Metric, Registry } from 'prom-client';
+import { droppedLogLines } from '../log-sink.js';
 import { streamFigures } from '../shard/chunk-stream.js';
 import { COMMIT_SECONDS_BUCKETS, createStatsBuffer, GROUP_SIZE_BUCKETS, LAYOUT, slotOf, ThreadStats } from './thread-stats.js';
 
@@ -154,6 +155,18 @@ export class Metrics {
     perThread('netsot_event_loop_lag_p99_seconds', '99th percentile event-loop delay of each thread over the last second.', LAYOUT.lagP99);
     perThread('netsot_event_loop_lag_max_seconds', 'Longest event-loop delay of each thread over the last second.', LAYOUT.lagMax);
     perThread('netsot_thread_heap_used_bytes', 'V8 heap in use by each thread (sampled every second).', LAYOUT.heapUsed);
+    reg(
+      new ArrayMetric(
+        'netsot_log_dropped_total',
+        'Log lines each thread dropped because stdout fell behind or failed (sampled every second; log-sink.ts).',
+        'counter',
+        () =>
+          allSlots.map((slot) => ({
+            labels: { thread: threadName(slot) },
+            value: slot === 0 ? droppedLogLines() : stats[base(slot) + LAYOUT.logDropped],
+          })),
+      ),
+    );
 
     new Gauge({
       name: 'netsot_shard_queue_depth',

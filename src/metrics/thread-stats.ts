@@ -1,6 +1,7 @@
 /**
  * Figures each thread measures about itself — commit latency and group size
- * (shards), commit failures, event-loop lag and heap (every thread) — kept in
+ * (shards), commit failures, event-loop lag, heap and dropped log lines
+ * (every thread) — kept in
  * one SharedArrayBuffer the main thread's /metrics reads when scraped. A slot
  * per thread (0: the main thread, 1 + i: shard i), each written by its thread
  * alone, so recording is a few float additions: no message, no lock, and the
@@ -13,6 +14,7 @@
  * ever seen half-written.
  */
 import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { droppedLogLines } from '../log-sink.js';
 
 /** Seconds one group commit (LMDB transaction + sync) took. */
 export const COMMIT_SECONDS_BUCKETS = [0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5];
@@ -37,6 +39,7 @@ export const LAYOUT = (() => {
     lagP99: take(1),
     lagMax: take(1),
     heapUsed: take(1),
+    logDropped: take(1),
     stride: at,
   };
 })();
@@ -81,6 +84,7 @@ export class ThreadStats {
   watchLoop(everyMs = 1000): () => void {
     const h = monitorEventLoopDelay({ resolution: 10 });
     h.enable();
+    let droppedSeen = 0;
     const timer = setInterval(() => {
       const f = this.f;
       // The histogram is in nanoseconds and counts the sampling resolution itself; figures are seconds.
@@ -88,6 +92,10 @@ export class ThreadStats {
       f[LAYOUT.lagP99] = h.count > 0 ? Math.max(0, h.percentile(99) / 1e9 - 0.01) : 0;
       f[LAYOUT.lagMax] = h.count > 0 ? Math.max(0, h.max / 1e9 - 0.01) : 0;
       f[LAYOUT.heapUsed] = process.memoryUsage().heapUsed;
+      // Added, not set: a replacement worker takes over its slot and counts on.
+      const dropped = droppedLogLines();
+      f[LAYOUT.logDropped] += dropped - droppedSeen;
+      droppedSeen = dropped;
       h.reset();
     }, everyMs);
     timer.unref();

@@ -208,6 +208,14 @@ export class UserDirectory {
     return { id: 0, email, secretKey: '', keyGeneration: 0, superuser, grants: {} };
   }
 
+  /** Makes `u` a superuser (the operators' `users` command, ops/users.ts); answers the record as saved. */
+  async promote(u: UserRecord): Promise<UserRecord> {
+    if (u.superuser) return u;
+    const next = { ...u, superuser: true };
+    await this.save(next);
+    return next;
+  }
+
   /** The caller as shards see it; records are replaced on every change, so it is cached per record. */
   principal(u: UserRecord): Principal {
     let p = this.principals.get(u);

@@ -1,79 +1,99 @@
 /**
- * The operator commands of `node dist/main.js` besides `serve`:
+ * The operator commands of `node dist/main.js` besides `serve`, as declared
+ * in commands.ts (their arguments, flags and --help):
  *
- *   backup <dir> [--data-dir D]                 a consistent copy of a store, served or not
- *   restore <dir> [--data-dir D] [--force]      puts a backup back (no process may have the store open)
- *   export [--data-dir D] [--with-secret-keys]  the store as NDJSON on stdout
- *   import <dump> [--data-dir D] [--batch N]    loads a dump into an empty store; rerun to resume
+ *   backup <dir>                  a consistent copy of a store, served or not
+ *   restore <dir> [--force]       puts a backup back (no process may have the store open)
+ *   export [--with-secret-keys]   the store as NDJSON on stdout
+ *   import <dump> [--batch N]     loads a dump into an empty store; rerun to resume
+ *   users add|promote <email>     creates a user or makes one a superuser (ops/users.ts)
  *
- * DATA_DIR works as for serve. Each returns the process's exit code: 0 done,
- * 1 refused or failed (one line on stderr saying why), 2 a usage error.
+ * Each takes --data-dir (DATA_DIR works as for serve) and --help. Each returns
+ * the process's exit code: 0 done, 1 refused or failed (one line on stderr
+ * saying why), 2 a usage error.
  */
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
+import { parseArgs } from 'node:util';
 import cliProgress from 'cli-progress';
+import { argumentError, ConfigError, loadConfig, StartupError } from '../config.js';
+import { ensurePrivateDir, secureDataDir } from '../store/data-dir.js';
+import { DataDirLock } from '../store/data-dir-lock.js';
 import { OpsError, restoreBackup, writeBackup } from './backup.js';
-import { OPS_USAGE, type OpsCommand } from './commands.js';
+import { OPS, type OpsCommand, opsFlags, opsHelp, opsUsage } from './commands.js';
 import { storeUsers } from './data-dir-use.js';
 import { exportStore } from './export.js';
 import { type Checkpoint, type ImportProgress, importDump } from './import.js';
+import { runUsers } from './users.js';
 
 class UsageError extends Error {}
 
 interface Args {
   positional: string[];
   dataDir: string;
-  force: boolean;
-  secretKeys: boolean;
-  batch: number;
+  /** Every flag of the command (commands.ts) by name: a string flag's value, true for a boolean given. */
+  flags: Record<string, string | boolean | undefined>;
 }
 
-function parseArgs(command: OpsCommand, argv: string[]): Args {
-  const args: Args = { positional: [], dataDir: process.env.DATA_DIR || './data', force: false, secretKeys: false, batch: 10_000 };
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i];
-    const [flag, inline] =
-      arg.startsWith('--') && arg.includes('=') ? [arg.slice(0, arg.indexOf('=')), arg.slice(arg.indexOf('=') + 1)] : [arg];
-    const value = () => {
-      const v = inline ?? argv[++i];
-      if (v === undefined || v === '') throw new UsageError(`flag ${flag} needs a value`);
-      return v;
-    };
-    if (flag === '--data-dir') args.dataDir = value();
-    else if (flag === '--force' && command === 'restore') args.force = true;
-    else if (flag === '--with-secret-keys' && command === 'export') args.secretKeys = true;
-    else if (flag === '--batch' && command === 'import') {
-      const v = value();
-      if (!/^\d+$/.test(v) || Number(v) < 1 || Number(v) > 1_000_000)
-        throw new UsageError(`--batch must be between 1 and 1000000, got '${v}'`);
-      args.batch = Number(v);
-    } else if (flag.startsWith('-')) throw new UsageError(`unknown flag ${flag}`);
-    else args.positional.push(arg);
+function parse(command: OpsCommand, argv: string[]): Args | 'help' {
+  const options = Object.fromEntries(Object.entries(opsFlags(command)).map(([name, f]) => [name, { type: f.type }]));
+  let parsed: ReturnType<typeof parseArgs>;
+  try {
+    parsed = parseArgs({
+      args: argv,
+      options: { ...options, help: { type: 'boolean', short: 'h' } },
+      allowPositionals: true,
+      strict: true,
+    });
+  } catch (err) {
+    throw new UsageError(argumentError(err, command));
   }
-  const wanted = command === 'export' ? 0 : 1;
-  if (args.positional.length !== wanted) throw new UsageError(`usage: node dist/main.js ${OPS_USAGE[command]}`);
-  return args;
+  const { values, positionals } = parsed;
+  if (values.help) return 'help';
+  for (const [name, v] of Object.entries(values)) if (v === '') throw new UsageError(`flag --${name} needs a value`);
+  if (positionals.length !== OPS[command].args.length) throw new UsageError(`usage: node dist/main.js ${opsUsage(command)}`);
+  const flags = values as Args['flags'];
+  return { positional: positionals, dataDir: (flags['data-dir'] as string | undefined) || process.env.DATA_DIR || './data', flags };
 }
 
 export async function runOps(command: OpsCommand, argv: string[]): Promise<number> {
-  let args: Args;
+  let args: Args | 'help';
   try {
-    args = parseArgs(command, argv);
+    args = parse(command, argv);
   } catch (err) {
     if (!(err instanceof UsageError)) throw err;
-    process.stderr.write(`netsot: ${err.message}\n`);
+    process.stderr.write(`netsot ${command}: ${err.message}\n`);
     return 2;
+  }
+  if (args === 'help') {
+    process.stdout.write(opsHelp(command));
+    return 0;
   }
   try {
     await COMMANDS[command](args);
     return 0;
   } catch (err) {
-    if (err instanceof OpsError) {
+    if (err instanceof UsageError || err instanceof ConfigError) {
+      process.stderr.write(`netsot ${command}: ${err.message}\n`);
+      return 2;
+    }
+    if (err instanceof OpsError || err instanceof StartupError) {
       process.stderr.write(`netsot ${command}: ${err.message}\n`);
       return 1;
     }
     process.stderr.write(`netsot ${command}: failed: ${(err as Error).stack ?? err}\n`);
     return 1;
+  }
+}
+
+/** Holds the data dir's lock (store/data-dir-lock.ts) while `work` runs: no server may write it meanwhile. */
+async function holdingDataDir<T>(dataDir: string, command: string, work: () => Promise<T>): Promise<T> {
+  ensurePrivateDir(dataDir);
+  const lock = DataDirLock.acquire(dataDir, command);
+  try {
+    return await work();
+  } finally {
+    lock.release();
   }
 }
 
@@ -97,15 +117,19 @@ const COMMANDS: Record<OpsCommand, (args: Args) => Promise<void>> = {
   },
 
   async restore(args) {
-    await restoreBackup(args.positional[0], args.dataDir, args.force);
+    const restore = () => restoreBackup(args.positional[0], args.dataDir, args.flags.force === true);
+    // A data dir that does not exist yet has no server; restoreBackup creates it only once the backup checks out.
+    if (existsSync(args.dataDir)) await holdingDataDir(args.dataDir, 'restore', restore);
+    else await restore();
     process.stderr.write(`netsot restore: ${args.positional[0]} restored into ${args.dataDir}\n`);
   },
 
   async export(args) {
     const store = await openExisting(args.dataDir);
     try {
-      const lines = await exportStore(store, process.stdout, { secretKeys: args.secretKeys });
-      process.stderr.write(`netsot export: ${lines} lines${args.secretKeys ? ', secret keys included' : ''}\n`);
+      const secretKeys = args.flags['with-secret-keys'] === true;
+      const lines = await exportStore(store, process.stdout, { secretKeys });
+      process.stderr.write(`netsot export: ${lines} lines${secretKeys ? ', secret keys included' : ''}\n`);
     } finally {
       await store.close();
     }
@@ -113,35 +137,55 @@ const COMMANDS: Record<OpsCommand, (args: Args) => Promise<void>> = {
 
   async import(args) {
     const dump = args.positional[0];
+    const batch = args.flags.batch === undefined ? 10_000 : Number(args.flags.batch);
+    if (!/^\d+$/.test(String(args.flags.batch ?? '1')) || batch < 1 || batch > 1_000_000)
+      throw new UsageError(`--batch must be between 1 and 1000000, got '${args.flags.batch}'`);
     if (!existsSync(dump)) throw new OpsError(`${dump} does not exist`);
-    const users = await storeUsers(args.dataDir);
-    if (users.length > 0) {
-      throw new OpsError(`the store in ${args.dataDir} is in use by process ${users.join(', ')}; stop the server first`);
-    }
-    const { LmdbStore: Store } = await import('../store/lmdb.js');
-    const { secureDataDir } = await import('../store/data-dir.js');
     secureDataDir(args.dataDir, (line) => process.stderr.write(`${line}\n`));
-    const store = new Store(args.dataDir);
-    try {
-      const progress = process.stderr.isTTY ? new BarProgress() : new LineProgress();
-      const r = await importDump(store, dump, {
-        batch: args.batch,
-        progress,
-        onStart: (cp: Checkpoint | undefined, header) => {
-          const what = `${dump} (dump ${header.dump_id} of ${header.created_at})`;
-          process.stderr.write(
-            cp ? `netsot import: resuming ${what} at line ${cp.line + 1}, ${cp.done} records already in\n` : `netsot import: ${what}\n`,
-          );
-        },
-      });
-      const c = r.counts;
-      process.stderr.write(
-        `netsot import: done: ${c.user} users, ${c.site} sites, ${c.object} objects, ${c.change} changes ` +
-          `(${r.resumed ? 'resumed; ' : ''}${(r.ms / 1000).toFixed(1)} s)\n`,
-      );
-    } finally {
-      await store.close();
-    }
+    await holdingDataDir(args.dataDir, 'import', async () => {
+      // A backup or export reading the store holds no lock, only an LMDB reader slot.
+      const users = await storeUsers(args.dataDir);
+      if (users.length > 0) {
+        throw new OpsError(`the store in ${args.dataDir} is in use by process ${users.join(', ')}; stop the server first`);
+      }
+      const { LmdbStore: Store } = await import('../store/lmdb.js');
+      const store = new Store(args.dataDir);
+      try {
+        const progress = process.stderr.isTTY ? new BarProgress() : new LineProgress();
+        const r = await importDump(store, dump, {
+          batch,
+          progress,
+          onStart: (cp: Checkpoint | undefined, header) => {
+            const what = `${dump} (dump ${header.dump_id} of ${header.created_at})`;
+            process.stderr.write(
+              cp ? `netsot import: resuming ${what} at line ${cp.line + 1}, ${cp.done} records already in\n` : `netsot import: ${what}\n`,
+            );
+          },
+        });
+        const c = r.counts;
+        process.stderr.write(
+          `netsot import: done: ${c.user} users, ${c.site} sites, ${c.object} objects, ${c.change} changes ` +
+            `(${r.resumed ? 'resumed; ' : ''}${(r.ms / 1000).toFixed(1)} s)\n`,
+        );
+      } finally {
+        await store.close();
+      }
+    });
+  },
+
+  async users(args) {
+    const [action, email] = args.positional;
+    if (action !== 'add' && action !== 'promote') throw new UsageError(`users: the action is add or promote, got '${action}'`);
+    if (action === 'promote' && args.flags.superuser) throw new UsageError('users promote takes no --superuser: it makes one');
+    // --store, else NETSOT_STORE or STORE, read as serve reads them.
+    const store = loadConfig(process.env, args.flags.store === undefined ? {} : { STORE: String(args.flags.store) }).store;
+    const r = await runUsers({ action, email, superuser: args.flags.superuser === true, dataDir: args.dataDir, store });
+    const u = r.user;
+    const out: Record<string, unknown> = { id: u.id, email: u.email, is_superuser: u.superuser };
+    if (r.created) out.secret_key = u.secretKey;
+    process.stdout.write(`${JSON.stringify(out)}\n`);
+    const what = r.created ? 'created' : r.promoted ? 'promoted to superuser' : 'already a superuser';
+    process.stderr.write(`netsot users: ${u.email} ${what}${r.created && u.superuser ? ' (superuser)' : ''}\n`);
   },
 };
 

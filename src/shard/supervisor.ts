@@ -28,6 +28,7 @@
  */
 import { MessageChannel, type MessagePort, Worker } from 'node:worker_threads';
 import { Errors, errorEnvelope } from '../errors.js';
+import { forwardWorkerOutput } from '../log-sink.js';
 import { ChunkStream } from './chunk-stream.js';
 import type { FeedItem, RequestBatch, ShardControl, ShardReply, ShardRequest } from './protocol.js';
 import type { VersionNotice } from './site-versions.js';
@@ -193,7 +194,10 @@ export class SupervisedShard {
     const worker = new Worker(WORKER_URL, {
       workerData: { ...this.launch.workerData, shardIndex: this.launch.shardIndex, port: port2, progress },
       transferList: [port2],
+      // The worker's log lines reach stdout through the main thread's bounded sink, not Node's own piping (log-sink.ts).
+      stdout: true,
     });
+    forwardWorkerOutput(worker.stdout);
     return new Promise<Running>((resolve, reject) => {
       const failed = (err: unknown) => {
         port1.close();

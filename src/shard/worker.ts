@@ -10,6 +10,7 @@ import { Fence } from '../cluster/fence.js';
 import type { Config } from '../config.js';
 import { FeedWatch } from '../feed/watch.js';
 import { Logger } from '../log.js';
+import { configureLogSink } from '../log-sink.js';
 import { slotOf, ThreadStats } from '../metrics/thread-stats.js';
 import type { SharedIdState } from '../store/ids.js';
 import { openStore } from '../store/open.js';
@@ -44,6 +45,7 @@ interface ShardWorkerData {
 }
 
 const data = workerData as ShardWorkerData;
+configureLogSink(data.config.logBufferBytes);
 const store = await openStore(data.config, 'shard', data.fence ? new Fence(data.fence) : null);
 const shard = new ShardState(data.shardIndex, data.shardCount, data.config, store, data.shared);
 const started = performance.now();

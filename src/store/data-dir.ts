@@ -13,20 +13,54 @@
  * birth: LMDB opens its data and lock files with `STORE_FILE_MODE`, and the
  * server key is written by `writePrivateFile`.
  */
-import { chmodSync, closeSync, fchmodSync, lstatSync, mkdirSync, openSync, readdirSync, type Stats, writeSync } from 'node:fs';
-import { join } from 'node:path';
+import { chmodSync, closeSync, fchmodSync, lstatSync, mkdirSync, openSync, readdirSync, type Stats, statSync, writeSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { StartupError } from '../config.js';
 
 export const DATA_DIR_MODE = 0o700;
 export const STORE_FILE_MODE = 0o600;
 
 const octal = (mode: number) => (mode & 0o777).toString(8).padStart(4, '0');
 
-/** Creates `dir` (and missing parents) if it does not exist; a directory it creates is 0700. */
+/**
+ * Creates `dir` (and missing parents) if it does not exist; a directory it creates is 0700. A path that cannot be
+ * a directory (under a regular file, in /proc, read-only, not ours) is a StartupError naming the reason in one line.
+ * Parents are made one by one rather than by mkdir's `recursive`, which in Node 20 retries forever where the
+ * kernel answers ENOENT for a directory whose parent exists (/proc/nope).
+ */
 export function ensurePrivateDir(dir: string): boolean {
-  const first = mkdirSync(dir, { recursive: true, mode: DATA_DIR_MODE });
-  if (first === undefined) return false;
+  const missing: string[] = [];
+  for (let at = resolve(dir); ; at = dirname(at)) {
+    const st = statIfThere(at);
+    if (st !== null) {
+      if (!st.isDirectory()) throw new StartupError(`cannot use ${dir} as a directory: ${at} is not a directory`);
+      break;
+    }
+    missing.unshift(at);
+    if (dirname(at) === at) break;
+  }
+  for (const d of missing) {
+    try {
+      mkdirSync(d, { mode: DATA_DIR_MODE });
+    } catch (err) {
+      const e = err as NodeJS.ErrnoException;
+      throw new StartupError(`cannot create directory ${d}${d === resolve(dir) ? '' : ` (for ${dir})`}: ${e.code ?? e.message}`);
+    }
+  }
+  if (missing.length === 0) return false;
   chmodSync(dir, DATA_DIR_MODE);
   return true;
+}
+
+/** The entry at `path`, or null when nothing is there (or a parent is not a directory, which the walk up then finds). */
+function statIfThere(path: string): Stats | null {
+  try {
+    return statSync(path);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT' || code === 'ENOTDIR') return null;
+    throw new StartupError(`cannot use ${path}: ${code ?? (err as Error).message}`);
+  }
 }
 
 /**

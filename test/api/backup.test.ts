@@ -152,7 +152,8 @@ describe('netsot restore refuses', () => {
       const r = await runCli(['restore', backup, '--data-dir', s.dataDir, '--force']);
       expect(r.code).toBe(1);
       expect(r.stderr).toBe(
-        `netsot restore: the store in ${s.dataDir} is in use by process ${s.proc.pid}; stop the server (and any backup, export or import) first\n`,
+        `netsot restore: data dir ${s.dataDir} is in use by process ${s.proc.pid} (serve): one data dir takes one server ` +
+          '(or import, restore, users); stop it first (a backup or export may run beside it)\n',
       );
       expect((await s.get('/api/sites/')).json.map((x: { name: string }) => x.name)).toEqual(['live']);
     } finally {

@@ -12,7 +12,9 @@ import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
 import { writePrivateFile } from '../../src/store/data-dir.js';
 import { TestServer } from '../helpers/server.js';
 
-const FILES = ['netsot.mdb', 'netsot.mdb-lock', 'token-signing.key'];
+const FILES = ['netsot.lock', 'netsot.mdb', 'netsot.mdb-lock', 'token-signing.key'];
+/** The modes of a private data dir and its files. */
+const PRIVATE = { '.': '700', ...Object.fromEntries(FILES.map((f) => [f, '600'])) };
 const mode = (path: string) => (statSync(path).mode & 0o777).toString(8);
 const modes = (dir: string) =>
   Object.fromEntries([
@@ -78,7 +80,7 @@ describe('data dir permissions', () => {
     const dir = join(root, 'fresh', 'data');
     const srv = await start(dir);
     await serves(srv, 'fresh');
-    expect(modes(dir)).toEqual({ '.': '700', 'netsot.mdb': '600', 'netsot.mdb-lock': '600', 'token-signing.key': '600' });
+    expect(modes(dir)).toEqual(PRIVATE);
     expect(warnings(srv)).toEqual([]);
   });
 
@@ -89,7 +91,7 @@ describe('data dir permissions', () => {
     for (const f of FILES) chmodSync(join(dir, f), 0o644);
     // A copy an operator left there holds the same secrets.
     writeFileSync(join(dir, 'netsot.mdb.bak'), 'copy', { mode: 0o644 });
-    const names = ['netsot.mdb', 'netsot.mdb-lock', 'netsot.mdb.bak', 'token-signing.key'];
+    const names = ['netsot.lock', 'netsot.mdb', 'netsot.mdb-lock', 'netsot.mdb.bak', 'token-signing.key'];
     const all = (dirMode: string, fileMode: string) => ({ '.': dirMode, ...Object.fromEntries(names.map((f) => [f, fileMode])) });
     expect(modes(dir)).toEqual(all('755', '644'));
 
@@ -108,7 +110,7 @@ describe('data dir permissions', () => {
     await runOnce(dir, 'private');
     const srv = await start(dir);
     expect(warnings(srv)).toEqual([]);
-    expect(modes(dir)).toEqual({ '.': '700', 'netsot.mdb': '600', 'netsot.mdb-lock': '600', 'token-signing.key': '600' });
+    expect(modes(dir)).toEqual(PRIVATE);
   });
 
   const isRoot = process.getuid?.() === 0;

@@ -8,33 +8,16 @@
  * Mounting needs root (CI runs as root). Elsewhere the test says loudly that
  * it skipped; under CI=true a failed mount fails the run instead.
  */
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { describe, expect, test } from 'vitest';
 import { TestServer } from '../helpers/server.js';
+import { smallTmpfs } from '../helpers/tmpfs.js';
 
-const mountPoint = mkdtempSync(join(tmpdir(), 'netsot-full-'));
-let mounted = false;
 let s: TestServer | undefined;
-
-beforeAll(() => {
-  try {
-    execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=3m', 'tmpfs', mountPoint], { stdio: 'pipe' });
-    mounted = true;
-  } catch (err) {
-    const why = `cannot mount a small tmpfs (${(err as Error).message.split('\n')[0]}): needs root`;
-    if (process.env.CI === 'true') throw new Error(`disk-full test: ${why}`);
-    console.warn(`\n*** SKIPPED test/api/disk-full.test.ts: ${why} ***\n`);
-  }
-});
-
-afterAll(async () => {
+const disk = smallTmpfs('test/api/disk-full.test.ts', '3m', async () => {
   if (s && s.proc.exitCode === null) await s.stop(false);
-  if (mounted) execFileSync('umount', [mountPoint]);
-  rmSync(mountPoint, { recursive: true, force: true });
 });
+const mountPoint = disk.path;
 
 /** Everything a client sees of the site's networks and Changes. */
 async function snapshot(server: TestServer): Promise<string[]> {
@@ -58,7 +41,7 @@ const batch = (round: number) =>
 
 describe('a full disk', () => {
   test('writes that cannot be saved answer 507 and change nothing; reads keep working; memory equals the store', async (ctx) => {
-    if (!mounted) ctx.skip();
+    if (!disk.mounted()) ctx.skip();
     s = await TestServer.start({ dataDir: join(mountPoint, 'data') });
     expect((await s.post('/api/sites/', { name: 'full' })).status).toBe(201);
     expect((await s.post('/api/sites/1/networks/', { cidr: '10.0.0.0/8' })).status).toBe(201);

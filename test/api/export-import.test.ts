@@ -205,7 +205,10 @@ describe('export and import round trip', () => {
     try {
       const r = await runCli(['import', dump, '--data-dir', running.dataDir]);
       expect(r.code).toBe(1);
-      expect(r.stderr).toBe(`netsot import: the store in ${running.dataDir} is in use by process ${process.pid}; stop the server first\n`);
+      expect(r.stderr).toBe(
+        `netsot import: data dir ${running.dataDir} is in use by process ${process.pid} (serve): one data dir takes one server ` +
+          '(or import, restore, users); stop it first (a backup or export may run beside it)\n',
+      );
     } finally {
       await running.stop();
     }

@@ -129,6 +129,7 @@ describe('openapi document', () => {
         'query:event',
         'query:resource_name',
         'query:after',
+        'header:Prefer',
         'header:Last-Event-ID',
       ]);
       expect(get.parameters.find((p: { name: string }) => p.name === 'event').schema.enum).toEqual(['Create', 'Update', 'Delete']);

@@ -18,7 +18,14 @@ import type { Response, StartOptions } from './server.js';
 
 export type { Response, StartOptions } from './server.js';
 
-type RequestOptions = { body?: unknown; rawBody?: string | Buffer; headers?: Record<string, string>; as?: string | null };
+type RequestOptions = {
+  body?: unknown;
+  rawBody?: string | Buffer;
+  headers?: Record<string, string>;
+  as?: string | null;
+  /** The peer's address the server sees (127.0.0.1 unless given): AUTH_HEADER_TRUSTED_PROXIES is checked against it. */
+  peer?: string;
+};
 
 /** fetch upper-cases these method names given in any case, and no others. */
 const NORMALISED_METHODS = new Set(['DELETE', 'GET', 'HEAD', 'OPTIONS', 'POST', 'PUT']);
@@ -80,7 +87,7 @@ export class InjectServer {
     headers.host = url.host;
     headers.accept ??= '*/*';
     if (typeof body === 'string') headers['content-type'] ??= 'text/plain;charset=UTF-8';
-    const res = await this.app.inject({ method: sent, url: url.pathname + url.search, headers, body });
+    const res = await this.app.inject({ method: sent, url: url.pathname + url.search, headers, body, remoteAddress: opts.peer });
     const out = new Headers();
     for (const [k, v] of Object.entries(res.headers)) out.append(k, v);
     // Through UTF-8 and back, as over the wire: a lone surrogate arrives as U+FFFD.

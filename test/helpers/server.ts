@@ -4,7 +4,7 @@
  * Run `npm run build` first (npm test does).
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { closeSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fetchResponse, type Response } from './fetch-response.js';
@@ -20,6 +20,10 @@ export interface StartOptions {
   env?: Record<string, string>;
   /** A fixed port (a node restarted behind a proxy that names it); 0, any free port, unless given. */
   port?: number;
+  /** The server's stdout and stderr go to this file (`> file 2>&1`, as a production log would), not to pipes. */
+  stdoutFile?: string;
+  /** Extra arguments after the usual serve flags (`--port` again wins over the first). */
+  args?: string[];
 }
 
 export class TestServer {
@@ -33,30 +37,48 @@ export class TestServer {
 
   static async start(opts: StartOptions = {}): Promise<TestServer> {
     const dataDir = opts.dataDir ?? mkdtempSync(join(tmpdir(), 'netsot-test-'));
-    const proc = spawn(
-      process.execPath,
-      [MAIN, 'serve', '--port', String(opts.port ?? 0), '--data-dir', dataDir, '--shards', String(opts.shards ?? 2)],
-      {
-        env: { ...process.env, LOG_LEVEL: 'warn', ...(await storeEnv(dataDir)), ...opts.env },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      },
-    );
+    const args = [
+      MAIN,
+      'serve',
+      '--port',
+      String(opts.port ?? 0),
+      '--data-dir',
+      dataDir,
+      '--shards',
+      String(opts.shards ?? 2),
+      ...(opts.args ?? []),
+    ];
+    const fd = opts.stdoutFile === undefined ? undefined : openSync(opts.stdoutFile, 'w');
+    const proc = spawn(process.execPath, args, {
+      env: { ...process.env, LOG_LEVEL: 'warn', ...(await storeEnv(dataDir)), ...opts.env },
+      stdio: ['ignore', fd ?? 'pipe', fd ?? 'pipe'],
+    });
+    if (fd !== undefined) closeSync(fd);
     const output: string[] = [];
     const port = await new Promise<number>((ok, fail) => {
-      const timer = setTimeout(() => fail(new Error(`server did not start:\n${output.join('')}`)), 20_000);
-      const onData = (d: Buffer) => {
-        output.push(d.toString());
-        const m = /listening on http:\/\/[^:]+:(\d+)/.exec(output.join(''));
-        if (m) {
-          clearTimeout(timer);
-          ok(Number(m[1]));
-        }
+      const said = () => (opts.stdoutFile === undefined ? output.join('') : readFileSync(opts.stdoutFile, 'utf8'));
+      const timer = setTimeout(() => fail(new Error(`server did not start:\n${said()}`)), 20_000);
+      const listening = (text: string) => /listening on http:\/\/[^:]+:(\d+)/.exec(text);
+      const found = (port: number) => {
+        clearTimeout(timer);
+        clearInterval(poll);
+        ok(port);
       };
-      proc.stdout!.on('data', onData);
-      proc.stderr!.on('data', (d: Buffer) => output.push(d.toString()));
+      // A file has no data events: it is read until the line is there.
+      const poll = setInterval(() => {
+        const m = opts.stdoutFile === undefined ? null : listening(readFileSync(opts.stdoutFile, 'utf8'));
+        if (m) found(Number(m[1]));
+      }, 50);
+      proc.stdout?.on('data', (d: Buffer) => {
+        output.push(d.toString());
+        const m = listening(output.join(''));
+        if (m) found(Number(m[1]));
+      });
+      proc.stderr?.on('data', (d: Buffer) => output.push(d.toString()));
       proc.once('exit', (code) => {
         clearTimeout(timer);
-        fail(new Error(`server exited with ${code}:\n${output.join('')}`));
+        clearInterval(poll);
+        fail(new Error(`server exited with ${code}:\n${said()}`));
       });
     });
     return new TestServer(proc, port, dataDir, opts.dataDir === undefined, output);
@@ -69,7 +91,7 @@ export class TestServer {
   async request(
     method: string,
     path: string,
-    opts: { body?: unknown; rawBody?: string | Buffer; headers?: Record<string, string>; as?: string | null } = {},
+    opts: { body?: unknown; rawBody?: string | Buffer; headers?: Record<string, string>; as?: string | null; signal?: AbortSignal } = {},
   ): Promise<Response> {
     const headers: Record<string, string> = { ...opts.headers };
     if (opts.as !== null) headers['X-Service-Email'] = opts.as ?? 'admin@localhost';
@@ -78,7 +100,7 @@ export class TestServer {
       body = JSON.stringify(opts.body);
       headers['Content-Type'] ??= 'application/json';
     }
-    return fetchResponse(this.base + path, { method, headers, body });
+    return fetchResponse(this.base + path, { method, headers, body, signal: opts.signal });
   }
 
   get = (path: string, opts?: Parameters<TestServer['request']>[2]) => this.request('GET', path, opts);
