@@ -4,6 +4,7 @@
  * naming the setting, never a stack trace.
  */
 import { availableParallelism, hostname } from 'node:os';
+import { type Cidr, parseCidr } from './ip/address.js';
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
 
@@ -53,6 +54,8 @@ export interface Config {
   feedBufferBytes: number;
   /** Bytes of rendered single-object GETs the main thread keeps to answer repeats without a shard hop (http/read-cache.ts); 0: none. */
   readCacheBytes: number;
+  /** Webhooks (README, Webhooks): where they may point, and how deliveries are timed, retried and batched. */
+  webhooks: WebhookSettings;
   logLevel: LogLevel;
   /** Where `POST /admin/backup` writes backups (one directory each); null: backups through the API are off. */
   backupDir: string | null;
@@ -64,6 +67,21 @@ export interface Config {
    * supervisor can be tested on the real server. Never set in production: it lets any user stop a shard.
    */
   testHooks: boolean;
+}
+
+export interface WebhookSettings {
+  /** The networks a webhook's URL may resolve into (WEBHOOK_ALLOWED_NETWORKS, CIDRs); null: any. */
+  allowedNetworks: Cidr[] | null;
+  /** Milliseconds one delivery attempt may take, connecting to reading the answer (WEBHOOK_TIMEOUT_MS). */
+  timeoutMs: number;
+  /** The first retry's delay (WEBHOOK_RETRY_BASE_MS); each further failure doubles it, up to WEBHOOK_RETRY_MAX_MS. */
+  retryBaseMs: number;
+  retryMaxMs: number;
+  /** Most Changes, and bytes of body, one delivery carries (WEBHOOK_BATCH_CHANGES, WEBHOOK_BATCH_BYTES). */
+  batchChanges: number;
+  batchBytes: number;
+  /** Deliveries in flight at once, over every webhook (WEBHOOK_CONCURRENCY). */
+  concurrency: number;
 }
 
 export class ConfigError extends Error {}
@@ -126,6 +144,18 @@ function readStore(given: string | undefined): string | null {
   throw new ConfigError('STORE must be lmdb or a postgres:// (postgresql://) connection URL');
 }
 
+/** WEBHOOK_ALLOWED_NETWORKS: `any` (or unset), or CIDRs separated by commas; a bare address is its host prefix. */
+function readNetworks(src: Source, name: string): Cidr[] | null {
+  const v = (src[name] ?? '').trim();
+  if (v === '' || v.toLowerCase() === 'any') return null;
+  return v.split(',').map((part) => {
+    const c = parseCidr(part.trim());
+    if (c === 'invalid') throw new ConfigError(`${name} must be 'any' or CIDRs separated by commas, got '${part.trim()}'`);
+    if (c === 'host-bits') throw new ConfigError(`${name}: '${part.trim()}' has host bits set`);
+    return c;
+  });
+}
+
 /** Maps CLI flags (`--data-dir D`) onto their environment-variable names. */
 export function flagsToSource(argv: string[]): Source {
   const out: Source = {};
@@ -179,6 +209,13 @@ export function loadConfig(env: Source = process.env, flags: Source = {}): Confi
     'BACKUP_DIR',
     'LOG_FORMAT',
     'METRICS',
+    'WEBHOOK_ALLOWED_NETWORKS',
+    'WEBHOOK_TIMEOUT_MS',
+    'WEBHOOK_RETRY_BASE_MS',
+    'WEBHOOK_RETRY_MAX_MS',
+    'WEBHOOK_BATCH_CHANGES',
+    'WEBHOOK_BATCH_BYTES',
+    'WEBHOOK_CONCURRENCY',
   ]);
   for (const k of Object.keys(flags)) if (!known.has(k)) throw new ConfigError(`unknown flag --${k.toLowerCase().replace(/_/g, '-')}`);
 
@@ -197,6 +234,10 @@ export function loadConfig(env: Source = process.env, flags: Source = {}): Confi
   const advertiseUrl = readString(src, 'ADVERTISE_URL', '') || null;
   if (advertiseUrl !== null && !/^https?:\/\/[^\s]+$/.test(advertiseUrl))
     throw new ConfigError(`ADVERTISE_URL must be an http:// or https:// URL, got '${advertiseUrl}'`);
+  const retryBaseMs = readInt(src, 'WEBHOOK_RETRY_BASE_MS', 1000, 1, 3_600_000);
+  const retryMaxMs = readInt(src, 'WEBHOOK_RETRY_MAX_MS', 300_000, 1, 86_400_000);
+  if (retryMaxMs < retryBaseMs)
+    throw new ConfigError(`WEBHOOK_RETRY_MAX_MS (${retryMaxMs}) must be at least WEBHOOK_RETRY_BASE_MS (${retryBaseMs})`);
   return {
     store: readStore(flags.STORE ?? env.NETSOT_STORE ?? env.STORE),
     host: readString(src, 'HOST', '127.0.0.1'),
@@ -229,6 +270,18 @@ export function loadConfig(env: Source = process.env, flags: Source = {}): Confi
     feedBufferBytes: readInt(src, 'FEED_BUFFER_BYTES', 1024 * 1024, 4096, 1024 * 1024 * 1024),
     // Some 200k device bodies: the objects automation rereads most stay on the main thread.
     readCacheBytes: readInt(src, 'READ_CACHE_BYTES', 64 * 1024 * 1024, 0, 2 ** 40),
+    webhooks: {
+      allowedNetworks: readNetworks(src, 'WEBHOOK_ALLOWED_NETWORKS'),
+      // A receiver that answers within seconds is healthy; one that hangs costs a timer and a socket until then.
+      timeoutMs: readInt(src, 'WEBHOOK_TIMEOUT_MS', 10_000, 100, 600_000),
+      // Retries after about 1, 2, 4… s, then every 5 min at most while the receiver stays down.
+      retryBaseMs,
+      retryMaxMs,
+      // About 400 KB of typical Changes: a few deliveries a second carry a busy server's whole write rate.
+      batchChanges: readInt(src, 'WEBHOOK_BATCH_CHANGES', 1000, 1, 100_000),
+      batchBytes: readInt(src, 'WEBHOOK_BATCH_BYTES', 1024 * 1024, 1024, 64 * 1024 * 1024),
+      concurrency: readInt(src, 'WEBHOOK_CONCURRENCY', 16, 1, 10_000),
+    },
     logLevel: logLevel as LogLevel,
     backupDir: readString(src, 'BACKUP_DIR', '') || null,
     logFormat,

@@ -61,6 +61,8 @@ export class LeaseKeeper {
   private stopped = false;
   /** The leader has pruned the commit log up to here (0: not since this node started). */
   private prunedTo = 0;
+  /** Told when this node starts leading (caught up, taking writes) and when it stops (http/app.ts). */
+  onLeading: ((leading: boolean) => void) | null = null;
 
   private constructor(
     url: string,
@@ -193,8 +195,10 @@ export class LeaseKeeper {
   }
 
   private stepDown(why: string): void {
+    const wasLeader = this.role_ === 'leader';
     this.fence.epoch = 0;
     this.role_ = 'standby';
+    if (wasLeader) this.onLeading?.(false);
     this.log.warn(`cluster: ${this.config.nodeId} is a standby now (${why})`, { event: 'lease-lost', epoch: this.epoch });
   }
 
@@ -239,6 +243,7 @@ export class LeaseKeeper {
     if (this.role_ !== 'taking-over') return;
     this.fence.epoch = epoch;
     this.role_ = 'leader';
+    this.onLeading?.(true);
     this.log.warn(
       `cluster: ${this.config.nodeId} is the leader (epoch ${epoch}, caught up to commit ${seq} in ${Math.round(performance.now() - started)} ms)`,
       {

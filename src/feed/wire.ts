@@ -34,6 +34,7 @@ export function encode(kind: Transport, changes: readonly FeedChange[]): Buffer 
 export class Payload {
   private sse: Buffer | null = null;
   private ws: Buffer | null = null;
+  private utf8: Buffer[] | null = null;
 
   constructor(readonly changes: readonly FeedChange[]) {}
 
@@ -48,6 +49,14 @@ export class Payload {
   bytes(kind: Transport): Buffer {
     if (kind === 'ws') return (this.ws ??= encode('ws', this.changes));
     return (this.sse ??= encode('sse', this.changes));
+  }
+
+  /**
+   * Each Change's text as UTF-8, made on first use and shared: webhooks cut their batches from these
+   * (webhook/delivery.ts), so a Change is encoded once however many hooks send it.
+   */
+  texts(): readonly Buffer[] {
+    return (this.utf8 ??= this.changes.map((c) => Buffer.from(c.text)));
   }
 }
 

@@ -39,6 +39,8 @@ import { createSharedIdState, IdCounters } from '../store/ids.js';
 import { openStore } from '../store/open.js';
 import type { Store } from '../store/store.js';
 import { replyOps } from '../store/stored-reply.js';
+import { WebhookDirectory } from '../webhook/directory.js';
+import { WebhookDispatcher } from '../webhook/dispatcher.js';
 import { Admin } from './admin.js';
 import { isJsonBody, negotiate, OFFLOAD_BODY_BYTES, readRequestBody } from './body.js';
 import { browseQuery } from './browse.js';
@@ -85,6 +87,9 @@ export class App {
     /** The cluster lease on a PostgreSQL store (cluster/lease.ts); null on LMDB, which has one node. */
     readonly lease: LeaseKeeper | null,
     private readonly readCache: ReadCache,
+    /** Webhook deliveries (webhook/dispatcher.ts) and the API over them. */
+    private readonly dispatcher: WebhookDispatcher,
+    private readonly webhooks: WebhookDirectory,
   ) {
     this.observer = new RequestObserver(log, metrics);
   }
@@ -110,6 +115,7 @@ export class App {
       // The figures read the pool and the app only when scraped, after both exist.
       let app: App | undefined;
       let feed: FeedHub | null = null;
+      let dispatcher: WebhookDispatcher | null = null;
       // Asked only once the pool exists (a batch's versions, a reply to keep).
       const readCache = new ReadCache(config.readCacheBytes, config.shards, (site) => pool.shardOfSite(site));
       const metrics = config.metrics
@@ -124,6 +130,7 @@ export class App {
             storePath: config.store === null ? join(config.dataDir, 'netsot.mdb') : null,
             readCache: () => readCache,
             feed: () => feed ?? { subscribers: 0, textsFromShards: 0, textsFromStore: 0 },
+            webhooks: () => dispatcher?.figures() ?? null,
           })
         : null;
       const feedWatch = new FeedWatch();
@@ -151,6 +158,15 @@ export class App {
         throw err;
       });
       feed = new FeedHub(store, pool, sites, feedWatch, config.feedBufferBytes, log, marks.change ?? 0);
+      dispatcher = new WebhookDispatcher(config.webhooks, store, feed, log);
+      const webhooks = new WebhookDirectory(
+        dispatcher,
+        store,
+        users,
+        sites,
+        () => ids.next('webhook'),
+        () => lease?.leader ?? null,
+      );
       const idempotency = new IdempotencyKeys(store, config.idempotencyTtlMs, log);
       app = new App(
         config,
@@ -168,7 +184,11 @@ export class App {
         feed,
         lease,
         readCache,
+        dispatcher,
+        webhooks,
       );
+      if (lease) lease.onLeading = (leading) => app!.leading(leading);
+      else await dispatcher.start();
       await lease?.start(new Replica(config, store, pool, sites, users, ids, log));
       return app;
     } catch (err) {
@@ -229,7 +249,27 @@ export class App {
     if (m && Number(m[2]) < this.pool.count) this.pool.control(Number(m[2]), { testHook: m[1] as TestHook });
   }
 
+  /**
+   * This node took the lease (after catching up on every commit) or lost it. A new leader's feed releases what
+   * any leader committed, and it delivers webhooks from their saved cursors; one that lost the lease stops.
+   */
+  private leading(leading: boolean): void {
+    if (!leading) {
+      void this.dispatcher.stop(false);
+      return;
+    }
+    this.feed.raiseWatermark(this.ids.current('change'));
+    const deliver = () =>
+      this.dispatcher.start().catch((err) => {
+        this.log.error('webhooks: reading them from the store failed; retrying in 1 s', { event: 'webhooks-start', err });
+        setTimeout(() => this.lease?.isLeader && deliver(), 1000).unref();
+      });
+    void deliver();
+  }
+
   async close(): Promise<void> {
+    // Before the lease goes: a leader saves its delivery state while its commits still count.
+    await this.dispatcher.stop(true);
     await this.lease?.stop();
     this.metrics?.close();
     this.idempotency.close();
@@ -423,6 +463,7 @@ export class App {
       host: x.host,
       version,
       users: this.users,
+      webhooks: this.webhooks,
       auth: this.auth,
       index: () => this.index(x.host),
       grantsHeld: (userId) => this.grantsHeld(userId),

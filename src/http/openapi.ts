@@ -26,6 +26,7 @@ function objectSchema(s: ResourceSchema): Json {
     properties[name] = {
       ...JSON.parse(JSON.stringify(field)),
       ...(m.readOnly ? { readOnly: true } : {}),
+      ...(m.writeOnly ? { writeOnly: true } : {}),
       ...(m.helpText ? { description: m.helpText } : {}),
     };
   }

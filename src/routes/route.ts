@@ -109,6 +109,7 @@ export interface MainCall {
   /** The `version` of the Accept header ('1.0' answers bare, else enveloped). */
   version: string;
   users: import('../model/user.js').UserDirectory;
+  webhooks: import('../webhook/directory.js').WebhookDirectory;
   auth: import('../auth/authenticate.js').Authenticator;
   /** Collection name → absolute URL, in index order. */
   index(): Record<string, string>;

@@ -11,6 +11,7 @@
  */
 import { MODELS } from '../model/registry.js';
 import { userApi, userSchema } from '../model/user.js';
+import { webhookApi, webhookSchema } from '../model/webhook.js';
 import { ROOT_ROUTES } from './root.js';
 import { type Collection, HTTP_METHODS, type HttpMethod, type Operation, type Route, type Shape } from './route.js';
 
@@ -91,11 +92,12 @@ export function methodsOf(route: Route): HttpMethod[] {
   return m;
 }
 
-/** Every resource of the registry, the users, and the root routes. */
+/** Every resource of the registry, the users and webhooks (both served on the main thread), and the root routes. */
 export const ROUTES = new RouteTable(
   [
     ...MODELS.map((m) => ({ collection: m.collection, name: m.name, schema: m.schema, api: m.api, filters: m.filters })),
     { collection: 'users', name: 'User', schema: userSchema, api: userApi },
+    { collection: 'webhooks', name: 'Webhook', schema: webhookSchema, api: webhookApi },
   ],
   ROOT_ROUTES,
 );
