@@ -10,7 +10,7 @@ import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
 export interface Received {
-  /** 1 for the first request. */
+  /** 1 for the first request to arrive (requests are kept in the order they were answered). */
   n: number;
   headers: IncomingHttpHeaders;
   body: string;
@@ -30,6 +30,8 @@ export interface ReceiverOptions {
 
 export class Receiver {
   readonly requests: Received[] = [];
+  /** Requests read whole so far, answered or not. */
+  arrived = 0;
 
   private constructor(
     private readonly server: Server,
@@ -43,7 +45,7 @@ export class Receiver {
       req.on('data', (c: Buffer) => chunks.push(c));
       req.on('end', async () => {
         const raw = Buffer.concat(chunks);
-        const n = receiver!.requests.length + 1;
+        const n = ++receiver!.arrived;
         const status = (await o.answer?.(n)) ?? 200;
         const given = String(req.headers['x-netsot-signature'] ?? '');
         const expected = `sha256=${createHmac('sha256', o.secret).update(raw).digest('hex')}`;
@@ -98,7 +100,8 @@ export class Receiver {
   async until(check: () => boolean, withinMs = 15_000): Promise<void> {
     const started = Date.now();
     while (!check()) {
-      if (Date.now() - started > withinMs) throw new Error(`receiver: not reached within ${withinMs} ms (${this.requests.length} requests)`);
+      if (Date.now() - started > withinMs)
+        throw new Error(`receiver: not reached within ${withinMs} ms (${this.requests.length} requests)`);
       await new Promise((ok) => setTimeout(ok, 50));
     }
   }
