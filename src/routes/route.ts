@@ -178,6 +178,8 @@ export interface Collection {
   schema: ResourceSchema;
   api: Api;
   filters?: readonly FilterSpec<any>[];
+  /** Left out of the index at /api/: a collection beyond the reference (gaps.md §24) leaves existing answers as they were. */
+  unlisted?: true;
 }
 
 export type RouteResult =

@@ -74,10 +74,10 @@ export class RouteTable {
     return [...this.root.values()];
   }
 
-  /** The index's order (GET /api/): sites first, then by model name. */
+  /** The index's order (GET /api/): sites first, then by model name; unlisted collections left out. */
   indexOrder(): string[] {
     const rest = this.all()
-      .filter((c) => c.collection !== 'sites')
+      .filter((c) => c.collection !== 'sites' && !c.unlisted)
       .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
     return [...(this.collections.has('sites') ? ['sites'] : []), ...rest.map((c) => c.collection)];
   }
@@ -97,7 +97,7 @@ export const ROUTES = new RouteTable(
   [
     ...MODELS.map((m) => ({ collection: m.collection, name: m.name, schema: m.schema, api: m.api, filters: m.filters })),
     { collection: 'users', name: 'User', schema: userSchema, api: userApi },
-    { collection: 'webhooks', name: 'Webhook', schema: webhookSchema, api: webhookApi },
+    { collection: 'webhooks', name: 'Webhook', schema: webhookSchema, api: webhookApi, unlisted: true },
   ],
   ROOT_ROUTES,
 );
