@@ -99,7 +99,9 @@ describe('webhook settings', () => {
     expect(loadConfig({ WEBHOOK_ALLOWED_NETWORKS: '10.0.0.0/8, 2001:db8::/32,192.0.2.1' }).webhooks.allowedNetworks).toEqual(
       cidrs('10.0.0.0/8', '2001:db8::/32', '192.0.2.1/32'),
     );
-    expect(() => loadConfig({ WEBHOOK_ALLOWED_NETWORKS: '10.0.0.1/8' })).toThrow("WEBHOOK_ALLOWED_NETWORKS: '10.0.0.1/8' has host bits set");
+    expect(() => loadConfig({ WEBHOOK_ALLOWED_NETWORKS: '10.0.0.1/8' })).toThrow(
+      "WEBHOOK_ALLOWED_NETWORKS: '10.0.0.1/8' has host bits set",
+    );
     expect(() => loadConfig({ WEBHOOK_ALLOWED_NETWORKS: 'intranet' })).toThrow(ConfigError);
     expect(() => loadConfig({ WEBHOOK_RETRY_BASE_MS: '5000', WEBHOOK_RETRY_MAX_MS: '1000' })).toThrow(
       'WEBHOOK_RETRY_MAX_MS (1000) must be at least WEBHOOK_RETRY_BASE_MS (5000)',
@@ -136,14 +138,27 @@ describe('webhook signature and rows', () => {
     let failures = 0;
     for (let n = 1; n <= 3 * ATTEMPTS_KEPT; n++) {
       const a = n <= 5 ? attempt(n, ++failures) : attempt(n);
-      for (const op of attemptOps(3, a)) table.set((op.key as [number, string])[1], { hook: 3, part: (op.key as [number, string])[1], value: a });
+      for (const op of attemptOps(3, a))
+        table.set((op.key as [number, string])[1], { hook: 3, part: (op.key as [number, string])[1], value: a });
     }
     expect(table.size).toBe(1 + ATTEMPTS_KEPT + 5);
     const [read] = readHooks([...table.values()]);
-    expect(read.attempts.map((a) => a.n)).toEqual([1, 2, 3, 4, 5, ...Array.from({ length: ATTEMPTS_KEPT }, (_, i) => 2 * ATTEMPTS_KEPT + 1 + i)]);
+    expect(read.attempts.map((a) => a.n)).toEqual([
+      1,
+      2,
+      3,
+      4,
+      5,
+      ...Array.from({ length: ATTEMPTS_KEPT }, (_, i) => 2 * ATTEMPTS_KEPT + 1 + i),
+    ]);
     expect(removalOps(3)).toHaveLength(2 + ATTEMPTS_KEPT + FAILURES_KEPT);
     expect(new Set(removalOps(3).map((op) => (op.key as [number, string])[1]))).toEqual(
-      new Set(['hook', 'cursor', ...[...table.keys()].filter((k) => k !== 'hook'), ...Array.from({ length: FAILURES_KEPT }, (_, k) => `f${k}`)]),
+      new Set([
+        'hook',
+        'cursor',
+        ...[...table.keys()].filter((k) => k !== 'hook'),
+        ...Array.from({ length: FAILURES_KEPT }, (_, k) => `f${k}`),
+      ]),
     );
     // Rows left of a hook without its record are not a hook.
     expect(readHooks([{ hook: 9, part: 'cursor', value: { cursor: 1, failures: 0 } }])).toEqual([]);
