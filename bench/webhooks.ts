@@ -29,7 +29,7 @@ import { type ChildProcess, fork } from 'node:child_process';
 import { loadavg } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import autocannon from 'autocannon';
+import { allocationLoad } from './_alloc-load.js';
 import {
   AUTH,
   type ChildServer,
@@ -48,7 +48,6 @@ import {
   table,
   tempDir,
 } from './_harness.js';
-import { wrkPost } from './_wrk.js';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const TARGET = 0.95;
@@ -103,23 +102,7 @@ export async function run(): Promise<number> {
         child.send({ report: true });
       });
 
-    const load = async (secs: number) => {
-      if (client === 'wrk') {
-        const w = await wrkPost({ base: server.base, paths: [path], headers: AUTH, connections, seconds: secs });
-        const s = w.summary;
-        return { allocations: s.requests, seconds: s.seconds, p99: s.latencyMs.p99, failures: s.non2xx + s.errors + s.timeouts };
-      }
-      let ok = 0;
-      const r = await autocannon({
-        url: server.base,
-        connections,
-        pipelining: 1,
-        duration: secs,
-        timeout: 10,
-        requests: [{ method: 'POST', path, headers: AUTH, onResponse: (status: number) => void (status === 200 && ok++) }],
-      });
-      return { allocations: ok, seconds: r.duration, p99: r.latency.p99, failures: r.non2xx + r.errors + r.timeouts };
-    };
+    const load = allocationLoad({ base: server.base, path, connections, client });
     const newestChange = async () => {
       const r = await request(server.base, 'GET', '/api/changes/?limit=1', { headers: AUTH });
       expectStatus(r, 200, 'GET /api/changes/');
@@ -169,7 +152,10 @@ export async function run(): Promise<number> {
         }
         const round: Round = {
           side,
-          ...r,
+          allocations: r.allocations,
+          seconds: r.seconds,
+          p99: r.p99,
+          failures: r.failures,
           serverCpu,
           receiversCpu,
           requests: after.requests - before.requests,

@@ -57,7 +57,7 @@ import type { Slots } from './slots.js';
 /** Failed attempts in a row after which a hook shows as failing. */
 export const FAILING_AFTER = 5;
 /** The shortest time between the starts of two attempts of a hook whose next batch is not full. */
-const SPACING_MS = 50;
+const SPACING_MS = 250;
 
 const OPEN = Buffer.from('[');
 const COMMA = Buffer.from(',');
