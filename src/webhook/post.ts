@@ -63,31 +63,39 @@ export function post(url: URL, body: Buffer, headers: Record<string, string>, o:
     const literal = o.networks.literalRefused(url.hostname);
     if (literal) return finish(null, refusedText(literal));
     if (o.signal.aborted) return finish(null, 'aborted');
-    req = (url.protocol === 'https:' ? https : http).request(url, {
-      method: 'POST',
-      agent: AGENTS[url.protocol as keyof typeof AGENTS],
-      headers: { ...headers, 'Content-Length': String(body.length) },
-      lookup: o.networks.lookup,
-    });
+    const send = (again: boolean) => {
+      const sent = (url.protocol === 'https:' ? https : http).request(url, {
+        method: 'POST',
+        agent: AGENTS[url.protocol as keyof typeof AGENTS],
+        headers: { ...headers, 'Content-Length': String(body.length) },
+        lookup: o.networks.lookup,
+      });
+      req = sent;
+      sent.on('error', (err: NodeJS.ErrnoException) => {
+        // A kept-alive connection the receiver closed just as this request went out: once more on a new one.
+        if (!again && sent.reusedSocket && err.code === 'ECONNRESET' && !settled) send(true);
+        else finish(null, errorText(err));
+      });
+      sent.on('response', (res) => {
+        const status = res.statusCode ?? null;
+        let read = 0;
+        res.on('data', (chunk: Buffer) => {
+          read += chunk.length;
+          // Enough is known; the rest of an overlong answer is not worth the socket.
+          if (read > RESPONSE_BYTES) {
+            res.destroy();
+            finish(status, null);
+          }
+        });
+        res.on('end', () => finish(status, null));
+        res.on('error', () => finish(status, null));
+      });
+      sent.end(body);
+    };
     timer = setTimeout(() => finish(null, 'timeout'), o.timeoutMs);
     timer.unref();
     o.signal.addEventListener('abort', onAbort);
-    req.on('error', (err: NodeJS.ErrnoException) => finish(null, errorText(err)));
-    req.on('response', (res) => {
-      const status = res.statusCode ?? null;
-      let read = 0;
-      res.on('data', (chunk: Buffer) => {
-        read += chunk.length;
-        // Enough is known; the rest of an overlong answer is not worth the socket.
-        if (read > RESPONSE_BYTES) {
-          res.destroy();
-          finish(status, null);
-        }
-      });
-      res.on('end', () => finish(status, null));
-      res.on('error', () => finish(status, null));
-    });
-    req.end(body);
+    send(false);
   });
 }
 
