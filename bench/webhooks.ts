@@ -110,7 +110,8 @@ export async function run(): Promise<number> {
     };
 
     log(
-      `webhooks: POST ${path} (reserve=true, num=1), ${connections} connections (${client}); ${machine().cores} cores, Node ${process.version}`,
+      `webhooks: POST ${path} (reserve=true, num=1), ${connections} connections (${client}); ` +
+        `${machine().cores} cores, Node ${process.version}`,
     );
     log(`"hooks" rounds: ${hookCount} webhooks on every Change, each to its own receiver (child process, answers 200)`);
     const busyBefore = await foreignBusyCores();
@@ -207,7 +208,8 @@ export async function run(): Promise<number> {
     const ratio = hooked.rps / none.rps;
     log(`ratio hooks/none: ${ratio.toFixed(3)} (target ≥ ${TARGET}) ${ratio >= TARGET ? 'MET' : 'NOT MET'}`);
     log(
-      `server CPU per allocation, hooks/none: ${(hooked.serverUs / none.serverUs).toFixed(3)} (+${(hooked.serverUs - none.serverUs).toFixed(1)} µs)`,
+      `server CPU per allocation, hooks/none: ${(hooked.serverUs / none.serverUs).toFixed(3)} ` +
+        `(+${(hooked.serverUs - none.serverUs).toFixed(1)} µs)`,
     );
     log(`after: ${loadAverage()}`);
     log(

@@ -262,7 +262,9 @@ export class Metrics {
     });
     new Counter({
       name: 'netsot_webhook_deliveries_total',
-      help: 'Webhook delivery attempts, by outcome: the status code the receiver answered, or timeout, refused (a network WEBHOOK_ALLOWED_NETWORKS leaves out), error, aborted.',
+      help:
+        'Webhook delivery attempts, by outcome: the status code the receiver answered, or timeout, ' +
+        'refused (a network WEBHOOK_ALLOWED_NETWORKS leaves out), error, aborted.',
       labelNames: ['status'],
       registers: [registry],
       collect() {
@@ -272,7 +274,9 @@ export class Metrics {
     });
     new Gauge({
       name: 'netsot_webhook_lag_changes',
-      help: 'Change ids committed past the cursor of the webhook furthest behind, among those with deliveries due (0: every hook caught up).',
+      help:
+        'Change ids committed past the cursor of the webhook furthest behind, among those with deliveries due ' +
+        '(0: every hook caught up).',
       registers: [registry],
       collect() {
         this.set(sources.webhooks()?.lag ?? 0);

@@ -14,11 +14,11 @@
  * from the new leader, which resumes from the saved cursor (at least once,
  * never out of order: delivery.ts).
  *
- * State writes. Rows (cursors, attempts, and the API's records) are kept by
- * key and written together, the last value of each key, at most every
- * WRITE_EVERY_MS however many hooks deliver (a handful of commits a second
- * instead of one per delivery); the API's writes (`flush`) go at once and
- * answer once durable. A failed write keeps its rows for the next one.
+ * State writes. Deliveries' rows (cursors, attempts) are kept by key and
+ * written together, the last value of each key, at most every WRITE_EVERY_MS
+ * however many hooks deliver (a handful of commits a second instead of one
+ * per delivery); a failed write keeps its rows for the next one. The API's
+ * rows (`save`) go at once, after what is kept, and answer once durable.
  */
 import type { WebhookSettings } from '../config.js';
 import type { FeedHub } from '../feed/hub.js';
@@ -164,17 +164,20 @@ export class WebhookDispatcher {
 
   /** A hook created through the API: its rows are written and durable when this resolves; it delivers from `cursor`. */
   async add(hook: WebhookRecord, cursor: number, rows: WriteOp[]): Promise<HookDelivery> {
-    this.writer.keep(rows);
-    await this.writer.flush();
+    await this.save(rows);
     const d = new HookDelivery(hook, { cursor: { cursor, failures: 0 }, attempts: [] }, this.ctx);
     this.hooks.set(hook.id, d);
     return d;
   }
 
-  /** Rows of the API made durable (a changed record, a moved cursor). */
+  /**
+   * Rows of the API (a hook's record, a moved cursor, a removal), durable when this resolves. What deliveries kept
+   * is written first, so none of it lands after these; the API's rows are not kept for a retry when their write
+   * fails (the client is answered 503 and retries, or not).
+   */
   async save(rows: WriteOp[]): Promise<void> {
-    this.writer.keep(rows);
     await this.writer.flush();
+    await this.store.commit({ ops: rows });
   }
 
   /**
