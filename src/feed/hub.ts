@@ -1,6 +1,6 @@
 /**
  * The live change feed on the main thread: committed Changes in, subscribers
- * (SSE or WebSocket, http/feed-transport.ts) out.
+ * (SSE or WebSocket, http/feed-transport.ts; webhooks, webhook/delivery.ts) out.
  *
  * Input. Every commit publishes the Changes it made durable, as FeedItems
  * (ids, site, event, resource: what ordering and filtering need, no text):

@@ -76,10 +76,11 @@ export interface DeliveryContext {
   counted(outcome: string): void;
 }
 
-/** Changes handed over by the feed in one delivery, from `start` on not yet cut into a batch. */
+/** Changes handed over by the feed in one delivery (their encoding: Payload.spans), from `start` on not yet cut into a batch. */
 interface Segment {
   changes: readonly FeedChange[];
-  texts: readonly Buffer[];
+  bytes: Buffer;
+  edges: readonly number[];
   start: number;
 }
 
@@ -224,12 +225,10 @@ export class HookDelivery {
   take(sink: HookSink, payload: Payload): number {
     if (sink !== this.sink) return 0;
     const changes = payload.changes;
-    const texts = payload.texts();
-    let bytes = 0;
-    for (const t of texts) bytes += t.length;
-    this.segments.push({ changes, texts, start: 0 });
+    const { bytes, edges } = payload.spans();
+    this.segments.push({ changes, bytes, edges, start: 0 });
     this.queuedCount += changes.length;
-    this.queuedBytes += bytes;
+    this.queuedBytes += edges[changes.length] - edges[0];
     this.handed = changes[changes.length - 1].id;
     this.schedule();
     return this.queuedBytes;
@@ -306,7 +305,10 @@ export class HookDelivery {
     void this.send();
   }
 
-  /** The next batch from the front of the queue: as many Changes as the bounds allow, at least one. */
+  /**
+   * The next batch from the front of the queue: as many Changes as the bounds allow, at least one. Each segment's
+   * run of Changes is one slice of its encoding, so the body is copied once, not built Change by Change.
+   */
   private cut(): Batch {
     const { batchChanges, batchBytes } = this.ctx.settings;
     const parts: Buffer[] = [OPEN];
@@ -316,18 +318,27 @@ export class HookDelivery {
     let last = 0;
     while (this.segments.length > 0 && count < batchChanges) {
       const seg = this.segments[0];
-      const text = seg.texts[seg.start];
-      if (count > 0 && bytes + 1 + text.length > batchBytes) break;
-      if (count > 0) parts.push(COMMA);
-      parts.push(text);
-      bytes += text.length + (count > 0 ? 1 : 0);
-      if (count === 0) first = seg.changes[seg.start].id;
-      last = seg.changes[seg.start].id;
-      count++;
-      this.queuedBytes -= text.length;
-      if (++seg.start === seg.changes.length) this.segments.shift();
+      const { edges } = seg;
+      let end = seg.start;
+      while (end < seg.changes.length && count < batchChanges) {
+        const add = edges[end + 1] - 1 - edges[end] + (count > 0 ? 1 : 0);
+        if (count > 0 && bytes + add > batchBytes) break;
+        bytes += add;
+        count++;
+        end++;
+      }
+      if (end > seg.start) {
+        if (parts.length > 1) parts.push(COMMA);
+        parts.push(seg.bytes.subarray(edges[seg.start], edges[end] - 1));
+        if (first === 0) first = seg.changes[seg.start].id;
+        last = seg.changes[end - 1].id;
+        this.queuedCount -= end - seg.start;
+        this.queuedBytes -= edges[end] - edges[seg.start];
+        seg.start = end;
+      }
+      if (seg.start < seg.changes.length) break;
+      this.segments.shift();
     }
-    this.queuedCount -= count;
     parts.push(CLOSE);
     return { body: Buffer.concat(parts, bytes), first, last, count };
   }

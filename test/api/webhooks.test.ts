@@ -177,6 +177,31 @@ describe('webhook deliveries', () => {
     expect(rx.outOfOrder()).toEqual([]);
   });
 
+  test('batches are bounded in Changes and in bytes, a Change larger than the bound going alone', async () => {
+    const s = await inject({ WEBHOOK_BATCH_CHANGES: '4', WEBHOOK_BATCH_BYTES: '1024' });
+    const rx = await receiver();
+    const a = await site(s, 'bounded');
+    // Attribute values are at most 255 characters: six of them make a Change larger than the byte bound.
+    const names = ['n0', 'n1', 'n2', 'n3', 'n4', 'n5'];
+    for (const name of names) expect((await s.post(`/api/sites/${a}/attributes/`, { name, resource_name: 'Device' })).status).toBe(201);
+    // Paused while the Changes pile up, so that resuming has many to cut into batches.
+    const hook = (await s.post('/api/webhooks/', { url: rx.url, secret: SECRET, active: false })).json;
+    for (let i = 0; i < 30; i++) {
+      const attributes = Object.fromEntries(names.map((n) => [n, i % 10 === 5 ? 'x'.repeat(250) : `${n}-${i}`]));
+      expect((await s.post(`/api/sites/${a}/devices/`, { hostname: `b${i}`, attributes })).status).toBe(201);
+    }
+    await s.patch(`/api/webhooks/${hook.id}/`, { active: true });
+    const ids = (await changeIds(s)).filter((id) => id > hook.cursor);
+    await rx.until(() => rx.delivered().size === ids.length);
+    expect([...rx.delivered()]).toEqual(ids);
+    for (const r of rx.requests) {
+      expect(r.ids.length).toBeLessThanOrEqual(4);
+      if (r.ids.length > 1) expect(Buffer.byteLength(r.body)).toBeLessThanOrEqual(1024);
+    }
+    expect(rx.requests.some((r) => r.ids.length === 1 && Buffer.byteLength(r.body) > 1024)).toBe(true);
+    expect(rx.requests.some((r) => r.ids.length > 1)).toBe(true);
+  });
+
   test('redeliver moves the cursor back, and the receiver gets those Changes again in order', async () => {
     const s = await inject();
     const rx = await receiver();
