@@ -305,6 +305,10 @@ describe('webhooks as a resource', () => {
       expect(r.json.error.message, JSON.stringify(body)).toEqual(message);
     }
     expect((await s.get('/api/webhooks/')).json).toEqual([]);
+    const options = await s.request('OPTIONS', '/api/webhooks/');
+    expect(options.status).toBe(200);
+    expect(options.json.actions.POST.secret).toMatchObject({ type: 'string', required: true, read_only: false, max_length: 255 });
+    expect(options.json.actions.POST.status).toBeUndefined();
 
     const made = await s.post('/api/webhooks/', { url: 'http://127.0.0.1:9/x?y=1', secret: SECRET, site_id: a, resource_name: 'Network' });
     expect(made.status).toBe(201);
