@@ -178,7 +178,7 @@ export interface Collection {
   schema: ResourceSchema;
   api: Api;
   filters?: readonly FilterSpec<any>[];
-  /** Left out of the index at /api/: a collection beyond the reference (gaps.md §24) leaves existing answers as they were. */
+  /** Left out of the index at /api/: a collection beyond the reference API leaves the answers reference clients get as they were. */
   unlisted?: true;
 }
 

@@ -42,6 +42,8 @@ class StateWriter {
   private pending = new Map<string, WriteOp>();
   private writing: Promise<void> | null = null;
   private timer: NodeJS.Timeout | null = null;
+  /** Bumped by `drop`: a write under way when this node stopped delivering keeps nothing for later if it fails. */
+  private term = 0;
 
   constructor(
     private readonly store: Store,
@@ -58,13 +60,16 @@ class StateWriter {
     while (this.writing) await this.writing.catch(() => undefined);
     if (this.pending.size === 0) return;
     const ops = [...this.pending.values()];
+    const term = this.term;
     this.pending = new Map();
     this.writing = this.store.commit({ ops });
     try {
       await this.writing;
     } catch (err) {
-      for (const op of ops) if (!this.pending.has(keyOf(op))) this.pending.set(keyOf(op), op);
-      this.later(WRITE_RETRY_MS);
+      if (term === this.term) {
+        for (const op of ops) if (!this.pending.has(keyOf(op))) this.pending.set(keyOf(op), op);
+        this.later(WRITE_RETRY_MS);
+      }
       throw err;
     } finally {
       this.writing = null;
@@ -73,6 +78,7 @@ class StateWriter {
 
   /** Forgets what is kept (this node stopped delivering: another node's cursors are the ones that count now). */
   drop(): void {
+    this.term++;
     this.pending.clear();
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
@@ -166,7 +172,9 @@ export class WebhookDispatcher {
   async add(hook: WebhookRecord, cursor: number, rows: WriteOp[]): Promise<HookDelivery> {
     await this.save(rows);
     const d = new HookDelivery(hook, { cursor: { cursor, failures: 0 }, attempts: [] }, this.ctx);
-    this.hooks.set(hook.id, d);
+    // Stopped meanwhile (the lease lost after the write): the hook is saved, and whichever node leads delivers it.
+    if (this.running) this.hooks.set(hook.id, d);
+    else d.close();
     return d;
   }
 

@@ -214,7 +214,8 @@ describe('webhook deliveries', () => {
 
     const moved = await s.post(`/api/webhooks/${hook.id}/redeliver/?after=${ids[1]}`);
     expect(moved.status).toBe(200);
-    expect(moved.json.cursor).toBe(ids[1]);
+    // Deliveries resume at once: by the time the answer is written the receiver may have acknowledged more.
+    expect(moved.json.cursor).toBeGreaterThanOrEqual(ids[1]);
     await rx.until(() => rx.requests.slice(before).flatMap((r) => r.ids).length === ids.length - 2);
     expect(rx.requests.slice(before).flatMap((r) => r.ids)).toEqual(ids.slice(2));
 
