@@ -37,9 +37,4 @@ export class Slots {
     }
     this.free++;
   }
-
-  /** Attempts that may start now without waiting. */
-  get available(): number {
-    return this.free;
-  }
 }
