@@ -50,9 +50,8 @@ import { type ChildProcess, fork } from 'node:child_process';
 import { loadavg } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import autocannon from 'autocannon';
+import { allocationLoad } from './_alloc-load.js';
 import {
-  AUTH,
   type ChildServer,
   envNumber,
   fmt,
@@ -68,7 +67,6 @@ import {
   table,
   tempDir,
 } from './_harness.js';
-import { wrkPost } from './_wrk.js';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 type Side = 'none' | 'feed';
@@ -123,38 +121,7 @@ export async function run(): Promise<number> {
     const probePath = `/api/sites/${busy}/networks/${PROBE_PARENT}/next_address/?reserve=true`;
 
     /** The P2 load for `secs` (at `rate` allocations/s if > 0): allocations answered 200 and the load's own figures. */
-    const load = async (secs: number, rate = 0) => {
-      if (client === 'wrk' && rate === 0) {
-        const w = await wrkPost({ base: server.base, paths: [path], headers: AUTH, connections, seconds: secs });
-        const s = w.summary;
-        return {
-          allocations: s.requests,
-          seconds: s.seconds,
-          p99: s.latencyMs.p99,
-          failures: s.non2xx + s.errors + s.timeouts,
-          clientCpu: s.clientCores * s.seconds,
-        };
-      }
-      let ok = 0;
-      const cpu0 = process.cpuUsage();
-      const r = await autocannon({
-        url: server.base,
-        connections,
-        pipelining: 1,
-        duration: secs,
-        timeout: 10,
-        ...(rate > 0 ? { overallRate: rate } : {}),
-        requests: [{ method: 'POST', path, headers: AUTH, onResponse: (status: number) => void (status === 200 && ok++) }],
-      });
-      const cpu = process.cpuUsage(cpu0);
-      return {
-        allocations: ok,
-        seconds: r.duration,
-        p99: r.latency.p99,
-        failures: r.non2xx + r.errors + r.timeouts,
-        clientCpu: (cpu.user + cpu.system) / 1e6,
-      };
-    };
+    const load = allocationLoad({ base: server.base, path, connections, client });
 
     const { hostname, port } = new URL(server.base);
     /** The subscribers' process (none on the "none" side: then only the probe). */

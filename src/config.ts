@@ -11,6 +11,7 @@
 import { availableParallelism, hostname } from 'node:os';
 import { parseArgs } from 'node:util';
 import { LOOPBACK_PROXIES, parseProxyList } from './auth/trusted-proxies.js';
+import { type Cidr, parseCidr } from './ip/address.js';
 import { parseStoreUrl } from './store/store-url.js';
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
@@ -73,6 +74,14 @@ export interface Config {
   feedBufferBytes: number;
   /** Bytes of rendered single-object GETs the main thread keeps to answer repeats without a shard hop (http/read-cache.ts); 0: none. */
   readCacheBytes: number;
+  /** Webhooks (README, Webhooks): where they may point, and how deliveries are timed, retried and batched (`webhookSettings`). */
+  webhookAllowedNetworks: Cidr[] | null;
+  webhookTimeoutMs: number;
+  webhookRetryBaseMs: number;
+  webhookRetryMaxMs: number;
+  webhookBatchChanges: number;
+  webhookBatchBytes: number;
+  webhookConcurrency: number;
   logLevel: LogLevel;
   /** Where `POST /admin/backup` writes backups (one directory each); null: backups through the API are off. */
   backupDir: string | null;
@@ -86,6 +95,21 @@ export interface Config {
    * supervisor can be tested on the real server. Never set in production: it lets any user stop a shard.
    */
   testHooks: boolean;
+}
+
+export interface WebhookSettings {
+  /** The networks a webhook's URL may resolve into (WEBHOOK_ALLOWED_NETWORKS, CIDRs); null: any. */
+  allowedNetworks: Cidr[] | null;
+  /** Milliseconds one delivery attempt may take, connecting to reading the answer (WEBHOOK_TIMEOUT_MS). */
+  timeoutMs: number;
+  /** The first retry's delay (WEBHOOK_RETRY_BASE_MS); each further failure doubles it, up to WEBHOOK_RETRY_MAX_MS. */
+  retryBaseMs: number;
+  retryMaxMs: number;
+  /** Most Changes, and bytes of body, one delivery carries (WEBHOOK_BATCH_CHANGES, WEBHOOK_BATCH_BYTES). */
+  batchChanges: number;
+  batchBytes: number;
+  /** Deliveries in flight at once, over every webhook (WEBHOOK_CONCURRENCY). */
+  concurrency: number;
 }
 
 export class ConfigError extends Error {}
@@ -186,6 +210,18 @@ const cidrList: Parser<string[]> = (v, name) => {
   const list = parseProxyList(v);
   if (!Array.isArray(list)) throw new ConfigError(`${name} must be a comma-separated list of CIDRs: ${list.error}`);
   return list;
+};
+
+/** WEBHOOK_ALLOWED_NETWORKS: `any` (or unset), or CIDRs separated by commas; a bare address is its host prefix. */
+const networks: Parser<Cidr[] | null> = (given, name) => {
+  const v = given.trim();
+  if (v === '' || v.toLowerCase() === 'any') return null;
+  return v.split(',').map((part) => {
+    const c = parseCidr(part.trim());
+    if (c === 'invalid') throw new ConfigError(`${name} must be 'any' or CIDRs separated by commas, got '${part.trim()}'`);
+    if (c === 'host-bits') throw new ConfigError(`${name}: '${part.trim()}' has host bits set`);
+    return c;
+  });
 };
 
 const MIB = 1024 * 1024;
@@ -356,6 +392,51 @@ const SETTINGS: { [K in keyof Config]: Setting<K> } = {
     parse: integer(0, 2 ** 40),
     help: 'Bytes of rendered GETs kept on the main thread; 0: none.',
   },
+  webhookAllowedNetworks: {
+    env: 'WEBHOOK_ALLOWED_NETWORKS',
+    fallback: 'any',
+    parse: networks,
+    help: 'Networks (CIDR list) a webhook URL may resolve into, checked at create and at every connection; any: no limit.',
+  },
+  // A receiver that answers within seconds is healthy; one that hangs costs a timer and a socket until then.
+  webhookTimeoutMs: {
+    env: 'WEBHOOK_TIMEOUT_MS',
+    fallback: '10000',
+    parse: integer(100, 600_000),
+    help: 'Milliseconds one delivery attempt may take.',
+  },
+  // Retries after about 1, 2, 4… s, then every 5 min at most while the receiver stays down.
+  webhookRetryBaseMs: {
+    env: 'WEBHOOK_RETRY_BASE_MS',
+    fallback: '1000',
+    parse: integer(1, 3_600_000),
+    help: "A failed delivery's first retry delay; each further failure doubles it (with jitter).",
+  },
+  webhookRetryMaxMs: {
+    env: 'WEBHOOK_RETRY_MAX_MS',
+    fallback: '300000',
+    parse: integer(1, 86_400_000),
+    help: 'The longest retry delay, at least WEBHOOK_RETRY_BASE_MS.',
+  },
+  // About 400 KB of typical Changes: a few deliveries a second carry a busy server's whole write rate.
+  webhookBatchChanges: {
+    env: 'WEBHOOK_BATCH_CHANGES',
+    fallback: '1000',
+    parse: integer(1, 100_000),
+    help: 'Most Changes one delivery carries.',
+  },
+  webhookBatchBytes: {
+    env: 'WEBHOOK_BATCH_BYTES',
+    fallback: String(MIB),
+    parse: integer(1024, 64 * MIB),
+    help: 'Most bytes of body one delivery carries.',
+  },
+  webhookConcurrency: {
+    env: 'WEBHOOK_CONCURRENCY',
+    fallback: '16',
+    parse: integer(1, 10_000),
+    help: 'Deliveries in flight at once, over every webhook.',
+  },
   logLevel: { env: 'LOG_LEVEL', fallback: 'info', parse: choice(['debug', 'info', 'warn', 'error']), help: 'info logs every request.' },
   logFormat: {
     env: 'LOG_FORMAT',
@@ -430,7 +511,22 @@ export function loadConfig(env: Source = process.env, flags: Source = {}): Confi
     throw new ConfigError(
       `ADVERTISE_URL must be set when a node on a PostgreSQL store listens on ${c.host}: it is the address standbys send writers to`,
     );
+  if (c.webhookRetryMaxMs < c.webhookRetryBaseMs)
+    throw new ConfigError(`WEBHOOK_RETRY_MAX_MS (${c.webhookRetryMaxMs}) must be at least WEBHOOK_RETRY_BASE_MS (${c.webhookRetryBaseMs})`);
   return c;
+}
+
+/** The webhook settings as the dispatcher takes them (webhook/dispatcher.ts). */
+export function webhookSettings(c: Config): WebhookSettings {
+  return {
+    allowedNetworks: c.webhookAllowedNetworks,
+    timeoutMs: c.webhookTimeoutMs,
+    retryBaseMs: c.webhookRetryBaseMs,
+    retryMaxMs: c.webhookRetryMaxMs,
+    batchChanges: c.webhookBatchChanges,
+    batchBytes: c.webhookBatchBytes,
+    concurrency: c.webhookConcurrency,
+  };
 }
 
 /** `serve --help`: the command, then every setting with its flag, environment name and default, from SETTINGS. */

@@ -89,6 +89,8 @@ export class LeaseKeeper {
   private ousted = false;
   /** Requests waiting for this standby to apply a commit (X-Netsot-After-Commit). */
   private readonly waiters = new Set<{ seq: number; done: (reached: boolean) => void }>();
+  /** Told when this node starts leading (caught up, taking writes) and when it stops (http/app.ts). */
+  onLeading: ((leading: boolean) => void) | null = null;
 
   private constructor(
     url: string,
@@ -311,10 +313,12 @@ export class LeaseKeeper {
   }
 
   private stepDown(why: string): void {
+    const wasLeader = this.role_ === 'leader';
     this.fence.epoch = 0;
     this.role_ = 'standby';
     // Whoever leads next is not known yet: writers are told to retry rather than sent back here.
     this.leader_ = null;
+    if (wasLeader) this.onLeading?.(false);
     this.log.warn(`cluster: ${this.config.nodeId} is a standby now (${why})`, { event: 'lease-lost', epoch: this.epoch });
   }
 
@@ -367,6 +371,7 @@ export class LeaseKeeper {
     this.fence.epoch = epoch;
     this.role_ = 'leader';
     this.wake(Number.MAX_SAFE_INTEGER);
+    this.onLeading?.(true);
     this.log.warn(
       `cluster: ${this.config.nodeId} is the leader (epoch ${epoch}, caught up to commit ${seq} in ${Math.round(performance.now() - started)} ms)`,
       {

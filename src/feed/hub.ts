@@ -1,6 +1,6 @@
 /**
  * The live change feed on the main thread: committed Changes in, subscribers
- * (SSE or WebSocket, http/feed-transport.ts) out.
+ * (SSE or WebSocket, http/feed-transport.ts; webhooks, webhook/delivery.ts) out.
  *
  * Input. Every commit publishes the Changes it made durable, as FeedItems
  * (ids, site, event, resource: what ordering and filtering need, no text):
@@ -86,7 +86,7 @@ import type { ShardPool } from '../shard/pool.js';
 import type { FeedItem } from '../shard/protocol.js';
 import type { Store, StoredChange } from '../store/store.js';
 import type { FeedWatch } from './watch.js';
-import { type FeedChange, HEARTBEAT, Payload, type Transport } from './wire.js';
+import { type FeedChange, Payload } from './wire.js';
 
 export interface FeedFilter {
   site: number | null;
@@ -94,16 +94,27 @@ export interface FeedFilter {
   event: string | null;
 }
 
-/** One subscriber's connection, whatever carries it. */
+/**
+ * One subscriber, whatever carries it: a connection (SSE or WebSocket, http/feed-transport.ts) or a webhook's
+ * delivery queue (webhook/delivery.ts).
+ */
 export interface FeedSink {
-  readonly kind: Transport;
-  /** Queues an encoded payload (UTF-8); returns the bytes the transport now holds unsent. */
-  write(payload: Buffer): number;
-  /** Ends the stream after an overflow event naming the id to resume after. */
+  /**
+   * Takes a delivery's Changes, encoded as its transport needs them (`payload.bytes(kind)`, made once per
+   * transport and shared by the group); returns the bytes it now holds unsent, which the hub bounds.
+   */
+  write(payload: Payload): number;
+  /** An idle stream's keep-alive (SSE only); returns the bytes held unsent. */
+  heartbeat?(): number;
+  /** The subscriber has caught up from the store and now follows live releases. */
+  joined?(): void;
+  /** The most bytes it may hold unsent before it is ended with an overflow (default: FEED_BUFFER_BYTES). */
+  readonly limit?: number;
+  /** Ends the stream after an overflow event naming the id to resume after: it has taken everything up to that id. */
   overflow(resumeAfter: number): void;
   /** Ends the stream (the server is stopping). */
   close(): void;
-  /** Set by the hub: called once when the connection goes away. */
+  /** Set by the hub: called once when the connection goes away (or the subscriber leaves). */
   onClosed?: () => void;
 }
 
@@ -240,7 +251,7 @@ export class FeedHub {
     this.lastFrom = Array.from({ length: pool.count }, () => startWatermark);
     this.mainWriter = pool.count;
     this.heartbeat = setInterval(() => {
-      for (const sub of this.all) if (sub.sink.kind === 'sse' && !sub.closed) this.push(sub, HEARTBEAT);
+      for (const sub of this.all) if (sub.sink.heartbeat && !sub.closed) this.bound(sub, sub.sink.heartbeat());
     }, HEARTBEAT_MS);
     this.heartbeat.unref();
   }
@@ -256,6 +267,17 @@ export class FeedHub {
   /** The highest id released so far. */
   get released(): number {
     return this.watermark;
+  }
+
+  /**
+   * This node has just taken the cluster lease (README, Past one machine): every Change up to `committed`, the
+   * Change id counter once raised to the committed high-water marks, is on disk or never will be, whichever node
+   * committed it. Its own commits reached the hub only from its own shards, so without this a subscriber would
+   * catch up only to where this node's last release stood.
+   */
+  raiseWatermark(committed: number): void {
+    this.watermark = Math.max(this.watermark, committed);
+    for (let shard = 0; shard < this.lastFrom.length; shard++) this.lastFrom[shard] = Math.max(this.lastFrom[shard], committed);
   }
 
   /** A batch of replies arrived from `shard` (ShardPool's onReplies). */
@@ -453,11 +475,11 @@ export class FeedHub {
           // Caught up into the middle of this delivery: only what it has not read.
           const rest = new Payload(payload.changes.filter((c) => c.id > sub.cursor));
           sub.cursor = last;
-          this.push(sub, rest.bytes(sub.sink.kind));
+          this.push(sub, rest);
           continue;
         }
         sub.cursor = last;
-        this.push(sub, payload.bytes(sub.sink.kind));
+        this.push(sub, payload);
       }
     }
     return writes;
@@ -495,9 +517,13 @@ export class FeedHub {
   }
 
   /** Writes to a subscriber's transport; past the buffer bound it is ended with where to resume. */
-  private push(sub: Subscriber, payload: Buffer): boolean {
-    const buffered = sub.sink.write(payload);
-    if (buffered <= this.maxBuffer) return true;
+  private push(sub: Subscriber, payload: Payload): boolean {
+    return this.bound(sub, sub.sink.write(payload));
+  }
+
+  /** A subscriber holding more than its bound unsent is ended with where to resume; false then. */
+  private bound(sub: Subscriber, buffered: number): boolean {
+    if (buffered <= (sub.sink.limit ?? this.maxBuffer)) return true;
     this.drop(sub);
     sub.sink.overflow(sub.cursor);
     return false;
@@ -531,6 +557,7 @@ export class FeedHub {
     }
     g.subs.add(sub);
     sub.group = g;
+    sub.sink.joined?.();
   }
 
   /**
@@ -553,7 +580,7 @@ export class FeedHub {
           const chunk = new Payload(await this.render(log));
           if (sub.closed) return;
           sub.cursor = chunk.last;
-          if (!this.push(sub, chunk.bytes(sub.sink.kind))) return;
+          if (!this.push(sub, chunk)) return;
           if (log.length === CATCH_UP_CHUNK) {
             await new Promise<void>((resolve) => setImmediate(resolve));
             continue;

@@ -34,6 +34,7 @@ export function encode(kind: Transport, changes: readonly FeedChange[]): Buffer 
 export class Payload {
   private sse: Buffer | null = null;
   private ws: Buffer | null = null;
+  private edges: number[] | null = null;
 
   constructor(readonly changes: readonly FeedChange[]) {}
 
@@ -48,6 +49,27 @@ export class Payload {
   bytes(kind: Transport): Buffer {
     if (kind === 'ws') return (this.ws ??= encode('ws', this.changes));
     return (this.sse ??= encode('sse', this.changes));
+  }
+
+  /**
+   * The WebSocket encoding (a JSON array of the texts) and where each Change lies in it: text i is
+   * `bytes[edges[i], edges[i + 1] - 1)`, so texts i to j - 1 with their commas are `bytes[edges[i], edges[j] - 1)`.
+   * Webhooks cut their batches from these (webhook/delivery.ts): a Change is encoded once however many hooks and
+   * WebSocket subscribers get it, and a hook copies runs of it, not Change by Change.
+   */
+  spans(): { bytes: Buffer; edges: readonly number[] } {
+    const bytes = this.bytes('ws');
+    if (!this.edges) {
+      const edges = new Array<number>(this.changes.length + 1);
+      let at = 1;
+      for (let i = 0; i < this.changes.length; i++) {
+        edges[i] = at;
+        at += Buffer.byteLength(this.changes[i].text) + 1;
+      }
+      edges[this.changes.length] = at;
+      this.edges = edges;
+    }
+    return { bytes, edges: this.edges };
   }
 }
 

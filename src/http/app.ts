@@ -19,7 +19,7 @@ import { isLoopbackHost, UserHeaderPolicy } from '../auth/trusted-proxies.js';
 import { Fence } from '../cluster/fence.js';
 import { LeaseKeeper } from '../cluster/lease.js';
 import { Replica } from '../cluster/replica.js';
-import type { Config } from '../config.js';
+import { type Config, webhookSettings } from '../config.js';
 import { Errors, errorEnvelope, isApiError } from '../errors.js';
 import { type FeedFilter, FeedHub } from '../feed/hub.js';
 import { feedPath, feedRequest } from '../feed/request.js';
@@ -41,6 +41,8 @@ import { createSharedIdState, IdCounters } from '../store/ids.js';
 import { openStore } from '../store/open.js';
 import type { Store } from '../store/store.js';
 import { replyOps } from '../store/stored-reply.js';
+import { WebhookDirectory } from '../webhook/directory.js';
+import { WebhookDispatcher } from '../webhook/dispatcher.js';
 import { Admin } from './admin.js';
 import { isJsonBody, negotiate, OFFLOAD_BODY_BYTES, type Representation, readRequestBody } from './body.js';
 import { browsePage, browseQuery } from './browse.js';
@@ -100,6 +102,9 @@ export class App {
     private readonly readCache: ReadCache,
     /** Held while this app runs on an LMDB data dir (store/data-dir-lock.ts); null on PostgreSQL. */
     private readonly dirLock: DataDirLock | null,
+    /** Webhook deliveries (webhook/dispatcher.ts) and the API over them. */
+    private readonly dispatcher: WebhookDispatcher,
+    private readonly webhooks: WebhookDirectory,
   ) {
     this.observer = new RequestObserver(log, metrics);
     this.readiness = { restarting: () => pool.restarting(), shards: config.shards, lease };
@@ -149,6 +154,7 @@ export class App {
       // The figures read the pool and the app only when scraped, after both exist.
       let app: App | undefined;
       let feed: FeedHub | null = null;
+      let dispatcher: WebhookDispatcher | null = null;
       // Asked only once the pool exists (a batch's versions, a reply to keep).
       const readCache = new ReadCache(config.readCacheBytes, config.shards, (site) => pool.shardOfSite(site));
       const metrics = config.metrics
@@ -163,6 +169,7 @@ export class App {
             storePath: config.store === null ? join(config.dataDir, 'netsot.mdb') : null,
             readCache: () => readCache,
             feed: () => feed ?? { subscribers: 0, textsFromShards: 0, textsFromStore: 0 },
+            webhooks: () => dispatcher?.figures() ?? null,
           })
         : null;
       const feedWatch = new FeedWatch();
@@ -190,6 +197,15 @@ export class App {
         throw err;
       });
       feed = new FeedHub(store, pool, sites, feedWatch, config.feedBufferBytes, log, marks.change ?? 0);
+      dispatcher = new WebhookDispatcher(webhookSettings(config), store, feed, log);
+      const webhooks = new WebhookDirectory(
+        dispatcher,
+        store,
+        users,
+        sites,
+        () => ids.next('webhook'),
+        () => lease?.leader ?? null,
+      );
       const idempotency = new IdempotencyKeys(store, config.idempotencyTtlMs, log);
       app = new App(
         config,
@@ -208,7 +224,11 @@ export class App {
         lease,
         readCache,
         dirLock,
+        dispatcher,
+        webhooks,
       );
+      if (lease) lease.onLeading = (leading) => app!.leading(leading);
+      else await dispatcher.start();
       await lease?.start(new Replica(config, store, pool, sites, users, ids, log));
       return app;
     } catch (err) {
@@ -273,7 +293,27 @@ export class App {
     if (m && Number(m[2]) < this.pool.count) this.pool.control(Number(m[2]), { testHook: m[1] as TestHook });
   }
 
+  /**
+   * This node took the lease (after catching up on every commit) or lost it. A new leader's feed releases what
+   * any leader committed, and it delivers webhooks from their saved cursors; one that lost the lease stops.
+   */
+  private leading(leading: boolean): void {
+    if (!leading) {
+      void this.dispatcher.stop(false);
+      return;
+    }
+    this.feed.raiseWatermark(this.ids.current('change'));
+    const deliver = () =>
+      this.dispatcher.start().catch((err) => {
+        this.log.error('webhooks: reading them from the store failed; retrying in 1 s', { event: 'webhooks-start', err });
+        setTimeout(() => this.lease?.isLeader && deliver(), 1000).unref();
+      });
+    void deliver();
+  }
+
   async close(): Promise<void> {
+    // Before the lease goes: a leader saves its delivery state while its commits still count.
+    await this.dispatcher.stop(true);
     await this.lease?.stop();
     this.metrics?.close();
     this.idempotency.close();
@@ -520,6 +560,7 @@ export class App {
       version,
       csv: x.representation === 'csv',
       users: this.users,
+      webhooks: this.webhooks,
       auth: this.auth,
       index: () => this.index(x.host),
       grantsHeld: (userId) => this.grantsHeld(userId),

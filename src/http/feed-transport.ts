@@ -15,6 +15,7 @@ import type { UserHeaderPolicy } from '../auth/trusted-proxies.js';
 import { asApiError, errorEnvelope } from '../errors.js';
 import type { FeedFilter, FeedSink } from '../feed/hub.js';
 import { FEED_PATHS, feedPath } from '../feed/request.js';
+import { HEARTBEAT, type Payload } from '../feed/wire.js';
 import type { App } from './app.js';
 import { statusLine } from './respond.js';
 import type { HttpResponse, TemplatedApp, WebSocket } from './uws.js';
@@ -25,7 +26,6 @@ const overflowText = (resumeAfter: number) => `{"resume_after":${resumeAfter}}`;
 
 /** SSE on a uWS response. uWS buffers what the socket does not take; `backlog` counts it until the socket drains. */
 export class SseSink implements FeedSink {
-  readonly kind = 'sse';
   onClosed?: () => void;
   private backlog = 0;
   private ended = false;
@@ -45,12 +45,20 @@ export class SseSink implements FeedSink {
     this.onClosed?.();
   }
 
-  write(payload: Buffer): number {
+  write(payload: Payload): number {
+    return this.send(payload.bytes('sse'));
+  }
+
+  heartbeat(): number {
+    return this.send(HEARTBEAT);
+  }
+
+  private send(bytes: Buffer): number {
     if (this.ended) return 0;
-    this.pending = payload;
+    this.pending = bytes;
     this.res.cork(this.writePending);
     this.pending = EMPTY;
-    if (!this.accepted) this.backlog += payload.byteLength;
+    if (!this.accepted) this.backlog += bytes.byteLength;
     return this.backlog;
   }
 
@@ -81,16 +89,15 @@ interface SocketData {
 }
 
 class WsSink implements FeedSink {
-  readonly kind = 'ws';
   onClosed?: () => void;
   ended = false;
 
   constructor(private readonly ws: WebSocket<SocketData>) {}
 
-  write(payload: Buffer): number {
+  write(payload: Payload): number {
     if (this.ended) return 0;
     // 1: sent whole; otherwise some of it (or all) waits in uWS's buffer.
-    return this.ws.send(payload, false) === 1 ? 0 : this.ws.getBufferedAmount();
+    return this.ws.send(payload.bytes('ws'), false) === 1 ? 0 : this.ws.getBufferedAmount();
   }
 
   overflow(resumeAfter: number): void {

@@ -41,17 +41,18 @@ function withNotes(schema: Json, f: FieldSchema): Json {
 /** The fields a write may set, in canonical order. */
 export const writableFields = (s: ResourceSchema): string[] => s.order.filter((n) => !meta(s.fields[n]).readOnly);
 
-/** An object as rendered: every field, read-only ones marked. */
+/** An object as rendered: every field but the write-only ones (a webhook's secret), read-only ones marked. */
 export function renderedSchema(s: ResourceSchema, example: unknown): Json {
   const properties: Json = {};
-  for (const name of s.order) {
+  const shown = s.order.filter((n) => !meta(s.fields[n]).writeOnly);
+  for (const name of shown) {
     const f = s.fields[name];
     properties[name] = { ...withNotes(plain(f), f), ...(meta(f).readOnly ? { readOnly: true } : {}) };
   }
   return {
     type: 'object',
     description: s.description,
-    required: [...s.order],
+    required: shown,
     properties,
     ...(example !== undefined ? { examples: [example] } : {}),
   };
@@ -64,7 +65,10 @@ export function inputSchema(s: ResourceSchema, example: unknown): Json {
   for (const name of names) {
     const f = s.fields[name];
     const input = meta(f).input;
-    properties[name] = withNotes(input ? JSON.parse(JSON.stringify(input)) : plain(f), f);
+    properties[name] = {
+      ...withNotes(input ? JSON.parse(JSON.stringify(input)) : plain(f), f),
+      ...(meta(f).writeOnly ? { writeOnly: true } : {}),
+    };
   }
   const writable =
     example && typeof example === 'object'

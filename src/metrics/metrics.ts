@@ -35,6 +35,8 @@ export interface MetricsSources {
   readCache(): { hits: number; misses: number; size: number };
   /** The live feed (feed/hub.ts): subscribers now, and Change texts rendered for it by where their text came from. */
   feed(): { subscribers: number; textsFromShards: number; textsFromStore: number };
+  /** Webhook deliveries (webhook/dispatcher.ts): null on a node that does not deliver (a standby). */
+  webhooks(): { lag: number; byStatus: Record<string, number>; outcomes: ReadonlyMap<string, number> } | null;
 }
 
 class RequestSeries {
@@ -253,7 +255,7 @@ export class Metrics {
     });
     new Gauge({
       name: 'netsot_feed_subscribers',
-      help: 'Live change-feed subscribers (SSE and WebSocket), catching up or live.',
+      help: 'Live change-feed subscribers (SSE, WebSocket and webhooks), catching up or live.',
       registers: [registry],
       collect() {
         this.set(sources.feed().subscribers);
@@ -269,6 +271,38 @@ export class Metrics {
         this.reset();
         this.inc({ source: 'shard' }, f.textsFromShards);
         this.inc({ source: 'store' }, f.textsFromStore);
+      },
+    });
+    new Counter({
+      name: 'netsot_webhook_deliveries_total',
+      help:
+        'Webhook delivery attempts, by outcome: the status code the receiver answered, or timeout, ' +
+        'refused (a network WEBHOOK_ALLOWED_NETWORKS leaves out), error, aborted.',
+      labelNames: ['status'],
+      registers: [registry],
+      collect() {
+        this.reset();
+        for (const [status, n] of sources.webhooks()?.outcomes ?? []) this.inc({ status }, n);
+      },
+    });
+    new Gauge({
+      name: 'netsot_webhook_lag_changes',
+      help:
+        'Change ids committed past the cursor of the webhook furthest behind, among those with deliveries due ' +
+        '(0: every hook caught up).',
+      registers: [registry],
+      collect() {
+        this.set(sources.webhooks()?.lag ?? 0);
+      },
+    });
+    new Gauge({
+      name: 'netsot_webhooks',
+      help: 'Webhooks this node delivers for, by status (active, failing, inactive).',
+      labelNames: ['status'],
+      registers: [registry],
+      collect() {
+        this.reset();
+        for (const [status, n] of Object.entries(sources.webhooks()?.byStatus ?? {})) this.set({ status }, n);
       },
     });
     const self = this;

@@ -9,7 +9,7 @@ import { isValidEmail } from '../auth/email.js';
 import { demandSuperuser, VALID_GRANTS } from '../auth/permissions.js';
 import { newSecretKey } from '../auth/secrets.js';
 import { Errors, pyType } from '../errors.js';
-import { type LinkBase, pageEnvelope, pageLinks, readPage } from '../query/pagination.js';
+import { type LinkBase, memoryList, readPage } from '../query/pagination.js';
 import type { QueryParams } from '../query/params.js';
 import { flag, LIMIT, LIST_FORMAT, OFFSET } from '../routes/params.js';
 import type { Api } from '../routes/route.js';
@@ -244,16 +244,12 @@ export class UserDirectory {
   list(q: QueryParams, link?: LinkBase, csv = false): Reply {
     const email = q.string('email');
     const users = [...this.byId.values()].sort((a, b) => a.id - b.id).filter((u) => email === undefined || u.email === email);
-    const page = link ? readPage(q) : null;
     if (csv) {
+      const page = link ? readPage(q) : null;
       const shown = page ? users.slice(page.offset, page.offset + page.limit) : users;
       return { status: 200, body: new CsvColumns(userSchema.order).table(shown.map((u) => this.render(u))) };
     }
-    if (page) {
-      const items = users.slice(page.offset, page.offset + page.limit).map((u) => JSON.stringify(this.render(u)));
-      return { status: 200, body: pageEnvelope(users.length, pageLinks(link!, q, page, users.length), items) };
-    }
-    return { status: 200, body: `[${users.map((u) => JSON.stringify(this.render(u))).join(',')}]` };
+    return { status: 200, body: memoryList(users, q, link, (u) => JSON.stringify(this.render(u))) };
   }
 
   /** The user a detail key names (`0`: the caller), or 404. */

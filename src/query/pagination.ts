@@ -98,3 +98,14 @@ function envelopeHead(count: number, links: { next: string | null; previous: str
 export function pageEnvelope(count: number, links: { next: string | null; previous: string | null }, items: string[]): string {
   return `${envelopeHead(count, links)}${items.join(',')}]}`;
 }
+
+/**
+ * A list held whole in memory on the main thread (users, webhooks), rendered item by item: the bare array, or the
+ * page `q` asks for when the caller passes the link base.
+ */
+export function memoryList<T>(all: readonly T[], q: QueryParams, base: LinkBase | undefined, render: (item: T) => string): string {
+  const page = base ? readPage(q) : null;
+  if (!page) return `[${all.map(render).join(',')}]`;
+  const items = all.slice(page.offset, page.offset + page.limit).map(render);
+  return pageEnvelope(all.length, pageLinks(base!, q, page, all.length), items);
+}

@@ -115,6 +115,7 @@ export interface MainCall {
   /** A list is answered as CSV (schema/csv.ts). */
   csv: boolean;
   users: import('../model/user.js').UserDirectory;
+  webhooks: import('../webhook/directory.js').WebhookDirectory;
   auth: import('../auth/authenticate.js').Authenticator;
   /** Collection name → absolute URL, in index order. */
   index(): Record<string, string>;
@@ -183,6 +184,8 @@ export interface Collection {
   schema: ResourceSchema;
   api: Api;
   filters?: readonly FilterSpec<any>[];
+  /** Left out of the index at /api/: a collection beyond the reference API leaves the answers reference clients get as they were. */
+  unlisted?: true;
 }
 
 export type RouteResult =

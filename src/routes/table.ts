@@ -11,6 +11,7 @@
  */
 import { MODELS } from '../model/registry.js';
 import { userApi, userSchema } from '../model/user.js';
+import { webhookApi, webhookSchema } from '../model/webhook.js';
 import { ROOT_ROUTES } from './root.js';
 import { type Collection, HTTP_METHODS, type HttpMethod, type Operation, type Route, type Shape } from './route.js';
 
@@ -73,10 +74,10 @@ export class RouteTable {
     return [...this.root.values()];
   }
 
-  /** The index's order (GET /api/): sites first, then by model name. */
+  /** The index's order (GET /api/): sites first, then by model name; unlisted collections left out. */
   indexOrder(): string[] {
     const rest = this.all()
-      .filter((c) => c.collection !== 'sites')
+      .filter((c) => c.collection !== 'sites' && !c.unlisted)
       .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
     return [...(this.collections.has('sites') ? ['sites'] : []), ...rest.map((c) => c.collection)];
   }
@@ -91,11 +92,12 @@ export function methodsOf(route: Route): HttpMethod[] {
   return m;
 }
 
-/** Every resource of the registry, the users, and the root routes. */
+/** Every resource of the registry, the users and webhooks (both served on the main thread), and the root routes. */
 export const ROUTES = new RouteTable(
   [
     ...MODELS.map((m) => ({ collection: m.collection, name: m.name, schema: m.schema, api: m.api, filters: m.filters })),
     { collection: 'users', name: 'User', schema: userSchema, api: userApi },
+    { collection: 'webhooks', name: 'Webhook', schema: webhookSchema, api: webhookApi, unlisted: true },
   ],
   ROOT_ROUTES,
 );

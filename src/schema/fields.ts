@@ -14,6 +14,8 @@ export type WriteMethod = 'POST' | 'PUT';
 export interface FieldMeta {
   fieldType: FieldType;
   readOnly: boolean;
+  /** Taken on input, never shown (a webhook's secret). */
+  writeOnly: boolean;
   requiredOn: WriteMethod[];
   label: string;
   helpText?: string;
@@ -43,6 +45,7 @@ export interface ResourceSchema {
 
 interface Common {
   readOnly?: boolean;
+  writeOnly?: boolean;
   requiredOn?: WriteMethod[];
   label?: string;
   help?: string;
@@ -68,6 +71,7 @@ function withMeta(
   const meta: FieldMeta = {
     fieldType,
     readOnly: o.readOnly ?? false,
+    writeOnly: o.writeOnly ?? false,
     requiredOn: o.requiredOn ?? [],
     label: o.label ?? '',
     helpText: o.help,

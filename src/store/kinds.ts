@@ -15,6 +15,7 @@ export const KINDS = [
   'change',
   'assignment',
   'user',
+  'webhook',
 ] as const;
 
 export type Kind = (typeof KINDS)[number];

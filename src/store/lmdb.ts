@@ -12,6 +12,7 @@
  * | meta      | ['hw', kind, writer]         | highest id `writer` ever used    |
  * | idempotency | ['k', userId, key]         | stored response of an Idempotency-Key (http/idempotency.ts) |
  * | idempotency | ['x', expiresAt, userId, key] | 1: the expiry index the purge walks |
+ * | webhooks  | [hookId, part]               | a webhook's subscription, cursor or attempt (webhook/rows.ts) |
  *
  * Attribute Values have no rows of their own: an object's record carries its
  * `attributes` and their `valueIds`, and shards rebuild the inverted index and
@@ -42,6 +43,7 @@ import {
   fullChange,
   type Store,
   type StoredChange,
+  type WebhookRow,
   type WriteSet,
 } from './store.js';
 import { replyKey, type StoredReply } from './stored-reply.js';
@@ -115,6 +117,7 @@ export class LmdbStore implements Store {
       users: this.root.openDB({ name: 'users' }),
       meta: this.root.openDB({ name: 'meta' }),
       idempotency: this.root.openDB({ name: 'idempotency' }),
+      webhooks: this.root.openDB({ name: 'webhooks' }),
     };
   }
 
@@ -306,6 +309,13 @@ export class LmdbStore implements Store {
 
   async users<T>(): Promise<T[]> {
     return Array.from(this.dbs.users.getRange(), ({ value }) => value as T);
+  }
+
+  async webhookRows(): Promise<WebhookRow[]> {
+    return Array.from(this.dbs.webhooks.getRange(), ({ key, value }) => {
+      const [hook, part] = key as [number, string];
+      return { hook, part, value };
+    });
   }
 
   /** The key lives in a file of its own in DATA_DIR, beside the environment (auth/secrets.ts). */

@@ -16,6 +16,7 @@
  * | lease             | id (always 1)             | holder, address, epoch, expires_at, seq (cluster/lease.ts) |
  * | commit_log        | seq                       | epoch, sites, writes: each fenced commit's keys (commit-log.ts) |
  * | nodes             | node_id                   | instance, address, seen_at: live nodes' claims on their NODE_ID (cluster/lease.ts) |
+ * | webhooks          | (hook_id, part)           | value: a webhook's subscription, cursor or attempt (msgpack; webhook/rows.ts) |
  *
  * Records are msgpack, as in LMDB, so a record reads back exactly as it was
  * written. The Change index LMDB keeps apart (`changeIndex`) is a subset of
@@ -66,7 +67,7 @@ import { ApiError, Errors, NotLeaderError } from '../errors.js';
 import { commitLogEntry } from './commit-log.js';
 import type { Kind } from './kinds.js';
 import { type PoolLimits, patiently, primaryPool, requestTimeouts } from './pg-connect.js';
-import type { ChangeIndexRow, ChangeLogQuery, ChangeRecord, Key, Store, StoredChange, WriteOp, WriteSet } from './store.js';
+import type { ChangeIndexRow, ChangeLogQuery, ChangeRecord, Key, Store, StoredChange, WebhookRow, WriteOp, WriteSet } from './store.js';
 import { fullChange } from './store.js';
 import type { StoredReply } from './stored-reply.js';
 
@@ -123,6 +124,13 @@ export const MIGRATIONS: { version: number; name: string; sql: string[] }[] = [
     version: 5,
     name: 'node ids',
     sql: ['CREATE TABLE nodes (node_id text PRIMARY KEY, instance text NOT NULL, address text NOT NULL, seen_at timestamptz NOT NULL)'],
+  },
+  {
+    // Webhooks (webhook/): rows only the leader's main thread reads, at takeover; standbys keep no copy, so their
+    // commits log no keys (commit-log.ts) but are fenced like any other.
+    version: 6,
+    name: 'webhooks',
+    sql: ['CREATE TABLE webhooks (hook_id bigint NOT NULL, part text NOT NULL, value bytea NOT NULL, PRIMARY KEY (hook_id, part))'],
   },
 ];
 
@@ -576,6 +584,13 @@ export class PostgresStore implements Store {
     return rows.map((r) => packr.unpack(r.value) as T);
   }
 
+  async webhookRows(): Promise<WebhookRow[]> {
+    const { rows } = await this.pool.query<{ hook_id: string; part: string; value: Buffer }>(
+      'SELECT hook_id, part, value FROM webhooks ORDER BY hook_id, part',
+    );
+    return rows.map((r) => ({ hook: Number(r.hook_id), part: r.part, value: packr.unpack(r.value) }));
+  }
+
   async serverKey(): Promise<Buffer> {
     // Whichever node starts first sets the key; every other keeps it.
     await this.pool.query('INSERT INTO server_key (id, key) VALUES (1, $1) ON CONFLICT (id) DO NOTHING', [randomBytes(32)]);
@@ -738,6 +753,14 @@ function deleteRows(db: WriteOp['db'], ops: WriteOp[]): Statement {
         values: [k.map((x) => x[1]), k.map((x) => x[2])],
       };
     }
+    case 'webhooks': {
+      const k = keys as [number, string][];
+      return {
+        table: 'webhooks',
+        sql: 'DELETE FROM webhooks WHERE (hook_id, part) IN (SELECT * FROM unnest($1::int8[], $2::text[]))',
+        values: [k.map((x) => x[0]), k.map((x) => x[1])],
+      };
+    }
     default: {
       const k = keys as [string, string, string][];
       return {
@@ -810,6 +833,15 @@ function upsertRows(db: WriteOp['db'], ops: WriteOp[]): Statement {
           ops.map((op) => (op.value as StoredReply).x),
           ops.map((op) => packr.pack(op.value)),
         ],
+      };
+    }
+    case 'webhooks': {
+      const k = ops.map((op) => op.key as [number, string]);
+      return {
+        table: 'webhooks',
+        sql: `INSERT INTO webhooks (hook_id, part, value) SELECT * FROM unnest($1::int8[], $2::text[], $3::bytea[])
+         ON CONFLICT (hook_id, part) DO UPDATE SET value = EXCLUDED.value`,
+        values: [k.map((x) => x[0]), k.map((x) => x[1]), ops.map((op) => packr.pack(op.value))],
       };
     }
     default: {

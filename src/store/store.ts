@@ -53,7 +53,14 @@ export interface ChangeLogQuery {
 }
 
 /** The logical databases a write addresses; each store maps them onto its own layout. */
-export type DbName = 'sites' | 'objects' | 'changes' | 'changeIndex' | 'users' | 'meta' | 'idempotency';
+export type DbName = 'sites' | 'objects' | 'changes' | 'changeIndex' | 'users' | 'meta' | 'idempotency' | 'webhooks';
+
+/** One row of a webhook's records (webhook/rows.ts): which hook, which part of it, and the record. */
+export interface WebhookRow {
+  hook: number;
+  part: string;
+  value: unknown;
+}
 
 /** What a shard keeps of a Change in memory; stored apart so loading never reads the payloads. */
 export type ChangeIndexRow = [at: number, event: string, resourceName: string, resourceId: number];
@@ -61,7 +68,8 @@ export type ChangeIndexRow = [at: number, event: string, resourceName: string, r
 /**
  * One write. Keys by database: sites `siteId`; objects `[siteId, kind, id]`;
  * changes and changeIndex `[siteId, changeId]`; users `userId`; meta
- * `['hw', kind, writer]` (see highWaterOp). No value removes the key.
+ * `['hw', kind, writer]` (see highWaterOp); webhooks `[hookId, part]`
+ * (webhook/rows.ts). No value removes the key.
  */
 export interface WriteOp {
   db: DbName;
@@ -129,6 +137,9 @@ export interface Store {
 
   /** Every user record (the main thread keeps them all in memory). */
   users<T>(): Promise<T[]>;
+
+  /** Every webhook row: subscriptions, their cursors and recent attempts (the leader's main thread keeps them in memory). */
+  webhookRows(): Promise<WebhookRow[]>;
 
   /** The 32-byte token-signing key, created on first use (auth/secrets.ts). */
   serverKey(): Promise<Buffer>;

@@ -60,6 +60,7 @@ async function recordAnswers(): Promise<typeof EXAMPLES> {
   await ok(s.post('/api/sites/1/devices/', { hostname: 'r1', attributes: { role: 'core' } }));
   await ok(s.post('/api/sites/1/networks/', { cidr: '10.0.0.0/24' }));
   await ok(s.post('/api/sites/1/interfaces/', { device: 1, name: 'eth0', addresses: ['10.0.0.1/32'] }));
+  await ok(s.post('/api/webhooks/', { url: 'https://hooks.example/netsot', secret: 'example-secret', resource_name: 'Device' }));
   const schemas: Record<string, unknown> = {};
   for (const [path, ops] of Object.entries(doc.paths as Record<string, any>)) {
     const m = /^\/api\/(\w+)\/\{id\}\/$/.exec(path);

@@ -333,6 +333,30 @@ export function storeSuite(engine: string, newPlace: NewPlace): void {
       ]);
     });
 
+    test('webhook rows read back after a reopen by hook and part, a later write replacing a row and a removal deleting it', async () => {
+      const { store, reopen } = await fresh();
+      expect(await store.webhookRows()).toEqual([]);
+      const hook = { id: 2, url: 'http://example.com/', secret: 's', siteId: null, resourceName: null, event: null, active: true };
+      const row = (h: number, part: string, value?: unknown): WriteOp => ({ db: 'webhooks', key: [h, part], value });
+      await store.commit({
+        ops: [
+          row(2, 'hook', hook),
+          row(2, 'cursor', { cursor: 5, failures: 0 }),
+          row(10, 'hook', { ...hook, id: 10 }),
+          row(2, 'a1', { n: 1 }),
+        ],
+      });
+      // The delivery state moves; a deleted hook's rows go with its removal ops.
+      await store.commit({ ops: [row(2, 'cursor', { cursor: 9, failures: 1 }), row(10, 'hook')] });
+      const rows = await (await reopen()).webhookRows();
+      const sorted = rows.map((r) => [r.hook, r.part, r.value]).sort((a, b) => `${a[0]}${a[1]}`.localeCompare(`${b[0]}${b[1]}`));
+      expect(sorted).toEqual([
+        [2, 'a1', { n: 1 }],
+        [2, 'cursor', { cursor: 9, failures: 1 }],
+        [2, 'hook', hook],
+      ]);
+    });
+
     test('the server key is 32 bytes and the same after a reopen', async () => {
       const { store, reopen } = await fresh();
       const key = await store.serverKey();

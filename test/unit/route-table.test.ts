@@ -30,7 +30,8 @@ const MODEL_DIR = join(__dirname, '../../src/model');
 const moduleOf = (collection: string): string | undefined => {
   const base = MODELS.find((m) => m.collection === collection)?.kind;
   const file = readdirSync(MODEL_DIR).find(
-    (f) => f.replace(/\.ts$/, '').replace('-', '') === base || (collection === 'users' && f === 'user.ts'),
+    // Collections served on the main thread (users, webhooks) are modules named by their singular.
+    (f) => f.replace(/\.ts$/, '').replace('-', '') === base || (base === undefined && f === `${collection.replace(/s$/, '')}.ts`),
   );
   return file && join(MODEL_DIR, file);
 };

@@ -1,0 +1,235 @@
+/**
+ * What webhooks cost the writers (issue 26 item 4): `npm run bench -- webhooks`
+ *
+ * The P2 load (64 keep-alive connections POSTing
+ * `/api/sites/{A}/networks/10.0.0.0/8/next_address/?reserve=true`, autocannon
+ * in this process as P2 by default, BENCH_CLIENT=wrk for wrk) against one
+ * server, in alternating rounds:
+ *
+ * - none: no webhook;
+ * - hooks: BENCH_HOOKS (10) active webhooks, every one subscribed to every
+ *   Change (no filter: the most a hook can cost), each POSTing to its own
+ *   receiver in a forked child process that answers 200
+ *   (bench/_webhook-receivers.ts). The hooks are created as the round
+ *   starts (their cursors at the newest Change) and deleted after it.
+ *
+ * The receivers' process runs on both sides, idle on "none". Target: hooks
+ * ÷ none ≥ 0.95 in allocations/s. Also printed per side: the server's CPU
+ * per allocation (all its threads, /proc), the receivers' CPU per
+ * allocation, and per hooks round the requests and bytes the receivers got
+ * and how far the hooks had delivered when the load stopped (cursor ÷ newest
+ * Change id, from the round's start).
+ *
+ * Settings (env): BENCH_SECONDS (measured seconds per side, default 20),
+ * BENCH_ROUNDS (4; sides alternate in slices, which goes first alternating
+ * too), BENCH_WARMUP_SECONDS (2), BENCH_CONNECTIONS (64), BENCH_HOOKS (10),
+ * BENCH_CLIENT (autocannon | wrk).
+ */
+import { type ChildProcess, fork } from 'node:child_process';
+import { loadavg } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { allocationLoad } from './_alloc-load.js';
+import {
+  AUTH,
+  type ChildServer,
+  envNumber,
+  expectStatus,
+  fmt,
+  foreignBusyCores,
+  loadAverage,
+  loadClient,
+  log,
+  machine,
+  processCpuSplit,
+  request,
+  siteWithNetworks,
+  startNetsot,
+  table,
+  tempDir,
+} from './_harness.js';
+
+const HERE = dirname(fileURLToPath(import.meta.url));
+const TARGET = 0.95;
+type Side = 'none' | 'hooks';
+
+const cpuOf = (pid: number) => {
+  const s = processCpuSplit(pid);
+  return s ? s.user + s.system : 0;
+};
+
+interface Round {
+  side: Side;
+  allocations: number;
+  seconds: number;
+  p99: number;
+  failures: number;
+  serverCpu: number;
+  receiversCpu: number;
+  requests: number;
+  bytes: number;
+  /** Over the hooks, the least and the most of the round's Changes acknowledged when the load stopped. */
+  delivered: [number, number] | null;
+}
+
+export async function run(): Promise<number> {
+  const seconds = envNumber('BENCH_SECONDS', 20, 1);
+  const rounds = Math.floor(envNumber('BENCH_ROUNDS', 4, 1));
+  const slice = Math.max(1, Math.round(seconds / rounds));
+  const warmup = envNumber('BENCH_WARMUP_SECONDS', 2, 0);
+  const connections = Math.floor(envNumber('BENCH_CONNECTIONS', 64, 1));
+  const hookCount = Math.floor(envNumber('BENCH_HOOKS', 10, 1));
+  const client = loadClient();
+
+  const data = tempDir('netsot-bench-webhooks-');
+  let netsot: ChildServer | undefined;
+  let receivers: ChildProcess | undefined;
+  try {
+    netsot = await startNetsot({ dataDir: data.path });
+    const server = netsot;
+    const busy = await siteWithNetworks(server.base, 'bench-hooks', ['10.0.0.0/8']);
+    const path = `/api/sites/${busy}/networks/10.0.0.0/8/next_address/?reserve=true`;
+
+    const child = fork(join(HERE, '_webhook-receivers.js'), [], { env: { ...process.env, BENCH_WEBHOOK_RECEIVERS: String(hookCount) } });
+    receivers = child;
+    const ports = await new Promise<number[]>((resolve, reject) => {
+      child.once('message', (m) => resolve((m as { ports: number[] }).ports));
+      child.once('exit', (code) => reject(new Error(`receivers exited with ${code}`)));
+    });
+    const report = () =>
+      new Promise<{ requests: number; bytes: number }>((resolve) => {
+        child.once('message', (m) => resolve(m as never));
+        child.send({ report: true });
+      });
+
+    const load = allocationLoad({ base: server.base, path, connections, client });
+    const newestChange = async () => {
+      const r = await request(server.base, 'GET', '/api/changes/?limit=1', { headers: AUTH });
+      expectStatus(r, 200, 'GET /api/changes/');
+      return (r.json.results[0]?.id as number | undefined) ?? 0;
+    };
+
+    log(
+      `webhooks: POST ${path} (reserve=true, num=1), ${connections} connections (${client}); ` +
+        `${machine().cores} cores, Node ${process.version}`,
+    );
+    log(`"hooks" rounds: ${hookCount} webhooks on every Change, each to its own receiver (child process, answers 200)`);
+    const busyBefore = await foreignBusyCores();
+    log(`other CPU use before the load: ${busyBefore === null ? 'unknown' : `${busyBefore.toFixed(2)} cores`}; ${loadAverage()}`);
+    if (warmup > 0) await load(warmup);
+
+    const results: Round[] = [];
+    for (let i = 0; i < rounds; i++) {
+      for (const side of (i % 2 === 0 ? ['none', 'hooks'] : ['hooks', 'none']) as Side[]) {
+        const hooks: number[] = [];
+        if (side === 'hooks') {
+          for (const port of ports) {
+            const h = await request(server.base, 'POST', '/api/webhooks/', {
+              body: { url: `http://127.0.0.1:${port}/`, secret: `bench-${port}` },
+              headers: AUTH,
+            });
+            expectStatus(h, 201, 'POST /api/webhooks/');
+            hooks.push(h.json.id);
+          }
+        }
+        const start = await newestChange();
+        const before = await report();
+        const server0 = cpuOf(server.pid);
+        const receivers0 = cpuOf(child.pid!);
+        const r = await load(slice);
+        const serverCpu = cpuOf(server.pid) - server0;
+        const receiversCpu = cpuOf(child.pid!) - receivers0;
+        const after = await report();
+        let delivered: [number, number] | null = null;
+        if (side === 'hooks') {
+          const newest = await newestChange();
+          const shares: number[] = [];
+          for (const id of hooks) {
+            const h = await request(server.base, 'GET', `/api/webhooks/${id}/`, { headers: AUTH });
+            shares.push((h.json.cursor - start) / Math.max(1, newest - start));
+            expectStatus(await request(server.base, 'DELETE', `/api/webhooks/${id}/`, { headers: AUTH }), 204, 'DELETE webhook');
+          }
+          delivered = [Math.min(...shares), Math.max(...shares)];
+        }
+        const round: Round = {
+          side,
+          allocations: r.allocations,
+          seconds: r.seconds,
+          p99: r.p99,
+          failures: r.failures,
+          serverCpu,
+          receiversCpu,
+          requests: after.requests - before.requests,
+          bytes: after.bytes - before.bytes,
+          delivered,
+        };
+        results.push(round);
+        log(
+          `  round ${i + 1} ${side.padEnd(5)} ${fmt.int(r.allocations / r.seconds)} allocations/s, p99 ${r.p99} ms` +
+            `${r.failures > 0 ? `, ${r.failures} FAILED` : ''}` +
+            (delivered
+              ? `, ${fmt.int(round.requests)} deliveries (${(round.bytes / 1e6).toFixed(1)} MB), ` +
+                `delivered ${(delivered[0] * 100).toFixed(0)}–${(delivered[1] * 100).toFixed(0)} % by the end of the slice`
+              : ''),
+        );
+      }
+    }
+
+    const sum = (side: Side) => {
+      const rs = results.filter((r) => r.side === side);
+      const allocations = rs.reduce((a, r) => a + r.allocations, 0);
+      const secs = rs.reduce((a, r) => a + r.seconds, 0);
+      const per = (cpu: number) => (allocations > 0 ? (cpu / allocations) * 1e6 : 0);
+      return {
+        rps: allocations / secs,
+        p99: Math.max(...rs.map((r) => r.p99)),
+        serverUs: per(rs.reduce((a, r) => a + r.serverCpu, 0)),
+        receiversUs: per(rs.reduce((a, r) => a + r.receiversCpu, 0)),
+        bytesPerAllocation: allocations > 0 ? rs.reduce((a, r) => a + r.bytes, 0) / allocations : 0,
+      };
+    };
+    const none = sum('none');
+    const hooked = sum('hooks');
+    const row = (name: string, x: typeof none) => [
+      name,
+      fmt.int(x.rps),
+      x.p99,
+      x.serverUs.toFixed(1),
+      x.receiversUs.toFixed(1),
+      fmt.int(x.bytesPerAllocation),
+    ];
+    log('');
+    log(
+      table(
+        ['side', 'allocations/s', 'p99 ms', 'server CPU µs/allocation', 'receivers µs/allocation', 'bytes delivered/allocation'],
+        [row('none', none), row(`hooks (${hookCount})`, hooked)],
+      ),
+    );
+    const ratio = hooked.rps / none.rps;
+    log(`ratio hooks/none: ${ratio.toFixed(3)} (target ≥ ${TARGET}) ${ratio >= TARGET ? 'MET' : 'NOT MET'}`);
+    log(
+      `server CPU per allocation, hooks/none: ${(hooked.serverUs / none.serverUs).toFixed(3)} ` +
+        `(+${(hooked.serverUs - none.serverUs).toFixed(1)} µs)`,
+    );
+    log(`after: ${loadAverage()}`);
+    log(
+      JSON.stringify({
+        scenario: 'webhooks',
+        client,
+        hooks: hookCount,
+        none: none.rps,
+        hooked: hooked.rps,
+        ratio,
+        serverUsPerAllocation: { none: none.serverUs, hooks: hooked.serverUs },
+        receiversUsPerAllocation: hooked.receiversUs,
+        loadavg: loadavg(),
+        rounds: results,
+      }),
+    );
+    return 0;
+  } finally {
+    receivers?.kill('SIGKILL');
+    await netsot?.stop();
+    data.remove();
+  }
+}

@@ -1,0 +1,109 @@
+/**
+ * One delivery attempt: a signed POST of a batch's body, answered within the
+ * timeout or given up. node:http rather than fetch, because the connection
+ * must go through the allowed-networks lookup (networks.ts), which fetch
+ * cannot be given without a second HTTP client as a dependency.
+ *
+ * An attempt costs the main thread a socket and one timer, whatever the
+ * receiver does: a receiver that hangs is cut off when the timer fires, one
+ * that answers with an endless body is cut off after RESPONSE_BYTES. Sockets
+ * are kept alive between attempts, so a steady stream of deliveries to one
+ * receiver reuses its connection. Redirects are not followed (a 3xx is a
+ * failed attempt): a receiver cannot send the server elsewhere.
+ */
+import { createHmac } from 'node:crypto';
+import http from 'node:http';
+import https from 'node:https';
+import type { AllowedNetworks } from './networks.js';
+
+export interface AttemptResult {
+  /** The receiver's status code; null when none came. */
+  status: number | null;
+  /** Why no status came: `timeout`, `aborted`, `refused: …` (the network), or the connection's error code. */
+  error: string | null;
+  ms: number;
+}
+
+/** What `X-Netsot-Signature` carries: `sha256=` and the hex HMAC-SHA256 of the body, keyed with the hook's secret. */
+export function signature(secret: string, body: Buffer): string {
+  return `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`;
+}
+
+/** Bytes of a receiver's answer read (and dropped) before the connection is closed instead of kept. */
+const RESPONSE_BYTES = 64 * 1024;
+
+const AGENTS = {
+  'http:': new http.Agent({ keepAlive: true }),
+  'https:': new https.Agent({ keepAlive: true }),
+};
+
+export interface PostOptions {
+  timeoutMs: number;
+  networks: AllowedNetworks;
+  /** Aborts the attempt (the hook was deleted, redirected or stopped). */
+  signal: AbortSignal;
+}
+
+/** POSTs `body` to `url` with `headers`; never rejects. */
+export function post(url: URL, body: Buffer, headers: Record<string, string>, o: PostOptions): Promise<AttemptResult> {
+  const started = performance.now();
+  return new Promise((resolve) => {
+    let timer: NodeJS.Timeout | undefined;
+    let req: http.ClientRequest | undefined;
+    let settled = false;
+    const onAbort = () => finish(null, 'aborted');
+    const finish = (status: number | null, error: string | null) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      o.signal.removeEventListener('abort', onAbort);
+      if (error !== null) req?.destroy();
+      resolve({ status, error, ms: performance.now() - started });
+    };
+    const literal = o.networks.literalRefused(url.hostname);
+    if (literal) return finish(null, refusedText(literal));
+    if (o.signal.aborted) return finish(null, 'aborted');
+    const send = (again: boolean) => {
+      const sent = (url.protocol === 'https:' ? https : http).request(url, {
+        method: 'POST',
+        agent: AGENTS[url.protocol as keyof typeof AGENTS],
+        headers: { ...headers, 'Content-Length': String(body.length) },
+        lookup: o.networks.lookup,
+      });
+      req = sent;
+      sent.on('error', (err: NodeJS.ErrnoException) => {
+        // A kept-alive connection the receiver closed just as this request went out: once more on a new one.
+        if (!again && sent.reusedSocket && err.code === 'ECONNRESET' && !settled) send(true);
+        else finish(null, errorText(err));
+      });
+      sent.on('response', (res) => {
+        const status = res.statusCode ?? null;
+        let read = 0;
+        res.on('data', (chunk: Buffer) => {
+          read += chunk.length;
+          // Enough is known; the rest of an overlong answer is not worth the socket.
+          if (read > RESPONSE_BYTES) {
+            res.destroy();
+            finish(status, null);
+          }
+        });
+        res.on('end', () => finish(status, null));
+        res.on('error', () => finish(status, null));
+      });
+      sent.end(body);
+    };
+    timer = setTimeout(() => finish(null, 'timeout'), o.timeoutMs);
+    timer.unref();
+    o.signal.addEventListener('abort', onAbort);
+    send(false);
+  });
+}
+
+function refusedText(err: Error): string {
+  return `refused: ${err.message}`;
+}
+
+function errorText(err: NodeJS.ErrnoException): string {
+  if (err.code === 'ENETWORKNOTALLOWED') return refusedText(err);
+  return err.code ?? err.message;
+}
