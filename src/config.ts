@@ -51,6 +51,10 @@ export interface Config {
   idempotencyTtlMs: number;
   /** Bytes a live-feed subscriber may leave unread before it is disconnected with its resume id (feed/hub.ts). */
   feedBufferBytes: number;
+  /** Bytes all live-feed subscribers together may leave unread; past it, a subscriber with bytes unread is ended likewise. */
+  feedTotalBufferBytes: number;
+  /** Feed streams (SSE and WebSocket) one user may hold open at once; one more is 429 (gaps.md §23). */
+  feedMaxStreamsPerUser: number;
   /** Bytes of rendered single-object GETs the main thread keeps to answer repeats without a shard hop (http/read-cache.ts); 0: none. */
   readCacheBytes: number;
   logLevel: LogLevel;
@@ -174,6 +178,8 @@ export function loadConfig(env: Source = process.env, flags: Source = {}): Confi
     'SHUTDOWN_TIMEOUT',
     'IDEMPOTENCY_TTL',
     'FEED_BUFFER_BYTES',
+    'FEED_TOTAL_BUFFER_BYTES',
+    'FEED_MAX_STREAMS_PER_USER',
     'READ_CACHE_BYTES',
     'LOG_LEVEL',
     'BACKUP_DIR',
@@ -227,6 +233,10 @@ export function loadConfig(env: Source = process.env, flags: Source = {}): Confi
     idempotencyTtlMs: readInt(src, 'IDEMPOTENCY_TTL', 86400, 1, 365 * 86400) * 1000,
     // A few thousand Changes: a consumer that falls this far behind reconnects and catches up from the store.
     feedBufferBytes: readInt(src, 'FEED_BUFFER_BYTES', 1024 * 1024, 4096, 1024 * 1024 * 1024),
+    // What a thousand slow consumers could otherwise hold at FEED_BUFFER_BYTES each (README, Live change feed).
+    feedTotalBufferBytes: readInt(src, 'FEED_TOTAL_BUFFER_BYTES', 128 * 1024 * 1024, 4096, 2 ** 40),
+    // A consumer needs one stream per filter; a hundred leave a user room and bound what one user can open (README).
+    feedMaxStreamsPerUser: readInt(src, 'FEED_MAX_STREAMS_PER_USER', 100, 1, 1_000_000),
     // Some 200k device bodies: the objects automation rereads most stay on the main thread.
     readCacheBytes: readInt(src, 'READ_CACHE_BYTES', 64 * 1024 * 1024, 0, 2 ** 40),
     logLevel: logLevel as LogLevel,

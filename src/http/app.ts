@@ -123,7 +123,7 @@ export class App {
             inFlight: () => app?.inFlight ?? 0,
             storePath: config.store === null ? join(config.dataDir, 'netsot.mdb') : null,
             readCache: () => readCache,
-            feed: () => feed ?? { subscribers: 0, textsFromShards: 0, textsFromStore: 0 },
+            feed: () => feed ?? { subscribers: 0, textsFromShards: 0, textsFromStore: 0, buffered: 0, slowConsumers: 0 },
           })
         : null;
       const feedWatch = new FeedWatch();
@@ -150,7 +150,12 @@ export class App {
         metrics?.close();
         throw err;
       });
-      feed = new FeedHub(store, pool, sites, feedWatch, config.feedBufferBytes, log, marks.change ?? 0);
+      const feedLimits = {
+        bufferBytes: config.feedBufferBytes,
+        totalBufferBytes: config.feedTotalBufferBytes,
+        streamsPerUser: config.feedMaxStreamsPerUser,
+      };
+      feed = new FeedHub(store, pool, sites, feedWatch, feedLimits, log, marks.change ?? 0);
       const idempotency = new IdempotencyKeys(store, config.idempotencyTtlMs, log);
       app = new App(
         config,
@@ -500,32 +505,37 @@ export class App {
     return optionsFor(match, principal, permits);
   }
 
-  /** The subscription a feed request asks for, once its caller is authenticated (SSE here, WebSocket in feed-transport.ts). */
+  /**
+   * The subscription a feed request asks for, once its caller is authenticated (SSE here, WebSocket in
+   * feed-transport.ts), holding one of the caller's stream slots: `release` gives it back if no stream opens.
+   */
   async feedSubscription(
     siteSegment: string,
-    head: { query: string; authorization: string; email: string | undefined; lastEventId: string },
-  ): Promise<{ filter: FeedFilter; after: number }> {
+    head: { method?: string; query: string; authorization: string; email: string | undefined; lastEventId: string },
+  ): Promise<{ filter: FeedFilter; after: number; release: () => void }> {
     if (this.draining) throw Errors.shuttingDown();
-    await this.auth.authenticate({ authorization: head.authorization, email: head.email }, false);
+    const user = await this.auth.authenticate({ authorization: head.authorization, email: head.email }, false);
     // Live Changes reach the hub from this node's own commits; a standby makes none, so it sends the consumer on.
     if (this.lease && !this.lease.isLeader) throw Errors.notLeader(this.lease.leader);
-    const { filter, after } = feedRequest(siteSegment, head.query, head.lastEventId, (id) => this.sites.has(id));
-    return { filter, after: after < 0 ? this.feed.released : after };
+    const { filter, after } = feedRequest(siteSegment, head.query, head.lastEventId, (id) => this.sites.has(id), this.feed.head);
+    if (head.method !== undefined && head.method !== 'GET') throw Errors.methodNotAllowed(head.method, 'GET');
+    return { filter, after: after < 0 ? this.feed.released : after, release: this.feed.admit(user.id) };
   }
 
   /** `GET /api/changes/stream/` and `/api/sites/{id}/changes/stream/` as Server-Sent Events. */
   private async serveFeed(x: Exchange, siteSegment: string): Promise<void> {
     x.allow = 'GET';
     const sub = await this.feedSubscription(siteSegment, {
+      method: x.method,
       query: x.query,
       authorization: x.authorization,
       email: x.emailHeader,
       lastEventId: x.lastEventId,
     });
-    if (x.method !== 'GET') throw Errors.methodNotAllowed(x.method, x.allow);
     const sink = x.openEventStream();
-    if (sink) this.feed.subscribe(sub.filter, sink, sub.after);
-    else if (!x.aborted) throw Errors.streamNeedsConnection();
+    if (sink) return this.feed.subscribe(sub.filter, sink, sub.after, sub.release);
+    sub.release();
+    if (!x.aborted) throw Errors.streamNeedsConnection();
   }
 
   /**

@@ -13,6 +13,7 @@
 import { asApiError, errorEnvelope } from '../errors.js';
 import type { FeedFilter, FeedSink } from '../feed/hub.js';
 import { FEED_PATHS, feedPath } from '../feed/request.js';
+import { HEARTBEAT } from '../feed/wire.js';
 import type { App } from './app.js';
 import { statusLine } from './respond.js';
 import type { HttpResponse, TemplatedApp, WebSocket } from './uws.js';
@@ -21,10 +22,16 @@ const EMPTY = Buffer.alloc(0);
 
 const overflowText = (resumeAfter: number) => `{"resume_after":${resumeAfter}}`;
 
-/** SSE on a uWS response. uWS buffers what the socket does not take; `backlog` counts it until the socket drains. */
+/**
+ * SSE on a uWS response. A write the socket does not take whole stays in uWS's buffer, and `backlog` counts it
+ * (at most that much is held) until a write is taken whole. uWS calls onWritable when the socket has room
+ * again but, with a handler set, sends nothing of its buffer until something is written: so the handler writes
+ * an SSE comment, which flushes what uWS holds, and once that is taken whole the transport is drained.
+ */
 export class SseSink implements FeedSink {
   readonly kind = 'sse';
   onClosed?: () => void;
+  onDrained?: () => void;
   private backlog = 0;
   private ended = false;
   private pending: Buffer = EMPTY;
@@ -32,7 +39,9 @@ export class SseSink implements FeedSink {
 
   constructor(private readonly res: HttpResponse) {
     res.onWritable(() => {
-      this.backlog = 0;
+      if (this.ended || this.backlog === 0) return true;
+      this.write(HEARTBEAT);
+      if (this.backlog === 0) this.onDrained?.();
       return true;
     });
   }
@@ -48,7 +57,8 @@ export class SseSink implements FeedSink {
     this.pending = payload;
     this.res.cork(this.writePending);
     this.pending = EMPTY;
-    if (!this.accepted) this.backlog += payload.byteLength;
+    // Taken whole: uWS sent what it held before it too.
+    this.backlog = this.accepted ? 0 : this.backlog + payload.byteLength;
     return this.backlog;
   }
 
@@ -75,12 +85,15 @@ export class SseSink implements FeedSink {
 interface SocketData {
   filter: FeedFilter;
   after: number;
+  /** Gives the user's stream slot back (FeedHub.admit); the hub takes it over once the socket opens. */
+  release: () => void;
   sink?: WsSink;
 }
 
 class WsSink implements FeedSink {
   readonly kind = 'ws';
   onClosed?: () => void;
+  onDrained?: () => void;
   ended = false;
 
   constructor(private readonly ws: WebSocket<SocketData>) {}
@@ -89,6 +102,11 @@ class WsSink implements FeedSink {
     if (this.ended) return 0;
     // 1: sent whole; otherwise some of it (or all) waits in uWS's buffer.
     return this.ws.send(payload, false) === 1 ? 0 : this.ws.getBufferedAmount();
+  }
+
+  /** uWS's drain event: the socket took some of what uWS held. */
+  drained(): void {
+    if (!this.ended && this.ws.getBufferedAmount() === 0) this.onDrained?.();
   }
 
   overflow(resumeAfter: number): void {
@@ -143,7 +161,8 @@ export function registerFeedSockets(server: TemplatedApp, app: App, emailHeader:
         const site = feedPath(url) ?? '';
         app.feedSubscription(site, head).then(
           (sub) => {
-            if (!aborted) res.cork(() => res.upgrade<SocketData>(sub, key, protocol, extensions, context));
+            if (aborted) sub.release();
+            else res.cork(() => res.upgrade<SocketData>(sub, key, protocol, extensions, context));
           },
           (err) => {
             if (aborted) return;
@@ -160,8 +179,9 @@ export function registerFeedSockets(server: TemplatedApp, app: App, emailHeader:
       open: (ws) => {
         const data = ws.getUserData();
         data.sink = new WsSink(ws);
-        app.feed.subscribe(data.filter, data.sink, data.after);
+        app.feed.subscribe(data.filter, data.sink, data.after, data.release);
       },
+      drain: (ws) => ws.getUserData().sink?.drained(),
       close: (ws) => {
         const sink = ws.getUserData().sink;
         if (sink) {

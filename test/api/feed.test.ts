@@ -103,7 +103,7 @@ class SseClient {
 let s: TestServer;
 const opened: { close(): void }[] = [];
 beforeAll(async () => {
-  s = await TestServer.start({ shards: 2, env: { FEED_BUFFER_BYTES: '4096', NETSOT_TEST_HOOKS: '1' } });
+  s = await TestServer.start({ shards: 2, env: { FEED_BUFFER_BYTES: '4096', NETSOT_TEST_HOOKS: '1', FEED_MAX_STREAMS_PER_USER: '1000' } });
 });
 afterAll(async () => {
   for (const c of opened) c.close();
