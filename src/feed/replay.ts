@@ -118,7 +118,10 @@ export class Replay<S extends Replayer> {
   /** Starts catching `sub` up from its cursor. */
   add(sub: S): void {
     // Nothing to read (a stream without a resume point starts at the watermark): live at once.
-    if (sub.cursor >= this.host.released) return this.host.caughtUp(sub);
+    if (sub.cursor >= this.host.released) {
+      this.host.caughtUp(sub);
+      return;
+    }
     this.steps.set(sub, 'waiting');
     this.ready(sub);
   }
@@ -209,10 +212,12 @@ export class Replay<S extends Replayer> {
       sub.cursor = chunk.last;
       if (!this.host.push(sub, chunk.payload.bytes(sub.kind))) return;
     }
-    if (chunk.more) return this.ready(sub);
-    // Nothing else matches up to the chunk's bound.
-    sub.cursor = Math.max(sub.cursor, chunk.upTo);
-    if (chunk.upTo !== this.host.released) return this.ready(sub);
+    // Nothing else matches up to the bound of a chunk that stopped there.
+    if (!chunk.more) sub.cursor = Math.max(sub.cursor, chunk.upTo);
+    if (chunk.more || chunk.upTo !== this.host.released) {
+      this.ready(sub);
+      return;
+    }
     // Everything up to the watermark as it stands now has been sent: live from here, in this same turn.
     this.remove(sub);
     this.host.caughtUp(sub);

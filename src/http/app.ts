@@ -533,7 +533,10 @@ export class App {
       lastEventId: x.lastEventId,
     });
     const sink = x.openEventStream();
-    if (sink) return this.feed.subscribe(sub.filter, sink, sub.after, sub.release);
+    if (sink) {
+      this.feed.subscribe(sub.filter, sink, sub.after, sub.release);
+      return;
+    }
     sub.release();
     if (!x.aborted) throw Errors.streamNeedsConnection();
   }
