@@ -3,6 +3,8 @@
  * CLI: `node dist/main.js serve [--host H] [--port P] [--data-dir D] [--shards N] …`, and the operator
  * commands backup, restore, export and import (src/ops/cli.ts).
  */
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
 import { type Config, ConfigError, flagsToSource, loadConfig } from './config.js';
 import { Logger } from './log.js';
 import { NativeLoadError, verifyNativeModules } from './native.js';
@@ -39,6 +41,7 @@ async function main(argv: string[]): Promise<void> {
   try {
     const started = performance.now();
     await verifyNativeModules(log);
+    if (config.store === null && !(await storeOpens(config.dataDir))) process.exit(1);
     // Imported only now: the server pulls in lmdb, whose load failure verifyNativeModules reports.
     const { startServer } = await import('./http/server.js');
     const server = await startServer(config, log);
@@ -89,6 +92,25 @@ async function main(argv: string[]): Promise<void> {
     }
     process.stderr.write(`netsot: start-up failed: ${(err as Error).stack ?? err}\n`);
     process.exit(1);
+  }
+}
+
+/**
+ * Whether the LMDB store in `dataDir` (if there is one yet) can be opened, asked of a child process before
+ * this one maps it: a damaged file would otherwise end the server with SIGBUS or SIGSEGV (ops/store-check.ts).
+ * When it cannot, says why in one line.
+ */
+async function storeOpens(dataDir: string): Promise<boolean> {
+  const { checkStore, StoreUnreadable, unreadableStore } = await import('./ops/store-check.js');
+  const file = join(dataDir, 'netsot.mdb');
+  if (!existsSync(file)) return true;
+  try {
+    await checkStore(file, 'open');
+    return true;
+  } catch (err) {
+    if (!(err instanceof StoreUnreadable)) throw err;
+    process.stderr.write(`netsot: ${unreadableStore(dataDir, err.reason)}\n`);
+    return false;
   }
 }
 

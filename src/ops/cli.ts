@@ -3,7 +3,9 @@
  *
  *   backup <dir> [--data-dir D]                 a consistent copy of a store, served or not
  *   restore <dir> [--data-dir D] [--force]      puts a backup back (no process may have the store open)
- *   export [--data-dir D] [--with-secret-keys]  the store as NDJSON on stdout
+ *   export [--data-dir D] [--with-secret-keys | --without-secrets]
+ *                                               the store as NDJSON on stdout (it holds secrets: every
+ *                                               auth_string, unless --without-secrets)
  *   import <dump> [--data-dir D] [--batch N]    loads a dump into an empty store; rerun to resume
  *
  * DATA_DIR works as for serve. Each returns the process's exit code: 0 done,
@@ -17,6 +19,7 @@ import { OPS_USAGE, type OpsCommand } from './commands.js';
 import { storeUsers } from './data-dir-use.js';
 import { exportStore } from './export.js';
 import { type Checkpoint, type ImportProgress, importDump } from './import.js';
+import { checkStore, StoreUnreadable, unreadableStore } from './store-check.js';
 
 class UsageError extends Error {}
 
@@ -25,11 +28,19 @@ interface Args {
   dataDir: string;
   force: boolean;
   secretKeys: boolean;
+  withoutSecrets: boolean;
   batch: number;
 }
 
 function parseArgs(command: OpsCommand, argv: string[]): Args {
-  const args: Args = { positional: [], dataDir: process.env.DATA_DIR || './data', force: false, secretKeys: false, batch: 10_000 };
+  const args: Args = {
+    positional: [],
+    dataDir: process.env.DATA_DIR || './data',
+    force: false,
+    secretKeys: false,
+    withoutSecrets: false,
+    batch: 10_000,
+  };
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i];
     const [flag, inline] =
@@ -42,6 +53,7 @@ function parseArgs(command: OpsCommand, argv: string[]): Args {
     if (flag === '--data-dir') args.dataDir = value();
     else if (flag === '--force' && command === 'restore') args.force = true;
     else if (flag === '--with-secret-keys' && command === 'export') args.secretKeys = true;
+    else if (flag === '--without-secrets' && command === 'export') args.withoutSecrets = true;
     else if (flag === '--batch' && command === 'import') {
       const v = value();
       if (!/^\d+$/.test(v) || Number(v) < 1 || Number(v) > 1_000_000)
@@ -50,6 +62,7 @@ function parseArgs(command: OpsCommand, argv: string[]): Args {
     } else if (flag.startsWith('-')) throw new UsageError(`unknown flag ${flag}`);
     else args.positional.push(arg);
   }
+  if (args.secretKeys && args.withoutSecrets) throw new UsageError('--with-secret-keys and --without-secrets contradict each other');
   const wanted = command === 'export' ? 0 : 1;
   if (args.positional.length !== wanted) throw new UsageError(`usage: node dist/main.js ${OPS_USAGE[command]}`);
   return args;
@@ -80,9 +93,22 @@ export async function runOps(command: OpsCommand, argv: string[]): Promise<numbe
 /** The store in `dataDir`, which must exist: the commands that read one never create an empty one by mistake. */
 async function openExisting(dataDir: string) {
   if (!existsSync(join(dataDir, 'netsot.mdb'))) throw new OpsError(`there is no store in ${dataDir}`);
+  await openable(dataDir);
   // Imported late, as serve does: lmdb's native load is checked before anything needs it.
   const { LmdbStore: Store } = await import('../store/lmdb.js');
   return new Store(dataDir);
+}
+
+/** Refuses, in one line, a store in `dataDir` that cannot be opened (store-check.ts), before this process maps it. */
+async function openable(dataDir: string): Promise<void> {
+  const file = join(dataDir, 'netsot.mdb');
+  if (!existsSync(file)) return;
+  try {
+    await checkStore(file, 'open');
+  } catch (err) {
+    if (err instanceof StoreUnreadable) throw new OpsError(unreadableStore(dataDir, err.reason));
+    throw err;
+  }
 }
 
 const COMMANDS: Record<OpsCommand, (args: Args) => Promise<void>> = {
@@ -104,8 +130,11 @@ const COMMANDS: Record<OpsCommand, (args: Args) => Promise<void>> = {
   async export(args) {
     const store = await openExisting(args.dataDir);
     try {
-      const lines = await exportStore(store, process.stdout, { secretKeys: args.secretKeys });
-      process.stderr.write(`netsot export: ${lines} lines${args.secretKeys ? ', secret keys included' : ''}\n`);
+      const lines = await exportStore(store, process.stdout, { secretKeys: args.secretKeys, secrets: !args.withoutSecrets });
+      const holds = args.withoutSecrets
+        ? 'no secrets'
+        : `secrets included: every auth_string${args.secretKeys ? ' and secret key' : ''}; keep the dump private`;
+      process.stderr.write(`netsot export: ${lines} lines, ${holds}\n`);
     } finally {
       await store.close();
     }
@@ -114,6 +143,7 @@ const COMMANDS: Record<OpsCommand, (args: Args) => Promise<void>> = {
   async import(args) {
     const dump = args.positional[0];
     if (!existsSync(dump)) throw new OpsError(`${dump} does not exist`);
+    await openable(args.dataDir);
     const users = await storeUsers(args.dataDir);
     if (users.length > 0) {
       throw new OpsError(`the store in ${args.dataDir} is in use by process ${users.join(', ')}; stop the server first`);

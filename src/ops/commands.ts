@@ -5,6 +5,8 @@ export type OpsCommand = (typeof OPS_COMMANDS)[number];
 export const OPS_USAGE: Record<OpsCommand, string> = {
   backup: 'backup <dir> [--data-dir D]',
   restore: 'restore <dir> [--data-dir D] [--force]',
-  export: 'export [--data-dir D] [--with-secret-keys] > dump.ndjson',
+  export:
+    'export [--data-dir D] [--with-secret-keys | --without-secrets] > dump.ndjson ' +
+    '(a dump holds secrets: every auth_string, and secret keys with --with-secret-keys; --without-secrets leaves them out)',
   import: 'import <dump.ndjson> [--data-dir D] [--batch N]',
 };

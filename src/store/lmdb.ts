@@ -49,6 +49,9 @@ import { replyKey, type StoredReply } from './stored-reply.js';
 /** The store's file in DATA_DIR, as the constructor opens it (LMDB adds `netsot.mdb-lock` beside it). */
 export const STORE_FILE = 'netsot.mdb';
 
+/** The named databases of the file, one per logical database (the table above). */
+export const DB_NAMES: readonly DbName[] = ['sites', 'objects', 'changes', 'changeIndex', 'users', 'meta', 'idempotency'];
+
 /** LMDB's MDB_MAP_FULL: the map cannot grow (lmdb-js grows it on its own, so this is rare). */
 const MDB_MAP_FULL = -30792;
 const ENOSPC = 28;
@@ -107,15 +110,7 @@ export class LmdbStore implements Store {
       maxDbs: 16,
     };
     this.root = open(options);
-    this.dbs = {
-      sites: this.root.openDB({ name: 'sites' }),
-      objects: this.root.openDB({ name: 'objects' }),
-      changes: this.root.openDB({ name: 'changes' }),
-      changeIndex: this.root.openDB({ name: 'changeIndex' }),
-      users: this.root.openDB({ name: 'users' }),
-      meta: this.root.openDB({ name: 'meta' }),
-      idempotency: this.root.openDB({ name: 'idempotency' }),
-    };
+    this.dbs = Object.fromEntries(DB_NAMES.map((name) => [name, this.root.openDB({ name })])) as Record<DbName, Database>;
   }
 
   db(name: DbName): Database {
