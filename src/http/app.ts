@@ -41,7 +41,7 @@ import type { Store } from '../store/store.js';
 import { replyOps } from '../store/stored-reply.js';
 import { Admin } from './admin.js';
 import { isJsonBody, negotiate, OFFLOAD_BODY_BYTES, readRequestBody } from './body.js';
-import { browseQuery } from './browse.js';
+import { browseQuery, DOCS_HEADERS } from './browse.js';
 import { docsPage } from './docs.js';
 import { type Forwarded, Forwarder } from './forward.js';
 import { appliesTo, IdempotencyKeys } from './idempotency.js';
@@ -592,7 +592,7 @@ export class App {
       x.fail(Errors.methodNotAllowed(x.method, x.allow));
     } else if (page) {
       x.representation = 'json';
-      x.sendHtml(200, docsPage());
+      x.sendHtml(200, docsPage(), DOCS_HEADERS);
     } else if (asset) {
       x.representation = 'json';
       x.send(200, asset.body, { 'Content-Type': asset.type, 'Cache-Control': 'public, max-age=3600' });

@@ -10,7 +10,7 @@ import { asApiError, errorEnvelope } from '../errors.js';
 import type { FeedSink } from '../feed/hub.js';
 import type { Logger } from '../log.js';
 import type { Representation } from './body.js';
-import { browsePage } from './browse.js';
+import { BROWSE_HEADERS, browsePage } from './browse.js';
 import type { RouteMatch } from './router.js';
 
 const STATUS_TEXT: Record<number, string> = {
@@ -261,9 +261,11 @@ export abstract class Exchange {
     if (this.aborted) return;
     let payload = body;
     let type = 'application/json';
+    let sent = headers;
     if (this.representation === 'html' && status !== 204) {
       payload = browsePage(this.method, this.fullPath, status, body);
       type = 'text/html; charset=utf-8';
+      sent = { ...headers, ...BROWSE_HEADERS };
     }
     const observer = this.observer;
     const peer = observer?.wantsPeer ? this.remoteAddress() : '';
@@ -271,7 +273,7 @@ export abstract class Exchange {
       status,
       status !== 204 && !('Content-Type' in headers) ? type : null,
       this.allow && !('Allow' in headers) ? this.allow : '',
-      headers,
+      sent,
       payload,
       this.method === 'HEAD',
       closeConnection,
@@ -279,9 +281,10 @@ export abstract class Exchange {
     observer?.finished(this, status, peer, payload);
   }
 
-  sendHtml(status: number, html: string): void {
+  /** A page of its own (/docs/), under its own security headers (browse.ts). */
+  sendHtml(status: number, html: string, headers: Record<string, string>): void {
     this.representation = 'json';
-    this.send(status, html, { 'Content-Type': 'text/html; charset=utf-8' });
+    this.send(status, html, { 'Content-Type': 'text/html; charset=utf-8', ...headers });
   }
 
   fail(err: unknown, closeConnection = false): void {
