@@ -166,7 +166,7 @@ describe.skipIf(!available)('the view and the docs under their security policy',
     // As text: this file is compiled without the DOM's types.
     await page.addInitScript({
       content:
-        "document.addEventListener('securitypolicyviolation', (e) => window.__cspViolation(`${e.violatedDirective} ${e.blockedURI}`));",
+        "document.addEventListener('securitypolicyviolation', (e) => window.__cspViolation(e.violatedDirective + ' ' + e.blockedURI));",
     });
     page.on('console', (m) => {
       if (m.type() === 'error' && /Content Security Policy/.test(m.text())) violations.push(m.text());
