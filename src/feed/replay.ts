@@ -144,9 +144,8 @@ export class Replay<S extends Replayer> {
   private schedule(): void {
     if (this.scheduled || this.queue.size === 0 || this.reading >= READS_IN_FLIGHT) return;
     this.scheduled = true;
-    const rest = this.restUntil - performance.now();
-    if (rest >= 1) setTimeout(this.slice, rest);
-    else setImmediate(this.slice);
+    // A timer, never an immediate, even for a short rest: the thread then sleeps in its poll for it (see REST_PER_WORK).
+    setTimeout(this.slice, Math.max(1, this.restUntil - performance.now()));
   }
 
   private readonly slice = (): void => {

@@ -128,12 +128,14 @@ class WsSink implements FeedSink {
  * headers here; a plain GET on the same path falls through to the HTTP
  * handler (SSE).
  */
-export function registerFeedSockets(server: TemplatedApp, app: App, emailHeader: string, maxBuffer: number): void {
+export function registerFeedSockets(server: TemplatedApp, app: App, emailHeader: string): void {
   const slashed = FEED_PATHS.map((p) => p.replace('{site_id}', ':site'));
   for (const pattern of [...slashed, ...slashed.map((p) => p.slice(0, -1))]) {
     server.ws<SocketData>(pattern, {
-      // Messages beyond uWS's own limit would be dropped silently: the hub ends a slow consumer first.
-      maxBackpressure: maxBuffer * 2 + 1024 * 1024,
+      // A message past uWS's own limit would be dropped silently (send answers 2), and the consumer would miss it
+      // while its resume id moved past it. So uWS never drops: the hub ends a consumer past its bounds instead, its
+      // last message whole in the buffer, and what one delivery adds is bounded by the delivery.
+      maxBackpressure: 2 ** 31 - 1,
       closeOnBackpressureLimit: 0,
       idleTimeout: 120,
       sendPingsAutomatically: true,

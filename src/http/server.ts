@@ -23,7 +23,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
   const uws = loadUws();
   const app = await App.start(config, log);
   const server = uws.App();
-  registerFeedSockets(server, app, config.userAuthHeader, config.feedBufferBytes);
+  registerFeedSockets(server, app, config.userAuthHeader);
   server.any('/*', (res, req) => {
     const x = new UwsExchange(res, req, config.userAuthHeader, config.maxBodyBytes, log);
     if (config.testHooks) app.runTestHook(req.getHeader('x-netsot-test-hook'));

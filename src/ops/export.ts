@@ -15,10 +15,10 @@ const CHUNK = 1 << 20;
 export interface ExportOptions {
   secretKeys: boolean;
   /**
-   * False for `--without-secrets`: no secret key, and every protocol's `auth_string` blanked, in its record
+   * False for `--without-secrets` (true when not given): no secret key, and every protocol's `auth_string` blanked, in its record
    * and in the texts of its Changes (resource and diff), old values included. A dump otherwise holds them all.
    */
-  secrets: boolean;
+  secrets?: boolean;
 }
 
 /** A Change text (resource or diff JSON) with every `auth_string` blanked: the value, or a diff's old and new. */
@@ -31,7 +31,8 @@ function withoutAuthString(text: string): string {
 }
 
 /** Writes the dump of `store` to `out`; resolves with the number of lines once `out` has taken them all. */
-export async function exportStore(store: Store, out: Writable, opts: ExportOptions): Promise<number> {
+export async function exportStore(store: Store, out: Writable, options: ExportOptions): Promise<number> {
+  const opts = { ...options, secrets: options.secrets ?? true };
   const transaction = store.root.useReadTransaction();
   try {
     const range = () => ({ transaction });

@@ -122,15 +122,16 @@ async function readSseUntil(s: TestServer, after: number, head: number, user: st
 
 const range = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => from + i);
 
-describe('300 consumers that stop reading, replaying a 10k-Change log from 0', () => {
-  let s: TestServer;
-  beforeAll(async () => {
-    s = await TestServer.start({ shards: 2 });
-  }, 120_000);
-  afterAll(async () => {
-    await s?.stop();
-  });
+/** The server with the default settings, for every test but the bounds'. */
+let s: TestServer;
+beforeAll(async () => {
+  s = await TestServer.start({ shards: 2 });
+}, 120_000);
+afterAll(async () => {
+  await s?.stop();
+});
 
+describe('300 consumers that stop reading, replaying a 10k-Change log from 0', () => {
   test('cost at most a chunk each: the server stays answering, its memory bounded, each Change read and rendered about once; ' +
     'a consumer that reads meanwhile gets the whole log; a 101st stream of one user is 429', async () => {
     const site = await siteWithChanges(s, 'replay', 10_000);
@@ -180,25 +181,25 @@ describe('300 consumers that stop reading, replaying a 10k-Change log from 0', (
 });
 
 describe('bounds', () => {
-  let s: TestServer;
+  let bounded: TestServer;
   beforeAll(async () => {
-    s = await TestServer.start({
+    bounded = await TestServer.start({
       shards: 2,
       // The per-consumer bound out of the way: the total alone ends the slow ones.
       env: { FEED_BUFFER_BYTES: String(64 * 1024 * 1024), FEED_TOTAL_BUFFER_BYTES: String(256 * 1024), FEED_MAX_STREAMS_PER_USER: '3' },
     });
   }, 60_000);
   afterAll(async () => {
-    await s?.stop();
+    await bounded?.stop();
   });
 
   test('past the total buffer bound, consumers that stopped reading are ended with the id to resume after; one that reads is not', async () => {
-    const site = (await s.post('/api/sites/', { name: 'total' })).json.id as number;
-    const start = await newestChange(s);
+    const site = (await bounded.post('/api/sites/', { name: 'total' })).json.id as number;
+    const start = await newestChange(bounded);
     // Raw sockets that read nothing once the response has begun: what they hold fills the kernel's buffers, then uWS's.
     const slow: Socket[] = [];
     for (let i = 0; i < 3; i++) {
-      const sock = connect(s.port, '127.0.0.1');
+      const sock = connect(bounded.port, '127.0.0.1');
       await new Promise<void>((r) => sock.once('connect', () => r()));
       sock.write(`GET /api/changes/stream/?after=${start} HTTP/1.1\r\nHost: x\r\nX-Service-Email: slow-${i}@example.com\r\n\r\n`);
       sock.pause();
@@ -206,11 +207,11 @@ describe('bounds', () => {
     }
     try {
       await new Promise((r) => setTimeout(r, 300));
-      const endedBefore = await metric(s, 'netsot_feed_slow_consumers_total');
-      const reader = follow(s, start, 'reader@example.com');
-      for (let b = 0; b < 20; b++) {
-        const list = Array.from({ length: 1000 }, (_, i) => ({ hostname: `total-${b}-${i}` }));
-        expect((await s.post(`/api/sites/${site}/devices/`, list)).status).toBe(201);
+      const endedBefore = await metric(bounded, 'netsot_feed_slow_consumers_total');
+      const reader = follow(bounded, start, 'reader@example.com');
+      for (let round = 0; round < 20; round++) {
+        const list = Array.from({ length: 1000 }, (_, i) => ({ hostname: `total-${round}-${i}` }));
+        expect((await bounded.post(`/api/sites/${site}/devices/`, list)).status).toBe(201);
       }
       // Read at once: uWS closes a connection whose bytes have waited unread for 10 s.
       const texts = Promise.all(
@@ -227,7 +228,7 @@ describe('bounds', () => {
             }),
         ),
       );
-      const head = await newestChange(s);
+      const head = await newestChange(bounded);
       expect(await reader.until(head)).toEqual(range(start + 1, head));
       expect(reader.got.overflowed).toBe(false);
       reader.close();
@@ -237,7 +238,7 @@ describe('bounds', () => {
         const ids = [...text.matchAll(/^id: (\d+)$/gm)].map((m) => Number(m[1]));
         expect(ids).toEqual(range(start + 1, Number(overflow![1])));
       }
-      expect((await metric(s, 'netsot_feed_slow_consumers_total')) - endedBefore).toBe(3);
+      expect((await metric(bounded, 'netsot_feed_slow_consumers_total')) - endedBefore).toBe(3);
     } finally {
       for (const sock of slow) sock.destroy();
     }
@@ -245,27 +246,27 @@ describe('bounds', () => {
 
   test('a user holds at most FEED_MAX_STREAMS_PER_USER streams on either transport; another user is not held back, and a closed stream frees its slot', async () => {
     const user = AS('limited@example.com');
-    const first = await openSse(s, '/api/changes/stream/', user);
-    const second = await openSse(s, '/api/changes/stream/', user);
-    const ws = new WebSocket(`ws://127.0.0.1:${s.port}/api/changes/stream/`, { headers: user });
+    const first = await openSse(bounded, '/api/changes/stream/', user);
+    const second = await openSse(bounded, '/api/changes/stream/', user);
+    const ws = new WebSocket(`ws://127.0.0.1:${bounded.port}/api/changes/stream/`, { headers: user });
     await new Promise<void>((r) => ws.on('open', () => r()));
     try {
       expect([first.status, second.status]).toEqual([200, 200]);
-      const sse = await s.get('/api/changes/stream/', { as: 'limited@example.com' });
+      const sse = await bounded.get('/api/changes/stream/', { as: 'limited@example.com' });
       expect(sse.status).toBe(429);
       expect(sse.json.error.message).toBe('A user may hold at most 3 change streams open at once; close one first.');
-      const upgrade = await upgradeStatus(s, '/api/changes/stream/', user);
+      const upgrade = await upgradeStatus(bounded, '/api/changes/stream/', user);
       expect(upgrade.status).toBe(429);
       expect(JSON.parse(upgrade.body).error.code).toBe(429);
-      const other = await openSse(s, '/api/changes/stream/', AS('other@example.com'));
+      const other = await openSse(bounded, '/api/changes/stream/', AS('other@example.com'));
       expect(other.status).toBe(200);
       other.close();
       first.close();
       const deadline = Date.now() + 10_000;
-      let again = await upgradeStatus(s, '/api/changes/stream/', user);
+      let again = await upgradeStatus(bounded, '/api/changes/stream/', user);
       while (again.status !== 101 && Date.now() < deadline) {
         await new Promise((r) => setTimeout(r, 100));
-        again = await upgradeStatus(s, '/api/changes/stream/', user);
+        again = await upgradeStatus(bounded, '/api/changes/stream/', user);
       }
       expect(again.status).toBe(101);
     } finally {
@@ -277,14 +278,6 @@ describe('bounds', () => {
 });
 
 describe('resume points', () => {
-  let s: TestServer;
-  beforeAll(async () => {
-    s = await TestServer.start({ shards: 2 });
-  }, 60_000);
-  afterAll(async () => {
-    await s?.stop();
-  });
-
   test('a resume point beyond the newest Change is 400 naming it, alike for ?after= and Last-Event-ID, on SSE and WebSocket', async () => {
     const site = (await s.post('/api/sites/', { name: 'resume' })).json.id as number;
     await s.post(`/api/sites/${site}/devices/`, { hostname: 'r1' });
@@ -319,9 +312,9 @@ describe('resume points', () => {
 });
 
 test('100 WebSocket consumers replaying a log while reading normally each get every Change once, in id order, and requests keep being answered', async () => {
-  const s = await TestServer.start({ shards: 2 });
   const sockets: WebSocket[] = [];
   try {
+    const start = await newestChange(s);
     const site = await siteWithChanges(s, 'ws-replay', 3000);
     const head = await newestChange(s);
     const readers = Array.from(
@@ -329,7 +322,9 @@ test('100 WebSocket consumers replaying a log while reading normally each get ev
       (_, i) =>
         new Promise<number[]>((resolve) => {
           const ids: number[] = [];
-          const ws = new WebSocket(`ws://127.0.0.1:${s.port}/api/changes/stream/?after=0`, { headers: AS(`ws-${i % 10}@example.com`) });
+          const ws = new WebSocket(`ws://127.0.0.1:${s.port}/api/changes/stream/?after=${start}`, {
+            headers: AS(`ws-${i % 10}@example.com`),
+          });
           sockets.push(ws);
           ws.on('message', (m: Buffer) => {
             for (const c of JSON.parse(m.toString()) as { id: number }[]) ids.push(c.id);
@@ -347,10 +342,9 @@ test('100 WebSocket consumers replaying a log while reading normally each get ev
       probes.push((await s.get('/healthz')).status, (await s.get(`/api/sites/${site}/devices/ws-replay-1/`)).status);
       await new Promise((r) => setTimeout(r, 50));
     }
-    for (const ids of await all) expect(ids).toEqual(range(1, head));
+    for (const ids of await all) expect(ids).toEqual(range(start + 1, head));
     expect(probes).toEqual(probes.map(() => 200));
   } finally {
     for (const ws of sockets) ws.terminate();
-    await s.stop();
   }
 }, 120_000);
