@@ -79,6 +79,8 @@
  * |                         | filter groups) matching, one encoding per group and transport,|
  * |                         | one write of shared bytes per subscriber of a matching group  |
  * | subscribe / drop        | O(1) to join or leave a group                                 |
+ * | replay a chunk          | replay.ts: one shared store read and encoding per filter and  |
+ * |                         | starting id, one write per subscriber when its socket drained |
  */
 
 import { Errors } from '../errors.js';
@@ -236,9 +238,7 @@ export class FeedHub {
     }, HEARTBEAT_MS);
     this.heartbeat.unref();
     this.replay = new Replay<Subscriber>({
-      get released() {
-        return hub.watermark;
-      },
+      released: () => this.watermark,
       readChanges: (filter, after, upTo, limit) => this.store.changeLog({ ...filter, after, upTo, limit }),
       render: (changes) => this.render(changes),
       push: (sub, payload) => this.push(sub, payload),
@@ -248,7 +248,6 @@ export class FeedHub {
         this.end(sub);
       },
     });
-    const hub = this;
   }
 
   /** Change texts rendered so far from the tails shards sent, and from Changes read back from the store (metrics). */

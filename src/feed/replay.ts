@@ -72,8 +72,8 @@ export interface Replayer {
 
 /** What the replay needs of the hub. */
 export interface ReplayHost<S extends Replayer> {
-  /** Every id at or below it is durable and released. */
-  readonly released: number;
+  /** The watermark: every id at or below it is durable and released. */
+  released(): number;
   readChanges(filter: FeedFilter, after: number, upTo: number, limit: number): Promise<StoredChange[]>;
   render(changes: StoredChange[]): Promise<FeedChange[]>;
   /** Writes to the subscriber's transport within the buffer bounds; false when it was ended instead. */
@@ -118,7 +118,7 @@ export class Replay<S extends Replayer> {
   /** Starts catching `sub` up from its cursor. */
   add(sub: S): void {
     // Nothing to read (a stream without a resume point starts at the watermark): live at once.
-    if (sub.cursor >= this.host.released) {
+    if (sub.cursor >= this.host.released()) {
       this.host.caughtUp(sub);
       return;
     }
@@ -154,7 +154,7 @@ export class Replay<S extends Replayer> {
     const end = start + SLICE_MS;
     while (this.queue.size > 0 && performance.now() < end) {
       const sub = this.queue.values().next().value as S;
-      const upTo = this.host.released;
+      const upTo = this.host.released();
       const key = `${sub.filterKey}|${sub.cursor}`;
       const cached = this.cache.get(key, upTo);
       if (cached === undefined && this.reading >= READS_IN_FLIGHT) break;
@@ -213,7 +213,7 @@ export class Replay<S extends Replayer> {
     }
     // Nothing else matches up to the bound of a chunk that stopped there.
     if (!chunk.more) sub.cursor = Math.max(sub.cursor, chunk.upTo);
-    if (chunk.more || chunk.upTo !== this.host.released) {
+    if (chunk.more || chunk.upTo !== this.host.released()) {
       this.ready(sub);
       return;
     }

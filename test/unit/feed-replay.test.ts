@@ -35,8 +35,12 @@ function harness(n: number) {
   const reads: number[] = [];
   /** Subscribers whose transport keeps what it is given (holds it unsent). */
   const stalled = new Set<Sub>();
-  const host: ReplayHost<Sub> & { released: number } = {
-    released: n,
+  let watermark = n;
+  const host: ReplayHost<Sub> & { release(upTo: number): void } = {
+    released: () => watermark,
+    release(upTo) {
+      watermark = upTo;
+    },
     async readChanges(_f, after, upTo, limit) {
       reads.push(after);
       return log
@@ -121,7 +125,7 @@ describe('feed replay', () => {
     h.replay.add(s);
     await h.settle(() => s.got.length >= 256);
     h.log.push(601, 602, 603);
-    h.host.released = 603;
+    h.host.release(603);
     await h.settle(() => s.live);
     expect(s.got).toEqual(range(1, 603));
     expect(s.cursor).toBe(603);
