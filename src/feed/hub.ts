@@ -91,7 +91,7 @@ import type { SiteRecord } from '../shard/context.js';
 import type { ShardPool } from '../shard/pool.js';
 import type { FeedItem } from '../shard/protocol.js';
 import type { Store, StoredChange } from '../store/store.js';
-import { Replay, type Replayer } from './replay.js';
+import { REPLAY_CHUNK_BYTES, Replay, type Replayer } from './replay.js';
 import type { FeedWatch } from './watch.js';
 import { type FeedChange, HEARTBEAT, Payload, type Transport } from './wire.js';
 
@@ -237,17 +237,20 @@ export class FeedHub {
       for (const sub of this.all) if (sub.sink.kind === 'sse' && !sub.closed) this.push(sub, HEARTBEAT);
     }, HEARTBEAT_MS);
     this.heartbeat.unref();
-    this.replay = new Replay<Subscriber>({
-      released: () => this.watermark,
-      readChanges: (filter, after, upTo, limit) => this.store.changeLog({ ...filter, after, upTo, limit }),
-      render: (changes) => this.render(changes),
-      push: (sub, payload) => this.push(sub, payload),
-      caughtUp: (sub) => this.join(sub),
-      failed: (sub, err) => {
-        this.log.error('feed: catching a subscriber up failed', { err });
-        this.end(sub);
+    this.replay = new Replay<Subscriber>(
+      {
+        released: () => this.watermark,
+        readChanges: (filter, after, upTo, limit) => this.store.changeLog({ ...filter, after, upTo, limit }),
+        render: (changes) => this.render(changes),
+        push: (sub, payload) => this.push(sub, payload),
+        caughtUp: (sub) => this.join(sub),
+        failed: (sub, err) => {
+          this.log.error('feed: catching a subscriber up failed', { err });
+          this.end(sub);
+        },
       },
-    });
+      Math.min(REPLAY_CHUNK_BYTES, Math.floor(limits.bufferBytes / 2)),
+    );
   }
 
   /** Change texts rendered so far from the tails shards sent, and from Changes read back from the store (metrics). */

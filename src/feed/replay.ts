@@ -42,8 +42,11 @@ import { Payload } from './wire.js';
 
 /** Changes read from the store per chunk. */
 const READ_CHANGES = 256;
-/** A chunk is cut after this many bytes of Change text (at least one Change), so a chunk of large Changes stays small. */
-const CHUNK_BYTES = 128 * 1024;
+/**
+ * A chunk is cut after this many bytes of Change text (at least one Change), so a chunk of large Changes stays
+ * small; at most half the per-subscriber bound (the hub passes it), so a chunk alone never ends a subscriber.
+ */
+export const REPLAY_CHUNK_BYTES = 128 * 1024;
 /** The longest run of replay work before the event loop gets a turn. */
 const SLICE_MS = 2;
 /**
@@ -108,7 +111,10 @@ export class Replay<S extends Replayer> {
   /** performance.now() before which the next slice waits (REST_PER_WORK). */
   private restUntil = 0;
 
-  constructor(private readonly host: ReplayHost<S>) {}
+  constructor(
+    private readonly host: ReplayHost<S>,
+    private readonly chunkBytes = REPLAY_CHUNK_BYTES,
+  ) {}
 
   /** Subscribers catching up now. */
   get size(): number {
@@ -184,7 +190,7 @@ export class Replay<S extends Replayer> {
         const texts = changes.length === 0 ? [] : await this.host.render(changes);
         let bytes = 0;
         let n = 0;
-        while (n < texts.length && (n === 0 || bytes < CHUNK_BYTES)) bytes += texts[n++].text.length;
+        while (n < texts.length && (n === 0 || bytes < this.chunkBytes)) bytes += texts[n++].text.length;
         const kept = n === texts.length ? texts : texts.slice(0, n);
         return {
           payload: kept.length === 0 ? null : new Payload(kept),
