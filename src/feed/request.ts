@@ -27,7 +27,9 @@ export const FEED_QUERY: readonly QueryParam[] = [
   {
     name: 'after',
     type: 'integer',
-    help: 'Resume: the Changes after this id, from the store, then live ones. Wins over Last-Event-ID; without either the stream starts with the next commit.',
+    help:
+      'Resume: the Changes after this id, from the store, then live ones. Wins over Last-Event-ID; without either the stream ' +
+      'starts with the next commit. An id beyond the newest Change is 400.',
   },
 ];
 

@@ -96,6 +96,7 @@ const ERRORS: Record<string, string> = {
   '413': 'Body or list too large.',
   '415': 'Unsupported body type.',
   '422': 'The Idempotency-Key was used for a different request (method, path or body).',
+  '429': 'Too many at once (on the change feed: more streams than FEED_MAX_STREAMS_PER_USER); retry after Retry-After.',
   '503': 'A shard is restarting, or the server is shutting down: retry after Retry-After.',
 };
 
@@ -226,7 +227,7 @@ function pathOf(base: string, route: Route): string {
 
 /** The live change feed (feed/request.ts): no route of the table, since it holds its connection open. */
 function feedOperation(site: Json | null): Json {
-  const statuses = ['400', '401', '404', '405', '406', '503'];
+  const statuses = ['400', '401', '404', '405', '406', '429', '503'];
   const responses: Json = {
     '200': {
       description:
@@ -252,7 +253,9 @@ function feedOperation(site: Json | null): Json {
         name: 'Last-Event-ID',
         in: 'header',
         required: false,
-        description: 'Resume after this Change id (what an EventSource resends on reconnect); `after` wins over it.',
+        description:
+          'Resume after this Change id (what an EventSource resends on reconnect); `after` wins over it. An id beyond the ' +
+          'newest Change is 400, as for `after`.',
         schema: { type: 'integer', minimum: 0 },
       },
     ],
