@@ -72,6 +72,10 @@ export interface Config {
   idempotencyTtlMs: number;
   /** Bytes a live-feed subscriber may leave unread before it is disconnected with its resume id (feed/hub.ts). */
   feedBufferBytes: number;
+  /** Bytes all live-feed subscribers together may leave unread; past it, a subscriber with bytes unread is ended likewise. */
+  feedTotalBufferBytes: number;
+  /** Feed streams (SSE and WebSocket) one user may hold open at once; one more is 429 (docs/api.md §23). */
+  feedMaxStreamsPerUser: number;
   /** Bytes of rendered single-object GETs the main thread keeps to answer repeats without a shard hop (http/read-cache.ts); 0: none. */
   readCacheBytes: number;
   /** Webhooks (README, Webhooks): where they may point, and how deliveries are timed, retried and batched (`webhookSettings`). */
@@ -384,6 +388,20 @@ const SETTINGS: { [K in keyof Config]: Setting<K> } = {
     fallback: String(MIB),
     parse: integer(4096, 1024 * MIB),
     help: 'Bytes a live-feed subscriber may leave unread before it is disconnected.',
+  },
+  // What a thousand slow consumers could otherwise hold at FEED_BUFFER_BYTES each (README, Live change feed).
+  feedTotalBufferBytes: {
+    env: 'FEED_TOTAL_BUFFER_BYTES',
+    fallback: String(128 * MIB),
+    parse: integer(4096, 2 ** 40),
+    help: 'Bytes every live-feed subscriber together may leave unread; past it the slowest are disconnected.',
+  },
+  // A consumer needs one stream per filter; a hundred leave a user room and bound what one user can open (README).
+  feedMaxStreamsPerUser: {
+    env: 'FEED_MAX_STREAMS_PER_USER',
+    fallback: '100',
+    parse: integer(1, 1_000_000),
+    help: 'Change-feed streams one user may hold open at once; more get 429.',
   },
   // Some 200k device bodies: the objects automation rereads most stay on the main thread.
   readCacheBytes: {

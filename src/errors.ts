@@ -122,6 +122,9 @@ export const Errors = {
       'This Idempotency-Key was already used for a different request (method, path or body); use a new key for a new request.',
     ),
   bodyTooLarge: () => new ApiError(413, 'Request body too large.'),
+  // A user already holding FEED_MAX_STREAMS_PER_USER change streams opens one more (feed/hub.ts).
+  tooManyStreams: (max: number) =>
+    new ApiError(429, `A user may hold at most ${max} change streams open at once; close one first.`, { 'Retry-After': '5' }),
   unsupportedMediaType: (type: string) => new ApiError(415, `Unsupported media type "${type}" in request.`),
 
   // The change stream holds a connection open: app.inject() has none to hold.

@@ -3,6 +3,8 @@
  * CLI: `node dist/main.js serve [--<setting> <value>]…` (every setting of src/config.ts), and the operator
  * commands backup, restore, export, import and users (src/ops/cli.ts). `<command> --help` explains each.
  */
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
 import { type Config, ConfigError, loadConfig, parseServeArgs, StartupError, serveHelp } from './config.js';
 import { Logger } from './log.js';
 import { configureLogSink } from './log-sink.js';
@@ -80,6 +82,7 @@ async function main(argv: string[]): Promise<void> {
   try {
     const started = performance.now();
     await verifyNativeModules(log);
+    if (config.store === null && !(await storeOpens(config.dataDir))) process.exit(1);
     // Imported only now: the server pulls in lmdb, whose load failure verifyNativeModules reports.
     const { startServer } = await import('./http/server.js');
     const server = await startServer(config, log);
@@ -140,6 +143,25 @@ async function main(argv: string[]): Promise<void> {
     }
     process.stderr.write(`netsot: start-up failed: ${(err as Error).stack ?? err}\n`);
     process.exit(1);
+  }
+}
+
+/**
+ * Whether the LMDB store in `dataDir` (if there is one yet) can be opened, asked of a child process before
+ * this one maps it: a damaged file would otherwise end the server with SIGBUS or SIGSEGV (ops/store-check.ts).
+ * When it cannot, says why in one line.
+ */
+async function storeOpens(dataDir: string): Promise<boolean> {
+  const { checkStore, StoreUnreadable, unreadableStore } = await import('./ops/store-check.js');
+  const file = join(dataDir, 'netsot.mdb');
+  if (!existsSync(file)) return true;
+  try {
+    await checkStore(file, 'open');
+    return true;
+  } catch (err) {
+    if (!(err instanceof StoreUnreadable)) throw err;
+    process.stderr.write(`netsot: ${unreadableStore(dataDir, err.reason)}\n`);
+    return false;
   }
 }
 

@@ -111,12 +111,21 @@
     return parts[1] === 'sites' && parts.length > 3 ? parts[3] : parts[1];
   }
 
-  /** A stored value that only looks like a URL (`http://[`) is shown as text. */
-  function parsedUrl(value) {
+  /** `text` as a URL (against this origin), or null when it is none: values from the server are shown, never trusted to parse. */
+  function urlOf(text, base) {
     try {
-      return new URL(value);
+      return new URL(text, base);
     } catch {
       return null;
+    }
+  }
+
+  /** A path segment decoded for display, or as it is when it does not decode (`%zz`). */
+  function decoded(segment) {
+    try {
+      return decodeURIComponent(segment);
+    } catch {
+      return segment;
     }
   }
 
@@ -126,7 +135,8 @@
   function renderValue(value, key, collection, owner) {
     if (value === null || value === undefined) return h('span', { class: 'null' }, 'null');
     if (typeof value === 'string' && /^https?:\/\//.test(value)) {
-      const url = parsedUrl(value);
+      // A stored value that only looks like a URL (`http://[`) is shown as the text it is.
+      const url = urlOf(value);
       return url?.host === location.host ? link(url.pathname + url.search, value) : value;
     }
     const target = OWN_FIELDS.has(key)
@@ -209,8 +219,8 @@
     const limit = Number(here.searchParams.get('limit') || page.results.length || 1);
     const offset = Number(here.searchParams.get('offset') || 0);
     const to = (u) => {
-      const url = new URL(u, location.origin);
-      return url.pathname + url.search;
+      const url = urlOf(u, location.origin);
+      return url ? url.pathname + url.search : u;
     };
     return h(
       'nav',
@@ -472,7 +482,7 @@
       // The object is gone: show the list it was in.
       return navigate(path.replace(/[^/]+\/$/, ''), `${method} ${path}: ${res.status}`);
     }
-    const notice = `${method} ${path}: ${res.status}${where ? ` ${new URL(where, location.origin).pathname}` : ''}`;
+    const notice = `${method} ${path}: ${res.status}${where ? ` ${urlOf(where, location.origin)?.pathname ?? where}` : ''}`;
     const next = (method === 'PUT' || method === 'PATCH') && detail ? movedPath(path, parseJson(current.text), parsed) : current.path;
     await navigate(next, notice, next !== current.path);
   }
@@ -594,7 +604,7 @@
     let at = '/';
     for (const p of parts) {
       at += `${p}/`;
-      out.push(' / ', link(at, decodeURIComponent(p)));
+      out.push(' / ', link(at, decoded(p)));
     }
     return h('nav', { class: 'crumbs' }, out);
   }

@@ -62,12 +62,16 @@
  * watermark (everything up to it is on disk), then joins the live groups once
  * a read has reached the watermark as it stands when the read returns; a live
  * Change it already read is skipped by id. Each Change therefore arrives once
- * per delivery, in id order.
+ * per delivery, in id order. The chunks are pulled by the subscriber's
+ * transport and shared fairly among subscribers (replay.ts).
  *
  * Slow consumers. Writers never wait for subscribers: a delivery is written
- * to each transport's buffer and this thread moves on. A subscriber whose
- * buffer holds more than the bound unsent is ended with an overflow event
- * naming the id to resume after, so memory per subscriber is bounded.
+ * to each transport's buffer and this thread moves on. Two bounds keep that
+ * memory in hand: a subscriber whose transport holds more than the
+ * per-subscriber bound unsent, or that holds any while all transports
+ * together hold more than the total bound, is ended with an overflow event
+ * naming the id to resume after. A user holds at most a set number of
+ * streams at once (`admit`).
  *
  * | operation               | cost                                                          |
  * |-------------------------|---------------------------------------------------------------|
@@ -76,8 +80,11 @@
  * |                         | filter groups) matching, one encoding per group and transport,|
  * |                         | one write of shared bytes per subscriber of a matching group  |
  * | subscribe / drop        | O(1) to join or leave a group                                 |
+ * | replay a chunk          | replay.ts: one shared store read and encoding per filter and  |
+ * |                         | starting id, one write per subscriber when its socket drained |
  */
 
+import { Errors } from '../errors.js';
 import type { Logger } from '../log.js';
 import { changeHead, changeTail, siteText } from '../model/_change-text.js';
 import type { SiteDirectory } from '../model/site-directory.js';
@@ -85,6 +92,7 @@ import type { SiteRecord } from '../shard/context.js';
 import type { ShardPool } from '../shard/pool.js';
 import type { FeedItem } from '../shard/protocol.js';
 import type { Store, StoredChange } from '../store/store.js';
+import { REPLAY_CHUNK_BYTES, Replay, type Replayer } from './replay.js';
 import type { FeedWatch } from './watch.js';
 import { type FeedChange, Payload } from './wire.js';
 
@@ -116,16 +124,23 @@ export interface FeedSink {
   close(): void;
   /** Set by the hub: called once when the connection goes away (or the subscriber leaves). */
   onClosed?: () => void;
+  /** Set by the hub: called when the sink has handed on everything it held (to the kernel, or into a batch). */
+  onDrained?: () => void;
 }
 
-interface Subscriber {
-  filter: FeedFilter;
+/** The limits the hub keeps subscribers within (config.ts: FEED_BUFFER_BYTES, FEED_TOTAL_BUFFER_BYTES, FEED_MAX_STREAMS_PER_USER). */
+export interface FeedLimits {
+  bufferBytes: number;
+  totalBufferBytes: number;
+  streamsPerUser: number;
+}
+
+interface Subscriber extends Replayer {
   sink: FeedSink;
-  /** The highest id delivered (or the resume point): anything at or below it is skipped. */
-  cursor: number;
-  closed: boolean;
   /** Its live group, once caught up. */
   group: Group | null;
+  /** Gives its user's stream slot back (admit). */
+  release: () => void;
 }
 
 /** Live subscribers with one filter: matched once per item, encoded once per transport. */
@@ -143,8 +158,6 @@ interface Held {
   sentBefore: number[];
 }
 
-/** Changes read from the store per catch-up step: bounds one step's time and the bytes it queues. */
-const CATCH_UP_CHUNK = 500;
 /** Changes read per step when a replaced shard's unsent Changes are recovered. */
 const RECOVER_CHUNK = 5000;
 /** Subscriber writes a second the spacing of deliveries aims at (see Spacing above). */
@@ -175,19 +188,6 @@ const feedChange = (item: FeedItem, sites: Map<number, string>, tail: string): F
 });
 
 /** Adds `item` to the list of each group in `groups` whose filter wants it; true if any did. */
-function collect(groups: Set<Group> | undefined, item: FeedItem, wanted: Map<Group, FeedItem[]>): boolean {
-  if (!groups) return false;
-  let taken = false;
-  for (const g of groups) {
-    if (!matches(g.filter, item)) continue;
-    const list = wanted.get(g);
-    if (list) list.push(item);
-    else wanted.set(g, [item]);
-    taken = true;
-  }
-  return taken;
-}
-
 /**
  * `waiting` (in id order) with `arrived` (in id order) merged in, each id once, leaving out ids at or below
  * `released`. A Change can arrive twice: the store read that recovers a replaced shard's unsent Changes
@@ -211,6 +211,19 @@ export function mergeArrivals(waiting: FeedItem[], arrived: FeedItem[], released
   return merged;
 }
 
+function collect(groups: Set<Group> | undefined, item: FeedItem, wanted: Map<Group, FeedItem[]>): boolean {
+  if (!groups) return false;
+  let taken = false;
+  for (const g of groups) {
+    if (!matches(g.filter, item)) continue;
+    const list = wanted.get(g);
+    if (list) list.push(item);
+    else wanted.set(g, [item]);
+    taken = true;
+  }
+  return taken;
+}
+
 export class FeedHub {
   private readonly held: Held[] = [];
   /** Arrived but not released, in id order. */
@@ -229,6 +242,11 @@ export class FeedHub {
   private readonly groups = new Map<string, Group>();
   private readonly bySite = new Map<number | null, Set<Group>>();
   private readonly all = new Set<Subscriber>();
+  private readonly replay: Replay<Subscriber>;
+  /** Streams open (or being opened) per user id. */
+  private readonly streams = new Map<number, number>();
+  /** Bytes every subscriber's transport holds unsent, as last reported: what FeedLimits.totalBufferBytes bounds. */
+  private unsent = 0;
   /** Released, not yet delivered, in id order. */
   private outbox: FeedItem[] = [];
   private delivering = false;
@@ -242,7 +260,7 @@ export class FeedHub {
     private readonly sites: SiteDirectory,
     /** Told which sites live groups follow, so shards send those sites' texts with their items. */
     private readonly watch: FeedWatch,
-    private readonly maxBuffer: number,
+    private readonly limits: FeedLimits,
     private readonly log: Logger,
     /** The store's highest Change id at start: nothing is in flight yet, so all of it is on disk or never will be. */
     startWatermark: number,
@@ -251,17 +269,38 @@ export class FeedHub {
     this.lastFrom = Array.from({ length: pool.count }, () => startWatermark);
     this.mainWriter = pool.count;
     this.heartbeat = setInterval(() => {
-      for (const sub of this.all) if (sub.sink.heartbeat && !sub.closed) this.bound(sub, sub.sink.heartbeat());
+      for (const sub of this.all) if (sub.sink.heartbeat && !sub.closed) this.check(sub, sub.sink.heartbeat());
     }, HEARTBEAT_MS);
     this.heartbeat.unref();
+    this.replay = new Replay<Subscriber>(
+      {
+        released: () => this.watermark,
+        readChanges: (filter, after, upTo, limit) => this.store.changeLog({ ...filter, after, upTo, limit }),
+        render: (changes) => this.render(changes),
+        push: (sub, payload) => this.push(sub, payload),
+        caughtUp: (sub) => this.join(sub),
+        failed: (sub, err) => {
+          this.log.error('feed: catching a subscriber up failed', { err });
+          this.end(sub);
+        },
+      },
+      Math.min(REPLAY_CHUNK_BYTES, Math.floor(limits.bufferBytes / 2)),
+    );
   }
 
   /** Change texts rendered so far from the tails shards sent, and from Changes read back from the store (metrics). */
   textsFromShards = 0;
   textsFromStore = 0;
+  /** Subscribers ended for reading too slowly (metrics). */
+  slowConsumers = 0;
 
   get subscribers(): number {
     return this.all.size;
+  }
+
+  /** Bytes the subscribers' transports hold unsent, as last reported (metrics). */
+  get buffered(): number {
+    return this.unsent;
   }
 
   /** The highest id released so far. */
@@ -278,6 +317,33 @@ export class FeedHub {
   raiseWatermark(committed: number): void {
     this.watermark = Math.max(this.watermark, committed);
     for (let shard = 0; shard < this.lastFrom.length; shard++) this.lastFrom[shard] = Math.max(this.lastFrom[shard], committed);
+  }
+
+  /**
+   * The highest Change id this thread has heard of: released, or arrived and waiting for a lower id. A resume
+   * point beyond it names a Change that does not exist (feed/request.ts).
+   */
+  get head(): number {
+    const w = this.waiting;
+    return Math.max(this.watermark, w.length > 0 ? w[w.length - 1].id : 0);
+  }
+
+  /**
+   * Takes one of `userId`'s stream slots for a stream about to open; 429 when the user holds them all. The
+   * returned function gives it back (once, however often it is called): `subscribe` takes it over.
+   */
+  admit(userId: number): () => void {
+    const open = this.streams.get(userId) ?? 0;
+    if (open >= this.limits.streamsPerUser) throw Errors.tooManyStreams(this.limits.streamsPerUser);
+    this.streams.set(userId, open + 1);
+    let held = true;
+    return () => {
+      if (!held) return;
+      held = false;
+      const left = (this.streams.get(userId) ?? 1) - 1;
+      if (left > 0) this.streams.set(userId, left);
+      else this.streams.delete(userId);
+    };
   }
 
   /** A batch of replies arrived from `shard` (ShardPool's onReplies). */
@@ -352,12 +418,28 @@ export class FeedHub {
     );
   }
 
-  /** Adds a subscriber: it catches up from `after` through the store, then follows live releases. */
-  subscribe(filter: FeedFilter, sink: FeedSink, after: number): void {
-    const sub: Subscriber = { filter, sink, cursor: after, closed: false, group: null };
+  /**
+   * Adds a subscriber holding the stream slot `release` gives back (admit; a webhook holds none): it catches up
+   * from `after` through the store, then follows live releases.
+   */
+  subscribe(filter: FeedFilter, sink: FeedSink, after: number, release: () => void = () => undefined): void {
+    const sub: Subscriber = {
+      filter,
+      filterKey: filterKey(filter),
+      sink,
+      cursor: after,
+      closed: false,
+      held: 0,
+      group: null,
+      release,
+    };
     this.all.add(sub);
     sink.onClosed = () => this.drop(sub);
-    void this.catchUp(sub);
+    sink.onDrained = () => {
+      this.account(sub, 0);
+      if (sub.group === null) this.replay.ready(sub);
+    };
+    this.replay.add(sub);
   }
 
   close(): void {
@@ -429,11 +511,7 @@ export class FeedHub {
       } catch (err) {
         // The store could not give the texts: live subscribers are ended with where to resume, and do so.
         this.log.error('feed: reading Changes for delivery failed', { err });
-        for (const sub of [...this.all]) {
-          if (!sub.group) continue;
-          this.drop(sub);
-          sub.sink.overflow(sub.cursor);
-        }
+        for (const sub of [...this.all]) if (sub.group) this.end(sub);
       }
       this.nextDelivery = performance.now() + Math.min(MAX_SPACING_MS, (writes * 1000) / WRITES_PER_SECOND);
       if (this.outbox.length > 0) await this.spaced();
@@ -516,23 +594,43 @@ export class FeedHub {
     return out;
   }
 
-  /** Writes to a subscriber's transport; past the buffer bound it is ended with where to resume. */
+  /**
+   * Writes to a subscriber's transport. Past its own bound, or holding anything unsent while all transports
+   * together are past theirs, it is ended with where to resume.
+   */
   private push(sub: Subscriber, payload: Payload): boolean {
-    return this.bound(sub, sub.sink.write(payload));
+    return this.check(sub, sub.sink.write(payload));
   }
 
-  /** A subscriber holding more than its bound unsent is ended with where to resume; false then. */
-  private bound(sub: Subscriber, buffered: number): boolean {
-    if (buffered <= (sub.sink.limit ?? this.maxBuffer)) return true;
+  /** Takes note that `sub` holds `held` bytes unsent; ends it when that is past the bounds (see push). */
+  private check(sub: Subscriber, held: number): boolean {
+    this.account(sub, held);
+    const limit = sub.sink.limit ?? this.limits.bufferBytes;
+    if (held <= limit && (held === 0 || this.unsent <= this.limits.totalBufferBytes)) return true;
+    this.slowConsumers++;
+    this.end(sub);
+    return false;
+  }
+
+  private account(sub: Subscriber, held: number): void {
+    this.unsent += held - sub.held;
+    sub.held = held;
+  }
+
+  /** Ends a subscriber with the id it may resume after. */
+  private end(sub: Subscriber): void {
+    if (sub.closed) return;
     this.drop(sub);
     sub.sink.overflow(sub.cursor);
-    return false;
   }
 
   private drop(sub: Subscriber): void {
     if (sub.closed) return;
     sub.closed = true;
     this.all.delete(sub);
+    this.account(sub, 0);
+    this.replay.remove(sub);
+    sub.release();
     const g = sub.group;
     if (!g) return;
     g.subs.delete(sub);
@@ -545,11 +643,10 @@ export class FeedHub {
   }
 
   private join(sub: Subscriber): void {
-    const key = filterKey(sub.filter);
-    let g = this.groups.get(key);
+    let g = this.groups.get(sub.filterKey);
     if (!g) {
-      g = { key, filter: sub.filter, subs: new Set() };
-      this.groups.set(key, g);
+      g = { key: sub.filterKey, filter: sub.filter, subs: new Set() };
+      this.groups.set(g.key, g);
       this.watch.watch(sub.filter.site);
       let set = this.bySite.get(sub.filter.site);
       if (!set) this.bySite.set(sub.filter.site, (set = new Set()));
@@ -558,45 +655,5 @@ export class FeedHub {
     g.subs.add(sub);
     sub.group = g;
     sub.sink.joined?.();
-  }
-
-  /**
-   * Reads the store in chunks up to the watermark; once a read has reached
-   * the watermark as it stands when the read returns, the subscriber joins
-   * its live group in that same turn, so no release falls between the two.
-   */
-  private async catchUp(sub: Subscriber): Promise<void> {
-    try {
-      for (;;) {
-        if (sub.closed) return;
-        const upTo = this.watermark;
-        const { site, event, resourceName } = sub.filter;
-        const log =
-          sub.cursor >= upTo
-            ? []
-            : await this.store.changeLog({ site, event, resourceName, after: sub.cursor, upTo, limit: CATCH_UP_CHUNK });
-        if (sub.closed) return;
-        if (log.length > 0) {
-          const chunk = new Payload(await this.render(log));
-          if (sub.closed) return;
-          sub.cursor = chunk.last;
-          if (!this.push(sub, chunk)) return;
-          if (log.length === CATCH_UP_CHUNK) {
-            await new Promise<void>((resolve) => setImmediate(resolve));
-            continue;
-          }
-        }
-        if (upTo !== this.watermark) continue;
-        sub.cursor = Math.max(sub.cursor, upTo);
-        this.join(sub);
-        return;
-      }
-    } catch (err) {
-      this.log.error('feed: catching a subscriber up failed', { err });
-      if (!sub.closed) {
-        this.drop(sub);
-        sub.sink.overflow(sub.cursor);
-      }
-    }
   }
 }

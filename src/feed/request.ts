@@ -11,7 +11,7 @@
 import { Errors } from '../errors.js';
 import { QueryParams } from '../query/params.js';
 import type { QueryParam } from '../routes/route.js';
-import { NO_ID, parseId } from '../schema/id.js';
+import { parseId } from '../schema/id.js';
 import { CHANGE_RESOURCES, EVENTS } from '../store/change-names.js';
 import type { FeedFilter } from './hub.js';
 
@@ -27,7 +27,9 @@ export const FEED_QUERY: readonly QueryParam[] = [
   {
     name: 'after',
     type: 'integer',
-    help: 'Resume: the Changes after this id, from the store, then live ones. Wins over Last-Event-ID; without either the stream starts with the next commit.',
+    help:
+      'Resume: the Changes after this id, from the store, then live ones. Wins over Last-Event-ID; without either the stream ' +
+      'starts with the next commit. An id beyond the newest Change is 400.',
   },
 ];
 
@@ -40,13 +42,18 @@ export function feedPath(path: string): string | null {
 /**
  * The filter and resume point of a feed request; 400 for a bad filter or
  * resume id, 404 for an unknown site. `?after=` wins over Last-Event-ID (an
- * explicit URL over what an EventSource resends on reconnect).
+ * explicit URL over what an EventSource resends on reconnect). Both are read
+ * alike: a resume point beyond `head`, the newest Change id, names a Change
+ * that does not exist (the consumer's log is not this server's), and a
+ * stream from there would stay silent until the ids caught up, so it is 400
+ * naming the head rather than an open stream that never speaks.
  */
 export function feedRequest(
   siteSegment: string,
   query: string,
   lastEventId: string,
   siteExists: (id: number) => boolean,
+  head: number,
 ): { filter: FeedFilter; after: number } {
   let site: number | null = null;
   if (siteSegment !== '') {
@@ -57,12 +64,17 @@ export function feedRequest(
   const q = new QueryParams(query);
   const [event, resourceName, afterParam] = FEED_QUERY;
   const filter = { site, event: q.choice(event.name, EVENTS) ?? null, resourceName: q.choice(resourceName.name, CHANGE_RESOURCES) ?? null };
-  let after = q.integer(afterParam.name);
-  if (after === undefined && lastEventId !== '') {
-    const id = parseId(lastEventId.trim());
-    if (id === undefined || id === NO_ID) throw Errors.field('Last-Event-ID', 'A valid integer is required.');
-    after = id;
-  }
-  if (after !== undefined && after < 0) throw Errors.field('after', 'Ensure this value is greater than or equal to 0.');
-  return { filter, after: after ?? -1 };
+  const after = q.get(afterParam.name);
+  if (after !== undefined && after !== '') return { filter, after: resumePoint(afterParam.name, after, head) };
+  if (lastEventId !== '') return { filter, after: resumePoint('Last-Event-ID', lastEventId.trim(), head) };
+  return { filter, after: -1 };
+}
+
+/** A resume id as `field` gives it: digits (an optional sign), from 0 up to `head`. */
+function resumePoint(field: string, text: string, head: number): number {
+  if (!/^[-+]?\d+$/.test(text)) throw Errors.field(field, 'A valid integer is required.');
+  const id = Number(text);
+  if (id < 0) throw Errors.field(field, 'Ensure this value is greater than or equal to 0.');
+  if (id > head) throw Errors.field(field, `Ensure this value is less than or equal to ${head}, the newest Change id.`);
+  return id;
 }

@@ -4,8 +4,8 @@
  *   POST /admin/backup  {"name": "nightly-1"}   (name optional)
  *     → 201 {"name", "path", "bytes", "duration_ms"}
  *
- * writes a backup (ops/backup.ts: a consistent, compacted copy of the store
- * and the token-signing key, a data dir of its own) to BACKUP_DIR/<name>
+ * writes a backup (ops/backup.ts: a consistent, compacted copy of the store,
+ * the token-signing key and a manifest of both, a data dir of its own) to BACKUP_DIR/<name>
  * while the server keeps serving writes. The client names the backup, never
  * a path: a name is one plain path segment, so nothing outside BACKUP_DIR is
  * ever written, and an existing backup is never overwritten. Without
@@ -14,7 +14,7 @@
 import { join, resolve } from 'node:path';
 import type { Config } from '../config.js';
 import { Errors, pyType } from '../errors.js';
-import { OpsError, writeBackup } from '../ops/backup.js';
+import { BackupExists, writeBackup } from '../ops/backup.js';
 import type { Store } from '../store/store.js';
 import { parseBody } from './body.js';
 import type { Exchange } from './respond.js';
@@ -54,7 +54,7 @@ export class Admin {
     try {
       const target = join(resolve(dir), name);
       const r = await writeBackup(store as Required<Pick<Store, 'backup'>>, this.ctx.config.dataDir, target).catch((err) => {
-        if (err instanceof OpsError) throw Errors.backupExists(name);
+        if (err instanceof BackupExists) throw Errors.backupExists(name);
         if (this.ctx.store.isFull(err)) throw Errors.storeFull();
         throw err;
       });

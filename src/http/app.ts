@@ -45,7 +45,7 @@ import { WebhookDirectory } from '../webhook/directory.js';
 import { WebhookDispatcher } from '../webhook/dispatcher.js';
 import { Admin } from './admin.js';
 import { isJsonBody, negotiate, OFFLOAD_BODY_BYTES, type Representation, readRequestBody } from './body.js';
-import { browsePage, browseQuery } from './browse.js';
+import { BROWSE_HEADERS, browsePage, browseQuery, DOCS_HEADERS } from './browse.js';
 import { docsPage, matchesEtag, OPENAPI_PATH, ServedDocument } from './docs.js';
 import { type Forwarded, Forwarder } from './forward.js';
 import { type Readiness, serveHealth } from './health.js';
@@ -168,7 +168,7 @@ export class App {
             inFlight: () => app?.inFlight ?? 0,
             storePath: config.store === null ? join(config.dataDir, 'netsot.mdb') : null,
             readCache: () => readCache,
-            feed: () => feed ?? { subscribers: 0, textsFromShards: 0, textsFromStore: 0 },
+            feed: () => feed ?? { subscribers: 0, textsFromShards: 0, textsFromStore: 0, buffered: 0, slowConsumers: 0 },
             webhooks: () => dispatcher?.figures() ?? null,
           })
         : null;
@@ -196,7 +196,12 @@ export class App {
         metrics?.close();
         throw err;
       });
-      feed = new FeedHub(store, pool, sites, feedWatch, config.feedBufferBytes, log, marks.change ?? 0);
+      const feedLimits = {
+        bufferBytes: config.feedBufferBytes,
+        totalBufferBytes: config.feedTotalBufferBytes,
+        streamsPerUser: config.feedMaxStreamsPerUser,
+      };
+      feed = new FeedHub(store, pool, sites, feedWatch, feedLimits, log, marks.change ?? 0);
       dispatcher = new WebhookDispatcher(webhookSettings(config), store, feed, log);
       const webhooks = new WebhookDirectory(
         dispatcher,
@@ -392,6 +397,7 @@ export class App {
     // the view without running the request, and the view asks once, with its token (browse.ts, deferred pages).
     if (!isPublic && method === 'GET' && x.representation === 'html' && !offersCredentials(credentials)) {
       return x.sendHtml(200, browsePage(x.method, x.fullPath, 401, errorEnvelope(Errors.notAuthenticated()), x.specUrl, true), {
+        ...BROWSE_HEADERS,
         'Cache-Control': 'no-store',
       });
     }
@@ -639,34 +645,45 @@ export class App {
     return optionsFor(match, principal, permits);
   }
 
-  /** The subscription a feed request asks for, once its caller is authenticated (SSE here, WebSocket in feed-transport.ts). */
+  /**
+   * The subscription a feed request asks for, once its caller is authenticated (SSE here, WebSocket in
+   * feed-transport.ts), holding one of the caller's stream slots: `release` gives it back if no stream opens.
+   */
   async feedSubscription(
     siteSegment: string,
-    head: { query: string; authorization: string; email: string | undefined; lastEventId: string },
-  ): Promise<{ filter: FeedFilter; after: number }> {
+    head: { method?: string; query: string; authorization: string; email: string | undefined; lastEventId: string },
+  ): Promise<{ filter: FeedFilter; after: number; release: () => void }> {
     if (this.draining) throw Errors.shuttingDown();
-    await this.auth.authenticate({ authorization: head.authorization, email: head.email }, false);
+    const user = await this.auth.authenticate({ authorization: head.authorization, email: head.email }, false);
     // Live Changes reach the hub from this node's own commits; a standby makes none, so it sends the consumer on.
     if (this.lease && !this.lease.isLeader) throw Errors.notLeader(this.lease.leader);
-    const { filter, after } = feedRequest(siteSegment, head.query, head.lastEventId, (id) => this.sites.has(id));
-    return { filter, after: after < 0 ? this.feed.released : after };
+    const { filter, after } = feedRequest(siteSegment, head.query, head.lastEventId, (id) => this.sites.has(id), this.feed.head);
+    if (head.method !== undefined && head.method !== 'GET') throw Errors.methodNotAllowed(head.method, 'GET');
+    return { filter, after: after < 0 ? this.feed.released : after, release: this.feed.admit(user.id) };
   }
 
   /** `GET /api/changes/stream/` and `/api/sites/{id}/changes/stream/` as Server-Sent Events. */
   private async serveFeed(x: Exchange, siteSegment: string, strict: boolean): Promise<void> {
     x.allow = 'GET';
     const sub = await this.feedSubscription(siteSegment, {
+      method: x.method,
       query: x.query,
       authorization: x.authorization,
       email: x.emailHeader,
       lastEventId: x.lastEventId,
     });
-    if (x.method !== 'GET') throw Errors.methodNotAllowed(x.method, x.allow);
     const problems = strict ? strictFeedProblems(x.query) : null;
-    if (problems) throw Errors.validation(problems);
+    if (problems) {
+      sub.release();
+      throw Errors.validation(problems);
+    }
     const sink = x.openEventStream();
-    if (sink) this.feed.subscribe(sub.filter, sink, sub.after);
-    else if (!x.aborted) throw Errors.streamNeedsConnection();
+    if (sink) {
+      this.feed.subscribe(sub.filter, sink, sub.after, sub.release);
+      return;
+    }
+    sub.release();
+    if (!x.aborted) throw Errors.streamNeedsConnection();
   }
 
   /**
@@ -700,7 +717,7 @@ export class App {
       x.fail(Errors.methodNotAllowed(x.method, x.allow));
     } else if (page) {
       x.representation = 'json';
-      x.sendHtml(200, docsPage(this.document.url));
+      x.sendHtml(200, docsPage(this.document.url), DOCS_HEADERS);
     } else if (asset) {
       x.representation = 'json';
       x.send(200, asset.body, { 'Content-Type': asset.type, 'Cache-Control': 'public, max-age=3600' });

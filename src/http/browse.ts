@@ -13,6 +13,21 @@ import { readPage } from '../query/pagination.js';
 import { QueryParams } from '../query/params.js';
 import { ASSETS_PATH } from './static.js';
 
+/**
+ * The headers of every HTML page (this view and /docs/): the page runs only the server's own scripts and talks
+ * only to this server, and no other site may frame it (so a click on it cannot be hijacked). Swagger UI on
+ * /docs/ sets inline styles, which its policy allows; this view needs none.
+ */
+const policy = (style: string) =>
+  `default-src 'none'; script-src 'self'; style-src ${style}; img-src 'self' data:; font-src 'self' data:; ` +
+  "connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'";
+export const BROWSE_HEADERS = {
+  'Content-Security-Policy': policy("'self'"),
+  'X-Frame-Options': 'DENY',
+  'X-Content-Type-Options': 'nosniff',
+};
+export const DOCS_HEADERS = { ...BROWSE_HEADERS, 'Content-Security-Policy': policy("'self' 'unsafe-inline'") };
+
 /** Items the view shows of a list whose URL names no page: a person reads a page, and its pager walks on. */
 export const BROWSE_PAGE_ITEMS = 50;
 

@@ -10,7 +10,6 @@
  *
  * Both report how many bytes they hold unsent, which is what the hub bounds.
  */
-
 import type { UserHeaderPolicy } from '../auth/trusted-proxies.js';
 import { asApiError, errorEnvelope } from '../errors.js';
 import type { FeedFilter, FeedSink } from '../feed/hub.js';
@@ -24,9 +23,15 @@ const EMPTY = Buffer.alloc(0);
 
 const overflowText = (resumeAfter: number) => `{"resume_after":${resumeAfter}}`;
 
-/** SSE on a uWS response. uWS buffers what the socket does not take; `backlog` counts it until the socket drains. */
+/**
+ * SSE on a uWS response. A write the socket does not take whole stays in uWS's buffer, and `backlog` counts it
+ * (at most that much is held) until a write is taken whole. uWS calls onWritable when the socket has room
+ * again but, with a handler set, sends nothing of its buffer until something is written: so the handler writes
+ * an SSE comment, which flushes what uWS holds, and once that is taken whole the transport is drained.
+ */
 export class SseSink implements FeedSink {
   onClosed?: () => void;
+  onDrained?: () => void;
   private backlog = 0;
   private ended = false;
   private pending: Buffer = EMPTY;
@@ -34,7 +39,9 @@ export class SseSink implements FeedSink {
 
   constructor(private readonly res: HttpResponse) {
     res.onWritable(() => {
-      this.backlog = 0;
+      if (this.ended || this.backlog === 0) return true;
+      this.send(HEARTBEAT);
+      if (this.backlog === 0) this.onDrained?.();
       return true;
     });
   }
@@ -53,12 +60,13 @@ export class SseSink implements FeedSink {
     return this.send(HEARTBEAT);
   }
 
-  private send(bytes: Buffer): number {
+  private send(payload: Buffer): number {
     if (this.ended) return 0;
-    this.pending = bytes;
+    this.pending = payload;
     this.res.cork(this.writePending);
     this.pending = EMPTY;
-    if (!this.accepted) this.backlog += bytes.byteLength;
+    // Taken whole: uWS sent what it held before it too.
+    this.backlog = this.accepted ? 0 : this.backlog + payload.byteLength;
     return this.backlog;
   }
 
@@ -85,11 +93,14 @@ export class SseSink implements FeedSink {
 interface SocketData {
   filter: FeedFilter;
   after: number;
+  /** Gives the user's stream slot back (FeedHub.admit); the hub takes it over once the socket opens. */
+  release: () => void;
   sink?: WsSink;
 }
 
 class WsSink implements FeedSink {
   onClosed?: () => void;
+  onDrained?: () => void;
   ended = false;
 
   constructor(private readonly ws: WebSocket<SocketData>) {}
@@ -98,6 +109,11 @@ class WsSink implements FeedSink {
     if (this.ended) return 0;
     // 1: sent whole; otherwise some of it (or all) waits in uWS's buffer.
     return this.ws.send(payload.bytes('ws'), false) === 1 ? 0 : this.ws.getBufferedAmount();
+  }
+
+  /** uWS's drain event: the socket took some of what uWS held. */
+  drained(): void {
+    if (!this.ended && this.ws.getBufferedAmount() === 0) this.onDrained?.();
   }
 
   overflow(resumeAfter: number): void {
@@ -119,12 +135,14 @@ class WsSink implements FeedSink {
  * headers here; a plain GET on the same path falls through to the HTTP
  * handler (SSE).
  */
-export function registerFeedSockets(server: TemplatedApp, app: App, userHeader: UserHeaderPolicy, maxBuffer: number): void {
+export function registerFeedSockets(server: TemplatedApp, app: App, userHeader: UserHeaderPolicy): void {
   const slashed = FEED_PATHS.map((p) => p.replace('{site_id}', ':site'));
   for (const pattern of [...slashed, ...slashed.map((p) => p.slice(0, -1))]) {
     server.ws<SocketData>(pattern, {
-      // Messages beyond uWS's own limit would be dropped silently: the hub ends a slow consumer first.
-      maxBackpressure: maxBuffer * 2 + 1024 * 1024,
+      // A message past uWS's own limit would be dropped silently (send answers 2), and the consumer would miss it
+      // while its resume id moved past it. So uWS never drops: the hub ends a consumer past its bounds instead, its
+      // last message whole in the buffer, and what one delivery adds is bounded by the delivery.
+      maxBackpressure: 2 ** 31 - 1,
       closeOnBackpressureLimit: 0,
       idleTimeout: 120,
       sendPingsAutomatically: true,
@@ -154,7 +172,8 @@ export function registerFeedSockets(server: TemplatedApp, app: App, userHeader: 
         const site = feedPath(url) ?? '';
         app.feedSubscription(site, head).then(
           (sub) => {
-            if (!aborted) res.cork(() => res.upgrade<SocketData>(sub, key, protocol, extensions, context));
+            if (aborted) sub.release();
+            else res.cork(() => res.upgrade<SocketData>(sub, key, protocol, extensions, context));
           },
           (err) => {
             if (aborted) return;
@@ -171,8 +190,9 @@ export function registerFeedSockets(server: TemplatedApp, app: App, userHeader: 
       open: (ws) => {
         const data = ws.getUserData();
         data.sink = new WsSink(ws);
-        app.feed.subscribe(data.filter, data.sink, data.after);
+        app.feed.subscribe(data.filter, data.sink, data.after, data.release);
       },
+      drain: (ws) => ws.getUserData().sink?.drained(),
       close: (ws) => {
         const sink = ws.getUserData().sink;
         if (sink) {

@@ -113,7 +113,9 @@ const ERRORS: Record<string, string> = {
   '413': 'Body, list or nested lists too large (MAX_BODY_BYTES, MAX_BULK_ITEMS, MAX_REQUEST_ITEMS).',
   '415': 'Unsupported body type.',
   '422': 'The Idempotency-Key was used for a different request (method, path or body).',
-  '429': "Costly regular expressions past this shard's share of matching: retry after Retry-After.",
+  '429':
+    "Too many at once: costly regular expressions past this shard's share of matching, or (on the change feed) more " +
+    'streams than FEED_MAX_STREAMS_PER_USER; retry after Retry-After.',
   '503': 'A shard is restarting, or the server is shutting down: retry after Retry-After.',
 };
 
@@ -279,7 +281,7 @@ function pathOf(base: string, route: Route): string {
 
 /** The live change feed (feed/request.ts): no route of the table, since it holds its connection open. */
 function feedOperation(site: Json | null): Json {
-  const statuses = ['400', '401', '404', '405', '406', '503'];
+  const statuses = ['400', '401', '404', '405', '406', '429', '503'];
   const responses: Json = {
     '200': {
       description:
@@ -304,7 +306,9 @@ function feedOperation(site: Json | null): Json {
         name: 'Last-Event-ID',
         in: 'header',
         required: false,
-        description: 'Resume after this Change id (what an EventSource resends on reconnect); `after` wins over it.',
+        description:
+          'Resume after this Change id (what an EventSource resends on reconnect); `after` wins over it. An id beyond the ' +
+          'newest Change is 400, as for `after`.',
         schema: { type: 'integer', minimum: 0 },
       },
     ],

@@ -12,7 +12,7 @@ import type { FeedSink } from '../feed/hub.js';
 import type { Logger } from '../log.js';
 import { CSV_TYPE } from '../schema/csv.js';
 import type { Representation } from './body.js';
-import { browsePage } from './browse.js';
+import { BROWSE_HEADERS, browsePage } from './browse.js';
 import type { RouteMatch } from './router.js';
 
 const STATUS_TEXT: Record<number, string> = {
@@ -306,9 +306,11 @@ export abstract class Exchange {
     if (this.aborted) return;
     let payload = body;
     let type = 'application/json';
+    let sent = headers;
     if (this.representation === 'html' && status !== 204) {
       payload = browsePage(this.method, this.fullPath, status, body, this.specUrl);
       type = 'text/html; charset=utf-8';
+      sent = { ...headers, ...BROWSE_HEADERS };
     } else if (this.representation === 'csv' && status < 300) type = CSV_TYPE;
     const observer = this.observer;
     const peer = observer?.wantsPeer ? this.remoteAddress() : '';
@@ -316,7 +318,7 @@ export abstract class Exchange {
       status,
       status !== 204 && !('Content-Type' in headers) ? type : null,
       this.allow && !('Allow' in headers) ? this.allow : '',
-      this.withApplied(headers),
+      this.withApplied(sent),
       payload,
       this.method === 'HEAD',
       closeConnection || (this.closing?.() ?? false),
@@ -341,6 +343,7 @@ export abstract class Exchange {
     return this.preferenceApplied === null ? headers : { ...headers, 'Preference-Applied': this.preferenceApplied };
   }
 
+  /** A page of its own (/docs/), under its own security headers (browse.ts). */
   sendHtml(status: number, html: string, headers: Record<string, string> = NO_HEADERS): void {
     this.representation = 'json';
     this.send(status, html, { 'Content-Type': 'text/html; charset=utf-8', ...headers });

@@ -27,7 +27,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
   if (config.port !== 0 && !(await portFree(config.host, config.port))) throw portTaken(config);
   const app = await App.start(config, log);
   const server = uws.App();
-  registerFeedSockets(server, app, app.userHeader, config.feedBufferBytes);
+  registerFeedSockets(server, app, app.userHeader);
   server.any('/*', (res, req) => {
     const x = new UwsExchange(res, req, app.userHeader, config.maxBodyBytes, log);
     if (config.testHooks) app.runTestHook(req.getHeader('x-netsot-test-hook'));

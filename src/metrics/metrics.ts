@@ -34,7 +34,7 @@ export interface MetricsSources {
   /** The main thread's read cache (http/read-cache.ts): lookups answered and not, and bytes held. */
   readCache(): { hits: number; misses: number; size: number };
   /** The live feed (feed/hub.ts): subscribers now, and Change texts rendered for it by where their text came from. */
-  feed(): { subscribers: number; textsFromShards: number; textsFromStore: number };
+  feed(): { subscribers: number; textsFromShards: number; textsFromStore: number; buffered: number; slowConsumers: number };
   /** Webhook deliveries (webhook/dispatcher.ts): null on a node that does not deliver (a standby). */
   webhooks(): { lag: number; byStatus: Record<string, number>; outcomes: ReadonlyMap<string, number> } | null;
 }
@@ -261,6 +261,19 @@ export class Metrics {
         this.set(sources.feed().subscribers);
       },
     });
+    new Gauge({
+      name: 'netsot_feed_buffered_bytes',
+      help: 'Bytes the change-feed transports hold unsent, at most (FEED_TOTAL_BUFFER_BYTES bounds them).',
+      registers: [registry],
+      collect() {
+        this.set(sources.feed().buffered);
+      },
+    });
+    countedElsewhere(
+      'netsot_feed_slow_consumers_total',
+      'Change-feed subscribers ended with an overflow event for leaving too much unread.',
+      () => sources.feed().slowConsumers,
+    );
     new Counter({
       name: 'netsot_feed_texts_total',
       help: "Change texts the live feed rendered, by where each came from: with the committing shard's feed item, or read back from the store.",

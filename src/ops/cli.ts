@@ -4,7 +4,9 @@
  *
  *   backup <dir>                  a consistent copy of a store, served or not
  *   restore <dir> [--force]       puts a backup back (no process may have the store open)
- *   export [--with-secret-keys]   the store as NDJSON on stdout
+ *   export [--with-secret-keys | --without-secrets]
+ *                                 the store as NDJSON on stdout (it holds secrets: every auth_string,
+ *                                 unless --without-secrets)
  *   import <dump> [--batch N]     loads a dump into an empty store; rerun to resume
  *   users add|promote <email>     creates a user or makes one a superuser (ops/users.ts)
  *
@@ -24,6 +26,7 @@ import { OPS, type OpsCommand, opsFlags, opsHelp, opsUsage } from './commands.js
 import { storeUsers } from './data-dir-use.js';
 import { exportStore } from './export.js';
 import { type Checkpoint, type ImportProgress, importDump } from './import.js';
+import { checkStore, StoreUnreadable, unreadableStore } from './store-check.js';
 import { runUsers } from './users.js';
 
 class UsageError extends Error {}
@@ -100,9 +103,22 @@ async function holdingDataDir<T>(dataDir: string, command: string, work: () => P
 /** The store in `dataDir`, which must exist: the commands that read one never create an empty one by mistake. */
 async function openExisting(dataDir: string) {
   if (!existsSync(join(dataDir, 'netsot.mdb'))) throw new OpsError(`there is no store in ${dataDir}`);
+  await openable(dataDir);
   // Imported late, as serve does: lmdb's native load is checked before anything needs it.
   const { LmdbStore: Store } = await import('../store/lmdb.js');
   return new Store(dataDir);
+}
+
+/** Refuses, in one line, a store in `dataDir` that cannot be opened (store-check.ts), before this process maps it. */
+async function openable(dataDir: string): Promise<void> {
+  const file = join(dataDir, 'netsot.mdb');
+  if (!existsSync(file)) return;
+  try {
+    await checkStore(file, 'open');
+  } catch (err) {
+    if (err instanceof StoreUnreadable) throw new OpsError(unreadableStore(dataDir, err.reason));
+    throw err;
+  }
 }
 
 const COMMANDS: Record<OpsCommand, (args: Args) => Promise<void>> = {
@@ -125,11 +141,16 @@ const COMMANDS: Record<OpsCommand, (args: Args) => Promise<void>> = {
   },
 
   async export(args) {
+    const secretKeys = args.flags['with-secret-keys'] === true;
+    const withoutSecrets = args.flags['without-secrets'] === true;
+    if (secretKeys && withoutSecrets) throw new UsageError('--with-secret-keys and --without-secrets contradict each other');
     const store = await openExisting(args.dataDir);
     try {
-      const secretKeys = args.flags['with-secret-keys'] === true;
-      const lines = await exportStore(store, process.stdout, { secretKeys });
-      process.stderr.write(`netsot export: ${lines} lines${secretKeys ? ', secret keys included' : ''}\n`);
+      const lines = await exportStore(store, process.stdout, { secretKeys, secrets: !withoutSecrets });
+      const holds = withoutSecrets
+        ? 'no secrets'
+        : `secrets included: every auth_string${secretKeys ? ' and secret key' : ''}; keep the dump private`;
+      process.stderr.write(`netsot export: ${lines} lines, ${holds}\n`);
     } finally {
       await store.close();
     }
@@ -141,6 +162,7 @@ const COMMANDS: Record<OpsCommand, (args: Args) => Promise<void>> = {
     if (!/^\d+$/.test(String(args.flags.batch ?? '1')) || batch < 1 || batch > 1_000_000)
       throw new UsageError(`--batch must be between 1 and 1000000, got '${args.flags.batch}'`);
     if (!existsSync(dump)) throw new OpsError(`${dump} does not exist`);
+    await openable(args.dataDir);
     secureDataDir(args.dataDir, (line) => process.stderr.write(`${line}\n`));
     await holdingDataDir(args.dataDir, 'import', async () => {
       // A backup or export reading the store holds no lock, only an LMDB reader slot.

@@ -46,7 +46,14 @@ export const OPS: Record<OpsCommand, OpsSpec> = {
   export: {
     args: [],
     summary: 'Writes the whole store as NDJSON on stdout, from one snapshot.',
-    flags: { 'with-secret-keys': { type: 'boolean', help: "Include users' secret keys (the dump is then a secret)." } },
+    notes: [
+      "A dump holds secrets: every user's auth_string (token signatures), and with --with-secret-keys their secret keys. " +
+        'Keep it private, or leave them out with --without-secrets.',
+    ],
+    flags: {
+      'with-secret-keys': { type: 'boolean', help: "Include users' secret keys (the dump is then a secret)." },
+      'without-secrets': { type: 'boolean', help: 'Leave every secret out: no auth_string, no secret key.' },
+    },
     redirect: '> dump.ndjson',
   },
   import: {

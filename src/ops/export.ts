@@ -14,10 +14,25 @@ const CHUNK = 1 << 20;
 
 export interface ExportOptions {
   secretKeys: boolean;
+  /**
+   * False for `--without-secrets` (true when not given): no secret key, and every protocol's `auth_string` blanked, in its record
+   * and in the texts of its Changes (resource and diff), old values included. A dump otherwise holds them all.
+   */
+  secrets?: boolean;
+}
+
+/** A Change text (resource or diff JSON) with every `auth_string` blanked: the value, or a diff's old and new. */
+function withoutAuthString(text: string): string {
+  const value = JSON.parse(text) as Record<string, unknown>;
+  const field = value.auth_string;
+  if (field === undefined) return text;
+  value.auth_string = typeof field === 'object' && field !== null ? { old: '', new: '' } : '';
+  return JSON.stringify(value);
 }
 
 /** Writes the dump of `store` to `out`; resolves with the number of lines once `out` has taken them all. */
-export async function exportStore(store: Store, out: Writable, opts: ExportOptions): Promise<number> {
+export async function exportStore(store: Store, out: Writable, options: ExportOptions): Promise<number> {
+  const opts = { ...options, secrets: options.secrets ?? true };
   const transaction = store.root.useReadTransaction();
   try {
     const range = () => ({ transaction });
@@ -48,7 +63,7 @@ export async function exportStore(store: Store, out: Writable, opts: ExportOptio
       netsot_dump: DUMP_VERSION,
       dump_id: randomUUID(),
       created_at: new Date().toISOString(),
-      secret_keys: opts.secretKeys,
+      secret_keys: opts.secretKeys && opts.secrets,
       counts,
     });
     const marks = new Map<string, number>();
@@ -59,16 +74,22 @@ export async function exportStore(store: Store, out: Writable, opts: ExportOptio
     for (const [kind, id] of marks) await emit({ t: 'hw', kind, id });
     for (const { value } of store.db('users').getRange(range())) {
       const { secretKey, ...rest } = value as { id: number; secretKey: string };
-      await emit({ t: 'user', record: opts.secretKeys ? { ...rest, secretKey } : rest });
+      await emit({ t: 'user', record: opts.secretKeys && opts.secrets ? { ...rest, secretKey } : rest });
     }
     for (const { key, value } of store.db('sites').getRange(range())) await emit({ t: 'site', id: key as number, record: value });
     for (const { key, value } of store.db('objects').getRange(range())) {
       const [site, kind, id] = key as [number, string, number];
-      await emit({ t: 'object', site, kind, id, record: value });
+      const record = !opts.secrets && kind === 'protocol' ? { ...(value as object), authString: '' } : value;
+      await emit({ t: 'object', site, kind, id, record });
     }
     for (const { key, value } of store.db('changes').getRange(range())) {
       const [site, id] = key as [number, number];
-      await emit({ t: 'change', site, id, record: value as StoredChange });
+      let record = value as StoredChange;
+      if (!opts.secrets && record.resourceName === 'Protocol') {
+        record = { ...record, resource: withoutAuthString(record.resource) };
+        if (record.diff !== undefined) record.diff = withoutAuthString(record.diff);
+      }
+      await emit({ t: 'change', site, id, record });
     }
     await emit({ t: 'end', lines });
     await flush();

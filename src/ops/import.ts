@@ -15,9 +15,22 @@
  * holds exactly the lines before the checkpoint. A rerun with the same dump
  * continues from there; the last write set removes the checkpoint. A store
  * holding anything else is refused.
+ *
+ * Checked as the API would have checked it: each record's scalar fields that
+ * carry an API field's name (`auth_string` is `authString`) go through that
+ * resource's own schema (schema/validate.ts), and must already be what the
+ * API stores (a name of 12345 is a number where the API stores the string),
+ * so nothing enters the store that no request could have put there. A
+ * refusal names the line.
  */
 import { closeSync, createReadStream, openSync, readSync, statSync } from 'node:fs';
 import { newSecretKey } from '../auth/secrets.js';
+import { siteSchema } from '../model/_site.js';
+import { MODELS } from '../model/registry.js';
+import { userSchema } from '../model/user.js';
+import { meta, type ResourceSchema } from '../schema/fields.js';
+import { checkFields } from '../schema/validate.js';
+import { CHANGE_RESOURCES, EVENTS } from '../store/change-names.js';
 import { KINDS } from '../store/kinds.js';
 import type { LmdbStore as Store } from '../store/lmdb.js';
 import type { DbName, WriteOp } from '../store/store.js';
@@ -118,26 +131,33 @@ export async function importDump(store: Store, path: string, opts: ImportOptions
         ops.push({ db: 'meta', key: ['hw', kindOf(parsed.kind, line), 'import'], value: idOf(parsed.id, line) });
         return;
       case 'user': {
-        const record = { ...parsed.record };
-        idOf(record?.id, line);
+        const record = { ...(recordOf(parsed.record, line) as Extract<DumpLine, { t: 'user' }>['record']) };
+        idOf(record.id, line);
+        checkRecord(userSchema, record, line);
         // A dump without secret keys: each user gets a new one, to be read or rotated through the API.
         if (typeof record.secretKey !== 'string') record.secretKey = newSecretKey();
         ops.push({ db: 'users', key: record.id, value: record });
         break;
       }
-      case 'site':
-        ops.push({ db: 'sites', key: idOf(parsed.id, line), value: recordOf(parsed.record, line) });
+      case 'site': {
+        const id = idOf(parsed.id, line);
+        const record = ownRecord(parsed.record, id, null, line);
+        checkRecord(siteSchema, record, line);
+        ops.push({ db: 'sites', key: id, value: record });
         break;
-      case 'object':
-        ops.push({
-          db: 'objects',
-          key: [idOf(parsed.site, line), kindOf(parsed.kind, line), idOf(parsed.id, line)],
-          value: recordOf(parsed.record, line),
-        });
+      }
+      case 'object': {
+        const [site, kind, id] = [idOf(parsed.site, line), kindOf(parsed.kind, line), idOf(parsed.id, line)];
+        const record = ownRecord(parsed.record, id, site, line);
+        const schema = SCHEMAS.get(kind);
+        if (schema) checkRecord(schema, record, line);
+        ops.push({ db: 'objects', key: [site, kind, id], value: record });
         break;
+      }
       case 'change': {
         const c = recordOf(parsed.record, line) as Extract<DumpLine, { t: 'change' }>['record'];
         const key = [idOf(parsed.site, line), idOf(parsed.id, line)];
+        checkChange(c, key[0], key[1], line);
         ops.push({ db: 'changes', key, value: c });
         ops.push({ db: 'changeIndex', key, value: [c.at, c.event, c.resourceName, c.resourceId] });
         break;
@@ -226,7 +246,72 @@ function kindOf(v: unknown, line: number): string {
   return v;
 }
 
-function recordOf(v: unknown, line: number): unknown {
+function recordOf(v: unknown, line: number): Record<string, unknown> {
   if (typeof v !== 'object' || v === null || Array.isArray(v)) throw new OpsError(`line ${line}: the record is not an object`);
-  return v;
+  return v as Record<string, unknown>;
+}
+
+/** An object's or site's record, which must carry the line's id (and site) as stored objects do. */
+function ownRecord(v: unknown, id: number, site: number | null, line: number): Record<string, unknown> {
+  const record = recordOf(v, line);
+  if (record.id !== id) throw new OpsError(`line ${line}: the record's id ${JSON.stringify(record.id)} is not the line's ${id}`);
+  if (site !== null && record.siteId !== site)
+    throw new OpsError(`line ${line}: the record's siteId ${JSON.stringify(record.siteId)} is not the line's site ${site}`);
+  return record;
+}
+
+/** Each kind's API schema (the site's is its own, the users' on the main thread). */
+const SCHEMAS = new Map<string, ResourceSchema>(MODELS.map((m) => [m.kind, m.schema]));
+
+const camel = (name: string) => name.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase());
+
+/** The API's text for a value of the wrong type, by field type (schema/validate.ts). */
+const WRONG_TYPE: Record<string, string> = {
+  string: 'Not a valid string.',
+  integer: 'A valid integer is required.',
+  boolean: 'Must be a valid boolean.',
+};
+
+/**
+ * Refuses a record whose fields named as the API names them fail that API field's checks, or hold other than
+ * what the API stores for them (the API turns 12345 into "12345" for a string field; a record holds the result).
+ */
+function checkRecord(schema: ResourceSchema, record: Record<string, unknown>, line: number): void {
+  const view: Record<string, unknown> = {};
+  for (const name of schema.order) {
+    // JSON fields (attributes, constraints, a protocol's device…) are stored in shapes of their own.
+    if (meta(schema.fields[name]).fieldType !== 'field' && Object.hasOwn(record, camel(name))) view[name] = record[camel(name)];
+  }
+  const { values, errors } = checkFields(schema, view, 'PATCH');
+  for (const name of Object.keys(values)) {
+    if (name in errors || values[name] === view[name]) continue;
+    const type = meta(schema.fields[name]).fieldType;
+    errors[name] = [WRONG_TYPE[type] ?? `${JSON.stringify(view[name])} is not a valid choice.`];
+  }
+  if (Object.keys(errors).length > 0) throw new OpsError(`line ${line}: ${schema.typeWords} record refused: ${JSON.stringify(errors)}`);
+}
+
+/** A Change as the store keeps it: its line's ids, a known event and resource, its texts as JSON text. */
+function checkChange(c: Record<string, unknown>, site: number, id: number, line: number): void {
+  const refuse = (why: string) => new OpsError(`line ${line}: Change record refused: ${why}`);
+  if (c.id !== id || c.siteId !== site) throw refuse(`its id and site are not the line's ${id} and ${site}`);
+  if (!(EVENTS as readonly unknown[]).includes(c.event)) throw refuse(`${JSON.stringify(c.event)} is not an event`);
+  if (!(CHANGE_RESOURCES as readonly unknown[]).includes(c.resourceName))
+    throw refuse(`${JSON.stringify(c.resourceName)} is not a resource name`);
+  for (const field of ['at', 'resourceId', 'userId'])
+    if (!Number.isSafeInteger(c[field])) throw refuse(`${field} ${JSON.stringify(c[field])} is not an integer`);
+  if (typeof c.email !== 'string') throw refuse('its email is not a string');
+  for (const field of ['resource', 'diff']) {
+    if (c[field] === undefined && field === 'diff') continue;
+    if (typeof c[field] !== 'string' || !isJson(c[field] as string)) throw refuse(`its ${field} is not JSON text`);
+  }
+}
+
+function isJson(text: string): boolean {
+  try {
+    JSON.parse(text);
+    return true;
+  } catch {
+    return false;
+  }
 }

@@ -51,6 +51,9 @@ import { replyKey, type StoredReply } from './stored-reply.js';
 /** The store's file in DATA_DIR, as the constructor opens it (LMDB adds `netsot.mdb-lock` beside it). */
 export const STORE_FILE = 'netsot.mdb';
 
+/** The named databases of the file, one per logical database (the table above). */
+export const DB_NAMES: readonly DbName[] = ['sites', 'objects', 'changes', 'changeIndex', 'users', 'meta', 'idempotency', 'webhooks'];
+
 /** LMDB's MDB_MAP_FULL: the map cannot grow (lmdb-js grows it on its own, so this is rare). */
 const MDB_MAP_FULL = -30792;
 const ENOSPC = 28;
@@ -109,16 +112,7 @@ export class LmdbStore implements Store {
       maxDbs: 16,
     };
     this.root = open(options);
-    this.dbs = {
-      sites: this.root.openDB({ name: 'sites' }),
-      objects: this.root.openDB({ name: 'objects' }),
-      changes: this.root.openDB({ name: 'changes' }),
-      changeIndex: this.root.openDB({ name: 'changeIndex' }),
-      users: this.root.openDB({ name: 'users' }),
-      meta: this.root.openDB({ name: 'meta' }),
-      idempotency: this.root.openDB({ name: 'idempotency' }),
-      webhooks: this.root.openDB({ name: 'webhooks' }),
-    };
+    this.dbs = Object.fromEntries(DB_NAMES.map((name) => [name, this.root.openDB({ name })])) as Record<DbName, Database>;
   }
 
   db(name: DbName): Database {
@@ -221,39 +215,42 @@ export class LmdbStore implements Store {
   }
 
   /**
-   * Changes are keyed by site, so every site's range of the Change index is
-   * read (at most `limit` rows each) and merged by id. A site cut short at
-   * `limit` bounds the answer: its next ids may lie below other sites' later ones.
+   * Changes are keyed by site, so each site's range of the Change index is
+   * walked lazily and the walks merged by id (a heap of each site's next
+   * match): one chunk reads `limit` matches plus one seek per site, however
+   * long each site's log is.
    */
   async changeLog(q: ChangeLogQuery): Promise<StoredChange[]> {
     if (q.after >= q.upTo || q.limit <= 0) return [];
     this.freshReads();
-    const found: [site: number, id: number][] = [];
-    let bound = q.upTo;
     const sites = q.site === null ? (this.dbs.sites.getKeys() as Iterable<number>) : [q.site];
+    const walks = new IdHeap<[site: number, id: number]>();
     for (const site of sites) {
-      let n = 0;
-      for (const { key, value } of this.dbs.changeIndex.getRange({ start: [site, q.after + 1], end: [site, q.upTo + 1] })) {
-        const row = value as ChangeIndexRow;
-        if ((q.event !== null && row[1] !== q.event) || (q.resourceName !== null && row[2] !== q.resourceName)) continue;
-        const id = (key as [number, number])[1];
-        found.push([site, id]);
-        if (++n === q.limit) {
-          bound = Math.min(bound, id);
-          break;
-        }
-      }
+      const walk = this.changeIndexWalk(site, q);
+      const first = walk.next();
+      if (!first.done) walks.push(first.value[1], first.value, walk);
     }
-    const kept = found
-      .filter((c) => c[1] <= bound)
-      .sort((a, b) => a[1] - b[1])
-      .slice(0, q.limit);
     const out: StoredChange[] = [];
-    for (const k of kept) {
-      const c = this.dbs.changes.get(k) as StoredChange | undefined;
+    while (out.length < q.limit) {
+      const top = walks.pop();
+      if (top === undefined) break;
+      const c = this.dbs.changes.get(top.value) as StoredChange | undefined;
       if (c) out.push(c);
+      const next = top.rest.next();
+      if (!next.done) walks.push(next.value[1], next.value, top.rest);
     }
+    // A walk left unfinished holds an LMDB cursor until it is closed.
+    walks.close();
     return out;
+  }
+
+  /** The keys of `site`'s Changes in `q`'s id range that match its filters, in id order, read as they are asked for. */
+  private *changeIndexWalk(site: number, q: ChangeLogQuery): Iterator<[number, number]> {
+    for (const { key, value } of this.dbs.changeIndex.getRange({ start: [site, q.after + 1], end: [site, q.upTo + 1] })) {
+      const row = value as ChangeIndexRow;
+      if ((q.event !== null && row[1] !== q.event) || (q.resourceName !== null && row[2] !== q.resourceName)) continue;
+      yield key as [number, number];
+    }
   }
 
   async changesAt(keys: [number, number][]): Promise<(StoredChange | undefined)[]> {
@@ -341,5 +338,46 @@ export class LmdbStore implements Store {
 
   async close(): Promise<void> {
     await this.root.close();
+  }
+}
+
+/** A binary min-heap of walks by the id each has reached: the k-way merge of changeLog. */
+class IdHeap<T> {
+  private readonly items: { id: number; value: T; rest: Iterator<T> }[] = [];
+
+  push(id: number, value: T, rest: Iterator<T>): void {
+    const a = this.items;
+    a.push({ id, value, rest });
+    for (let i = a.length - 1; i > 0; ) {
+      const up = (i - 1) >> 1;
+      if (a[up].id <= a[i].id) break;
+      [a[up], a[i]] = [a[i], a[up]];
+      i = up;
+    }
+  }
+
+  pop(): { value: T; rest: Iterator<T> } | undefined {
+    const a = this.items;
+    const top = a[0];
+    const last = a.pop();
+    if (a.length > 0 && last !== undefined) {
+      a[0] = last;
+      for (let i = 0; ; ) {
+        const l = 2 * i + 1;
+        const r = l + 1;
+        let min = i;
+        if (l < a.length && a[l].id < a[min].id) min = l;
+        if (r < a.length && a[r].id < a[min].id) min = r;
+        if (min === i) break;
+        [a[min], a[i]] = [a[i], a[min]];
+        i = min;
+      }
+    }
+    return top;
+  }
+
+  /** Ends every walk still in the heap. */
+  close(): void {
+    for (const item of this.items.splice(0)) item.rest.return?.();
   }
 }

@@ -94,6 +94,7 @@ interface Batch {
 /** The hub's view of a hook: one per subscription, so a late call from an old one is told apart. */
 class HookSink implements FeedSink {
   onClosed?: () => void;
+  onDrained?: () => void;
   constructor(
     private readonly owner: HookDelivery,
     readonly limit: number,
@@ -340,6 +341,8 @@ export class HookDelivery {
       this.segments.shift();
     }
     parts.push(CLOSE);
+    // All it was handed is in batches now: while catching up, the hub may send the next chunk (feed/replay.ts).
+    if (this.queuedBytes === 0) this.sink?.onDrained?.();
     return { body: Buffer.concat(parts, bytes), first, last, count };
   }
 

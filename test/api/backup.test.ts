@@ -2,7 +2,8 @@
  * Backup while serving and restore (issue 12 item 1): `netsot backup`, `POST /admin/backup`, `netsot restore`.
  * The server under write load is a real one over HTTP; the commands run as their own processes.
  */
-import { existsSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { createHash, randomBytes } from 'node:crypto';
+import { cpSync, existsSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../helpers/cli.js';
@@ -195,6 +196,150 @@ describe('netsot restore refuses', () => {
     expect(r.stderr).toBe(`netsot backup: there is no store in ${none}\n`);
     expect(existsSync(none)).toBe(false);
   });
+});
+
+/** SHA-256 (hex) of a file. */
+const sha256 = (path: string) => createHash('sha256').update(readFileSync(path)).digest('hex');
+
+describe('backup manifests and damaged backups', () => {
+  let source: string;
+  let backup: string;
+  /** What the good store exports, to show it is still whole after a refused restore. */
+  let exported: string;
+  beforeAll(async () => {
+    const s = await InjectServer.start();
+    await s.post('/api/sites/', { name: 'precious' });
+    const devices = Array.from({ length: 2000 }, (_, i) => ({ hostname: `d${i}` }));
+    expect((await s.post('/api/sites/1/devices/', devices)).status).toBe(201);
+    await s.stop(false);
+    source = s.dataDir;
+    backup = join(tempDir('m'), 'b1');
+    const r = await runCli(['backup', backup, '--data-dir', source]);
+    expect(r.code, r.stderr).toBe(0);
+    exported = (await runCli(['export', '--data-dir', source])).stdout;
+  }, 60_000);
+
+  /** A copy of the good backup with its store file replaced by `damage(bytes)`, and the manifest `fix`ed if asked. */
+  function damagedCopy(name: string, damage: (store: Buffer) => Buffer, fixManifest = false): string {
+    const dir = join(tempDir(name), 'backup');
+    cpSync(backup, dir, { recursive: true });
+    const store = join(dir, 'netsot.mdb');
+    writeFileSync(store, damage(readFileSync(store)));
+    if (fixManifest) {
+      const manifest = JSON.parse(readFileSync(join(dir, 'manifest.json'), 'utf8'));
+      manifest.files['netsot.mdb'] = { bytes: statSync(store).size, sha256: sha256(store) };
+      writeFileSync(join(dir, 'manifest.json'), JSON.stringify(manifest));
+    }
+    return dir;
+  }
+
+  const truncated = (b: Buffer) => b.subarray(0, 16 * 1024);
+  const random = () => randomBytes(1024 * 1024);
+  const flipped = (b: Buffer) => {
+    const out = Buffer.from(b);
+    for (let i = 0; i < 64; i++) {
+      const at = 8192 + ((i * 7919 * 4099) % (out.length - 8192));
+      out[at] ^= 0xff;
+    }
+    return out;
+  };
+
+  it("a backup carries a manifest: each file's size and SHA-256, and the records of each database", () => {
+    const manifest = JSON.parse(readFileSync(join(backup, 'manifest.json'), 'utf8'));
+    expect(mode(join(backup, 'manifest.json'))).toBe('600');
+    expect(manifest).toEqual({
+      format: 'netsot-backup',
+      version: 1,
+      created_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT/),
+      files: {
+        'netsot.mdb': { bytes: statSync(join(backup, 'netsot.mdb')).size, sha256: sha256(join(backup, 'netsot.mdb')) },
+        'token-signing.key': { bytes: 32, sha256: sha256(join(backup, 'token-signing.key')) },
+      },
+      records: {
+        sites: 1,
+        objects: 2000,
+        changes: 2001,
+        changeIndex: 2001,
+        users: 1,
+        meta: expect.any(Number),
+        idempotency: 0,
+        webhooks: 0,
+      },
+    });
+  });
+
+  it('restore --force of a truncated backup, a 1 MB random file or flipped bytes is refused in one line; the store it would replace still exports its data', async () => {
+    const target = join(tempDir('target'), 'data');
+    expect((await runCli(['restore', backup, '--data-dir', target])).code).toBe(0);
+    const cases: [string, string, RegExp][] = [
+      ['truncated', damagedCopy('trunc', truncated), /is damaged: netsot\.mdb is 16384 bytes, its manifest says \d+/],
+      ['random', damagedCopy('random', random), /is damaged: netsot\.mdb is 1048576 bytes, its manifest says \d+/],
+      ['flipped', damagedCopy('flip', flipped), /is damaged: the SHA-256 of netsot\.mdb is [0-9a-f]{64}, its manifest says [0-9a-f]{64}/],
+      // Manifests made to match: the copy is read back whole in a child process, which LMDB may crash; the command does not.
+      [
+        'truncated, manifest to match',
+        damagedCopy('trunc-m', truncated, true),
+        /its store cannot be read: it is truncated: 16384 bytes where its pages need \d+/,
+      ],
+      ['random, manifest to match', damagedCopy('random-m', random, true), /its store cannot be read: it is not an LMDB store/],
+      [
+        'flipped, manifest to match',
+        damagedCopy('flip-m', flipped, true),
+        /its store cannot be read: |holds \d+ records, its manifest says/,
+      ],
+    ];
+    for (const [what, dir, reason] of cases) {
+      const r = await runCli(['restore', dir, '--data-dir', target, '--force']);
+      expect([r.code, r.signal], `${what}: ${r.stderr}`).toEqual([1, null]);
+      expect(r.stderr.split('\n'), what).toHaveLength(2);
+      expect(r.stderr, what).toMatch(new RegExp(`^netsot restore: the backup in ${dir} is damaged|^netsot restore: .*${reason.source}`));
+      expect(r.stderr, what).toMatch(reason);
+      expect(r.stderr, what).toContain(`nothing was restored (${target} is unchanged)`);
+      // No temporary copy left behind.
+      expect(
+        readdirSync(target).filter((f) => f.startsWith('.')),
+        what,
+      ).toEqual([]);
+      const again = await runCli(['export', '--data-dir', target]);
+      expect(again.code, what).toBe(0);
+      expect(again.stdout.split('\n').slice(1), what).toEqual(exported.split('\n').slice(1));
+    }
+    const noManifest = damagedCopy('nm', (b) => b);
+    rmSync(join(noManifest, 'manifest.json'));
+    const r = await runCli(['restore', noManifest, '--data-dir', target, '--force']);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toBe(
+      `netsot restore: ${noManifest} has no manifest.json, so it cannot be checked; restore only a backup written by netsot backup\n`,
+    );
+  }, 120_000);
+
+  it('a store that cannot be opened gets one clear line from serve, export, import and backup, never a signal', async () => {
+    for (const [what, damage] of [
+      ['truncated', truncated],
+      ['random', random],
+    ] as const) {
+      const dataDir = join(tempDir(`bad-${what}`), 'data');
+      cpSync(source, dataDir, { recursive: true });
+      rmSync(join(dataDir, 'netsot.mdb-lock'), { force: true });
+      writeFileSync(join(dataDir, 'netsot.mdb'), damage(readFileSync(join(dataDir, 'netsot.mdb'))));
+      const why = what === 'truncated' ? /it is truncated: 16384 bytes where its pages need \d+/ : /it is not an LMDB store/;
+      const dump = join(tempDir('dump'), 'dump.ndjson');
+      writeFileSync(dump, exported);
+      for (const [command, args] of [
+        ['serve', ['serve', '--port', '0', '--data-dir', dataDir]],
+        ['export', ['export', '--data-dir', dataDir]],
+        ['import', ['import', dump, '--data-dir', dataDir]],
+        ['backup', ['backup', join(tempDir('to'), 'b'), '--data-dir', dataDir]],
+      ] as const) {
+        const r = await runCli([...args]);
+        expect([r.code, r.signal], `${command} of a ${what} store: ${r.stderr}`).toEqual([1, null]);
+        const prefix = command === 'serve' ? 'netsot:' : `netsot ${command}:`;
+        expect(r.stderr, `${command}, ${what}`).toMatch(new RegExp(`^${prefix} the store in ${dataDir} cannot be opened: `));
+        expect(r.stderr, `${command}, ${what}`).toMatch(why);
+        expect(r.stderr.trim().split('\n'), `${command}, ${what}`).toHaveLength(1);
+      }
+    }
+  }, 120_000);
 });
 
 describe('POST /admin/backup', () => {

@@ -106,7 +106,9 @@ describe('export and import round trip', () => {
     // Exported while the source serves: the export reads one snapshot of the store.
     const r = await runCli(['export', '--data-dir', source.dataDir, '--with-secret-keys'], { stdoutFile: dump });
     expect(r.code, r.stderr).toBe(0);
-    expect(r.stderr).toBe(`netsot export: ${linesOf(dump).length - 1} lines, secret keys included\n`);
+    expect(r.stderr).toBe(
+      `netsot export: ${linesOf(dump).length - 1} lines, secrets included: every auth_string and secret key; keep the dump private\n`,
+    );
   }, 60_000);
   afterAll(() => source.stop());
 
@@ -228,6 +230,127 @@ describe('export and import round trip', () => {
     const again = join(tempDir('again'), 'dump.ndjson');
     expect((await runCli(['export', '--data-dir', dataDir, '--with-secret-keys'], { stdoutFile: again })).code).toBe(0);
     expect(linesOf(again).slice(1)).toEqual(lines.slice(1));
+  });
+});
+
+describe('import checks each record as the API would', () => {
+  let dump: string[];
+  beforeAll(async () => {
+    const source = await InjectServer.start();
+    try {
+      await populate(source);
+      const file = join(tempDir('dump'), 'dump.ndjson');
+      const r = await runCli(['export', '--data-dir', source.dataDir], { stdoutFile: file });
+      expect(r.code, r.stderr).toBe(0);
+      dump = linesOf(file);
+    } finally {
+      await source.stop();
+    }
+  }, 60_000);
+
+  /** Imports the dump with the first line of type `t` (and kind `kind`) changed by `edit`; the import's answer. */
+  async function importEdited(t: string, kind: string | null, edit: (record: Record<string, unknown>) => void) {
+    const lines = [...dump];
+    const at = lines.findIndex((l) => l !== '' && JSON.parse(l).t === t && (kind === null || JSON.parse(l).kind === kind));
+    const line = JSON.parse(lines[at]);
+    edit(line.record);
+    lines[at] = JSON.stringify(line);
+    const file = join(tempDir('edited'), 'dump.ndjson');
+    writeFileSync(file, lines.join('\n'));
+    const dataDir = join(tempDir('import'), 'data');
+    return { line: at + 1, dataDir, ...(await runCli(['import', file, '--data-dir', dataDir])) };
+  }
+
+  it('a site whose name is a number, and a protocol type named 12345, are refused naming the line; nothing is imported', async () => {
+    const site = await importEdited('site', null, (r) => {
+      r.name = 12345;
+    });
+    expect(site.code).toBe(1);
+    expect(site.stderr).toContain(`netsot import: line ${site.line}: Site record refused: {"name":["Not a valid string."]}\n`);
+    const type = await importEdited('object', 'protocoltype', (r) => {
+      r.name = 12345;
+    });
+    expect(type.code).toBe(1);
+    expect(type.stderr).toContain(`netsot import: line ${type.line}: Protocol Type record refused: {"name":["Not a valid string."]}\n`);
+    const opened = await InjectServer.start({ dataDir: type.dataDir });
+    try {
+      expect((await opened.get('/api/protocol_types/')).json).toEqual([]);
+    } finally {
+      await opened.stop();
+    }
+  });
+
+  it('the API field rules hold: lengths, choices, booleans, integers; and a record must carry its line ids', async () => {
+    const cases: [string, string | null, (r: Record<string, unknown>) => void, string][] = [
+      ['object', 'protocoltype', (r) => void (r.name = 'x'.repeat(17)), '{"name":["Ensure this field has no more than 16 characters."]}'],
+      ['object', 'device', (r) => void (r.hostname = ''), '{"hostname":["This field may not be blank."]}'],
+      ['object', 'network', (r) => void (r.state = 'stolen'), '{"state":["\\"stolen\\" is not a valid choice."]}'],
+      ['object', 'attribute', (r) => void (r.multi = 'yes'), '{"multi":["Must be a valid boolean."]}'],
+      ['object', 'interface', (r) => void (r.mtu = '1500'), '{"mtu":["A valid integer is required."]}'],
+      ['user', null, (r) => void (r.email = ['a@b']), '{"email":["Not a valid string."]}'],
+    ];
+    for (const [t, kind, edit, errors] of cases) {
+      const r = await importEdited(t, kind, edit);
+      expect(r.code, `${kind ?? t}: ${r.stderr}`).toBe(1);
+      expect(r.stderr).toContain(`netsot import: line ${r.line}: `);
+      expect(r.stderr).toContain(` record refused: ${errors}\n`);
+    }
+    const moved = await importEdited('object', 'device', (r) => {
+      r.id = 999;
+    });
+    expect(moved.stderr).toContain(`netsot import: line ${moved.line}: the record's id 999 is not the line's`);
+    const change = await importEdited('change', null, (r) => {
+      r.event = 'Explode';
+    });
+    expect(change.stderr).toContain(`netsot import: line ${change.line}: Change record refused: "Explode" is not an event\n`);
+  });
+});
+
+describe('export --without-secrets', () => {
+  it('leaves out every auth_string, old ones in Changes included, and every secret key; the dump imports; --help says a dump holds secrets', async () => {
+    const source = await InjectServer.start();
+    const full = join(tempDir('full'), 'dump.ndjson');
+    const bare = join(tempDir('bare'), 'dump.ndjson');
+    let protocolId: number;
+    try {
+      const site = (await source.post('/api/sites/', { name: 'secrets' })).json.id;
+      await source.post(`/api/sites/${site}/protocol_types/`, { name: 'bgp' });
+      const device = (await source.post(`/api/sites/${site}/devices/`, { hostname: 'r1' })).json.id;
+      const p = await source.post(`/api/sites/${site}/protocols/`, { type: 'bgp', device, auth_string: 'sekrit-one' });
+      expect(p.status, p.text).toBe(201);
+      protocolId = p.json.id;
+      expect((await source.patch(`/api/protocols/${protocolId}/`, { auth_string: 'sekrit-two' })).status).toBe(200);
+      const withAll = await runCli(['export', '--data-dir', source.dataDir], { stdoutFile: full });
+      expect(withAll.stderr).toMatch(/lines, secrets included: every auth_string; keep the dump private\n$/);
+      const without = await runCli(['export', '--data-dir', source.dataDir, '--without-secrets'], { stdoutFile: bare });
+      expect(without.code, without.stderr).toBe(0);
+      expect(without.stderr).toMatch(/^netsot export: \d+ lines, no secrets\n$/);
+    } finally {
+      await source.stop();
+    }
+    const text = readFileSync(full, 'utf8');
+    expect(text).toContain('sekrit-one');
+    expect(text).toContain('sekrit-two');
+    const stripped = readFileSync(bare, 'utf8');
+    expect(stripped).not.toMatch(/sekrit|secretKey/);
+    expect(JSON.parse(stripped.split('\n')[0]).secret_keys).toBe(false);
+    const dataDir = join(tempDir('import'), 'data');
+    const imported = await runCli(['import', bare, '--data-dir', dataDir]);
+    expect(imported.code, imported.stderr).toBe(0);
+    const opened = await InjectServer.start({ dataDir });
+    try {
+      expect((await opened.get(`/api/protocols/${protocolId}/`)).json.auth_string).toBe('');
+      const changes = (await opened.get(`/api/changes/?resource_name=Protocol`)).json as { resource: { auth_string: string } }[];
+      expect(changes.map((c) => c.resource.auth_string)).toEqual(['', '']);
+    } finally {
+      await opened.stop();
+    }
+    const both = await runCli(['export', '--with-secret-keys', '--without-secrets']);
+    expect(both.code).toBe(2);
+    expect(both.stderr).toBe('netsot export: --with-secret-keys and --without-secrets contradict each other\n');
+    const help = await runCli(['export', '--help']);
+    expect(help.code).toBe(0);
+    expect(help.stdout).toContain('A dump holds secrets');
   });
 });
 

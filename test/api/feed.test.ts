@@ -103,7 +103,7 @@ class SseClient {
 let s: TestServer;
 const opened: { close(): void }[] = [];
 beforeAll(async () => {
-  s = await TestServer.start({ shards: 2, env: { FEED_BUFFER_BYTES: '4096', NETSOT_TEST_HOOKS: '1' } });
+  s = await TestServer.start({ shards: 2, env: { FEED_BUFFER_BYTES: '4096', NETSOT_TEST_HOOKS: '1', FEED_MAX_STREAMS_PER_USER: '1000' } });
 });
 afterAll(async () => {
   for (const c of opened) c.close();
@@ -430,6 +430,36 @@ test('a consumer that stops reading is ended with the id to resume after; writer
   const expected = await changeIdsAfter(start, site);
   await rest.until(() => received.length + rest.changes.length >= expected.length, 20_000);
   expect([...received, ...rest.changes.map((c) => c.id)]).toEqual(expected);
+});
+
+test('a WebSocket consumer that stops reading is ended with a message naming the id to resume after, however large the delivery', {
+  timeout: 60_000,
+}, async () => {
+  const site = await newSite();
+  const start = await newestChange();
+  const messages: string[] = [];
+  const ws = new WebSocket(`ws://127.0.0.1:${s.port}/api/sites/${site}/changes/stream/?after=${start}`, {
+    headers: { 'X-Service-Email': 'admin@localhost' },
+  });
+  opened.push({ close: () => ws.terminate() });
+  await new Promise<void>((r) => ws.on('open', () => r()));
+  ws.pause();
+  const closed = new Promise<number>((r) => ws.on('close', (code) => r(code)));
+  ws.on('message', (m) => messages.push(m.toString()));
+  // Deliveries of megabytes each: once the kernel's buffers are full, far past what uWS would otherwise hold before
+  // dropping a message unsent (the overflow message among them).
+  for (let b = 0; b < 3; b++) {
+    const list = Array.from({ length: 10_000 }, (_, i) => ({ hostname: `big-${b}-${i}-${'x'.repeat(40)}` }));
+    expect((await s.post(`/api/sites/${site}/devices/`, list)).status).toBe(201);
+  }
+  await new Promise((r) => setTimeout(r, 500));
+  ws.resume();
+  expect(await closed).toBe(4000);
+  const last = messages.at(-1)!;
+  const resumeAfter = (JSON.parse(last) as { overflow: { resume_after: number } }).overflow.resume_after;
+  const received = messages.slice(0, -1).flatMap((m) => (JSON.parse(m) as { id: number }[]).map((c) => c.id));
+  expect(received.at(-1)).toBe(resumeAfter);
+  expect(received).toEqual((await changeIdsAfter(start, site)).filter((id) => id <= resumeAfter));
 });
 
 test('a Change whose shard died after committing it, before sending it, reaches the feed once the shard is back', async () => {

@@ -16,10 +16,13 @@
  * Fixed seed, bounded runs: HOSTILE_RUNS raises the count for a local soak, HOSTILE_SEED picks
  * another sequence, HOSTILE_DEBUG=1 prints the status counts (=requests: every request).
  */
+import { connect } from 'node:net';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import WebSocket from 'ws';
 import { itemsOf } from '../helpers/items.js';
 import { TestServer } from '../helpers/server.js';
+import { metric } from '../helpers/streams.js';
 
 const RUNS = Number(process.env.HOSTILE_RUNS ?? 1000);
 const SEED = Number(process.env.HOSTILE_SEED ?? 20261125);
@@ -711,4 +714,248 @@ describe('nested lists property', () => {
     for (const status of [201, 400, 413])
       expect(seen.get(status) ?? 0, `status ${status} in ${JSON.stringify([...seen])}`).toBeGreaterThan(0);
   }, 600_000);
+});
+
+// ---- feed abuse (issue 23) -----------------------------------------------------------------------------------
+
+/**
+ * The change feed under hostile consumers: each run opens a dozen streams at once, over SSE and WebSocket, with
+ * generated filters and resume points (beyond the head, beyond 2^53, negative, not numbers, by `?after=` and by
+ * Last-Event-ID), and a behaviour each: read everything, stall (never read), leave at once, leave mid-replay. The
+ * log holds a few thousand Changes and writes go on meanwhile. For every run:
+ *   - every stream is answered below 500, a refusal in the error envelope (429 beyond a user's streams);
+ *   - `/healthz` and a device GET keep answering within REQUEST_BOUND_MS;
+ *   - a stream that reads gets, after its resume point, exactly the Changes the changes list holds, in id order;
+ *   - once every stream is gone, nothing is left behind: no subscriber, no buffered byte, and each user can open
+ *     FEED_MAX_STREAMS_PER_USER streams again (a leaked slot would refuse one).
+ * FEED_HOSTILE_RUNS raises the count (default 12).
+ */
+describe('hostile feed consumers', () => {
+  const FEED_RUNS = Number(process.env.FEED_HOSTILE_RUNS ?? 12);
+  const STREAMS_PER_USER = 6;
+  const USERS = ['feed-a@example.com', 'feed-b@example.com', 'feed-c@example.com'];
+  let f: TestServer;
+  let site: number;
+
+  beforeAll(async () => {
+    f = await TestServer.start({
+      shards: 2,
+      env: { FEED_MAX_STREAMS_PER_USER: String(STREAMS_PER_USER), FEED_BUFFER_BYTES: String(64 * 1024) },
+    });
+    site = (await made(f.post('/api/sites/', { name: 'feed-abuse' }))).id;
+    for (let b = 0; b < 3; b++)
+      await made(
+        f.post(
+          `/api/sites/${site}/devices/`,
+          Array.from({ length: 1000 }, (_, i) => ({ hostname: `fa-${b}-${i}` })),
+        ),
+      );
+  }, 120_000);
+  afterAll(async () => {
+    await f?.stop();
+  });
+
+  type Behaviour = 'read' | 'stall' | 'leave-at-once' | 'leave-mid-replay';
+  interface StreamPlan {
+    transport: 'sse' | 'ws';
+    user: number;
+    site: string | null;
+    resourceName: string | null;
+    event: string | null;
+    after: string | null;
+    lastEventId: string | null;
+    behaviour: Behaviour;
+  }
+  /** Resume points that open a stream (HEAD: the newest Change), and ones that must be refused. */
+  const RESUMES = ['0', '1', '2500', 'HEAD', ' 5', '+7', ''];
+  const BAD_RESUMES = ['HEAD+1', '-1', '9007199254740993', NINES, 'x', '1e3'];
+  const resume = fc.oneof(
+    { weight: 4, arbitrary: fc.constantFrom(...RESUMES) },
+    { weight: 1, arbitrary: fc.constantFrom(...BAD_RESUMES) },
+    { weight: 3, arbitrary: fc.constant(null) },
+  );
+  // Mostly streams that open, so that many replay, stall and leave at once; a refusal now and then.
+  const planArb = (): fc.Arbitrary<StreamPlan> =>
+    fc.record({
+      transport: fc.constantFrom('sse', 'ws'),
+      user: fc.nat(USERS.length - 1),
+      site: fc.oneof({ weight: 6, arbitrary: fc.constant(null) }, { weight: 3, arbitrary: fc.constant(String(site)) }, hostileSegment),
+      resourceName: fc.constantFrom(null, null, null, null, 'Device', 'Network', 'Nope'),
+      event: fc.constantFrom(null, null, null, null, 'Create', 'Explode'),
+      after: resume,
+      lastEventId: fc.oneof({ weight: 1, arbitrary: resume }, { weight: 2, arbitrary: fc.constant(null) }),
+      behaviour: fc.constantFrom<Behaviour>('read', 'read', 'stall', 'leave-at-once', 'leave-mid-replay'),
+    });
+
+  interface Outcome {
+    plan: StreamPlan;
+    status: number;
+    body: string;
+    ids: number[];
+    from: number;
+    badResume: boolean;
+    close(): void;
+  }
+
+  /** Opens one stream as `plan` says, over a raw socket (SSE) or a WebSocket; resolves once its answer began. */
+  function open(plan: StreamPlan, head: number): Promise<Outcome> {
+    const text = (t: string) => t.replace('HEAD+1', String(head + 1)).replace('HEAD', String(head));
+    const params = [
+      plan.resourceName && `resource_name=${plan.resourceName}`,
+      plan.event && `event=${plan.event}`,
+      plan.after !== null && `after=${encodeURIComponent(text(plan.after))}`,
+    ].filter(Boolean);
+    const path = `/api/${plan.site === null ? '' : `sites/${plan.site}/`}changes/stream/${params.length ? `?${params.join('&')}` : ''}`;
+    const headers: Record<string, string> = { 'X-Service-Email': USERS[plan.user] };
+    if (plan.lastEventId !== null) headers['Last-Event-ID'] = text(plan.lastEventId);
+    // Where a stream that opens starts: `?after=` when given, else Last-Event-ID (trimmed), else the newest Change.
+    const given =
+      plan.after !== null && plan.after !== '' ? text(plan.after) : plan.lastEventId?.trim() ? text(plan.lastEventId).trim() : null;
+    const from = given === null ? head : Number(given);
+    // A resume point must be an id up to the newest Change: anything else is refused, never a stream that stays silent.
+    const badResume = given !== null && !(/^[-+]?\d+$/.test(given) && from >= 0 && from <= head);
+    const out: Outcome = { plan, status: 0, body: '', ids: [], from, badResume, close: () => undefined };
+    if (plan.transport === 'ws') {
+      return new Promise((resolve) => {
+        let ws: WebSocket;
+        try {
+          ws = new WebSocket(`ws://127.0.0.1:${f.port}${path}`, { headers });
+        } catch {
+          // A path the client library will not send: nothing reached the server.
+          resolve(out);
+          return;
+        }
+        out.close = () => ws.terminate();
+        ws.on('unexpected-response', (_req, res) => {
+          out.status = res.statusCode ?? 0;
+          res.on('data', (d: Buffer) => {
+            out.body += d.toString();
+          });
+          res.on('end', () => resolve(out));
+        });
+        ws.on('open', () => {
+          out.status = 101;
+          if (plan.behaviour === 'stall') ws.pause();
+          if (plan.behaviour === 'leave-at-once') ws.terminate();
+          resolve(out);
+        });
+        ws.on('message', (m: Buffer) => {
+          const got = JSON.parse(m.toString()) as { id?: number; overflow?: unknown }[] | { overflow: unknown };
+          if (Array.isArray(got)) for (const c of got) out.ids.push(c.id!);
+          if (plan.behaviour === 'leave-mid-replay') ws.terminate();
+        });
+        ws.on('error', () => resolve(out));
+      });
+    }
+    return new Promise((resolve) => {
+      const sock = connect(f.port, '127.0.0.1');
+      out.close = () => sock.destroy();
+      let raw = '';
+      sock.setEncoding('utf8');
+      sock.on('connect', () => {
+        const lines = Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`);
+        sock.write(`GET ${path} HTTP/1.1\r\nHost: x\r\n${lines.join('')}\r\n`);
+        if (plan.behaviour === 'leave-at-once') {
+          sock.destroy();
+          resolve(out);
+        }
+      });
+      sock.on('data', (d: string) => {
+        raw += d;
+        const head = raw.indexOf('\r\n\r\n');
+        if (head < 0) return;
+        out.status = Number(raw.slice(9, 12));
+        out.body = raw.slice(head + 4);
+        out.ids = [...out.body.matchAll(/^id: (\d+)$/gm)].map((m) => Number(m[1]));
+        if (plan.behaviour === 'stall') sock.pause();
+        if (plan.behaviour === 'leave-mid-replay' && out.ids.length > 0) sock.destroy();
+        resolve(out);
+      });
+      sock.on('error', () => resolve(out));
+      sock.on('close', () => resolve(out));
+    });
+  }
+
+  test(`no feed consumer gets a 5xx, holds up other requests, misses or repeats a Change, or leaves anything behind (${FEED_RUNS} runs)`, async () => {
+    const baseline = await metric(f, 'netsot_feed_subscribers');
+    let n = 0;
+    await fc.assert(
+      fc.asyncProperty(fc.array(planArb(), { minLength: 4, maxLength: 12 }), async (plans) => {
+        const head = (await f.get('/api/changes/?limit=1')).json.results[0].id as number;
+        const outcomes = await Promise.all(plans.map((p) => open(p, head)));
+        try {
+          // Writes and probes while the streams replay and stall.
+          for (let b = 0; b < 2; b++) {
+            const list = Array.from({ length: 100 }, (_, i) => ({ hostname: `fw-${n}-${b}-${i}` }));
+            const [write, health, device] = await Promise.all([
+              f.post(`/api/sites/${site}/devices/`, list),
+              fetch(`${f.base}/healthz`, { signal: AbortSignal.timeout(REQUEST_BOUND_MS) }),
+              fetch(`${f.base}/api/sites/${site}/devices/fa-0-1/`, {
+                headers: { 'X-Service-Email': ADMIN },
+                signal: AbortSignal.timeout(REQUEST_BOUND_MS),
+              }),
+            ]);
+            expect([write.status, health.status, device.status]).toEqual([201, 200, 200]);
+          }
+          n++;
+          await new Promise((r) => setTimeout(r, 300));
+          const changes = ((await f.get('/api/changes/')).json as { id: number; site: { id: number } }[])
+            .map((c) => c.id)
+            .sort((a, b) => a - b);
+          if (process.env.HOSTILE_DEBUG)
+            console.log(outcomes.map((o) => `${o.plan.transport}/${o.plan.behaviour} ${o.status} ${o.ids.length}`).join(', '));
+          for (const o of outcomes) {
+            const what = `${JSON.stringify(o.plan)} → ${o.status} ${o.body.slice(0, 200)}`;
+            expect(o.status, what).toBeLessThan(500);
+            if (o.status >= 400) {
+              const envelope = JSON.parse(o.body.slice(o.body.indexOf('{')));
+              expect(envelope.error.code, what).toBe(o.status);
+            }
+            if (o.badResume && o.status !== 0) expect(o.status, what).toBeGreaterThanOrEqual(400);
+            // Strictly increasing, none at or below the resume point.
+            for (let i = 0; i < o.ids.length; i++) expect(o.ids[i], what).toBeGreaterThan(i === 0 ? o.from : o.ids[i - 1]);
+            const unfiltered = o.plan.site === null && o.plan.resourceName === null && o.plan.event === null;
+            if (o.plan.behaviour === 'read' && unfiltered && o.ids.length > 0 && (o.status === 200 || o.status === 101)) {
+              const last = o.ids[o.ids.length - 1];
+              expect(o.ids, what).toEqual(changes.filter((id) => id > o.from && id <= last));
+            }
+          }
+        } finally {
+          for (const o of outcomes) o.close();
+        }
+        // Nothing left behind: subscribers, buffered bytes, stream slots.
+        const deadline = Date.now() + 15_000;
+        while ((await metric(f, 'netsot_feed_subscribers')) > baseline && Date.now() < deadline)
+          await new Promise((r) => setTimeout(r, 100));
+        expect(await metric(f, 'netsot_feed_subscribers')).toBe(baseline);
+        expect(await metric(f, 'netsot_feed_buffered_bytes')).toBe(0);
+        for (const user of USERS) {
+          const held = await Promise.all(Array.from({ length: STREAMS_PER_USER }, () => open({ ...FRESH, user: USERS.indexOf(user) }, 0)));
+          try {
+            expect(
+              held.map((o) => o.status),
+              user,
+            ).toEqual(held.map(() => 200));
+          } finally {
+            for (const o of held) o.close();
+          }
+        }
+        while ((await metric(f, 'netsot_feed_subscribers')) > baseline && Date.now() < deadline + 15_000)
+          await new Promise((r) => setTimeout(r, 100));
+      }),
+      { seed: SEED, numRuns: FEED_RUNS, endOnFailure: true },
+    );
+  }, 600_000);
+
+  /** A plain live stream, to check that a user's slots are all free. */
+  const FRESH: StreamPlan = {
+    transport: 'sse',
+    user: 0,
+    site: null,
+    resourceName: null,
+    event: null,
+    after: null,
+    lastEventId: null,
+    behaviour: 'read',
+  };
 });

@@ -9,6 +9,7 @@ import { afterEach, describe, expect, test } from 'vitest';
 import type { ChangeIndexRow, Store, StoredChange, WriteOp } from '../../src/store/store.js';
 import { highWaterOp } from '../../src/store/store.js';
 import { replyOps } from '../../src/store/stored-reply.js';
+import { prng } from '../helpers/prng.js';
 
 export interface StorePlace {
   /** Opens (again) the store at this place. */
@@ -253,6 +254,28 @@ export function storeSuite(engine: string, newPlace: NewPlace): void {
         [3, 4],
       ]);
       expect(at.map((c) => c?.id)).toEqual([6, undefined, 4]);
+    });
+
+    test('the Change log over many sites pages through them in id order, as one sorted log filtered and cut would', async () => {
+      const { store } = await fresh();
+      const random = prng(23);
+      const siteIds = Array.from({ length: 40 }, (_, i) => i + 1);
+      const all = Array.from({ length: 3000 }, (_, i) =>
+        change(siteIds[Math.floor(random() * siteIds.length)], i + 1, random() < 0.2 ? { event: 'Update' } : {}),
+      );
+      const sites: WriteOp[] = siteIds.map((id) => ({ db: 'sites', key: id, value: { id, name: `s${id}` } }));
+      await store.commit({ ops: [...sites, ...all.flatMap(changeOps)] });
+      for (const event of [null, 'Update']) {
+        const expected = all.filter((c) => c.id > 100 && c.id <= 2900 && (event === null || c.event === event)).map((c) => c.id);
+        const paged: number[] = [];
+        for (let after = 100; ; ) {
+          const page = await store.changeLog({ site: null, after, upTo: 2900, event, resourceName: null, limit: 97 });
+          paged.push(...page.map((c) => c.id));
+          if (page.length < 97) break;
+          after = page[page.length - 1].id;
+        }
+        expect(paged).toEqual(expected);
+      }
     });
 
     test('a stored Idempotency-Key reply reads back after a reopen, and the purge removes only those expired by then', async () => {
