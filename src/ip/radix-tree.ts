@@ -11,20 +11,39 @@
  * - `solid`: the same where a stored prefix fills its whole range (strict).
  * Fullness is downward closed in L, so one number per node answers for every L.
  *
+ * And counts of its subtree, kept the same way, which answer a network's
+ * utilization and its free space without visiting its children:
+ * - `cover`: addresses inside stored prefixes (a stored node covers its whole
+ *   range, so nested prefixes count once); a number in IPv4 (at most 2^32, so
+ *   the hot path never touches a BigInt), a bigint in IPv6;
+ * - `tops`: the outermost stored prefixes (1 for a stored node);
+ * - `hosts`: stored full-length prefixes;
+ * - `blocks`: the maximal free blocks in the node's range (0 for a stored node);
+ * - `deep` (in `flags`): the longest of the outermost stored prefixes, so that
+ *   where it is ≤ N every outermost prefix is a union of N-blocks and the free
+ *   N-blocks are (range − cover) / N-block size.
+ *
  * | operation                                  | cost |
  * |--------------------------------------------|------|
  * | insert / delete / get / parent / ancestors | O(W) (W = 32 or 128) |
  * | children, descendants, roots, entries      | O(W + nodes visited) |
- * | hasDescendants                             | O(W) |
+ * | hasDescendants, usage, fill                | O(W) |
  * | freeBlocks(num)                            | O(W · (num + 2)), whatever the parent holds |
+ * | freeSpace(max), maximal blocks             | O(W · (max + 2)), a skip of any size included |
+ * | freeSpace(max), blocks of length N         | O(W · (max + 2)) to list; a skip descends only where prefixes longer than N share N-blocks |
+ * | freeCount, maximal blocks                  | O(W) |
+ * | freeCount, blocks of length N              | O(W) where every prefix inside is N or shorter; else the nodes above shared N-blocks |
  */
-import { bitAt, commonLength, spanOf } from './_bits.js';
-import { type Entry, type FreeBlockQuery, maskTo, type PrefixTree } from './prefix-tree.js';
+import { bitAt, bitLength, commonLength, spanOf } from './_bits.js';
+import { type Block, type Entry, type FreeBlockQuery, type FreeSpaceQuery, maskTo, type PrefixTree, type Usage } from './prefix-tree.js';
 
 /** Bits of `Node.flags`. GAP_*: free space in the node's half of its parent, before / after the node's own range. */
 const STORED = 1;
 const GAP_BEFORE = 2;
 const GAP_AFTER = 4;
+/** `deep` lives in the bits from here up (0..128). */
+const DEEP_SHIFT = 3;
+const LOW_FLAGS = (1 << DEEP_SHIFT) - 1;
 
 class Node<V> {
   child0: Node<V> | null = null;
@@ -32,12 +51,17 @@ class Node<V> {
   value: V | undefined = undefined;
   full: number;
   solid: number;
+  /** The subtree's counts (see the file comment); set by RadixTree.fix. */
+  cover: number | bigint;
+  tops = 0;
+  hosts = 0;
+  blocks = 0;
   /**
    * STORED, and GAP_BEFORE / GAP_AFTER: whether the half of `up` this node
    * sits in has addresses before / after the node's range, set whenever `up`
    * changes, so the free-block search can tell without BigInt arithmetic
-   * (every BigInt operation allocates) whether a gap is worth computing. One
-   * field for the three keeps a node as small as with `stored` alone.
+   * (every BigInt operation allocates) whether a gap is worth computing; and
+   * `deep` above them. One field for all keeps a node a few fields smaller.
    */
   flags = 0;
   constructor(
@@ -48,6 +72,7 @@ class Node<V> {
   ) {
     this.full = len;
     this.solid = len;
+    this.cover = width === 32 ? 0 : 0n;
     if (up) this.link(up, width);
   }
   /** Hangs the node under `up` (the caller places it in the right child slot) and recomputes its GAP_ flags. */
@@ -56,7 +81,7 @@ class Node<V> {
     const half = up.len + 1;
     const start = maskTo(this.addr, half, width);
     this.flags =
-      (this.flags & STORED) |
+      (this.flags & ~(GAP_BEFORE | GAP_AFTER)) |
       (this.addr !== start ? GAP_BEFORE : 0) |
       (this.addr + spanOf(this.len, width) !== start + spanOf(half, width) ? GAP_AFTER : 0);
   }
@@ -65,6 +90,12 @@ class Node<V> {
   }
   set stored(on: boolean) {
     this.flags = on ? this.flags | STORED : this.flags & ~STORED;
+  }
+  get deep(): number {
+    return this.flags >>> DEEP_SHIFT;
+  }
+  set deep(d: number) {
+    this.flags = (this.flags & LOW_FLAGS) | (d << DEEP_SHIFT);
   }
   child(b: 0 | 1): Node<V> | null {
     return b === 0 ? this.child0 : this.child1;
@@ -99,11 +130,28 @@ export class RadixTree<V> implements PrefixTree<V> {
     return solid ? c.solid : c.full;
   }
 
-  /** Recomputes the fullness depths from `n` up to the root. */
+  /** Recomputes the fullness depths and the counts from `n` up to the root. */
   private fix(n: Node<V> | null): void {
+    const W = this.width;
     for (; n; n = n.up) {
-      n.full = Math.max(n.len, Math.min(this.halfDepth(n, n.child0, false), this.halfDepth(n, n.child1, false)));
-      n.solid = n.stored ? this.width : Math.max(n.len, Math.min(this.halfDepth(n, n.child0, true), this.halfDepth(n, n.child1, true)));
+      const a = n.child0;
+      const b = n.child1;
+      n.full = Math.max(n.len, Math.min(this.halfDepth(n, a, false), this.halfDepth(n, b, false)));
+      n.hosts = (a ? a.hosts : 0) + (b ? b.hosts : 0);
+      if (n.stored) {
+        n.solid = W;
+        n.cover = W === 32 ? 2 ** (W - n.len) : spanOf(n.len, W);
+        n.tops = 1;
+        if (n.len === W) n.hosts++;
+        n.blocks = 0;
+        n.deep = n.len;
+        continue;
+      }
+      n.solid = Math.max(n.len, Math.min(this.halfDepth(n, a, true), this.halfDepth(n, b, true)));
+      n.cover = W === 32 ? (a ? (a.cover as number) : 0) + (b ? (b.cover as number) : 0) : bigCover(a) + bigCover(b);
+      n.tops = (a ? a.tops : 0) + (b ? b.tops : 0);
+      n.blocks = innerBlocks(n);
+      n.deep = Math.max(a ? a.deep : 0, b ? b.deep : 0);
     }
   }
 
@@ -273,6 +321,58 @@ export class RadixTree<V> implements PrefixTree<V> {
     return top.len > len || top.child0 !== null || top.child1 !== null;
   }
 
+  // ---- utilization and free space ----
+
+  usage(addr: bigint, len: number): Usage {
+    const { a, b } = this.inside(addr, len);
+    return { used: bigCover(a) + bigCover(b), children: (a ? a.tops : 0) + (b ? b.tops : 0), hosts: (a ? a.hosts : 0) + (b ? b.hosts : 0) };
+  }
+
+  fill(addr: bigint, len: number): number {
+    const { a, b } = this.inside(addr, len);
+    if (this.width === 32) return ((a ? (a.cover as number) : 0) + (b ? (b.cover as number) : 0)) / 2 ** (32 - len);
+    return Number(bigCover(a) + bigCover(b)) / Number(spanOf(len, this.width));
+  }
+
+  /** The subtrees strictly inside (addr, len): its node's two children, or the one node below it. */
+  private inside(addr: bigint, len: number): { a: Node<V> | null; b: Node<V> | null } {
+    const top = this.locate(maskTo(addr, len, this.width), len);
+    if (!top) return { a: null, b: null };
+    return top.len === len ? { a: top.child0, b: top.child1 } : { a: top, b: null };
+  }
+
+  freeSpace(addr: bigint, len: number, q: FreeSpaceQuery): Block[] {
+    const W = this.width;
+    const N = q.len ?? -1;
+    if (q.len !== undefined && (N < len || N > W)) throw new RangeError(`block length ${N} outside ${len}..${W}`);
+    addr = maskTo(addr, len, W);
+    const walk = new SpaceWalk<V>(W, N, q.from ?? 0n, q.skip ?? 0n, q.max);
+    if (q.max <= 0) return walk.out;
+    const top = this.locate(addr, len);
+    if (!top) walk.block(addr, len);
+    else if (top.len === len) walk.inside(top);
+    else walk.around(addr, len, top);
+    return walk.out;
+  }
+
+  freeCount(addr: bigint, len: number, blockLen?: number): bigint {
+    const W = this.width;
+    if (blockLen !== undefined && (blockLen < len || blockLen > W)) throw new RangeError(`block length ${blockLen} outside ${len}..${W}`);
+    addr = maskTo(addr, len, W);
+    const top = this.locate(addr, len);
+    if (blockLen === undefined) {
+      if (!top) return 1n;
+      if (top.len > len) return BigInt(top.len - len + (top.stored ? 0 : top.blocks));
+      return BigInt(innerBlocks(top));
+    }
+    const N = blockLen;
+    if (!top) return 1n << BigInt(N - len);
+    if (top.len > len) return freeAround(len, top, N, W);
+    if (N === len) return top.child0 || top.child1 ? 0n : 1n;
+    if (!top.child0 && !top.child1) return 1n << BigInt(N - len);
+    return freeHalves(top, N, W);
+  }
+
   roots(): Entry<V>[] {
     return [...this.walk(this.root, true, null)].map((n) => this.entry(n));
   }
@@ -307,6 +407,160 @@ export class RadixTree<V> implements PrefixTree<V> {
     if (node) search.visit(node);
     else search.top(addr, plen, this.locate(addr, plen));
     return out;
+  }
+}
+
+/** A subtree's cover as a bigint (none: 0). */
+function bigCover(n: Node<unknown> | null): bigint {
+  if (!n) return 0n;
+  return typeof n.cover === 'bigint' ? n.cover : BigInt(n.cover);
+}
+
+/**
+ * The maximal free blocks in `n`'s range, its own storing aside: an empty
+ * range is one block; else each half without a node is one, and each half
+ * holding subtree c has one free block beside each level of the path from
+ * the half down to c, plus those inside c.
+ */
+function innerBlocks(n: Node<unknown>): number {
+  const a = n.child0;
+  const b = n.child1;
+  if (!a && !b) return 1;
+  const half = (c: Node<unknown> | null) => (c ? c.len - n.len - 1 + (c.stored ? 0 : c.blocks) : 1);
+  return half(a) + half(b);
+}
+
+/** Free N-blocks in both halves of `n` (n.len < N, n has a child). */
+function freeHalves(n: Node<unknown>, N: number, W: number): bigint {
+  const half = (c: Node<unknown> | null) => (c ? freeAround(n.len + 1, c, N, W) : 1n << BigInt(N - n.len - 1));
+  return half(n.child0) + half(n.child1);
+}
+
+/**
+ * Free N-blocks in a range of length `l0` (≤ N) holding exactly subtree c: the
+ * path's free blocks of length ≤ N (2^(N−l0) − 2^(N−m) of them, m = min(c.len, N)),
+ * and those inside c when c is shorter than N.
+ */
+function freeAround(l0: number, c: Node<unknown>, N: number, W: number): bigint {
+  const m = Math.min(c.len, N);
+  const path = (1n << BigInt(N - l0)) - (1n << BigInt(N - m));
+  if (c.stored || c.len >= N || N <= c.solid) return path;
+  // Every outermost prefix in c is a union of N-blocks: count by arithmetic.
+  if (c.deep <= N) return path + ((spanOf(c.len, W) - bigCover(c)) >> BigInt(W - N));
+  return path + freeHalves(c, N, W);
+}
+
+/**
+ * One free-space listing (RadixTree.freeSpace): walks the subtree in address
+ * order, emitting the free blocks beside each path and skipping subtrees
+ * with nothing to list (no free block, or none at least N long) or, while a
+ * skip is left, whole subtrees whose blocks it covers (counted by `blocks`,
+ * or for N-blocks by arithmetic where `deep` allows).
+ */
+class SpaceWalk<V> {
+  readonly out: Block[] = [];
+  /** N, or -1 for the maximal blocks. */
+  constructor(
+    private readonly W: number,
+    private readonly N: number,
+    private readonly from: bigint,
+    private skip: bigint,
+    private readonly max: number,
+  ) {}
+
+  private done(): boolean {
+    return this.out.length >= this.max;
+  }
+
+  /** The free space of n's range, n's own storing aside (the prefix asked about). */
+  inside(n: Node<V>): void {
+    if (!n.child0 && !n.child1) {
+      this.block(n.addr, n.len);
+      return;
+    }
+    this.half(n, 0, n.child0);
+    if (!this.done()) this.half(n, 1, n.child1);
+  }
+
+  private half(n: Node<V>, b: 0 | 1, c: Node<V> | null): void {
+    const len = n.len + 1;
+    const start = b === 0 ? n.addr : n.addr + spanOf(len, this.W);
+    if (c) this.around(start, len, c);
+    else this.block(start, len);
+  }
+
+  /** The range (start, l0) holding exactly subtree c: the blocks beside the path before c, inside c, beside it after c. */
+  around(start: bigint, l0: number, c: Node<V>): void {
+    const { W, N } = this;
+    if (start + spanOf(l0, W) <= this.from) return;
+    // Blocks beside the path are one level longer than the path where they branch off; N-blocks need them ≤ N.
+    const stop = N < 0 ? c.len : Math.min(c.len, N);
+    for (let l = l0; l < stop && !this.done(); l++) if (bitAt(c.addr, l, W) === 1) this.block(maskTo(c.addr, l, W), l + 1);
+    if (!c.stored && !this.done()) this.subtree(c);
+    for (let l = stop - 1; l >= l0 && !this.done(); l--) {
+      if (bitAt(c.addr, l, W) === 0) this.block(maskTo(c.addr, l, W) + spanOf(l + 1, W), l + 1);
+    }
+  }
+
+  /** A branch node inside the prefix: its halves, unless nothing in it is to be listed. */
+  private subtree(c: Node<V>): void {
+    const { W, N } = this;
+    if (c.addr + spanOf(c.len, W) <= this.from) return;
+    const whole = c.addr >= this.from;
+    if (N < 0) {
+      if (c.blocks === 0) return;
+      if (whole && this.skip >= BigInt(c.blocks)) {
+        this.skip -= BigInt(c.blocks);
+        return;
+      }
+    } else {
+      if (c.len >= N || N <= c.solid) return;
+      if (whole && this.skip > 0n && c.deep <= N) {
+        const k = (spanOf(c.len, W) - bigCover(c)) >> BigInt(W - N);
+        if (this.skip >= k) {
+          this.skip -= k;
+          return;
+        }
+      }
+    }
+    this.inside(c);
+  }
+
+  /** A free block of the walk: listed (or skipped) as a maximal block, cut at `from`, or as its N-blocks. */
+  block(addr: bigint, len: number): void {
+    const { W, N, from } = this;
+    const end = addr + spanOf(len, W);
+    if (end <= from) return;
+    if (N >= 0) {
+      if (len > N) return;
+      const step = spanOf(N, W);
+      const shift = BigInt(W - N);
+      let first = addr >= from ? addr : ((from + step - 1n) >> shift) << shift;
+      const count = (end - first) >> shift;
+      if (count <= this.skip) {
+        this.skip -= count;
+        return;
+      }
+      first += this.skip << shift;
+      this.skip = 0n;
+      for (; first < end && !this.done(); first += step) this.out.push({ addr: first, len: N });
+      return;
+    }
+    if (addr >= from) {
+      this.emit(addr, len);
+      return;
+    }
+    // The block starts before `from`: what follows from it, as the largest aligned blocks.
+    for (let x = from; x < end && !this.done(); ) {
+      const size = x & -x;
+      this.emit(x, W + 1 - bitLength(size));
+      x += size;
+    }
+  }
+
+  private emit(addr: bigint, len: number): void {
+    if (this.skip > 0n) this.skip--;
+    else this.out.push({ addr, len });
   }
 }
 
