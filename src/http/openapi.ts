@@ -106,7 +106,7 @@ function parameter(p: QueryParam): Json {
   return { name: p.name, in: 'query', required: false, description: p.help, schema, ...(p.repeatable ? { explode: true } : {}) };
 }
 
-function requestBody(shape: BodyShape, item: Json): Json {
+function requestBody(shape: BodyShape, item: Json, help?: string): Json {
   const ids = { type: 'array', items: { type: 'integer' }, minItems: 1 };
   const withId = { allOf: [item, { type: 'object', required: ['id'] }] };
   const schemas: Record<BodyShape, Json> = {
@@ -127,6 +127,10 @@ function requestBody(shape: BodyShape, item: Json): Json {
         actions: { type: 'array', items: { type: 'string', enum: ['add', 'change', 'delete'] }, uniqueItems: true },
       },
     },
+    allocation: {
+      type: 'object',
+      properties: { attributes: fieldOf(item, 'attributes'), state: fieldOf(item, 'state') },
+    },
     grants: {
       type: 'object',
       properties: {
@@ -139,8 +143,15 @@ function requestBody(shape: BodyShape, item: Json): Json {
       },
     },
   };
-  return { required: true, content: { 'application/json': { schema: schemas[shape] } } };
+  return {
+    required: shape !== 'allocation',
+    ...(help ? { description: help } : {}),
+    content: { 'application/json': { schema: schemas[shape] } },
+  };
 }
+
+/** One property of a component schema, by reference (`item` is the component's $ref). */
+const fieldOf = (item: Json, name: string): Json => ({ $ref: `${item.$ref}/properties/${name}` });
 
 /** authenticate and verify_token: bare at version 1.0, in the `status`/`data` envelope at any other (gaps.md §2). */
 const VERSIONED = 'application/json; version=1.1';
@@ -159,7 +170,7 @@ function success(r: ResponseShape, item: Json, versioned: boolean, example: unkn
     object: item,
     list: { oneOf: [{ type: 'array', items: item }, page] },
     strings: { type: 'array', items: { type: 'string' } },
-    json: {},
+    json: r.schema ?? {},
     empty: null,
   };
   const schema = schemas[r.shape];
@@ -182,7 +193,8 @@ function success(r: ResponseShape, item: Json, versioned: boolean, example: unkn
 
 function operation(c: Collection | null, route: Route, method: HttpMethod, op: Operation, pathParams: Json[]): Json {
   const of = op.response.of ? schemaOf(op.response.of) : c?.schema;
-  const item = of ? ref(schemaName(of)) : {};
+  // A list's own item schema when its items are no collection's objects (a network's available/ blocks).
+  const item = op.response.shape === 'list' && op.response.schema ? op.response.schema : of ? ref(schemaName(of)) : {};
   const query = [...op.query, ...(op.filters ? filterParams(c?.filters) : [])];
   // Root routes: only those with a body (authenticate) or answering true (verify_token) change with the version.
   const versioned = c === null && route.segment !== '';
@@ -200,7 +212,7 @@ function operation(c: Collection | null, route: Route, method: HttpMethod, op: O
     parameters: [...pathParams, ...query.map(parameter), ...(keyed ? [IDEMPOTENCY_KEY] : [])],
     responses,
   };
-  if (op.body) out.requestBody = requestBody(op.body, c ? ref(schemaName(c.schema)) : {});
+  if (op.body) out.requestBody = requestBody(op.body, c ? ref(schemaName(c.schema)) : {}, op.bodyHelp);
   if (op.permission === 'public') out.security = [];
   return out;
 }
@@ -281,6 +293,7 @@ export function openApiDocument(authHeader = 'X-Service-Email', origin?: string)
     if (c.api.nested) bases.push([`/api/sites/{site_id}/${c.collection}/`, [site]]);
     for (const [base, params] of bases) {
       for (const route of c.api.routes) {
+        if (route.nestedOnly && params.length === 0) continue;
         const path = pathOf(base, route);
         const pathParams = route.shape === 'list' || route.shape === 'list-route' ? params : [...params, key];
         const ops: Json = {};

@@ -6,11 +6,11 @@
  */
 import { Type } from '@sinclair/typebox';
 import { Errors, errorEnvelope } from '../errors.js';
-import { type Cidr, cidrKey, formatAddress, formatCidr, type IpVersion, parseAddress, parseCidr, WIDTH } from '../ip/address.js';
+import { type Cidr, cidrKey, formatAddress, parseAddress, parseCidr } from '../ip/address.js';
 import type { Entry } from '../ip/prefix-tree.js';
 import type { QueryParams } from '../query/params.js';
 import { flag, integer } from '../routes/params.js';
-import type { Api, QueryParam, Route, RouteResult } from '../routes/route.js';
+import type { Api, QueryParam, RouteResult } from '../routes/route.js';
 import { detailRoute, keyRoute, listRoute, view } from '../routes/standard.js';
 import { defineSchema, Field } from '../schema/fields.js';
 import { SchemaWriters } from '../schema/serialize.js';
@@ -18,17 +18,11 @@ import { validateFields } from '../schema/validate.js';
 import type { RequestContext } from '../shard/context.js';
 import type { ShardState } from '../shard/state.js';
 import type { StoredObject } from '../shard/table.js';
+import { nextRoute, poolRoute, pyInt } from './_allocation.js';
 import { type AssignmentHolder, assignmentModel, assignmentsOfNetwork } from './_assignments.js';
 import { attributesField, attributeValuesIndex, resolveAttributes, valueIdsFor } from './_attributes.js';
-import {
-  cidrOf,
-  cidrText,
-  duplicateNetwork as duplicate,
-  insertNetwork,
-  type NetworkRecord,
-  type NetworkState,
-  STATES,
-} from './_networks.js';
+import { availableRoute, utilizationFilters, utilizationRoute } from './_network-space.js';
+import { cidrOf, cidrText, insertNetwork, type NetworkRecord, type NetworkState, STATES, treeOf, widthOf } from './_networks.js';
 import { resourceList, resourceRoutes, siteIdField } from './_resource.js';
 import type { DeleteRule, DerivedIndex, ResourceModel } from './model.js';
 
@@ -48,10 +42,9 @@ export const networkSchema = defineSchema('Network', 'API endpoint that allows N
 });
 void Type;
 
-const width = (n: { version: IpVersion }) => WIDTH[n.version];
+const width = widthOf;
 const compress = (shard: ShardState) => shard.config.compressIpv6;
 
-const treeOf = (shard: ShardState, n: { siteId: number; version: IpVersion }) => shard.tree<NetworkRecord>(n.siteId, n.version);
 const parentOf = (shard: ShardState, n: NetworkRecord) => treeOf(shard, n).parent(n.addr, n.len)?.value;
 const values = (entries: Iterable<Entry<NetworkRecord>>) => [...entries].map((e) => e.value);
 
@@ -139,6 +132,7 @@ const filters: ResourceModel<NetworkRecord>['filters'] = [
     compile: (q, shard) => (q.filterBoolean('root_only') ? (n) => parentOf(shard, n) === undefined : null),
   },
   { param: 'include_ips', type: 'custom', compile: includeFilter },
+  ...utilizationFilters,
 ];
 
 // ---- traversal (gaps.md §13.3) ----
@@ -163,55 +157,6 @@ function siblingsOf(ctx: RequestContext, n: NetworkRecord): NetworkRecord[] {
   if (parent) return values(treeOf(ctx.shard, parent).children(parent.addr, parent.len));
   // Roots are siblings of every root of the site, both versions, IPv4 first.
   return [...values(ctx.shard.tree<NetworkRecord>(n.siteId, 4).roots()), ...values(ctx.shard.tree<NetworkRecord>(n.siteId, 6).roots())];
-}
-
-// ---- next_network / next_address (gaps.md §14.2) ----
-
-const intError = (field: string, v: string | undefined) =>
-  v === undefined
-    ? Errors.fieldPlain(field, "int() argument must be a string or a number, not 'NoneType'")
-    : Errors.fieldPlain(field, `invalid literal for int() with base 10: '${v}'`);
-
-function pyInt(v: string): number | null {
-  const s = v.trim();
-  return /^[-+]?\d+$/.test(s) ? Number(s) : null;
-}
-
-function nextBlocks(ctx: RequestContext, p: NetworkRecord, addresses: boolean): RouteResult {
-  const q = ctx.query;
-  const post = ctx.req.method === 'POST';
-  const ok = (items: string[]): RouteResult => ({ kind: 'raw', status: 200, body: JSON.stringify(items) });
-  if (p.state === 'reserved') return ok([]);
-  const strict = q.flag('strict_allocation', false);
-  const reserve = post ? q.flag('reserve', false) : false;
-  const W = width(p);
-  let L: number = W;
-  let lText = String(W); // L as Python prints it: exact digits, however large
-  if (!addresses) {
-    const raw = q.get('prefix_length');
-    const n = raw === undefined ? null : pyInt(raw);
-    if (n === null) throw intError('prefix_length', raw);
-    L = n;
-    lText = BigInt(raw!.trim()).toString();
-    if (L < p.len) throw Errors.fieldPlain('prefix_length', `New prefix must be longer than ${p.len}`);
-  }
-  const rawNum = q.get('num');
-  const num = rawNum === undefined ? 1 : pyInt(rawNum);
-  if (num === null) throw intError('num', rawNum);
-  const max = ctx.config.nextNumMax;
-  if (num < 1 || num > max) throw Errors.fieldPlain('num', `num must be between 1 and ${max}`);
-  if (L > W) throw Errors.fieldPlain('prefix_length', `prefix length diff ${lText} is invalid for netblock ${cidrText(ctx.shard, p)}`);
-
-  const interconnect = p.version === 4 ? ctx.config.interconnectPrefixes.v4 : ctx.config.interconnectPrefixes.v6;
-  const last = p.addr + (1n << BigInt(W - p.len)) - 1n;
-  const exclude = L === W && p.len !== interconnect ? [p.addr, last] : [];
-  const blocks = treeOf(ctx.shard, p).freeBlocks(p.addr, p.len, { len: L, num, strict, exclude });
-  const texts = blocks.map((addr) => formatCidr({ version: p.version, addr, len: L }, compress(ctx.shard)));
-  if (!post) return ok(texts);
-  if (L === p.len && blocks.length > 0) throw duplicate(); // the only block is P itself, which exists
-  const site = ctx.site(p.siteId)!;
-  for (const addr of blocks) insertNetwork(ctx, site, { version: p.version, addr, len: L }, reserve ? 'reserved' : 'allocated', undefined);
-  return ok(texts);
 }
 
 /**
@@ -261,29 +206,6 @@ const closestParent = (ctx: RequestContext, key: string): RouteResult => {
     checks: { pickOne: { notFound: { status: notFound.status, body: errorEnvelope(notFound) } } },
   };
 };
-
-const NEXT_PARAMS = [
-  integer('num', 'How many to find (1 to NEXT_NUM_MAX).', 1),
-  flag('strict_allocation', 'Only space no network occupies at all, not even a reserved or orphaned one.'),
-];
-const RESERVE = flag('reserve', 'POST: create them as reserved instead of allocated.');
-const PREFIX_LENGTH = integer('prefix_length', 'The prefix length of the networks to find.');
-
-/** GET finds free space; POST also creates it, with `add` on the parent network. */
-function nextRoute(segment: string, what: string, addresses: boolean): Route {
-  const query = addresses ? NEXT_PARAMS : [PREFIX_LENGTH, ...NEXT_PARAMS];
-  const run = (ctx: RequestContext, n: NetworkRecord) => nextBlocks(ctx, n, addresses);
-  return detailRoute(segment, {
-    GET: view(`The next free ${what} under this network`, 'strings', run, { query }),
-    POST: {
-      summary: `Allocate the next free ${what} under this network`,
-      permission: 'add',
-      query: [...query, RESERVE],
-      response: { status: 200, shape: 'strings', help: 'The CIDRs created.' },
-      run,
-    },
-  });
-}
 
 const related = (summary: string, run: (ctx: RequestContext, n: NetworkRecord) => RouteResult, query: QueryParam[] = []) =>
   view(summary, 'list', run, { query });
@@ -395,8 +317,12 @@ function networkApi(): Api {
           { of: 'assignments' },
         ),
       }),
-      nextRoute('next_network', 'networks', false),
-      nextRoute('next_address', 'addresses', true),
+      nextRoute(() => networkModel, 'next_network', 'networks', false),
+      nextRoute(() => networkModel, 'next_address', 'addresses', true),
+      poolRoute(() => networkModel, 'next_network', 'networks', false),
+      poolRoute(() => networkModel, 'next_address', 'addresses', true),
+      utilizationRoute,
+      availableRoute,
       keyRoute('closest_parent', {
         GET: view('The longest network containing this CIDR (which need not exist)', 'object', closestParent, {
           query: [integer('prefix_length', 'The shortest prefix length the answer may have.', 0)],
