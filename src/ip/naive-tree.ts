@@ -20,6 +20,7 @@
  * | entries               | O(n log n)                         |
  * | freeBlocks (strict)   | O(n² + num · x)                    |
  * | freeBlocks            | O(n log n + num · x)               |
+ * | hasFreeBlock          | freeBlocks with num 1              |
  * | usage                 | O(n²) (children), O(n log n) else  |
  * | fill                  | O(n log n)                         |
  * | freeSpace, freeCount  | O(n log n + blocks listed)         |
@@ -136,6 +137,10 @@ export class NaiveTree<V> implements PrefixTree<V> {
     }
     if (out.length < num) offer(next, blockCount - 1n);
     return out;
+  }
+
+  hasFreeBlock(addr: bigint, plen: number, query: Omit<FreeBlockQuery, 'num'>): boolean {
+    return query.len >= plen && query.len <= this.width && this.freeBlocks(addr, plen, { ...query, num: 1 }).length > 0;
   }
 
   usage(addr: bigint, len: number): Usage {

@@ -101,6 +101,8 @@ export interface PrefixTree<V> {
    * nothing is stored inside it.
    */
   freeBlocks(addr: bigint, plen: number, query: FreeBlockQuery): bigint[];
+  /** Whether freeBlocks would offer any block (a pool's members are asked in turn which has room). */
+  hasFreeBlock(addr: bigint, plen: number, query: Omit<FreeBlockQuery, 'num'>): boolean;
   /** What the stored prefixes strictly inside (addr, len) take of it. */
   usage(addr: bigint, len: number): Usage;
   /** usage().used ÷ the prefix's size, as a double: the utilization a list filter compares, per record. */

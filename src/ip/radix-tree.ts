@@ -29,6 +29,7 @@
  * | children, descendants, roots, entries      | O(W + nodes visited) |
  * | hasDescendants, usage, fill                | O(W) |
  * | freeBlocks(num)                            | O(W · (num + 2)), whatever the parent holds |
+ * | hasFreeBlock                               | O(W) for a stored parent (else freeBlocks with num 1) |
  * | freeSpace(max), maximal blocks             | O(W · (max + 2)), a skip of any size included |
  * | freeSpace(max), blocks of length N         | O(W · (max + 2)) to list; a skip descends only where prefixes longer than N share N-blocks |
  * | freeCount, maximal blocks                  | O(W) |
@@ -41,8 +42,14 @@ import { type Block, type Entry, type FreeBlockQuery, type FreeSpaceQuery, maskT
 const STORED = 1;
 const GAP_BEFORE = 2;
 const GAP_AFTER = 4;
+/** HEAD_* / TAIL_*: the node's first / last address lies in a stored prefix of its subtree (itself included), or is a stored host. */
+const HEAD_ANY = 8;
+const HEAD_HOST = 16;
+const TAIL_ANY = 32;
+const TAIL_HOST = 64;
+const EDGES = HEAD_ANY | HEAD_HOST | TAIL_ANY | TAIL_HOST;
 /** `deep` lives in the bits from here up (0..128). */
-const DEEP_SHIFT = 3;
+const DEEP_SHIFT = 7;
 const LOW_FLAGS = (1 << DEEP_SHIFT) - 1;
 
 class Node<V> {
@@ -138,6 +145,7 @@ export class RadixTree<V> implements PrefixTree<V> {
       const b = n.child1;
       n.full = Math.max(n.len, Math.min(this.halfDepth(n, a, false), this.halfDepth(n, b, false)));
       n.hosts = (a ? a.hosts : 0) + (b ? b.hosts : 0);
+      n.flags = (n.flags & ~EDGES) | edgesOf(n, W);
       if (n.stored) {
         n.solid = W;
         n.cover = W === 32 ? 2 ** (W - n.len) : spanOf(n.len, W);
@@ -155,12 +163,17 @@ export class RadixTree<V> implements PrefixTree<V> {
     }
   }
 
+  /**
+   * The node of (addr, len), by comparisons alone (a BigInt comparison allocates nothing; a shift or a mask
+   * does): below a node, the prefix can only be in child1's subtree when addr ≥ child1.addr (the 0-half lies
+   * wholly below it), else in child0's. Where it is not stored, the walk ends on another node or none.
+   */
   private find(addr: bigint, len: number): Node<V> | null {
     let n: Node<V> | null = this.root;
     while (n) {
-      if (n.len === len) return n.addr === addr ? n : null;
-      if (n.len > len || !this.contains(n, addr, len)) return null;
-      n = n.child(bitAt(addr, n.len, this.width));
+      if (n.len >= len) return n.len === len && n.addr === addr ? n : null;
+      const c1: Node<V> | null = n.child1;
+      n = c1 !== null && addr >= c1.addr ? c1 : n.child0;
     }
     return null;
   }
@@ -404,10 +417,83 @@ export class RadixTree<V> implements PrefixTree<V> {
     }
     const search = new FreeSearch<V>(W, L, q.num, q.strict, exclude, out);
     const node = this.find(addr, plen);
+    if (node && L === W && exclude.length > 0 && roomBesidesExcluded(node, W, q.strict, exclude) === false) return out;
     if (node) search.visit(node);
     else search.top(addr, plen, this.locate(addr, plen));
     return out;
   }
+
+  /**
+   * Without a search where the parent's node decides: with no exclusion, an L-block is free exactly when L
+   * is past the depth to which the node's range is full (non-strict: `full`; strict: its halves' `solid`,
+   * the node's own storing aside); for hosts with the parent's ends excluded, from the counts.
+   */
+  hasFreeBlock(addr: bigint, plen: number, q: Omit<FreeBlockQuery, 'num'>): boolean {
+    const W = this.width;
+    const exclude = q.exclude ?? [];
+    const node = q.len > plen && q.len <= W ? this.find(maskTo(addr, plen, W), plen) : null;
+    if (node && exclude.length === 0) {
+      const depth = q.strict
+        ? Math.max(node.len, Math.min(this.halfDepth(node, node.child0, true), this.halfDepth(node, node.child1, true)))
+        : node.full;
+      return q.len > depth;
+    }
+    const room = node && q.len === W ? roomBesidesExcluded(node, W, q.strict, exclude) : undefined;
+    return room ?? this.freeBlocks(addr, plen, { ...q, num: 1 }).length > 0;
+  }
+}
+
+/**
+ * Whether the node `n` has a free address (non-strict: no host there; strict: in no stored prefix inside,
+ * `n` aside) that is not in `exclude`: from the counts, and where every free address may be excluded, from
+ * whether n's first and last address are taken (its children's HEAD_ / TAIL_ bits), without a search (a full
+ * parent whose first and last address stay free, as next_address leaves a subnet, would otherwise cost a
+ * descent to each).
+ * undefined: `exclude` names other addresses, which only a search can judge.
+ */
+function roomBesidesExcluded(n: Node<unknown>, W: number, strict: boolean, exclude: readonly bigint[]): boolean | undefined {
+  const a = n.child0;
+  const b = n.child1;
+  let free: number | bigint;
+  if (W === 32)
+    free = 2 ** (32 - n.len) - (strict ? (a ? (a.cover as number) : 0) + (b ? (b.cover as number) : 0) : (a?.hosts ?? 0) + (b?.hosts ?? 0));
+  else free = spanOf(n.len, W) - (strict ? bigCover(a) + bigCover(b) : BigInt((a?.hosts ?? 0) + (b?.hosts ?? 0)));
+  if (free > exclude.length) return true;
+  const last = n.addr + spanOf(n.len, W) - 1n;
+  let first = false;
+  let end = false;
+  for (const x of exclude) {
+    if (x === n.addr) first = true;
+    else if (x === last) end = true;
+    else return undefined;
+  }
+  const freeExcluded = (first && !edgeTaken(n, 0, strict) ? 1 : 0) + (end && !edgeTaken(n, 1, strict) ? 1 : 0);
+  return typeof free === 'bigint' ? free > BigInt(freeExcluded) : free > freeExcluded;
+}
+
+/**
+ * The HEAD_ and TAIL_ bits of `n` from its own storing and its children's: a child without the GAP_ flag of
+ * that side starts (ends) where n does, so n's first (last) address is the child's.
+ */
+function edgesOf(n: Node<unknown>, W: number): number {
+  let f = n.stored ? (n.len === W ? EDGES : HEAD_ANY | TAIL_ANY) : 0;
+  const a = n.child0;
+  const b = n.child1;
+  if (a && (a.flags & GAP_BEFORE) === 0) f |= a.flags & (HEAD_ANY | HEAD_HOST);
+  if (b && (b.flags & GAP_AFTER) === 0) f |= b.flags & (TAIL_ANY | TAIL_HOST);
+  return f;
+}
+
+/**
+ * Whether the first (side 0) or last (side 1) address of a node's range is taken inside it, its own storing
+ * aside: by a host (non-strict) or any stored prefix (strict) of the child on that side, when that child
+ * starts (ends) where the node does. O(1): the HEAD_ / TAIL_ bits, kept by fix.
+ */
+function edgeTaken(n: Node<unknown>, side: 0 | 1, strict: boolean): boolean {
+  const c = side === 0 ? n.child0 : n.child1;
+  if (!c || (c.flags & (side === 0 ? GAP_BEFORE : GAP_AFTER)) !== 0) return false;
+  const bit = side === 0 ? (strict ? HEAD_ANY : HEAD_HOST) : strict ? TAIL_ANY : TAIL_HOST;
+  return (c.flags & bit) !== 0;
 }
 
 /** A subtree's cover as a bigint (none: 0). */
@@ -430,24 +516,53 @@ function innerBlocks(n: Node<unknown>): number {
   return half(a) + half(b);
 }
 
-/** Free N-blocks in both halves of `n` (n.len < N, n has a child). */
+/**
+ * Free N-blocks in both halves of `n` (n.len < N, n has a child). IPv4 counts
+ * on numbers (at most 2^32, exact), IPv6 on bigints: the walk visits every node
+ * above the N-blocks that prefixes longer than N share, so its arithmetic is
+ * what it costs.
+ */
 function freeHalves(n: Node<unknown>, N: number, W: number): bigint {
-  const half = (c: Node<unknown> | null) => (c ? freeAround(n.len + 1, c, N, W) : 1n << BigInt(N - n.len - 1));
-  return half(n.child0) + half(n.child1);
+  return W === 32 ? BigInt(freeHalves32(n, N)) : freeHalves128(n, N);
 }
 
 /**
  * Free N-blocks in a range of length `l0` (≤ N) holding exactly subtree c: the
  * path's free blocks of length ≤ N (2^(N−l0) − 2^(N−m) of them, m = min(c.len, N)),
- * and those inside c when c is shorter than N.
+ * and those inside c when c is shorter than N: by arithmetic where every
+ * outermost prefix in c is a union of N-blocks (`deep` ≤ N), none where every
+ * N-block is touched (`solid` ≥ N), else counted in its halves.
  */
 function freeAround(l0: number, c: Node<unknown>, N: number, W: number): bigint {
-  const m = Math.min(c.len, N);
-  const path = (1n << BigInt(N - l0)) - (1n << BigInt(N - m));
+  return W === 32 ? BigInt(freeAround32(l0, c, N)) : freeAround128(l0, c, N);
+}
+
+function freeHalves32(n: Node<unknown>, N: number): number {
+  const l0 = n.len + 1;
+  const a = n.child0;
+  const b = n.child1;
+  return (a ? freeAround32(l0, a, N) : 2 ** (N - l0)) + (b ? freeAround32(l0, b, N) : 2 ** (N - l0));
+}
+
+function freeAround32(l0: number, c: Node<unknown>, N: number): number {
+  const path = 2 ** (N - l0) - 2 ** (N - Math.min(c.len, N));
   if (c.stored || c.len >= N || N <= c.solid) return path;
-  // Every outermost prefix in c is a union of N-blocks: count by arithmetic.
-  if (c.deep <= N) return path + ((spanOf(c.len, W) - bigCover(c)) >> BigInt(W - N));
-  return path + freeHalves(c, N, W);
+  if (c.deep <= N) return path + (2 ** (32 - c.len) - (c.cover as number)) / 2 ** (32 - N);
+  return path + freeHalves32(c, N);
+}
+
+function freeHalves128(n: Node<unknown>, N: number): bigint {
+  const l0 = n.len + 1;
+  const a = n.child0;
+  const b = n.child1;
+  return (a ? freeAround128(l0, a, N) : 1n << BigInt(N - l0)) + (b ? freeAround128(l0, b, N) : 1n << BigInt(N - l0));
+}
+
+function freeAround128(l0: number, c: Node<unknown>, N: number): bigint {
+  const path = (1n << BigInt(N - l0)) - (1n << BigInt(N - Math.min(c.len, N)));
+  if (c.stored || c.len >= N || N <= c.solid) return path;
+  if (c.deep <= N) return path + ((spanOf(c.len, 128) - bigCover(c)) >> BigInt(128 - N));
+  return path + freeHalves128(c, N);
 }
 
 /**

@@ -9,6 +9,7 @@
  */
 import { Errors } from '../errors.js';
 import { formatCidr } from '../ip/address.js';
+import type { FreeBlockQuery } from '../ip/prefix-tree.js';
 import { flag, integer, SET_QUERY } from '../routes/params.js';
 import type { Route, RouteResult } from '../routes/route.js';
 import { detailRoute, listRoute, view } from '../routes/standard.js';
@@ -70,15 +71,19 @@ function nextParams(ctx: RequestContext, addresses: boolean, p: NetworkRecord | 
   return { strict, reserve, len, num };
 }
 
+/** Which blocks of `p` next_* offers (gaps.md §14.2): of length L, by the strict rule or not, hosts without p's ends. */
+function blockQuery(ctx: RequestContext, p: NetworkRecord, params: NextParams): Omit<FreeBlockQuery, 'num'> {
+  const W = widthOf(p);
+  const len = params.len ?? W;
+  const interconnect = p.version === 4 ? ctx.config.interconnectPrefixes.v4 : ctx.config.interconnectPrefixes.v6;
+  const exclude = len === W && p.len !== interconnect ? [p.addr, p.addr + (1n << BigInt(W - p.len)) - 1n] : [];
+  return { len, strict: params.strict, exclude };
+}
+
 /** The first `num` blocks next_* offers in `p` (block start addresses); a reserved parent offers none. */
 function offered(ctx: RequestContext, p: NetworkRecord, params: NextParams, num: number): bigint[] {
   if (p.state === 'reserved') return [];
-  const W = widthOf(p);
-  const L = params.len ?? W;
-  const interconnect = p.version === 4 ? ctx.config.interconnectPrefixes.v4 : ctx.config.interconnectPrefixes.v6;
-  const last = p.addr + (1n << BigInt(W - p.len)) - 1n;
-  const exclude = L === W && p.len !== interconnect ? [p.addr, last] : [];
-  return treeOf(ctx.shard, p).freeBlocks(p.addr, p.len, { len: L, num, strict: params.strict, exclude });
+  return treeOf(ctx.shard, p).freeBlocks(p.addr, p.len, { ...blockQuery(ctx, p, params), num });
 }
 
 /** What every network a POST creates carries: the body's state and attributes, or the defaults. */
@@ -129,19 +134,30 @@ function nextInParent(ctx: RequestContext, model: NetworkModel, p: NetworkRecord
   return ok(allocate(ctx, p, blocks, L, tags));
 }
 
+/** IPv4 members a pool sorts by one packed number each: address, length and position take 32 + 6 + 14 bits. */
+const PACKED_MEMBERS = 2 ** 14;
+
 /**
  * The pool's members in address order (IPv4 first; a shorter prefix before a longer one at the same address).
- * IPv4 sorts on one number per member, so a large pool costs a numeric sort, not a BigInt one.
+ * Up to PACKED_MEMBERS IPv4 members sort as one typed array of numbers (address, length, position), with no
+ * comparator call per step; more of them, and IPv6, with a comparator.
  */
 function inAddressOrder(members: Iterable<NetworkRecord>): NetworkRecord[] {
   const v4: NetworkRecord[] = [];
   const v6: NetworkRecord[] = [];
   for (const n of members) (n.version === 4 ? v4 : v6).push(n);
-  const key = new Map<NetworkRecord, number>(v4.map((n) => [n, Number(n.addr) * 64 + n.len]));
-  v4.sort((a, b) => key.get(a)! - key.get(b)!);
-  v6.sort((a, b) => (a.addr < b.addr ? -1 : a.addr > b.addr ? 1 : a.len - b.len));
-  return v4.concat(v6);
+  v6.sort(byAddress);
+  if (v4.length > PACKED_MEMBERS) return v4.sort(byAddress).concat(v6);
+  const packed = new Float64Array(v4.length);
+  for (let i = 0; i < v4.length; i++) packed[i] = (Number(v4[i].addr) * 64 + v4[i].len) * PACKED_MEMBERS + i;
+  packed.sort();
+  const out = new Array<NetworkRecord>(v4.length + v6.length);
+  for (let i = 0; i < v4.length; i++) out[i] = v4[packed[i] % PACKED_MEMBERS];
+  for (let i = 0; i < v6.length; i++) out[v4.length + i] = v6[i];
+  return out;
 }
+
+const byAddress = (a: NetworkRecord, b: NetworkRecord) => (a.addr < b.addr ? -1 : a.addr > b.addr ? 1 : a.len - b.len);
 
 /**
  * next_* over a pool, POST: from each member in address order, as many of what is still wanted as it offers
@@ -157,11 +173,16 @@ function nextInPool(ctx: RequestContext, model: NetworkModel, addresses: boolean
   const params = nextParams(ctx, addresses, null);
   const tags = labels(ctx, model, site.id, params.reserve);
   const out: string[] = [];
+  const trees = { 4: treeOf(ctx.shard, { siteId: site.id, version: 4 }), 6: treeOf(ctx.shard, { siteId: site.id, version: 6 }) };
   for (const p of inAddressOrder(setQueryMembers<NetworkRecord>(ctx, model, 'Network'))) {
-    const L = params.len ?? widthOf(p);
-    if (L <= p.len || L > widthOf(p)) continue;
-    const blocks = offered(ctx, p, params, params.num - out.length);
-    if (blocks.length === 0) continue;
+    const W = widthOf(p);
+    const L = params.len ?? W;
+    if (L <= p.len || L > W || p.state === 'reserved') continue;
+    // Most members a busy pool passes over are full: the tree says so from the member's node, without a search.
+    const q = blockQuery(ctx, p, params);
+    const tree = trees[p.version];
+    if (!tree.hasFreeBlock(p.addr, p.len, q)) continue;
+    const blocks = tree.freeBlocks(p.addr, p.len, { ...q, num: params.num - out.length });
     authorize(ctx, model, p.siteId, p);
     out.push(...allocate(ctx, p, blocks, L, tags));
     if (out.length >= params.num) break;

@@ -796,6 +796,55 @@ export function prefixTreeCases(name: string, make: Make): void {
       });
     });
 
+    describe('freeBlocks of a parent whose only free addresses are excluded', () => {
+      const ends = ['10.0.0.0', '10.0.0.7'];
+      const hosts = (t: PrefixTree<number>, ...last: number[]) => last.forEach((h, i) => ins(t, `10.0.0.${h}/32`, 100 + i));
+
+      const room = (t: PrefixTree<number>, strict: boolean, exclude?: string[]) =>
+        t.hasFreeBlock(parsePrefix('10.0.0.0/29').addr, 29, { len: 32, strict, exclude: exclude?.map((x) => parseAddr(x).addr) });
+
+      test('freeBlocks offers nothing once every address but the excluded first and last is taken', () => {
+        const t = build('10.0.0.0/29');
+        hosts(t, 1, 2, 3, 4, 5, 6);
+        for (const strict of [false, true]) {
+          expect(free(t, '10.0.0.0/29', { len: 32, num: 5, strict, exclude: ends })).toEqual([]);
+          expect(room(t, strict, ends)).toBe(false);
+          expect(room(t, strict)).toBe(true);
+        }
+        expect(free(t, '10.0.0.0/29', { len: 32, num: 5 })).toEqual(['10.0.0.0/32', '10.0.0.7/32']);
+        expect(free(t, '10.0.0.0/29', { len: 32, num: 5, exclude: ['10.0.0.0'] })).toEqual(['10.0.0.7/32']);
+        del(t, '10.0.0.3/32');
+        expect(free(t, '10.0.0.0/29', { len: 32, num: 5, exclude: ends })).toEqual(['10.0.0.3/32']);
+        expect(room(t, false, ends)).toBe(true);
+        hosts(t, 3, 0);
+        expect(free(t, '10.0.0.0/29', { len: 32, num: 5, exclude: ends })).toEqual([]);
+        hosts(t, 7);
+        expect(free(t, '10.0.0.0/29', { len: 32, num: 5, exclude: ends })).toEqual([]);
+      });
+
+      test('freeBlocks with a network holding the excluded ends counts them taken only when strict', () => {
+        const t = build('10.0.0.0/29', '10.0.0.0/30');
+        hosts(t, 4, 5, 6);
+        // Non-strict, the /30's addresses are free (only hosts take them); .0 is excluded.
+        expect(free(t, '10.0.0.0/29', { len: 32, num: 5, exclude: ends })).toEqual(['10.0.0.1/32', '10.0.0.2/32', '10.0.0.3/32']);
+        expect(free(t, '10.0.0.0/29', { len: 32, num: 5, strict: true, exclude: ends })).toEqual([]);
+        ins(t, '10.0.0.6/31', 9);
+        del(t, '10.0.0.6/32');
+        expect(free(t, '10.0.0.0/29', { len: 32, num: 5, strict: true, exclude: ends })).toEqual([]);
+        expect(free(t, '10.0.0.0/29', { len: 32, num: 5, strict: true })).toEqual([]);
+        del(t, '10.0.0.6/31');
+        expect(free(t, '10.0.0.0/29', { len: 32, num: 5, strict: true, exclude: ends })).toEqual(['10.0.0.6/32']);
+      });
+
+      test('freeBlocks counts an excluded end inside a network as free when not strict', () => {
+        const t = build('10.0.0.0/29', '10.0.0.0/31', '10.0.0.6/31');
+        hosts(t, 1, 2, 3, 4, 5, 6);
+        expect(free(t, '10.0.0.0/29', { len: 32, num: 5, exclude: ends })).toEqual([]);
+        expect(room(t, false, ends)).toBe(false);
+        expect(free(t, '10.0.0.0/29', { len: 32, num: 5 })).toEqual(['10.0.0.0/32', '10.0.0.7/32']);
+      });
+    });
+
     describe('usage and free space', () => {
       // The worked example of issue 25: a /16 with a /24 (holding a host), a /25 and two hosts.
       const example = () => build('10.0.0.0/16', '10.0.0.0/24', '10.0.1.0/25', '10.0.0.1/32', '10.0.2.1/32', '10.0.2.2/32');

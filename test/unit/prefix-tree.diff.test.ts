@@ -240,9 +240,9 @@ function run(p: Profile, seed: number, ops: number): Disagreement | undefined {
           exclude ? `, exclude: [${exclude.map((x) => formatAddr(x, w)).join(', ')}]` : ''
         } })`;
         d = compare(
-          what,
-          showBlocks(naive.freeBlocks(parent.addr, parent.len, q), w, len),
-          showBlocks(radix.freeBlocks(parent.addr, parent.len, q), w, len),
+          `${what}, hasFreeBlock`,
+          `${showBlocks(naive.freeBlocks(parent.addr, parent.len, q), w, len)} ${naive.hasFreeBlock(parent.addr, parent.len, q)}`,
+          `${showBlocks(radix.freeBlocks(parent.addr, parent.len, q), w, len)} ${radix.hasFreeBlock(parent.addr, parent.len, q)}`,
         );
       }
     } else {

@@ -60,10 +60,12 @@ describe.each([32, 128] as const)('IPv%s width', (width) => {
         }
         const q = { len: s.len, num: s.num, strict: s.strict, exclude: s.exclude };
         expect(radix.freeBlocks(s.parent, s.plen, q)).toEqual(naive.freeBlocks(s.parent, s.plen, q));
+        expect(radix.hasFreeBlock(s.parent, s.plen, q)).toBe(naive.hasFreeBlock(s.parent, s.plen, q));
         // The same search when the parent is not stored itself (the tree then has no node for it).
         radix.delete(s.parent, s.plen);
         naive.delete(s.parent, s.plen);
         expect(radix.freeBlocks(s.parent, s.plen, q)).toEqual(naive.freeBlocks(s.parent, s.plen, q));
+        expect(radix.hasFreeBlock(s.parent, s.plen, q)).toBe(naive.hasFreeBlock(s.parent, s.plen, q));
       }),
       { numRuns: 150 },
     );
@@ -87,6 +89,7 @@ test('RadixTree.freeBlocks equals NaiveTree.freeBlocks after deletions reshape t
       }
       const q = { len: s.len, num: s.num, strict: s.strict, exclude: s.exclude };
       expect(radix.freeBlocks(s.parent, s.plen, q)).toEqual(naive.freeBlocks(s.parent, s.plen, q));
+      expect(radix.hasFreeBlock(s.parent, s.plen, q)).toBe(naive.hasFreeBlock(s.parent, s.plen, q));
     }),
     { numRuns: 150 },
   );
