@@ -27,7 +27,14 @@ export interface BenchShard {
   /** A network record added as the loader adds one (no Change, nothing written to the store). */
   addNetwork(version: IpVersion, addr: bigint, len: number): NetworkRecord;
   /** A request of the superuser to the site's networks (`route`: a detail or list route's segment). */
-  networkRequest(r: { op: ShardRequest['op']; method?: string; key?: string; route?: string; query?: string; body?: unknown }): ShardRequest;
+  networkRequest(r: {
+    op: ShardRequest['op'];
+    method?: string;
+    key?: string;
+    route?: string;
+    query?: string;
+    body?: unknown;
+  }): ShardRequest;
   /** One request on its own, answered once its commit is durable. */
   ask(req: ShardRequest): Promise<ShardReply>;
   close(): Promise<void>;
@@ -76,7 +83,11 @@ export async function benchShard(prefix: string): Promise<BenchShard> {
       query,
       ...(body === undefined ? {} : { body }),
       principal: PRINCIPAL,
-      link: { scheme: 'http', host: 'bench', path: `/api/sites/${SITE}/networks/${key === undefined ? '' : `${key}/`}${route ? `${route}/` : ''}` },
+      link: {
+        scheme: 'http',
+        host: 'bench',
+        path: `/api/sites/${SITE}/networks/${key === undefined ? '' : `${key}/`}${route ? `${route}/` : ''}`,
+      },
     }),
     ask: (req) => handle(shard, req),
     async close() {

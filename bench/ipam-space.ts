@@ -46,7 +46,12 @@ const QUERIES: Query[] = [
   { label: 'utilization/', route: 'utilization' },
   { label: 'available/?limit=10', route: 'available', query: 'limit=10' },
   { label: 'available/?prefix_length=32&limit=10', route: 'available', query: 'prefix_length=32&limit=10' },
-  { label: 'available/?prefix_length=28&limit=10 (count walks shared /28s)', route: 'available', query: 'prefix_length=28&limit=10', share: 1 / 40 },
+  {
+    label: 'available/?prefix_length=28&limit=10 (count walks shared /28s)',
+    route: 'available',
+    query: 'prefix_length=28&limit=10',
+    share: 1 / 40,
+  },
 ];
 
 interface Row {

@@ -66,7 +66,9 @@ export async function run(): Promise<number> {
     `pool (issue 25): POST …/networks/next_address/?query=pool=prod&reserve=true over ${MEMBERS_24 + 1} members (+${fmt.int(OTHERS)} others), ` +
       `in process, the handler's synchronous work per call; baseline: the same allocation on ${LAST} itself, interleaved`,
   );
-  log(`${reps} timed calls per side and case after ${warmup} warm-up; ${machine().cores} cores, Node ${process.version}; the machine is shared`);
+  log(
+    `${reps} timed calls per side and case after ${warmup} warm-up; ${machine().cores} cores, Node ${process.version}; the machine is shared`,
+  );
   const rows: { case: string; side: string; stats: Stats; cpu: Stats }[] = [];
   const cases = (process.env.BENCH_CASES || 'fresh,full').split(',');
   for (const fill of (['fresh', 'full'] as const).filter((c) => cases.includes(c))) {
@@ -82,7 +84,8 @@ export async function run(): Promise<number> {
       const sides: Side[] = [
         {
           label: 'pool (set query)',
-          request: () => b.networkRequest({ op: 'list-route', method: 'POST', route: 'next_address', query: 'query=pool%3Dprod&reserve=true' }),
+          request: () =>
+            b.networkRequest({ op: 'list-route', method: 'POST', route: 'next_address', query: 'query=pool%3Dprod&reserve=true' }),
         },
         {
           label: `baseline: ${LAST} itself`,
@@ -107,7 +110,7 @@ export async function run(): Promise<number> {
       };
       for (let i = 0; i < warmup; i++) await one(i % 2, false);
       for (let i = 0; i < reps; i++) for (const k of i % 2 === 0 ? [0, 1] : [1, 0]) await one(k, true);
-      sides.forEach((s, k) => rows.push({ case: fill, side: s.label, stats: stats(times[k]), cpu: stats(cpu[k]) }));
+      for (const [k, s] of sides.entries()) rows.push({ case: fill, side: s.label, stats: stats(times[k]), cpu: stats(cpu[k]) });
     } finally {
       await b.close();
     }

@@ -22,7 +22,10 @@ afterAll(async () => {
 
 const fx = fixtures(() => s, { base: 'space' });
 
-async function mkNets(site: number, nets: (string | { cidr: string; state?: string; attributes?: Record<string, string> })[]): Promise<Net[]> {
+async function mkNets(
+  site: number,
+  nets: (string | { cidr: string; state?: string; attributes?: Record<string, string> })[],
+): Promise<Net[]> {
   const r = await s.post(
     `/api/sites/${site}/networks/`,
     nets.map((c) => (typeof c === 'string' ? { cidr: c } : c)),
@@ -140,7 +143,11 @@ describe('utilization', () => {
     expect(await used()).toBe('128');
     // Non-strict next_address takes addresses inside the first /26: they add nothing to what it covers.
     expect(ok(await s.post(`/api/sites/${own}/networks/10.1.0.0/24/next_address/?num=2`))).toEqual(['10.1.0.1/32', '10.1.0.2/32']);
-    expect(ok(await s.get(`/api/sites/${own}/networks/10.1.0.0/24/utilization/`))).toMatchObject({ used: '128', children: 2, addresses: 2 });
+    expect(ok(await s.get(`/api/sites/${own}/networks/10.1.0.0/24/utilization/`))).toMatchObject({
+      used: '128',
+      children: 2,
+      addresses: 2,
+    });
     expect((await s.delete(`/api/sites/${own}/networks/10.1.0.64/26/`)).status).toBe(204);
     expect(await used()).toBe('64');
     // Its children move up: now they are what is used.
@@ -168,7 +175,9 @@ describe('utilization', () => {
     expect(page.count).toBe(6);
     expect(page.results).toHaveLength(2);
     for (const bad of ['x', '0.5.1', 'NaN', 'Infinity', '1e999', '--1']) {
-      expectError(await s.get(`/api/sites/${site}/networks/?utilization__lt=${bad}`), 400, { utilization__lt: ['A valid number is required.'] });
+      expectError(await s.get(`/api/sites/${site}/networks/?utilization__lt=${bad}`), 400, {
+        utilization__lt: ['A valid number is required.'],
+      });
     }
     expectError(await s.get(`/api/networks/?utilization__gt=abc`), 400, { utilization__gt: ['A valid number is required.'] });
   });
@@ -324,7 +333,9 @@ describe('pools', () => {
       expectError(await pool(site, 'next_network', 'query=pool=prod'), 400, {
         prefix_length: "int() argument must be a string or a number, not 'NoneType'",
       });
-      expectError(await pool(site, 'next_network', 'query=pool=prod&prefix_length=129'), 400, { prefix_length: "Invalid prefix_length: '129'" });
+      expectError(await pool(site, 'next_network', 'query=pool=prod&prefix_length=129'), 400, {
+        prefix_length: "Invalid prefix_length: '129'",
+      });
       expectError(await pool(site, 'next_address', 'query=pool=prod&num=0'), 400, { num: 'num must be between 1 and 10000' });
       expect((await s.post('/api/networks/next_address/?query=pool=prod')).status).toBe(404);
       expect((await s.get(`/api/sites/${site}/networks/next_address/?query=pool=prod`)).status).toBe(405);
@@ -395,7 +406,9 @@ describe('allocation with a body', () => {
 
   test('a bad body is 400 naming the field and allocates nothing', async () => {
     await expectNothingWritten(site, async () => {
-      expectError(await post('next_address', '', { attributes: { nope: 'x' } }), 400, { attributes: 'Attribute name (nope) does not exist.' });
+      expectError(await post('next_address', '', { attributes: { nope: 'x' } }), 400, {
+        attributes: 'Attribute name (nope) does not exist.',
+      });
       expectError(await post('next_address', '', { attributes: 'oops' }), 400, {
         attributes: "Expected dictionary but received <type 'str'>",
       });
@@ -412,5 +425,47 @@ describe('allocation with a body', () => {
     expect(ok(await post('next_address', 'reserve=true', { state: 'reserved' }))).toEqual(['10.9.0.4/32']);
     const states = (await netsOf(site)).filter((n) => ['10.9.0.3/32', '10.9.0.4/32'].includes(n.cidr)).map((n) => n.state);
     expect(states).toEqual(['reserved', 'reserved']);
+  });
+});
+
+describe('API reference', () => {
+  test('openapi document describes utilization, available, pools and the allocation body', async () => {
+    const doc = (await s.get('/docs/openapi.json', { as: null })).json;
+    const site = await siteWith(EXAMPLE);
+    // utilization/: its document's schema, whose example is what the worked example answers.
+    const u = doc.paths['/api/networks/{id}/utilization/'].get;
+    const schema = u.responses['200'].content['application/json'].schema;
+    expect(Object.keys(schema.properties)).toEqual(['network', 'size', 'used', 'free', 'utilization', 'children', 'addresses']);
+    expect(schema.examples[0]).toEqual(ok(await s.get(`/api/sites/${site}/networks/10.0.0.0/16/utilization/`)));
+    expect(doc.paths['/api/sites/{site_id}/networks/{id}/utilization/'].get['x-permission']).toBe('read');
+    // available/: a list (or page) of CIDR strings, with its parameters.
+    const a = doc.paths['/api/sites/{site_id}/networks/{id}/available/'].get;
+    expect(a.responses['200'].content['application/json'].schema.oneOf[0]).toEqual({
+      type: 'array',
+      items: { type: 'string', description: 'A free CIDR block.' },
+    });
+    expect(a.parameters.map((p: { name: string }) => p.name)).toEqual(expect.arrayContaining(['limit', 'offset', 'prefix_length']));
+    // Pools: POST in a site only, `add`, with the set query; the optional body on every next_* POST.
+    const pool = doc.paths['/api/sites/{site_id}/networks/next_address/'];
+    expect(Object.keys(pool)).toEqual(['post']);
+    expect(pool.post['x-permission']).toBe('add');
+    expect(pool.post.parameters.map((p: { name: string }) => p.name)).toEqual(expect.arrayContaining(['query', 'num', 'reserve']));
+    expect(doc.paths['/api/networks/next_address/']).toBeUndefined();
+    expect(doc.paths['/api/sites/{site_id}/networks/next_network/'].post.parameters.map((p: { name: string }) => p.name)).toContain(
+      'prefix_length',
+    );
+    for (const path of ['/api/networks/{id}/next_address/', '/api/sites/{site_id}/networks/next_network/']) {
+      const body = doc.paths[path].post.requestBody;
+      expect(body.required).toBe(false);
+      expect(body.content['application/json'].schema.properties).toEqual({
+        attributes: { $ref: '#/components/schemas/Network/properties/attributes' },
+        state: { $ref: '#/components/schemas/Network/properties/state' },
+      });
+    }
+    // The list filters, as numbers.
+    const list = doc.paths['/api/networks/'].get.parameters;
+    for (const name of ['utilization__lt', 'utilization__gt']) {
+      expect(list.find((p: { name: string }) => p.name === name).schema).toEqual({ type: 'number' });
+    }
   });
 });
