@@ -25,9 +25,8 @@
  * (default "1000,200000,1000000"), BENCH_REPS (default 2000; the costly
  * row takes BENCH_REPS / 40), BENCH_WARMUP_REPS (default 200).
  */
-import { spawnSync } from 'node:child_process';
 import { prng } from '../test/helpers/prng.js';
-import { envNumber, fmt, log, machine, type Stats, stats, table } from './_harness.js';
+import { childResult, envNumber, fmt, log, machine, type Stats, stats, table } from './_harness.js';
 import { benchShard } from './_shard.js';
 
 const PARENT = { addr: 0x0a000000n, len: 9, text: '10.0.0.0/9' };
@@ -118,17 +117,7 @@ export async function run(): Promise<number> {
   );
   const rows: Row[] = [];
   for (const n of sizes) {
-    const child = spawnSync(process.execPath, [...process.execArgv, process.argv[1], 'ipam-space'], {
-      env: { ...process.env, [ONE]: String(n) },
-      stdio: ['ignore', 'pipe', 'inherit'],
-      encoding: 'utf8',
-      maxBuffer: 16 * 2 ** 20,
-    });
-    const lines = (child.stdout ?? '').split('\n');
-    for (const line of lines) if (line && !line.startsWith(RESULT)) log(line);
-    const result = lines.find((l) => l.startsWith(RESULT));
-    if (child.status !== 0 || !result) throw new Error(`${n} children: the child process failed (status ${child.status})`);
-    rows.push(...(JSON.parse(result.slice(RESULT.length)) as Row[]));
+    rows.push(...childResult<Row[]>('ipam-space', { [ONE]: String(n) }, RESULT, `${n} children`));
   }
   const base = (n: number) => rows.find((r) => r.children === n && r.query === QUERIES[0].label)!.stats;
   const us = (ms: number) => (ms * 1000).toFixed(0);

@@ -60,7 +60,8 @@
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { open } from 'lmdb';
 import pg from 'pg';
 import { startPostgres, type TestPostgres } from '../test/helpers/postgres.js';
@@ -274,11 +275,13 @@ function sampleValues(dataDir: string, db: string, limit = 200_000): ValueFigure
  * (ShardState.load), then reads the heap right away and again after forced
  * full collections, so live data and load-time garbage can be told apart.
  */
-async function loadOneShard(place: Place): Promise<void> {
-  const { loadConfig } = await import('../src/config.js');
-  const { ShardState } = await import('../src/shard/state.js');
-  const { createSharedIdState } = await import('../src/store/ids.js');
-  const { openStore } = await import('../src/store/open.js');
+async function loadOneShard(place: Place, src?: string): Promise<void> {
+  // Another build's modules (BENCH_BASELINE_MAIN's directory), or this one's.
+  const from = (module: string) => (src ? pathToFileURL(join(src, module)).href : `../src/${module}`);
+  const { loadConfig } = (await import(from('config.js'))) as typeof import('../src/config.js');
+  const { ShardState } = (await import(from('shard/state.js'))) as typeof import('../src/shard/state.js');
+  const { createSharedIdState } = (await import(from('store/ids.js'))) as typeof import('../src/store/ids.js');
+  const { openStore } = (await import(from('store/open.js'))) as typeof import('../src/store/open.js');
   const config = loadConfig({ DATA_DIR: place.dataDir, ...place.env });
   const store = await openStore(config, 'shard');
   const gc = (globalThis as { gc?: () => void }).gc!;
@@ -324,10 +327,10 @@ async function loadOneShard(place: Place): Promise<void> {
   }
 }
 
-/** One shard's load in a child process (loadOneShard); null when the child failed. */
-function measureOneShard(place: Place): LoadFigures | null {
+/** One shard's load in a child process (loadOneShard), by this build or the one whose modules are in `src`; null when the child failed. */
+function measureOneShard(place: Place, src?: string): LoadFigures | null {
   const child = spawnSync(process.execPath, ['--expose-gc', ...process.execArgv, process.argv[1], 'restart-1m'], {
-    env: { ...process.env, [LOAD_CHILD]: JSON.stringify(place) },
+    env: { ...process.env, [LOAD_CHILD]: JSON.stringify({ place, src }) },
     stdio: ['ignore', 'pipe', 'inherit'],
     encoding: 'utf8',
   });
@@ -411,7 +414,8 @@ function storesOf(setting: string): Engine[] {
 export async function run(): Promise<number> {
   const loadPlace = process.env[LOAD_CHILD];
   if (loadPlace) {
-    await loadOneShard(JSON.parse(loadPlace) as Place);
+    const { place, src } = JSON.parse(loadPlace) as { place: Place; src?: string };
+    await loadOneShard(place, src);
     return 0;
   }
 
@@ -520,6 +524,32 @@ export async function run(): Promise<number> {
         log(
           `  stored values, ${v.db}: ${v.meanBytes.toFixed(0)} bytes on average over the first ${fmt.int(v.sampled)}; ` +
             `${fmt.int(v.inlineDefinitions)} of them begin with an inline msgpack record definition (their own field names)`,
+        );
+      }
+    }
+
+    // With a baseline build: one shard's load by each build in turn, its CPU time and live heap (steadier than a restart's wall time).
+    const loadPairs = new Map<Engine, { ours: LoadFigures[]; theirs: LoadFigures[] }>();
+    if (baselineMain) {
+      const theirSrc = dirname(baselineMain);
+      for (const [e, st] of stores) {
+        const pair = { ours: [] as LoadFigures[], theirs: [] as LoadFigures[] };
+        const first = loads.get(e);
+        if (first) pair.ours.push(first);
+        for (let i = 0; i < restarts; i++) {
+          for (const side of i % 2 === 0 ? (['theirs', 'ours'] as const) : (['ours', 'theirs'] as const)) {
+            if (side === 'ours' && pair.ours.length > i) continue;
+            const load = measureOneShard(st.full, side === 'theirs' ? theirSrc : undefined);
+            if (load) pair[side].push(load);
+          }
+        }
+        loadPairs.set(e, pair);
+        const cpu = (l: LoadFigures[]) => median(l.map((x) => x.cpuMs));
+        const live = (l: LoadFigures[]) => median(l.map((x) => x.liveHeapUsed));
+        log(
+          `  ${e}: one shard's load, this build ÷ baseline build (medians of ${pair.ours.length} and ${pair.theirs.length}): ` +
+            `CPU ${fmt.int(cpu(pair.ours))} vs ${fmt.int(cpu(pair.theirs))} ms = ${(cpu(pair.ours) / cpu(pair.theirs)).toFixed(3)}×; ` +
+            `live heap ${fmt.mb(live(pair.ours))} vs ${fmt.mb(live(pair.theirs))} (${fmt.mb(live(pair.ours) - live(pair.theirs))} more)`,
         );
       }
     }
@@ -638,6 +668,14 @@ export async function run(): Promise<number> {
                 data_share_to_baseline: Number(((fullMs - emptyMs) / (baseMs - emptyMs)).toFixed(4)),
                 baseline_rss_mb: r0(baseRss / 2 ** 20),
                 full_minus_baseline_rss_mb: r0((med(e, 'full', (r) => r.mem.rss) - baseRss) / 2 ** 20),
+                one_shard_load_cpu_ms: loadPairs.get(e) && {
+                  ours: loadPairs.get(e)!.ours.map((l) => r0(l.cpuMs)),
+                  baseline: loadPairs.get(e)!.theirs.map((l) => r0(l.cpuMs)),
+                },
+                one_shard_live_heap_mb: loadPairs.get(e) && {
+                  ours: loadPairs.get(e)!.ours.map((l) => r0(l.liveHeapUsed / 2 ** 20)),
+                  baseline: loadPairs.get(e)!.theirs.map((l) => r0(l.liveHeapUsed / 2 ** 20)),
+                },
               }
             : {}),
           one_shard_load: load && {

@@ -11,6 +11,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { type Change, expectError, FORBIDDEN, fixtures, type Net } from '../helpers/fixtures.js';
 import { type Response, InjectServer as TestServer } from '../helpers/inject.js';
+import { EXAMPLE_MAXIMAL_FREE, EXAMPLE_NETWORKS } from '../helpers/ipam-example.js';
 
 let s: TestServer;
 beforeAll(async () => {
@@ -62,26 +63,8 @@ async function expectNothingWritten(site: number, write: () => Promise<void>): P
   expect((await changesOf(site)).map((c) => c.id)).toEqual(changes.map((c) => c.id));
 }
 
-// The worked example of issue 25.
-const EXAMPLE = ['10.0.0.0/16', '10.0.0.0/24', '10.0.1.0/25', '10.0.0.1/32', '10.0.2.1/32', '10.0.2.2/32'];
-const MAXIMAL = [
-  '10.0.1.128/25',
-  '10.0.2.0/32',
-  '10.0.2.3/32',
-  '10.0.2.4/30',
-  '10.0.2.8/29',
-  '10.0.2.16/28',
-  '10.0.2.32/27',
-  '10.0.2.64/26',
-  '10.0.2.128/25',
-  '10.0.3.0/24',
-  '10.0.4.0/22',
-  '10.0.8.0/21',
-  '10.0.16.0/20',
-  '10.0.32.0/19',
-  '10.0.64.0/18',
-  '10.0.128.0/17',
-];
+const EXAMPLE = EXAMPLE_NETWORKS;
+const MAXIMAL = EXAMPLE_MAXIMAL_FREE;
 
 describe('utilization', () => {
   let site: number;

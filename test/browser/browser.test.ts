@@ -8,6 +8,7 @@ import { resolve } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { chromiumAvailable, launch, screenshot } from '../helpers/browser.js';
+import { EXAMPLE_NETWORKS } from '../helpers/ipam-example.js';
 import { TestServer } from '../helpers/server.js';
 
 const available = chromiumAvailable();
@@ -160,15 +161,13 @@ describe.skipIf(!available)('browsable API in a browser', { timeout: 60_000 }, (
 describe.skipIf(!available)('networks in the browsable view', { timeout: 60_000 }, () => {
   let page: Page;
   let site: number;
-  // The worked example of issue 25: 386 of the /16's 65536 addresses used, 16 maximal free blocks.
-  const EXAMPLE = ['10.0.0.0/16', '10.0.0.0/24', '10.0.1.0/25', '10.0.0.1/32', '10.0.2.1/32', '10.0.2.2/32'];
 
   beforeAll(async () => {
     if (!available) return;
     site = (await s.post('/api/sites/', { name: 'ipam' })).json.id;
     const r = await s.post(
       `/api/sites/${site}/networks/`,
-      EXAMPLE.map((cidr) => ({ cidr })),
+      EXAMPLE_NETWORKS.map((cidr) => ({ cidr })),
     );
     expect(r.status, r.text).toBe(201);
     page = await newPage();
@@ -185,7 +184,7 @@ describe.skipIf(!available)('networks in the browsable view', { timeout: 60_000 
     await meter.waitFor();
     const u = (await s.get(`/api/sites/${site}/networks/10.0.0.0/16/utilization/`)).json;
     expect(u.utilization).toBe(386 / 65536);
-    expect(await meter.evaluate((m: HTMLMeterElement) => m.value)).toBe(u.utilization);
+    expect(await meter.evaluate((m: { value: number }) => m.value)).toBe(u.utilization);
     expect(await meter.getAttribute('aria-label')).toBe('Utilization of 10.0.0.0/16');
     expect(await page.getByRole('meter', { name: 'Utilization of 10.0.0.0/16' }).count()).toBe(1);
     expect(await page.locator('section.ipam p.utilization').textContent()).toContain('386 of 65536 addresses used');
@@ -223,7 +222,7 @@ describe.skipIf(!available)('networks in the browsable view', { timeout: 60_000 
     await page.locator('table.objects th', { hasText: 'utilization' }).waitFor();
     const meters = page.locator('table.objects td.bar meter');
     await expect.poll(() => meters.count()).toBe(3);
-    expect(await meters.evaluateAll((ms: HTMLMeterElement[]) => ms.map((m) => m.value))).toEqual([386 / 65536, 1 / 256, 0]);
+    expect(await meters.evaluateAll((ms: { value: number }[]) => ms.map((m) => m.value))).toEqual([386 / 65536, 1 / 256, 0]);
     await screenshot(page, 'browse-network-list-utilization');
     expect(elsewhere).toEqual([]);
     expect(pageErrors).toEqual([]);

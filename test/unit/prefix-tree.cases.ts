@@ -9,6 +9,7 @@
  */
 import { describe, expect, test } from 'vitest';
 import type { Entry, PrefixTree } from '../../src/ip/prefix-tree.js';
+import { EXAMPLE_MAXIMAL_FREE, EXAMPLE_NETWORKS } from '../helpers/ipam-example.js';
 
 type Width = 32 | 128;
 type Make = (width: Width) => PrefixTree<number>;
@@ -798,7 +799,9 @@ export function prefixTreeCases(name: string, make: Make): void {
 
     describe('freeBlocks of a parent whose only free addresses are excluded', () => {
       const ends = ['10.0.0.0', '10.0.0.7'];
-      const hosts = (t: PrefixTree<number>, ...last: number[]) => last.forEach((h, i) => ins(t, `10.0.0.${h}/32`, 100 + i));
+      const hosts = (t: PrefixTree<number>, ...last: number[]) => {
+        for (const [i, h] of last.entries()) ins(t, `10.0.0.${h}/32`, 100 + i);
+      };
 
       const room = (t: PrefixTree<number>, strict: boolean, exclude?: string[]) =>
         t.hasFreeBlock(parsePrefix('10.0.0.0/29').addr, 29, { len: 32, strict, exclude: exclude?.map((x) => parseAddr(x).addr) });
@@ -847,25 +850,8 @@ export function prefixTreeCases(name: string, make: Make): void {
 
     describe('usage and free space', () => {
       // The worked example of issue 25: a /16 with a /24 (holding a host), a /25 and two hosts.
-      const example = () => build('10.0.0.0/16', '10.0.0.0/24', '10.0.1.0/25', '10.0.0.1/32', '10.0.2.1/32', '10.0.2.2/32');
-      const MAXIMAL = [
-        '10.0.1.128/25',
-        '10.0.2.0/32',
-        '10.0.2.3/32',
-        '10.0.2.4/30',
-        '10.0.2.8/29',
-        '10.0.2.16/28',
-        '10.0.2.32/27',
-        '10.0.2.64/26',
-        '10.0.2.128/25',
-        '10.0.3.0/24',
-        '10.0.4.0/22',
-        '10.0.8.0/21',
-        '10.0.16.0/20',
-        '10.0.32.0/19',
-        '10.0.64.0/18',
-        '10.0.128.0/17',
-      ];
+      const example = () => build(...EXAMPLE_NETWORKS);
+      const MAXIMAL = EXAMPLE_MAXIMAL_FREE;
       const usage = (t: PrefixTree<number>, c: string) => at((a, l) => t.usage(a, l))(c);
       const fill = (t: PrefixTree<number>, c: string) => at((a, l) => t.fill(a, l))(c);
       const space = (t: PrefixTree<number>, c: string, q: { len?: number; from?: string; skip?: bigint; max?: number }) =>
