@@ -110,6 +110,10 @@ export class NaiveTree<V> implements PrefixTree<V> {
     const out: bigint[] = [];
     if (num < 1) return out;
     const excluded = new Set(query.exclude ?? []);
+    if (query.excludeEnds) {
+      excluded.add(addr);
+      excluded.add(lastAddress(addr, plen, this.width) + 1n - (1n << BigInt(this.width - len)));
+    }
     const shift = BigInt(this.width - len);
     const blockCount = 1n << BigInt(len - plen);
 

@@ -28,8 +28,13 @@ export interface FreeBlockQuery {
    * (a stored prefix inside it with no stored prefix in between).
    */
   strict: boolean;
-  /** Block start addresses never offered (the parent's first and last address for hosts). */
+  /** Block start addresses never offered. */
   exclude?: readonly bigint[];
+  /**
+   * The parent's first and last block are never offered (next_address's host exclusion, gaps.md §14.2): the
+   * same as naming them in `exclude`, without computing them, so asking many parents costs no BigInt work.
+   */
+  excludeEnds?: boolean;
 }
 
 /**

@@ -409,15 +409,16 @@ export class RadixTree<V> implements PrefixTree<V> {
     const L = q.len;
     const out: bigint[] = [];
     if (q.num <= 0 || L < plen || L > W) return out;
-    const exclude = q.exclude ?? [];
     addr = maskTo(addr, plen, W);
+    const named = q.exclude ?? [];
+    const exclude = q.excludeEnds ? [...named, addr, addr + spanOf(plen, W) - spanOf(L, W)] : named;
     if (L === plen) {
       if (!this.hasDescendants(addr, plen) && !exclude.includes(addr)) out.push(addr);
       return out;
     }
     const search = new FreeSearch<V>(W, L, q.num, q.strict, exclude, out);
     const node = this.find(addr, plen);
-    if (node && L === W && exclude.length > 0 && roomBesidesExcluded(node, W, q.strict, exclude) === false) return out;
+    if (node && L === W && exclude.length > 0 && roomBesidesExcluded(node, W, q.strict, endsOf(node, W, q)) === false) return out;
     if (node) search.visit(node);
     else search.top(addr, plen, this.locate(addr, plen));
     return out;
@@ -430,17 +431,38 @@ export class RadixTree<V> implements PrefixTree<V> {
    */
   hasFreeBlock(addr: bigint, plen: number, q: Omit<FreeBlockQuery, 'num'>): boolean {
     const W = this.width;
-    const exclude = q.exclude ?? [];
-    const node = q.len > plen && q.len <= W ? this.find(maskTo(addr, plen, W), plen) : null;
-    if (node && exclude.length === 0) {
+    // A parent's own address is aligned: the lookup without masking first (masking allocates).
+    const node = q.len > plen && q.len <= W ? (this.find(addr, plen) ?? this.find(maskTo(addr, plen, W), plen)) : null;
+    if (node && !q.excludeEnds && (q.exclude ?? []).length === 0) {
       const depth = q.strict
         ? Math.max(node.len, Math.min(this.halfDepth(node, node.child0, true), this.halfDepth(node, node.child1, true)))
         : node.full;
       return q.len > depth;
     }
-    const room = node && q.len === W ? roomBesidesExcluded(node, W, q.strict, exclude) : undefined;
+    const room = node && q.len === W ? roomBesidesExcluded(node, W, q.strict, endsOf(node, W, q)) : undefined;
     return room ?? this.freeBlocks(addr, plen, { ...q, num: 1 }).length > 0;
   }
+}
+
+/** Which of the stored node's first and last address a host query excludes; null when it excludes others too. */
+function endsOf(n: Node<unknown>, W: number, q: Omit<FreeBlockQuery, 'num'>): Ends | null {
+  const ends: Ends = { first: q.excludeEnds === true, last: q.excludeEnds === true, count: 0 };
+  if (q.exclude && q.exclude.length > 0) {
+    const last = n.addr + spanOf(n.len, W) - 1n;
+    for (const x of q.exclude) {
+      if (x === n.addr) ends.first = true;
+      else if (x === last) ends.last = true;
+      else return null;
+    }
+  }
+  ends.count = (ends.first ? 1 : 0) + (ends.last ? 1 : 0);
+  return ends;
+}
+
+interface Ends {
+  first: boolean;
+  last: boolean;
+  count: number;
 }
 
 /**
@@ -449,25 +471,18 @@ export class RadixTree<V> implements PrefixTree<V> {
  * whether n's first and last address are taken (its children's HEAD_ / TAIL_ bits), without a search (a full
  * parent whose first and last address stay free, as next_address leaves a subnet, would otherwise cost a
  * descent to each).
- * undefined: `exclude` names other addresses, which only a search can judge.
+ * undefined: the query excludes other addresses (`ends` null), which only a search can judge.
  */
-function roomBesidesExcluded(n: Node<unknown>, W: number, strict: boolean, exclude: readonly bigint[]): boolean | undefined {
+function roomBesidesExcluded(n: Node<unknown>, W: number, strict: boolean, ends: Ends | null): boolean | undefined {
+  if (!ends) return undefined;
   const a = n.child0;
   const b = n.child1;
   let free: number | bigint;
   if (W === 32)
     free = 2 ** (32 - n.len) - (strict ? (a ? (a.cover as number) : 0) + (b ? (b.cover as number) : 0) : (a?.hosts ?? 0) + (b?.hosts ?? 0));
   else free = spanOf(n.len, W) - (strict ? bigCover(a) + bigCover(b) : BigInt((a?.hosts ?? 0) + (b?.hosts ?? 0)));
-  if (free > exclude.length) return true;
-  const last = n.addr + spanOf(n.len, W) - 1n;
-  let first = false;
-  let end = false;
-  for (const x of exclude) {
-    if (x === n.addr) first = true;
-    else if (x === last) end = true;
-    else return undefined;
-  }
-  const freeExcluded = (first && !edgeTaken(n, 0, strict) ? 1 : 0) + (end && !edgeTaken(n, 1, strict) ? 1 : 0);
+  if (free > ends.count) return true;
+  const freeExcluded = (ends.first && !edgeTaken(n, 0, strict) ? 1 : 0) + (ends.last && !edgeTaken(n, 1, strict) ? 1 : 0);
   return typeof free === 'bigint' ? free > BigInt(freeExcluded) : free > freeExcluded;
 }
 

@@ -76,8 +76,7 @@ function blockQuery(ctx: RequestContext, p: NetworkRecord, params: NextParams): 
   const W = widthOf(p);
   const len = params.len ?? W;
   const interconnect = p.version === 4 ? ctx.config.interconnectPrefixes.v4 : ctx.config.interconnectPrefixes.v6;
-  const exclude = len === W && p.len !== interconnect ? [p.addr, p.addr + (1n << BigInt(W - p.len)) - 1n] : [];
-  return { len, strict: params.strict, exclude };
+  return { len, strict: params.strict, excludeEnds: len === W && p.len !== interconnect };
 }
 
 /** The first `num` blocks next_* offers in `p` (block start addresses); a reserved parent offers none. */

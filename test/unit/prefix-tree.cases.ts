@@ -813,6 +813,10 @@ export function prefixTreeCases(name: string, make: Make): void {
           expect(free(t, '10.0.0.0/29', { len: 32, num: 5, strict, exclude: ends })).toEqual([]);
           expect(room(t, strict, ends)).toBe(false);
           expect(room(t, strict)).toBe(true);
+          // The same ends by excludeEnds.
+          const q = { len: 32, strict, excludeEnds: true };
+          expect(t.freeBlocks(parsePrefix('10.0.0.0/29').addr, 29, { ...q, num: 5 })).toEqual([]);
+          expect(t.hasFreeBlock(parsePrefix('10.0.0.0/29').addr, 29, q)).toBe(false);
         }
         expect(free(t, '10.0.0.0/29', { len: 32, num: 5 })).toEqual(['10.0.0.0/32', '10.0.0.7/32']);
         expect(free(t, '10.0.0.0/29', { len: 32, num: 5, exclude: ['10.0.0.0'] })).toEqual(['10.0.0.7/32']);

@@ -235,9 +235,11 @@ function run(p: Profile, seed: number, ops: number): Disagreement | undefined {
             : e < 0.85
               ? [parent.addr, last]
               : [parent.addr + (((r.bits(w) % (1n << BigInt(w - parent.len))) >> BigInt(w - len)) << BigInt(w - len)), parent.addr];
-        const q = { len, num, strict, ...(exclude ? { exclude } : {}) };
+        // The parent's ends: named, or by excludeEnds.
+        const ends = exclude !== undefined && e < 0.85 && r.chance(0.5);
+        const q = { len, num, strict, ...(ends ? { excludeEnds: true } : exclude ? { exclude } : {}) };
         const what = `freeBlocks(${txt(parent)}, { len: ${len}, num: ${num}, strict: ${strict}${
-          exclude ? `, exclude: [${exclude.map((x) => formatAddr(x, w)).join(', ')}]` : ''
+          ends ? ', excludeEnds: true' : exclude ? `, exclude: [${exclude.map((x) => formatAddr(x, w)).join(', ')}]` : ''
         } })`;
         d = compare(
           `${what}, hasFreeBlock`,
