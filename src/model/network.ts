@@ -2,7 +2,9 @@
  * Network (spec §2.6, §3, §4.6; gaps.md §13, §14): IPAM. Each site keeps one
  * prefix tree per IP version (shard.tree); a network's parent, children and
  * free space are questions to that tree, so reparenting on create and delete
- * is not a write at all, and next_network / next_address cost O(W · num).
+ * is not a write at all, next_network / next_address cost O(W · num)
+ * (model/_allocation.ts, with pools and labelled allocations), and a network's
+ * utilization/ and a page of its available/ O(W) (model/_network-space.ts).
  */
 import { Type } from '@sinclair/typebox';
 import { Errors, errorEnvelope } from '../errors.js';
