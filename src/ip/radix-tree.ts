@@ -527,8 +527,12 @@ function innerBlocks(n: Node<unknown>): number {
   const a = n.child0;
   const b = n.child1;
   if (!a && !b) return 1;
-  const half = (c: Node<unknown> | null) => (c ? c.len - n.len - 1 + (c.stored ? 0 : c.blocks) : 1);
-  return half(a) + half(b);
+  return halfBlocks(n, a) + halfBlocks(n, b);
+}
+
+/** The maximal free blocks in the half of `n` that holds exactly subtree c (none: the half itself). */
+function halfBlocks(n: Node<unknown>, c: Node<unknown> | null): number {
+  return c ? c.len - n.len - 1 + (c.stored ? 0 : c.blocks) : 1;
 }
 
 /**

@@ -99,8 +99,8 @@ interface Labels {
  */
 function labels(ctx: RequestContext, model: NetworkModel, site: number, reserve: boolean): Labels {
   const body = requireObject(ctx.req.body ?? {});
-  const v = validateFields(model.schema, { state: body.state }, 'PATCH');
-  const state = v.state as NetworkState | undefined;
+  // Most allocations carry no body: the schema is asked only about a state given.
+  const state = body.state === undefined ? undefined : (validateFields(model.schema, { state: body.state }, 'PATCH').state as NetworkState);
   if (reserve && state !== undefined && state !== 'reserved') throw Errors.field('state', `"${state}" conflicts with reserve=true.`);
   return {
     state: state ?? (reserve ? 'reserved' : 'allocated'),
