@@ -648,6 +648,25 @@ export function processMemory(pid: number): { rss: number; peak: number; anon: n
   }
 }
 
+/**
+ * Runs part of a scenario in a fresh process (this bench again, `env` naming the part), so heap and GC
+ * state do not carry over between parts: its lines are logged here, except the one starting with `marker`,
+ * whose rest is its result as JSON.
+ */
+export function childResult<T>(scenario: string, env: Record<string, string>, marker: string, what: string, nodeArgs: string[] = []): T {
+  const child = spawnSync(process.execPath, [...nodeArgs, ...process.execArgv, process.argv[1], scenario], {
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'inherit'],
+    encoding: 'utf8',
+    maxBuffer: 64 * 2 ** 20,
+  });
+  const lines = (child.stdout ?? '').split('\n');
+  for (const line of lines) if (line && !line.startsWith(marker)) log(line);
+  const result = lines.find((l) => l.startsWith(marker));
+  if (child.status !== 0 || !result) throw new Error(`${what}: the child process failed (status ${child.status})`);
+  return JSON.parse(result.slice(marker.length)) as T;
+}
+
 export function median(values: number[]): number {
   const s = [...values].sort((a, b) => a - b);
   const m = s.length >> 1;

@@ -50,26 +50,16 @@
  * per query and level, default 2000), BENCH_WARMUP_REPS (default 200),
  * BENCH_NAIVE_REPS (default 2; 0 skips the baseline).
  */
-import { spawnSync } from 'node:child_process';
 import { PerformanceObserver } from 'node:perf_hooks';
-import { loadConfig } from '../src/config.js';
 import { formatCidr, type IpVersion, WIDTH } from '../src/ip/address.js';
 import { NaiveTree } from '../src/ip/naive-tree.js';
 import type { FreeBlockQuery } from '../src/ip/prefix-tree.js';
 import { RadixTree } from '../src/ip/radix-tree.js';
-import type { NetworkRecord } from '../src/model/_networks.js';
-import { networkModel } from '../src/model/network.js';
-import type { SiteRecord } from '../src/shard/context.js';
-import { handle } from '../src/shard/dispatch.js';
-import type { ShardRequest } from '../src/shard/protocol.js';
-import { ShardState } from '../src/shard/state.js';
-import { createSharedIdState } from '../src/store/ids.js';
-import { LmdbStore } from '../src/store/lmdb.js';
 import { prng } from '../test/helpers/prng.js';
-import { envNumber, fmt, log, machine, median, type Stats, stats, table, tempDir } from './_harness.js';
+import { childResult, envNumber, fmt, log, machine, median, type Stats, stats, table } from './_harness.js';
+import { benchShard, SITE } from './_shard.js';
 
 const BUDGET_MS = 1;
-const SITE = 1;
 const PARENTS: Record<IpVersion, { addr: bigint; len: number }> = {
   4: { addr: 0x0a000000n, len: 8 },
   6: { addr: 0x20010db8n << 96n, len: 32 },
@@ -238,91 +228,57 @@ interface ConfigResult {
 
 /** One IP version and fill: build, time, compare. Runs in a process of its own (see run). */
 async function runConfig(version: IpVersion, fill: number, { n, reps, warmupReps, naiveReps }: Settings): Promise<ConfigResult> {
-  const dir = tempDir('netsot-bench-p3-');
-  const store = new LmdbStore(dir.path);
-  const config = loadConfig({ DATA_DIR: dir.path });
   const rows: Row[] = [];
   let mismatches = 0;
-  try {
-    const W = WIDTH[version];
-    const P = PARENTS[version];
-    const pText = formatCidr({ version, addr: P.addr, len: P.len }, true);
-    const capacity = Number(1n << BigInt(Math.min(W - P.len, 40))) - 2;
-    const queries = queriesFor(version);
-    const window = Math.ceil(n / fill);
-    if (window > capacity) throw new Error(`fill ${fill}: a window of ${window} addresses does not fit in ${pText}`);
-    const offsets = childOffsets(n, window, 0xa110c + Math.round(fill * 1000) + version);
-    const windowEnd = P.addr + BigInt(window) + 1n; // first address after the window
-    const where = (addr: bigint | undefined) => (addr === undefined ? 'none' : addr < windowEnd ? 'inside window' : 'after window');
-    // 1. A bare RadixTree: build time and heap per child; tree-level timings.
-    const value = { id: 0, siteId: SITE };
-    let h0 = heapUsed();
-    let t0 = performance.now();
-    let tree: RadixTree<object> | null = new RadixTree<object>(W);
-    tree.insert(P.addr, P.len, value);
-    for (let i = 0; i < n; i++) tree.insert(P.addr + BigInt(offsets[i]), W, value);
-    const treeMs = performance.now() - t0;
-    const treeBytes = (heapUsed() - h0) / n;
-    const treeAnswers = queries.map((q) => tree!.freeBlocks(P.addr, P.len, freeQuery(version, q)));
-    const treeTimes: Timed[] = [];
-    const treeAlloc: number[] = [];
-    for (const q of queries) {
-      const fq = freeQuery(version, q);
-      await time(warmupReps, () => tree!.freeBlocks(P.addr, P.len, fq));
-      treeTimes.push(await time(reps, () => tree!.freeBlocks(P.addr, P.len, fq)));
-      treeAlloc.push(await bytesPerCall(() => tree!.freeBlocks(P.addr, P.len, fq)));
-    }
-    tree = null;
+  const W = WIDTH[version];
+  const P = PARENTS[version];
+  const pText = formatCidr({ version, addr: P.addr, len: P.len }, true);
+  const capacity = Number(1n << BigInt(Math.min(W - P.len, 40))) - 2;
+  const queries = queriesFor(version);
+  const window = Math.ceil(n / fill);
+  if (window > capacity) throw new Error(`fill ${fill}: a window of ${window} addresses does not fit in ${pText}`);
+  const offsets = childOffsets(n, window, 0xa110c + Math.round(fill * 1000) + version);
+  const windowEnd = P.addr + BigInt(window) + 1n; // first address after the window
+  const where = (addr: bigint | undefined) => (addr === undefined ? 'none' : addr < windowEnd ? 'inside window' : 'after window');
+  // 1. A bare RadixTree: build time and heap per child; tree-level timings.
+  const value = { id: 0, siteId: SITE };
+  let h0 = heapUsed();
+  let t0 = performance.now();
+  let tree: RadixTree<object> | null = new RadixTree<object>(W);
+  tree.insert(P.addr, P.len, value);
+  for (let i = 0; i < n; i++) tree.insert(P.addr + BigInt(offsets[i]), W, value);
+  const treeMs = performance.now() - t0;
+  const treeBytes = (heapUsed() - h0) / n;
+  const treeAnswers = queries.map((q) => tree!.freeBlocks(P.addr, P.len, freeQuery(version, q)));
+  const treeTimes: Timed[] = [];
+  const treeAlloc: number[] = [];
+  for (const q of queries) {
+    const fq = freeQuery(version, q);
+    await time(warmupReps, () => tree!.freeBlocks(P.addr, P.len, fq));
+    treeTimes.push(await time(reps, () => tree!.freeBlocks(P.addr, P.len, fq)));
+    treeAlloc.push(await bytesPerCall(() => tree!.freeBlocks(P.addr, P.len, fq)));
+  }
+  tree = null;
 
-    // 2. A ShardState holding the parent and 1M children as network records; handler-level timings.
-    h0 = heapUsed();
-    t0 = performance.now();
-    let shard: ShardState | null = new ShardState(0, 1, config, store, createSharedIdState({}));
-    const site: SiteRecord = { id: shard.ids.next('site'), siteId: SITE, name: 'bench', description: '' };
-    shard.table<SiteRecord>('site').insert(site);
-    shard.index.set('site', site.id, 0);
-    const networks = shard.table<NetworkRecord>('network');
-    const add = (addr: bigint, len: number) => {
-      const r: NetworkRecord = {
-        id: shard!.ids.next('network'),
-        siteId: SITE,
-        version,
-        addr,
-        len,
-        state: 'allocated',
-        attributes: {},
-        valueIds: [],
-      };
-      networks.insert(r);
-      for (const d of networkModel.derived ?? []) d.add(shard!, r);
-      shard!.index.set('network', r.id, 0);
-    };
-    add(P.addr, P.len);
-    for (let i = 0; i < n; i++) add(P.addr + BigInt(offsets[i]), W);
-    const shardMs = performance.now() - t0;
-    const shardBytes = (heapUsed() - h0) / (n + 1);
-    let seq = 0;
-    const principal = { id: 1, email: 'admin@localhost', superuser: true, grants: {} };
-    const requestFor = (q: Query): ShardRequest => ({
-      seq: ++seq,
-      op: 'detail-route',
-      method: 'GET',
-      collection: 'networks',
-      site: SITE,
-      siteText: String(SITE),
-      key: pText,
-      route: q.route,
-      query: q.route === 'next_network' ? `prefix_length=${q.len}&num=${q.num}` : `num=${q.num}`,
-      principal,
-      link: { scheme: 'http', host: 'bench', path: `/api/sites/${SITE}/networks/${pText}/${q.route}/` },
-    });
+  // 2. A ShardState holding the parent and 1M children as network records; handler-level timings.
+  h0 = heapUsed();
+  t0 = performance.now();
+  const b = await benchShard('netsot-bench-p3-');
+  let shardMs = 0;
+  let shardBytes = 0;
+  const handlerTimes: Timed[] = [];
+  const handlerAlloc: number[] = [];
+  try {
+    b.addNetwork(version, P.addr, P.len);
+    for (let i = 0; i < n; i++) b.addNetwork(version, P.addr + BigInt(offsets[i]), W);
+    shardMs = performance.now() - t0;
+    shardBytes = (heapUsed() - h0) / (n + 1);
     const viaHandler = async (q: Query): Promise<string> => {
-      const reply = await handle(shard!, requestFor(q));
+      const query = q.route === 'next_network' ? `prefix_length=${q.len}&num=${q.num}` : `num=${q.num}`;
+      const reply = await b.ask(b.networkRequest({ op: 'detail-route', key: pText, route: q.route, query }));
       if (reply.status !== 200) throw new Error(`${q.label} answered ${reply.status}: ${reply.body}`);
       return reply.body;
     };
-    const handlerTimes: Timed[] = [];
-    const handlerAlloc: number[] = [];
     for (const [i, q] of queries.entries()) {
       const body = JSON.parse(await viaHandler(q)) as string[];
       const expected = treeAnswers[i].map((addr) => formatCidr({ version, addr, len: q.len }, true));
@@ -334,63 +290,61 @@ async function runConfig(version: IpVersion, fill: number, { n, reps, warmupReps
       handlerTimes.push(await timeAsync(reps, () => viaHandler(q)));
       handlerAlloc.push(await bytesPerCall(() => viaHandler(q)));
     }
-    shard = null;
-
-    // 3. The baseline: NaiveTree over the same prefixes.
-    let naiveMs = 0;
-    let naiveTimes: (Stats | null)[] = queries.map(() => null);
-    if (naiveReps > 0) {
-      t0 = performance.now();
-      let naive: NaiveTree<object> | null = new NaiveTree<object>(W);
-      naive.insert(P.addr, P.len, value);
-      for (let i = 0; i < n; i++) naive.insert(P.addr + BigInt(offsets[i]), W, value);
-      naiveMs = performance.now() - t0;
-      naiveTimes = queries.map((q, i) => {
-        const fq = freeQuery(version, q);
-        const got = naive!.freeBlocks(P.addr, P.len, fq); // the first call doubles as warm-up
-        if (got.length !== treeAnswers[i].length || got.some((a, j) => a !== treeAnswers[i][j])) {
-          mismatches++;
-          log(`MISMATCH naive vs tree, ${q.label}: ${got.slice(0, 3).join(',')} vs ${treeAnswers[i].slice(0, 3).join(',')}`);
-        }
-        const t: number[] = [];
-        for (let k = 0; k < naiveReps; k++) {
-          const t1 = performance.now();
-          naive!.freeBlocks(P.addr, P.len, fq);
-          t.push(performance.now() - t1);
-        }
-        return stats(t);
-      });
-      naive = null;
-    }
-
-    for (const [i, q] of queries.entries()) {
-      const first = treeAnswers[i][0];
-      rows.push({
-        version,
-        fill,
-        window,
-        query: q.label,
-        answer:
-          first === undefined
-            ? '[]'
-            : `${formatCidr({ version, addr: first, len: q.len }, true)}${q.num > 1 ? ` … (${treeAnswers[i].length})` : ''}`,
-        where: where(first),
-        tree: treeTimes[i],
-        handler: handlerTimes[i],
-        naive: naiveTimes[i],
-        treeBytes: treeAlloc[i],
-        handlerBytes: handlerAlloc[i],
-      });
-    }
-    log(
-      `IPv${version} ${pText}, fill ${fmt.pct(fill)} (window ${fmt.int(window)} addresses): tree built in ${fmt.int(treeMs)} ms, ` +
-        `shard in ${fmt.int(shardMs)} ms${naiveReps > 0 ? `, naive in ${fmt.int(naiveMs)} ms` : ''}`,
-    );
-    return { rows, build: { version, fill, treeMs, treeBytes, shardMs, shardBytes, naiveMs }, mismatches };
   } finally {
-    await store.close();
-    dir.remove();
+    await b.close();
   }
+
+  // 3. The baseline: NaiveTree over the same prefixes.
+  let naiveMs = 0;
+  let naiveTimes: (Stats | null)[] = queries.map(() => null);
+  if (naiveReps > 0) {
+    t0 = performance.now();
+    let naive: NaiveTree<object> | null = new NaiveTree<object>(W);
+    naive.insert(P.addr, P.len, value);
+    for (let i = 0; i < n; i++) naive.insert(P.addr + BigInt(offsets[i]), W, value);
+    naiveMs = performance.now() - t0;
+    naiveTimes = queries.map((q, i) => {
+      const fq = freeQuery(version, q);
+      const got = naive!.freeBlocks(P.addr, P.len, fq); // the first call doubles as warm-up
+      if (got.length !== treeAnswers[i].length || got.some((a, j) => a !== treeAnswers[i][j])) {
+        mismatches++;
+        log(`MISMATCH naive vs tree, ${q.label}: ${got.slice(0, 3).join(',')} vs ${treeAnswers[i].slice(0, 3).join(',')}`);
+      }
+      const t: number[] = [];
+      for (let k = 0; k < naiveReps; k++) {
+        const t1 = performance.now();
+        naive!.freeBlocks(P.addr, P.len, fq);
+        t.push(performance.now() - t1);
+      }
+      return stats(t);
+    });
+    naive = null;
+  }
+
+  for (const [i, q] of queries.entries()) {
+    const first = treeAnswers[i][0];
+    rows.push({
+      version,
+      fill,
+      window,
+      query: q.label,
+      answer:
+        first === undefined
+          ? '[]'
+          : `${formatCidr({ version, addr: first, len: q.len }, true)}${q.num > 1 ? ` … (${treeAnswers[i].length})` : ''}`,
+      where: where(first),
+      tree: treeTimes[i],
+      handler: handlerTimes[i],
+      naive: naiveTimes[i],
+      treeBytes: treeAlloc[i],
+      handlerBytes: handlerAlloc[i],
+    });
+  }
+  log(
+    `IPv${version} ${pText}, fill ${fmt.pct(fill)} (window ${fmt.int(window)} addresses): tree built in ${fmt.int(treeMs)} ms, ` +
+      `shard in ${fmt.int(shardMs)} ms${naiveReps > 0 ? `, naive in ${fmt.int(naiveMs)} ms` : ''}`,
+  );
+  return { rows, build: { version, fill, treeMs, treeBytes, shardMs, shardBytes, naiveMs }, mismatches };
 }
 
 const ONE = 'BENCH_ALLOC1M_ONE';
@@ -436,17 +390,9 @@ export async function run(): Promise<number> {
   let mismatches = 0;
   for (const version of versions) {
     for (const fill of fills) {
-      const child = spawnSync(process.execPath, ['--expose-gc', ...process.execArgv, process.argv[1], 'alloc-1m'], {
-        env: { ...process.env, [ONE]: `${version}:${fill}` },
-        stdio: ['ignore', 'pipe', 'inherit'],
-        encoding: 'utf8',
-        maxBuffer: 64 * 2 ** 20,
-      });
-      const lines = (child.stdout ?? '').split('\n');
-      for (const line of lines) if (line && !line.startsWith(RESULT)) log(line);
-      const result = lines.find((l) => l.startsWith(RESULT));
-      if (child.status !== 0 || !result) throw new Error(`IPv${version} fill ${fill}: the child process failed (status ${child.status})`);
-      const r = JSON.parse(result.slice(RESULT.length)) as ConfigResult;
+      const r = childResult<ConfigResult>('alloc-1m', { [ONE]: `${version}:${fill}` }, RESULT, `IPv${version} fill ${fill}`, [
+        '--expose-gc',
+      ]);
       rows.push(...r.rows);
       builds.push(r.build);
       mismatches += r.mismatches;

@@ -30,6 +30,11 @@
  * 11.0.0.0/8, so an address names its parent), each connection alternating
  * between them: does allocation scale with shards?
  *
+ * BENCH_BASELINE_MAIN (another build's dist-bench/src/main.js, e.g. the code
+ * before a change) adds that build as a third server, `baseline`, in every
+ * round (its own data dir and parents, the same client settings): the figure
+ * is netsot ÷ baseline, both measured in the same rounds.
+ *
  * Settings (env): BENCH_SECONDS (measured seconds per server, default 10),
  * BENCH_ROUNDS (default 2), BENCH_WARMUP_SECONDS (per server, default 2; the
  * warm-up's allocations are checked like the others), BENCH_CONNECTIONS
@@ -67,7 +72,7 @@ import {
 import { haveWrk, wrkPost } from './_wrk.js';
 
 const TARGET_PER_S = 20_000;
-type Side = 'raw' | 'netsot';
+type Side = 'raw' | 'netsot' | 'baseline';
 type Client = 'autocannon' | 'wrk';
 
 function clientsWanted(): Client[] {
@@ -90,22 +95,35 @@ export async function run(): Promise<number> {
   if (siteCount > 200) throw new Error('BENCH_SITES must be at most 200');
   const clients = clientsWanted();
 
+  const baselineMain = process.env.BENCH_BASELINE_MAIN || undefined;
   const data = tempDir('netsot-bench-p2-');
+  const baselineData = tempDir('netsot-bench-p2-baseline-');
   let netsot: ChildServer | undefined;
   let raw: ChildServer | undefined;
+  let baseline: ChildServer | undefined;
   try {
     netsot = await startNetsot({ dataDir: data.path });
-    const parents: { site: number; cidr: string; path: string }[] = [];
-    for (let i = 0; i < siteCount; i++) {
-      const cidr = `${10 + i}.0.0.0/8`;
-      const site = await siteWithNetworks(netsot.base, `bench-${i + 1}`, [cidr]);
-      parents.push({ site, cidr, path: `/api/sites/${site}/networks/${cidr}/next_address/?reserve=true` });
+    const parentsOn = async (server: ChildServer) => {
+      const out: { site: number; cidr: string; path: string }[] = [];
+      for (let i = 0; i < siteCount; i++) {
+        const cidr = `${10 + i}.0.0.0/8`;
+        const site = await siteWithNetworks(server.base, `bench-${i + 1}`, [cidr]);
+        out.push({ site, cidr, path: `/api/sites/${site}/networks/${cidr}/next_address/?reserve=true` });
+      }
+      return out;
+    };
+    const parents = await parentsOn(netsot);
+    if (baselineMain) {
+      baseline = await startNetsot({ dataDir: baselineData.path, main: baselineMain });
+      const same = await parentsOn(baseline);
+      if (same.some((p, i) => p.path !== parents[i].path)) throw new Error('the baseline build gave its parents other paths');
     }
-    // Every address a 2xx handed out, by parent (first octet - 10).
+    // Every address a 2xx handed out, by server and parent (first octet - 10).
     const got: string[][] = parents.map(() => []);
-    const record = (body: string) => {
+    const gotBaseline: string[][] = parents.map(() => []);
+    const record = (body: string, into = got) => {
       const addr = (JSON.parse(body) as string[])[0];
-      got[Number(addr.slice(0, addr.indexOf('.'))) - 10].push(addr);
+      into[Number(addr.slice(0, addr.indexOf('.'))) - 10].push(addr);
     };
 
     const sample = await request(netsot.base, 'POST', parents[0].path, { headers: AUTH });
@@ -117,13 +135,16 @@ export async function run(): Promise<number> {
     if (rawSample.status !== 200 || rawSample.text !== sample.text)
       throw new Error(`raw uWS answered ${rawSample.status} ${rawSample.text}`);
 
-    const servers: Record<Side, ChildServer> = { raw, netsot };
+    const servers: Partial<Record<Side, ChildServer>> = { raw, netsot, baseline };
+    const keep = (side: Side, body: string) => {
+      if (side !== 'raw') record(body, side === 'netsot' ? got : gotBaseline);
+    };
     const load = async (side: Side, secs: number, client: Client = clients[0]): Promise<LoadSummary> => {
-      const server = servers[side];
+      const server = servers[side]!;
       if (client === 'wrk') {
         const paths = parents.map((p) => p.path);
         const w = await wrkPost({ base: server.base, paths, headers: AUTH, connections, seconds: secs, serverPid: server.pid });
-        if (side === 'netsot') for (const b of w.bodies) record(b);
+        for (const b of w.bodies) keep(side, b);
         return w.summary;
       }
       let ok = 0;
@@ -154,7 +175,7 @@ export async function run(): Promise<number> {
       const wall = (performance.now() - t0) / 1000;
       const cpu = process.cpuUsage(cpu0);
       const srv1 = processCpuSeconds(server.pid);
-      if (side === 'netsot') for (const b of sink) record(b);
+      for (const b of sink) keep(side, b);
       const secsRun = r.duration || wall;
       return {
         requests: ok,
@@ -170,30 +191,30 @@ export async function run(): Promise<number> {
       };
     };
 
-    const orders: Side[][] = Array.from({ length: rounds }, (_, i) => (i % 2 === 0 ? ['raw', 'netsot'] : ['netsot', 'raw']));
+    const sides: Side[] = baseline ? ['raw', 'netsot', 'baseline'] : ['raw', 'netsot'];
+    // Each round starts with another side, so no side always goes first (or last).
+    const orders: Side[][] = Array.from({ length: rounds }, (_, i) => sides.map((_, k) => sides[(i + k) % sides.length]));
     log(
       `alloc (P2): POST ${parents.map((p) => p.path).join(' and ')}` +
         `${parents.length > 1 ? ' in turn' : ''} (reserve=true, num=1; ${sample.text.length}-byte reply like ${sample.text})`,
     );
     log(
       `${connections} keep-alive connections, pipelining 1, ${slice * rounds} s measured per server, ${warmup} s warm-up per server; ` +
-        `${rounds === 1 ? 'raw uWS first, then netsot' : `alternating, ${rounds} rounds of ${slice} s: ${orders.map((o) => o.join('→')).join(', ')}`}`,
+        `${rounds === 1 ? `${sides.join(', then ')}` : `alternating, ${rounds} rounds of ${slice} s: ${orders.map((o) => o.join('→')).join(', ')}`}`,
     );
     log(
       `client: autocannon in the bench process, recording every 200 body; servers: child processes (netsot pid ${netsot.pid}, default shards, ` +
-        `${parents.length} site(s); raw uWS pid ${raw.pid}); ${machine().cores} cores, Node ${process.version}`,
+        `${parents.length} site(s); raw uWS pid ${raw.pid}${baseline ? `; baseline build ${baselineMain} pid ${baseline.pid}` : ''}); ` +
+        `${machine().cores} cores, Node ${process.version}`,
     );
     const busyNote = (busy: number | null) =>
       busy === null ? 'unknown' : `${busy.toFixed(2)} cores${busy > 0.2 ? ' — machine not idle, figures will be noisy' : ''}`;
     const busyBefore = await foreignBusyCores();
     log(`other CPU use before the load (1 s sample, servers idle): ${busyNote(busyBefore)}`);
 
-    const warm: Record<Side, LoadSummary | null> = { raw: null, netsot: null };
-    if (warmup > 0) {
-      warm.netsot = await load('netsot', warmup);
-      warm.raw = await load('raw', warmup);
-    }
-    const byClient = new Map<Client, Record<Side, LoadSummary[]>>(clients.map((c) => [c, { raw: [], netsot: [] }]));
+    const warm: Record<Side, LoadSummary | null> = { raw: null, netsot: null, baseline: null };
+    if (warmup > 0) for (const side of sides) warm[side] = await load(side, warmup);
+    const byClient = new Map<Client, Record<Side, LoadSummary[]>>(clients.map((c) => [c, { raw: [], netsot: [], baseline: [] }]));
     const results = byClient.get(clients[0])!;
     let threadSecs = 0;
     const threads = new Map<number, number>(); // netsot CPU seconds per thread over its measured slices
@@ -208,7 +229,7 @@ export async function run(): Promise<number> {
         }
         byClient.get(client)![side].push(r);
         log(
-          `  round ${i + 1} ${clients.length > 1 ? `${client.padEnd(10)} ` : ''}${side.padEnd(6)} ${fmt.int(r.rps)} ${side === 'netsot' ? 'allocations' : 'replies'}/s, p99 ${fmt.ms(r.latencyMs.p99)} ms` +
+          `  round ${i + 1} ${clients.length > 1 ? `${client.padEnd(10)} ` : ''}${side.padEnd(8)} ${fmt.int(r.rps)} ${side === 'raw' ? 'replies' : 'allocations'}/s, p99 ${fmt.ms(r.latencyMs.p99)} ms` +
             `${failures(r) > 0 ? `, ${failures(r)} FAILED` : ''}`,
         );
       }
@@ -218,7 +239,7 @@ export async function run(): Promise<number> {
 
     // Duplicates among everything handed out, then durability: kill -9, restart, read back.
     const handedOut = got.reduce((a, g) => a + g.length, 0);
-    const duplicates = got.reduce((a, g) => a + (g.length - new Set(g).size), 0);
+    const duplicates = [...got, ...gotBaseline].reduce((a, g) => a + (g.length - new Set(g).size), 0);
     const loadedPid = netsot.pid;
     if (kill9) await netsot.kill();
     else await netsot.stop();
@@ -242,6 +263,7 @@ export async function run(): Promise<number> {
 
     const n = combine(results.netsot);
     const b = combine(results.raw);
+    const vsAll = baseline ? combine(results.baseline) : null;
     const ratio = n.rps / b.rps;
     const row = (label: string, s: LoadSummary) => [
       label,
@@ -260,18 +282,29 @@ export async function run(): Promise<number> {
         clients.flatMap((c) => {
           const r = byClient.get(c)!;
           const tag = clients.length > 1 ? `${c}: ` : '';
-          return [row(`${tag}raw uWS (fixed body)`, combine(r.raw)), row(`${tag}netsot (allocations)`, combine(r.netsot))];
+          return [
+            row(`${tag}raw uWS (fixed body)`, combine(r.raw)),
+            row(`${tag}netsot (allocations)`, combine(r.netsot)),
+            ...(baseline ? [row(`${tag}baseline build (allocations)`, combine(r.baseline))] : []),
+          ];
         }),
       ),
     );
     log('');
     const meets = n.rps >= TARGET_PER_S && duplicates === 0 && missing === 0 && failures(n) === 0;
+    const cpuPer = (s: LoadSummary) => (s.serverCores === null ? '-' : fmt.int((s.serverCores / s.rps) * 1e6));
     for (const c of clients) {
-      const cn = combine(byClient.get(c)!.netsot);
-      const cb = combine(byClient.get(c)!.raw);
+      const r = byClient.get(c)!;
+      const cn = combine(r.netsot);
+      const cb = combine(r.raw);
+      const vs = baseline ? combine(r.baseline) : null;
+      const versus = vs
+        ? `; netsot/baseline build = ${fmt.pct(cn.rps / vs.rps)} (baseline ${fmt.int(vs.rps)}/s, by round ` +
+          `${r.baseline.map((x) => fmt.int(x.rps)).join(', ')}); server CPU per allocation ${cpuPer(cn)} µs vs ${cpuPer(vs)} µs`
+        : '';
       log(
         `netsot (${c}): ${fmt.int(cn.rps)} allocations/s (target >= ${fmt.int(TARGET_PER_S)}): ${cn.rps >= TARGET_PER_S ? 'meets target' : 'BELOW TARGET'}; ` +
-          `netsot/raw = ${fmt.pct(cn.rps / cb.rps)}`,
+          `netsot/raw = ${fmt.pct(cn.rps / cb.rps)}${versus}`,
       );
     }
     log(
@@ -312,8 +345,20 @@ export async function run(): Promise<number> {
         order: orders.map((o) => o.join(',')),
         raw: summary(b),
         netsot: summary(n),
-        per_s_by_round: { raw: results.raw.map((r) => Math.round(r.rps)), netsot: results.netsot.map((r) => Math.round(r.rps)) },
+        per_s_by_round: {
+          raw: results.raw.map((r) => Math.round(r.rps)),
+          netsot: results.netsot.map((r) => Math.round(r.rps)),
+          ...(baseline ? { baseline: results.baseline.map((r) => Math.round(r.rps)) } : {}),
+        },
         ratio: Number(ratio.toFixed(4)),
+        ...(vsAll
+          ? {
+              baseline_main: baselineMain,
+              baseline: summary(vsAll),
+              ratio_to_baseline: Number((n.rps / vsAll.rps).toFixed(4)),
+              baseline_server_us_per_allocation: vsAll.serverCores === null ? null : Math.round((vsAll.serverCores / vsAll.rps) * 1e6),
+            }
+          : {}),
         client: clients[0],
         by_client: Object.fromEntries(
           clients.map((c) => {
@@ -359,7 +404,8 @@ export async function run(): Promise<number> {
     }
     return 0;
   } finally {
-    await Promise.all([netsot?.stop(), raw?.stop()]);
+    await Promise.all([netsot?.stop(), raw?.stop(), baseline?.stop()]);
     data.remove();
+    baselineData.remove();
   }
 }

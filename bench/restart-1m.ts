@@ -43,6 +43,11 @@
  * shared buffers stay warm). On PostgreSQL the memory figures are netsot's
  * process only, the database server's are its own.
  *
+ * BENCH_BASELINE_MAIN (another build's dist-bench/src/main.js, e.g. the code
+ * before a change) adds a third side, `baseline`: that build restarting on the
+ * same full store, in the same alternation (empty, full, baseline, rotating),
+ * so the change's cost is read as full ÷ baseline in one run.
+ *
  * Settings (env): BENCH_NETWORKS (default 1000000), BENCH_LIST (default
  * 10000), BENCH_SITES (default 2), BENCH_RESTARTS (per side, default 3),
  * BENCH_SETTLE_SECONDS (idle wait before a second memory reading, default 5),
@@ -55,7 +60,8 @@
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { open } from 'lmdb';
 import pg from 'pg';
 import { startPostgres, type TestPostgres } from '../test/helpers/postgres.js';
@@ -171,7 +177,7 @@ interface Place {
 
 interface Restart {
   store: Engine;
-  side: 'empty' | 'full';
+  side: 'empty' | 'full' | 'baseline';
   listeningMs: number;
   servingMs: number;
   mem: Mem;
@@ -182,9 +188,16 @@ interface Restart {
 
 const noMem: Mem = { rss: NaN, peak: NaN, anon: NaN, file: NaN };
 
-async function restart(store: Engine, side: Restart['side'], place: Place, dropCaches: boolean, settleMs: number): Promise<Restart> {
+async function restart(
+  store: Engine,
+  side: Restart['side'],
+  place: Place,
+  dropCaches: boolean,
+  settleMs: number,
+  main?: string,
+): Promise<Restart> {
   if (dropCaches) writeFileSync('/proc/sys/vm/drop_caches', '3\n');
-  const server = await startNetsot({ dataDir: place.dataDir, env: place.env, startTimeoutMs: 300_000 });
+  const server = await startNetsot({ dataDir: place.dataDir, env: place.env, startTimeoutMs: 300_000, main });
   try {
     const first = await request(server.base, 'GET', '/api/networks/?limit=1', { headers: AUTH });
     const servedAt = performance.now();
@@ -262,11 +275,13 @@ function sampleValues(dataDir: string, db: string, limit = 200_000): ValueFigure
  * (ShardState.load), then reads the heap right away and again after forced
  * full collections, so live data and load-time garbage can be told apart.
  */
-async function loadOneShard(place: Place): Promise<void> {
-  const { loadConfig } = await import('../src/config.js');
-  const { ShardState } = await import('../src/shard/state.js');
-  const { createSharedIdState } = await import('../src/store/ids.js');
-  const { openStore } = await import('../src/store/open.js');
+async function loadOneShard(place: Place, src?: string): Promise<void> {
+  // Another build's modules (BENCH_BASELINE_MAIN's directory), or this one's.
+  const from = (module: string) => (src ? pathToFileURL(join(src, module)).href : `../src/${module}`);
+  const { loadConfig } = (await import(from('config.js'))) as typeof import('../src/config.js');
+  const { ShardState } = (await import(from('shard/state.js'))) as typeof import('../src/shard/state.js');
+  const { createSharedIdState } = (await import(from('store/ids.js'))) as typeof import('../src/store/ids.js');
+  const { openStore } = (await import(from('store/open.js'))) as typeof import('../src/store/open.js');
   const config = loadConfig({ DATA_DIR: place.dataDir, ...place.env });
   const store = await openStore(config, 'shard');
   const gc = (globalThis as { gc?: () => void }).gc!;
@@ -312,10 +327,10 @@ async function loadOneShard(place: Place): Promise<void> {
   }
 }
 
-/** One shard's load in a child process (loadOneShard); null when the child failed. */
-function measureOneShard(place: Place): LoadFigures | null {
+/** One shard's load in a child process (loadOneShard), by this build or the one whose modules are in `src`; null when the child failed. */
+function measureOneShard(place: Place, src?: string): LoadFigures | null {
   const child = spawnSync(process.execPath, ['--expose-gc', ...process.execArgv, process.argv[1], 'restart-1m'], {
-    env: { ...process.env, [LOAD_CHILD]: JSON.stringify(place) },
+    env: { ...process.env, [LOAD_CHILD]: JSON.stringify({ place, src }) },
     stdio: ['ignore', 'pipe', 'inherit'],
     encoding: 'utf8',
   });
@@ -399,7 +414,8 @@ function storesOf(setting: string): Engine[] {
 export async function run(): Promise<number> {
   const loadPlace = process.env[LOAD_CHILD];
   if (loadPlace) {
-    await loadOneShard(JSON.parse(loadPlace) as Place);
+    const { place, src } = JSON.parse(loadPlace) as { place: Place; src?: string };
+    await loadOneShard(place, src);
     return 0;
   }
 
@@ -411,6 +427,8 @@ export async function run(): Promise<number> {
   const keep = process.env.BENCH_KEEP_DATA;
   const settleMs = envNumber('BENCH_SETTLE_SECONDS', 5) * 1000;
   const engines = storesOf(process.env.BENCH_STORES ?? 'lmdb');
+  const baselineMain = process.env.BENCH_BASELINE_MAIN || undefined;
+  const sides: Restart['side'][] = baselineMain ? ['empty', 'full', 'baseline'] : ['empty', 'full'];
 
   // The filled stores: kept (and reused) with BENCH_KEEP_DATA, else in a temp dir removed at the end.
   const { path: base, remove: removeBase } = keptOrTempDir('netsot-bench-restart-1m', 'netsot-bench-p5-');
@@ -424,7 +442,8 @@ export async function run(): Promise<number> {
         `stores: ${engines.join(', ')}`,
     );
     log(
-      `${machine().cores} cores, Node ${process.version}; default shards; ${restarts} restarts per side and store, alternating empty/full; ` +
+      `${machine().cores} cores, Node ${process.version}; default shards; ${restarts} restarts per side and store, alternating ${sides.join('/')}; ` +
+        `${baselineMain ? `baseline: ${baselineMain} on the full store; ` : ''}` +
         `${dropCaches ? 'page cache dropped before every restart' : 'store in the page cache (warm)'}`,
     );
 
@@ -464,20 +483,27 @@ export async function run(): Promise<number> {
     const results: Restart[] = [];
     for (let i = 0; i < restarts; i++) {
       for (const [e, st] of stores) {
-        for (const side of i % 2 === 0 ? (['empty', 'full'] as const) : (['full', 'empty'] as const)) {
-          const r = await restart(e, side, side === 'full' ? st.full : st.empty, dropCaches, settleMs);
+        for (const side of sides.map((_, k) => sides[(i + k) % sides.length])) {
+          const r = await restart(
+            e,
+            side,
+            side === 'empty' ? st.empty : st.full,
+            dropCaches,
+            settleMs,
+            side === 'baseline' ? baselineMain : undefined,
+          );
           const f = filled.get(e)!.fill;
-          if (side === 'full' && (r.networks !== f.created || r.changes !== f.changes)) {
+          if (side !== 'empty' && (r.networks !== f.created || r.changes !== f.changes)) {
             throw new Error(
               `${e}: after a restart the server counts ${r.networks} networks and ${r.changes} Changes; ${f.created} and ${f.changes} were stored`,
             );
           }
           results.push(r);
           log(
-            `  restart ${i + 1} ${e.padEnd(8)} ${side.padEnd(5)}: serving after ${fmt.int(r.servingMs)} ms (listening line at ${fmt.int(r.listeningMs)} ms), ` +
+            `  restart ${i + 1} ${e.padEnd(8)} ${side.padEnd(8)}: serving after ${fmt.int(r.servingMs)} ms (listening line at ${fmt.int(r.listeningMs)} ms), ` +
               `RSS ${fmt.mb(r.mem.rss)} (anon ${fmt.mb(r.mem.anon)} + file ${fmt.mb(r.mem.file)}), peak ${fmt.mb(r.mem.peak)}; ` +
               `${settleMs / 1000} s later RSS ${fmt.mb(r.settled.rss)} (anon ${fmt.mb(r.settled.anon)})` +
-              `${side === 'full' ? `; counts ${fmt.int(r.networks)} networks, ${fmt.int(r.changes)} Changes` : ''}`,
+              `${side !== 'empty' ? `; counts ${fmt.int(r.networks)} networks, ${fmt.int(r.changes)} Changes` : ''}`,
           );
         }
       }
@@ -498,6 +524,32 @@ export async function run(): Promise<number> {
         log(
           `  stored values, ${v.db}: ${v.meanBytes.toFixed(0)} bytes on average over the first ${fmt.int(v.sampled)}; ` +
             `${fmt.int(v.inlineDefinitions)} of them begin with an inline msgpack record definition (their own field names)`,
+        );
+      }
+    }
+
+    // With a baseline build: one shard's load by each build in turn, its CPU time and live heap (steadier than a restart's wall time).
+    const loadPairs = new Map<Engine, { ours: LoadFigures[]; theirs: LoadFigures[] }>();
+    if (baselineMain) {
+      const theirSrc = dirname(baselineMain);
+      for (const [e, st] of stores) {
+        const pair = { ours: [] as LoadFigures[], theirs: [] as LoadFigures[] };
+        const first = loads.get(e);
+        if (first) pair.ours.push(first);
+        for (let i = 0; i < restarts; i++) {
+          for (const side of i % 2 === 0 ? (['theirs', 'ours'] as const) : (['ours', 'theirs'] as const)) {
+            if (side === 'ours' && pair.ours.length > i) continue;
+            const load = measureOneShard(st.full, side === 'theirs' ? theirSrc : undefined);
+            if (load) pair[side].push(load);
+          }
+        }
+        loadPairs.set(e, pair);
+        const cpu = (l: LoadFigures[]) => median(l.map((x) => x.cpuMs));
+        const live = (l: LoadFigures[]) => median(l.map((x) => x.liveHeapUsed));
+        log(
+          `  ${e}: one shard's load, this build ÷ baseline build (medians of ${pair.ours.length} and ${pair.theirs.length}): ` +
+            `CPU ${fmt.int(cpu(pair.ours))} vs ${fmt.int(cpu(pair.theirs))} ms = ${(cpu(pair.ours) / cpu(pair.theirs)).toFixed(3)}×; ` +
+            `live heap ${fmt.mb(live(pair.ours))} vs ${fmt.mb(live(pair.theirs))} (${fmt.mb(live(pair.ours) - live(pair.theirs))} more)`,
         );
       }
     }
@@ -523,10 +575,10 @@ export async function run(): Promise<number> {
           'anon then',
         ],
         engines.flatMap((e) =>
-          (['empty', 'full'] as const).map((side) => [
+          sides.map((side) => [
             side === 'empty'
-              ? `${e}, empty (baseline)`
-              : `${e}, ${fmt.int(filled.get(e)!.fill.created)} networks + ${fmt.int(filled.get(e)!.fill.changes)} Changes`,
+              ? `${e}, empty`
+              : `${e}, ${fmt.int(filled.get(e)!.fill.created)} networks + ${fmt.int(filled.get(e)!.fill.changes)} Changes${side === 'baseline' ? ', baseline build' : ''}`,
             `${fmt.int(med(e, side, (r) => r.servingMs))} ms`,
             `${fmt.int(worst(e, side, (r) => r.servingMs))} ms`,
             m(e, side, (r) => r.mem.rss),
@@ -563,6 +615,15 @@ export async function run(): Promise<number> {
           `the data's share (full - empty, medians): ${fmt.mb(med(e, 'full', (r) => r.mem.rss) - med(e, 'empty', (r) => r.mem.rss))}, ` +
           `anonymous ${fmt.mb(med(e, 'full', (r) => r.mem.anon) - med(e, 'empty', (r) => r.mem.anon))}; peak during start-up ${fmt.mb(worstPeak)}`,
       );
+      const baseMs = baselineMain ? med(e, 'baseline', (r) => r.servingMs) : Number.NaN;
+      const baseRss = baselineMain ? med(e, 'baseline', (r) => r.mem.rss) : Number.NaN;
+      if (baselineMain) {
+        log(
+          `${e}: this build ÷ the baseline build on the same store (medians): serving after ${fmt.int(fullMs)} vs ${fmt.int(baseMs)} ms = ${(fullMs / baseMs).toFixed(3)}×, ` +
+            `the data's share (− empty) ${((fullMs - emptyMs) / (baseMs - emptyMs)).toFixed(3)}×; RSS ${fmt.mb(med(e, 'full', (r) => r.mem.rss))} vs ${fmt.mb(baseRss)} ` +
+            `(${fmt.mb(med(e, 'full', (r) => r.mem.rss) - baseRss)} more)`,
+        );
+      }
       log(
         `${e}: fill (over HTTP, ${f.sites} clients in parallel, lists of ${fmt.int(f.list)}): ${(f.fillMs / 1000).toFixed(1)} s = ` +
           `${fmt.int(f.created / (f.fillMs / 1000))} networks/s${reused ? ' (recorded when the kept store was filled)' : ''}`,
@@ -580,8 +641,8 @@ export async function run(): Promise<number> {
           fill_ms: r0(f.fillMs),
           store_bytes: bytes,
           drop_caches: dropCaches,
-          restarts: of(e, 'empty')
-            .concat(of(e, 'full'))
+          restarts: sides
+            .flatMap((side) => of(e, side))
             .map((r) => ({
               side: r.side,
               serving_ms: r0(r.servingMs),
@@ -599,6 +660,24 @@ export async function run(): Promise<number> {
           worst_full_serving_ms: r0(worstMs),
           worst_full_rss_mb: r0(worstRss / 2 ** 20),
           worst_full_peak_rss_mb: r0(worstPeak / 2 ** 20),
+          ...(baselineMain
+            ? {
+                baseline_main: baselineMain,
+                baseline_serving_ms: r0(baseMs),
+                full_to_baseline_serving: Number((fullMs / baseMs).toFixed(4)),
+                data_share_to_baseline: Number(((fullMs - emptyMs) / (baseMs - emptyMs)).toFixed(4)),
+                baseline_rss_mb: r0(baseRss / 2 ** 20),
+                full_minus_baseline_rss_mb: r0((med(e, 'full', (r) => r.mem.rss) - baseRss) / 2 ** 20),
+                one_shard_load_cpu_ms: loadPairs.get(e) && {
+                  ours: loadPairs.get(e)!.ours.map((l) => r0(l.cpuMs)),
+                  baseline: loadPairs.get(e)!.theirs.map((l) => r0(l.cpuMs)),
+                },
+                one_shard_live_heap_mb: loadPairs.get(e) && {
+                  ours: loadPairs.get(e)!.ours.map((l) => r0(l.liveHeapUsed / 2 ** 20)),
+                  baseline: loadPairs.get(e)!.theirs.map((l) => r0(l.liveHeapUsed / 2 ** 20)),
+                },
+              }
+            : {}),
           one_shard_load: load && {
             shard: load.shard,
             shards: load.shards,

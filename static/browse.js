@@ -170,6 +170,7 @@
 
   function table(items, collection) {
     if (items.length === 0) return h('p', { class: 'empty' }, 'No objects.');
+    if (items.every((v) => v === null || typeof v !== 'object')) return valueList(items, collection);
     const cols = [];
     for (const item of items.slice(0, 50)) for (const k of Object.keys(item || {})) if (!cols.includes(k)) cols.push(k);
     return h(
@@ -196,6 +197,163 @@
         ),
       ),
     );
+  }
+
+  /** A list of plain values (a page of free blocks, next_address's answer), one per line. */
+  function valueList(items, collection) {
+    return h(
+      'ul',
+      {},
+      items.map((v) => h('li', {}, renderValue(v, '', collection))),
+    );
+  }
+
+  // ---- networks: utilization and the block map (issue 25) ----
+
+  /** An IPv4 or IPv6 address as a BigInt, for ordering blocks by address. */
+  function addressValue(address) {
+    if (!address.includes(':')) return address.split('.').reduce((a, o) => (a << 8n) | BigInt(o), 0n);
+    const [head, tail = ''] = address.split('::');
+    const groups = (s) => (s ? s.split(':') : []);
+    const left = groups(head);
+    const right = address.includes('::') ? groups(tail) : [];
+    const all = [...left, ...Array(8 - left.length - right.length).fill('0'), ...right];
+    return all.reduce((a, g) => (a << 16n) | BigInt(`0x${g}`), 0n);
+  }
+
+  const cidrParts = (cidr) => {
+    const [address, len] = cidr.split('/');
+    return { address, len: Number(len), at: addressValue(address), width: address.includes(':') ? 128 : 32 };
+  };
+
+  /** A meter of how full a network is: an accessible <meter> with the figures as its label. */
+  function utilizationMeter(u, compact) {
+    const pct = `${(u.utilization * 100).toFixed(u.utilization > 0 && u.utilization < 0.001 ? 4 : 1)} %`;
+    const words = `${u.used} of ${u.size} addresses used (${pct}), ${u.children} networks directly under it, ${u.addresses} host addresses`;
+    const meter = h(
+      'meter',
+      {
+        class: 'utilization',
+        min: 0,
+        max: 1,
+        low: 0.7,
+        high: 0.9,
+        optimum: 0,
+        value: u.utilization,
+        'aria-label': `Utilization of ${u.network}`,
+        title: words,
+      },
+      pct,
+    );
+    return compact ? h('span', { class: 'bar' }, meter, h('small', {}, ` ${pct}`)) : h('p', { class: 'utilization' }, meter, ' ', words);
+  }
+
+  const fetchJson = async (url) => {
+    const res = await fetch(url, { headers: headers() });
+    if (!res.ok) throw new Error(`${url}: ${res.status}`);
+    return res.json();
+  };
+
+  /** Blocks the map shows at most of each kind (children, free blocks). */
+  const MAP_BLOCKS = 256;
+
+  /**
+   * A network's page: its utilization as a meter, and a map of the prefix: its children (used) and its free
+   * blocks in address order, drawn to scale along a strip and as coloured cells sized by the log of their size,
+   * each a link (a child to its page, a free block to a page of the free blocks of its length). Filled in once
+   * the three reads come back.
+   */
+  function networkPicture(collection, parsed) {
+    if (collection !== 'networks' || !parsed || typeof parsed.cidr !== 'string' || parsed.id === undefined) return null;
+    const base = `/api/sites/${parsed.site_id}/networks/${parsed.id}/`;
+    const section = h('section', { class: 'ipam', 'aria-busy': 'true' }, h('h2', {}, 'Utilization'));
+    (async () => {
+      const [u, children, free] = await Promise.all([
+        fetchJson(`${base}utilization/`),
+        fetchJson(`${base}children/?limit=${MAP_BLOCKS}`),
+        fetchJson(`${base}available/?limit=${MAP_BLOCKS}`),
+      ]);
+      const cells = [
+        ...children.results.map((c) => ({
+          ...cidrParts(c.cidr),
+          cidr: c.cidr,
+          used: true,
+          href: `/api/sites/${c.site_id}/networks/${c.id}/`,
+        })),
+        ...free.results.map((cidr) => ({ ...cidrParts(cidr), cidr, used: false })),
+      ].sort((a, b) => (a.at < b.at ? -1 : a.at > b.at ? 1 : 0));
+      // Of two lists cut short, the map stops where the first one ends, so it shows a whole stretch of the prefix.
+      const ends = [children, free]
+        .filter((l) => l.count > l.results.length)
+        .map((l) => cidrParts(l.results.at(-1).cidr ?? l.results.at(-1)).at);
+      let until = null;
+      for (const end of ends) if (until === null || end < until) until = end;
+      const shown = until === null ? cells : cells.filter((c) => c.at <= until);
+      const map = h(
+        'div',
+        { class: 'blockmap', role: 'list', 'aria-label': `Blocks of ${parsed.cidr}` },
+        shown.map((c) =>
+          h(
+            'a',
+            {
+              class: `block ${c.used ? 'used' : 'free'}`,
+              role: 'listitem',
+              href: c.used ? c.href : `${base}available/?limit=50&prefix_length=${c.len}`,
+              'data-nav': true,
+              title: `${c.cidr}: ${c.used ? 'used' : 'free'}`,
+              style: `flex-grow: ${c.width - c.len + 1}`,
+            },
+            c.cidr,
+          ),
+        ),
+      );
+      // The same blocks to scale along the prefix (the cells above them are the links).
+      const whole = cidrParts(parsed.cidr);
+      const size = 2 ** (whole.width - whole.len);
+      const strip = h(
+        'div',
+        { class: 'strip', 'aria-hidden': 'true' },
+        shown.map((c) =>
+          h('span', {
+            class: `block ${c.used ? 'used' : 'free'}`,
+            style: `left: ${(Number(c.at - whole.at) / size) * 100}%; width: ${(2 ** (c.width - c.len) / size) * 100}%`,
+          }),
+        ),
+      );
+      const legend = h(
+        'p',
+        { class: 'legend' },
+        h('span', { class: 'block used' }, 'used'),
+        ' networks under it, ',
+        h('span', { class: 'block free' }, 'free'),
+        ` blocks (${free.count} in all)`,
+        until === null ? '' : `; the map shows the first ${shown.length} blocks`,
+      );
+      section.append(utilizationMeter(u, false), strip, map, legend);
+      section.removeAttribute('aria-busy');
+    })().catch((err) => {
+      section.append(errorBox('network', null, String(err)));
+      section.removeAttribute('aria-busy');
+    });
+    return section;
+  }
+
+  /** A list of networks: a small utilization bar in a column of its own, filled in row by row. */
+  function withNetworkBars(tableEl, items, collection) {
+    if (collection !== 'networks' || !items.length || !items.every((n) => n && typeof n.cidr === 'string' && n.id !== undefined))
+      return tableEl;
+    tableEl.querySelector('thead tr').append(h('th', {}, 'utilization'));
+    tableEl.querySelectorAll('tbody tr').forEach((row, i) => {
+      const n = items[i];
+      const cell = h('td', { class: 'bar' });
+      row.append(cell);
+      if (n.is_ip) return;
+      fetchJson(`/api/sites/${n.site_id}/networks/${n.id}/utilization/`).then(
+        (u) => cell.append(utilizationMeter(u, true)),
+        () => cell.append(h('span', { class: 'null' }, '?')),
+      );
+    });
+    return tableEl;
   }
 
   function errorBox(status, parsed, text) {
@@ -567,21 +725,12 @@
     if (status === 401 && !auth) out.push(h('p', { class: 'hint' }, 'Sign in above with your email and secret key.'));
     if (status >= 400) out.push(errorBox(status, parsed, text));
     else if (parsed && !Array.isArray(parsed) && Array.isArray(parsed.results) && 'count' in parsed) {
-      out.push(pager(parsed, dataPathOf(path)), table(parsed.results, collection));
+      out.push(pager(parsed, dataPathOf(path)), withNetworkBars(table(parsed.results, collection), parsed.results, collection));
     } else if (Array.isArray(parsed)) {
-      out.push(
-        h('p', { class: 'count' }, plural(parsed.length, parsed.every((v) => v === null || typeof v !== 'object') ? 'item' : 'object')),
-      );
-      out.push(
-        parsed.every((v) => v === null || typeof v !== 'object')
-          ? h(
-              'ul',
-              {},
-              parsed.map((v) => h('li', {}, renderValue(v, '', collection))),
-            )
-          : table(parsed, collection),
-      );
-    } else if (parsed && typeof parsed === 'object') out.push(dl(parsed, collection));
+      const plain = parsed.every((v) => v === null || typeof v !== 'object');
+      out.push(h('p', { class: 'count' }, plural(parsed.length, plain ? 'item' : 'object')));
+      out.push(plain ? valueList(parsed, collection) : withNetworkBars(table(parsed, collection), parsed, collection));
+    } else if (parsed && typeof parsed === 'object') out.push(dl(parsed, collection), networkPicture(collection, parsed));
     else if (parsed !== undefined) out.push(h('p', {}, renderValue(parsed, '', collection)));
     else out.push(h('pre', {}, text));
     if (status < 400) {

@@ -130,12 +130,15 @@ function parameter(p: QueryParam): Json {
 interface BodyUse {
   method: HttpMethod;
   siteInUrl: boolean;
+  /** What the operation says of its body (RouteOperation.bodyHelp). */
+  help?: string;
 }
 
 function requestBody(shape: BodyShape, c: Collection | null, use: BodyUse): Json {
   const s = c?.schema;
   const siteField = use.siteInUrl && c ? siteFieldOf(c) : null;
   const create = s ? needing(s, requiredFields(s, 'POST', siteField)) : {};
+  const input = s ? ref(inputName(s)) : {};
   const ids = { type: 'array', items: { type: 'integer' }, minItems: 1 };
   // A detail PUT replaces: it needs what PUT requires; a PATCH sets any subset.
   const update = s ? (use.method === 'PUT' ? needing(s, requiredFields(s, 'PUT', null)) : ref(inputName(s))) : {};
@@ -158,6 +161,10 @@ function requestBody(shape: BodyShape, c: Collection | null, use: BodyUse): Json
         actions: { type: 'array', items: { type: 'string', enum: ['add', 'change', 'delete'] }, uniqueItems: true },
       },
     },
+    allocation: {
+      type: 'object',
+      properties: { attributes: fieldOf(input, 'attributes'), state: fieldOf(input, 'state') },
+    },
     grants: {
       type: 'object',
       properties: {
@@ -170,8 +177,15 @@ function requestBody(shape: BodyShape, c: Collection | null, use: BodyUse): Json
       },
     },
   };
-  return { required: true, content: { 'application/json': { schema: schemas[shape] } } };
+  return {
+    required: shape !== 'allocation',
+    ...(use.help ? { description: use.help } : {}),
+    content: { 'application/json': { schema: schemas[shape] } },
+  };
 }
+
+/** One property of a component schema, by reference (`item` is the component's $ref). */
+const fieldOf = (item: Json, name: string): Json => ({ $ref: `${item.$ref}/properties/${name}` });
 
 /** authenticate and verify_token: bare at version 1.0, in the `status`/`data` envelope at any other (docs/api.md §2). */
 const VERSIONED = 'application/json; version=1.1';
@@ -189,7 +203,7 @@ function success(r: ResponseShape, item: Json, versioned: boolean, example: unkn
     object: item,
     list: listSchema(item),
     strings: { type: 'array', items: { type: 'string' } },
-    json: {},
+    json: r.schema ?? {},
     empty: null,
   };
   const schema = schemas[r.shape];
@@ -232,7 +246,8 @@ function errorResponses(): Json {
 
 function operation(c: Collection | null, route: Route, method: HttpMethod, op: Operation, pathParams: Json[]): Json {
   const of = op.response.of ? schemaOf(op.response.of) : c?.schema;
-  const item = of ? ref(schemaName(of)) : {};
+  // A list's own item schema when its items are no collection's objects (a network's available/ blocks).
+  const item = op.response.shape === 'list' && op.response.schema ? op.response.schema : of ? ref(schemaName(of)) : {};
   const query = [...op.query, ...(op.filters ? filterParams(c?.filters) : [])];
   // Root routes: only those with a body (authenticate) or answering true (verify_token) change with the version.
   const versioned = c === null && route.segment !== '';
@@ -255,7 +270,7 @@ function operation(c: Collection | null, route: Route, method: HttpMethod, op: O
     ],
     responses,
   };
-  if (op.body) out.requestBody = requestBody(op.body, c, { method, siteInUrl });
+  if (op.body) out.requestBody = requestBody(op.body, c, { method, siteInUrl, help: op.bodyHelp });
   if (op.permission === 'public') out.security = [];
   return out;
 }
@@ -388,6 +403,7 @@ export function openApiDocument(authHeader = 'X-Service-Email', origin?: string)
     if (c.api.nested) bases.push([`/api/sites/{site_id}/${c.collection}/`, [site]]);
     for (const [base, params] of bases) {
       for (const route of c.api.routes) {
+        if (route.nestedOnly && params.length === 0) continue;
         const path = pathOf(base, route);
         const pathParams = route.shape === 'list' || route.shape === 'list-route' ? params : [...params, key];
         const ops: Json = {};
@@ -421,7 +437,11 @@ export function openApiDocument(authHeader = 'X-Service-Email', origin?: string)
     },
     ...(origin ? { servers: [{ url: origin, description: 'This server.' }] } : {}),
     security: [{ proxyHeader: [] }, { authToken: [] }],
-    tags: [...tags, { name: 'api', description: 'The index, and signing in.' }],
+    tags: [
+      ...tags,
+      { name: 'probes', description: 'Liveness and readiness, for load balancers and monitors.' },
+      { name: 'api', description: 'The index, and signing in.' },
+    ],
     paths,
     components: {
       schemas,

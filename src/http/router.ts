@@ -73,7 +73,8 @@ export class Router {
     if (rest.length === 0) return found(table.route(collection, 'list'));
     if (rest.length === 1) {
       const listRoute = table.route(collection, 'list-route', rest[0]);
-      if (listRoute) return found(listRoute);
+      // A route bound to one site (a pool's allocation) is no endpoint at top level.
+      if (listRoute && (site !== null || !listRoute.nestedOnly)) return found(listRoute);
     }
     // A key that is exactly `query` selects the list route (docs/api.md §1.3); where the collection
     // has none (sites/query/, attributes/query/), there is no endpoint. (`reserved` is special on

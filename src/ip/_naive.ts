@@ -36,3 +36,23 @@ export function mergeRanges(ranges: Array<[bigint, bigint]>): Array<[bigint, big
   }
   return out;
 }
+
+/**
+ * The inclusive address range [lo, hi] of a `width`-bit space as the fewest
+ * aligned blocks, in order: from each start, the largest block aligned there
+ * that still ends by hi.
+ */
+export function greedyBlocks(lo: bigint, hi: bigint, width: number): { addr: bigint; len: number }[] {
+  const out: { addr: bigint; len: number }[] = [];
+  for (let x = lo; x <= hi; ) {
+    let len = width;
+    while (len > 0) {
+      const size = 1n << BigInt(width - len + 1);
+      if (x % size !== 0n || x + size - 1n > hi) break;
+      len--;
+    }
+    out.push({ addr: x, len });
+    x += 1n << BigInt(width - len);
+  }
+  return out;
+}

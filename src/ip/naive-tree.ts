@@ -20,13 +20,19 @@
  * | entries               | O(n log n)                         |
  * | freeBlocks (strict)   | O(n² + num · x)                    |
  * | freeBlocks            | O(n log n + num · x)               |
+ * | hasFreeBlock          | freeBlocks with num 1              |
+ * | usage                 | O(n²) (children), O(n log n) else  |
+ * | fill                  | O(n log n)                         |
+ * | freeSpace, freeCount  | O(n log n + blocks listed)         |
  *
  * freeBlocks follows docs/api.md §14.2 literally: the `len`-aligned blocks of the
  * parent in ascending order, each taken or not according to the stored
  * prefixes. It never walks blocks one by one over a taken range (a v6 parent
  * has up to 2^128 blocks): it turns each relevant stored prefix into the
  * inclusive range of block indexes it covers, merges those ranges and offers
- * blocks from the gaps between them.
+ * blocks from the gaps between them. usage, freeSpace and freeCount work on
+ * the same merged ranges, in addresses: the gaps between them are the free
+ * space, cut into aligned blocks greedily from each gap's start.
  *
  * @example
  * ```ts
@@ -38,8 +44,8 @@
  * ```
  */
 
-import { comparePrefix, copyEntry, lastAddress, mergeRanges } from './_naive.js';
-import { contains, type Entry, type FreeBlockQuery, type PrefixTree } from './prefix-tree.js';
+import { comparePrefix, copyEntry, greedyBlocks, lastAddress, mergeRanges } from './_naive.js';
+import { type Block, contains, type Entry, type FreeBlockQuery, type FreeSpaceQuery, type PrefixTree, type Usage } from './prefix-tree.js';
 
 export class NaiveTree<V> implements PrefixTree<V> {
   readonly #stored = new Map<string, Entry<V>>();
@@ -104,6 +110,10 @@ export class NaiveTree<V> implements PrefixTree<V> {
     const out: bigint[] = [];
     if (num < 1) return out;
     const excluded = new Set(query.exclude ?? []);
+    if (query.excludeEnds) {
+      excluded.add(addr);
+      excluded.add(lastAddress(addr, plen, this.width) + 1n - (1n << BigInt(this.width - len)));
+    }
     const shift = BigInt(this.width - len);
     const blockCount = 1n << BigInt(len - plen);
 
@@ -131,6 +141,79 @@ export class NaiveTree<V> implements PrefixTree<V> {
     }
     if (out.length < num) offer(next, blockCount - 1n);
     return out;
+  }
+
+  hasFreeBlock(addr: bigint, plen: number, query: Omit<FreeBlockQuery, 'num'>): boolean {
+    return query.len >= plen && query.len <= this.width && this.freeBlocks(addr, plen, { ...query, num: 1 }).length > 0;
+  }
+
+  usage(addr: bigint, len: number): Usage {
+    const inside = this.#descendants(addr, len);
+    let used = 0n;
+    for (const [lo, hi] of this.#takenRanges(inside)) used += hi - lo + 1n;
+    return { used, children: this.children(addr, len).length, hosts: inside.filter((e) => e.len === this.width).length };
+  }
+
+  fill(addr: bigint, len: number): number {
+    return Number(this.usage(addr, len).used) / Number(1n << BigInt(this.width - len));
+  }
+
+  freeSpace(addr: bigint, len: number, query: FreeSpaceQuery): Block[] {
+    const out: Block[] = [];
+    let skip = query.skip ?? 0n;
+    for (const b of this.#free(addr, len, query.len, query.from ?? 0n)) {
+      if (out.length >= query.max) break;
+      if (b.count <= skip) {
+        skip -= b.count;
+        continue;
+      }
+      // A gap's blocks of one length, counted off by arithmetic: a v6 gap may hold 2^96 of them.
+      for (let i = skip; i < b.count && out.length < query.max; i++) out.push({ addr: b.addr + i * b.step, len: b.len });
+      skip = 0n;
+    }
+    return out;
+  }
+
+  freeCount(addr: bigint, len: number, blockLen?: number): bigint {
+    let n = 0n;
+    for (const b of this.#free(addr, len, blockLen, 0n)) n += b.count;
+    return n;
+  }
+
+  /**
+   * The free space of (addr, len) from `from` on, as runs of `count` blocks of length `len` spaced `step`
+   * apart: with a block length, each gap's aligned blocks of it; without, each gap cut greedily into the
+   * largest aligned blocks (one per run).
+   */
+  *#free(addr: bigint, len: number, blockLen: number | undefined, from: bigint): Iterable<Block & { count: bigint; step: bigint }> {
+    if (blockLen !== undefined && (blockLen < len || blockLen > this.width)) {
+      throw new RangeError(`block length ${blockLen} outside ${len}..${this.width}`);
+    }
+    const last = lastAddress(addr, len, this.width);
+    const gaps: Array<[bigint, bigint]> = [];
+    let next = addr;
+    for (const [lo, hi] of this.#takenRanges(this.#descendants(addr, len))) {
+      if (lo > next) gaps.push([next, lo - 1n]);
+      next = hi + 1n;
+    }
+    if (next <= last) gaps.push([next, last]);
+    for (const [lo, hi] of gaps) {
+      if (hi < from) continue;
+      const start = lo < from ? from : lo;
+      if (blockLen === undefined) {
+        for (const b of greedyBlocks(start, hi, this.width)) yield { ...b, count: 1n, step: 0n };
+        continue;
+      }
+      const step = 1n << BigInt(this.width - blockLen);
+      const first = ((start + step - 1n) / step) * step;
+      const count = first > hi ? 0n : (hi + 1n - first) / step;
+      if (count > 0n) yield { addr: first, len: blockLen, count, step };
+    }
+  }
+
+  /** The address ranges the entries cover, merged. */
+  #takenRanges(entries: Entry<V>[]): Array<[bigint, bigint]> {
+    return mergeRanges(entries.map((e): [bigint, bigint] => [e.addr, lastAddress(e.addr, e.len, this.width)]));
   }
 
   #descendants(addr: bigint, len: number): Entry<V>[] {

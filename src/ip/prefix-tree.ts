@@ -28,8 +28,53 @@ export interface FreeBlockQuery {
    * (a stored prefix inside it with no stored prefix in between).
    */
   strict: boolean;
-  /** Block start addresses never offered (the parent's first and last address for hosts). */
+  /** Block start addresses never offered. */
   exclude?: readonly bigint[];
+  /**
+   * The parent's first and last block are never offered (next_address's host exclusion, docs/api.md §14.2): the
+   * same as naming them in `exclude`, without computing them, so asking many parents costs no BigInt work.
+   */
+  excludeEnds?: boolean;
+}
+
+/**
+ * How much of a prefix the stored prefixes strictly inside it take (a
+ * network's utilization). Its size is `2^(width − len)`.
+ */
+export interface Usage {
+  /** Addresses inside a stored prefix strictly inside, each counted once however deep prefixes nest. */
+  used: bigint;
+  /** Stored prefixes strictly inside with no stored prefix between (its children). */
+  children: number;
+  /** Stored full-length prefixes (host addresses) strictly inside, at any depth. */
+  hosts: number;
+}
+
+/** A CIDR block: (addr, len) with the bits below len zero. */
+export interface Block {
+  addr: bigint;
+  len: number;
+}
+
+/**
+ * Which free space of a prefix to list. Free: in no stored prefix strictly
+ * inside it. Without `len`, the maximal free blocks (the aligned blocks that
+ * cover the free space exactly, each as large as alignment allows: what
+ * Python's `address_exclude` leaves); with `len`, every free block of exactly
+ * that length. Both in address order.
+ */
+export interface FreeSpaceQuery {
+  /** Only free blocks of this length (from the prefix's own length to the width). */
+  len?: number;
+  /**
+   * Only space at or after this address (where an earlier listing left off): with `len`, the blocks
+   * starting at or after it; without, the maximal blocks of the free space from it on.
+   */
+  from?: bigint;
+  /** Leave out this many blocks first (a page's offset). */
+  skip?: bigint;
+  /** At most this many blocks. */
+  max: number;
 }
 
 export interface PrefixTree<V> {
@@ -61,6 +106,16 @@ export interface PrefixTree<V> {
    * nothing is stored inside it.
    */
   freeBlocks(addr: bigint, plen: number, query: FreeBlockQuery): bigint[];
+  /** Whether freeBlocks would offer any block (a pool's members are asked in turn which has room). */
+  hasFreeBlock(addr: bigint, plen: number, query: Omit<FreeBlockQuery, 'num'>): boolean;
+  /** What the stored prefixes strictly inside (addr, len) take of it. */
+  usage(addr: bigint, len: number): Usage;
+  /** usage().used ÷ the prefix's size, as a double: the utilization a list filter compares, per record. */
+  fill(addr: bigint, len: number): number;
+  /** Free blocks of (addr, len), as the query asks (see FreeSpaceQuery). A len outside len..width is a RangeError. */
+  freeSpace(addr: bigint, len: number, query: FreeSpaceQuery): Block[];
+  /** How many blocks freeSpace lists from the start (no `from`, no `skip`): maximal ones, or those of length `blockLen`. */
+  freeCount(addr: bigint, len: number, blockLen?: number): bigint;
 }
 
 /** The address with every bit below `len` cleared. */

@@ -22,16 +22,30 @@ export interface NetworkRecord extends AttributeCarrier {
 
 export const cidrOf = (n: NetworkRecord): Cidr => ({ version: n.version, addr: n.addr, len: n.len });
 export const cidrText = (shard: ShardState, n: NetworkRecord) => formatCidr(cidrOf(n), shard.config.compressIpv6);
+export const widthOf = (n: { version: IpVersion }) => WIDTH[n.version];
+/** The prefix tree a network lives in: its site's, of its IP version. */
+export const treeOf = (shard: ShardState, n: { siteId: number; version: IpVersion }) => shard.tree<NetworkRecord>(n.siteId, n.version);
 
 export const duplicateNetwork = () =>
   Errors.validation({ __all__: ['Network with this Site, Ip version, Network Address and Prefix Length already exists.'] });
 
-/** Writes one new network (create, next_* POST, address assignment): base-network rule, uniqueness, attributes, Change. */
-export function insertNetwork(ctx: RequestContext, site: SiteRecord, c: Cidr, state: NetworkState, rawAttributes: unknown): NetworkRecord {
+/**
+ * Writes one new network (create, next_* POST, address assignment): base-network rule, uniqueness, attributes,
+ * Change. Its attributes are resolved from `rawAttributes` after the network checks, unless given `resolved`
+ * (an allocation's, resolved once for every network it creates).
+ */
+export function insertNetwork(
+  ctx: RequestContext,
+  site: SiteRecord,
+  c: Cidr,
+  state: NetworkState,
+  rawAttributes: unknown,
+  resolved?: Attrs,
+): NetworkRecord {
   const tree = ctx.shard.tree<NetworkRecord>(site.id, c.version);
   if (c.len === WIDTH[c.version] && !tree.parent(c.addr, c.len)) throw Errors.validation('IP Address needs base network.');
   if (tree.get(c.addr, c.len)) throw duplicateNetwork();
-  const attributes: Attrs = resolveAttributes(ctx, 'Network', site.id, rawAttributes, null, 'POST');
+  const attributes: Attrs = resolved ?? resolveAttributes(ctx, 'Network', site.id, rawAttributes, null, 'POST');
   const n: NetworkRecord = {
     id: ctx.tx.newId('network'),
     siteId: site.id,

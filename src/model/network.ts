@@ -2,34 +2,29 @@
  * Network (docs/api.md §13, §14): IPAM. Each site keeps one
  * prefix tree per IP version (shard.tree); a network's parent, children and
  * free space are questions to that tree, so reparenting on create and delete
- * is not a write at all, and next_network / next_address cost O(W · num).
+ * is not a write at all, next_network / next_address cost O(W · num)
+ * (model/_allocation.ts, with pools and labelled allocations), and a network's
+ * utilization/ and a page of its available/ O(W) (model/_network-space.ts).
  */
 import { Type } from '@sinclair/typebox';
 import { Errors, errorEnvelope } from '../errors.js';
-import { type Cidr, cidrKey, formatAddress, formatCidr, type IpVersion, parseAddress, parseCidr, WIDTH } from '../ip/address.js';
+import { type Cidr, cidrKey, formatAddress, parseAddress, parseCidr } from '../ip/address.js';
 import type { Entry } from '../ip/prefix-tree.js';
 import type { QueryParams } from '../query/params.js';
 import { flag, integer } from '../routes/params.js';
-import type { Api, QueryParam, Route, RouteResult } from '../routes/route.js';
+import type { Api, QueryParam, RouteResult } from '../routes/route.js';
 import { detailRoute, keyRoute, listRoute, view } from '../routes/standard.js';
 import { defineSchema, Field } from '../schema/fields.js';
 import { SchemaWriters } from '../schema/serialize.js';
 import { validateFields } from '../schema/validate.js';
 import type { RequestContext } from '../shard/context.js';
 import type { ShardState } from '../shard/state.js';
-import type { Steps } from '../shard/steps.js';
 import type { StoredObject } from '../shard/table.js';
+import { nextRoute, poolRoute, pyInt } from './_allocation.js';
 import { type AssignmentHolder, assignmentModel, assignmentsOfNetwork } from './_assignments.js';
 import { attributesField, attributeValuesIndex, resolveAttributes, valueIdsFor } from './_attributes.js';
-import {
-  cidrOf,
-  cidrText,
-  duplicateNetwork as duplicate,
-  insertNetwork,
-  type NetworkRecord,
-  type NetworkState,
-  STATES,
-} from './_networks.js';
+import { availableRoute, utilizationFilters, utilizationRoute } from './_network-space.js';
+import { cidrOf, cidrText, insertNetwork, type NetworkRecord, type NetworkState, STATES, treeOf, widthOf } from './_networks.js';
 import { resourceList, resourceRoutes, siteIdField } from './_resource.js';
 import type { DeleteRule, DerivedIndex, ResourceModel } from './model.js';
 
@@ -49,10 +44,9 @@ export const networkSchema = defineSchema('Network', 'API endpoint that allows N
 });
 void Type;
 
-const width = (n: { version: IpVersion }) => WIDTH[n.version];
+const width = widthOf;
 const compress = (shard: ShardState) => shard.config.compressIpv6;
 
-const treeOf = (shard: ShardState, n: { siteId: number; version: IpVersion }) => shard.tree<NetworkRecord>(n.siteId, n.version);
 const parentOf = (shard: ShardState, n: NetworkRecord) => treeOf(shard, n).parent(n.addr, n.len)?.value;
 const values = (entries: Iterable<Entry<NetworkRecord>>) => [...entries].map((e) => e.value);
 
@@ -140,6 +134,7 @@ const filters: ResourceModel<NetworkRecord>['filters'] = [
     compile: (q, shard) => (q.filterBoolean('root_only') ? (n) => parentOf(shard, n) === undefined : null),
   },
   { param: 'include_ips', type: 'custom', compile: includeFilter },
+  ...utilizationFilters,
 ];
 
 // ---- traversal (docs/api.md §13.3) ----
@@ -164,59 +159,6 @@ function siblingsOf(ctx: RequestContext, n: NetworkRecord): NetworkRecord[] {
   if (parent) return values(treeOf(ctx.shard, parent).children(parent.addr, parent.len));
   // Roots are siblings of every root of the site, both versions, IPv4 first.
   return [...values(ctx.shard.tree<NetworkRecord>(n.siteId, 4).roots()), ...values(ctx.shard.tree<NetworkRecord>(n.siteId, 6).roots())];
-}
-
-// ---- next_network / next_address (docs/api.md §14.2) ----
-
-const intError = (field: string, v: string | undefined) =>
-  v === undefined
-    ? Errors.fieldPlain(field, "int() argument must be a string or a number, not 'NoneType'")
-    : Errors.fieldPlain(field, `invalid literal for int() with base 10: '${v}'`);
-
-function pyInt(v: string): number | null {
-  const s = v.trim();
-  return /^[-+]?\d+$/.test(s) ? Number(s) : null;
-}
-
-/** next_network / next_address; a POST creates the blocks a step each (NEXT_NUM_MAX of them may be many: shard/steps.ts). */
-function* nextBlocks(ctx: RequestContext, p: NetworkRecord, addresses: boolean): Steps<RouteResult> {
-  const q = ctx.query;
-  const post = ctx.req.method === 'POST';
-  const ok = (items: string[]): RouteResult => ({ kind: 'raw', status: 200, body: JSON.stringify(items) });
-  if (p.state === 'reserved') return ok([]);
-  const strict = q.flag('strict_allocation', false);
-  const reserve = post ? q.flag('reserve', false) : false;
-  const W = width(p);
-  let L: number = W;
-  let lText = String(W); // L as Python prints it: exact digits, however large
-  if (!addresses) {
-    const raw = q.get('prefix_length');
-    const n = raw === undefined ? null : pyInt(raw);
-    if (n === null) throw intError('prefix_length', raw);
-    L = n;
-    lText = BigInt(raw!.trim()).toString();
-    if (L < p.len) throw Errors.fieldPlain('prefix_length', `New prefix must be longer than ${p.len}`);
-  }
-  const rawNum = q.get('num');
-  const num = rawNum === undefined ? 1 : pyInt(rawNum);
-  if (num === null) throw intError('num', rawNum);
-  const max = ctx.config.nextNumMax;
-  if (num < 1 || num > max) throw Errors.fieldPlain('num', `num must be between 1 and ${max}`);
-  if (L > W) throw Errors.fieldPlain('prefix_length', `prefix length diff ${lText} is invalid for netblock ${cidrText(ctx.shard, p)}`);
-
-  const interconnect = p.version === 4 ? ctx.config.interconnectPrefixes.v4 : ctx.config.interconnectPrefixes.v6;
-  const last = p.addr + (1n << BigInt(W - p.len)) - 1n;
-  const exclude = L === W && p.len !== interconnect ? [p.addr, last] : [];
-  const blocks = treeOf(ctx.shard, p).freeBlocks(p.addr, p.len, { len: L, num, strict, exclude });
-  const texts = blocks.map((addr) => formatCidr({ version: p.version, addr, len: L }, compress(ctx.shard)));
-  if (!post) return ok(texts);
-  if (L === p.len && blocks.length > 0) throw duplicate(); // the only block is P itself, which exists
-  const site = ctx.site(p.siteId)!;
-  for (const addr of blocks) {
-    insertNetwork(ctx, site, { version: p.version, addr, len: L }, reserve ? 'reserved' : 'allocated', undefined);
-    yield;
-  }
-  return ok(texts);
 }
 
 /**
@@ -266,29 +208,6 @@ const closestParent = (ctx: RequestContext, key: string): RouteResult => {
     checks: { pickOne: { notFound: { status: notFound.status, body: errorEnvelope(notFound) } } },
   };
 };
-
-const NEXT_PARAMS = [
-  integer('num', 'How many to find (1 to NEXT_NUM_MAX).', 1),
-  flag('strict_allocation', 'Only space no network occupies at all, not even a reserved or orphaned one.'),
-];
-const RESERVE = flag('reserve', 'POST: create them as reserved instead of allocated.');
-const PREFIX_LENGTH = integer('prefix_length', 'The prefix length of the networks to find.');
-
-/** GET finds free space; POST also creates it, with `add` on the parent network. */
-function nextRoute(segment: string, what: string, addresses: boolean): Route {
-  const query = addresses ? NEXT_PARAMS : [PREFIX_LENGTH, ...NEXT_PARAMS];
-  const run = (ctx: RequestContext, n: NetworkRecord) => nextBlocks(ctx, n, addresses);
-  return detailRoute(segment, {
-    GET: view(`The next free ${what} under this network`, 'strings', run, { query }),
-    POST: {
-      summary: `Allocate the next free ${what} under this network`,
-      permission: 'add',
-      query: [...query, RESERVE],
-      response: { status: 200, shape: 'strings', help: 'The CIDRs created.' },
-      run,
-    },
-  });
-}
 
 const related = (summary: string, run: (ctx: RequestContext, n: NetworkRecord) => RouteResult, query: QueryParam[] = []) =>
   view(summary, 'list', run, { query });
@@ -400,8 +319,12 @@ function networkApi(): Api {
           { of: 'assignments' },
         ),
       }),
-      nextRoute('next_network', 'networks', false),
-      nextRoute('next_address', 'addresses', true),
+      nextRoute(() => networkModel, 'next_network', 'networks', false),
+      nextRoute(() => networkModel, 'next_address', 'addresses', true),
+      poolRoute(() => networkModel, 'next_network', 'networks', false),
+      poolRoute(() => networkModel, 'next_address', 'addresses', true),
+      utilizationRoute,
+      availableRoute,
       keyRoute('closest_parent', {
         GET: view('The longest network containing this CIDR (which need not exist)', 'object', closestParent, {
           query: [integer('prefix_length', 'The shortest prefix length the answer may have.', 0)],

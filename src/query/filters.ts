@@ -13,6 +13,8 @@ export type FilterSpec<R> = (
   | { param: string; type: 'integer'; value: (r: R) => number | null | undefined }
   | { param: string; type: 'boolean'; value: (r: R) => boolean }
   | { param: string; type: 'choice'; choices: readonly string[]; value: (r: R) => string }
+  /** A bound: only records whose value is below (`<`) or above (`>`) the parameter's number. */
+  | { param: string; type: 'number'; compare: '<' | '>'; value: (r: R, shard: ShardState) => number }
   /** Anything else: reads its parameters (400 on bad ones) and returns a predicate, or null when not applied. */
   | { param: string; type: 'custom'; compile: (q: QueryParams, shard: ShardState) => Predicate<R> | null }
 ) & {
@@ -45,6 +47,11 @@ export function compileFilters<R>(q: QueryParams, specs: FilterSpec<R>[], shard?
       case 'choice': {
         const v = q.choice(spec.param, spec.choices);
         if (v !== undefined) tests.push((r) => spec.value(r) === v);
+        break;
+      }
+      case 'number': {
+        const v = q.number(spec.param);
+        if (v !== undefined) tests.push(spec.compare === '<' ? (r) => spec.value(r, shard!) < v : (r) => spec.value(r, shard!) > v);
         break;
       }
       case 'custom': {

@@ -46,7 +46,12 @@ function link(base: LinkBase, q: QueryParams, limit: number, offset: number | nu
   return `${base.scheme}://${base.host}${base.path}?${qs}`;
 }
 
-export function pageLinks(base: LinkBase, q: QueryParams, page: Page, count: number): { next: string | null; previous: string | null } {
+export function pageLinks(
+  base: LinkBase,
+  q: QueryParams,
+  page: Page,
+  count: number | bigint,
+): { next: string | null; previous: string | null } {
   const { limit, offset } = page;
   const next = offset + limit >= count ? null : link(base, q, limit, offset + limit);
   let previous: string | null = null;
@@ -58,10 +63,11 @@ export function pageLinks(base: LinkBase, q: QueryParams, page: Page, count: num
  * What surrounds a list's items, and which of them it shows: a bare array
  * (`[`…`]`, every item), or a page's envelope, whose count and links are
  * known before the items, so the envelope's head can be written first and
- * the items streamed after it (P7). `head` takes the list's whole count.
+ * the items streamed after it (P7). `head` takes the list's whole count (a
+ * bigint where it may pass 2^53: a network's free blocks).
  */
 export interface ListFrame {
-  head(count: number): string;
+  head(count: number | bigint): string;
   tail: string;
   /** Items left out from the start (the page's offset). */
   skip: number;
@@ -90,7 +96,7 @@ export function csvFrame(page: Page | null, columns: { header: string }): ListFr
   return { head: () => columns.header, tail: '', skip: page?.offset ?? 0, take: page?.limit ?? Number.POSITIVE_INFINITY, separator: '' };
 }
 
-function envelopeHead(count: number, links: { next: string | null; previous: string | null }): string {
+function envelopeHead(count: number | bigint, links: { next: string | null; previous: string | null }): string {
   return `{"count":${count},"next":${JSON.stringify(links.next)},"previous":${JSON.stringify(links.previous)},"results":[`;
 }
 

@@ -71,6 +71,15 @@ export class QueryParams {
     return Number(v);
   }
 
+  /** Number filter: absent or empty → undefined; otherwise a finite decimal number (`0.8`, `1e-3`). */
+  number(name: string): number | undefined {
+    const v = this.get(name);
+    if (v === undefined || v === '') return undefined;
+    const n = /^\s*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\s*$/.test(v) ? Number(v) : Number.NaN;
+    if (!Number.isFinite(n)) throw Errors.field(name, 'A valid number is required.');
+    return n;
+  }
+
   /** Boolean filter: absent or empty means "not applied". */
   filterBoolean(name: string): boolean | undefined {
     const v = this.get(name);

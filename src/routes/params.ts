@@ -73,6 +73,8 @@ export function filterParams(filters: readonly FilterSpec<any>[] | undefined): Q
         return { name: f.param, type: 'integer', help };
       case 'boolean':
         return { name: f.param, type: 'boolean', help };
+      case 'number':
+        return { name: f.param, type: 'number', help };
       case 'choice':
         return { name: f.param, type: 'string', choices: f.choices, help };
       default:

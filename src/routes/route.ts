@@ -61,7 +61,7 @@ export type Permission = 'public' | 'read' | Action | 'admin' | 'superuser' | 's
 /** A query parameter as clients see it (OpenAPI); the handler reads it through QueryParams. */
 export interface QueryParam {
   name: string;
-  type: 'integer' | 'boolean' | 'string';
+  type: 'integer' | 'number' | 'boolean' | 'string';
   help: string;
   choices?: readonly string[];
   default?: string | number | boolean;
@@ -77,9 +77,10 @@ export interface QueryParam {
  * - `ids`: a list of ids (bulk DELETE);
  * - `credentials`: `{email, secret_key}` (authenticate);
  * - `grants`: a user's `is_superuser` and site `permissions` (user PATCH);
- * - `grant`: one user's object grant, `{user_id, actions}` (an object's grants/).
+ * - `grant`: one user's object grant, `{user_id, actions}` (an object's grants/);
+ * - `allocation`: optional, `{attributes, state}` of the networks next_* creates.
  */
-export type BodyShape = 'object' | 'object-or-list' | 'list' | 'ids' | 'credentials' | 'grants' | 'grant';
+export type BodyShape = 'object' | 'object-or-list' | 'list' | 'ids' | 'credentials' | 'grants' | 'grant' | 'allocation';
 
 /**
  * What a success answers:
@@ -88,12 +89,15 @@ export type BodyShape = 'object' | 'object-or-list' | 'list' | 'ids' | 'credenti
  * - `strings`: a JSON list of strings (next_address, next_network);
  * - `json`: a document of its own (the index, a Change's diff, a token);
  * - `empty`: no body (204).
+ * `schema` (JSON Schema, for the API reference): a `json` document's, or a
+ * list's items when they are no collection's objects (available/'s CIDRs).
  */
 export interface ResponseShape {
   status: 200 | 201 | 204;
   shape: 'object' | 'list' | 'strings' | 'json' | 'empty';
   of?: string;
   help?: string;
+  schema?: Record<string, unknown>;
 }
 
 /**
@@ -138,6 +142,8 @@ export interface Operation {
   /** Also takes the collection's list filters (its FilterSpecs, docs/api.md §7.4), declared on the resource. */
   filters?: true;
   body?: BodyShape;
+  /** What the API reference says of the body, when its shape alone does not. */
+  bodyHelp?: string;
   response: ResponseShape;
   /** Resources: a standard op, or this route's own work in the shard that owns the site. */
   run?: StandardOp | ShardHandler;
@@ -155,6 +161,8 @@ export interface Route {
   tokenOnly?: true;
   /** The path segment naming a list-, detail-, key- or root route ('children', 'authenticate'). */
   segment?: string;
+  /** Only under `/api/sites/{site}/…`: what it does is bound to one site (a pool's allocation). */
+  nestedOnly?: true;
   methods: Partial<Record<HttpMethod, Operation>>;
 }
 
@@ -201,4 +209,12 @@ export type RouteResult =
       order?: (r: StoredObject) => [number, number];
     }
   | { kind: 'object'; model: import('../model/model.js').ResourceModel<any>; record: StoredObject }
+  | {
+      /** A list made as it is sent, not of stored objects (available/'s free blocks): see shard/list-stream.ts ItemStream. */
+      kind: 'items';
+      /** The whole list's length, asked for a page's envelope only. */
+      count: () => bigint;
+      /** The items from position `skip` on, as JSON texts (see ItemSource). */
+      items: (skip: bigint) => import('../shard/list-stream.js').ItemSource;
+    }
   | { kind: 'raw'; status: number; body: string; headers?: Record<string, string> };

@@ -108,7 +108,7 @@ export function view(
   summary: string,
   shape: ResponseShape['shape'],
   run: StandardOp | ShardHandler,
-  more: { query?: readonly QueryParam[]; of?: string; help?: string; filters?: true } = {},
+  more: { query?: readonly QueryParam[]; of?: string; help?: string; filters?: true; schema?: ResponseShape['schema'] } = {},
 ): Operation {
   const base = shape === 'list' ? LISTING : shape === 'object' ? SHAPING : [];
   return {
@@ -116,7 +116,13 @@ export function view(
     permission: 'read',
     query: [...base, ...(more.query ?? [])],
     ...(more.filters ? { filters: true as const } : {}),
-    response: { status: 200, shape, ...(more.of ? { of: more.of } : {}), ...(more.help ? { help: more.help } : {}) },
+    response: {
+      status: 200,
+      shape,
+      ...(more.of ? { of: more.of } : {}),
+      ...(more.help ? { help: more.help } : {}),
+      ...(more.schema ? { schema: more.schema } : {}),
+    },
     run,
   };
 }

@@ -51,6 +51,17 @@ export function authorizeEmptyBulk(ctx: RequestContext, model: ResourceModel<any
   throw Errors.forbidden();
 }
 
+/**
+ * 403 unless the caller may run the current operation on some object of the model in `siteId`: by a site
+ * grant, or by holding an object grant of the kind in this shard. For a write whose objects the request
+ * itself chooses (a pool's allocation): a caller with no right at all is refused before anything is
+ * validated (docs/api.md §1.6), and each object chosen is then checked with `authorize`.
+ */
+export function authorizeAny(ctx: RequestContext, model: ResourceModel<any, any>, siteId: number): void {
+  const held = model.permissionType !== undefined && ctx.shard.relation(granteesOf(model.kind)).count(ctx.principal.id) > 0;
+  if (!held) authorize(ctx, model, siteId);
+}
+
 /** Whether the caller may `action` this record (OPTIONS lists only what it may do). */
 export function allows(ctx: RequestContext, model: ResourceModel<any, any>, action: Action, record: StoredObject): boolean {
   if (!model.permissionType) return false;

@@ -7,7 +7,7 @@ import { QueryParams } from '../query/params.js';
 import { RegexBudget } from '../query/regex-budget.js';
 import type { Operation } from '../routes/route.js';
 import { NO_ID, parseId } from '../schema/id.js';
-import type { ListStream } from './list-stream.js';
+import type { ReplyStream } from './list-stream.js';
 import type { DirectoryUpdate, Principal, ShardRequest } from './protocol.js';
 import type { ShardState } from './state.js';
 import type { StoredObject } from './table.js';
@@ -30,7 +30,7 @@ export class RequestContext {
   /** The declared operation being run (routes/route.ts); its permission is what shard/authorize.ts checks. */
   operation?: Operation;
   /** Set when this request's list is answered in chunks (list-stream.ts) instead of one body. */
-  stream: ListStream | null = null;
+  stream: ReplyStream | null = null;
   /** This request's matching of user regexes (query/user-regex.ts), current whenever the request runs. */
   readonly regex = new RegexBudget();
 

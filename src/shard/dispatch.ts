@@ -19,12 +19,12 @@ import { applyCommit } from './apply-commit.js';
 import { allows, authorize } from './authorize.js';
 import { RequestContext } from './context.js';
 import { rememberReply } from './idempotency.js';
-import type { ListStream } from './list-stream.js';
+import type { ReplyStream } from './list-stream.js';
 import { lookup } from './lookup.js';
 import { naturalKeyMatches } from './natural-key.js';
 import { grantsHeldBy } from './object-grants.js';
 import type { DirectoryUpdate, ListChunk, Op, ShardReply, ShardRequest, StreamControl } from './protocol.js';
-import { listBody, objectBody } from './render.js';
+import { itemListBody, listBody, objectBody } from './render.js';
 import { type Holds, SLICE_MS, type Sliced, Slices } from './slices.js';
 import type { ShardState } from './state.js';
 import { finish, type Steps, stepsOf } from './steps.js';
@@ -44,6 +44,8 @@ function fromResult(ctx: RequestContext, result: RouteResult): Reply {
       const l = listBody(ctx, result.model, result.records, result.newestFirst, result.checks, result.count, result.order);
       return { status: 200, body: l.body, part: l.part, headers: result.headers };
     }
+    case 'items':
+      return { status: 200, body: itemListBody(ctx, result.count, result.items) };
   }
 }
 
@@ -206,7 +208,7 @@ export class ShardServer {
   private held: ShardRequest[] = [];
   private recovering = false;
   /** Streamed lists with chunks still to send, by request seq (P7, list-stream.ts). */
-  private readonly streams = new Map<number, ListStream>();
+  private readonly streams = new Map<number, ReplyStream>();
   /** The bulk part being prepared or awaiting its decision (protocol.ts BulkPart); nothing else runs meanwhile. */
   private part: HeldPart | null = null;
   /** Requests running in slices, and those waiting for the sites their writes hold (slices.ts). */
@@ -454,7 +456,7 @@ export class ShardServer {
   }
 
   /** A streamed list's first chunk rides on its reply; a list that fits in one chunk is a plain body (or part). */
-  private startStream(stream: ListStream, reply: ShardReply): void {
+  private startStream(stream: ReplyStream, reply: ShardReply): void {
     const chunk = stream.next();
     if (chunk.last) {
       if (chunk.part) reply.part = chunk.part;
@@ -474,7 +476,7 @@ export class ShardServer {
       this.streams.delete(message.stream);
       return;
     }
-    if (message.from !== undefined) stream.restartAt(message.from);
+    if (message.from !== undefined) stream.restartAt?.(message.from);
     else stream.credit += message.credit ?? 0;
     this.pump(stream);
   }
@@ -484,7 +486,7 @@ export class ShardServer {
    * by keys, until its keys are sent). The chunk is recorded like a read's reply, so it leaves after that
    * turn's commit; other requests run between chunks.
    */
-  private pump(stream: ListStream): void {
+  private pump(stream: ReplyStream): void {
     if (stream.scheduled || stream.credit <= 0 || !stream.hasMore) return;
     stream.scheduled = true;
     setImmediate(() => {

@@ -20,6 +20,11 @@
  * items the offset may skip: the merge counts the offset off across the
  * shards by their keys, then tells each shard where its part of the page
  * starts (`restartAt`), and only that part is rendered.
+ *
+ * A list that is not of stored objects and may be far too long to take at
+ * once (a network's free blocks: 2^32 free /64s in a /32) is an ItemStream:
+ * its items are made a batch at a time as each chunk is rendered, each batch
+ * resuming where the last one ended.
  */
 import type { ResourceModel } from '../model/model.js';
 import type { RequestContext } from './context.js';
@@ -42,6 +47,89 @@ export const KEYS_PER_CHUNK = 8192;
  */
 export const SKIP_BY_KEYS_FROM = 256;
 
+/** What the shard's pump (dispatch.ts) drives: a streamed reply, one chunk per credit. */
+export interface ReplyStream {
+  readonly ctx: RequestContext;
+  readonly seq: number;
+  /** Chunks the main thread lets this stream send now. */
+  credit: number;
+  /** A turn is scheduled to render the next chunk. */
+  scheduled: boolean;
+  /** A chunk is ready to be made. */
+  readonly hasMore: boolean;
+  /** The index the next chunk will carry (a chunk that fails to render takes it). */
+  readonly nextIndex: number;
+  next(): ListChunk;
+  /** Every chunk left, made now and joined: the whole body, for a reply that is not streamed. */
+  rest(): ListChunk;
+  /** A top-level page's offset was skipped by keys: this part of the page starts at `position` (ListStream only). */
+  restartAt?(position: number): void;
+}
+
+/**
+ * The next items of a list made as it is sent, after those it gave before, as JSON texts: at most `max`, and
+ * fewer only once the list has ended.
+ */
+export type ItemSource = (max: number) => string[];
+
+/** Items an ItemStream asks its source for at a time: a few KiB of CIDRs, well under a chunk. */
+const ITEMS_PER_BATCH = 256;
+
+/**
+ * A nested list or page whose items an ItemSource makes as each chunk is rendered: nothing is taken when the
+ * request runs, so its length costs nothing until it is read, and a client that stops reading stops it.
+ */
+export class ItemStream implements ReplyStream {
+  credit = STREAM_WINDOW - 1;
+  scheduled = false;
+  readonly hasMore = true;
+  private index = 0;
+  private emitted = 0;
+  private ended = false;
+
+  /** `take`: items the list shows at most (a page's limit; Infinity for a bare array). */
+  constructor(
+    readonly ctx: RequestContext,
+    private readonly source: ItemSource,
+    private readonly frame: TextFrame,
+    private take: number,
+  ) {}
+
+  get seq(): number {
+    return this.ctx.req.seq;
+  }
+  get nextIndex(): number {
+    return this.index;
+  }
+
+  next(): ListChunk {
+    const out: string[] = [];
+    let bytes = 0;
+    while (!this.ended && this.take > 0 && bytes < CHUNK_BYTES) {
+      const want = Math.min(this.take, ITEMS_PER_BATCH);
+      const batch = this.source(want);
+      if (batch.length < want) this.ended = true;
+      this.take -= batch.length;
+      for (const text of batch) {
+        out.push(this.emitted++ === 0 ? text : this.frame.separator + text);
+        bytes += text.length;
+      }
+      this.ctx.shard.heartbeat();
+    }
+    const last = this.ended || this.take <= 0;
+    const index = this.index++;
+    return { text: `${index === 0 ? this.frame.head : ''}${out.join('')}${last ? this.frame.tail : ''}`, index, last };
+  }
+
+  rest(): ListChunk {
+    const chunks: string[] = [];
+    for (let c = this.next(); ; c = this.next()) {
+      chunks.push(c.text);
+      if (c.last) return { text: chunks.join(''), index: 0, last: true };
+    }
+  }
+}
+
 /** A nested list's text around its items: `[`…`]`, a page envelope's head (count and links) and `]}`, or a CSV header. */
 export interface TextFrame {
   head: string;
@@ -62,7 +150,7 @@ export interface MergeFrame {
   take: number;
 }
 
-export class ListStream {
+export class ListStream implements ReplyStream {
   /** Chunks the main thread lets this stream send now. */
   credit = STREAM_WINDOW - 1;
   /** A turn is scheduled to render the next chunk. */

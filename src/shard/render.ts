@@ -9,7 +9,7 @@ import type { ResourceModel } from '../model/model.js';
 import { csvFrame, listFrame, readPage } from '../query/pagination.js';
 import { type CsvColumns, csvColumnsOf } from '../schema/csv.js';
 import type { RequestContext } from './context.js';
-import { ListStream, type MergeFrame, SKIP_BY_KEYS_FROM, type TextFrame } from './list-stream.js';
+import { type ItemSource, ItemStream, ListStream, type MergeFrame, SKIP_BY_KEYS_FROM, type TextFrame } from './list-stream.js';
 import type { ListChecks, ListPart } from './protocol.js';
 import type { StoredObject } from './table.js';
 
@@ -160,4 +160,21 @@ export function listBody(
   }
   const whole = stream.rest();
   return whole.part ? { body: '', part: whole.part } : { body: whole.text };
+}
+
+/**
+ * A list made as it is sent (RouteResult `items`), nested only: a bare array or a page, streamed when the main
+ * thread can stream the reply, else made whole. The count is asked for a page's envelope only; the items from
+ * the page's offset on.
+ */
+export function itemListBody(ctx: RequestContext, count: () => bigint, items: (skip: bigint) => ItemSource): string {
+  const page = readPage(ctx.query);
+  const frame = listFrame(page, ctx.req.link, ctx.query);
+  const head = page ? frame.head(count()) : frame.head(0);
+  const stream = new ItemStream(ctx, items(BigInt(frame.skip)), { head, tail: frame.tail, separator: frame.separator }, frame.take);
+  if (ctx.req.stream === true) {
+    ctx.stream = stream;
+    return '';
+  }
+  return stream.rest().text;
 }

@@ -50,6 +50,8 @@ const DETAIL_ROUTES: Record<string, string[]> = {
     'siblings',
     'subnets',
     'supernets',
+    'utilization',
+    'available',
   ],
   interfaces: ['addresses', 'ancestors', 'assignments', 'children', 'circuit', 'descendants', 'networks', 'parent', 'root', 'siblings'],
   circuits: ['addresses', 'devices', 'interfaces'],
@@ -58,7 +60,7 @@ const DETAIL_ROUTES: Record<string, string[]> = {
 };
 const LIST_ROUTES: Record<string, string[]> = {
   devices: ['query'],
-  networks: ['query', 'reserved'],
+  networks: ['query', 'reserved', 'next_address', 'next_network'],
   interfaces: ['query'],
   circuits: ['query'],
   protocols: ['query'],
@@ -295,7 +297,10 @@ const queryValue = fc.oneof(
   fc.constantFrom('', 'true', 'false', 'x', 'role=edge', 'r1'),
 );
 const queryParam = fc.oneof(
-  fc.tuple(fc.constantFrom('limit', 'offset', 'num', 'prefix_length', 'resource_id', 'speed', 'device', 'parent_id', 'depth'), queryValue),
+  fc.tuple(
+    fc.constantFrom('limit', 'offset', 'num', 'prefix_length', 'resource_id', 'speed', 'device', 'parent_id', 'depth', 'utilization__lt'),
+    queryValue,
+  ),
   fc.tuple(
     fc.constantFrom('fields', 'omit', 'expand'),
     fc.constantFrom('id', 'name', 'site_id.x', 'attributes', '__proto__', ',,', 'id,name'),

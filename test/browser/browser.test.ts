@@ -9,6 +9,7 @@ import { resolve } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { chromiumAvailable, launch, screenshot } from '../helpers/browser.js';
+import { EXAMPLE_NETWORKS } from '../helpers/ipam-example.js';
 import { TestServer } from '../helpers/server.js';
 
 const available = chromiumAvailable();
@@ -454,22 +455,22 @@ describe.skipIf(!available)('the view and the docs under their security policy',
     const made = [
       await s.post('/api/sites/1/attributes/', { name: 'homepage', resource_name: 'Device' }),
       await s.post('/api/sites/1/attributes/', { name: 'docs', resource_name: 'Interface', default: 'https://' }),
-      await s.patch('/api/devices/r1/', { attributes: { homepage: 'http://[' } }),
+      await s.patch('/api/sites/1/devices/r1/', { attributes: { homepage: 'http://[' } }),
       await s.post('/api/sites/1/interfaces/', { device: 1, name: 'eth%zz', description: 'http://[', attributes: { docs: 'http://[x' } }),
     ];
     for (const r of made) expect(r.status, r.text).toBeLessThan(300);
     const change = (await s.get('/api/changes/?limit=1')).json.results[0].id;
     const { page, violations } = await watchedPage();
     for (const path of [
-      '/api/devices/r1/',
+      '/api/sites/1/devices/r1/',
       '/api/devices/',
       '/api/sites/1/devices/',
       '/api/values/',
       '/api/sites/1/values/',
       '/api/sites/1/attributes/',
       '/api/interfaces/',
-      '/api/devices/r1/interfaces/',
-      '/api/interfaces/r1:eth%zz/',
+      '/api/sites/1/devices/r1/interfaces/',
+      '/api/sites/1/interfaces/r1:eth%zz/',
       '/api/changes/',
       `/api/changes/${change}/`,
       '/api/sites/1/changes/',
@@ -480,10 +481,82 @@ describe.skipIf(!available)('the view and the docs under their security policy',
       await page.locator('main nav.crumbs').waitFor();
       expect(await page.locator('main').textContent(), path).not.toContain('Failed to construct');
     }
-    await page.goto(`${s.base}/api/devices/r1/`);
+    await page.goto(`${s.base}/api/sites/1/devices/r1/`);
     expect(await page.locator('main > dl.object').textContent()).toContain('http://[');
     await screenshot(page, 'browse-hostile-value');
     expect(violations).toEqual([]);
+    expect(pageErrors).toEqual([]);
+    await page.close();
+  });
+});
+
+describe.skipIf(!available)('networks in the browsable view', { timeout: 60_000 }, () => {
+  let page: Page;
+  let site: number;
+
+  beforeAll(async () => {
+    if (!available) return;
+    site = (await s.post('/api/sites/', { name: 'ipam' })).json.id;
+    const r = await s.post(
+      `/api/sites/${site}/networks/`,
+      EXAMPLE_NETWORKS.map((cidr) => ({ cidr })),
+    );
+    expect(r.status, r.text).toBe(201);
+    page = await newPage();
+    await page.goto(`${s.base}/api/sites/${site}/`);
+    await page.fill('#signin-email', 'admin@localhost');
+    await page.fill('#signin-key', secretKey);
+    await page.click('form.signin button');
+    await page.locator('text=signed in as admin@localhost').waitFor();
+  });
+
+  test('network page shows its utilization as a meter and a map of its children and free blocks', async () => {
+    await page.goto(`${s.base}/api/sites/${site}/networks/10.0.0.0/16/`);
+    const meter = page.locator('section.ipam meter');
+    await meter.waitFor();
+    const u = (await s.get(`/api/sites/${site}/networks/10.0.0.0/16/utilization/`)).json;
+    expect(u.utilization).toBe(386 / 65536);
+    expect(await meter.evaluate((m: { value: number }) => m.value)).toBe(u.utilization);
+    expect(await meter.getAttribute('aria-label')).toBe('Utilization of 10.0.0.0/16');
+    expect(await page.getByRole('meter', { name: 'Utilization of 10.0.0.0/16' }).count()).toBe(1);
+    expect(await page.locator('section.ipam p.utilization').textContent()).toContain('386 of 65536 addresses used');
+    const cells = page.locator('.blockmap a.block');
+    const texts = await cells.allTextContents();
+    expect(texts.slice(0, 5)).toEqual(['10.0.0.0/24', '10.0.1.0/25', '10.0.1.128/25', '10.0.2.0/32', '10.0.2.1/32']);
+    expect(texts).toHaveLength(4 + 16);
+    expect(await page.locator('.blockmap a.block.used').allTextContents()).toEqual([
+      '10.0.0.0/24',
+      '10.0.1.0/25',
+      '10.0.2.1/32',
+      '10.0.2.2/32',
+    ]);
+    expect(await page.locator('.blockmap a.block.free').count()).toBe(16);
+    await screenshot(page, 'browse-network-utilization');
+    if (process.env.UPDATE_DOCS_SCREENSHOT === '1') {
+      await screenshot(page, 'network-utilization', resolve(__dirname, '../../docs/network-utilization.png'));
+    }
+    // A free block leads to the free blocks of its length, a used one to its network.
+    await page.locator('.blockmap a.block.free', { hasText: '10.0.1.128/25' }).click();
+    await page.locator('h1', { hasText: 'available/?limit=50&prefix_length=25' }).waitFor();
+    const free25 = (await s.get(`/api/sites/${site}/networks/10.0.0.0/16/available/?prefix_length=25&limit=1`)).json.count;
+    expect(free25).toBe(508);
+    await page.locator('.pager', { hasText: `1–50 of ${free25}` }).waitFor();
+    expect((await page.locator('main > ul li').allTextContents()).slice(0, 3)).toEqual(['10.0.1.128/25', '10.0.2.128/25', '10.0.3.0/25']);
+    await page.goBack();
+    await page.locator('.blockmap a.block.used', { hasText: '10.0.0.0/24' }).click();
+    await page.locator('h1', { hasText: '/networks/' }).waitFor();
+    await expect.poll(() => page.locator('section.ipam p.utilization').textContent()).toContain('1 of 256 addresses used');
+    expect(pageErrors).toEqual([]);
+  });
+
+  test('network list shows a utilization bar on each network row', async () => {
+    await page.goto(`${s.base}/api/sites/${site}/networks/?include_ips=false`);
+    await page.locator('table.objects th', { hasText: 'utilization' }).waitFor();
+    const meters = page.locator('table.objects td.bar meter');
+    await expect.poll(() => meters.count()).toBe(3);
+    expect(await meters.evaluateAll((ms: { value: number }[]) => ms.map((m) => m.value))).toEqual([386 / 65536, 1 / 256, 0]);
+    await screenshot(page, 'browse-network-list-utilization');
+    expect(elsewhere).toEqual([]);
     expect(pageErrors).toEqual([]);
     await page.close();
   });

@@ -9,6 +9,7 @@
  */
 import { describe, expect, test } from 'vitest';
 import type { Entry, PrefixTree } from '../../src/ip/prefix-tree.js';
+import { EXAMPLE_MAXIMAL_FREE, EXAMPLE_NETWORKS } from '../helpers/ipam-example.js';
 
 type Width = 32 | 128;
 type Make = (width: Width) => PrefixTree<number>;
@@ -793,6 +794,196 @@ export function prefixTreeCases(name: string, make: Make): void {
         ]);
         ins(t, `${top}/128`, 11);
         expect(free(t, p, { len: 128, num: 5, strict: true })).toEqual([]);
+      });
+    });
+
+    describe('freeBlocks of a parent whose only free addresses are excluded', () => {
+      const ends = ['10.0.0.0', '10.0.0.7'];
+      const hosts = (t: PrefixTree<number>, ...last: number[]) => {
+        for (const [i, h] of last.entries()) ins(t, `10.0.0.${h}/32`, 100 + i);
+      };
+
+      const room = (t: PrefixTree<number>, strict: boolean, exclude?: string[]) =>
+        t.hasFreeBlock(parsePrefix('10.0.0.0/29').addr, 29, { len: 32, strict, exclude: exclude?.map((x) => parseAddr(x).addr) });
+
+      test('freeBlocks offers nothing once every address but the excluded first and last is taken', () => {
+        const t = build('10.0.0.0/29');
+        hosts(t, 1, 2, 3, 4, 5, 6);
+        for (const strict of [false, true]) {
+          expect(free(t, '10.0.0.0/29', { len: 32, num: 5, strict, exclude: ends })).toEqual([]);
+          expect(room(t, strict, ends)).toBe(false);
+          expect(room(t, strict)).toBe(true);
+          // The same ends by excludeEnds.
+          const q = { len: 32, strict, excludeEnds: true };
+          expect(t.freeBlocks(parsePrefix('10.0.0.0/29').addr, 29, { ...q, num: 5 })).toEqual([]);
+          expect(t.hasFreeBlock(parsePrefix('10.0.0.0/29').addr, 29, q)).toBe(false);
+        }
+        expect(free(t, '10.0.0.0/29', { len: 32, num: 5 })).toEqual(['10.0.0.0/32', '10.0.0.7/32']);
+        expect(free(t, '10.0.0.0/29', { len: 32, num: 5, exclude: ['10.0.0.0'] })).toEqual(['10.0.0.7/32']);
+        del(t, '10.0.0.3/32');
+        expect(free(t, '10.0.0.0/29', { len: 32, num: 5, exclude: ends })).toEqual(['10.0.0.3/32']);
+        expect(room(t, false, ends)).toBe(true);
+        hosts(t, 3, 0);
+        expect(free(t, '10.0.0.0/29', { len: 32, num: 5, exclude: ends })).toEqual([]);
+        hosts(t, 7);
+        expect(free(t, '10.0.0.0/29', { len: 32, num: 5, exclude: ends })).toEqual([]);
+      });
+
+      test('freeBlocks with a network holding the excluded ends counts them taken only when strict', () => {
+        const t = build('10.0.0.0/29', '10.0.0.0/30');
+        hosts(t, 4, 5, 6);
+        // Non-strict, the /30's addresses are free (only hosts take them); .0 is excluded.
+        expect(free(t, '10.0.0.0/29', { len: 32, num: 5, exclude: ends })).toEqual(['10.0.0.1/32', '10.0.0.2/32', '10.0.0.3/32']);
+        expect(free(t, '10.0.0.0/29', { len: 32, num: 5, strict: true, exclude: ends })).toEqual([]);
+        ins(t, '10.0.0.6/31', 9);
+        del(t, '10.0.0.6/32');
+        expect(free(t, '10.0.0.0/29', { len: 32, num: 5, strict: true, exclude: ends })).toEqual([]);
+        expect(free(t, '10.0.0.0/29', { len: 32, num: 5, strict: true })).toEqual([]);
+        del(t, '10.0.0.6/31');
+        expect(free(t, '10.0.0.0/29', { len: 32, num: 5, strict: true, exclude: ends })).toEqual(['10.0.0.6/32']);
+      });
+
+      test('freeBlocks counts an excluded end inside a network as free when not strict', () => {
+        const t = build('10.0.0.0/29', '10.0.0.0/31', '10.0.0.6/31');
+        hosts(t, 1, 2, 3, 4, 5, 6);
+        expect(free(t, '10.0.0.0/29', { len: 32, num: 5, exclude: ends })).toEqual([]);
+        expect(room(t, false, ends)).toBe(false);
+        expect(free(t, '10.0.0.0/29', { len: 32, num: 5 })).toEqual(['10.0.0.0/32', '10.0.0.7/32']);
+      });
+    });
+
+    describe('usage and free space', () => {
+      // The worked example of issue 25: a /16 with a /24 (holding a host), a /25 and two hosts.
+      const example = () => build(...EXAMPLE_NETWORKS);
+      const MAXIMAL = EXAMPLE_MAXIMAL_FREE;
+      const usage = (t: PrefixTree<number>, c: string) => at((a, l) => t.usage(a, l))(c);
+      const fill = (t: PrefixTree<number>, c: string) => at((a, l) => t.fill(a, l))(c);
+      const space = (t: PrefixTree<number>, c: string, q: { len?: number; from?: string; skip?: bigint; max?: number }) =>
+        at((a, l) =>
+          t
+            .freeSpace(a, l, {
+              max: q.max ?? 1000,
+              ...(q.len === undefined ? {} : { len: q.len }),
+              ...(q.from === undefined ? {} : { from: parseAddr(q.from).addr }),
+              ...(q.skip === undefined ? {} : { skip: q.skip }),
+            })
+            .map((b) => formatPrefix(b.addr, b.len, widthOf(t))),
+        )(c);
+      const count = (t: PrefixTree<number>, c: string, len?: number) => at((a, l) => t.freeCount(a, l, len))(c);
+
+      test('usage counts nested prefixes once, direct children and every host inside', () => {
+        const t = example();
+        expect(usage(t, '10.0.0.0/16')).toEqual({ used: 386n, children: 4, hosts: 3 });
+        expect(fill(t, '10.0.0.0/16')).toBe(386 / 65536);
+        expect(usage(t, '10.0.0.0/24')).toEqual({ used: 1n, children: 1, hosts: 1 });
+        expect(usage(t, '10.0.2.1/32')).toEqual({ used: 0n, children: 0, hosts: 0 });
+        // Prefixes that are not stored: a branch point, one with a single node below, an empty one.
+        expect(usage(t, '10.0.0.0/23')).toEqual({ used: 384n, children: 2, hosts: 1 });
+        expect(usage(t, '10.0.2.0/24')).toEqual({ used: 2n, children: 2, hosts: 2 });
+        expect(usage(t, '10.0.0.0/8')).toEqual({ used: 65536n, children: 1, hosts: 3 });
+        expect(usage(t, '10.1.0.0/16')).toEqual({ used: 0n, children: 0, hosts: 0 });
+        expect(fill(t, '10.0.0.0/8')).toBe(1 / 256);
+      });
+
+      test('usage follows inserts and deletes', () => {
+        const t = example();
+        ins(t, '10.0.0.0/17', 9);
+        expect(usage(t, '10.0.0.0/16')).toEqual({ used: 32768n, children: 1, hosts: 3 });
+        del(t, '10.0.0.0/17');
+        del(t, '10.0.0.0/24');
+        expect(usage(t, '10.0.0.0/16')).toEqual({ used: 131n, children: 4, hosts: 3 });
+        for (const c of ['10.0.1.0/25', '10.0.0.1/32', '10.0.2.1/32', '10.0.2.2/32']) del(t, c);
+        expect(usage(t, '10.0.0.0/16')).toEqual({ used: 0n, children: 0, hosts: 0 });
+        expect(count(t, '10.0.0.0/16')).toBe(1n);
+      });
+
+      test('usage of an IPv6 /32 holding a /64 is exact', () => {
+        const t = build('2001:db8::/32', '2001:db8::/64', '::/0');
+        expect(usage(t, '2001:db8::/32')).toEqual({ used: 18446744073709551616n, children: 1, hosts: 0 });
+        expect(fill(t, '2001:db8::/32')).toBe(2 ** -32);
+        expect(usage(t, '::/0')).toEqual({ used: 79228162514264337593543950336n, children: 1, hosts: 0 });
+      });
+
+      test('freeSpace lists the maximal free blocks in address order, and freeCount counts them', () => {
+        const t = example();
+        expect(space(t, '10.0.0.0/16', {})).toEqual(MAXIMAL);
+        expect(count(t, '10.0.0.0/16')).toBe(16n);
+        expect(space(t, '10.0.0.0/16', { max: 3 })).toEqual(MAXIMAL.slice(0, 3));
+        for (const skip of [0n, 1n, 5n, 15n, 16n, 40n]) {
+          expect(space(t, '10.0.0.0/16', { skip, max: 4 })).toEqual(MAXIMAL.slice(Number(skip), Number(skip) + 4));
+        }
+        expect(space(t, '10.0.0.0/24', {})).toEqual([
+          '10.0.0.0/32',
+          '10.0.0.2/31',
+          '10.0.0.4/30',
+          '10.0.0.8/29',
+          '10.0.0.16/28',
+          '10.0.0.32/27',
+          '10.0.0.64/26',
+          '10.0.0.128/25',
+        ]);
+        expect(space(t, '10.0.2.1/32', {})).toEqual(['10.0.2.1/32']);
+        expect(space(t, '10.1.0.0/16', {})).toEqual(['10.1.0.0/16']);
+        expect(count(t, '10.1.0.0/16')).toBe(1n);
+        // Not stored: the blocks around what lies inside.
+        expect(space(t, '10.0.2.0/24', {})).toEqual(MAXIMAL.slice(1, 9));
+        expect(count(t, '10.0.2.0/24')).toBe(8n);
+      });
+
+      test('freeSpace with a length lists every free block of it, skipping by arithmetic', () => {
+        const t = example();
+        expect(space(t, '10.0.0.0/16', { len: 30, max: 3 })).toEqual(['10.0.1.128/30', '10.0.1.132/30', '10.0.1.136/30']);
+        expect(count(t, '10.0.0.0/16', 30)).toBe(16287n);
+        expect(count(t, '10.0.0.0/16', 32)).toBe(65150n);
+        expect(count(t, '10.0.0.0/16', 17)).toBe(1n);
+        expect(count(t, '10.0.0.0/16', 16)).toBe(0n);
+        expect(space(t, '10.0.0.0/16', { len: 16 })).toEqual([]);
+        expect(space(t, '10.0.0.0/16', { len: 17 })).toEqual(['10.0.128.0/17']);
+        expect(space(t, '10.0.0.0/16', { len: 24, max: 2 })).toEqual(['10.0.3.0/24', '10.0.4.0/24']);
+        expect(space(t, '10.0.0.0/16', { len: 30, skip: 16286n })).toEqual(['10.0.255.252/30']);
+        expect(space(t, '10.0.0.0/16', { len: 32, skip: 126n, max: 4 })).toEqual([
+          '10.0.1.254/32',
+          '10.0.1.255/32',
+          '10.0.2.0/32',
+          '10.0.2.3/32',
+        ]);
+        expect(space(t, '10.1.0.0/16', { len: 16 })).toEqual(['10.1.0.0/16']);
+        expect(count(t, '10.1.0.0/16', 18)).toBe(4n);
+      });
+
+      test('freeSpace from an address resumes a listing there', () => {
+        const t = example();
+        expect(space(t, '10.0.0.0/16', { from: '10.0.1.200', max: 4 })).toEqual([
+          '10.0.1.200/29',
+          '10.0.1.208/28',
+          '10.0.1.224/27',
+          '10.0.2.0/32',
+        ]);
+        expect(space(t, '10.0.0.0/16', { from: '10.0.2.4', max: 2 })).toEqual(['10.0.2.4/30', '10.0.2.8/29']);
+        expect(space(t, '10.0.0.0/16', { from: '10.0.2.4', skip: 1n, max: 1 })).toEqual(['10.0.2.8/29']);
+        expect(space(t, '10.0.0.0/16', { len: 30, from: '10.0.1.129', max: 2 })).toEqual(['10.0.1.132/30', '10.0.1.136/30']);
+        expect(space(t, '10.0.0.0/16', { len: 32, from: '10.0.2.1', max: 2 })).toEqual(['10.0.2.3/32', '10.0.2.4/32']);
+        expect(space(t, '10.0.0.0/16', { from: '11.0.0.0' })).toEqual([]);
+      });
+
+      test('freeSpace of an IPv6 /32 counts 2^32 − 1 free /64s and skips to the last', () => {
+        const t = build('2001:db8::/32', '2001:db8::/64');
+        expect(count(t, '2001:db8::/32', 64)).toBe(2n ** 32n - 1n);
+        expect(count(t, '2001:db8::/32', 128)).toBe(2n ** 96n - 2n ** 64n);
+        expect(space(t, '2001:db8::/32', { len: 64, max: 2 })).toEqual(['2001:db8:0:1::/64', '2001:db8:0:2::/64']);
+        expect(space(t, '2001:db8::/32', { len: 64, skip: 2n ** 32n - 2n })).toEqual(['2001:db8:ffff:ffff::/64']);
+        expect(space(t, '2001:db8::/32', { len: 128, skip: 2n ** 96n - 2n ** 64n - 1n })).toEqual([
+          '2001:db8:ffff:ffff:ffff:ffff:ffff:ffff/128',
+        ]);
+        expect(count(t, '2001:db8::/32')).toBe(32n);
+        expect(space(t, '2001:db8::/32', { max: 2 })).toEqual(['2001:db8:0:1::/64', '2001:db8:0:2::/63']);
+      });
+
+      test('freeSpace and freeCount refuse a block length outside the prefix length and the width', () => {
+        const t = example();
+        expect(() => space(t, '10.0.0.0/16', { len: 15 })).toThrow(RangeError);
+        expect(() => space(t, '10.0.0.0/16', { len: 33 })).toThrow(RangeError);
+        expect(() => count(t, '10.0.0.0/16', 15)).toThrow(RangeError);
       });
     });
   });

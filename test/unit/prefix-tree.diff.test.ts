@@ -9,7 +9,7 @@
  */
 import { describe, test } from 'vitest';
 import { NaiveTree } from '../../src/ip/naive-tree.js';
-import type { Entry, PrefixTree } from '../../src/ip/prefix-tree.js';
+import type { Block, Entry, FreeSpaceQuery, PrefixTree, Usage } from '../../src/ip/prefix-tree.js';
 import { maskTo } from '../../src/ip/prefix-tree.js';
 import { RadixTree } from '../../src/ip/radix-tree.js';
 import { prng } from '../helpers/prng.js';
@@ -154,6 +154,36 @@ function showBlocks(bs: bigint[], w: Width, len: number): string {
   return JSON.stringify(bs.map((b) => formatPrefix(b, len, w)));
 }
 
+function showUsage(u: Usage, fill: number): string {
+  return `used ${u.used} children ${u.children} hosts ${u.hosts} fill ${fill}`;
+}
+function showSpace(bs: Block[], w: Width): string {
+  return JSON.stringify(bs.map((b) => formatPrefix(b.addr, b.len, w)));
+}
+function showSpaceQuery(q: FreeSpaceQuery, w: Width): string {
+  return `{ len: ${q.len}, from: ${q.from === undefined ? '-' : formatAddr(q.from, w)}, skip: ${q.skip}, max: ${q.max} }`;
+}
+
+/**
+ * A free-space query on x: maximal blocks or blocks a few bits longer than x (or hosts), from x's start or an
+ * address inside or around it, skipping nothing, a few blocks, or most of what there is.
+ */
+function randomSpaceQuery(r: Rand, x: Prefix, w: Width, reference: PrefixTree<number>): FreeSpaceQuery {
+  const len = r.chance(0.4) ? undefined : r.chance(0.2) ? w : Math.min(w, x.len + r.int(0, 12));
+  const size = 1n << BigInt(w - x.len);
+  const roll = r.next();
+  const from = roll < 0.5 ? undefined : roll < 0.9 ? x.addr + (r.bits(w) % size) : r.chance(0.5) ? x.addr + size : 0n;
+  const total = reference.freeCount(x.addr, x.len, len);
+  const skipRoll = r.next();
+  const skip = skipRoll < 0.5 ? undefined : skipRoll < 0.8 ? BigInt(r.int(0, 40)) : total > 0n ? r.bits(w) % (total + 2n) : 1n;
+  return {
+    max: r.int(1, 30),
+    ...(len === undefined ? {} : { len }),
+    ...(from === undefined ? {} : { from }),
+    ...(skip === undefined ? {} : { skip }),
+  };
+}
+
 interface Disagreement {
   seed: number;
   op: number;
@@ -205,20 +235,22 @@ function run(p: Profile, seed: number, ops: number): Disagreement | undefined {
             : e < 0.85
               ? [parent.addr, last]
               : [parent.addr + (((r.bits(w) % (1n << BigInt(w - parent.len))) >> BigInt(w - len)) << BigInt(w - len)), parent.addr];
-        const q = { len, num, strict, ...(exclude ? { exclude } : {}) };
+        // The parent's ends: named, or by excludeEnds.
+        const ends = exclude !== undefined && e < 0.85 && r.chance(0.5);
+        const q = { len, num, strict, ...(ends ? { excludeEnds: true } : exclude ? { exclude } : {}) };
         const what = `freeBlocks(${txt(parent)}, { len: ${len}, num: ${num}, strict: ${strict}${
-          exclude ? `, exclude: [${exclude.map((x) => formatAddr(x, w)).join(', ')}]` : ''
+          ends ? ', excludeEnds: true' : exclude ? `, exclude: [${exclude.map((x) => formatAddr(x, w)).join(', ')}]` : ''
         } })`;
         d = compare(
-          what,
-          showBlocks(naive.freeBlocks(parent.addr, parent.len, q), w, len),
-          showBlocks(radix.freeBlocks(parent.addr, parent.len, q), w, len),
+          `${what}, hasFreeBlock`,
+          `${showBlocks(naive.freeBlocks(parent.addr, parent.len, q), w, len)} ${naive.hasFreeBlock(parent.addr, parent.len, q)}`,
+          `${showBlocks(radix.freeBlocks(parent.addr, parent.len, q), w, len)} ${radix.hasFreeBlock(parent.addr, parent.len, q)}`,
         );
       }
     } else {
       const x = stored.size > 0 && r.chance(0.4) ? r.pick(storedList()) : randomPrefix(r, p, storedList());
       const s = txt(x);
-      switch (r.int(0, 6)) {
+      switch (r.int(0, 9)) {
         case 0:
           d = compare(`get(${s})`, String(naive.get(x.addr, x.len)), String(radix.get(x.addr, x.len)));
           break;
@@ -241,9 +273,26 @@ function run(p: Profile, seed: number, ops: number): Disagreement | undefined {
         case 5:
           d = compare(`hasDescendants(${s})`, String(naive.hasDescendants(x.addr, x.len)), String(radix.hasDescendants(x.addr, x.len)));
           break;
-        default:
+        case 6:
           d = compare('roots()', showEntries(naive.roots(), w), showEntries(radix.roots(), w));
           break;
+        case 7:
+          d = compare(
+            `usage(${s}), fill(${s})`,
+            showUsage(naive.usage(x.addr, x.len), naive.fill(x.addr, x.len)),
+            showUsage(radix.usage(x.addr, x.len), radix.fill(x.addr, x.len)),
+          );
+          break;
+        default: {
+          const q = randomSpaceQuery(r, x, w, naive);
+          const what = `freeSpace(${s}, ${showSpaceQuery(q, w)}), freeCount(${s}, ${q.len})`;
+          d = compare(
+            what,
+            `${showSpace(naive.freeSpace(x.addr, x.len, q), w)} ${naive.freeCount(x.addr, x.len, q.len)}`,
+            `${showSpace(radix.freeSpace(x.addr, x.len, q), w)} ${radix.freeCount(x.addr, x.len, q.len)}`,
+          );
+          break;
+        }
       }
     }
     d ??= compare(`size after op ${op}`, String(naive.size), String(radix.size));

@@ -27,6 +27,8 @@ const scenario = (width: Width) =>
       num: fc.integer({ min: 1, max: 40 }),
       strict: fc.boolean(),
       excludeEnds: fc.boolean(),
+      // The ends by excludeEnds rather than named: the first and last block of the length asked.
+      endsByFlag: fc.boolean(),
     })
     .map((s) => {
       const shift = BigInt(width - s.plen);
@@ -44,7 +46,8 @@ const scenario = (width: Width) =>
         len: Math.min(width, s.plen + s.len),
         num: s.num,
         strict: s.strict,
-        exclude: s.excludeEnds ? [parent, parent + size - 1n] : undefined,
+        exclude: s.excludeEnds && !s.endsByFlag ? [parent, parent + size - 1n] : undefined,
+        excludeEnds: s.excludeEnds && s.endsByFlag,
       };
     });
 
@@ -58,12 +61,14 @@ describe.each([32, 128] as const)('IPv%s width', (width) => {
           t.insert(s.parent, s.plen, 0);
           for (const [i, c] of s.children.entries()) t.insert(c.addr, c.len, i + 1);
         }
-        const q = { len: s.len, num: s.num, strict: s.strict, exclude: s.exclude };
+        const q = { len: s.len, num: s.num, strict: s.strict, exclude: s.exclude, excludeEnds: s.excludeEnds };
         expect(radix.freeBlocks(s.parent, s.plen, q)).toEqual(naive.freeBlocks(s.parent, s.plen, q));
+        expect(radix.hasFreeBlock(s.parent, s.plen, q)).toBe(naive.hasFreeBlock(s.parent, s.plen, q));
         // The same search when the parent is not stored itself (the tree then has no node for it).
         radix.delete(s.parent, s.plen);
         naive.delete(s.parent, s.plen);
         expect(radix.freeBlocks(s.parent, s.plen, q)).toEqual(naive.freeBlocks(s.parent, s.plen, q));
+        expect(radix.hasFreeBlock(s.parent, s.plen, q)).toBe(naive.hasFreeBlock(s.parent, s.plen, q));
       }),
       { numRuns: 150 },
     );
@@ -85,11 +90,59 @@ test('RadixTree.freeBlocks equals NaiveTree.freeBlocks after deletions reshape t
         radix.delete(c.addr, c.len);
         naive.delete(c.addr, c.len);
       }
-      const q = { len: s.len, num: s.num, strict: s.strict, exclude: s.exclude };
+      const q = { len: s.len, num: s.num, strict: s.strict, exclude: s.exclude, excludeEnds: s.excludeEnds };
       expect(radix.freeBlocks(s.parent, s.plen, q)).toEqual(naive.freeBlocks(s.parent, s.plen, q));
+      expect(radix.hasFreeBlock(s.parent, s.plen, q)).toBe(naive.hasFreeBlock(s.parent, s.plen, q));
     }),
     { numRuns: 150 },
   );
+});
+
+/**
+ * The utilization and free-space answers on the same scenarios: usage, fill, freeCount and freeSpace pages
+ * at every offset a page of `num` can start at (sampled), for the maximal blocks and for block lengths at
+ * and around the children's own (where the skip by arithmetic and the descent into shared blocks meet).
+ */
+describe.each([32, 128] as const)('IPv%s width', (width) => {
+  test(`RadixTree usage and freeSpace equal NaiveTree's on scattered children, with pages and deletions (width ${width})`, () => {
+    fc.assert(
+      fc.property(scenario(width), fc.array(fc.nat(), { maxLength: 60 }), fc.nat(), (s, drops, pick) => {
+        const radix = new RadixTree<number>(width);
+        const naive = new NaiveTree<number>(width);
+        const trees = [radix, naive] as const;
+        for (const t of trees) {
+          t.insert(s.parent, s.plen, 0);
+          for (const [i, c] of s.children.entries()) t.insert(c.addr, c.len, i + 1);
+        }
+        const check = () => {
+          expect(radix.usage(s.parent, s.plen)).toEqual(naive.usage(s.parent, s.plen));
+          expect(radix.fill(s.parent, s.plen)).toBe(naive.fill(s.parent, s.plen));
+          const lens = new Set<number | undefined>([undefined, s.len, width]);
+          for (const c of s.children.slice(0, 3)) for (const d of [-1, 0, 1]) lens.add(Math.min(width, Math.max(s.plen, c.len + d)));
+          for (const len of lens) {
+            const total = naive.freeCount(s.parent, s.plen, len);
+            expect(radix.freeCount(s.parent, s.plen, len)).toBe(total);
+            const skips = [0n, 1n, BigInt(s.num), total / 2n, total - 1n, BigInt(pick) % (total + 1n)].filter((k) => k >= 0n);
+            for (const skip of skips) {
+              const q = { max: s.num, skip, ...(len === undefined ? {} : { len }) };
+              expect(radix.freeSpace(s.parent, s.plen, q)).toEqual(naive.freeSpace(s.parent, s.plen, q));
+            }
+            const from = s.parent + (BigInt(pick) % (1n << BigInt(width - s.plen)));
+            const q = { max: s.num, from, ...(len === undefined ? {} : { len }) };
+            expect(radix.freeSpace(s.parent, s.plen, q)).toEqual(naive.freeSpace(s.parent, s.plen, q));
+          }
+        };
+        check();
+        for (const d of drops) {
+          if (s.children.length === 0) break;
+          const c = s.children[d % s.children.length];
+          for (const t of trees) t.delete(c.addr, c.len);
+        }
+        check();
+      }),
+      { numRuns: 100 },
+    );
+  });
 });
 
 /** 128-bit values built from groups that are often zero, so zero runs of every length and place occur. */
