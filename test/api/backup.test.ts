@@ -47,38 +47,51 @@ describe('backup under write load', () => {
       while (!stop) {
         const n = next++;
         const cidr = `10.${(n >> 8) & 255}.${n & 255}.0/24`;
-        const r = await server.post('/api/sites/1/networks/', { cidr });
+        // A request that fails outright (the server gone) is a failure to report, not an unhandled rejection
+        // that would hide what went wrong first.
+        const r = await server.post('/api/sites/1/networks/', { cidr }).catch((err: Error) => err);
+        if (r instanceof Error) {
+          failures.push(`${cidr}: ${r.message} (${String(r.cause)})`);
+          return;
+        }
         if (r.status !== 201) failures.push(`${cidr}: ${r.status} ${r.text}`);
         else acked.set(r.json.id, r.json);
       }
     };
     const writers = Array.from({ length: 16 }, writer);
-    while (acked.size < 300) await new Promise((ok) => setTimeout(ok, 10));
-
-    ackedBeforeCli = new Set(acked.keys());
-    cliBackup = join(tempDir('cli'), 'copy');
-    const cli = await runCli(['backup', cliBackup, '--data-dir', server.dataDir]);
-    expect(cli.code, cli.stderr).toBe(0);
-    expect(cli.stderr).toMatch(/netsot backup: .*copy written \(\d+ bytes, \d+ ms\)/);
-    ackedDuringCli = acked.size - ackedBeforeCli.size;
-
-    ackedBeforeApi = new Set(acked.keys());
-    const api = await server.post('/admin/backup', { name: 'under-load' });
-    expect(api.status, api.text).toBe(201);
-    apiBackup = api.json.path;
-    expect(api.json).toEqual({
-      name: 'under-load',
-      path: join(backupRoot, 'under-load'),
-      bytes: expect.any(Number),
-      duration_ms: expect.any(Number),
-    });
-
-    // Writes go on after both backups: what follows must not show up in them.
-    const more = acked.size + 100;
-    while (acked.size < more) await new Promise((ok) => setTimeout(ok, 10));
-    stop = true;
-    await Promise.all(writers);
+    try {
+      await backupsUnderLoad();
+    } finally {
+      stop = true;
+      await Promise.all(writers);
+    }
     await server.stop(false);
+
+    async function backupsUnderLoad() {
+      while (acked.size < 300) await new Promise((ok) => setTimeout(ok, 10));
+
+      ackedBeforeCli = new Set(acked.keys());
+      cliBackup = join(tempDir('cli'), 'copy');
+      const cli = await runCli(['backup', cliBackup, '--data-dir', server.dataDir]);
+      expect(cli.code, cli.stderr).toBe(0);
+      expect(cli.stderr).toMatch(/netsot backup: .*copy written \(\d+ bytes, \d+ ms\)/);
+      ackedDuringCli = acked.size - ackedBeforeCli.size;
+
+      ackedBeforeApi = new Set(acked.keys());
+      const api = await server.post('/admin/backup', { name: 'under-load' });
+      expect(api.status, api.text).toBe(201);
+      apiBackup = api.json.path;
+      expect(api.json).toEqual({
+        name: 'under-load',
+        path: join(backupRoot, 'under-load'),
+        bytes: expect.any(Number),
+        duration_ms: expect.any(Number),
+      });
+
+      // Writes go on after both backups: what follows must not show up in them.
+      const more = acked.size + 100;
+      while (acked.size < more) await new Promise((ok) => setTimeout(ok, 10));
+    }
   }, 120_000);
 
   afterAll(async () => {
