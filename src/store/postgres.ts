@@ -223,6 +223,18 @@ const DEFAULT_TIMEOUTS = requestTimeouts(30_000);
 const START_PATIENCE_MS = 30_000;
 /** One page of a load's scan: not on a request's path, and 10k rows of a large store on a busy server take a while. */
 const LOAD_QUERY_MS = 60_000;
+/**
+ * A commit's statements: a 10k-object bulk on a busy database can take seconds, longer than the request timeout
+ * (two thirds of a 3 s lease), and answering it 503 would say "maybe saved" of a write that was going well. A
+ * deposed leader's commit is kept out by the epoch its statements name (the lease row), not by this timeout; a
+ * leader cut off from the database steps down on its own clock and refuses new writes meanwhile.
+ */
+const COMMIT_QUERY_MS = 60_000;
+
+/** A statement of a commit, with the commit's timeout. */
+function commitStatement(text: string, values?: unknown[]): pg.QueryConfig {
+  return { text, values, query_timeout: COMMIT_QUERY_MS } as pg.QueryConfig;
+}
 
 interface Pending {
   writes: WriteSet;
@@ -345,7 +357,7 @@ export class PostgresStore implements Store {
       if (one) {
         let result: pg.QueryResult<{ seq: string }>;
         try {
-          result = await this.pool.query(one.sql, one.values);
+          result = await this.pool.query(commitStatement(one.sql, one.values));
         } catch (err) {
           throw guard.length > 0 && (err as { code?: string }).code === DIVISION_BY_ZERO ? Errors.notLeader(null) : err;
         }
@@ -357,16 +369,18 @@ export class PostgresStore implements Store {
     let broken: unknown;
     let seq: number | null = null;
     try {
-      await client.query('BEGIN');
+      await client.query(commitStatement('BEGIN'));
       if (guard.length > 0) {
-        const bumped = await client.query(guard[0].sql, guard[0].values);
+        const bumped = await client.query<{ seq: string }>(commitStatement(guard[0].sql, guard[0].values));
         if (bumped.rowCount === 0) throw Errors.notLeader(null);
         seq = Number(bumped.rows[0].seq);
-        await client.query('INSERT INTO commit_log (seq, epoch, sites, writes) VALUES ($1, $2, $3::int8[], $4)', [
-          bumped.rows[0].seq,
-          epoch,
-          ...guard[1].values,
-        ]);
+        await client.query(
+          commitStatement('INSERT INTO commit_log (seq, epoch, sites, writes) VALUES ($1, $2, $3::int8[], $4)', [
+            bumped.rows[0].seq,
+            epoch,
+            ...guard[1].values,
+          ]),
+        );
       }
       let acc = new Accumulated();
       for (const writes of sets) {
@@ -375,13 +389,13 @@ export class PostgresStore implements Store {
           acc = new Accumulated();
           for (const range of writes.removeRanges) {
             const table = RANGE_TABLES[range.db];
-            if (table) await client.query(`DELETE FROM ${table} WHERE site_id = $1`, [range.prefix]);
+            if (table) await client.query(commitStatement(`DELETE FROM ${table} WHERE site_id = $1`, [range.prefix]));
           }
         }
         for (const op of writes.ops) acc.add(op);
       }
       await acc.write(client);
-      await client.query('COMMIT');
+      await client.query(commitStatement('COMMIT'));
       if (seq !== null) this.fence!.noteCommitted(seq);
     } catch (err) {
       await client.query('ROLLBACK').catch((e) => {
@@ -678,7 +692,7 @@ class Accumulated {
   }
 
   async write(client: pg.PoolClient): Promise<void> {
-    for (const st of this.statements()) await client.query(st.sql, st.values);
+    for (const st of this.statements()) await client.query(commitStatement(st.sql, st.values));
   }
 }
 

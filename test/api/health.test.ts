@@ -88,7 +88,7 @@ describe('shutdown', () => {
     // At least one list was still in flight when the signal came (about a second of work in all).
     expect(answered).toBeLessThan(3);
     const answers = await Promise.all(lists);
-    expect(answers.map((r) => r.status)).toEqual([201, 201, 201]);
+    expect(answers.map((r) => (r.status === 201 ? 201 : `${r.status} ${r.text}`))).toEqual([201, 201, 201]);
     expect(await exited(s)).toBe(0);
     expect(s.output.join('')).toContain('SIGTERM; answering requests in flight, then stopping');
     const again = await start({}, s.dataDir);
