@@ -40,6 +40,7 @@ const batch = (round: number) =>
   Array.from({ length: 200 }, (_, i) => ({ cidr: `10.${round % 250}.${i}.0/24`, site_id: 1, attributes: {} }));
 
 describe('a full disk', () => {
+  // Fills a small file system by rounds of real writes, then restarts: slow on a busy machine.
   test('writes that cannot be saved answer 507 and change nothing; reads keep working; memory equals the store', async (ctx) => {
     if (!disk.mounted()) ctx.skip();
     s = await TestServer.start({ dataDir: join(mountPoint, 'data') });
@@ -66,5 +67,5 @@ describe('a full disk', () => {
     await s.stop(false);
     s = await TestServer.start({ dataDir: join(mountPoint, 'data') });
     expect(await snapshot(s)).toEqual(before);
-  });
+  }, 90_000);
 });

@@ -5,7 +5,8 @@
  * no user is created. New users' emails are at most 254 characters. Servers
  * run in process; `peer` sets the address the server sees. HOST=0.0.0.0 so
  * that the check runs per request (on a loopback listener every peer is this
- * machine's own, which the default list trusts whole).
+ * machine's own, which the default list trusts whole), with the ADVERTISE_URL a
+ * PostgreSQL node on a wildcard address needs.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { expectJsonError } from '../helpers/fixtures.js';
@@ -16,7 +17,8 @@ const NOT_PROVIDED = 'Authentication credentials were not provided.';
 describe('the user header with the default trusted proxies', () => {
   let s: InjectServer;
   beforeAll(async () => {
-    s = await InjectServer.start({ env: { HOST: '0.0.0.0' } });
+    // On PostgreSQL a node on a wildcard address must say where standbys send writers (ADVERTISE_URL).
+    s = await InjectServer.start({ env: { HOST: '0.0.0.0', ADVERTISE_URL: 'http://127.0.0.1:9' } });
   });
   afterAll(async () => {
     await s?.stop();

@@ -30,6 +30,7 @@ const users = async (dataDir: string, ...args: string[]) =>
   runCli(['users', ...args, '--data-dir', dataDir], { env: await storeEnv(dataDir) });
 
 describe('the users command', () => {
+  // Five processes one after another (two commands, a server, a command, a server): slow on a busy machine.
   test('a superuser made before the first start is one; a user the header names later is not', async () => {
     const dir = join(tempDir('users'), 'data');
     const added = await users(dir, 'add', '--superuser', 'root@example.com');
@@ -55,7 +56,7 @@ describe('the users command', () => {
     expect(JSON.parse(promoted.stdout)).toEqual({ id: 2, email: 'new@example.com', is_superuser: true });
     const again = await serve(dir);
     expect((await again.post('/api/sites/', { name: 'by-new' }, { as: 'new@example.com' })).status).toBe(201);
-  });
+  }, 90_000);
 
   test('add refuses an existing user without --superuser, and promotes one with it; promote refuses an unknown user', async () => {
     const dir = join(tempDir('users'), 'data');
