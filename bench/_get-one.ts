@@ -13,7 +13,9 @@
  * wrk: a faster client, so the server's own cost shows; BENCH_WRK_THREADS,
  * default 1), BENCH_BASELINE_MAIN (another build's dist-bench/src/main.js,
  * e.g. main's: it runs as a third server in the same run, so a change is
- * measured against its baseline back to back). The server runs with its
+ * measured against its baseline back to back), BENCH_LOG_LEVEL (netsot's
+ * LOG_LEVEL, default warn; `info`, the server's own default, writes one access
+ * line per request to a file, as a production log would). The server runs with its
  * default shard count. Besides req/s, the CPU per request of the server's
  * main thread and of its other threads (shards, libuv, GC), from /proc.
  */
@@ -34,6 +36,7 @@ import {
   request,
   runLoad,
   startNetsot,
+  startNetsotLoggingToFile,
   startRawUws,
   table,
   threadCpuSeconds,
@@ -65,7 +68,8 @@ export async function runGetOne(name: string, setup: Setup): Promise<number> {
   let baseline: ChildServer | undefined;
   let raw: ChildServer | undefined;
   try {
-    netsot = await startNetsot();
+    const logLevel = process.env.BENCH_LOG_LEVEL || 'warn';
+    netsot = logLevel === 'warn' ? await startNetsot() : await startNetsotLoggingToFile({ LOG_LEVEL: logLevel });
     const { path, note } = await setup(netsot.base);
     const sample = await request(netsot.base, 'GET', path, { headers: AUTH });
     if (sample.status !== 200) throw new Error(`GET ${path} answered ${sample.status}: ${sample.text}`);
@@ -111,7 +115,8 @@ export async function runGetOne(name: string, setup: Setup): Promise<number> {
       `${connections} keep-alive connections, pipelining 1, ${slice * rounds} s measured per server, ${warmup} s warm-up per server; ${orderText}`,
     );
     log(
-      `client: ${clientNote()}; servers: child processes (netsot pid ${netsot.pid}, default shards; raw uWS pid ${raw.pid}` +
+      `client: ${clientNote()}; servers: child processes (netsot pid ${netsot.pid}, default shards, LOG_LEVEL=${logLevel}; ` +
+        `raw uWS pid ${raw.pid}` +
         `${baseline ? `; baseline build ${baselineMain} pid ${baseline.pid}` : ''}); ${machine().cores} cores, Node ${process.version}`,
     );
     const busyBefore = await foreignBusyCores();

@@ -7,7 +7,7 @@
  * Every child and temp dir is registered and removed on exit, Ctrl-C or error.
  */
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -224,6 +224,46 @@ export function startNetsot(opts: NetsotOptions = {}): Promise<ChildServer> {
     opts.dataDir === undefined ? dataDir : undefined,
     opts.startTimeoutMs,
   );
+}
+
+/**
+ * A netsot whose stdout goes to a file, as a production log would: through the harness's pipe, every
+ * access line would be read by this process, on the thread that runs the client.
+ */
+export async function startNetsotLoggingToFile(env: Record<string, string>): Promise<ChildServer & { logFile: string }> {
+  const dir = tempDir('netsot-bench-log-');
+  const logFile = join(dir.path, 'stdout.log');
+  const out = openSync(logFile, 'w');
+  const args = [MAIN, 'serve', '--host', '127.0.0.1', '--port', '0', '--data-dir', join(dir.path, 'data')];
+  const proc = spawn(process.execPath, args, { env: { ...process.env, ...env }, stdio: ['ignore', out, 'inherit'] });
+  const spawnedAt = performance.now();
+  let port = 0;
+  for (let waited = 0; port === 0; waited += 100) {
+    if (waited > 30_000 || proc.exitCode !== null) throw new Error(`netsot (logging to ${logFile}) did not start`);
+    await new Promise((r) => setTimeout(r, 100));
+    const m = /netsot listening on http:\/\/[^\s:]+:(\d+)/.exec(readFileSync(logFile, 'utf8'));
+    if (m) port = Number(m[1]);
+  }
+  const stop = async () => {
+    if (proc.exitCode === null && proc.signalCode === null) {
+      const exited = new Promise<void>((ok) => proc.once('exit', () => ok()));
+      proc.kill('SIGTERM');
+      await exited;
+    }
+    dir.remove();
+  };
+  return {
+    name: 'netsot (log to file)',
+    port,
+    pid: proc.pid!,
+    base: `http://127.0.0.1:${port}`,
+    output: [],
+    spawnedAt,
+    listeningAt: performance.now(),
+    stop,
+    kill: stop,
+    logFile,
+  };
 }
 
 export interface RawUwsOptions {

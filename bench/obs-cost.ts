@@ -22,9 +22,6 @@
  * wrk; see _harness.ts), BENCH_OBS (comma list of the comparisons to run:
  * metrics, alloc, log; default all three).
  */
-import { spawn } from 'node:child_process';
-import { openSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import autocannon from 'autocannon';
 import {
   AUTH,
@@ -39,14 +36,13 @@ import {
   type LoadSummary,
   loadClient,
   log,
-  MAIN,
   machine,
   processCpuSeconds,
   request,
   runLoad,
   startNetsot,
+  startNetsotLoggingToFile,
   table,
-  tempDir,
 } from './_harness.js';
 import { wrkPost } from './_wrk.js';
 
@@ -59,46 +55,6 @@ interface Prepared {
   server: ChildServer;
   device: string;
   alloc: string;
-}
-
-/**
- * A netsot whose stdout goes to a file, as a production log would: through the harness's pipe, every
- * access line would be read by this process, on the thread that runs the client.
- */
-async function startLoggingToFile(env: Record<string, string>): Promise<ChildServer & { logFile: string }> {
-  const dir = tempDir('netsot-bench-log-');
-  const logFile = join(dir.path, 'stdout.log');
-  const out = openSync(logFile, 'w');
-  const args = [MAIN, 'serve', '--host', '127.0.0.1', '--port', '0', '--data-dir', join(dir.path, 'data')];
-  const proc = spawn(process.execPath, args, { env: { ...process.env, ...env }, stdio: ['ignore', out, 'inherit'] });
-  const spawnedAt = performance.now();
-  let port = 0;
-  for (let waited = 0; port === 0; waited += 100) {
-    if (waited > 30_000 || proc.exitCode !== null) throw new Error(`netsot (logging to ${logFile}) did not start`);
-    await new Promise((r) => setTimeout(r, 100));
-    const m = /netsot listening on http:\/\/[^\s:]+:(\d+)/.exec(readFileSync(logFile, 'utf8'));
-    if (m) port = Number(m[1]);
-  }
-  const stop = async () => {
-    if (proc.exitCode === null && proc.signalCode === null) {
-      const exited = new Promise<void>((ok) => proc.once('exit', () => ok()));
-      proc.kill('SIGTERM');
-      await exited;
-    }
-    dir.remove();
-  };
-  return {
-    name: 'netsot (log to file)',
-    port,
-    pid: proc.pid!,
-    base: `http://127.0.0.1:${port}`,
-    output: [],
-    spawnedAt,
-    listeningAt: performance.now(),
-    stop,
-    kill: stop,
-    logFile,
-  };
 }
 
 async function prepare(server: ChildServer): Promise<Prepared> {
@@ -173,7 +129,7 @@ export async function run(): Promise<number> {
     const wantsOff = only.has('metrics') || only.has('alloc');
     let loggingServer: (ChildServer & { logFile: string }) | null = null;
     if (only.has('log')) {
-      loggingServer = await startLoggingToFile({ METRICS: 'on', LOG_LEVEL: 'info' });
+      loggingServer = await startNetsotLoggingToFile({ METRICS: 'on', LOG_LEVEL: 'info' });
       servers.push(loggingServer);
     }
     const sides: Partial<Record<Side, Prepared>> = {

@@ -26,7 +26,10 @@
  *   grow without limit. Lines stay whole: each write is whole lines.
  */
 import { fstatSync, write as fsWrite } from 'node:fs';
+import { isatty } from 'node:tty';
 import { isMainThread } from 'node:worker_threads';
+import { type AccessFields, linesIn } from './log-record.js';
+import { ThreadedSink } from './log-thread.js';
 
 export interface LogSink {
   /** Takes whole lines; returns at once, and never throws. */
@@ -37,6 +40,11 @@ export interface LogSink {
   readonly dropped: number;
   /** Resolves once everything taken is written (or dropped), or after `ms`, whichever comes first. */
   drain(ms: number): Promise<void>;
+  /**
+   * Takes the access line of `a` logged at `time` by a logger whose fixed fields are `prefix`, made elsewhere
+   * (log-thread.ts). A sink without it is given the line's text.
+   */
+  access?(prefix: string, time: number, a: AccessFields): void;
 }
 
 /** How one write reaches the output: `done` gets the error of a failed write. */
@@ -47,13 +55,6 @@ const RETRY_AFTER_MS = 1000;
 /** How long lines gather before a write, and how much makes a write start at once. */
 const LINGER_MS = 20;
 const BATCH_BYTES = 256 * 1024;
-
-const linesIn = (text: string | Buffer): number => {
-  let n = 0;
-  if (typeof text === 'string') for (let i = text.indexOf('\n'); i >= 0; i = text.indexOf('\n', i + 1)) n++;
-  else for (let i = text.indexOf(10); i >= 0; i = text.indexOf(10, i + 1)) n++;
-  return n;
-};
 
 /**
  * The bounded, asynchronous writer described above, over one output. Lines are encoded straight into buffers of
@@ -90,26 +91,48 @@ export class BoundedSink implements LogSink {
       this.dropped += linesIn(text);
       return;
     }
-    if (most > BATCH_BYTES) {
+    const into = this.room(most, false)!;
+    this.took(this.used + into.write(text, this.used));
+  }
+
+  /**
+   * Room for at most `n` more bytes of whole lines, written into the returned buffer from `at` on and then given
+   * with `took`; null when they would pass the bound (or the output is broken): the caller drops them (`drop`).
+   */
+  room(n: number, bounded = true): Buffer | null {
+    if (bounded && (this.broken() || this.held + n > this.maxBytes)) return null;
+    if (this.current === null || this.used + n > this.current.length) {
       this.seal();
-      const whole = Buffer.from(text);
-      this.filled.push(whole);
-      this.held += whole.length;
-    } else {
-      if (this.current === null || this.used + most > this.current.length) {
-        this.seal();
+      if (n > BATCH_BYTES) this.current = Buffer.allocUnsafe(n);
+      else {
         this.current = this.spare ?? Buffer.allocUnsafe(BATCH_BYTES);
         this.spare = null;
       }
-      const n = this.current.write(text, this.used);
-      this.used += n;
-      this.held += n;
     }
+    return this.current;
+  }
+
+  /** Where the bytes written into `room`'s buffer start. */
+  get at(): number {
+    return this.used;
+  }
+
+  /** The bytes written into `room`'s buffer end at `end`. */
+  took(end: number): void {
+    this.held += end - this.used;
+    this.used = end;
+    // A buffer made for one long line goes out on its own.
+    if (this.current!.length > BATCH_BYTES) this.seal();
     if (this.filled.length > 0) this.next();
     else if (this.linger === null && !this.writing) {
       this.linger = setTimeout(() => this.next(), LINGER_MS);
       this.linger.unref();
     }
+  }
+
+  /** Counts lines dropped before they reached this sink. */
+  drop(lines: number): void {
+    this.dropped += lines;
   }
 
   flush(): void {
@@ -231,23 +254,26 @@ function streamOutput(stream: NodeJS.WritableStream & { destroyed?: boolean }): 
   };
 }
 
-/** The main thread's stdout, as the kind of file it is. */
-function stdoutSink(maxBytes: number): LogSink {
+/**
+ * A sink writing to `fd` as the kind of file it is: a file with fs.write, a pipe, socket or terminal through the
+ * stream `stream` makes for it (process.stdout on the main thread; the log writer thread opens its own).
+ */
+export function fdSink(fd: number, maxBytes: number, stream: () => NodeJS.WritableStream & { destroyed?: boolean }): BoundedSink {
   let kind: 'stream' | 'fd' | 'none';
   try {
-    const st = fstatSync(1);
-    kind = st.isFIFO() || st.isSocket() || process.stdout.isTTY ? 'stream' : 'fd';
+    const st = fstatSync(fd);
+    kind = st.isFIFO() || st.isSocket() || isatty(fd) ? 'stream' : 'fd';
   } catch {
     kind = 'none';
   }
-  if (kind === 'fd') return new BoundedSink(fdOutput(1), maxBytes);
+  if (kind === 'fd') return new BoundedSink(fdOutput(fd), maxBytes);
   if (kind === 'none')
     return new BoundedSink(
-      (_, done) => done(new Error('stdout is closed')),
+      (_, done) => done(new Error(`fd ${fd} is closed`)),
       maxBytes,
       () => true,
     );
-  const { out, broken } = streamOutput(process.stdout);
+  const { out, broken } = streamOutput(stream());
   return new BoundedSink(out, maxBytes, broken);
 }
 
@@ -288,15 +314,23 @@ class WorkerSink implements LogSink {
 const DEFAULT_MAX_BYTES = 4 * 1024 * 1024;
 let sink: LogSink | null = null;
 let maxBytes = DEFAULT_MAX_BYTES;
+let threaded = false;
 
-/** Sets this thread's bound (LOG_BUFFER_BYTES) before its first line. */
-export function configureLogSink(bytes: number): void {
+/**
+ * Sets this thread's bound (LOG_BUFFER_BYTES) before its first line. `thread`: the main thread's lines are
+ * written by a thread of their own (log-thread.ts), as `serve` does; command line tools write them themselves.
+ */
+export function configureLogSink(bytes: number, thread = false): void {
   maxBytes = bytes;
+  threaded = thread && isMainThread;
 }
+
+/** The main thread's sink without a writer thread: stdout, through process.stdout when it is a stream. */
+const mainThreadSink = (): LogSink => fdSink(1, maxBytes, () => process.stdout);
 
 /** This thread's sink, made on first use. */
 export function logSink(): LogSink {
-  sink ??= isMainThread ? stdoutSink(maxBytes) : new WorkerSink(maxBytes);
+  sink ??= !isMainThread ? new WorkerSink(maxBytes) : threaded ? new ThreadedSink(maxBytes, mainThreadSink) : mainThreadSink();
   return sink;
 }
 

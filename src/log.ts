@@ -8,11 +8,14 @@
  * pino formats; each line goes to the thread's sink (log-sink.ts), which
  * gathers lines and writes them asynchronously, many at a time, bounded: a
  * line that cannot be written is dropped and counted, never waited for.
+ * Under `serve`, the main thread's lines are written by a thread of their
+ * own (log-thread.ts).
  *
- * The access line, one per request, is the one line on the hot path: it is
- * built here from a template in exactly the shape pino writes (`access`),
- * which costs a fraction of pino's generic serialisation (issue 28: the
- * access log must not halve GET throughput).
+ * The access line, one per request, is the one line on the hot path: the
+ * main thread hands its fields to the writer thread as a compact record, and
+ * the line is made there in exactly the shape pino writes (`access`,
+ * log-record.ts), without pino's generic serialisation (issue 28: the access
+ * log must not cost GETs their throughput).
  *
  * Callers pass facts as fields and never a request body, header or secret:
  * the access log (http/observe.ts) names each field it writes.
@@ -20,7 +23,10 @@
 import { type Logger as PinoLogger, pino } from 'pino';
 import { prettyFactory } from 'pino-pretty';
 import type { LogFormat, LogLevel } from './config.js';
+import { type AccessFields, accessLine } from './log-record.js';
 import { logSink } from './log-sink.js';
+
+export type { AccessFields } from './log-record.js';
 
 const RANK: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40 };
 
@@ -32,28 +38,6 @@ export interface LoggerOptions {
   bindings?: LogFields;
   /** Takes each turn's text (the thread's log sink by default; tests collect it instead). */
   write?: (text: string) => void;
-}
-
-/** The facts of one answered request (http/observe.ts names each). */
-export interface AccessFields {
-  reqId: string;
-  method: string;
-  route: string;
-  path: string;
-  status: number;
-  ms: number;
-  user: string | undefined;
-  client: string;
-  peer: string;
-}
-
-/** `s` as a JSON string: quoted as it is unless it holds a quote, backslash, control character or surrogate. */
-function jsonString(s: string): string {
-  for (let i = 0; i < s.length; i++) {
-    const c = s.charCodeAt(i);
-    if (c < 0x20 || c === 0x22 || c === 0x5c || (c >= 0xd800 && c <= 0xdfff)) return JSON.stringify(s);
-  }
-  return `"${s}"`;
 }
 
 export class Logger {
@@ -109,8 +93,8 @@ export class Logger {
   }
 
   /**
-   * The access line of one request, at info: the line `info('request', a)` writes, built without pino's generic path.
-   * `route` is a template of the route table (route-template.ts), plain text; every other text is escaped as needed.
+   * The access line of one request, at info: the line `info('request', a)` writes, built without pino's generic path
+   * (log-record.ts), and by the log writer thread where one runs (log-thread.ts).
    */
   access(a: AccessFields): void {
     if (RANK.info < this.rank) return;
@@ -118,33 +102,10 @@ export class Logger {
       this.info('request', { ...a });
       return;
     }
-    // Joined from an array: one flat string at once, which the sink encodes faster than a template's tree of pieces.
-    this.write(
-      [
-        '{"level":30,"time":',
-        Date.now(),
-        ',',
-        this.bindingsJson,
-        ',"reqId":',
-        jsonString(a.reqId),
-        ',"method":',
-        jsonString(a.method),
-        ',"route":"',
-        a.route,
-        '","path":',
-        jsonString(a.path),
-        ',"status":',
-        a.status,
-        ',"ms":',
-        a.ms,
-        a.user === undefined ? '' : `,"user":${jsonString(a.user)}`,
-        ',"client":',
-        jsonString(a.client),
-        ',"peer":',
-        jsonString(a.peer),
-        ',"msg":"request"}\n',
-      ].join(''),
-    );
+    const time = Date.now();
+    const sink = this.toSink ? logSink() : null;
+    if (sink?.access !== undefined) sink.access(this.bindingsJson, time, a);
+    else this.write(accessLine(this.bindingsJson, time, a));
   }
 
   /** Has the sink start writing what it holds now (before exiting, or when a test reads the output). */

@@ -64,7 +64,7 @@ async function main(argv: string[]): Promise<void> {
     }
     throw err;
   }
-  configureLogSink(config.logBufferBytes);
+  configureLogSink(config.logBufferBytes, true);
   const log = new Logger(config.logLevel, { format: config.logFormat, bindings: { thread: 'main' } });
   // From here on, stderr carries nothing the log does not: a stderr that fails (a closed pipe) costs nothing.
   process.stderr.on('error', () => undefined);

@@ -53,7 +53,7 @@ function within(r: Range, addr: Uint8Array, from: number): boolean {
 }
 
 /** `::ffff:a.b.c.d`: an IPv4 peer on a dual-stack socket. */
-function isV4Mapped(a: Uint8Array): boolean {
+export function isV4Mapped(a: Uint8Array): boolean {
   for (let i = 0; i < 10; i++) if (a[i] !== 0) return false;
   return a[10] === 0xff && a[11] === 0xff;
 }

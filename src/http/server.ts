@@ -6,7 +6,7 @@
  * a request means is the lifecycle's business (app.ts).
  */
 import { createServer } from 'node:net';
-import type { UserHeaderPolicy } from '../auth/trusted-proxies.js';
+import { isV4Mapped, type UserHeaderPolicy } from '../auth/trusted-proxies.js';
 import { type Config, StartupError } from '../config.js';
 import type { FeedSink } from '../feed/hub.js';
 import type { Logger } from '../log.js';
@@ -64,11 +64,11 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
 const V4_TEXT = new Map<number, string>();
 
 /** The peer's address as text: IPv4 dotted (also when mapped into IPv6), else uWS's own text. */
-function peerText(res: HttpResponse): string {
-  const a = new Uint8Array(res.getRemoteAddress());
+function peerText(address: ArrayBuffer, res: HttpResponse): string {
+  const a = new Uint8Array(address);
   let at = -1;
   if (a.length === 4) at = 0;
-  else if (a.length === 16 && a[10] === 0xff && a[11] === 0xff && a.subarray(0, 10).every((b) => b === 0)) at = 12;
+  else if (a.length === 16 && isV4Mapped(a)) at = 12;
   if (at < 0) return Buffer.from(res.getRemoteAddressAsText()).toString();
   const n = ((a[at] << 24) | (a[at + 1] << 16) | (a[at + 2] << 8) | a[at + 3]) >>> 0;
   let text = V4_TEXT.get(n);
@@ -96,6 +96,8 @@ function portFree(host: string, port: number): Promise<boolean> {
 class UwsExchange extends Exchange {
   body: Promise<BodyResult> = Promise.resolve(EMPTY_BODY);
   private readonly declaredLength: number;
+  /** The peer's address once asked (`peerAddress`). */
+  private peerBytes: ArrayBuffer | undefined;
 
   constructor(
     private readonly res: HttpResponse,
@@ -105,7 +107,9 @@ class UwsExchange extends Exchange {
     log: Logger,
   ) {
     // uWS 20.30 itself closes the connection for any method token other than the nine upper-case ones (native-notes.md).
-    super(log, req, userHeader, () => userHeader.trust.allowsBytes(res.getRemoteAddress()));
+    let address: ArrayBuffer | undefined;
+    super(log, req, userHeader, () => userHeader.trust.allowsBytes((address = res.getRemoteAddress())));
+    this.peerBytes = address;
     this.ownsBody = true;
     const length = req.getHeader('content-length');
     this.declaredLength = Number(length) || 0;
@@ -183,7 +187,16 @@ class UwsExchange extends Exchange {
   }
 
   protected remoteAddress(): string {
-    return peerText(this.res);
+    return peerText(this.peerAddress(), this.res);
+  }
+
+  /**
+   * The peer's address, asked of uWS once per request: each ask is a getpeername system call (uSockets keeps no
+   * copy), and the trusted-proxy check and the access log both want it (issue 28: the access log's cost).
+   */
+  private peerAddress(): ArrayBuffer {
+    this.peerBytes ??= this.res.getRemoteAddress();
+    return this.peerBytes;
   }
 
   protected write(

@@ -357,7 +357,7 @@ export class PostgresStore implements Store {
       if (one) {
         let result: pg.QueryResult<{ seq: string }>;
         try {
-          result = await this.pool.query(commitStatement(one.sql, one.values));
+          result = await this.pool.query(prepared(one));
         } catch (err) {
           throw guard.length > 0 && (err as { code?: string }).code === DIVISION_BY_ZERO ? Errors.notLeader(null) : err;
         }
@@ -657,7 +657,7 @@ const RANGE_TABLES: Partial<Record<WriteOp['db'], string>> = { changes: 'changes
 const keyText = (key: Key): string => (Array.isArray(key) ? key.join('\u0000') : String(key));
 
 /** One SQL statement: its text with `$n` placeholders numbered from 1, and its values. */
-interface Statement {
+export interface Statement {
   table: string;
   sql: string;
   values: unknown[];
@@ -692,8 +692,26 @@ class Accumulated {
   }
 
   async write(client: pg.PoolClient): Promise<void> {
-    for (const st of this.statements()) await client.query(commitStatement(st.sql, st.values));
+    for (const st of this.statements()) await client.query(prepared(st));
   }
+}
+
+/** Names of the commit statements prepared so far, by text; past `MAX_PREPARED` texts the rest run unnamed. */
+const preparedNames = new Map<string, string>();
+const MAX_PREPARED = 256;
+
+/**
+ * A commit statement as a named (prepared) query: PostgreSQL parses and plans each text once per connection
+ * rather than at every commit (issue 28 item 3). The texts are few: one per combination of tables a commit
+ * group writes, the rows travelling as arrays (`unnest`), never as text.
+ */
+export function prepared(st: Statement): pg.QueryConfig {
+  let name = preparedNames.get(st.sql);
+  if (name === undefined && preparedNames.size < MAX_PREPARED) {
+    name = `netsot_commit_${preparedNames.size}`;
+    preparedNames.set(st.sql, name);
+  }
+  return { ...commitStatement(st.sql, st.values), name };
 }
 
 /**
