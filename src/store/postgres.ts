@@ -59,11 +59,12 @@
  */
 
 import { randomBytes } from 'node:crypto';
-import { MessageChannel, type MessagePort, receiveMessageOnPort, Worker } from 'node:worker_threads';
+import { MessageChannel, type MessagePort, receiveMessageOnPort, type Worker } from 'node:worker_threads';
 import { Packr } from 'msgpackr';
 import type pg from 'pg';
 import type { Fence } from '../cluster/fence.js';
 import { ApiError, Errors, NotLeaderError } from '../errors.js';
+import { ownModule, startWorker } from '../own-modules.js';
 import { commitLogEntry } from './commit-log.js';
 import type { Kind } from './kinds.js';
 import { type PoolLimits, patiently, primaryPool, requestTimeouts } from './pg-connect.js';
@@ -198,9 +199,7 @@ const CHANGE_CACHE_MAX = 20_000;
 /** Below the supervisor's default stall timeout (5 s), so a dead database is a 503, not a replaced shard. */
 const CHANGE_READ_TIMEOUT_MS = 3_000;
 
-const READER_URL = import.meta.url.endsWith('.ts')
-  ? new URL('../../dist/store/pg-reader.js', import.meta.url)
-  : new URL('./pg-reader.js', import.meta.url);
+const READER_URL = ownModule(import.meta.url, './pg-reader');
 
 export interface PostgresOptions {
   /** Create or migrate the schema before use (the main thread does; shard workers open after it). */
@@ -525,7 +524,7 @@ export class PostgresStore implements Store {
   private startReader(): Reader {
     const { port1, port2 } = new MessageChannel();
     const signal = new Int32Array(new SharedArrayBuffer(4));
-    const worker = new Worker(READER_URL, {
+    const worker = startWorker(READER_URL, {
       workerData: { url: this.url, timeouts: this.timeouts, port: port2, signal },
       transferList: [port2],
     });
