@@ -81,7 +81,8 @@ export const MIGRATIONS: { version: number; name: string; sql: string[] }[] = [
     name: 'tables',
     sql: [
       'CREATE TABLE sites (site_id bigint PRIMARY KEY, value bytea NOT NULL)',
-      'CREATE TABLE objects (site_id bigint NOT NULL, kind text NOT NULL, id bigint NOT NULL, value bytea NOT NULL, PRIMARY KEY (site_id, kind, id))',
+      'CREATE TABLE objects (site_id bigint NOT NULL, kind text NOT NULL, id bigint NOT NULL, value bytea NOT NULL, ' +
+        'PRIMARY KEY (site_id, kind, id))',
       `CREATE TABLE changes (site_id bigint NOT NULL, id bigint NOT NULL, at bigint NOT NULL, event text NOT NULL,
         resource_name text NOT NULL, resource_id bigint NOT NULL, user_id bigint NOT NULL, email text NOT NULL,
         resource text NOT NULL, diff text, PRIMARY KEY (site_id, id))`,
@@ -274,7 +275,8 @@ export class PostgresStore implements Store {
     // (42710 on newer PostgreSQL) or the catalog index, and in each case the winner's table exists.
     await ignoring([UNIQUE_VIOLATION, DUPLICATE_TABLE, DUPLICATE_OBJECT], () =>
       this.pool.query(
-        'CREATE TABLE IF NOT EXISTS schema_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())',
+        'CREATE TABLE IF NOT EXISTS schema_migrations (version integer PRIMARY KEY, name text NOT NULL, ' +
+          'applied_at timestamptz NOT NULL DEFAULT now())',
       ),
     );
     const { rows } = await this.pool.query<{ version: number }>('SELECT version FROM schema_migrations');
@@ -824,7 +826,8 @@ function upsertRows(db: WriteOp['db'], ops: WriteOp[]): Statement {
       const k = ops.map((op) => op.key as [string, number, string]);
       return {
         table: 'idempotency',
-        sql: `INSERT INTO idempotency (user_id, key, expires_at, reply) SELECT * FROM unnest($1::int8[], $2::text[], $3::int8[], $4::bytea[])
+        sql: `INSERT INTO idempotency (user_id, key, expires_at, reply)
+         SELECT * FROM unnest($1::int8[], $2::text[], $3::int8[], $4::bytea[])
          ON CONFLICT (user_id, key) DO UPDATE SET expires_at = EXCLUDED.expires_at, reply = EXCLUDED.reply`,
         values: [
           k.map((x) => x[1]),
