@@ -56,7 +56,7 @@ const SAME_ON_EVERY_STORE = [
 
 export default defineConfig({
   test: {
-    // Rebuilds dist/ when src/ is newer: spawned servers and shard workers run the compiled code.
+    // With NETSOT_TEST_FROM=dist (npm test), rebuilds dist/ when src/ is newer: spawned servers then run the compiled code.
     globalSetup: ['test/helpers/build.ts'],
     testTimeout: 30_000,
     hookTimeout: 30_000,

@@ -64,7 +64,10 @@ export interface Config {
    * and malformed `limit`/`offset`, are a 400 (http/strict.ts).
    */
   strictRequests: boolean;
-  /** Milliseconds a shard may leave its heartbeat unanswered before the supervisor replaces it (README, "Hostile input, failures and limits"). */
+  /**
+   * Milliseconds a shard may leave its heartbeat unanswered before the supervisor replaces it (README, "Hostile input,
+   * failures and limits").
+   */
   shardStallMs: number;
   /** Milliseconds SIGTERM waits for requests in flight before the process exits anyway. */
   shutdownMs: number;

@@ -13,7 +13,7 @@
  * Should the writer thread fail, lines are written on the main thread again
  * (the sink that `fallback` makes), as a command line tool does.
  */
-import { Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
 import {
   type AccessFields,
   accessLine,
@@ -27,11 +27,10 @@ import {
 } from './log-record.js';
 import { createRing, RingWriter } from './log-ring.js';
 import type { LogSink } from './log-sink.js';
+import { ownModule, startWorker } from './own-modules.js';
 
-/** The compiled writer (the tests' in-process servers run src/ through vite, which does not load workers). */
-const WRITER_URL = import.meta.url.endsWith('.ts')
-  ? new URL('../dist/log-writer.js', import.meta.url)
-  : new URL('./log-writer.js', import.meta.url);
+/** The writer, compiled or source as this module is (own-modules.ts). */
+const WRITER_URL = ownModule(import.meta.url, './log-writer');
 
 /** What the writer thread is sent: `drain` asks it to answer `drained` once it wrote everything (or `ms` passed). */
 export type WriterMessage = { drain: number };
@@ -56,7 +55,7 @@ export class ThreadedSink implements LogSink {
   ) {
     const ring = createRing(maxBytes);
     this.ring = new RingWriter(ring);
-    this.writer = new Worker(WRITER_URL, { workerData: { ring, maxBytes } satisfies WriterData });
+    this.writer = startWorker(WRITER_URL, { workerData: { ring, maxBytes } satisfies WriterData });
     // It never keeps the process up: at exit, `drain` gives it its time.
     this.writer.unref();
     this.writer.on('message', () => this.drainWaiters.shift()?.());

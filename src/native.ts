@@ -17,8 +17,9 @@ export async function verifyNativeModules(log: Logger): Promise<void> {
     await import('lmdb');
   } catch (err) {
     throw new NativeLoadError(
-      `lmdb's native binary did not load (Node ${process.version}, ABI ${process.versions.modules}, ${process.platform}/${process.arch}): ` +
-        `${(err as Error).message.split('\n')[0]}\nnetsot needs the @lmdb/lmdb-${process.platform}-${process.arch} package, glibc >= 2.34 and ` +
+      `lmdb's native binary did not load (Node ${process.version}, ABI ${process.versions.modules}, ` +
+        `${process.platform}/${process.arch}): ${(err as Error).message.split('\n')[0]}\n` +
+        `netsot needs the @lmdb/lmdb-${process.platform}-${process.arch} package, glibc >= 2.34 and ` +
         'the C++ runtime of GCC 11 or later (see native-notes.md).',
     );
   }

@@ -373,7 +373,8 @@ export class LeaseKeeper {
     this.wake(Number.MAX_SAFE_INTEGER);
     this.onLeading?.(true);
     this.log.warn(
-      `cluster: ${this.config.nodeId} is the leader (epoch ${epoch}, caught up to commit ${seq} in ${Math.round(performance.now() - started)} ms)`,
+      `cluster: ${this.config.nodeId} is the leader (epoch ${epoch}, caught up to commit ${seq} ` +
+        `in ${Math.round(performance.now() - started)} ms)`,
       {
         event: 'lease-taken',
         epoch,

@@ -1,43 +1,15 @@
 /**
- * What a feed request asks for: its path, its filters and where it resumes.
- *
- * `/api/changes/stream/` has the shape of a Change detail (`/api/changes/<id>/`)
- * and the router would take `stream` for an id and answer 404. The stream is
- * not a resource route: it holds its connection open, and over WebSocket it
- * is not even an HTTP exchange. So both transports recognise these two paths
- * with `feedPath` before any routing (app.ts for SSE, the uWS `ws` routes in
- * server.ts), and the router never sees them.
+ * What a feed request asks for: its filters and where it resumes. The two
+ * paths, their query and headers are declared with the system routes
+ * (routes/system.ts); SSE (http/system.ts) and the WebSocket upgrade
+ * (http/feed-transport.ts) both read a request through here.
  */
 import { Errors } from '../errors.js';
 import { QueryParams } from '../query/params.js';
-import type { QueryParam } from '../routes/route.js';
+import { FEED_QUERY } from '../routes/system.js';
 import { parseId } from '../schema/id.js';
 import { CHANGE_RESOURCES, EVENTS } from '../store/change-names.js';
 import type { FeedFilter } from './hub.js';
-
-const FEED_PATH = /^\/api\/(?:sites\/([^/]+)\/)?changes\/stream\/?$/;
-
-/** The two feed paths, in OpenAPI's template form (the documentation, and the uWS WebSocket routes in http/feed-transport.ts). */
-export const FEED_PATHS = ['/api/changes/stream/', '/api/sites/{site_id}/changes/stream/'] as const;
-
-/** The feed's query parameters: what `feedRequest` reads, as the OpenAPI document lists them. */
-export const FEED_QUERY: readonly QueryParam[] = [
-  { name: 'event', type: 'string', help: 'Only Changes of this event.', choices: EVENTS },
-  { name: 'resource_name', type: 'string', help: 'Only Changes of this resource.', choices: CHANGE_RESOURCES },
-  {
-    name: 'after',
-    type: 'integer',
-    help:
-      'Resume: the Changes after this id, from the store, then live ones. Wins over Last-Event-ID; without either the stream ' +
-      'starts with the next commit. An id beyond the newest Change is 400.',
-  },
-];
-
-/** The site segment of a feed path ('' for every site), or null when `path` is no feed path. */
-export function feedPath(path: string): string | null {
-  const m = FEED_PATH.exec(path);
-  return m ? (m[1] ?? '') : null;
-}
 
 /**
  * The filter and resume point of a feed request; 400 for a bad filter or

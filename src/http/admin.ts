@@ -1,7 +1,7 @@
 /**
- * Operator endpoints outside /api/, superusers only:
+ * Operator endpoints outside /api/, superusers only (declared in routes/system.ts):
  *
- *   POST /admin/backup  {"name": "nightly-1"}   (name optional)
+ *   POST /admin/backup/  {"name": "nightly-1"}   (name optional; the path also without its last slash)
  *     → 201 {"name", "path", "bytes", "duration_ms"}
  *
  * writes a backup (ops/backup.ts: a consistent, compacted copy of the store,
@@ -16,49 +16,36 @@ import type { Config } from '../config.js';
 import { Errors, pyType } from '../errors.js';
 import { BackupExists, writeBackup } from '../ops/backup.js';
 import type { Store } from '../store/store.js';
-import { parseBody } from './body.js';
-import type { Exchange } from './respond.js';
-
-export interface AdminContext {
-  config: Config;
-  store: Store;
-  /** Authenticates the request as the API does (401 without valid credentials); true for a superuser. */
-  isSuperuser(x: Exchange): Promise<boolean>;
-}
 
 /** Letters, digits, '.', '_' and '-', not starting with '.': one path segment that is never '.' or '..'. */
-const BACKUP_NAME = /^[A-Za-z0-9_-][A-Za-z0-9._-]{0,99}$/;
+export const BACKUP_NAME = /^[A-Za-z0-9_-][A-Za-z0-9._-]{0,99}$/;
 const NAME_RULE = 'Up to 100 letters, digits, ".", "_" or "-", not starting with ".".';
 
 export class Admin {
   private running = false;
 
-  constructor(private readonly ctx: AdminContext) {}
+  constructor(
+    private readonly config: Config,
+    private readonly store: Store,
+  ) {}
 
-  async serve(x: Exchange): Promise<void> {
-    const superuser = await this.ctx.isSuperuser(x);
-    if (x.path !== '/admin/backup' && x.path !== '/admin/backup/') throw Errors.endpointNotFound();
-    x.allow = 'POST';
-    if (x.method !== 'POST') throw Errors.methodNotAllowed(x.method, x.allow);
-    if (!superuser) throw Errors.forbidden();
-    const raw = await x.body;
-    if (raw === 'too-large') return x.fail(Errors.bodyTooLarge(), true);
-    const body = raw.length > 0 ? parseBody(raw, x.contentType) : {};
-    const name = backupName(body);
-    const dir = this.ctx.config.backupDir;
+  /** POST /admin/backup/ with its parsed body (undefined when empty), by a superuser: the 201's body. */
+  async backup(body: unknown): Promise<string> {
+    const name = backupName(body === undefined ? {} : body);
+    const dir = this.config.backupDir;
     if (dir === null) throw Errors.backupsOff();
-    const store = this.ctx.store;
+    const store = this.store;
     if (!store.backup) throw Errors.backupsByEngine();
     if (this.running) throw Errors.backupRunning();
     this.running = true;
     try {
       const target = join(resolve(dir), name);
-      const r = await writeBackup(store as Required<Pick<Store, 'backup'>>, this.ctx.config.dataDir, target).catch((err) => {
+      const r = await writeBackup(store as Required<Pick<Store, 'backup'>>, this.config.dataDir, target).catch((err) => {
         if (err instanceof BackupExists) throw Errors.backupExists(name);
-        if (this.ctx.store.isFull(err)) throw Errors.storeFull();
+        if (store.isFull(err)) throw Errors.storeFull();
         throw err;
       });
-      x.send(201, JSON.stringify({ name, path: r.path, bytes: r.bytes, duration_ms: Math.round(r.ms) }));
+      return JSON.stringify({ name, path: r.path, bytes: r.bytes, duration_ms: Math.round(r.ms) });
     } finally {
       this.running = false;
     }

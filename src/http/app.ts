@@ -21,8 +21,7 @@ import { LeaseKeeper } from '../cluster/lease.js';
 import { Replica } from '../cluster/replica.js';
 import { type Config, webhookSettings } from '../config.js';
 import { Errors, errorEnvelope, isApiError } from '../errors.js';
-import { type FeedFilter, FeedHub } from '../feed/hub.js';
-import { feedPath, feedRequest } from '../feed/request.js';
+import { FeedHub } from '../feed/hub.js';
 import { FeedWatch } from '../feed/watch.js';
 import type { Logger } from '../log.js';
 import { Metrics } from '../metrics/metrics.js';
@@ -43,42 +42,34 @@ import type { Store } from '../store/store.js';
 import { replyOps } from '../store/stored-reply.js';
 import { WebhookDirectory } from '../webhook/directory.js';
 import { WebhookDispatcher } from '../webhook/dispatcher.js';
-import { Admin } from './admin.js';
 import { isJsonBody, negotiate, OFFLOAD_BODY_BYTES, type Representation, readRequestBody } from './body.js';
-import { BROWSE_HEADERS, browsePage, browseQuery, DOCS_HEADERS } from './browse.js';
-import { docsPage, matchesEtag, OPENAPI_PATH, ServedDocument } from './docs.js';
+import { BROWSE_HEADERS, browsePage, browseQuery } from './browse.js';
 import { type Forwarded, Forwarder } from './forward.js';
-import { type Readiness, serveHealth } from './health.js';
 import { appliesTo, IdempotencyKeys } from './idempotency.js';
 import { type InjectRequest, type InjectResponse, inject } from './inject.js';
 import { RequestObserver } from './observe.js';
-import { openApiDocument } from './openapi.js';
-import { optionsFor } from './options.js';
+import { optionsFor, systemOptions } from './options.js';
 import { isCacheableRead, ReadCache } from './read-cache.js';
 import type { Exchange } from './respond.js';
 import { allowOf, type RouteMatch, Router } from './router.js';
-import { ASSETS_PATH, StaticAssets } from './static.js';
 import { CHUNKED_REPLY_CHARS, streamReply, textChunks } from './stream.js';
-import { prefersStrict, STRICT_APPLIED, strictFeedProblems, strictProblems } from './strict.js';
+import { prefersStrict, STRICT_APPLIED, strictProblems } from './strict.js';
+import { type FeedSubscription, SystemEndpoints } from './system.js';
 
 /** Routes whose answer may be a list, which a shard streams (P7): the collection's, its list routes', an object's sub-route lists. */
 const STREAMABLE_SHAPES = new Set<Shape>(['list', 'list-route', 'detail-route']);
 const isRead = (method: string) => method === 'GET' || method === 'HEAD';
 /** Longest a standby holds a read for the commit it names (X-Netsot-After-Commit): a few polls, well under a client's timeout. */
 const AFTER_COMMIT_WAIT_MS = 2000;
+/** The system routes' answers are what their handlers write (JSON, a page, text, events): no Accept applies. */
+const AS_WRITTEN = { representation: 'json', version: '1.0' } as const;
 
 export class App {
   /** Most clients send one of a few Accept headers; the parse is cached unless ?format= may apply. */
   private readonly negotiations = new Map<string, ReturnType<typeof negotiate>>();
   private readonly observer: RequestObserver;
-  private readonly assets = new StaticAssets();
-  /** The OpenAPI document as served (docs.ts), made on first use. */
-  private openApi: ServedDocument | undefined;
-  private get document(): ServedDocument {
-    this.openApi ??= new ServedDocument(openApiDocument(this.config.userAuthHeader));
-    return this.openApi;
-  }
-  private readonly readiness: Readiness;
+  /** The probes, metrics, docs, admin and the change stream (routes/system.ts). */
+  private readonly system: SystemEndpoints;
   /** Who may name the user in USER_AUTH_HEADER (auth/trusted-proxies.ts); read by every transport. */
   readonly userHeader: UserHeaderPolicy;
 
@@ -107,7 +98,8 @@ export class App {
     private readonly webhooks: WebhookDirectory,
   ) {
     this.observer = new RequestObserver(log, metrics);
-    this.readiness = { restarting: () => pool.restarting(), shards: config.shards, lease };
+    const node = { restarting: () => pool.restarting(), shards: config.shards, lease };
+    this.system = new SystemEndpoints({ config, store, node, metrics, feed, sites, users, lease });
     this.userHeader = new UserHeaderPolicy(config);
   }
 
@@ -222,7 +214,7 @@ export class App {
         auth,
         pool,
         new Forwarder(pool, store, log, feed),
-        new Router(ROUTES),
+        new Router(ROUTES, new Set(metrics ? [] : ['metrics'])),
         metrics,
         idempotency,
         feed,
@@ -328,24 +320,10 @@ export class App {
     this.dirLock?.release();
   }
 
-  private admin: Admin | undefined;
-  /** /admin/ (http/admin.ts): authenticated like /api/, for superusers only. */
-  private adminEndpoints(): Admin {
-    this.admin ??= new Admin({
-      config: this.config,
-      store: this.store,
-      isSuperuser: async (x) => {
-        const user = await this.auth.authenticate({ authorization: x.authorization, email: x.emailHeader }, false);
-        return this.users.principal(user).superuser;
-      },
-    });
-    return this.admin;
-  }
-
   /** The browsable view's page loads the OpenAPI document by its versioned URL, which the browser keeps. */
   private represent(x: Exchange, representation: Representation): void {
     x.representation = representation;
-    if (representation === 'html') x.specUrl = this.document.url;
+    if (representation === 'html') x.specUrl = this.system.document.url;
   }
 
   /** `list`: the request reads a list, which alone may come as CSV. */
@@ -374,23 +352,23 @@ export class App {
       await x.body;
       return x.fail(Errors.shuttingDown(), true);
     }
+    // Strict handling is the API's (/api/…), the change stream's included; the probes and docs take none.
     const strict = x.path.startsWith('/api/') && this.strict(x);
-    if (x.path === '/healthz' || x.path === '/readyz') return serveHealth(x, this.readiness);
-    if (x.path === '/docs' || x.path.startsWith('/docs/')) return this.serveDocs(x);
-    if (x.path === '/admin' || x.path.startsWith('/admin/')) return this.adminEndpoints().serve(x);
-    if (x.path === '/metrics' && this.metrics) return this.serveMetrics(x, this.metrics);
-    // Before the router, which would read `stream` as a Change id (feed/request.ts).
-    const feedSite = feedPath(x.path);
-    if (feedSite !== null) return this.serveFeed(x, feedSite, strict);
     const match = this.router.match(x.path);
     x.match = match;
     const method = x.method === 'HEAD' ? 'GET' : x.method;
     if (match) x.allow = allowOf(match.route);
     const operation = match?.route.methods[method as HttpMethod];
-    // Public: GET /api/ and /api/authenticate/ (so a wrong method there is a 405); OPTIONS needs credentials.
-    const isPublic = method !== 'OPTIONS' && (operation?.permission === 'public' || match?.route.publicPath === true);
+    // Outside the API's data (routes/system.ts): no Accept, no cluster headers; their own public rules.
+    const system = match?.route.shape === 'system';
+    // Public: GET /api/ and /api/authenticate/ (so a wrong method there is a 405); OPTIONS needs credentials, except on a
+    // public system route; a path no route declares below a public one (/docs/nope) is a 404 to anyone.
+    const isPublic = match
+      ? (method !== 'OPTIONS' && operation?.permission === 'public') ||
+        (match.route.publicPath === true && (method !== 'OPTIONS' || system))
+      : this.router.inPublicArea(x.path);
     // A browser asking for the HTML view gets its 401 (or 404, 405) as the view too: the page offers the sign-in.
-    const accepted = this.negotiate(x.accept, x.query, method === 'GET' && operation?.response.shape === 'list');
+    const accepted = system ? AS_WRITTEN : this.negotiate(x.accept, x.query, method === 'GET' && operation?.response.shape === 'list');
     if (accepted) this.represent(x, accepted.representation);
     const credentials = { authorization: x.authorization, email: x.emailHeader };
     // A page the browser opens carries no credentials (the view keeps its token in the tab, not in a cookie): it gets
@@ -407,23 +385,25 @@ export class App {
     if (method !== 'OPTIONS' && !operation) throw Errors.methodNotAllowed(x.method, x.allow);
     if (!accepted) throw Errors.notAcceptable();
     // A standby answers reads from its copy and sends writers to the leader (README, Past one machine).
-    if (this.lease && !this.lease.isLeader && method !== 'GET' && method !== 'OPTIONS' && !isPublic)
+    if (this.lease && !system && !this.lease.isLeader && method !== 'GET' && method !== 'OPTIONS' && !isPublic)
       throw Errors.notLeader(this.lease.leader);
-    if (this.lease && x.afterCommit !== '') await this.showCommit(this.lease, x.afterCommit);
+    if (this.lease && !system && x.afterCommit !== '') await this.showCommit(this.lease, x.afterCommit);
     const raw = await x.body;
     if (raw === 'too-large') return x.fail(Errors.bodyTooLarge(), true);
     const keyed = user !== null && match.collection !== null && appliesTo(method, x.idempotencyKey);
     // A large body goes to its shard unread (readRequestBody runs there, same answers): see offloads().
-    // A strict request's body is read here, where its fields are checked.
+    // A strict request's body is read here, where its fields are checked. A system route reads one only if it takes one.
     const offload = !keyed && !strict && method !== 'OPTIONS' && this.offloads(match, operation!, raw, x.contentType);
     const bytes = offload ? x.bodyBytes(raw) : undefined;
-    const parsed = bytes ? undefined : readRequestBody(raw, x.contentType, this.config);
+    const unread = bytes !== undefined || (system && operation?.body === undefined);
+    const parsed = unread ? undefined : readRequestBody(raw, x.contentType, this.config);
     if (x.aborted) return;
     if (strict && method !== 'OPTIONS') {
       const problems = strictProblems(match, operation!, x.query, parsed);
       if (problems) throw Errors.validation(problems);
     }
-    if (method === 'OPTIONS') return x.send(200, await this.options(match, user));
+    if (method === 'OPTIONS') return x.send(200, system ? systemOptions(match.route) : await this.options(match, user));
+    if (system) return this.system.serve(x, { match, operation: operation!, user, body: parsed });
 
     const run = (stamp?: IdempotencyStamp): Promise<Forwarded> =>
       operation!.main
@@ -646,88 +626,15 @@ export class App {
   }
 
   /**
-   * The subscription a feed request asks for, once its caller is authenticated (SSE here, WebSocket in
-   * feed-transport.ts), holding one of the caller's stream slots: `release` gives it back if no stream opens.
+   * The change stream's subscription for a WebSocket upgrade (feed-transport.ts), authenticated like any request;
+   * over SSE the stream is a system route (system.ts).
    */
   async feedSubscription(
     siteSegment: string,
-    head: { method?: string; query: string; authorization: string; email: string | undefined; lastEventId: string },
-  ): Promise<{ filter: FeedFilter; after: number; release: () => void }> {
+    head: { query: string; authorization: string; email: string | undefined; lastEventId: string },
+  ): Promise<FeedSubscription> {
     if (this.draining) throw Errors.shuttingDown();
     const user = await this.auth.authenticate({ authorization: head.authorization, email: head.email }, false);
-    // Live Changes reach the hub from this node's own commits; a standby makes none, so it sends the consumer on.
-    if (this.lease && !this.lease.isLeader) throw Errors.notLeader(this.lease.leader);
-    const { filter, after } = feedRequest(siteSegment, head.query, head.lastEventId, (id) => this.sites.has(id), this.feed.head);
-    if (head.method !== undefined && head.method !== 'GET') throw Errors.methodNotAllowed(head.method, 'GET');
-    return { filter, after: after < 0 ? this.feed.released : after, release: this.feed.admit(user.id) };
-  }
-
-  /** `GET /api/changes/stream/` and `/api/sites/{id}/changes/stream/` as Server-Sent Events. */
-  private async serveFeed(x: Exchange, siteSegment: string, strict: boolean): Promise<void> {
-    x.allow = 'GET';
-    const sub = await this.feedSubscription(siteSegment, {
-      method: x.method,
-      query: x.query,
-      authorization: x.authorization,
-      email: x.emailHeader,
-      lastEventId: x.lastEventId,
-    });
-    const problems = strict ? strictFeedProblems(x.query) : null;
-    if (problems) {
-      sub.release();
-      throw Errors.validation(problems);
-    }
-    const sink = x.openEventStream();
-    if (sink) {
-      this.feed.subscribe(sub.filter, sink, sub.after, sub.release);
-      return;
-    }
-    sub.release();
-    if (!x.aborted) throw Errors.streamNeedsConnection();
-  }
-
-  /**
-   * `GET /metrics`: the Prometheus text format, public like the probes. It names route templates, counts and
-   * timings, never an object, key or user, and a scraper cannot hold netsot's credentials (tokens expire), so
-   * access is left to the network, as for /healthz; METRICS=off removes the endpoint.
-   */
-  private async serveMetrics(x: Exchange, metrics: Metrics): Promise<void> {
-    x.template = '/metrics';
-    x.allow = 'GET, HEAD';
-    if (x.method !== 'GET' && x.method !== 'HEAD') return x.fail(Errors.methodNotAllowed(x.method, x.allow));
-    const { text, contentType } = await metrics.scrape();
-    x.representation = 'json';
-    x.send(200, text, { 'Content-Type': contentType });
-  }
-
-  private serveDocs(x: Exchange): void {
-    const page = x.path === '/docs' || x.path === '/docs/';
-    const asset = x.path.startsWith(ASSETS_PATH) ? this.assets.get(x.path.slice(ASSETS_PATH.length)) : null;
-    if (!page && !asset && x.path !== OPENAPI_PATH) {
-      x.fail(Errors.endpointNotFound());
-      return;
-    }
-    x.template = page ? '/docs/' : x.path;
-    x.allow = 'GET, HEAD, OPTIONS';
-    if (x.method === 'OPTIONS') {
-      // Like every endpoint's OPTIONS (docs/api.md §22), and public like the docs themselves.
-      const [name, renders] = page ? ['Docs', 'text/html'] : asset ? ['Docs Asset', asset.type] : ['OpenAPI Document', 'application/json'];
-      x.send(200, JSON.stringify({ name, description: '', renders: [renders], parses: [] }));
-    } else if (x.method !== 'GET' && x.method !== 'HEAD') {
-      x.fail(Errors.methodNotAllowed(x.method, x.allow));
-    } else if (page) {
-      x.representation = 'json';
-      x.sendHtml(200, docsPage(this.document.url), DOCS_HEADERS);
-    } else if (asset) {
-      x.representation = 'json';
-      x.send(200, asset.body, { 'Content-Type': asset.type, 'Cache-Control': 'public, max-age=3600' });
-    } else {
-      const doc = this.document;
-      const body = doc.body(x.host);
-      const headers = { ETag: doc.etag(x.host), 'Cache-Control': doc.cacheControl(x.query) };
-      x.representation = 'json';
-      if (matchesEtag(x.ifNoneMatch, headers.ETag)) x.notModified(body, headers);
-      else x.send(200, body, headers);
-    }
+    return this.system.subscription(user, siteSegment, head.query, head.lastEventId);
   }
 }

@@ -4,7 +4,7 @@
  * shard involved prepares its part — runs it as it would a whole list,
  * applies it to memory and hands back its write set, committing nothing and
  * serving nothing else meanwhile — then this thread commits every part in one
- * LMDB transaction (the shards share one environment) and tells each shard
+ * store transaction (the shards share one store) and tells each shard
  * the outcome; see protocol.ts BulkPart for the shard's side.
  *
  * - A part's error aborts every part, and the client gets the error one

@@ -63,7 +63,8 @@ export function docsPage(specUrl: string): string {
   const rows = ROUTES.all()
     .map(
       (c) =>
-        `<li><code>/api/${c.collection}/</code>${c.api.nested ? ` and <code>/api/sites/{site_id}/${c.collection}/</code>` : ''}: ${c.schema.description}</li>`,
+        `<li><code>/api/${c.collection}/</code>` +
+        `${c.api.nested ? ` and <code>/api/sites/{site_id}/${c.collection}/</code>` : ''}: ${c.schema.description}</li>`,
     )
     .join('');
   return (

@@ -2,8 +2,9 @@
  * The live feed's two transports on uWS (the hub, feed/hub.ts, is transport-free):
  *
  * - Server-Sent Events on a streamed HTTP response (`SseSink`), opened by the
- *   request lifecycle once the request is authenticated (app.ts serveFeed).
- * - WebSocket (`registerFeedSockets`): uWS `ws` routes on the same two paths.
+ *   feed's route (system.ts) once the lifecycle has authenticated the request.
+ * - WebSocket (`registerFeedSockets`): uWS `ws` routes on the same two paths,
+ *   read from their declaration (routes/system.ts).
  *   The upgrade request is authenticated like any request (proxy header or
  *   token) before the upgrade; a refusal is an ordinary error response. Each
  *   message is a JSON array of the Changes released together, in id order.
@@ -13,13 +14,28 @@
 import type { UserHeaderPolicy } from '../auth/trusted-proxies.js';
 import { asApiError, errorEnvelope } from '../errors.js';
 import type { FeedFilter, FeedSink } from '../feed/hub.js';
-import { FEED_PATHS, feedPath } from '../feed/request.js';
 import { HEARTBEAT, type Payload } from '../feed/wire.js';
+import { ROUTES } from '../routes/table.js';
 import type { App } from './app.js';
 import { statusLine } from './respond.js';
 import type { HttpResponse, TemplatedApp, WebSocket } from './uws.js';
 
 const EMPTY = Buffer.alloc(0);
+
+/** An event stream's response headers; proxies that buffer responses (nginx) would hold the events back. */
+export const SSE_HEADERS: Readonly<Record<string, string>> = {
+  'Content-Type': 'text/event-stream',
+  'Cache-Control': 'no-cache',
+  'X-Accel-Buffering': 'no',
+};
+
+/** The feed's paths as uWS patterns (`{site_id}` → `:site_id`), from their routes, with and without the last slash. */
+function feedPatterns(): string[] {
+  const slashed = ROUTES.systemRoutes()
+    .filter((r) => r.methods.GET?.system === 'feed')
+    .map((r) => r.path!.replace(/\{([a-z_]+)\}/g, ':$1'));
+  return [...slashed, ...slashed.map((p) => p.slice(0, -1))];
+}
 
 const overflowText = (resumeAfter: number) => `{"resume_after":${resumeAfter}}`;
 
@@ -136,8 +152,7 @@ class WsSink implements FeedSink {
  * handler (SSE).
  */
 export function registerFeedSockets(server: TemplatedApp, app: App, userHeader: UserHeaderPolicy): void {
-  const slashed = FEED_PATHS.map((p) => p.replace('{site_id}', ':site'));
-  for (const pattern of [...slashed, ...slashed.map((p) => p.slice(0, -1))]) {
+  for (const pattern of feedPatterns()) {
     server.ws<SocketData>(pattern, {
       // A message past uWS's own limit would be dropped silently (send answers 2), and the consumer would miss it
       // while its resume id moved past it. So uWS never drops: the hub ends a consumer past its bounds instead, its
@@ -169,7 +184,7 @@ export function registerFeedSockets(server: TemplatedApp, app: App, userHeader: 
         res.onAborted(() => {
           aborted = true;
         });
-        const site = feedPath(url) ?? '';
+        const site = ROUTES.systemRoute(url)?.param ?? '';
         app.feedSubscription(site, head).then(
           (sub) => {
             if (aborted) sub.release();

@@ -1,5 +1,6 @@
 /**
- * The probes, public and cheap (README, Operating netsot; the runbook in Past one machine):
+ * The probes' answers, public and cheap (README, Operating netsot; the runbook in Past one machine; declared in
+ * routes/system.ts):
  *
  * - `/healthz`: 200 while the process runs.
  * - `/readyz`: 200 while every shard serves (not while one is replaced): this node can answer reads.
@@ -9,7 +10,6 @@
  */
 import type { LeaseKeeper } from '../cluster/lease.js';
 import { type ApiError, Errors } from '../errors.js';
-import type { Exchange } from './respond.js';
 
 export interface Readiness {
   /** The shards being replaced now. */
@@ -19,20 +19,18 @@ export interface Readiness {
   lease: LeaseKeeper | null;
 }
 
-export function serveHealth(x: Exchange, node: Readiness): void {
-  x.template = x.path;
-  x.allow = 'GET, HEAD';
-  const role = x.query === '' ? null : new URLSearchParams(x.query).get('role');
-  const refusal = refusalOf(x, node, role);
-  if (refusal) x.fail(refusal);
-  else if (x.path === '/healthz') x.send(200, '{"status":"ok"}');
-  else x.send(200, JSON.stringify(role ? { status: 'ready', shards: node.shards, role } : { status: 'ready', shards: node.shards }));
+export const HEALTHY = '{"status":"ok"}';
+
+/** `/readyz`'s answer to `query`; throws its refusal (400 for an unknown role, 503 when not ready). */
+export function readiness(node: Readiness, query: string): string {
+  const role = query === '' ? null : new URLSearchParams(query).get('role');
+  const refusal = refusalOf(node, role);
+  if (refusal) throw refusal;
+  return JSON.stringify(role ? { status: 'ready', shards: node.shards, role } : { status: 'ready', shards: node.shards });
 }
 
 /** Why the probe answers an error, or null for 200. */
-function refusalOf(x: Exchange, node: Readiness, role: string | null): ApiError | null {
-  if (x.method !== 'GET' && x.method !== 'HEAD') return Errors.methodNotAllowed(x.method, x.allow);
-  if (x.path === '/healthz') return null;
+function refusalOf(node: Readiness, role: string | null): ApiError | null {
   if (role !== null && role !== 'leader') return Errors.validation({ role: `Unknown role '${role}'; the role probed is leader.` });
   const restarting = node.restarting();
   if (restarting.length > 0) return Errors.notReady(`shard ${restarting.join(', ')} restarting`);

@@ -30,7 +30,7 @@ export class RequestObserver implements ResponseObserver {
   finished(x: Exchange, status: number, peer: string, body: string): void {
     const ms = performance.now() - x.started;
     const match = x.match ?? null;
-    const route = x.template ?? routeTemplate(match);
+    const route = routeTemplate(match);
     const metrics = this.metrics;
     if (metrics !== null) {
       metrics.observeRequest(route, x.method, status, ms / 1000);

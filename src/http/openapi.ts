@@ -1,16 +1,18 @@
 /**
  * /docs/openapi.json: the OpenAPI 3.1 document, generated from the route
- * table (routes/table.ts) and the TypeBox schemas that also validate and
- * serialise — so it cannot disagree with what the server does.
+ * table (routes/table.ts: the collections, the root and the system routes)
+ * and the TypeBox schemas that also validate and serialise — so it cannot
+ * disagree with what the server does.
  */
 
-import { FEED_PATHS, FEED_QUERY } from '../feed/request.js';
 import { assignmentModel } from '../model/_assignments.js';
 import { modelByCollection } from '../model/registry.js';
 import { filterParams } from '../routes/params.js';
 import type { BodyShape, Collection, HttpMethod, Operation, QueryParam, ResponseShape, Route } from '../routes/route.js';
+import { SYSTEM_TAGS } from '../routes/system.js';
 import { methodsOf, ROUTES } from '../routes/table.js';
 import type { ResourceSchema } from '../schema/fields.js';
+import { BACKUP_NAME } from './admin.js';
 import { EXAMPLES } from './openapi-examples.js';
 import {
   errorSchema,
@@ -165,6 +167,10 @@ function requestBody(shape: BodyShape, c: Collection | null, use: BodyUse): Json
       type: 'object',
       properties: { attributes: fieldOf(input, 'attributes'), state: fieldOf(input, 'state') },
     },
+    backup: {
+      type: 'object',
+      properties: { name: { type: 'string', maxLength: 100, pattern: BACKUP_NAME.source } },
+    },
     grants: {
       type: 'object',
       properties: {
@@ -178,7 +184,7 @@ function requestBody(shape: BodyShape, c: Collection | null, use: BodyUse): Json
     },
   };
   return {
-    required: shape !== 'allocation',
+    required: shape !== 'allocation' && shape !== 'backup',
     ...(use.help ? { description: use.help } : {}),
     content: { 'application/json': { schema: schemas[shape] } },
   };
@@ -294,41 +300,51 @@ function pathOf(base: string, route: Route): string {
   }
 }
 
-/** The live change feed (feed/request.ts): no route of the table, since it holds its connection open. */
-function feedOperation(site: Json | null): Json {
-  const statuses = ['400', '401', '404', '405', '406', '429', '503'];
-  const responses: Json = {
-    '200': {
-      description:
-        'Server-Sent Events, one `change` event per Change in id order (its id as the event id, its data as the changes list ' +
-        'renders it), `:` comments as heartbeats; a consumer too slow to keep its buffer gets an `overflow` event ' +
-        '(`{"resume_after": id}`) and the stream ends. The same path upgrades to a WebSocket, whose messages are JSON arrays ' +
-        'of Changes.',
-      content: { 'text/event-stream': { schema: { type: 'string' } } },
-    },
-  };
-  for (const status of statuses) responses[status] = errorRef(status);
-  return {
-    operationId: site ? 'get_changes_stream_in_site' : 'get_changes_stream',
-    summary: site ? "Follow a site's Changes as they commit." : 'Follow Changes as they commit.',
-    tags: ['changes'],
-    'x-permission': 'read',
+/** A request header an operation reads (Operation.headers). */
+function header(p: QueryParam): Json {
+  return { ...parameter(p), in: 'header' };
+}
+
+/** A system route's operation (routes/system.ts): its answer is what its handler writes, JSON or not. */
+function systemOperation(route: Route, method: HttpMethod, op: Operation, pathParams: Json[]): Json {
+  const r = op.response;
+  const content = r.media
+    ? Object.fromEntries(r.media.map((type) => [type, { schema: { type: 'string' } }]))
+    : { 'application/json': { schema: r.schema ?? {} } };
+  const responses: Json = { [String(r.status)]: { description: r.help ?? 'OK', content } };
+  const errors: Record<number, string | true> = { 405: true, ...op.errors };
+  if (op.permission !== 'public') errors[401] = true;
+  for (const [status, description] of Object.entries(errors)) {
+    responses[status] =
+      description === true ? errorRef(status) : { description, content: { 'application/json': { schema: ref('Error') } } };
+  }
+  const out: Json = {
+    operationId: systemOperationId(route.path!, method),
+    summary: op.summary,
+    tags: [route.tag],
+    'x-permission': op.permission,
     parameters: [
-      ...(site ? [site] : []),
-      ...FEED_QUERY.map(parameter),
-      PREFER,
-      {
-        name: 'Last-Event-ID',
-        in: 'header',
-        required: false,
-        description:
-          'Resume after this Change id (what an EventSource resends on reconnect); `after` wins over it. An id beyond the ' +
-          'newest Change is 400, as for `after`.',
-        schema: { type: 'integer', minimum: 0 },
-      },
+      ...pathParams,
+      ...op.query.map(parameter),
+      // Strict handling is the API's, the change stream's included.
+      ...(route.path!.startsWith('/api/') ? [PREFER] : []),
+      ...(op.headers ?? []).map(header),
     ],
     responses,
   };
+  if (op.body) out.requestBody = requestBody(op.body, null, { method, siteInUrl: false, help: op.bodyHelp });
+  if (op.permission === 'public') out.security = [];
+  return out;
+}
+
+/** `/api/sites/{site_id}/changes/stream/` → `get_changes_stream_in_site`, as the collections' nested operations are named. */
+function systemOperationId(path: string, method: HttpMethod): string {
+  const nested = path.startsWith('/api/sites/{site_id}/');
+  const words = path
+    .replace(/^\/api\/(sites\/\{site_id\}\/)?/, '/')
+    .split('/')
+    .filter((w) => w !== '' && !w.startsWith('{'));
+  return [method.toLowerCase(), ...words.map((w) => w.replace(/\W/g, '_')), ...(nested ? ['in_site'] : [])].join('_');
 }
 
 /** Some write of the collection carries its objects (a create, replace or update). */
@@ -336,47 +352,6 @@ const takesObjects = (c: Collection): boolean =>
   c.api.routes.some((r) =>
     Object.values(r.methods).some((op) => op.body === 'object' || op.body === 'object-or-list' || op.body === 'list'),
   );
-
-/** The probes (http/health.ts): public, for load balancers and monitors. */
-const PROBES: Record<string, Json> = {
-  '/healthz': {
-    get: {
-      operationId: 'get_healthz',
-      summary: 'Liveness: 200 while the process runs.',
-      tags: ['probes'],
-      security: [],
-      responses: { '200': { description: 'Alive.', content: { 'application/json': { schema: { type: 'object' } } } } },
-    },
-  },
-  '/readyz': {
-    get: {
-      operationId: 'get_readyz',
-      summary:
-        'Readiness: 200 while every shard serves, so this node answers reads; with `role=leader`, only on the node that takes writes.',
-      tags: ['probes'],
-      security: [],
-      parameters: [
-        {
-          name: 'role',
-          in: 'query',
-          required: false,
-          description:
-            '`leader`: 200 only on the node that holds the write lease and renewed it lately (a load balancer sends writes there), ' +
-            '503 on a standby, a node taking over or one cut off from the database. On LMDB the one node is the leader.',
-          schema: { type: 'string', enum: ['leader'] },
-        },
-      ],
-      responses: {
-        '200': { description: 'Ready.', content: { 'application/json': { schema: { type: 'object' } } } },
-        '400': { description: 'An unknown role.', content: { 'application/json': { schema: ref('Error') } } },
-        '503': {
-          description: 'Not ready (or not the leader), with Retry-After.',
-          content: { 'application/json': { schema: ref('Error') } },
-        },
-      },
-    },
-  },
-};
 
 /** `origin`: the server the document is served by (`http://host:port`), so "Try it" and generated clients call it. */
 export function openApiDocument(authHeader = 'X-Service-Email', origin?: string): Json {
@@ -412,8 +387,15 @@ export function openApiDocument(authHeader = 'X-Service-Email', origin?: string)
       }
     }
   }
-  for (const path of FEED_PATHS) paths[path] = { get: feedOperation(path.includes('{site_id}') ? site : null) };
-  Object.assign(paths, PROBES);
+  for (const route of ROUTES.systemRoutes()) {
+    const path = route.path!;
+    const ops: Json = {};
+    const params = [...path.matchAll(/\{(\w+)\}/g)].map(([, name]) =>
+      name === 'site_id' ? site : { name, in: 'path', required: true, schema: { type: 'string' } },
+    );
+    for (const m of methodsOf(route)) ops[m.toLowerCase()] = systemOperation(route, m, route.methods[m]!, params);
+    paths[path] = ops;
+  }
   for (const route of ROUTES.rootRoutes()) {
     const ops: Json = {};
     for (const m of methodsOf(route)) ops[m.toLowerCase()] = operation(null, route, m, route.methods[m]!, []);
@@ -439,7 +421,7 @@ export function openApiDocument(authHeader = 'X-Service-Email', origin?: string)
     security: [{ proxyHeader: [] }, { authToken: [] }],
     tags: [
       ...tags,
-      { name: 'probes', description: 'Liveness and readiness, for load balancers and monitors.' },
+      ...Object.entries(SYSTEM_TAGS).map(([name, description]) => ({ name, description })),
       { name: 'api', description: 'The index, and signing in.' },
     ],
     paths,

@@ -7,8 +7,8 @@
 import { isAllowed, isSiteAdmin } from '../auth/permissions.js';
 import type { ResourceModel } from '../model/model.js';
 import { modelByCollection } from '../model/registry.js';
-import type { Permission } from '../routes/route.js';
-import { ROUTES } from '../routes/table.js';
+import type { Permission, Route } from '../routes/route.js';
+import { methodsOf, ROUTES } from '../routes/table.js';
 import { optionsBody, PARSES, RENDERS } from '../schema/describe.js';
 import type { Principal } from '../shard/protocol.js';
 import type { RouteMatch } from './router.js';
@@ -25,6 +25,14 @@ function mayOnList(p: Principal, permission: Permission | undefined, model: Reso
     return site !== null && model?.permissionType !== undefined && isAllowed(p, permission, model.permissionType, site);
   }
   return true;
+}
+
+/** A system route's OPTIONS body (routes/system.ts): its name and what it renders and parses, the same to any caller. */
+export function systemOptions(route: Route): string {
+  const ops = methodsOf(route).map((m) => route.methods[m]!);
+  const renders = [...new Set(ops.flatMap((op) => op.response.media ?? ['application/json']))];
+  const parses = ops.some((op) => op.body !== undefined) ? ['application/json'] : [];
+  return JSON.stringify({ name: route.name, description: '', renders, parses });
 }
 
 /** `permits`: whether the shard lets `p` change the detail's object (only asked when the route has PUT). */

@@ -199,8 +199,6 @@ export abstract class Exchange {
   specUrl = '/docs/openapi.json';
   /** The router's verdict, once the lifecycle has asked (null: no route); metrics and the log derive the route template from it. */
   match: RouteMatch | null | undefined = undefined;
-  /** The route template of an endpoint outside the router (/healthz, /metrics, /docs/). */
-  template: string | undefined = undefined;
   /** The authenticated user's email, once known. */
   user: string | undefined = undefined;
   /** Sent as Preference-Applied on the response, whatever it is (strict handling: strict.ts). */

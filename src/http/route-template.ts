@@ -22,6 +22,7 @@ export function routeTemplate(match: RouteMatch | null): string {
 
 function build(match: RouteMatch): string {
   const { route } = match;
+  if (route.shape === 'system') return route.path!;
   if (match.collection === null) return route.segment ? `/api/${route.segment}/` : '/api/';
   const base = match.site === null ? `/api/${match.collection}/` : `/api/sites/{site}/${match.collection}/`;
   switch (route.shape) {

@@ -2,25 +2,32 @@
  * Path parsing (docs/api.md §1.1–1.3): `/api/…` → a RouteMatch naming the
  * declared Route (routes/table.ts). The path is split on `/` first and each segment
  * percent-decoded, so `%2F` is an ordinary key character; network and
- * interface keys may span several segments.
+ * interface keys may span several segments. A system route's path
+ * (routes/system.ts: `/healthz`, `/api/changes/stream/`) is matched first, as
+ * written.
  */
-import type { Route } from '../routes/route.js';
+import type { Route, SystemOp } from '../routes/route.js';
 import { methodsOf, type RouteTable } from '../routes/table.js';
 import { parseId } from '../schema/id.js';
 
 /** A path the table answers: its declared route, and what the path says of collection, site and key. */
 export interface RouteMatch {
   route: Route;
-  /** null for the root routes. */
+  /** null for the root and the system routes. */
   collection: string | null;
   site: number | null;
   /** The site segment as written, for messages (a huge one is not exactly a Number). */
   siteText?: string;
+  /** An object's key; for a system route, its path parameter as sent (a feed's site, an asset's name), not decoded. */
   key?: string;
 }
 
 export class Router {
-  constructor(private readonly table: RouteTable) {}
+  /** `off`: system routes this server does not serve (/metrics with METRICS=off), unknown paths like any other. */
+  constructor(
+    private readonly table: RouteTable,
+    private readonly off: ReadonlySet<SystemOp> = new Set(),
+  ) {}
 
   /** Matches are pure functions of the path and never mutated, so recent ones are reused. */
   private readonly recent = new Map<string, RouteMatch | null>();
@@ -36,7 +43,16 @@ export class Router {
     return m;
   }
 
+  /** Whether `path`, which no route matches, lies where every system route is public: its 404 needs no credentials. */
+  inPublicArea(path: string): boolean {
+    return this.table.inPublicArea(path);
+  }
+
   private parse(path: string): RouteMatch | null {
+    const system = this.table.systemRoute(path);
+    // `/api/changes/stream/` before the collections, which would read `stream` as a Change id.
+    if (system && Object.values(system.route.methods).some((op) => op.system !== undefined && this.off.has(op.system))) return null;
+    if (system) return { route: system.route, collection: null, site: null, ...(system.param === undefined ? {} : { key: system.param }) };
     if (path !== '/api' && !path.startsWith('/api/')) return null;
     const raw = path.slice(5).split('/');
     if (raw.length > 0 && raw[raw.length - 1] === '') raw.pop();

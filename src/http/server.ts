@@ -11,7 +11,7 @@ import { type Config, StartupError } from '../config.js';
 import type { FeedSink } from '../feed/hub.js';
 import type { Logger } from '../log.js';
 import { App } from './app.js';
-import { registerFeedSockets, SseSink } from './feed-transport.js';
+import { registerFeedSockets, SSE_HEADERS, SseSink } from './feed-transport.js';
 import { type BodyResult, EMPTY_BODY, Exchange, type StreamSink, statusLine } from './respond.js';
 import { type HttpRequest, type HttpResponse, listenExclusive, loadUws, type us_listen_socket } from './uws.js';
 
@@ -176,10 +176,7 @@ class UwsExchange extends Exchange {
     const res = this.res;
     res.cork(() => {
       res.writeStatus('200 OK');
-      res.writeHeader('Content-Type', 'text/event-stream');
-      res.writeHeader('Cache-Control', 'no-cache');
-      // Proxies that buffer responses (nginx) would hold the events back.
-      res.writeHeader('X-Accel-Buffering', 'no');
+      for (const [name, value] of Object.entries(SSE_HEADERS)) res.writeHeader(name, value);
       res.write(':ok\n\n');
     });
     this.stream = new SseSink(res);

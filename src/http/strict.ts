@@ -19,7 +19,6 @@
  * | known params   | O(1) after the first request per operation |
  * | check a body   | O(fields sent) |
  */
-import { FEED_QUERY } from '../feed/request.js';
 import { QueryParams } from '../query/params.js';
 import { FORMAT, filterParams } from '../routes/params.js';
 import type { BodyShape, Operation, QueryParam } from '../routes/route.js';
@@ -56,8 +55,9 @@ function namesOf(key: Operation | readonly QueryParam[], params: () => readonly 
 /** The query parameters an operation of `match` takes: its own and, for lists, its collection's filters. */
 function knownParams(match: RouteMatch, op: Operation): ReadonlySet<string> {
   return namesOf(op, () => [
-    // Any request may carry `format` (docs/api.md §1.3; http/body.ts), not only the GETs that declare it.
-    FORMAT,
+    // Any request may carry `format` (docs/api.md §1.3; http/body.ts), not only the GETs that declare it; a system
+    // route (the change stream) answers as it writes, whatever the format asked.
+    ...(match.route.shape === 'system' ? [] : [FORMAT]),
     ...op.query,
     ...(op.filters && match.collection !== null ? filterParams(ROUTES.collection(match.collection)?.filters) : []),
   ]);
@@ -75,6 +75,7 @@ function queryProblems(query: string, known: ReadonlySet<string>, out: Problems)
 /** The fields a body of `shape` may hold, for the collection `collection`. */
 const SHAPE_FIELDS: Partial<Record<BodyShape, readonly string[]>> = {
   credentials: ['email', 'secret_key'],
+  backup: ['name'],
   grant: ['user_id', 'actions'],
   // A user PATCH; object_permissions is named to be refused with its own explanation (model/user.ts).
   grants: ['is_superuser', 'permissions', 'object_permissions'],
@@ -130,16 +131,5 @@ export function strictProblems(match: RouteMatch, operation: Operation, query: s
   const out: Problems = {};
   queryProblems(query, knownParams(match, operation), out);
   if (operation.body) bodyProblems(body, match.collection, operation.body, out);
-  return Object.keys(out).length > 0 ? out : null;
-}
-
-/** The same for the live change feed (feed/request.ts), which is no route of the table. */
-export function strictFeedProblems(query: string): Problems | null {
-  const out: Problems = {};
-  queryProblems(
-    query,
-    namesOf(FEED_QUERY, () => FEED_QUERY),
-    out,
-  );
   return Object.keys(out).length > 0 ? out : null;
 }

@@ -31,7 +31,7 @@
  * | freeBlocks(num)                            | O(W · (num + 2)), whatever the parent holds |
  * | hasFreeBlock                               | O(W) for a stored parent (else freeBlocks with num 1) |
  * | freeSpace(max), maximal blocks             | O(W · (max + 2)), a skip of any size included |
- * | freeSpace(max), blocks of length N         | O(W · (max + 2)) to list; a skip descends only where prefixes longer than N share N-blocks |
+ * | freeSpace(max), blocks of length N         | O(W · (max + 2)) to list; a skip descends only where longer prefixes share N-blocks |
  * | freeCount, maximal blocks                  | O(W) |
  * | freeCount, blocks of length N              | O(W) where every prefix inside is N or shorter; else the nodes above shared N-blocks |
  */

@@ -276,7 +276,9 @@ export class Metrics {
     );
     new Counter({
       name: 'netsot_feed_texts_total',
-      help: "Change texts the live feed rendered, by where each came from: with the committing shard's feed item, or read back from the store.",
+      help:
+        "Change texts the live feed rendered, by where each came from: with the committing shard's feed item, " +
+        'or read back from the store.',
       labelNames: ['source'],
       registers: [registry],
       collect() {

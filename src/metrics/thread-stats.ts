@@ -16,7 +16,7 @@
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { droppedLogLines } from '../log-sink.js';
 
-/** Seconds one group commit (LMDB transaction + sync) took. */
+/** Seconds one group commit (a store transaction and its sync) took. */
 export const COMMIT_SECONDS_BUCKETS = [0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5];
 /** Requests that wrote in one group commit. */
 export const GROUP_SIZE_BUCKETS = [1, 2, 4, 8, 16, 32, 64, 128, 256, 1024, 4096];

@@ -37,6 +37,7 @@ export const changeHead = (id: number, site: string): string => `{"id":${id},"si
 export function changeTail(rec: ChangeTextFields): string {
   return (
     `,"user":{"id":${rec.userId},"email":${JSON.stringify(rec.email)}},` +
-    `"change_at":${rec.at},"event":"${rec.event}","resource_name":"${rec.resourceName}","resource_id":${rec.resourceId},"resource":${rec.resource}}`
+    `"change_at":${rec.at},"event":"${rec.event}","resource_name":"${rec.resourceName}",` +
+    `"resource_id":${rec.resourceId},"resource":${rec.resource}}`
   );
 }

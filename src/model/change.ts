@@ -1,7 +1,7 @@
 /**
  * Change (docs/api.md §10): the immutable log. Rows live in the
  * shard's ChangeLog index; the full record (resource payload and diff, as
- * JSON text fixed at write time) is read from LMDB when rendered.
+ * JSON text fixed at write time) is read from the store when rendered.
  */
 import { Type } from '@sinclair/typebox';
 import { detailRoute, view } from '../routes/standard.js';

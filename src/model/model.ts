@@ -1,7 +1,7 @@
 /**
  * What a resource module provides. A resource is added by writing one file
  * that exports a ResourceModel and listing it in model/registry.ts; the HTTP
- * layer builds its routes from `routes`, the shard runs the operations, and
+ * layer builds its routes from `api`, the shard runs the operations, and
  * the store persists whatever the model's Transaction calls write.
  */
 import type { PermissionType } from '../auth/permissions.js';

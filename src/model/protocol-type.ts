@@ -34,7 +34,9 @@ export const protocolTypeSchema = defineSchema('Protocol Type', 'API endpoint th
   description: Field.string({ maxLength: 255, allowBlank: true, help: 'A description for this ProtocolType' }),
   required_attributes: Field.json(Type.Array(Type.String()), {
     input: Type.Array(relatedKey()),
-    help: 'All Attributes which are required by this ProtocolType. If a Protocol of this type is saved and is missing one of these attributes, a ValidationError will be raised.',
+    help:
+      'All Attributes which are required by this ProtocolType. If a Protocol of this type is saved and is missing one of these ' +
+      'attributes, a ValidationError will be raised.',
   }),
   site: Field.integer({ requiredOn: ['POST', 'PUT'], createOnly: true, help: 'Unique ID of the Site this ProtocolType is under.' }),
 });

@@ -1,6 +1,6 @@
 /**
  * User (docs/api.md §4): lives on the main thread, which
- * authenticates every request. Users are persisted in LMDB but write no
+ * authenticates every request. Users are persisted in the store but write no
  * Changes.
  */
 

@@ -8,15 +8,11 @@
  * about to replace and for the copy it is about to put in place.
  */
 import { spawn } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
+import { nodeArgs, ownModule } from '../own-modules.js';
 import type { CheckMode, CheckResult } from './store-check-child.js';
 
-/** The child's compiled file, as the shard workers find theirs (shard/supervisor.ts): dist's, also when this runs from src. */
-const CHILD = fileURLToPath(
-  import.meta.url.endsWith('.ts')
-    ? new URL('../../dist/ops/store-check-child.js', import.meta.url)
-    : new URL('./store-check-child.js', import.meta.url),
-);
+/** The child's module, compiled or from source as this one runs (own-modules.ts). */
+const CHILD = nodeArgs(ownModule(import.meta.url, './store-check-child'));
 
 /** The store file could not be opened or read; `reason` says why, in words for an operator. */
 export class StoreUnreadable extends Error {
@@ -31,7 +27,7 @@ export const unreadableStore = (dataDir: string, reason: string) =>
 
 /** Checks the store file `file` as `mode` says (store-check-child.ts); throws StoreUnreadable when it fails. */
 export function checkStore(file: string, mode: CheckMode): Promise<CheckResult> {
-  const child = spawn(process.execPath, [CHILD, file, mode], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [...CHILD, file, mode], { stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   let err = '';
   child.stdout.on('data', (d: Buffer) => {

@@ -1,13 +1,17 @@
 /**
- * What a route declaration is. Every endpoint of the API is declared once, as
- * a Route of some collection's Api (in the resource's own module, or in
- * routes/root.ts and model/user.ts), and everything that needs to know about
- * it reads that one declaration:
+ * What a route declaration is. Every endpoint is declared once, as a Route of
+ * some collection's Api (in the resource's own module, or in model/user.ts and
+ * model/webhook.ts), a root route (routes/root.ts) or a system route outside
+ * the collections (routes/system.ts: the probes, metrics, docs, admin and the
+ * change streams), and everything that needs to know about it reads that one
+ * declaration:
  *
  * | reader                  | reads                                              |
  * |-------------------------|----------------------------------------------------|
- * | http/router.ts          | the Api's mount and key rules, each route's shape  |
- * | http/app.ts             | methods (405, Allow), `public`, main-thread `run`  |
+ * | http/router.ts          | the Api's mount and key rules, each route's shape, |
+ * |                         | a system route's path                              |
+ * | http/app.ts             | methods (405, Allow), `public`, main-thread `main` |
+ * | http/system.ts          | a system route's `system` handler, `superuser`     |
  * | http/forward.ts         | shape and standard op: which shard(s) to ask       |
  * | shard/dispatch.ts       | `run`: the standard op or the route's own handler  |
  * | shard/authorize.ts      | `permission`, checked against the object's site    |
@@ -36,9 +40,11 @@ export const HTTP_METHODS: readonly HttpMethod[] = ['GET', 'POST', 'PUT', 'PATCH
  *   run on the object the key names;
  * - `key-route`: `…/networks/{key}/closest_parent/`, run on the key itself
  *   (it need not name an object; at top level every shard proposes an answer);
- * - `root`: `/api/`, `/api/authenticate/`, `/api/verify_token/`.
+ * - `root`: `/api/`, `/api/authenticate/`, `/api/verify_token/`;
+ * - `system`: a path of its own outside the collections (`/healthz`, `/docs/assets/{name}`,
+ *   `/api/changes/stream/`), served on the main thread by http/system.ts.
  */
-export type Shape = 'list' | 'list-route' | 'detail' | 'detail-route' | 'key-route' | 'root';
+export type Shape = 'list' | 'list-route' | 'detail' | 'detail-route' | 'key-route' | 'root' | 'system';
 
 /**
  * The operations every resource runs the same way (shard/writes.ts and the
@@ -78,9 +84,10 @@ export interface QueryParam {
  * - `credentials`: `{email, secret_key}` (authenticate);
  * - `grants`: a user's `is_superuser` and site `permissions` (user PATCH);
  * - `grant`: one user's object grant, `{user_id, actions}` (an object's grants/);
- * - `allocation`: optional, `{attributes, state}` of the networks next_* creates.
+ * - `allocation`: optional, `{attributes, state}` of the networks next_* creates;
+ * - `backup`: optional, `{name}` of a backup to write (POST /admin/backup/).
  */
-export type BodyShape = 'object' | 'object-or-list' | 'list' | 'ids' | 'credentials' | 'grants' | 'grant' | 'allocation';
+export type BodyShape = 'object' | 'object-or-list' | 'list' | 'ids' | 'credentials' | 'grants' | 'grant' | 'allocation' | 'backup';
 
 /**
  * What a success answers:
@@ -91,6 +98,8 @@ export type BodyShape = 'object' | 'object-or-list' | 'list' | 'ids' | 'credenti
  * - `empty`: no body (204).
  * `schema` (JSON Schema, for the API reference): a `json` document's, or a
  * list's items when they are no collection's objects (available/'s CIDRs).
+ * `media`: the types of a `json` answer that is no JSON (the docs page, the
+ * metrics' text, an event stream), its body a string.
  */
 export interface ResponseShape {
   status: 200 | 201 | 204;
@@ -98,7 +107,15 @@ export interface ResponseShape {
   of?: string;
   help?: string;
   schema?: Record<string, unknown>;
+  media?: readonly string[];
 }
+
+/**
+ * The system routes' handlers, by name, each run on the main thread by http/system.ts (as a standard op
+ * names work every resource shares): the probes, the metrics, the docs page, its OpenAPI document and
+ * assets, a backup, and the change stream over Server-Sent Events.
+ */
+export type SystemOp = 'healthz' | 'readyz' | 'metrics' | 'docs' | 'openapi' | 'asset' | 'backup' | 'feed';
 
 /**
  * A route's own shard-side work: `target` is the object (detail-route), the key (key-route), or undefined. In steps
@@ -151,12 +168,30 @@ export interface Operation {
   main?: MainHandler;
   /** A check of the body only the main thread can make (a user it names exists), before forwarding. */
   mainCheck?: (body: unknown, main: MainThread) => void;
+  /** System routes: the handler, on the main thread (http/system.ts). */
+  system?: SystemOp;
+  /** Request headers it reads, as the API reference lists them (the feed's Last-Event-ID). */
+  headers?: readonly QueryParam[];
+  /**
+   * System routes: the errors it answers besides 401 (when not public) and 405, for the API reference; each with
+   * its own description, or `true` for the shared one.
+   */
+  errors?: Readonly<Record<number, string | true>>;
 }
 
 export interface Route {
   shape: Shape;
-  /** No method of this path asks for credentials, so a wrong one is a 405 without them (authenticate); OPTIONS still does. */
+  /**
+   * No method of this path asks for credentials, so a wrong one is a 405 without them (authenticate); OPTIONS still
+   * does under /api/ (docs/api.md §22). A system route's OPTIONS does not (the probes, the docs), nor does a path
+   * below its first segment that no route declares (`/docs/nope` is a 404 to anyone).
+   */
   publicPath?: true;
+  /** System routes: the path template, `{name}` a parameter; one ending in `/` also matches without it. */
+  path?: string;
+  /** System routes: the `name` OPTIONS answers, and the API reference's tag. */
+  name?: string;
+  tag?: string;
   /** Only token credentials count, and a bad token is a 400 (verify_token, docs/api.md §3.3). */
   tokenOnly?: true;
   /** The path segment naming a list-, detail-, key- or root route ('children', 'authenticate'). */

@@ -16,7 +16,7 @@
  *
  * | operation | cost |
  * |-----------|------|
- * | apply k records and c Changes | O(k) index work, plus O(c log n) Change lookups; O(n) only when a Change arrives below the newest held |
+ * | apply k records and c Changes | O(k) index work, plus O(c log n) Change lookups; O(n) only for a Change below the newest held |
  * | drop a site's objects or Changes | O(records of that site) / O(n Changes), as on the leader |
  */
 import { Packr } from 'msgpackr';

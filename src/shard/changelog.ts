@@ -1,7 +1,7 @@
 /**
  * ChangeLog: a shard's index of its Change records, kept as typed-array
  * columns (about 25 bytes a Change) while the records themselves, with their
- * resource payloads, stay in LMDB and are read when rendered.
+ * resource payloads, stay in the store and are read when rendered.
  *
  * Rows are kept in id order. Ids come from a global counter and change_at is
  * clamped never to go backwards within a shard (and starts at the newest

@@ -172,7 +172,7 @@ interface Turn {
  * Serves a shard's requests. Each request runs as it arrives (memory changes
  * at once, so the next request sees them); the writes of every request that
  * arrived in one event-loop turn — however many messages brought them — are
- * committed together at the end of the turn as one CommitGroup: one LMDB
+ * committed together at the end of the turn as one CommitGroup: one store
  * transaction and one sync instead of one per request. `send` gets the
  * group's replies together once that commit is durable (reads and errors in
  * the group wait for it too, so nothing is reported before what it saw is on
@@ -730,7 +730,7 @@ const recoveries = new WeakMap<ShardState, Promise<void>>();
 
 /**
  * Memory may disagree with disk: wait for in-flight commits, then rebuild
- * from LMDB. Everyone who finds the shard failed waits for the same rebuild.
+ * from the store. Everyone who finds the shard failed waits for the same rebuild.
  */
 function recover(shard: ShardState): Promise<void> {
   let p = recoveries.get(shard);

@@ -1,7 +1,7 @@
 /**
  * Messages between the main thread and a shard worker, over a raw MessagePort.
- * One request in, one reply out, matched by `seq`. Kept small: the main thread
- * sends the parsed route and body, the shard answers with a finished body.
+ * One request in, one reply out, matched by `seq`: the main thread sends the
+ * parsed route and body, the shard answers with a finished body.
  */
 import type { ErrorMessage } from '../errors.js';
 import type { LinkBase } from '../query/pagination.js';
@@ -110,7 +110,7 @@ export interface IdempotencyStamp {
  *    (PartFailure), committing nothing. From then until the decision it serves
  *    nothing else: whatever arrives waits, so nobody is answered on top of
  *    writes that may roll back.
- * 2. The main thread commits every part's write set in one LMDB transaction
+ * 2. The main thread commits every part's write set in one store transaction
  *    when all prepared (and no shard was replaced meanwhile), then sends each
  *    shard op 'decide': commit (nothing to do but serve again) or abort (undo
  *    its part in memory, then serve again).

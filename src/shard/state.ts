@@ -1,6 +1,6 @@
 /**
  * ShardState: everything one shard worker holds in memory for the sites it
- * owns, rebuilt from LMDB at start-up (and after a failed commit).
+ * owns, rebuilt from the store at start-up (and after a failed commit).
  */
 import type { Config } from '../config.js';
 import { RadixTree } from '../ip/radix-tree.js';

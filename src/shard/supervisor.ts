@@ -26,9 +26,10 @@
  * fresh worker reloads the shard's sites from the store, and requests for
  * this shard are answered 503 until it is ready. Other shards keep serving.
  */
-import { MessageChannel, type MessagePort, Worker } from 'node:worker_threads';
+import { MessageChannel, type MessagePort, type Worker } from 'node:worker_threads';
 import { Errors, errorEnvelope } from '../errors.js';
 import { forwardWorkerOutput } from '../log-sink.js';
+import { ownModule, startWorker } from '../own-modules.js';
 import { ChunkStream } from './chunk-stream.js';
 import type { FeedItem, RequestBatch, ShardControl, ShardReply, ShardRequest } from './protocol.js';
 import type { VersionNotice } from './site-versions.js';
@@ -53,14 +54,8 @@ export interface ShardLaunch {
   onVersions?: (shardIndex: number, versions: VersionNotice) => void;
 }
 
-/**
- * The compiled worker beside this module. When this module itself runs from its TypeScript source (tests call
- * inject() in process through vitest's transform), worker threads still need JavaScript: the build's copy in dist/,
- * which test/helpers/build.ts rebuilds before the tests when any source is newer.
- */
-const WORKER_URL = import.meta.url.endsWith('.ts')
-  ? new URL('../../dist/shard/worker.js', import.meta.url)
-  : new URL('./worker.js', import.meta.url);
+/** The worker's module, compiled or from source as this one runs (own-modules.ts). */
+const WORKER_URL = ownModule(import.meta.url, './worker');
 /** Longest wait between attempts when a replacement worker keeps failing to start. */
 const MAX_BACKOFF_MS = 30_000;
 
@@ -191,7 +186,7 @@ export class SupervisedShard {
     const { port1, port2 } = new MessageChannel();
     // [0]: the progress counter; [1]: 1 while the worker is inside a store commit call (its synchronous part).
     const progress = new Int32Array(new SharedArrayBuffer(8));
-    const worker = new Worker(WORKER_URL, {
+    const worker = startWorker(WORKER_URL, {
       workerData: { ...this.launch.workerData, shardIndex: this.launch.shardIndex, port: port2, progress },
       transferList: [port2],
       // The worker's log lines reach stdout through the main thread's bounded sink, not Node's own piping (log-sink.ts).

@@ -1,9 +1,9 @@
 /**
  * Transaction: one request's unit of work in a shard. Each call applies its
  * change to memory at once (so the shard's next request sees it), queues the
- * matching LMDB write, and remembers how to undo it. `rollback` undoes memory
+ * matching store write, and remembers how to undo it. `rollback` undoes memory
  * when the request fails before committing. A CommitGroup writes the objects,
- * Changes and id high-water marks of one or more Transactions in one LMDB
+ * Changes and id high-water marks of one or more Transactions in one store
  * transaction.
  */
 
@@ -227,7 +227,7 @@ export class Transaction {
 
 /**
  * The writes of several requests' Transactions (those a shard served in one
- * event-loop turn) in one LMDB transaction: one commit and one sync instead
+ * event-loop turn) in one store transaction: one commit and one sync instead
  * of one each, and each kind's high-water mark written once. They are
  * durable together or fail together; the caller answers each request only
  * once the group's commit has settled.

@@ -59,11 +59,12 @@
  */
 
 import { randomBytes } from 'node:crypto';
-import { MessageChannel, type MessagePort, receiveMessageOnPort, Worker } from 'node:worker_threads';
+import { MessageChannel, type MessagePort, receiveMessageOnPort, type Worker } from 'node:worker_threads';
 import { Packr } from 'msgpackr';
 import type pg from 'pg';
 import type { Fence } from '../cluster/fence.js';
 import { ApiError, Errors, NotLeaderError } from '../errors.js';
+import { ownModule, startWorker } from '../own-modules.js';
 import { commitLogEntry } from './commit-log.js';
 import type { Kind } from './kinds.js';
 import { type PoolLimits, patiently, primaryPool, requestTimeouts } from './pg-connect.js';
@@ -80,7 +81,8 @@ export const MIGRATIONS: { version: number; name: string; sql: string[] }[] = [
     name: 'tables',
     sql: [
       'CREATE TABLE sites (site_id bigint PRIMARY KEY, value bytea NOT NULL)',
-      'CREATE TABLE objects (site_id bigint NOT NULL, kind text NOT NULL, id bigint NOT NULL, value bytea NOT NULL, PRIMARY KEY (site_id, kind, id))',
+      'CREATE TABLE objects (site_id bigint NOT NULL, kind text NOT NULL, id bigint NOT NULL, value bytea NOT NULL, ' +
+        'PRIMARY KEY (site_id, kind, id))',
       `CREATE TABLE changes (site_id bigint NOT NULL, id bigint NOT NULL, at bigint NOT NULL, event text NOT NULL,
         resource_name text NOT NULL, resource_id bigint NOT NULL, user_id bigint NOT NULL, email text NOT NULL,
         resource text NOT NULL, diff text, PRIMARY KEY (site_id, id))`,
@@ -198,9 +200,7 @@ const CHANGE_CACHE_MAX = 20_000;
 /** Below the supervisor's default stall timeout (5 s), so a dead database is a 503, not a replaced shard. */
 const CHANGE_READ_TIMEOUT_MS = 3_000;
 
-const READER_URL = import.meta.url.endsWith('.ts')
-  ? new URL('../../dist/store/pg-reader.js', import.meta.url)
-  : new URL('./pg-reader.js', import.meta.url);
+const READER_URL = ownModule(import.meta.url, './pg-reader');
 
 export interface PostgresOptions {
   /** Create or migrate the schema before use (the main thread does; shard workers open after it). */
@@ -287,7 +287,8 @@ export class PostgresStore implements Store {
     // (42710 on newer PostgreSQL) or the catalog index, and in each case the winner's table exists.
     await ignoring([UNIQUE_VIOLATION, DUPLICATE_TABLE, DUPLICATE_OBJECT], () =>
       this.pool.query(
-        'CREATE TABLE IF NOT EXISTS schema_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())',
+        'CREATE TABLE IF NOT EXISTS schema_migrations (version integer PRIMARY KEY, name text NOT NULL, ' +
+          'applied_at timestamptz NOT NULL DEFAULT now())',
       ),
     );
     const { rows } = await this.pool.query<{ version: number }>('SELECT version FROM schema_migrations');
@@ -539,7 +540,7 @@ export class PostgresStore implements Store {
   private startReader(): Reader {
     const { port1, port2 } = new MessageChannel();
     const signal = new Int32Array(new SharedArrayBuffer(4));
-    const worker = new Worker(READER_URL, {
+    const worker = startWorker(READER_URL, {
       workerData: { url: this.url, timeouts: this.timeouts, port: port2, signal },
       transferList: [port2],
     });
@@ -857,7 +858,8 @@ function upsertRows(db: WriteOp['db'], ops: WriteOp[]): Statement {
       const k = ops.map((op) => op.key as [string, number, string]);
       return {
         table: 'idempotency',
-        sql: `INSERT INTO idempotency (user_id, key, expires_at, reply) SELECT * FROM unnest($1::int8[], $2::text[], $3::int8[], $4::bytea[])
+        sql: `INSERT INTO idempotency (user_id, key, expires_at, reply)
+         SELECT * FROM unnest($1::int8[], $2::text[], $3::int8[], $4::bytea[])
          ON CONFLICT (user_id, key) DO UPDATE SET expires_at = EXCLUDED.expires_at, reply = EXCLUDED.reply`,
         values: [
           k.map((x) => x[1]),

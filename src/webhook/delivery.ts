@@ -417,7 +417,8 @@ export class HookDelivery {
         this.schedule();
       }, delay);
       this.ctx.log.warn(
-        `webhook ${hook.id}: delivery of Changes ${batch.first}–${batch.last} failed (${r.status ?? r.error}); retry in ${Math.round(delay)} ms`,
+        `webhook ${hook.id}: delivery of Changes ${batch.first}–${batch.last} failed (${r.status ?? r.error}); ` +
+          `retry in ${Math.round(delay)} ms`,
         { event: 'webhook-failed', webhook: hook.id, delivery, status: r.status, error: r.error, failures: this.failures },
       );
     }

@@ -416,7 +416,7 @@ describe('POST /admin/backup', () => {
   it('admin endpoints answer 405 to other methods and 404 to other paths', async () => {
     const r = await server.get('/admin/backup');
     expectError(r, 405, 'Method "GET" not allowed.');
-    expect(r.headers.get('allow')).toBe('POST');
+    expect(r.headers.get('allow')).toBe('POST, OPTIONS');
     expectError(await server.post('/admin/restore', {}), 404, 'Endpoint not found.');
   });
 

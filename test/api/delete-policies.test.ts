@@ -7,7 +7,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { type Change, expectError, fixtures } from '../helpers/fixtures.js';
-import { TestServer } from '../helpers/server.js';
+import { InjectServer as TestServer } from '../helpers/inject.js';
 
 let s: TestServer;
 beforeAll(async () => {

@@ -1,14 +1,14 @@
 /**
  * One request's work is bounded and never stalls the other sites of its shard
  * (README, Hostile input: "Bulk lists are bounded", "Long requests run in
- * slices"; issue 23 item 1), on the real server: a body of nested lists past
+ * slices"; issue 23 item 1), through the whole stack in process: a body of nested lists past
  * MAX_REQUEST_ITEMS is refused before it is parsed, and a long write that is
  * allowed runs in slices while requests for another site of the shard are
  * answered between them. The write is still all or nothing and nobody sees
  * it before its reply: requests for its own site wait for it.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { TestServer } from '../helpers/server.js';
+import { InjectServer as TestServer } from '../helpers/inject.js';
 
 let s: TestServer;
 // Two shards: sites 1 and 3 live on shard 1, site 2 on shard 0.

@@ -56,10 +56,10 @@ describe('metrics', () => {
     expect(sample(res.text, 'process_resident_memory_bytes')).toBeGreaterThan(0);
   });
 
-  test('/metrics answers 405 to a POST and names GET and HEAD', async () => {
+  test('/metrics answers 405 to a POST and names GET, HEAD and OPTIONS', async () => {
     const res = await s.post('/metrics', {});
     expect(res.status).toBe(405);
-    expect(res.headers.get('allow')).toBe('GET, HEAD');
+    expect(res.headers.get('allow')).toBe('GET, HEAD, OPTIONS');
     expect(res.json).toEqual({ error: { code: 405, message: 'Method "POST" not allowed.' } });
   });
 

@@ -30,7 +30,7 @@ async function start(opts: Parameters<typeof TestServer.start>[0]): Promise<Test
 /** A second `serve`, run to its end: its exit code, its stderr and how long it took. */
 async function secondServe(args: string[]) {
   const started = performance.now();
-  const proc = spawn(process.execPath, [MAIN, 'serve', '--shards', '1', ...args], {
+  const proc = spawn(process.execPath, [...MAIN, 'serve', '--shards', '1', ...args], {
     env: { ...process.env, LOG_LEVEL: 'warn' },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

@@ -144,7 +144,7 @@ describe('openapi document', () => {
       for (const [method, op] of Object.entries(ops)) {
         const keyed = (op.parameters ?? []).some((p: { name: string; in: string }) => p.in === 'header' && p.name === 'Idempotency-Key');
         const write = ['post', 'put', 'patch', 'delete'].includes(method);
-        const collection = path !== '/api/' && !/^\/api\/(authenticate|verify_token)\/$/.test(path);
+        const collection = path.startsWith('/api/') && path !== '/api/' && !/^\/api\/(authenticate|verify_token)\/$/.test(path);
         expect(keyed, `${method} ${path}`).toBe(write && collection);
         if (!keyed) continue;
         writes++;

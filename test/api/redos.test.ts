@@ -11,8 +11,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { type Attr, type Device, expectError, fixtures, freshIdent, type Site } from '../helpers/fixtures.js';
+import { type Response, InjectServer as TestServer } from '../helpers/inject.js';
 import { openStoreOf } from '../helpers/postgres.js';
-import { type Response, TestServer } from '../helpers/server.js';
 
 let s: TestServer;
 const { fresh, mkSite, mkAttr, mkDevice } = fixtures(() => s, { base: 'redos' });

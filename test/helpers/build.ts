@@ -1,14 +1,13 @@
 /**
- * Vitest global setup: dist/ must match src/ before any test runs. Real-HTTP
- * tests spawn dist/main.js, and in-process tests (inject) start shard workers
- * from dist/shard/worker.js, since worker threads cannot load TypeScript. So
- * when any source file is newer than its compiled file (or has none), this
- * runs the TypeScript build once, before the test files start; editing src/
- * and running one test file then never tests stale JavaScript.
+ * Vitest global setup: with NETSOT_TEST_FROM=dist (main.ts), the spawned servers and commands run
+ * dist/main.js, which must then match src/: when any source file is newer than its compiled file (or has
+ * none), this runs the TypeScript build once, before the test files start. Otherwise (the default) every
+ * test runs the source and nothing is built.
  */
 import { execFileSync } from 'node:child_process';
 import { readdirSync, statSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
+import { FROM_DIST } from './main.js';
 
 const ROOT = resolve(__dirname, '../..');
 
@@ -33,6 +32,7 @@ function staleSource(dir: string): string | null {
 }
 
 export default function setup(): void {
+  if (!FROM_DIST) return;
   const stale = staleSource(join(ROOT, 'src'));
   if (stale === null) return;
   process.stderr.write(`test setup: ${relative(ROOT, stale)} is newer than dist/, building\n`);

@@ -1,9 +1,9 @@
-/** The operator commands (`node dist/main.js backup|restore|export|import …`) as child processes. */
+/** The operator commands (`netsot backup|restore|export|import …`) as child processes, run as main.ts says. */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { closeSync, openSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { MAIN } from './main.js';
 
-export const MAIN = resolve(__dirname, '../../dist/main.js');
+export { MAIN } from './main.js';
 
 export interface CliResult {
   code: number | null;
@@ -15,7 +15,7 @@ export interface CliResult {
 /** Runs a command to its end; `stdoutFile` takes its stdout instead of the result (an export's dump). */
 export function runCli(args: string[], opts: { stdoutFile?: string; env?: Record<string, string> } = {}): Promise<CliResult> {
   const fd = opts.stdoutFile === undefined ? undefined : openSync(opts.stdoutFile, 'w');
-  const proc = spawn(process.execPath, [MAIN, ...args], {
+  const proc = spawn(process.execPath, [...MAIN, ...args], {
     env: { ...process.env, ...opts.env },
     stdio: ['ignore', fd ?? 'pipe', 'pipe'],
   });
@@ -37,4 +37,5 @@ export function finished(proc: ChildProcess, onStderr?: (text: string) => void):
   return new Promise((ok) => proc.once('close', (code, signal) => ok({ code, signal, stdout, stderr })));
 }
 
-export const spawnCli = (args: string[]): ChildProcess => spawn(process.execPath, [MAIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+export const spawnCli = (args: string[]): ChildProcess =>
+  spawn(process.execPath, [...MAIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });

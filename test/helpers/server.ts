@@ -1,16 +1,15 @@
 /**
- * Test harness: the real server (`node dist/main.js serve`) as a child
- * process on a random port with a temporary data dir, and a small client.
- * Run `npm run build` first (npm test does).
+ * Test harness: the real server (`netsot serve`, from source or dist/ as
+ * main.ts says) as a child process on a random port with a temporary data
+ * dir, and a small client.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { closeSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { fetchResponse, type Response } from './fetch-response.js';
+import { MAIN } from './main.js';
 import { storeEnv } from './postgres.js';
-
-const MAIN = resolve(__dirname, '../../dist/main.js');
 
 export type { Response } from './fetch-response.js';
 
@@ -38,7 +37,7 @@ export class TestServer {
   static async start(opts: StartOptions = {}): Promise<TestServer> {
     const dataDir = opts.dataDir ?? mkdtempSync(join(tmpdir(), 'netsot-test-'));
     const args = [
-      MAIN,
+      ...MAIN,
       'serve',
       '--port',
       String(opts.port ?? 0),

@@ -64,13 +64,50 @@ describe('Router index and fixed routes', () => {
     expect(match('/api/verify_token')).toMatchObject({ kind: 'verify_token' });
   });
 
-  test('router rejects paths outside /api/', () => {
-    for (const p of ['/', '/apis/', '/api2/sites/', '/docs/', '/sites/', '']) expect(match(p)).toBeNull();
+  test('router rejects paths outside /api/ that no system route declares', () => {
+    for (const p of ['/', '/apis/', '/api2/sites/', '/docs/nope', '/healthz/', '/metrics/x', '/sites/', '']) expect(match(p)).toBeNull();
   });
 
   test('router rejects authenticate below a site or with extra segments', () => {
     expect(match('/api/sites/1/authenticate/')).toBeNull();
     expect(match('/api/authenticate/x/')).toBeNull();
+  });
+});
+
+describe('Router system routes', () => {
+  const system = (path: string, r = router) => {
+    const m = r.match(path);
+    return m && { path: m.route.path, shape: m.route.shape, key: m.key };
+  };
+
+  test('router matches the probes, metrics, docs and admin as declared, the docs and admin also without the last slash', () => {
+    for (const p of ['/healthz', '/readyz', '/metrics', '/docs/', '/docs/openapi.json', '/admin/backup/'])
+      expect(system(p)).toEqual({ path: p, shape: 'system', key: undefined });
+    expect(system('/docs')?.path).toBe('/docs/');
+    expect(system('/admin/backup')?.path).toBe('/admin/backup/');
+  });
+
+  test('router matches a docs asset with its name as sent', () => {
+    expect(system('/docs/assets/swagger-ui.css')).toEqual({ path: '/docs/assets/{name}', shape: 'system', key: 'swagger-ui.css' });
+    expect(system('/docs/assets/a/b')).toBeNull();
+  });
+
+  test('router matches the change streams before a Change detail', () => {
+    expect(system('/api/changes/stream/')).toEqual({ path: '/api/changes/stream/', shape: 'system', key: undefined });
+    expect(system('/api/changes/stream')?.path).toBe('/api/changes/stream/');
+    expect(system('/api/sites/7/changes/stream/')).toEqual({ path: '/api/sites/{site_id}/changes/stream/', shape: 'system', key: '7' });
+    expect(shape('/api/changes/5/')).toMatchObject({ kind: 'resource', collection: 'changes', target: 'detail', key: '5' });
+  });
+
+  test('router leaves out the system routes a server does not serve', () => {
+    const off = new Router(ROUTES, new Set(['metrics']));
+    expect(off.match('/metrics')).toBeNull();
+    expect(system('/healthz', off)?.path).toBe('/healthz');
+  });
+
+  test('router puts an unknown path in a public area only below a public first segment', () => {
+    expect(router.inPublicArea('/docs/nope')).toBe(true);
+    for (const p of ['/healthz/x', '/metrics/x', '/admin/x', '/api/nope/', '/nope']) expect(router.inPublicArea(p), p).toBe(false);
   });
 });
 
