@@ -28,19 +28,20 @@ import type { Logger } from '../log.js';
 import { Metrics } from '../metrics/metrics.js';
 import { modelByCollection } from '../model/registry.js';
 import { SiteDirectory } from '../model/site-directory.js';
-import { UserDirectory, type UserRecord } from '../model/user.js';
+import { UserDirectory } from '../model/user.js';
 import { QueryParams } from '../query/params.js';
 import type { HttpMethod, Operation, Shape } from '../routes/route.js';
 import { ROUTES } from '../routes/table.js';
 import type { HeldGrant } from '../shard/object-grants.js';
 import { ShardPool } from '../shard/pool.js';
-import type { IdempotencyStamp, TestHook } from '../shard/protocol.js';
+import type { TestHook } from '../shard/protocol.js';
 import { secureDataDir } from '../store/data-dir.js';
 import { DataDirLock } from '../store/data-dir-lock.js';
 import { createSharedIdState, IdCounters } from '../store/ids.js';
 import { openStore } from '../store/open.js';
 import type { Store } from '../store/store.js';
 import { replyOps } from '../store/stored-reply.js';
+import type { IdempotencyStamp, UserRecord } from '../types/stored.js';
 import { WebhookDirectory } from '../webhook/directory.js';
 import { WebhookDispatcher } from '../webhook/dispatcher.js';
 import { Admin } from './admin.js';
@@ -518,7 +519,7 @@ export class App {
   private offloads(match: RouteMatch, operation: Operation, raw: Buffer, contentType: string): boolean {
     if (raw.length < OFFLOAD_BODY_BYTES || match.site === null || operation.main || operation.mainCheck) return false;
     if (!isJsonBody(contentType)) return false;
-    return modelByCollection(match.collection!)?.beforeForward === undefined;
+    return modelByCollection(match.collection!)?.writes?.beforeForward === undefined;
   }
 
   private index(host: string): Record<string, string> {
@@ -607,7 +608,7 @@ export class App {
       idempotency: stamp,
       cacheable: this.readCache.enabled && isCacheableRead(match, operation, model),
     };
-    const hook = model.beforeForward?.(
+    const hook = model.writes?.beforeForward?.(
       { target: match.route.shape, method: x.method, key: match.key, body, principal: input.principal },
       { ids, sites, users },
     );

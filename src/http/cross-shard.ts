@@ -25,8 +25,9 @@ import type { FeedHub } from '../feed/hub.js';
 import type { Logger } from '../log.js';
 import type { ShardPool } from '../shard/pool.js';
 import type { FeedItem, PreparedPart, ShardReply, ShardRequest } from '../shard/protocol.js';
-import type { Store, WriteSet } from '../store/store.js';
+import type { Store } from '../store/store.js';
 import { replyOps } from '../store/stored-reply.js';
+import type { WriteSet } from '../types/stored.js';
 
 /** The live feed as a cross-shard commit publishes to it. */
 export type CommitFeed = Pick<FeedHub, 'beginCommit' | 'committed'>;

@@ -8,9 +8,9 @@
  */
 import { Errors } from '../errors.js';
 import type { Logger } from '../log.js';
-import type { ResourceModel } from '../model/model.js';
+import { type ResourceModel, siteFieldOf } from '../model/model.js';
 import { modelByKind } from '../model/registry.js';
-import { csvFrame, type LinkBase, listFrame, readPage } from '../query/pagination.js';
+import { csvFrame, listFrame, readPage } from '../query/pagination.js';
 import { QueryParams } from '../query/params.js';
 import type { HttpMethod } from '../routes/route.js';
 import { csvColumnsOf } from '../schema/csv.js';
@@ -19,18 +19,11 @@ import { siteIdIn } from '../schema/validate.js';
 import type { ChunkSource } from '../shard/chunk-stream.js';
 import { MergedStream } from '../shard/merged-stream.js';
 import { mergeParts, type ShardPool } from '../shard/pool.js';
-import type {
-  DirectoryUpdate,
-  IdempotencyStamp,
-  ListChunk,
-  ListPart,
-  Op,
-  Principal,
-  ShardReply,
-  ShardRequest,
-  SiteClaim,
-} from '../shard/protocol.js';
+import type { DirectoryUpdate, ListChunk, ListPart, Op, ShardReply, ShardRequest, SiteClaim } from '../shard/protocol.js';
 import type { Store } from '../store/store.js';
+import type { LinkBase } from '../types/api.js';
+import type { Principal } from '../types/auth.js';
+import type { IdempotencyStamp } from '../types/stored.js';
 import { type CommitFeed, CrossShardBulk, splitByShard } from './cross-shard.js';
 import type { RouteMatch } from './router.js';
 
@@ -174,12 +167,13 @@ export class Forwarder {
       if (shard < 0) throw Errors.noSuch(model.name, null, key);
       return shard;
     }
-    if (!model.naturalKey) throw Errors.noSuch(model.name, null, key);
+    const naturalKey = model.table?.naturalKey;
+    if (!naturalKey) throw Errors.noSuch(model.name, null, key);
     // A malformed key (a CIDR with host bits) is the caller's 400, not every shard's "no match".
-    model.naturalKey.normalize?.(key);
+    naturalKey.normalize?.(key);
     const { owners, total } = await this.resolve(model, key);
     if (total === 0) throw Errors.noSuch(model.name, null, key);
-    if (total > 1) throw Errors.multipleMatched(model.plural, model.naturalKey.field, key);
+    if (total > 1) throw Errors.multipleMatched(model.plural, naturalKey.field, key);
     return owners[0];
   }
 
@@ -214,26 +208,26 @@ export class Forwarder {
 
   /**
    * The shard a top-level create item belongs to (docs/api.md §9.2): its site
-   * field, else the site of the related object it names (Model.siteVia);
+   * field, else the site of the related object it names (Writes.siteVia);
    * -1 when it names neither usably, for the shard's validation to report.
    */
   private async createShardOf(model: ResourceModel<any>, item: unknown, resolved: Map<string, Promise<number>>): Promise<number> {
     const body = item && typeof item === 'object' && !Array.isArray(item) ? (item as Record<string, unknown>) : {};
-    const field = model.siteField === undefined ? 'site_id' : model.siteField;
+    const field = siteFieldOf(model);
     const site = field ? siteIdIn(body[field]) : null;
     if (site !== null) return this.pool.shardOfSite(site);
-    if (!model.siteVia) return -1;
-    const related = modelByKind(model.siteVia.kind);
-    const raw = body[model.siteVia.field];
+    const via = model.writes?.siteVia;
+    if (!via) return -1;
+    const related = modelByKind(via.kind);
+    const raw = body[via.field];
     const id = asId(raw);
     if (id !== undefined) return id === NO_ID ? -1 : this.pool.shardOfId(related.kind, id);
-    if (typeof raw !== 'string' || !related.naturalKey) return -1;
+    const naturalKey = related.table?.naturalKey;
+    if (typeof raw !== 'string' || !naturalKey) return -1;
     let found = resolved.get(raw);
     if (!found) {
       found = this.resolve(related, raw).then(({ owners }) => {
-        if (owners.length > 1) {
-          throw Errors.multipleMatchedField(model.siteVia!.field, related.plural, related.naturalKey!.field, raw);
-        }
+        if (owners.length > 1) throw Errors.multipleMatchedField(via.field, related.plural, naturalKey.field, raw);
         return owners.length === 1 ? owners[0] : -1;
       });
       resolved.set(raw, found);
@@ -288,7 +282,7 @@ export class Forwarder {
     const pickOne = parts.find((p) => p.checks?.pickOne)?.checks?.pickOne;
     const q = new QueryParams(req.query);
     // The shards render CSV rows; the header is the main thread's to write, like a page's envelope.
-    const csv = req.csv ? csvColumnsOf(model, q) : null;
+    const csv = req.csv ? csvColumnsOf(model.schema, q, model.reads?.serialize !== undefined) : null;
     if (pickOne || expectOne) {
       const { count, items } = mergeParts(
         parts,

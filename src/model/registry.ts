@@ -50,13 +50,13 @@ export function kindTableDisagreements(models: readonly ResourceModel<any, any>[
     collections.add(m.collection);
     if (names[m.kind] !== m.name) out.push(`model ${m.kind} is named '${m.name}' but MODEL_NAMES says '${names[m.kind]}'`);
     const carries = (ATTRIBUTE_KINDS as readonly Kind[]).includes(m.kind);
-    if ((m.attributesOf !== undefined) !== carries) {
-      out.push(`model ${m.kind} ${carries ? 'has no attributesOf but is in' : 'has attributesOf but is not in'} ATTRIBUTE_KINDS`);
+    if ((m.reads?.attributes !== undefined) !== carries) {
+      out.push(`model ${m.kind} ${carries ? 'has no reads.attributes but is in' : 'has reads.attributes but is not in'} ATTRIBUTE_KINDS`);
     }
   }
   for (const k of Object.keys(MODEL_NAMES) as Kind[]) if (!kinds.has(k)) out.push(`MODEL_NAMES has kind ${k}, which no model has`);
   for (const k of CHANGE_KINDS) if (!kinds.has(k)) out.push(`CHANGE_KINDS has kind ${k}, which no model has`);
-  const permissionTypes = new Set(models.map((m) => m.permissionType).filter((t) => t !== undefined));
+  const permissionTypes = new Set(models.map((m) => m.grants?.type).filter((t) => t !== undefined));
   for (const t of PERMISSION_TYPES) if (!permissionTypes.has(t)) out.push(`PERMISSION_TYPES has ${t}, which no model uses`);
   for (const t of permissionTypes) {
     if (!(PERMISSION_TYPES as readonly string[]).includes(t)) out.push(`model permission type ${t} is not in PERMISSION_TYPES`);

@@ -22,7 +22,7 @@
  */
 
 import { CHANGE_RESOURCES, EVENTS } from '../store/change-names.js';
-import type { ChangeIndexRow } from '../store/store.js';
+import type { ChangeIndexRow } from '../types/stored.js';
 
 export interface ChangeRow {
   id: number;

@@ -9,12 +9,13 @@
 import { asApiError, Errors, errorEnvelope, NotLeaderError } from '../errors.js';
 import { type BodyLimits, readRequestBody } from '../http/body.js';
 import { Logger } from '../log.js';
-import type { ResourceModel } from '../model/model.js';
+import type { ModelShard, ResourceModel } from '../model/model.js';
 import { MODELS, modelByCollection } from '../model/registry.js';
 import { useRegexBudget } from '../query/regex-budget.js';
 import type { RouteResult, Shape } from '../routes/route.js';
 import { ROUTES } from '../routes/table.js';
 import type { Method } from '../schema/validate.js';
+import type { StoredObject } from '../types/stored.js';
 import { applyCommit } from './apply-commit.js';
 import { allows, authorize } from './authorize.js';
 import { RequestContext } from './context.js';
@@ -28,7 +29,6 @@ import { itemListBody, listBody, objectBody } from './render.js';
 import { type Holds, SLICE_MS, type Sliced, Slices } from './slices.js';
 import type { ShardState } from './state.js';
 import { finish, type Steps, stepsOf } from './steps.js';
-import type { StoredObject } from './table.js';
 import { CommitGroup } from './transaction.js';
 import { createMany, createOne, deleteMany, deleteOne, PartError, updateMany, updateOne, writeSites } from './writes.js';
 
@@ -85,7 +85,7 @@ function* run(ctx: RequestContext, model: ResourceModel<any>): Steps<Reply> {
   if (req.op === 'user-grants') return { status: 200, body: JSON.stringify(grantsHeldBy(ctx.shard, Number(req.key), MODELS)) };
   const operation = ROUTES.operation(req.collection, SHAPE_OF[req.op], req.route, req.method);
   if (!operation) throw Errors.endpointNotFound();
-  ctx.operation = operation;
+  ctx.permission = operation.permission;
   const own = operation.run;
   if (own === undefined) throw Errors.endpointNotFound(); // a main-thread route
   if (typeof own === 'function') {
@@ -100,8 +100,8 @@ function* run(ctx: RequestContext, model: ResourceModel<any>): Steps<Reply> {
   }
   switch (own) {
     case 'list': {
-      const { records, newestFirst, count } = model.list(ctx, ctx.urlSite);
-      const l = listBody(ctx, model, records, newestFirst, undefined, count);
+      const { records, newestFirst, count, order } = model.list(ctx, ctx.urlSite);
+      const l = listBody(ctx, model, records, newestFirst, undefined, count, order);
       return { status: 200, body: l.body, part: l.part };
     }
     case 'detail': {
@@ -112,7 +112,7 @@ function* run(ctx: RequestContext, model: ResourceModel<any>): Steps<Reply> {
         : { status: 200, body };
     }
     case 'create': {
-      if (!model.create) throw Errors.methodNotAllowed('POST', 'GET');
+      if (!model.writes) throw Errors.methodNotAllowed('POST', 'GET');
       if (Array.isArray(req.body) && operation.body === 'object-or-list')
         return yield* listReply(ctx, model, 201, yield* createMany(ctx, model, req.body));
       const r = yield* createOne(ctx, model, req.body);
@@ -221,7 +221,7 @@ export class ShardServer {
 
   /** `log`: the worker's Logger (stdout, at the configured level); a new one at that level when not given. */
   constructor(
-    private readonly shard: ShardState,
+    private readonly shard: ModelShard,
     post: Send,
     private readonly log = new Logger(shard.config.logLevel, {
       format: shard.config.logFormat,
@@ -719,14 +719,14 @@ function finished(seq: number, reply: Reply, directory: DirectoryUpdate): ShardR
 }
 
 /** One request on its own (tests, in-process benches): a turn with one request. */
-export function handle(shard: ShardState, req: ShardRequest, log?: Logger): Promise<ShardReply> {
+export function handle(shard: ModelShard, req: ShardRequest, log?: Logger): Promise<ShardReply> {
   return new Promise((resolve) => new ShardServer(shard, (r) => resolve(r[0]), log).submit([req]));
 }
 
 /** How long a shard waits before trying again to reload from a store that could not be reached. */
 const RELOAD_RETRY_MS = 1000;
 
-const recoveries = new WeakMap<ShardState, Promise<void>>();
+const recoveries = new WeakMap<ShardState<any>, Promise<void>>();
 
 /**
  * Memory may disagree with disk: wait for in-flight commits, then rebuild

@@ -3,20 +3,18 @@
  * One request in, one reply out, matched by `seq`. Kept small: the main thread
  * sends the parsed route and body, the shard answers with a finished body.
  */
-import type { ErrorMessage } from '../errors.js';
-import type { LinkBase } from '../query/pagination.js';
-import type { StandardOp } from '../routes/route.js';
-import type { WriteSet } from '../store/store.js';
+
+import type { ErrorMessage, LinkBase } from '../types/api.js';
+import type { Principal } from '../types/auth.js';
+import type { IdempotencyStamp, WriteSet } from '../types/stored.js';
 import type { ChunkStream } from './chunk-stream.js';
 import type { VersionNotice } from './site-versions.js';
 
-export interface Principal {
-  id: number;
-  email: string;
-  superuser: boolean;
-  /** Site grants keyed by site id. */
-  grants: Record<string, string[]>;
-}
+/**
+ * The operations every resource runs the same way (shard/writes.ts and the
+ * dispatcher); a route either names one of these or brings its own handler.
+ */
+export type StandardOp = 'list' | 'create' | 'bulk-update' | 'bulk-delete' | 'detail' | 'replace' | 'patch' | 'delete';
 
 /**
  * What a shard is asked to run: a declared route's standard op or its own
@@ -88,16 +86,6 @@ export interface ShardRequest {
 export interface RequestBatch {
   batch: string;
   bodies: ArrayBuffer[];
-}
-
-/** Where and how long a write's reply is kept for replays of its Idempotency-Key (http/idempotency.ts). */
-export interface IdempotencyStamp {
-  userId: number;
-  key: string;
-  /** sha256 of method, path with query, and body. */
-  hash: string;
-  /** Epoch milliseconds. */
-  expiresAt: number;
 }
 
 /**

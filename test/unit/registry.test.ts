@@ -12,11 +12,11 @@ describe('kind tables', () => {
   test('the agreement check names a model whose name, attributes or permission type disagree', () => {
     const renamed = MODELS.map((m) => (m.kind === 'network' ? { ...m, name: 'Prefix' } : m));
     expect(kindTableDisagreements(renamed)).toEqual(["model network is named 'Prefix' but MODEL_NAMES says 'Network'"]);
-    const bare = MODELS.map((m) => (m.kind === 'device' ? { ...m, attributesOf: undefined } : m));
-    expect(kindTableDisagreements(bare)).toEqual(['model device has no attributesOf but is in ATTRIBUTE_KINDS']);
+    const bare = MODELS.map((m) => (m.kind === 'device' ? { ...m, reads: { ...m.reads, attributes: undefined } } : m));
+    expect(kindTableDisagreements(bare)).toEqual(['model device has no reads.attributes but is in ATTRIBUTE_KINDS']);
     const withoutChanges = MODELS.filter((m) => m.kind !== 'change');
     expect(kindTableDisagreements(withoutChanges)).toEqual(['MODEL_NAMES has kind change, which no model has']);
-    const unguarded = MODELS.map((m) => (m.kind === 'circuit' ? { ...m, permissionType: undefined } : m));
+    const unguarded = MODELS.map((m) => (m.kind === 'circuit' ? { ...m, grants: undefined } : m));
     expect(kindTableDisagreements(unguarded)).toEqual(['PERMISSION_TYPES has circuit, which no model uses']);
     expect(kindTableDisagreements([...MODELS, MODELS[0]])).toEqual(['two models of kind site', 'two models at collection sites']);
   });
