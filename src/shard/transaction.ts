@@ -8,7 +8,7 @@
  */
 
 import { changeTail } from '../model/_change-text.js';
-import { CHANGE_RESOURCES, type ChangeEvent, EVENTS } from '../store/change-names.js';
+import { type ChangeEvent, eventCode, resourceCode } from '../store/change-names.js';
 import type { Kind } from '../store/kinds.js';
 import { highWaterOp } from '../store/store.js';
 import type { Principal } from '../types/auth.js';
@@ -163,7 +163,9 @@ export class Transaction {
     before: Record<string, unknown> | null,
     after: Record<string, unknown> | null,
   ): void {
-    // Everything but the id and the time is made now, in the request's own steps, so sealing stays short.
+    // Everything but the id and the time is made now, in the request's own steps, so sealing stays short
+    // (and cannot fail on a kind that records no Changes).
+    resourceCode(model.name);
     const record: StoredChange = {
       id: 0,
       siteId: r.siteId,
@@ -199,8 +201,8 @@ export class Transaction {
         id,
         siteId: record.siteId,
         at,
-        event: EVENTS.indexOf(record.event),
-        resource: CHANGE_RESOURCES.indexOf(record.resourceName as never),
+        event: eventCode(record.event),
+        resource: resourceCode(record.resourceName),
         resourceId: record.resourceId,
       });
       index.set('change', id, shardIndex);
