@@ -12,7 +12,7 @@ import type { ModelShard } from '../src/model/model.js';
 import { networkModel } from '../src/model/network.js';
 import { MODELS } from '../src/model/registry.js';
 import { handle, ShardServer } from '../src/shard/dispatch.js';
-import type { ShardReply, ShardRequest } from '../src/shard/protocol.js';
+import type { RouteRequest, ShardReply, ShardRequest } from '../src/shard/protocol.js';
 import { ShardState } from '../src/shard/state.js';
 import { createSharedIdState } from '../src/store/ids.js';
 import { LmdbStore } from '../src/store/lmdb.js';
@@ -30,13 +30,13 @@ export interface BenchShard {
   addNetwork(version: IpVersion, addr: bigint, len: number): NetworkRecord;
   /** A request of the superuser to the site's networks (`route`: a detail or list route's segment). */
   networkRequest(r: {
-    op: ShardRequest['op'];
+    op: RouteRequest['op'];
     method?: string;
     key?: string;
     route?: string;
     query?: string;
     body?: unknown;
-  }): ShardRequest;
+  }): RouteRequest;
   /** One request on its own, answered once its commit is durable. */
   ask(req: ShardRequest): Promise<ShardReply>;
   close(): Promise<void>;

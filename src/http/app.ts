@@ -32,6 +32,7 @@ import { UserDirectory } from '../model/user.js';
 import { QueryParams } from '../query/params.js';
 import type { HttpMethod, Operation, Shape } from '../routes/route.js';
 import { ROUTES } from '../routes/table.js';
+import { internalRequest } from '../shard/internal-request.js';
 import type { HeldGrant } from '../shard/object-grants.js';
 import { ShardPool } from '../shard/pool.js';
 import type { TestHook } from '../shard/protocol.js';
@@ -530,16 +531,7 @@ export class App {
 
   /** Every shard's part of a user's object grants, by resource name and id. */
   private async grantsHeld(userId: number): Promise<HeldGrant[]> {
-    const replies = await this.pool.all({
-      op: 'user-grants',
-      method: 'GET',
-      collection: 'sites',
-      site: null,
-      key: String(userId),
-      query: '',
-      principal: { id: 0, email: '', superuser: true, grants: {} },
-      link: { scheme: 'http', host: '', path: '' },
-    });
+    const replies = await this.pool.all(internalRequest('user-grants', { key: String(userId) }));
     const failed = replies.find((r) => r.status !== 200);
     if (failed) throw Errors.shardRestarting(Number(failed.headers?.['Retry-After'] ?? 1));
     const all = replies.flatMap((r) => JSON.parse(r.body) as HeldGrant[]);

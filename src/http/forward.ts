@@ -17,9 +17,10 @@ import { csvColumnsOf } from '../schema/csv.js';
 import { asId, NO_ID, parseId } from '../schema/id.js';
 import { siteIdIn } from '../schema/validate.js';
 import type { ChunkSource } from '../shard/chunk-stream.js';
+import { internalRequest } from '../shard/internal-request.js';
 import { MergedStream } from '../shard/merged-stream.js';
 import { mergeParts, type ShardPool } from '../shard/pool.js';
-import type { DirectoryUpdate, ListChunk, ListPart, Op, ShardReply, ShardRequest, SiteClaim } from '../shard/protocol.js';
+import type { DirectoryUpdate, ListChunk, ListPart, RouteRequest, ShardReply, SiteClaim, Unsent } from '../shard/protocol.js';
 import type { Store } from '../store/store.js';
 import type { LinkBase } from '../types/api.js';
 import type { Principal } from '../types/auth.js';
@@ -40,7 +41,7 @@ export interface Forwarded {
 }
 
 /** The shard operation a route and method run: the declared standard op, or the route's own handler by its shape. */
-export function opFor(match: RouteMatch, method: string): Op {
+export function opFor(match: RouteMatch, method: string): RouteRequest['op'] {
   const operation = match.route.methods[(method === 'HEAD' ? 'GET' : method) as HttpMethod];
   if (operation && typeof operation.run === 'string') return operation.run;
   const shape = match.route.shape;
@@ -75,7 +76,7 @@ export interface ForwardInput {
   /** The request's Idempotency-Key record, for the shard to store with its writes (http/idempotency.ts). */
   idempotency?: IdempotencyStamp;
   /** Overrides the operation the route and method imply (OPTIONS asks 'permits'). */
-  op?: Op;
+  op?: RouteRequest['op'];
   /** The transport can stream an unpaginated list's reply (P7, http/stream.ts). */
   stream?: boolean;
   /** A list is answered as CSV (schema/csv.ts). */
@@ -99,7 +100,7 @@ export class Forwarder {
   async forward(input: ForwardInput): Promise<Forwarded> {
     const { match, model } = input;
     const op = input.op ?? opFor(match, input.method);
-    const req: Omit<ShardRequest, 'seq'> = {
+    const req: Unsent<RouteRequest> = {
       op,
       method: input.method === 'HEAD' ? 'GET' : input.method,
       collection: model.collection,
@@ -183,16 +184,7 @@ export class Forwarder {
    * (shard/natural-key.ts). Detail keys and create routing both ask here.
    */
   private async resolve(model: ResourceModel<any>, key: string): Promise<{ owners: number[]; total: number }> {
-    const replies = await this.pool.all({
-      op: 'resolve',
-      method: 'GET',
-      collection: model.collection,
-      site: null,
-      key,
-      query: '',
-      principal: { id: 0, email: '', superuser: true, grants: {} },
-      link: { scheme: 'http', host: '', path: '' },
-    });
+    const replies = await this.pool.all(internalRequest('resolve', { collection: model.collection, key }));
     // A shard being replaced cannot say what it holds: no answer is better than a wrong "no match".
     const restarting = replies.find((r) => r.status === 503);
     if (restarting) throw Errors.shardRestarting(Number(restarting.headers?.['Retry-After'] ?? 1));
@@ -241,7 +233,7 @@ export class Forwarder {
    * one request when one shard holds them all, else a list split over the
    * shards and committed all or nothing.
    */
-  private bulkWrite(req: Omit<ShardRequest, 'seq'>, items: unknown[], shards: number[], isList: boolean): Promise<Forwarded> {
+  private bulkWrite(req: Unsent<RouteRequest>, items: unknown[], shards: number[], isList: boolean): Promise<Forwarded> {
     const parts = isList ? splitByShard(shards) : null;
     if (parts) return this.bulk.run(req, items, parts);
     return this.pool.send(Math.max(0, ...shards.filter((s) => s >= 0).slice(0, 1)), req);
@@ -261,7 +253,7 @@ export class Forwarder {
     });
   }
 
-  private async scatterList(req: Omit<ShardRequest, 'seq'>, model: ResourceModel<any>): Promise<Forwarded> {
+  private async scatterList(req: Unsent<RouteRequest>, model: ResourceModel<any>): Promise<Forwarded> {
     const replies = await this.pool.all({ ...req, scatter: true });
     const failed = replies.find((r) => r.status >= 400);
     // A shard streaming its part while another refused: the answer is the refusal, the streams stop.

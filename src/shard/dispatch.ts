@@ -24,7 +24,7 @@ import type { ReplyStream } from './list-stream.js';
 import { lookup } from './lookup.js';
 import { naturalKeyMatches } from './natural-key.js';
 import { grantsHeldBy } from './object-grants.js';
-import type { DirectoryUpdate, ListChunk, Op, ShardReply, ShardRequest, StreamControl } from './protocol.js';
+import type { ApplyRequest, DecideRequest, DirectoryUpdate, ListChunk, Op, ShardReply, ShardRequest, StreamControl } from './protocol.js';
 import { itemListBody, listBody, objectBody } from './render.js';
 import { type Holds, SLICE_MS, type Sliced, Slices } from './slices.js';
 import type { ShardState } from './state.js';
@@ -73,7 +73,7 @@ const SHAPE_OF: Record<Exclude<Op, 'resolve' | 'permits' | 'user-grants' | 'deci
 function* run(ctx: RequestContext, model: ResourceModel<any>): Steps<Reply> {
   const req = ctx.req;
   if (req.op === 'resolve') {
-    return { status: 200, body: '', matches: naturalKeyMatches(ctx.shard, model, req.key!, null).map((r) => r.id) };
+    return { status: 200, body: '', matches: naturalKeyMatches(ctx.shard, model, req.key, null).map((r) => r.id) };
   }
   if (req.op === 'decide' || req.op === 'apply') throw Errors.endpointNotFound(); // ShardServer answers them, outside run
   if (req.op === 'permits') {
@@ -312,9 +312,9 @@ export class ShardServer {
   }
 
   /** The main thread's outcome for the prepared part: committed (by the main thread) or to be undone. */
-  private decide(req: ShardRequest): void {
+  private decide(req: DecideRequest): void {
     const part = this.part;
-    const decision = req.decision!;
+    const decision = req.decision;
     if (!part?.group || part.txn !== decision.txn) {
       this.log.error(`shard ${this.shard.shardIndex}: decision for bulk ${decision.txn}, which this shard does not hold`);
       this.send([{ seq: req.seq, ...this.errorReply(Errors.internal()) }]);
@@ -436,10 +436,10 @@ export class ShardServer {
    * A standby's share of the leader's commits (shard/apply-commit.ts), applied at once, between two requests.
    * What cannot be applied reloads the shard instead, the way a failed commit does; either way the reply follows.
    */
-  private applyCommit(req: ShardRequest): void {
+  private applyCommit(req: ApplyRequest): void {
     let refused: string | null;
     try {
-      refused = applyCommit(this.shard, req.bytes!);
+      refused = applyCommit(this.shard, req.bytes);
     } catch (err) {
       refused = `applying failed: ${(err as Error).message ?? err}`;
     }

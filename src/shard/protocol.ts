@@ -1,7 +1,8 @@
 /**
  * Messages between the main thread and a shard worker, over a raw MessagePort.
- * One request in, one reply out, matched by `seq`. Kept small: the main thread
- * sends the parsed route and body, the shard answers with a finished body.
+ * One request in, one reply out, matched by `seq`: the main thread sends the
+ * parsed route and body (or one of its own questions), the shard answers with
+ * a finished body.
  */
 
 import type { ErrorMessage, LinkBase } from '../types/api.js';
@@ -16,42 +17,25 @@ import type { VersionNotice } from './site-versions.js';
  */
 export type StandardOp = 'list' | 'create' | 'bulk-update' | 'bulk-delete' | 'detail' | 'replace' | 'patch' | 'delete';
 
-/**
- * What a shard is asked to run: a declared route's standard op or its own
- * handler (found by shape, `collection` and `route`), or one of the main
- * thread's own questions: which objects have this natural key (`resolve`),
- * may the caller change this object (`permits`, for OPTIONS), which object
- * grants does the user `key` hold (`user-grants`), the outcome of a bulk
- * request split over shards (`decide`, see BulkPart), and "load your sites
- * again from the store" (`reload`: a standby following the leader's commits,
- * cluster/replica.ts; answered once memory is rebuilt), and "apply these records of
- * the leader's commits" (`apply`: a standby following them, its payload in `bytes`; shard/apply-commit.ts).
- */
-export type Op =
-  | StandardOp
-  | 'list-route'
-  | 'detail-route'
-  | 'key-route'
-  | 'resolve'
-  | 'permits'
-  | 'user-grants'
-  | 'decide'
-  | 'reload'
-  | 'apply';
-
-export interface ShardRequest {
+/** What every request to a shard carries: enough for a RequestContext (context.ts). */
+interface RequestEnvelope {
   seq: number;
-  op: Op;
   method: string;
   collection: string;
   /** Site from the URL, or null on top-level routes. */
   site: number | null;
+  query: string;
+  principal: Principal;
+  link: LinkBase;
+}
+
+/** What a client's request through a declared route carries besides the envelope. */
+interface RouteFields {
   /** The site segment as written in the URL, for 404 messages. */
   siteText?: string;
   key?: string;
   /** The segment of a list-, detail- or key-route. */
   route?: string;
-  query: string;
   body?: unknown;
   /**
    * A large JSON body the main thread did not read (http/app.ts offloads): the shard reads it into `body` before
@@ -59,8 +43,6 @@ export interface ShardRequest {
    * beside the batch's JSON text, transferred rather than copied (supervisor.ts).
    */
   bytes?: ArrayBuffer;
-  principal: Principal;
-  link: LinkBase;
   /** Top-level list: answer with a ListPart for the main thread to merge. */
   scatter?: boolean;
   /** Site creates and renames: the main thread's verdict on the name (see SiteClaim). */
@@ -75,9 +57,47 @@ export interface ShardRequest {
   part?: BulkPart;
   /** A single-object GET the main thread's read cache may keep: the reply says where and when it was rendered (`cache`). */
   cacheable?: boolean;
-  /** op 'decide': the main thread's outcome for the part of `txn` this shard prepared. */
-  decision?: { txn: number; commit: boolean };
 }
+
+/**
+ * A client's request: a declared route's standard op or its own handler
+ * (found by shape, `collection` and `route`), or, for OPTIONS, whether the
+ * caller may change the object at the key (`permits`).
+ */
+export interface RouteRequest extends RequestEnvelope, RouteFields {
+  op: StandardOp | 'list-route' | 'detail-route' | 'key-route' | 'permits';
+  decision?: undefined;
+}
+
+/**
+ * One of the main thread's own questions (built by internalRequest, shard/internal-request.ts): its op, its
+ * own fields, and none of a route request's, so any request's fields may be read without narrowing it first.
+ */
+type Internal<O extends string, Own> = RequestEnvelope &
+  Own & { op: O } & { [K in Exclude<keyof RouteFields | 'decision', keyof Own>]?: undefined };
+
+/** Which objects of `collection` have this natural key, in any site (ShardReply.matches). */
+export type ResolveRequest = Internal<'resolve', { key: string }>;
+/** Which object grants the user `key` holds (http/app.ts grantsHeld). */
+export type UserGrantsRequest = Internal<'user-grants', { key: string }>;
+/** The main thread's outcome for the part of `txn` this shard prepared (see BulkPart). */
+export type DecideRequest = Internal<'decide', { decision: { txn: number; commit: boolean } }>;
+/**
+ * Load your sites again from the store: a standby following the leader's commits (cluster/replica.ts), answered
+ * once memory is rebuilt; `rebuilt` marks the one the shard queues for itself to answer once it has.
+ */
+export type ReloadRequest = Internal<'reload', { key?: 'rebuilt' }>;
+/** Apply these records of the leader's commits (a standby following them; shard/apply-commit.ts). */
+export type ApplyRequest = Internal<'apply', { bytes: ArrayBuffer }>;
+
+export type InternalRequest = ResolveRequest | UserGrantsRequest | DecideRequest | ReloadRequest | ApplyRequest;
+
+/** What a shard is asked to run, told apart by `op`. */
+export type ShardRequest = RouteRequest | InternalRequest;
+export type Op = ShardRequest['op'];
+
+/** A request as the main thread hands it to the pool, which numbers it (`seq`). */
+export type Unsent<R extends ShardRequest = ShardRequest> = R extends unknown ? Omit<R, 'seq'> : never;
 
 /**
  * Requests to a shard, as one message per event-loop turn: their JSON text alone, or this when some carry

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { loadConfig } from '../../src/config.js';
 import type { ModelShard } from '../../src/model/model.js';
 import { MODELS } from '../../src/model/registry.js';
-import type { ShardRequest } from '../../src/shard/protocol.js';
+import type { RouteRequest } from '../../src/shard/protocol.js';
 import { ShardState } from '../../src/shard/state.js';
 import { createSharedIdState } from '../../src/store/ids.js';
 import { LmdbStore } from '../../src/store/lmdb.js';
@@ -45,7 +45,7 @@ export async function openTempShard<S extends Store = LmdbStore>(
 let seq = 0;
 
 /** Requests with `defaults` (and a superuser, a GET list of sites otherwise), overridden per call. */
-export function requestsLike(defaults: Partial<ShardRequest>): (over?: Partial<ShardRequest>) => ShardRequest {
+export function requestsLike(defaults: Partial<RouteRequest>): (over?: Partial<RouteRequest>) => RouteRequest {
   return (over = {}) => ({
     seq: ++seq,
     op: 'list',
