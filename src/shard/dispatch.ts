@@ -24,7 +24,18 @@ import type { ReplyStream } from './list-stream.js';
 import { lookup } from './lookup.js';
 import { naturalKeyMatches } from './natural-key.js';
 import { grantsHeldBy } from './object-grants.js';
-import type { ApplyRequest, DecideRequest, DirectoryUpdate, ListChunk, Op, ShardReply, ShardRequest, StreamControl } from './protocol.js';
+import type {
+  Answer,
+  ApplyRequest,
+  DecideRequest,
+  DirectoryUpdate,
+  ListChunk,
+  Matches,
+  Op,
+  ShardReply,
+  ShardRequest,
+  StreamControl,
+} from './protocol.js';
 import { itemListBody, listBody, objectBody } from './render.js';
 import { type Holds, SLICE_MS, type Sliced, Slices } from './slices.js';
 import type { ShardState } from './state.js';
@@ -32,7 +43,8 @@ import { finish, type Steps, stepsOf } from './steps.js';
 import { CommitGroup } from './transaction.js';
 import { createMany, createOne, deleteMany, deleteOne, PartError, updateMany, updateOne, writeSites } from './writes.js';
 
-type Reply = Omit<ShardReply, 'seq'> & { items?: { items: string[]; ids: number[] } };
+/** What running a request gives, before it is numbered and sent: an answer (`items`: a bulk part's) or a resolve's matches. */
+type Reply = (Omit<Answer, 'seq'> | Omit<Matches, 'seq'>) & { items?: { items: string[]; ids: number[] } };
 
 function fromResult(ctx: RequestContext, result: RouteResult): Reply {
   switch (result.kind) {
@@ -299,7 +311,7 @@ export class ShardServer {
       if (ctx.hasTx) ctx.tx.rollback();
       const failure = err instanceof PartError ? { stage: err.stage, index: err.index, collected: err.collected } : undefined;
       const error = this.errorReply(err instanceof PartError ? err.error : err);
-      this.send([{ seq: req.seq, ...error, ...(failure ? { failure } : {}) }]);
+      this.send([failure ? { seq: req.seq, ...error, failure } : { seq: req.seq, ...error }]);
       this.endPart(part, true);
       return;
     }
@@ -686,7 +698,7 @@ export class ShardServer {
     recover(this.shard).then(resume, failed);
   }
 
-  private errorReply(err: unknown): Reply {
+  private errorReply(err: unknown): Pick<Answer, 'status' | 'body' | 'headers'> {
     const e = asApiError(err, this.log, `in shard ${this.shard.shardIndex}`);
     return { status: e.status, body: errorEnvelope(e), headers: e.headers };
   }
@@ -709,10 +721,10 @@ function holdsOf(ctx: RequestContext, model: ResourceModel<any>): Holds {
 
 /** The reply message: only the fields this reply has (every field present is copied to the main thread). */
 function finished(seq: number, reply: Reply, directory: DirectoryUpdate): ShardReply {
-  const out: ShardReply = { seq, status: reply.status, body: reply.body };
+  if (reply.matches) return { seq, status: reply.status, body: reply.body, matches: reply.matches };
+  const out: Answer = { seq, status: reply.status, body: reply.body };
   if (reply.headers) out.headers = reply.headers;
   if (reply.part) out.part = reply.part;
-  if (reply.matches) out.matches = reply.matches;
   if (reply.cache) out.cache = reply.cache;
   if (directory.upsertSites || directory.deleteSites) out.directory = directory;
   return out;

@@ -249,34 +249,55 @@ export interface DirectoryUpdate {
   deleteSites?: number[];
 }
 
-export interface ShardReply {
+/** What every reply carries, whatever it answers. */
+interface ReplyEnvelope {
   seq: number;
   status: number;
   body: string;
   headers?: Record<string, string>;
+  /**
+   * On the first reply of a batch only: the Changes the batch's commit made durable, in id order, for the
+   * main thread's live feed (feed/hub.ts). They travel with the replies, so they arrive no later than them.
+   */
+  feed?: FeedItem[];
+  /** On the first reply of a batch only: the site versions given since the last batch (shard/site-versions.ts). */
+  versions?: VersionNotice;
+}
+
+/** The fields of one kind of reply or another (see ShardReply). */
+interface ReplyFields {
+  /** A top-level list's share (a scatter request). */
   part?: ListPart;
-  /** resolve: ids matching a natural key across this shard's sites. */
-  matches?: number[];
   /** Present when the request created, renamed or deleted a site. */
   directory?: DirectoryUpdate;
   /** A streamed list's body, a chunk at a time (see ListChunk). */
   chunk?: ListChunk;
   /** Main thread only, set by the supervisor on the first chunk's reply: where the later chunks arrive. Never posted. */
   stream?: ChunkStream;
-  /**
-   * On the first reply of a batch only: the Changes the batch's commit made durable, in id order, for the
-   * main thread's live feed (feed/hub.ts). They travel with the replies, so they arrive no later than them.
-   */
-  feed?: FeedItem[];
+  /** A cacheable read's body (RouteRequest.cacheable): the site it was rendered from, at which version. */
+  cache?: { site: number; version: number };
+  /** resolve: ids matching a natural key across this shard's sites. */
+  matches?: number[];
   /** A bulk part that applied in memory and awaits the decision (see BulkPart). */
   prepared?: PreparedPart;
-  /** A cacheable read's body (ShardRequest.cacheable): the site it was rendered from, at which version. */
-  cache?: { site: number; version: number };
-  /** On the first reply of a batch only: the site versions given since the last batch (shard/site-versions.ts). */
-  versions?: VersionNotice;
   /** A bulk part that failed: where, for ranking (see BulkPart). */
   failure?: PartFailure;
 }
+
+/** A kind of reply: its own fields, and none of the other kinds' (so any reply's may be read without narrowing it). */
+type ReplyKind<Own extends Partial<ReplyFields>> = ReplyEnvelope & Own & { [K in Exclude<keyof ReplyFields, keyof Own>]?: undefined };
+
+/** A request's answer: a whole body, a top-level list's part, or a streamed list's chunk (the first rides here). */
+export type Answer = ReplyKind<Pick<ReplyFields, 'part' | 'directory' | 'chunk' | 'stream' | 'cache'>>;
+/** The answer to `resolve`. */
+export type Matches = ReplyKind<{ matches: number[] }>;
+/** A bulk part that applied in memory and awaits the decision. */
+export type Prepared = ReplyKind<{ prepared: PreparedPart }>;
+/** A bulk part that failed, with where for ranking (its body the error). */
+export type PartFailed = ReplyKind<{ failure: PartFailure }>;
+
+/** What a shard answers, told apart by the fields present: `matches`, `prepared`, `failure`, or none of them. */
+export type ShardReply = Answer | Matches | Prepared | PartFailed;
 
 /**
  * A committed Change for the live feed: what the hub orders and filters by
