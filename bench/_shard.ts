@@ -8,33 +8,35 @@
 import { loadConfig } from '../src/config.js';
 import type { IpVersion } from '../src/ip/address.js';
 import type { NetworkRecord } from '../src/model/_networks.js';
+import type { ModelShard } from '../src/model/model.js';
 import { networkModel } from '../src/model/network.js';
-import type { SiteRecord } from '../src/shard/context.js';
+import { MODELS } from '../src/model/registry.js';
 import { handle, ShardServer } from '../src/shard/dispatch.js';
-import type { ShardReply, ShardRequest } from '../src/shard/protocol.js';
+import type { RouteRequest, ShardReply, ShardRequest } from '../src/shard/protocol.js';
 import { ShardState } from '../src/shard/state.js';
 import { createSharedIdState } from '../src/store/ids.js';
 import { LmdbStore } from '../src/store/lmdb.js';
+import type { SiteRecord } from '../src/types/stored.js';
 import { tempDir } from './_harness.js';
 
 export const SITE = 1;
 const PRINCIPAL = { id: 1, email: 'admin@localhost', superuser: true, grants: {} };
 
 export interface BenchShard {
-  shard: ShardState;
+  shard: ModelShard;
   store: LmdbStore;
   site: SiteRecord;
   /** A network record added as the loader adds one (no Change, nothing written to the store). */
   addNetwork(version: IpVersion, addr: bigint, len: number): NetworkRecord;
   /** A request of the superuser to the site's networks (`route`: a detail or list route's segment). */
   networkRequest(r: {
-    op: ShardRequest['op'];
+    op: RouteRequest['op'];
     method?: string;
     key?: string;
     route?: string;
     query?: string;
     body?: unknown;
-  }): ShardRequest;
+  }): RouteRequest;
   /** One request on its own, answered once its commit is durable. */
   ask(req: ShardRequest): Promise<ShardReply>;
   close(): Promise<void>;
@@ -44,7 +46,7 @@ export interface BenchShard {
 export async function benchShard(prefix: string): Promise<BenchShard> {
   const dir = tempDir(prefix);
   const store = new LmdbStore(dir.path);
-  const shard = new ShardState(0, 1, loadConfig({ DATA_DIR: dir.path }), store, createSharedIdState({}));
+  const shard = new ShardState(0, 1, loadConfig({ DATA_DIR: dir.path }), store, createSharedIdState({}), MODELS);
   const site: SiteRecord = { id: shard.ids.next('site'), siteId: SITE, name: 'bench', description: '' };
   shard.table<SiteRecord>('site').insert(site);
   shard.index.set('site', site.id, 0);
@@ -67,7 +69,7 @@ export async function benchShard(prefix: string): Promise<BenchShard> {
         valueIds: [],
       };
       networks.insert(r);
-      for (const d of networkModel.derived ?? []) d.add(shard, r);
+      for (const d of networkModel.table?.derived ?? []) d.add(shard, r);
       shard.index.set('network', r.id, 0);
       return r;
     },
@@ -98,7 +100,7 @@ export async function benchShard(prefix: string): Promise<BenchShard> {
 }
 
 /** One ShardServer taking every request, as a worker does; `submit` returns once the handler has run (before the commit). */
-export function benchServer(shard: ShardState): { submit(req: ShardRequest): Promise<ShardReply> } {
+export function benchServer(shard: ModelShard): { submit(req: ShardRequest): Promise<ShardReply> } {
   const waiting = new Map<number, (r: ShardReply) => void>();
   const server = new ShardServer(shard, (replies) => {
     for (const r of replies) {

@@ -28,13 +28,14 @@
  * `BENCH_STORE_BASELINE=0 node --cpu-prof dist-bench/bench/run.js alloc-shard`).
  */
 import { loadConfig } from '../src/config.js';
-import type { SiteRecord } from '../src/shard/context.js';
+import { MODELS } from '../src/model/registry.js';
 import { handle, ShardServer } from '../src/shard/dispatch.js';
 import type { ShardReply, ShardRequest } from '../src/shard/protocol.js';
 import { ShardState } from '../src/shard/state.js';
 import { createSharedIdState } from '../src/store/ids.js';
 import { LmdbStore } from '../src/store/lmdb.js';
-import { highWaterOp, type WriteSet } from '../src/store/store.js';
+import { highWaterOp } from '../src/store/store.js';
+import type { SiteRecord, WriteSet } from '../src/types/stored.js';
 import { envNumber, fmt, log, machine, processCpuSeconds, type Stats, stats, table, tempDir } from './_harness.js';
 
 const PARENT = '10.0.0.0/8';
@@ -90,7 +91,7 @@ export async function run(): Promise<number> {
   const dir = tempDir('netsot-bench-p2-shard-');
   const store = new LmdbStore(dir.path);
   try {
-    const shard = new ShardState(0, 1, loadConfig({ DATA_DIR: dir.path }), store, createSharedIdState({}));
+    const shard = new ShardState(0, 1, loadConfig({ DATA_DIR: dir.path }), store, createSharedIdState({}), MODELS);
     const site: SiteRecord = { id: shard.ids.next('site'), siteId: 1, name: 'bench', description: '' };
     shard.table<SiteRecord>('site').insert(site);
     shard.index.set('site', site.id, 0);

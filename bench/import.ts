@@ -24,7 +24,7 @@ import { Logger } from '../src/log.js';
 import type { DumpLine } from '../src/ops/dump.js';
 import { exportStore } from '../src/ops/export.js';
 import { LmdbStore as Store } from '../src/store/lmdb.js';
-import type { WriteOp } from '../src/store/store.js';
+import type { WriteOp } from '../src/types/stored.js';
 import { envNumber, fmt, log, MAIN, machine, median, ROOT, type Scenario, table, tempDir } from './_harness.js';
 
 const RUN = join(ROOT, 'dist-bench/bench/run.js');

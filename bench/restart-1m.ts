@@ -280,6 +280,8 @@ async function loadOneShard(place: Place, src?: string): Promise<void> {
   const from = (module: string) => (src ? pathToFileURL(join(src, module)).href : `../src/${module}`);
   const { loadConfig } = (await import(from('config.js'))) as typeof import('../src/config.js');
   const { ShardState } = (await import(from('shard/state.js'))) as typeof import('../src/shard/state.js');
+  // A base build's ShardState finds the models itself and ignores them here.
+  const { MODELS } = (await import(from('model/registry.js'))) as typeof import('../src/model/registry.js');
   const { createSharedIdState } = (await import(from('store/ids.js'))) as typeof import('../src/store/ids.js');
   const { openStore } = (await import(from('store/open.js'))) as typeof import('../src/store/open.js');
   const config = loadConfig({ DATA_DIR: place.dataDir, ...place.env });
@@ -287,7 +289,7 @@ async function loadOneShard(place: Place, src?: string): Promise<void> {
   const gc = (globalThis as { gc?: () => void }).gc!;
   const anon = () => processMemory(process.pid)?.anon ?? NaN;
   try {
-    const shard = new ShardState(0, config.shards, config, store, createSharedIdState(await store.highWaterMarks()));
+    const shard = new ShardState(0, config.shards, config, store, createSharedIdState(await store.highWaterMarks()), MODELS);
     const file0 = processMemory(process.pid)?.file ?? NaN;
     const c0 = process.cpuUsage();
     const t0 = performance.now();

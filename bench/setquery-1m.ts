@@ -33,15 +33,17 @@ import { spawnSync } from 'node:child_process';
 import { loadConfig } from '../src/config.js';
 import type { AttributeRecord } from '../src/model/_attributes.js';
 import { type DeviceRecord, deviceModel } from '../src/model/device.js';
+import { MODELS } from '../src/model/registry.js';
 import { pageEnvelope, pageLinks, readPage } from '../src/query/pagination.js';
 import { parseSetQuery, type SetTerm } from '../src/query/setquery-parse.js';
-import { RequestContext, type SiteRecord } from '../src/shard/context.js';
+import { RequestContext } from '../src/shard/context.js';
 import { handle } from '../src/shard/dispatch.js';
 import type { ShardRequest } from '../src/shard/protocol.js';
 import { objectBody } from '../src/shard/render.js';
 import { ShardState } from '../src/shard/state.js';
 import { createSharedIdState } from '../src/store/ids.js';
 import { LmdbStore } from '../src/store/lmdb.js';
+import type { SiteRecord } from '../src/types/stored.js';
 import { prng } from '../test/helpers/prng.js';
 import { envNumber, fmt, log, machine, type Stats, stats, table, tempDir } from './_harness.js';
 
@@ -121,7 +123,7 @@ export async function run(args: string[]): Promise<number> {
   const dir = tempDir('netsot-bench-p4-');
   const store = new LmdbStore(dir.path);
   try {
-    const shard = new ShardState(0, 1, loadConfig({ DATA_DIR: dir.path }), store, createSharedIdState({}));
+    const shard = new ShardState(0, 1, loadConfig({ DATA_DIR: dir.path }), store, createSharedIdState({}), MODELS);
     const site: SiteRecord = { id: shard.ids.next('site'), siteId: 0, name: 'bench', description: '' };
     site.siteId = site.id;
     if (site.id !== SITE) throw new Error(`expected site id ${SITE}, got ${site.id}`);
@@ -168,7 +170,7 @@ export async function run(args: string[]): Promise<number> {
       shard.index.set('device', r.id, 0);
     }
     const m2 = memory();
-    const derived = deviceModel.derived ?? [];
+    const derived = deviceModel.table?.derived ?? [];
     for (const r of records) for (const d of derived) d.add(shard, r);
     const buildMs = performance.now() - t0;
     records = null;

@@ -5,8 +5,7 @@
  * thrown that is not an ApiError is a bug and becomes a logged 500.
  */
 import type { Logger } from './log.js';
-
-export type ErrorMessage = string | { [key: string]: unknown };
+import type { ErrorMessage } from './types/api.js';
 
 export class ApiError extends Error {
   constructor(

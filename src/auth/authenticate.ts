@@ -5,8 +5,10 @@
  */
 
 import type { Config } from '../config.js';
-import { type ErrorMessage, Errors, pyType } from '../errors.js';
-import type { UserDirectory, UserRecord } from '../model/user.js';
+import { Errors, pyType } from '../errors.js';
+import type { UserDirectory } from '../model/user.js';
+import type { ErrorMessage } from '../types/api.js';
+import type { UserRecord } from '../types/stored.js';
 import { isValidEmail, MAX_EMAIL_LENGTH } from './email.js';
 import { sameSecret, type TokenSigner } from './secrets.js';
 

@@ -7,9 +7,20 @@
  * trees).
  */
 import { Errors } from '../errors.js';
-import type { Principal } from '../shard/protocol.js';
+import type { Action, Principal } from '../types/auth.js';
 
-export type Action = 'add' | 'change' | 'delete';
+/**
+ * What the caller must hold (docs/api.md §5):
+ * - `public`: nothing, not even credentials;
+ * - `read`: any authenticated user;
+ * - `add` | `change` | `delete`: that action on the collection's permission
+ *   type in the object's site (`add` on the parent for next_*), checked in the
+ *   shard by shard/authorize.ts once the object is known;
+ * - `admin`: `admin` in the object's site, or a superuser (granting rights);
+ * - `superuser`; `self`: the user named by the key, or a superuser.
+ */
+export type Permission = 'public' | 'read' | Action | 'admin' | 'superuser' | 'self';
+
 export const PERMISSION_TYPES = ['site', 'attribute', 'device', 'network', 'interface', 'circuit', 'protocoltype', 'protocol'] as const;
 export type PermissionType = (typeof PERMISSION_TYPES)[number];
 
@@ -17,9 +28,6 @@ export const VALID_GRANTS: ReadonlySet<string> = new Set([
   'admin',
   ...PERMISSION_TYPES.flatMap((t) => (['add', 'change', 'delete'] as const).map((a) => `${a}_${t}`)),
 ]);
-
-/** Object grants held on one object, by user id (as text: records are msgpack and JSON maps). */
-export type ObjectGrants = Record<string, readonly Action[]>;
 
 export const ACTIONS: readonly Action[] = ['add', 'change', 'delete'];
 

@@ -19,7 +19,7 @@
 import type pg from 'pg';
 import { type CommitKeys, kindOfSlot, readCommitKeys } from '../store/commit-log.js';
 import { primaryPool } from '../store/pg-connect.js';
-import type { ChangeIndexRow } from '../store/store.js';
+import type { ChangeIndexRow } from '../types/stored.js';
 
 /** More commits behind than this and a standby reloads rather than reading each commit's keys. */
 const MAX_COMMITS = 50_000;

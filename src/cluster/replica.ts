@@ -29,7 +29,7 @@ import { Packr } from 'msgpackr';
 import type { Config } from '../config.js';
 import type { Logger } from '../log.js';
 import type { SiteDirectory } from '../model/site-directory.js';
-import type { UserDirectory, UserRecord } from '../model/user.js';
+import type { UserDirectory } from '../model/user.js';
 import { type CommitPayload, packCommitPayload } from '../shard/apply-commit.js';
 import type { ShardPool } from '../shard/pool.js';
 import type { DirectoryUpdate } from '../shard/protocol.js';
@@ -37,6 +37,7 @@ import { USERS_SITE } from '../store/commit-log.js';
 import type { IdCounters } from '../store/ids.js';
 import { KINDS } from '../store/kinds.js';
 import type { Store } from '../store/store.js';
+import type { UserRecord } from '../types/stored.js';
 import { CommitReader, type CommitRecords } from './commit-reader.js';
 import type { Follower } from './lease.js';
 

@@ -35,7 +35,8 @@
  * | one chunk (cached)      | one write of shared bytes                                   |
  * | memory per subscriber   | at most one chunk, in its transport                         |
  */
-import type { StoredChange } from '../store/store.js';
+
+import type { StoredChange } from '../types/stored.js';
 import type { FeedFilter } from './hub.js';
 import type { FeedChange } from './wire.js';
 import { Payload } from './wire.js';

@@ -27,19 +27,21 @@ import type { Logger } from '../log.js';
 import { Metrics } from '../metrics/metrics.js';
 import { modelByCollection } from '../model/registry.js';
 import { SiteDirectory } from '../model/site-directory.js';
-import { UserDirectory, type UserRecord } from '../model/user.js';
+import { UserDirectory } from '../model/user.js';
 import { QueryParams } from '../query/params.js';
 import type { HttpMethod, Operation, Shape } from '../routes/route.js';
 import { ROUTES } from '../routes/table.js';
+import { internalRequest } from '../shard/internal-request.js';
 import type { HeldGrant } from '../shard/object-grants.js';
 import { ShardPool } from '../shard/pool.js';
-import type { IdempotencyStamp, TestHook } from '../shard/protocol.js';
+import type { TestHook } from '../shard/protocol.js';
 import { secureDataDir } from '../store/data-dir.js';
 import { DataDirLock } from '../store/data-dir-lock.js';
 import { createSharedIdState, IdCounters } from '../store/ids.js';
 import { openStore } from '../store/open.js';
 import type { Store } from '../store/store.js';
 import { replyOps } from '../store/stored-reply.js';
+import type { IdempotencyStamp, UserRecord } from '../types/stored.js';
 import { WebhookDirectory } from '../webhook/directory.js';
 import { WebhookDispatcher } from '../webhook/dispatcher.js';
 import { isJsonBody, negotiate, OFFLOAD_BODY_BYTES, type Representation, readRequestBody } from './body.js';
@@ -498,7 +500,7 @@ export class App {
   private offloads(match: RouteMatch, operation: Operation, raw: Buffer, contentType: string): boolean {
     if (raw.length < OFFLOAD_BODY_BYTES || match.site === null || operation.main || operation.mainCheck) return false;
     if (!isJsonBody(contentType)) return false;
-    return modelByCollection(match.collection!)?.beforeForward === undefined;
+    return modelByCollection(match.collection!)?.writes?.beforeForward === undefined;
   }
 
   private index(host: string): Record<string, string> {
@@ -509,16 +511,7 @@ export class App {
 
   /** Every shard's part of a user's object grants, by resource name and id. */
   private async grantsHeld(userId: number): Promise<HeldGrant[]> {
-    const replies = await this.pool.all({
-      op: 'user-grants',
-      method: 'GET',
-      collection: 'sites',
-      site: null,
-      key: String(userId),
-      query: '',
-      principal: { id: 0, email: '', superuser: true, grants: {} },
-      link: { scheme: 'http', host: '', path: '' },
-    });
+    const replies = await this.pool.all(internalRequest('user-grants', { key: String(userId) }));
     const failed = replies.find((r) => r.status !== 200);
     if (failed) throw Errors.shardRestarting(Number(failed.headers?.['Retry-After'] ?? 1));
     const all = replies.flatMap((r) => JSON.parse(r.body) as HeldGrant[]);
@@ -587,7 +580,7 @@ export class App {
       idempotency: stamp,
       cacheable: this.readCache.enabled && isCacheableRead(match, operation, model),
     };
-    const hook = model.beforeForward?.(
+    const hook = model.writes?.beforeForward?.(
       { target: match.route.shape, method: x.method, key: match.key, body, principal: input.principal },
       { ids, sites, users },
     );

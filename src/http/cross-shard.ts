@@ -23,10 +23,12 @@
 import { ApiError, asApiError, Errors } from '../errors.js';
 import type { FeedHub } from '../feed/hub.js';
 import type { Logger } from '../log.js';
+import { internalRequest } from '../shard/internal-request.js';
 import type { ShardPool } from '../shard/pool.js';
-import type { FeedItem, PreparedPart, ShardReply, ShardRequest } from '../shard/protocol.js';
-import type { Store, WriteSet } from '../store/store.js';
+import type { FeedItem, PreparedPart, RouteRequest, ShardReply, Unsent } from '../shard/protocol.js';
+import type { Store } from '../store/store.js';
 import { replyOps } from '../store/stored-reply.js';
+import type { WriteSet } from '../types/stored.js';
 
 /** The live feed as a cross-shard commit publishes to it. */
 export type CommitFeed = Pick<FeedHub, 'beginCommit' | 'committed'>;
@@ -79,7 +81,7 @@ export function rankFailures(replies: ShardReply[]): BulkReply | ApiError {
 }
 
 /** The answer of a bulk request whose parts all committed: created items in list order, updated ones by id. */
-function mergedReply(op: ShardRequest['op'], parts: { indexes: number[]; prepared: PreparedPart }[]): BulkReply {
+function mergedReply(op: RouteRequest['op'], parts: { indexes: number[]; prepared: PreparedPart }[]): BulkReply {
   if (op === 'bulk-delete') return { status: 204, body: '' };
   if (op === 'create') {
     const out: string[] = [];
@@ -106,7 +108,7 @@ export class CrossShardBulk {
   ) {}
 
   /** Runs `req` (a bulk create, update or delete of `items`) as `parts` (splitByShard), all or nothing. */
-  async run(req: Omit<ShardRequest, 'seq'>, items: unknown[], parts: Map<number, number[]>): Promise<BulkReply> {
+  async run(req: Unsent<RouteRequest>, items: unknown[], parts: Map<number, number[]>): Promise<BulkReply> {
     // Before any part takes a Change id: the feed holds back later ids until this commit has published or given up.
     const ticket = this.feed.beginCommit();
     let published: FeedItem[] = [];
@@ -120,7 +122,7 @@ export class CrossShardBulk {
   }
 
   private async runParts(
-    req: Omit<ShardRequest, 'seq'>,
+    req: Unsent<RouteRequest>,
     items: unknown[],
     parts: Map<number, number[]>,
   ): Promise<{ reply: BulkReply; feed: FeedItem[] }> {
@@ -163,12 +165,11 @@ export class CrossShardBulk {
         outcome = this.store.isFull(err) ? Errors.storeFull() : asApiError(err, this.log, where);
       }
     }
-    const decision = { op: 'decide' as const, method: 'POST', collection: req.collection, site: null, query: '' };
     answers.forEach((a, i) => {
       if (!a.reply.prepared) return;
       // Nothing waits for the acknowledgement: a shard takes its messages in order, so the client's next request
       // to it comes after the decision. A shard replaced meanwhile reloads what the store holds either way.
-      void this.pool.send(shards[i], { ...decision, principal: req.principal, link: req.link, decision: { txn, commit } });
+      void this.pool.send(shards[i], internalRequest('decide', { collection: req.collection, decision: { txn, commit } }));
     });
     if (outcome instanceof ApiError) throw outcome;
     return { reply: outcome, feed };

@@ -8,29 +8,23 @@
  */
 import { Errors } from '../errors.js';
 import type { Logger } from '../log.js';
-import type { ResourceModel } from '../model/model.js';
+import { type ResourceModel, siteFieldOf } from '../model/model.js';
 import { modelByKind } from '../model/registry.js';
-import { csvFrame, type LinkBase, listFrame, readPage } from '../query/pagination.js';
+import { csvFrame, listFrame, readPage } from '../query/pagination.js';
 import { QueryParams } from '../query/params.js';
 import type { HttpMethod } from '../routes/route.js';
 import { csvColumnsOf } from '../schema/csv.js';
 import { asId, NO_ID, parseId } from '../schema/id.js';
 import { siteIdIn } from '../schema/validate.js';
 import type { ChunkSource } from '../shard/chunk-stream.js';
+import { internalRequest } from '../shard/internal-request.js';
 import { MergedStream } from '../shard/merged-stream.js';
 import { mergeParts, type ShardPool } from '../shard/pool.js';
-import type {
-  DirectoryUpdate,
-  IdempotencyStamp,
-  ListChunk,
-  ListPart,
-  Op,
-  Principal,
-  ShardReply,
-  ShardRequest,
-  SiteClaim,
-} from '../shard/protocol.js';
+import type { DirectoryUpdate, ListChunk, ListPart, RouteRequest, ShardReply, SiteClaim, Unsent } from '../shard/protocol.js';
 import type { Store } from '../store/store.js';
+import type { LinkBase } from '../types/api.js';
+import type { Principal } from '../types/auth.js';
+import type { IdempotencyStamp } from '../types/stored.js';
 import { type CommitFeed, CrossShardBulk, splitByShard } from './cross-shard.js';
 import type { RouteMatch } from './router.js';
 
@@ -47,7 +41,7 @@ export interface Forwarded {
 }
 
 /** The shard operation a route and method run: the declared standard op, or the route's own handler by its shape. */
-export function opFor(match: RouteMatch, method: string): Op {
+export function opFor(match: RouteMatch, method: string): RouteRequest['op'] {
   const operation = match.route.methods[(method === 'HEAD' ? 'GET' : method) as HttpMethod];
   if (operation && typeof operation.run === 'string') return operation.run;
   const shape = match.route.shape;
@@ -82,7 +76,7 @@ export interface ForwardInput {
   /** The request's Idempotency-Key record, for the shard to store with its writes (http/idempotency.ts). */
   idempotency?: IdempotencyStamp;
   /** Overrides the operation the route and method imply (OPTIONS asks 'permits'). */
-  op?: Op;
+  op?: RouteRequest['op'];
   /** The transport can stream an unpaginated list's reply (P7, http/stream.ts). */
   stream?: boolean;
   /** A list is answered as CSV (schema/csv.ts). */
@@ -106,7 +100,7 @@ export class Forwarder {
   async forward(input: ForwardInput): Promise<Forwarded> {
     const { match, model } = input;
     const op = input.op ?? opFor(match, input.method);
-    const req: Omit<ShardRequest, 'seq'> = {
+    const req: Unsent<RouteRequest> = {
       op,
       method: input.method === 'HEAD' ? 'GET' : input.method,
       collection: model.collection,
@@ -174,12 +168,13 @@ export class Forwarder {
       if (shard < 0) throw Errors.noSuch(model.name, null, key);
       return shard;
     }
-    if (!model.naturalKey) throw Errors.noSuch(model.name, null, key);
+    const naturalKey = model.table?.naturalKey;
+    if (!naturalKey) throw Errors.noSuch(model.name, null, key);
     // A malformed key (a CIDR with host bits) is the caller's 400, not every shard's "no match".
-    model.naturalKey.normalize?.(key);
+    naturalKey.normalize?.(key);
     const { owners, total } = await this.resolve(model, key);
     if (total === 0) throw Errors.noSuch(model.name, null, key);
-    if (total > 1) throw Errors.multipleMatched(model.plural, model.naturalKey.field, key);
+    if (total > 1) throw Errors.multipleMatched(model.plural, naturalKey.field, key);
     return owners[0];
   }
 
@@ -189,16 +184,7 @@ export class Forwarder {
    * (shard/natural-key.ts). Detail keys and create routing both ask here.
    */
   private async resolve(model: ResourceModel<any>, key: string): Promise<{ owners: number[]; total: number }> {
-    const replies = await this.pool.all({
-      op: 'resolve',
-      method: 'GET',
-      collection: model.collection,
-      site: null,
-      key,
-      query: '',
-      principal: { id: 0, email: '', superuser: true, grants: {} },
-      link: { scheme: 'http', host: '', path: '' },
-    });
+    const replies = await this.pool.all(internalRequest('resolve', { collection: model.collection, key }));
     // A shard being replaced cannot say what it holds: no answer is better than a wrong "no match".
     const restarting = replies.find((r) => r.status === 503);
     if (restarting) throw Errors.shardRestarting(Number(restarting.headers?.['Retry-After'] ?? 1));
@@ -214,26 +200,26 @@ export class Forwarder {
 
   /**
    * The shard a top-level create item belongs to (docs/api.md §9.2): its site
-   * field, else the site of the related object it names (Model.siteVia);
+   * field, else the site of the related object it names (Writes.siteVia);
    * -1 when it names neither usably, for the shard's validation to report.
    */
   private async createShardOf(model: ResourceModel<any>, item: unknown, resolved: Map<string, Promise<number>>): Promise<number> {
     const body = item && typeof item === 'object' && !Array.isArray(item) ? (item as Record<string, unknown>) : {};
-    const field = model.siteField === undefined ? 'site_id' : model.siteField;
+    const field = siteFieldOf(model);
     const site = field ? siteIdIn(body[field]) : null;
     if (site !== null) return this.pool.shardOfSite(site);
-    if (!model.siteVia) return -1;
-    const related = modelByKind(model.siteVia.kind);
-    const raw = body[model.siteVia.field];
+    const via = model.writes?.siteVia;
+    if (!via) return -1;
+    const related = modelByKind(via.kind);
+    const raw = body[via.field];
     const id = asId(raw);
     if (id !== undefined) return id === NO_ID ? -1 : this.pool.shardOfId(related.kind, id);
-    if (typeof raw !== 'string' || !related.naturalKey) return -1;
+    const naturalKey = related.table?.naturalKey;
+    if (typeof raw !== 'string' || !naturalKey) return -1;
     let found = resolved.get(raw);
     if (!found) {
       found = this.resolve(related, raw).then(({ owners }) => {
-        if (owners.length > 1) {
-          throw Errors.multipleMatchedField(model.siteVia!.field, related.plural, related.naturalKey!.field, raw);
-        }
+        if (owners.length > 1) throw Errors.multipleMatchedField(via.field, related.plural, naturalKey.field, raw);
         return owners.length === 1 ? owners[0] : -1;
       });
       resolved.set(raw, found);
@@ -247,7 +233,7 @@ export class Forwarder {
    * one request when one shard holds them all, else a list split over the
    * shards and committed all or nothing.
    */
-  private bulkWrite(req: Omit<ShardRequest, 'seq'>, items: unknown[], shards: number[], isList: boolean): Promise<Forwarded> {
+  private bulkWrite(req: Unsent<RouteRequest>, items: unknown[], shards: number[], isList: boolean): Promise<Forwarded> {
     const parts = isList ? splitByShard(shards) : null;
     if (parts) return this.bulk.run(req, items, parts);
     return this.pool.send(Math.max(0, ...shards.filter((s) => s >= 0).slice(0, 1)), req);
@@ -267,7 +253,7 @@ export class Forwarder {
     });
   }
 
-  private async scatterList(req: Omit<ShardRequest, 'seq'>, model: ResourceModel<any>): Promise<Forwarded> {
+  private async scatterList(req: Unsent<RouteRequest>, model: ResourceModel<any>): Promise<Forwarded> {
     const replies = await this.pool.all({ ...req, scatter: true });
     const failed = replies.find((r) => r.status >= 400);
     // A shard streaming its part while another refused: the answer is the refusal, the streams stop.
@@ -288,7 +274,7 @@ export class Forwarder {
     const pickOne = parts.find((p) => p.checks?.pickOne)?.checks?.pickOne;
     const q = new QueryParams(req.query);
     // The shards render CSV rows; the header is the main thread's to write, like a page's envelope.
-    const csv = req.csv ? csvColumnsOf(model, q) : null;
+    const csv = req.csv ? csvColumnsOf(model.schema, q, model.reads?.serialize !== undefined) : null;
     if (pickOne || expectOne) {
       const { count, items } = mergeParts(
         parts,

@@ -28,8 +28,8 @@
 import { createHash } from 'node:crypto';
 import { Errors } from '../errors.js';
 import type { Logger } from '../log.js';
-import type { IdempotencyStamp } from '../shard/protocol.js';
 import type { Store } from '../store/store.js';
+import type { IdempotencyStamp } from '../types/stored.js';
 import type { Forwarded } from './forward.js';
 
 const WRITE_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);

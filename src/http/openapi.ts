@@ -6,6 +6,7 @@
  */
 
 import { assignmentModel } from '../model/_assignments.js';
+import { siteFieldOf } from '../model/model.js';
 import { modelByCollection } from '../model/registry.js';
 import { filterParams } from '../routes/params.js';
 import type { BodyShape, Collection, HttpMethod, Operation, QueryParam, ResponseShape, Route } from '../routes/route.js';
@@ -34,11 +35,10 @@ function schemaOf(of: string): ResourceSchema | undefined {
   return ROUTES.collection(of)?.schema ?? VIEWS.find((v) => v.collection === of)?.schema;
 }
 
-/** The body field naming the site (model.ts siteField), which a route whose URL names the site does not need. */
-function siteFieldOf(c: Collection): string | null {
+/** The body field naming the site (model.ts siteFieldOf), which a route whose URL names the site does not need. */
+function siteFieldOfCollection(c: Collection): string | null {
   const model = modelByCollection(c.collection);
-  if (!model) return null;
-  return model.siteField === undefined ? 'site_id' : model.siteField;
+  return model ? siteFieldOf(model) : null;
 }
 
 /** Which errors an operation can answer: every one may be 400 (its query), 404, 405, 406 and 503. */
@@ -138,7 +138,7 @@ interface BodyUse {
 
 function requestBody(shape: BodyShape, c: Collection | null, use: BodyUse): Json {
   const s = c?.schema;
-  const siteField = use.siteInUrl && c ? siteFieldOf(c) : null;
+  const siteField = use.siteInUrl && c ? siteFieldOfCollection(c) : null;
   const create = s ? needing(s, requiredFields(s, 'POST', siteField)) : {};
   const input = s ? ref(inputName(s)) : {};
   const ids = { type: 'array', items: { type: 'integer' }, minItems: 1 };

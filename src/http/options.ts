@@ -4,13 +4,13 @@
  * hold it. A detail's PUT depends on the object's site, so its shard is asked
  * (the `permits` op).
  */
-import { isAllowed, isSiteAdmin } from '../auth/permissions.js';
+import { isAllowed, isSiteAdmin, type Permission } from '../auth/permissions.js';
 import type { ResourceModel } from '../model/model.js';
 import { modelByCollection } from '../model/registry.js';
-import type { Permission, Route } from '../routes/route.js';
+import type { Route } from '../routes/route.js';
 import { methodsOf, ROUTES } from '../routes/table.js';
 import { optionsBody, PARSES, RENDERS } from '../schema/describe.js';
-import type { Principal } from '../shard/protocol.js';
+import type { Principal } from '../types/auth.js';
 import type { RouteMatch } from './router.js';
 
 const ROOT_NAMES: Record<string, string> = { '': 'Api Root', authenticate: 'Authenticate', verify_token: 'Verify Token' };
@@ -22,7 +22,7 @@ function mayOnList(p: Principal, permission: Permission | undefined, model: Reso
   if (permission === 'superuser') return false;
   if (permission === 'admin') return site !== null && isSiteAdmin(p, site);
   if (permission === 'add' || permission === 'change' || permission === 'delete') {
-    return site !== null && model?.permissionType !== undefined && isAllowed(p, permission, model.permissionType, site);
+    return site !== null && model?.grants !== undefined && isAllowed(p, permission, model.grants.type, site);
   }
   return true;
 }
@@ -45,10 +45,10 @@ export async function optionsFor(match: RouteMatch, p: Principal, permits: () =>
   const methods = match.route.methods;
   const list = match.route.shape === 'list';
   const actions: { POST?: boolean; PUT?: boolean } = {};
-  if (list && (model?.permissionType || !model)) {
+  if (list && (model?.grants || !model)) {
     actions.POST = mayOnList(p, methods.POST?.permission, model, match.site);
     if (model) actions.PUT = methods.PUT !== undefined && actions.POST;
   }
-  if (match.route.shape === 'detail' && model?.permissionType && methods.PUT) actions.PUT = await permits();
+  if (match.route.shape === 'detail' && model?.grants && methods.PUT) actions.PUT = await permits();
   return optionsBody(collection.schema, list, actions);
 }

@@ -42,7 +42,7 @@ import type { RouteMatch } from './router.js';
  * as they are now, which no site version tracks).
  */
 export function isCacheableRead(match: RouteMatch, operation: Operation, model: ResourceModel<any>): boolean {
-  if (operation.run !== 'detail' || model.serialize !== undefined || match.key === undefined) return false;
+  if (operation.run !== 'detail' || model.reads?.serialize !== undefined || match.key === undefined) return false;
   if (match.site !== null) return true;
   const id = parseId(match.key);
   return id !== undefined && id !== NO_ID;

@@ -11,11 +11,10 @@
 import { Errors, pyType } from '../errors.js';
 import { type Cidr, formatCidr, parseCidr } from '../ip/address.js';
 import { defineSchema, Field } from '../schema/fields.js';
-import { SchemaWriters } from '../schema/serialize.js';
-import type { RequestContext, SiteRecord } from '../shard/context.js';
+import type { RequestContext } from '../shard/context.js';
 import type { ShardState } from '../shard/state.js';
 import type { Steps } from '../shard/steps.js';
-import type { StoredObject } from '../shard/table.js';
+import type { SiteRecord, StoredObject } from '../types/stored.js';
 import { cidrText, insertNetwork, type NetworkRecord, restate } from './_networks.js';
 import type { ResourceModel } from './model.js';
 
@@ -190,13 +189,12 @@ const assignmentSchema = defineSchema('Assignment', 'Interface address assignmen
 });
 
 /** Renders Assignment records in route lists; not a collection of its own. */
-export const assignmentModel: ResourceModel<AssignmentView> = {
+export const assignmentModel: ResourceModel<AssignmentView, Record<string, unknown>, typeof assignmentSchema> = {
   kind: 'assignment',
   name: 'Assignment',
   plural: 'Assignments',
   collection: 'assignments',
   schema: assignmentSchema,
-  writers: new SchemaWriters(assignmentSchema),
   api: { topLevel: false, nested: false, key: { help: '' }, routes: [] },
   render: (a, shard) => ({
     id: a.id,

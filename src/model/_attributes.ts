@@ -13,11 +13,10 @@ import { USER_REGEX_BUDGET_MS, USER_REGEX_MAX_LENGTH, UserRegexError, userRegex 
 import { Field } from '../schema/fields.js';
 import type { Method } from '../schema/validate.js';
 import type { RequestContext } from '../shard/context.js';
-import type { ShardState } from '../shard/state.js';
-import type { StoredObject } from '../shard/table.js';
+import type { DerivedIndex, ShardState } from '../shard/state.js';
 import type { Transaction } from '../shard/transaction.js';
 import { type Kind, kindOfName, kindSlot, namesOf } from '../store/kinds.js';
-import type { DerivedIndex } from './model.js';
+import type { StoredObject } from '../types/stored.js';
 
 export type { Attrs };
 /** The kinds that carry attributes, in the order `resource_name` choices list them. */

@@ -8,7 +8,8 @@
  * the Change, while the site is rendered as it stands when the Change is
  * delivered, as the list renders it when read (feed/hub.ts).
  */
-import type { SiteRecord } from '../shard/context.js';
+
+import type { SiteRecord } from '../types/stored.js';
 import { renderSite } from './_site.js';
 
 export interface ChangeTextFields {

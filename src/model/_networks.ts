@@ -6,8 +6,9 @@
  */
 import { Errors } from '../errors.js';
 import { type Cidr, formatCidr, type IpVersion, WIDTH } from '../ip/address.js';
-import type { RequestContext, SiteRecord } from '../shard/context.js';
+import type { RequestContext } from '../shard/context.js';
 import type { ShardState } from '../shard/state.js';
+import type { SiteRecord } from '../types/stored.js';
 import { type AttributeCarrier, type Attrs, resolveAttributes, valueIdsFor } from './_attributes.js';
 
 export const STATES = ['allocated', 'assigned', 'orphaned', 'reserved'] as const;
@@ -57,8 +58,7 @@ export function insertNetwork(
     valueIds: valueIdsFor(ctx.tx, null, attributes),
   };
   const model = ctx.shard.model('network');
-  ctx.tx.insert(model, n);
-  ctx.tx.change('Create', model, n.siteId, n.id, null, model.render(n, ctx.shard));
+  ctx.tx.create(model, n);
   return n;
 }
 
@@ -67,7 +67,6 @@ export function restate(ctx: RequestContext, n: NetworkRecord, state: NetworkSta
   if (n.state === state) return n;
   const next: NetworkRecord = { ...n, state };
   const model = ctx.shard.model('network');
-  ctx.tx.replace(model, n, next);
-  ctx.tx.change('Update', model, n.siteId, n.id, model.render(n, ctx.shard), model.render(next, ctx.shard));
+  ctx.tx.update(model, n, next);
   return next;
 }

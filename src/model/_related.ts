@@ -10,7 +10,7 @@ import type { ResourceSchema } from '../schema/fields.js';
 import { asId } from '../schema/id.js';
 import type { RequestContext } from '../shard/context.js';
 import { byNaturalKey } from '../shard/natural-key.js';
-import type { StoredObject } from '../shard/table.js';
+import type { StoredObject } from '../types/stored.js';
 import type { ResourceModel } from './model.js';
 
 export function resolveRelated<R extends StoredObject>(
@@ -26,9 +26,9 @@ export function resolveRelated<R extends StoredObject>(
     if (!r || (site !== null && r.siteId !== site)) throw Errors.field(field, `Invalid pk "${raw}" - object does not exist.`);
     return r;
   }
-  if (typeof raw !== 'string' || !model.naturalKey)
-    throw Errors.field(field, `Incorrect type. Expected pk value, received ${pyType(raw)}.`);
-  const key = model.naturalKey.field;
+  const naturalKey = model.table?.naturalKey;
+  if (typeof raw !== 'string' || !naturalKey) throw Errors.field(field, `Incorrect type. Expected pk value, received ${pyType(raw)}.`);
+  const key = naturalKey.field;
   const r = byNaturalKey(ctx.shard, model, raw, site, () => Errors.multipleMatchedField(field, model.plural, key, raw));
   if (!r) throw Errors.field(field, `Object with ${key}=${raw} does not exist.`);
   return r;

@@ -29,7 +29,8 @@ import type { RequestContext } from '../shard/context.js';
 import { grantsRoute } from '../shard/object-grants.js';
 import type { ListChecks } from '../shard/protocol.js';
 import type { Steps } from '../shard/steps.js';
-import type { ObjectTable, StoredObject } from '../shard/table.js';
+import type { ObjectTable } from '../shard/table.js';
+import type { StoredObject } from '../types/stored.js';
 import { attributeExists, kindOfResource, type ResourceName } from './_attributes.js';
 import type { ListResult, ResourceModel } from './model.js';
 
@@ -112,7 +113,7 @@ function attributeFilterAnswers(ctx: RequestContext, model: Model, items: string
 
 /** List filters of §7.4 over any records (for models without attributes). */
 export function applyFilters<R extends StoredObject>(ctx: RequestContext, model: Model, records: Iterable<R>): Iterable<R> {
-  return where(records, compileFilters(ctx.query, model.filters ?? [], ctx.shard));
+  return where(records, compileFilters(ctx.query, model.reads?.filters ?? [], ctx.shard));
 }
 
 /**
@@ -121,9 +122,9 @@ export function applyFilters<R extends StoredObject>(ctx: RequestContext, model:
  * record-level filter applies.
  */
 function resourceRecords<R extends StoredObject>(ctx: RequestContext, model: Model, answers: Answers | null): ListResult<R> {
-  const keep = compileFilters(ctx.query, model.filters ?? [], ctx.shard);
+  const keep = compileFilters(ctx.query, model.reads?.filters ?? [], ctx.shard);
   const items = ctx.query.all('attributes');
-  if (items.length > 0 && model.attributesOf) {
+  if (items.length > 0 && model.reads?.attributes) {
     const byAttributes = attributeFilterAnswers(ctx, model, items);
     answers =
       answers === null

@@ -7,8 +7,8 @@ import { demandSuperuser } from '../auth/permissions.js';
 import { Errors } from '../errors.js';
 import { defineSchema, Field } from '../schema/fields.js';
 import { requireObject, validateFields } from '../schema/validate.js';
-import type { SiteRecord } from '../shard/context.js';
-import type { Principal } from '../shard/protocol.js';
+import type { Principal } from '../types/auth.js';
+import type { SiteRecord } from '../types/stored.js';
 
 export const siteSchema = defineSchema('Site', 'API endpoint that allows Sites to be viewed or edited.', {
   id: Field.id(),

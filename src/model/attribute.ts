@@ -10,7 +10,6 @@ import { postingIds } from '../query/attribute-index.js';
 import { USER_REGEX_LIMITS, UserRegexError, userRegex } from '../query/user-regex.js';
 import { standardRoutes } from '../routes/standard.js';
 import { defineSchema, Field } from '../schema/fields.js';
-import { SchemaWriters } from '../schema/serialize.js';
 import { validateFields } from '../schema/validate.js';
 import { grantsRoute } from '../shard/object-grants.js';
 import type { ShardState } from '../shard/state.js';
@@ -107,14 +106,12 @@ function checkedDefault(a: AttributeRecord, raw: unknown): string | string[] | n
   return Array.isArray(raw) ? [...(raw as string[])] : (raw as string);
 }
 
-export const attributeModel: ResourceModel<AttributeRecord> = {
+export const attributeModel: ResourceModel<AttributeRecord, Record<string, unknown>, typeof attributeSchema> = {
   kind: 'attribute',
   name: 'Attribute',
   plural: 'Attributes',
   collection: 'attributes',
-  permissionType: 'attribute',
   schema: attributeSchema,
-  writers: new SchemaWriters(attributeSchema),
   api: {
     topLevel: true,
     nested: true,
@@ -129,85 +126,90 @@ export const attributeModel: ResourceModel<AttributeRecord> = {
       grantsRoute('attribute'),
     ],
   },
-  uniqueKeys: { catalog: (a) => catalogKey(a.resourceName, a.name) },
-  filters: [
-    { param: 'name', type: 'string', value: (a) => a.name },
-    { param: 'resource_name', type: 'choice', choices: RESOURCE_NAMES, value: (a) => a.resourceName },
-    { param: 'required', type: 'boolean', value: (a) => a.required },
-    { param: 'display', type: 'boolean', value: (a) => a.display },
-    { param: 'multi', type: 'boolean', value: (a) => a.multi },
-  ],
   render,
-  expand: { site_id: (a, shard) => ({ model: shard.model('site'), record: shard.table('site').get(a.siteId)! }) },
-  onDelete: [
-    { kind: 'value', via: holdersOf, policy: 'protect', field: 'attribute' },
-    // ProtocolTypes lose it first, each with an Update Change that precedes its Delete and still names it (docs/api.md §9.9, §10).
-    {
-      kind: 'protocoltype',
-      via: 'attribute',
-      policy: 'set-null',
-      change: true,
-      unset: (t: ProtocolTypeRecord, a) => ({ ...t, requiredAttributeIds: t.requiredAttributeIds.filter((id) => id !== a.id) }),
-    },
-  ],
-
   list: (ctx, site) => {
     const table = ctx.shard.table<AttributeRecord>('attribute');
     return { records: applyFilters(ctx, attributeModel, site === null ? table.all() : table.inSite(site)) };
   },
 
-  parse(_ctx, body, method) {
-    // name and resource_name are fixed once created (§11.1).
-    const input: Record<string, unknown> = method === 'POST' ? { ...body } : { ...body, name: undefined, resource_name: undefined };
-    // `default: null` means no default, and a null `constraints` is falsy (all defaults): both are
-    // what a GET payload carries, so it can be sent back unchanged (§9.1).
-    const nulls = (['default', 'constraints'] as const).filter((f) => input[f] === null);
-    for (const f of nulls) input[f] = undefined;
-    const v = validateFields(attributeSchema, input, method);
-    for (const f of nulls) v[f] = null;
-    return v;
+  table: {
+    uniqueKeys: { catalog: (a) => catalogKey(a.resourceName, a.name) },
   },
 
-  create(ctx, v, site) {
-    const name = v.name as string;
-    if (!NAME.test(name)) throw Errors.fieldPlain('name', `Invalid name: '${name}'.`);
-    const resourceName = v.resource_name as ResourceName;
-    if (ctx.shard.table<AttributeRecord>('attribute').key('catalog')!.inSite(site!.id, catalogKey(resourceName, name))) {
-      throw Errors.validation({ __all__: ['Attribute with this Site, Resource Name and Name already exists.'] });
-    }
-    const required = (v.required as boolean | undefined) ?? false;
-    const a: AttributeRecord = {
-      id: 0,
-      siteId: site!.id,
-      name,
-      resourceName,
-      description: (v.description as string | undefined) ?? '',
-      required,
-      display: required || ((v.display as boolean | undefined) ?? false),
-      multi: (v.multi as boolean | undefined) ?? false,
-      constraints: normalizeConstraints(v.constraints),
-      default: null,
-    };
-    a.default = checkedDefault(a, v.default);
-    a.id = ctx.tx.newId('attribute');
-    ctx.tx.insert(attributeModel, a);
-    ctx.tx.change('Create', attributeModel, a.siteId, a.id, null, render(a));
-    return a;
+  grants: {
+    type: 'attribute',
   },
 
-  update(ctx, current, v) {
-    const next: AttributeRecord = { ...current };
-    if (v.description !== undefined) next.description = v.description as string;
-    if (v.required !== undefined) next.required = v.required as boolean;
-    if (v.display !== undefined) next.display = v.display as boolean;
-    if (v.multi !== undefined) next.multi = v.multi as boolean;
-    if ('constraints' in v) next.constraints = normalizeConstraints(v.constraints);
-    if (next.required) next.display = true;
-    next.default = 'default' in v ? checkedDefault(next, v.default) : checkedDefault(next, current.default);
-    ctx.tx.replace(attributeModel, current, next);
-    ctx.tx.change('Update', attributeModel, next.siteId, next.id, render(current), render(next));
-    return next;
+  reads: {
+    filters: [
+      { param: 'name', type: 'string', value: (a) => a.name },
+      { param: 'resource_name', type: 'choice', choices: RESOURCE_NAMES, value: (a) => a.resourceName },
+      { param: 'required', type: 'boolean', value: (a) => a.required },
+      { param: 'display', type: 'boolean', value: (a) => a.display },
+      { param: 'multi', type: 'boolean', value: (a) => a.multi },
+    ],
+    expand: { site_id: (a, shard) => ({ model: shard.model('site'), record: shard.table('site').get(a.siteId)! }) },
   },
 
-  remove: true,
+  writes: {
+    onDelete: [
+      { kind: 'value', via: holdersOf, policy: 'protect', field: 'attribute' },
+      // ProtocolTypes lose it first, each with an Update Change that precedes its Delete and still names it (docs/api.md §9.9, §10).
+      {
+        kind: 'protocoltype',
+        via: 'attribute',
+        policy: 'set-null',
+        change: true,
+        unset: (t: ProtocolTypeRecord, a) => ({ ...t, requiredAttributeIds: t.requiredAttributeIds.filter((id) => id !== a.id) }),
+      },
+    ],
+    parse(_ctx, body, method) {
+      // name and resource_name are fixed once created (§11.1).
+      const input: Record<string, unknown> = method === 'POST' ? { ...body } : { ...body, name: undefined, resource_name: undefined };
+      // `default: null` means no default, and a null `constraints` is falsy (all defaults): both are
+      // what a GET payload carries, so it can be sent back unchanged (§9.1).
+      const nulls = (['default', 'constraints'] as const).filter((f) => input[f] === null);
+      for (const f of nulls) input[f] = undefined;
+      const v = validateFields(attributeSchema, input, method);
+      for (const f of nulls) v[f] = null;
+      return v;
+    },
+    create(ctx, v, site) {
+      const name = v.name as string;
+      if (!NAME.test(name)) throw Errors.fieldPlain('name', `Invalid name: '${name}'.`);
+      const resourceName = v.resource_name as ResourceName;
+      if (ctx.shard.table<AttributeRecord>('attribute').key('catalog')!.inSite(site!.id, catalogKey(resourceName, name))) {
+        throw Errors.validation({ __all__: ['Attribute with this Site, Resource Name and Name already exists.'] });
+      }
+      const required = (v.required as boolean | undefined) ?? false;
+      const a: AttributeRecord = {
+        id: 0,
+        siteId: site!.id,
+        name,
+        resourceName,
+        description: (v.description as string | undefined) ?? '',
+        required,
+        display: required || ((v.display as boolean | undefined) ?? false),
+        multi: (v.multi as boolean | undefined) ?? false,
+        constraints: normalizeConstraints(v.constraints),
+        default: null,
+      };
+      a.default = checkedDefault(a, v.default);
+      a.id = ctx.tx.newId('attribute');
+      ctx.tx.create(attributeModel, a);
+      return a;
+    },
+    update(ctx, current, v) {
+      const next: AttributeRecord = { ...current };
+      if (v.description !== undefined) next.description = v.description as string;
+      if (v.required !== undefined) next.required = v.required as boolean;
+      if (v.display !== undefined) next.display = v.display as boolean;
+      if (v.multi !== undefined) next.multi = v.multi as boolean;
+      if ('constraints' in v) next.constraints = normalizeConstraints(v.constraints);
+      if (next.required) next.display = true;
+      next.default = 'default' in v ? checkedDefault(next, v.default) : checkedDefault(next, current.default);
+      ctx.tx.update(attributeModel, current, next);
+      return next;
+    },
+  },
 };

@@ -6,13 +6,13 @@
 import { Type } from '@sinclair/typebox';
 import { detailRoute, view } from '../routes/standard.js';
 import { defineSchema, Field, renderedObject } from '../schema/fields.js';
-import { SchemaWriters } from '../schema/serialize.js';
 import type { ChangeRow } from '../shard/changelog.js';
-import type { RequestContext } from '../shard/context.js';
+import type { ShardState } from '../shard/state.js';
 import { CHANGE_RESOURCES, EVENTS } from '../store/change-names.js';
 import { fullChange } from '../store/store.js';
+import type { SiteRecord } from '../types/stored.js';
 import { changeText } from './_change-text.js';
-import { siteSchema } from './_site.js';
+import { renderSite, siteSchema } from './_site.js';
 import type { ResourceModel } from './model.js';
 
 export const changeSchema = defineSchema('Change', 'Read-only API endpoint that allows Changes to be viewed.', {
@@ -34,20 +34,19 @@ export const changeSchema = defineSchema('Change', 'Read-only API endpoint that 
 });
 
 /** A Change's full record: from memory while its commit is in flight (ShardState.pendingChanges), else from the store. */
-function storedRecord(ctx: RequestContext, row: ChangeRow) {
-  const pending = ctx.shard.pendingChanges.get(row.id);
-  const rec = pending ? fullChange(pending) : ctx.shard.store.change(row.siteId, row.id);
+function storedRecord(shard: ShardState, row: ChangeRow) {
+  const pending = shard.pendingChanges.get(row.id);
+  const rec = pending ? fullChange(pending) : shard.store.change(row.siteId, row.id);
   if (!rec) throw new Error(`change ${row.id} indexed but not stored`);
   return rec;
 }
 
-export const changeModel: ResourceModel<ChangeRow> = {
+export const changeModel: ResourceModel<ChangeRow, Record<string, unknown>, typeof changeSchema> = {
   kind: 'change',
   name: 'Change',
   plural: 'Changes',
   collection: 'changes',
   schema: changeSchema,
-  writers: new SchemaWriters(changeSchema),
   api: {
     topLevel: true,
     nested: true,
@@ -67,25 +66,25 @@ export const changeModel: ResourceModel<ChangeRow> = {
       },
       { shape: 'detail', methods: { GET: view('Get a change, with its resource_diff', 'object', 'detail') } },
       detailRoute('diff', {
-        GET: view('Its resource_diff alone', 'json', (ctx, row) => ({ kind: 'raw', status: 200, body: storedRecord(ctx, row).diff })),
+        GET: view('Its resource_diff alone', 'json', (ctx, row) => ({ kind: 'raw', status: 200, body: storedRecord(ctx.shard, row).diff })),
       }),
     ],
   },
-
-  render(row) {
+  // What `serialize` writes (_change-text.ts), as values.
+  render(row, shard) {
+    const rec = storedRecord(shard, row);
+    const site = shard.table<SiteRecord>('site').get(row.siteId);
     return {
-      id: row.id,
-      change_at: row.at,
-      event: EVENTS[row.event],
-      resource_name: CHANGE_RESOURCES[row.resource],
-      resource_id: row.resourceId,
+      id: rec.id,
+      site: site ? renderSite(site) : null,
+      user: { id: rec.userId, email: rec.email },
+      change_at: rec.at,
+      event: rec.event,
+      resource_name: rec.resourceName,
+      resource_id: rec.resourceId,
+      resource: JSON.parse(rec.resource),
     };
   },
-
-  find(ctx, id) {
-    return ctx.shard.changes.find(id);
-  },
-
   list(ctx, site) {
     const event = ctx.query.choice('event', EVENTS);
     const resourceName = ctx.query.choice('resource_name', CHANGE_RESOURCES);
@@ -96,12 +95,17 @@ export const changeModel: ResourceModel<ChangeRow> = {
       (s, ev, res, rid) =>
         (site === null || s === site) && (e < 0 || ev === e) && (r < 0 || res === r) && (resourceId === undefined || rid === resourceId),
     );
-    return { records, newestFirst: true };
+    return { records, newestFirst: true, order: (row) => [row.at, row.id] };
   },
 
-  serialize(ctx, row, detail) {
-    const rec = storedRecord(ctx, row);
-    const text = changeText(rec, ctx.site(row.siteId));
-    return detail ? `${text.slice(0, -1)},"resource_diff":${rec.diff}}` : text;
+  reads: {
+    find(ctx, id) {
+      return ctx.shard.changes.find(id);
+    },
+    serialize(ctx, row, detail) {
+      const rec = storedRecord(ctx.shard, row);
+      const text = changeText(rec, ctx.site(row.siteId));
+      return detail ? `${text.slice(0, -1)},"resource_diff":${rec.diff}}` : text;
+    },
   },
 };

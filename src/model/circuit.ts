@@ -7,13 +7,12 @@
  */
 import { Type } from '@sinclair/typebox';
 import { Errors } from '../errors.js';
-import type { Predicate } from '../query/filters.js';
+import type { FilterSpec, Predicate } from '../query/filters.js';
 import type { QueryParams } from '../query/params.js';
 import type { RouteResult } from '../routes/route.js';
 import { detailRoute, view } from '../routes/standard.js';
 import { defineSchema, Field, relatedKey } from '../schema/fields.js';
 import { parseId } from '../schema/id.js';
-import { SchemaWriters } from '../schema/serialize.js';
 import { checkFields, type Method } from '../schema/validate.js';
 import type { RequestContext } from '../shard/context.js';
 import type { ShardState } from '../shard/state.js';
@@ -154,7 +153,7 @@ function endpointFilter(param: string, end: (c: CircuitRecord) => number | null)
   };
 }
 
-const filters: ResourceModel<CircuitRecord>['filters'] = [
+const filters: FilterSpec<CircuitRecord>[] = [
   { param: 'endpoint_a', type: 'custom', compile: endpointFilter('endpoint_a', (c) => c.aId) },
   { param: 'endpoint_z', type: 'custom', compile: endpointFilter('endpoint_z', (c) => c.zId) },
   { param: 'name', type: 'string', value: (c) => c.name },
@@ -197,14 +196,12 @@ const list = (model: ResourceModel<any, any>, records: Iterable<{ id: number; si
   records,
 });
 
-export const circuitModel: ResourceModel<CircuitRecord, CircuitDraft> = {
+export const circuitModel: ResourceModel<CircuitRecord, CircuitDraft, typeof circuitSchema> = {
   kind: 'circuit',
   name: 'Circuit',
   plural: 'Circuits',
   collection: 'circuits',
-  permissionType: 'circuit',
   schema: circuitSchema,
-  writers: new SchemaWriters(circuitSchema),
   api: {
     topLevel: true,
     nested: true,
@@ -231,57 +228,65 @@ export const circuitModel: ResourceModel<CircuitRecord, CircuitDraft> = {
       }),
     ],
   },
-  siteField: null,
-  siteVia: { field: 'endpoint_a', kind: 'interface' },
-  naturalKey: { field: 'name_slug', of: (c) => c.slug },
-  uniqueKeys: { name: (c) => c.name },
-  derived: [attributeValuesIndex('circuit')],
-  relations: { endpoint_a: (c) => c.aId, endpoint_z: (c) => c.zId },
-  // Never protected. Its Protocols go first, each with its own Delete Change.
-  onDelete: [{ kind: 'protocol', via: 'circuit', policy: 'cascade' }],
-  filters,
-  attributesOf: (c) => c.attributes,
   render,
-
   list: (ctx) => resourceList(ctx, circuitModel),
-  parse,
 
-  create(ctx, d, site) {
-    const a = iface(ctx.shard, d.aId!);
-    const zId = d.zId ?? null;
-    // The default name is taken once, from the slugs the ends have now.
-    const name = d.name ?? `${slugOf(a)}_${zId === null ? 'None' : slugOf(iface(ctx.shard, zId))}`;
-    const slug = slugify(name);
-    checkRules(ctx, site!.id, null, name, slug, a.id, zId);
-    const attributes: Attrs = resolveAttributes(ctx, 'Circuit', site!.id, d.attributes, null, 'POST');
-    const c: CircuitRecord = {
-      id: ctx.tx.newId('circuit'),
-      siteId: site!.id,
-      name,
-      slug,
-      aId: a.id,
-      zId,
-      attributes,
-      valueIds: valueIdsFor(ctx.tx, null, attributes),
-    };
-    ctx.tx.insert(circuitModel, c);
-    ctx.tx.change('Create', circuitModel, c.siteId, c.id, null, render(c, ctx.shard));
-    return c;
+  table: {
+    naturalKey: { field: 'name_slug', of: (c) => c.slug },
+    uniqueKeys: { name: (c) => c.name },
+    derived: [attributeValuesIndex('circuit')],
+    relations: { endpoint_a: (c) => c.aId, endpoint_z: (c) => c.zId },
   },
 
-  update(ctx, current, d, method) {
-    const name = d.name ?? current.name;
-    const slug = slugify(name);
-    const aId = d.aId ?? current.aId;
-    const zId = d.zId === undefined ? current.zId : d.zId;
-    checkRules(ctx, current.siteId, current.id, name, slug, aId, zId);
-    const attributes =
-      'attributes' in d ? resolveAttributes(ctx, 'Circuit', current.siteId, d.attributes, current.attributes, method) : current.attributes;
-    const next: CircuitRecord = { ...current, name, slug, aId, zId, attributes, valueIds: valueIdsFor(ctx.tx, current, attributes) };
-    ctx.tx.replace(circuitModel, current, next);
-    ctx.tx.change('Update', circuitModel, next.siteId, next.id, render(current, ctx.shard), render(next, ctx.shard));
-    return next;
+  grants: {
+    type: 'circuit',
   },
 
-  remove: true,
+  reads: {
+    filters,
+    attributes: (c) => c.attributes,
+  },
+
+  writes: {
+    siteField: null,
+    siteVia: { field: 'endpoint_a', kind: 'interface' },
+    // Never protected. Its Protocols go first, each with its own Delete Change.
+    onDelete: [{ kind: 'protocol', via: 'circuit', policy: 'cascade' }],
+    parse,
+    create(ctx, d, site) {
+      const a = iface(ctx.shard, d.aId!);
+      const zId = d.zId ?? null;
+      // The default name is taken once, from the slugs the ends have now.
+      const name = d.name ?? `${slugOf(a)}_${zId === null ? 'None' : slugOf(iface(ctx.shard, zId))}`;
+      const slug = slugify(name);
+      checkRules(ctx, site!.id, null, name, slug, a.id, zId);
+      const attributes: Attrs = resolveAttributes(ctx, 'Circuit', site!.id, d.attributes, null, 'POST');
+      const c: CircuitRecord = {
+        id: ctx.tx.newId('circuit'),
+        siteId: site!.id,
+        name,
+        slug,
+        aId: a.id,
+        zId,
+        attributes,
+        valueIds: valueIdsFor(ctx.tx, null, attributes),
+      };
+      ctx.tx.create(circuitModel, c);
+      return c;
+    },
+    update(ctx, current, d, method) {
+      const name = d.name ?? current.name;
+      const slug = slugify(name);
+      const aId = d.aId ?? current.aId;
+      const zId = d.zId === undefined ? current.zId : d.zId;
+      checkRules(ctx, current.siteId, current.id, name, slug, aId, zId);
+      const attributes =
+        'attributes' in d
+          ? resolveAttributes(ctx, 'Circuit', current.siteId, d.attributes, current.attributes, method)
+          : current.attributes;
+      const next: CircuitRecord = { ...current, name, slug, aId, zId, attributes, valueIds: valueIdsFor(ctx.tx, current, attributes) };
+      ctx.tx.update(circuitModel, current, next);
+      return next;
+    },
+  },
 };

@@ -5,7 +5,6 @@ import { Errors } from '../errors.js';
 import type { FilterSpec } from '../query/filters.js';
 import { detailRoute, view } from '../routes/standard.js';
 import { defineSchema, Field } from '../schema/fields.js';
-import { SchemaWriters } from '../schema/serialize.js';
 import { validateFields } from '../schema/validate.js';
 import type { RequestContext } from '../shard/context.js';
 import { type AttributeCarrier, type Attrs, attributesField, attributeValuesIndex, resolveAttributes, valueIdsFor } from './_attributes.js';
@@ -43,14 +42,12 @@ function checkHostname(ctx: RequestContext, hostname: string, site: number, self
 
 const DEVICE_FILTERS: FilterSpec<DeviceRecord>[] = [{ param: 'hostname', type: 'string', value: (d) => d.hostname }];
 
-export const deviceModel: ResourceModel<DeviceRecord> = {
+export const deviceModel: ResourceModel<DeviceRecord, Record<string, unknown>, typeof deviceSchema> = {
   kind: 'device',
   name: 'Device',
   plural: 'Devices',
   collection: 'devices',
-  permissionType: 'device',
   schema: deviceSchema,
-  writers: new SchemaWriters(deviceSchema),
   api: {
     topLevel: true,
     nested: true,
@@ -75,50 +72,52 @@ export const deviceModel: ResourceModel<DeviceRecord> = {
       }),
     ],
   },
-  naturalKey: { field: 'hostname', of: (d) => d.hostname },
-  derived: [attributeValuesIndex('device')],
-  filters: DEVICE_FILTERS,
-  attributesOf: (d) => d.attributes,
   render,
-  expand: { site_id: (d, shard) => ({ model: shard.model('site'), record: shard.table('site').get(d.siteId)! }) },
-  // Its protocols, then its interfaces, children first (docs/api.md §9.9); an interface that ends a circuit protects it.
-  onDelete: [
-    { kind: 'protocol', via: 'device', policy: 'cascade' },
-    { kind: 'interface', via: 'device', policy: 'cascade', order: deepestFirst },
-  ],
-
   list: (ctx) => resourceList(ctx, deviceModel),
-  parse: (_ctx, body, method) => validateFields(deviceSchema, body, method),
 
-  create(ctx, v, site) {
-    const hostname = v.hostname as string;
-    checkHostname(ctx, hostname, site!.id, null);
-    const attributes: Attrs = resolveAttributes(ctx, 'Device', site!.id, v.attributes, null, 'POST');
-    const d: DeviceRecord = {
-      id: ctx.tx.newId('device'),
-      siteId: site!.id,
-      hostname,
-      attributes,
-      valueIds: valueIdsFor(ctx.tx, null, attributes),
-    };
-    ctx.tx.insert(deviceModel, d);
-    ctx.tx.change('Create', deviceModel, d.siteId, d.id, null, render(d));
-    return d;
+  table: { naturalKey: { field: 'hostname', of: (d) => d.hostname }, derived: [attributeValuesIndex('device')] },
+  grants: { type: 'device' },
+  reads: {
+    filters: DEVICE_FILTERS,
+    attributes: (d) => d.attributes,
+    expand: { site_id: (d, shard) => ({ model: shard.model('site'), record: shard.table('site').get(d.siteId)! }) },
   },
 
-  update(ctx, current, v, method) {
-    const hostname = (v.hostname as string | undefined) ?? current.hostname;
-    if (hostname !== current.hostname) checkHostname(ctx, hostname, current.siteId, current.id);
-    const attributes =
-      'attributes' in v ? resolveAttributes(ctx, 'Device', current.siteId, v.attributes, current.attributes, method) : current.attributes;
-    const next: DeviceRecord = { ...current, hostname, attributes, valueIds: valueIdsFor(ctx.tx, current, attributes) };
-    ctx.tx.replace(deviceModel, current, next);
-    if (hostname !== current.hostname) refreshInterfaceSlugs(ctx, next.id, hostname);
-    ctx.tx.change('Update', deviceModel, next.siteId, next.id, render(current), render(next));
-    return next;
-  },
+  writes: {
+    parse: (_ctx, body, method) => validateFields(deviceSchema, body, method),
 
-  remove: true,
+    create(ctx, v, site) {
+      const hostname = v.hostname as string;
+      checkHostname(ctx, hostname, site!.id, null);
+      const attributes: Attrs = resolveAttributes(ctx, 'Device', site!.id, v.attributes, null, 'POST');
+      const d: DeviceRecord = {
+        id: ctx.tx.newId('device'),
+        siteId: site!.id,
+        hostname,
+        attributes,
+        valueIds: valueIdsFor(ctx.tx, null, attributes),
+      };
+      ctx.tx.create(deviceModel, d);
+      return d;
+    },
+
+    update(ctx, current, v, method) {
+      const hostname = (v.hostname as string | undefined) ?? current.hostname;
+      if (hostname !== current.hostname) checkHostname(ctx, hostname, current.siteId, current.id);
+      const attributes =
+        'attributes' in v ? resolveAttributes(ctx, 'Device', current.siteId, v.attributes, current.attributes, method) : current.attributes;
+      const next: DeviceRecord = { ...current, hostname, attributes, valueIds: valueIdsFor(ctx.tx, current, attributes) };
+      ctx.tx.update(deviceModel, current, next);
+      if (hostname !== current.hostname) refreshInterfaceSlugs(ctx, next.id, hostname);
+      return next;
+    },
+
+    // Its protocols, then its interfaces, children first (docs/api.md §9.9); an interface that ends a circuit protects it.
+    onDelete: [
+      { kind: 'protocol', via: 'device', policy: 'cascade' },
+      { kind: 'interface', via: 'device', policy: 'cascade', order: deepestFirst },
+    ],
+  },
 };
 
 /** A device was renamed: its interfaces' cached hostname and slug follow, without Changes (docs/api.md §10). */

@@ -12,11 +12,11 @@ import type { FilterSpec } from '../query/filters.js';
 import type { Api, RouteResult } from '../routes/route.js';
 import { detailRoute, view } from '../routes/standard.js';
 import { defineSchema, Field, relatedKey } from '../schema/fields.js';
-import { SchemaWriters } from '../schema/serialize.js';
 import { checkFields, type Method } from '../schema/validate.js';
-import type { RequestContext, SiteRecord } from '../shard/context.js';
+import type { RequestContext } from '../shard/context.js';
 import type { ShardState } from '../shard/state.js';
 import type { Steps } from '../shard/steps.js';
+import type { SiteRecord } from '../types/stored.js';
 import {
   applyAddresses,
   assignedNetworks,
@@ -36,7 +36,7 @@ import { cidrText, type NetworkRecord } from './_networks.js';
 import { collectFieldError, type FieldErrors, resolveRelated, throwFieldErrors } from './_related.js';
 import { resourceList, resourceRoutes } from './_resource.js';
 import type { DeviceRecord } from './device.js';
-import type { ResourceModel } from './model.js';
+import type { ModelShard, ResourceModel } from './model.js';
 
 const pairKey = (deviceId: number, name: string) => `${deviceId}\u0000${name}`;
 
@@ -188,8 +188,7 @@ function* create(ctx: RequestContext, d: Draft, site: SiteRecord): Steps<Interfa
     valueIds: valueIdsFor(ctx.tx, null, attributes),
     assignments,
   };
-  ctx.tx.insert(interfaceModel, i);
-  ctx.tx.change('Create', interfaceModel, i.siteId, i.id, null, render(i, ctx.shard));
+  ctx.tx.create(interfaceModel, i);
   return i;
 }
 
@@ -222,16 +221,14 @@ function* update(ctx: RequestContext, current: InterfaceRecord, d: Draft, method
     valueIds: valueIdsFor(ctx.tx, current, attributes),
     assignments,
   };
-  const before = render(current, ctx.shard);
-  ctx.tx.replace(interfaceModel, current, next);
-  ctx.tx.change('Update', interfaceModel, next.siteId, next.id, before, render(next, ctx.shard));
+  ctx.tx.update(interfaceModel, current, next);
   return next;
 }
 
 // ---- model ----
 
 const list = (records: InterfaceRecord[]): RouteResult => ({ kind: 'list', model: interfaceModel, records });
-const networksList = (shard: ShardState, records: NetworkRecord[]): RouteResult => ({
+const networksList = (shard: ModelShard, records: NetworkRecord[]): RouteResult => ({
   kind: 'list',
   model: shard.model('network'),
   records,
@@ -329,49 +326,58 @@ function interfaceApi(): Api {
   };
 }
 
-export const interfaceModel: ResourceModel<InterfaceRecord, Draft> = {
+export const interfaceModel: ResourceModel<InterfaceRecord, Draft, typeof interfaceSchema> = {
   kind: 'interface',
   name: 'Interface',
   plural: 'Interfaces',
   collection: 'interfaces',
-  permissionType: 'interface',
   schema: interfaceSchema,
-  writers: new SchemaWriters(interfaceSchema),
   api: interfaceApi(),
-  siteField: null,
-  siteVia: { field: 'device', kind: 'device' },
-  naturalKey: { field: 'name_slug', of: slugOf },
-  uniqueKeys: { pair: (i) => pairKey(i.deviceId, i.name) },
-  derived: [attributeValuesIndex('interface')],
-  relations: { device: (i) => i.deviceId, parent: (i) => i.parentId, network: (i) => i.assignments.map((a) => a.networkId) },
-  // Children protect their parent, then any A end, then any Z end of a circuit (docs/api.md §9.9); its protocols go with it.
-  onDelete: [
-    { kind: 'interface', via: 'parent', policy: 'protect' },
-    { kind: 'circuit', via: 'endpoint_a', policy: 'protect' },
-    { kind: 'circuit', via: 'endpoint_z', policy: 'protect' },
-    { kind: 'protocol', via: 'interface', policy: 'cascade' },
-  ],
-  filters: INTERFACE_FILTERS,
-  ancestry: (shard, i) => ancestorsOf(shard, i),
-  attributesOf: (i) => i.attributes,
   render,
-  expand: {
-    device: (i, shard) => ({ model: shard.model('device'), record: shard.table('device').get(i.deviceId)! }),
-    parent_id: (i, shard) => {
-      const p = parentOf(shard, i);
-      return p ? { model: interfaceModel, record: p } : null;
+  list: (ctx) => resourceList(ctx, interfaceModel),
+
+  table: {
+    naturalKey: { field: 'name_slug', of: slugOf },
+    uniqueKeys: { pair: (i) => pairKey(i.deviceId, i.name) },
+    derived: [attributeValuesIndex('interface')],
+    relations: { device: (i) => i.deviceId, parent: (i) => i.parentId, network: (i) => i.assignments.map((a) => a.networkId) },
+  },
+
+  grants: {
+    type: 'interface',
+    ancestry: (shard, i) => ancestorsOf(shard, i),
+  },
+
+  reads: {
+    filters: INTERFACE_FILTERS,
+    attributes: (i) => i.attributes,
+    expand: {
+      device: (i, shard) => ({ model: shard.model('device'), record: shard.table('device').get(i.deviceId)! }),
+      parent_id: (i, shard) => {
+        const p = parentOf(shard, i);
+        return p ? { model: interfaceModel, record: p } : null;
+      },
     },
   },
 
-  list: (ctx) => resourceList(ctx, interfaceModel),
-  parse,
-  create: (ctx, d, site) => create(ctx, d, site!),
-  update,
-  // Its assignments go with it: networks nobody else holds become orphaned.
-  remove(ctx, i) {
-    const before = render(i, ctx.shard);
-    releaseNetworks(ctx, i.id, i.assignments);
-    ctx.tx.remove(interfaceModel, i);
-    ctx.tx.change('Delete', interfaceModel, i.siteId, i.id, before, null);
+  writes: {
+    siteField: null,
+    siteVia: { field: 'device', kind: 'device' },
+    // Children protect their parent, then any A end, then any Z end of a circuit (docs/api.md §9.9); its protocols go with it.
+    onDelete: [
+      { kind: 'interface', via: 'parent', policy: 'protect' },
+      { kind: 'circuit', via: 'endpoint_a', policy: 'protect' },
+      { kind: 'circuit', via: 'endpoint_z', policy: 'protect' },
+      { kind: 'protocol', via: 'interface', policy: 'cascade' },
+    ],
+    parse,
+    create: (ctx, d, site) => create(ctx, d, site!),
+    update,
+    // Its assignments go with it: networks nobody else holds become orphaned.
+    remove(ctx, i) {
+      const before = render(i, ctx.shard);
+      releaseNetworks(ctx, i.id, i.assignments);
+      ctx.tx.delete(interfaceModel, i, before);
+    },
   },
 };

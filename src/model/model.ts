@@ -1,24 +1,36 @@
 /**
  * What a resource module provides. A resource is added by writing one file
- * that exports a ResourceModel and listing it in model/registry.ts; the HTTP
- * layer builds its routes from `api`, the shard runs the operations, and
- * the store persists whatever the model's Transaction calls write.
+ * that exports a ResourceModel and listing it in model/registry.ts; the route
+ * table takes its `api`, the shard runs its operations, and the store
+ * persists whatever the model's Transaction calls write.
+ *
+ * A model is a core every resource has (who it is, its schema, its routes,
+ * how its records are listed and rendered) and capability objects for what
+ * only some have: `table` (how a shard keeps its records), `grants` (rights
+ * on its records), `writes` (parse, create, update, delete) and `reads`
+ * (filters, expand, records kept elsewhere).
  */
 import type { PermissionType } from '../auth/permissions.js';
 import type { FilterSpec } from '../query/filters.js';
 import type { Api } from '../routes/route.js';
-import type { ResourceSchema } from '../schema/fields.js';
-import type { SchemaWriters } from '../schema/serialize.js';
+import type { Rendered, ResourceSchema } from '../schema/fields.js';
 import type { Method } from '../schema/validate.js';
-import type { RequestContext, SiteRecord } from '../shard/context.js';
-import type { Principal, SiteClaim } from '../shard/protocol.js';
-import type { ShardState } from '../shard/state.js';
+import type { RequestContext } from '../shard/context.js';
+import type { SiteClaim } from '../shard/protocol.js';
+import type { ShardState, StoredKind, TableSpec } from '../shard/state.js';
 import type { MaybeSteps } from '../shard/steps.js';
-import type { StoredObject } from '../shard/table.js';
 import type { IdCounters } from '../store/ids.js';
 import type { Kind } from '../store/kinds.js';
+import type { Principal } from '../types/auth.js';
+import type { SiteRecord, StoredObject } from '../types/stored.js';
 import type { SiteDirectory } from './site-directory.js';
 import type { UserDirectory } from './user.js';
+
+/** Any model, as the code that runs every model sees it. */
+export type AnyModel = ResourceModel<any, any>;
+
+/** A shard as models see it: reaching other kinds' models (`model(kind)`) by kind, not by import. */
+export type ModelShard = ShardState<AnyModel>;
 
 export interface ListResult<R> {
   records: Iterable<R>;
@@ -26,16 +38,8 @@ export interface ListResult<R> {
   count?: number;
   /** Sort keys for merging shards' parts: ascending id unless `newestFirst`. */
   newestFirst?: boolean;
-}
-
-/**
- * An index derived from records (attribute values, prefix trees…), kept in
- * step by the Transaction on every insert/replace/remove (and undone with
- * it), and rebuilt by the loader.
- */
-export interface DerivedIndex<R> {
-  add(shard: ShardState, r: R): void;
-  remove(shard: ShardState, r: R): void;
+  /** Merge keys for a top-level answer from several shards, when not by id (a Change's time). */
+  order?: (r: R) => [number, number];
 }
 
 /** What a main-thread hook may use: the shared id counters and the site directory. */
@@ -57,14 +61,6 @@ export type MainHook = (
 ) => { claim: SiteClaim; done(): void } | null;
 
 /**
- * A one-to-many relation a kind declares (`relations`): the owner id(s) a
- * record points at, or none. The shard files each record under its owners in
- * the relation `<kind>.<name>` (`interface.device`: a device's interfaces) and
- * keeps it in step with the records (shard/relations.ts).
- */
-export type RelationOwners<R> = (r: R) => number | null | undefined | readonly number[];
-
-/**
  * Who refers to a record about to be deleted: the records of `kind` filed
  * under it in that kind's relation named `via` (Circuit `endpoint_a`), or the
  * ids a function finds where no relation is kept (a network's children).
@@ -76,7 +72,7 @@ interface DeleteRuleBase<R> {
 
 /**
  * What happens to those referrers (docs/api.md §9.9), declared on the model being
- * deleted (`onDelete`) and run by shard/delete-policies.ts:
+ * deleted (`writes.onDelete`) and run by shard/delete-policies.ts:
  * - `protect`: any referrer not deleted in the same request refuses the delete
  *   with 409 `… protected foreign key: '<Referrer>.<field>'` (field: `via`
  *   unless given). Every protection of the whole cascade is checked before
@@ -99,26 +95,38 @@ export type DeleteRule<R extends StoredObject = StoredObject> =
   | (DeleteRuleBase<R> & { policy: 'cascade'; order?(shard: ShardState, referrers: StoredObject[]): StoredObject[] })
   | (DeleteRuleBase<R> & { policy: 'set-null'; unset(referrer: any, r: R): StoredObject; change: boolean });
 
-export interface ResourceModel<R extends StoredObject = StoredObject, D = Record<string, unknown>> {
-  kind: Kind;
-  /** Model name in messages and Change resource_name: 'ProtocolType'. */
-  name: string;
-  /** Plural in "Multiple <plural> matched …". */
-  plural: string;
-  collection: string;
-  permissionType?: PermissionType;
-  schema: ResourceSchema;
-  writers: SchemaWriters;
-  /** Its endpoints: mount, key rules and every route, declared once (routes/route.ts). */
-  api: Api;
-  /** Where the object lives on disk; default `objects` under [siteId, kind, id]. */
-  storeDb?: 'sites' | 'objects';
-  naturalKey?: { field: string; of(r: R): string; normalize?(key: string): string };
-  /** Further per-site unique keys, each an index on the table under its name. */
-  uniqueKeys?: Record<string, (r: R) => string>;
-  derived?: DerivedIndex<R>[];
-  /** One-to-many relations to the records this kind points at, by name (see RelationOwners). */
-  relations?: Record<string, RelationOwners<R>>;
+/** Rights on a kind's records (docs/api.md §5). */
+export interface Grants<R> {
+  /** The type site grants name (`add_device`); its records take object grants. */
+  type: PermissionType;
+  /**
+   * Tree objects (Network, Interface): the record's ancestors, nearest first.
+   * Object grants are inherited down the tree: the nearest granted node decides.
+   */
+  ancestry?(shard: ShardState, r: R): Iterable<StoredObject>;
+}
+
+/** A writable kind: the stages of a write (docs/api.md §9) and what its deletion does. */
+export interface Writes<R extends StoredObject, D> {
+  /**
+   * Stage 1 of a write (docs/api.md §9.1): the schema checks, no side effects, all
+   * failing fields at once. Bulk writes run it for every item before any item
+   * is applied.
+   */
+  parse(ctx: RequestContext, body: Record<string, unknown>, method: Method, site: number | null): D;
+  /**
+   * Later stages (domain rules, attributes) and the write itself, through ctx.tx (`tx.create`, `tx.update`:
+   * the record and its Change); in steps (shard/steps.ts) where one object's write can be long (an interface's
+   * addresses).
+   */
+  create(ctx: RequestContext, draft: D, site: SiteRecord | null): MaybeSteps<R>;
+  update(ctx: RequestContext, current: R, draft: D, method: Method): MaybeSteps<R>;
+  /**
+   * The record's own removal once its `onDelete` rules have run (DELETE requests, cascades), where it does more
+   * than `tx.delete` (the record and its Delete Change): an interface releases its addresses; a site drops its
+   * Change log.
+   */
+  remove?(ctx: RequestContext, r: R): void;
   /** What deleting a record does to the records referring to it (see DeleteRule). */
   onDelete?: DeleteRule<R>[];
   /** The body field naming the site: `site_id` (default), `site` (ProtocolType, Protocol), or none (Interface, Circuit). */
@@ -131,51 +139,47 @@ export interface ResourceModel<R extends StoredObject = StoredObject, D = Record
   siteVia?: { field: string; kind: Kind };
   /** Runs on the main thread before a write is forwarded (see MainHook). */
   beforeForward?: MainHook;
+}
+
+/** How a kind is read beyond its list and `render`. */
+export interface Reads<R> {
   /** List filters of docs/api.md §7.4 (plain lists and query/). */
   filters?: FilterSpec<R>[];
-  /**
-   * Tree objects (Network, Interface): the record's ancestors, nearest first.
-   * Object grants are inherited down the tree: the nearest granted node decides.
-   */
-  ancestry?(shard: ShardState, r: R): Iterable<StoredObject>;
-  /** Attribute values, for resources that carry them (set queries, `attributes` filter). */
-  attributesOf?(r: R): Record<string, string | string[]>;
-
-  /** The API shape, keys in canonical order. */
-  render(r: R, shard: ShardState): Record<string, unknown>;
   /** expand=: field → the nested object, or null. */
-  expand?: Record<string, (r: R, shard: ShardState) => { model: ResourceModel<any, any>; record: StoredObject } | null>;
+  expand?: Record<string, (r: R, shard: ModelShard) => { model: AnyModel; record: StoredObject } | null>;
+  /** Attribute values, for resources that carry them (set queries, `attributes` filter; model/_attributes.ts ATTRIBUTE_KINDS). */
+  attributes?(r: R): Record<string, string | string[]>;
+  /** Lookup by id where the model keeps no ObjectTable (Changes, Values). */
+  find?(ctx: RequestContext, id: number): R | undefined;
+  /** Its own JSON text, where rendering costs more than writing it (Changes render from stored text). */
+  serialize?(ctx: RequestContext, r: R, detail: boolean): string;
+}
 
+export interface ResourceModel<
+  R extends StoredObject = StoredObject,
+  D = Record<string, unknown>,
+  S extends ResourceSchema<any> = ResourceSchema,
+> extends StoredKind<R> {
+  kind: Kind;
+  /** Model name in messages and Change resource_name: 'ProtocolType' (store/kinds.ts MODEL_NAMES). */
+  name: string;
+  /** Plural in "Multiple <plural> matched …". */
+  plural: string;
+  collection: string;
+  schema: S;
+  /** Its endpoints: mount, key rules and every route, declared once (routes/route.ts). */
+  api: Api;
+  /** The API shape, keys in canonical order: every field of the schema, typed by it. */
+  render(r: R, shard: ShardState): Rendered<S>;
   /** Records of a list in list order; `site` is the URL site or null for all of this shard's sites. */
   list(ctx: RequestContext, site: number | null): ListResult<R>;
-  /** Lookup by id where the model keeps no ObjectTable (Changes). */
-  find?(ctx: RequestContext, id: number): R | undefined;
-  /** Custom serialisation (Changes render from stored text). */
-  serialize?(ctx: RequestContext, r: R, detail: boolean): string;
 
-  /**
-   * Stage 1 of a write (docs/api.md §9.1): the schema checks, no side effects, all
-   * failing fields at once. Bulk writes run it for every item before any item
-   * is applied.
-   */
-  parse?(ctx: RequestContext, body: Record<string, unknown>, method: Method, site: number | null): D;
-  /**
-   * Later stages (domain rules, attributes) and the write itself, through ctx.tx; in steps (shard/steps.ts) where
-   * one object's write can be long (an interface's addresses).
-   */
-  create?(ctx: RequestContext, draft: D, site: SiteRecord | null): MaybeSteps<R>;
-  update?(ctx: RequestContext, current: R, draft: D, method: Method): MaybeSteps<R>;
-  /**
-   * The record's own removal once its `onDelete` rules have run (DELETE
-   * requests, cascades): `true` removes it with a Delete Change; a function
-   * does more (an interface releases its addresses; a site drops its Change log).
-   */
-  remove?: true | ((ctx: RequestContext, r: R) => void);
-
-  /** Rebuild whatever `derived` cannot, after the shard's sites were loaded. */
-  afterLoad?(shard: ShardState): void;
-  /** Stored value → in-memory record. */
-  decode?(value: unknown): R;
-  /** In-memory record → stored value (when the record holds what msgpack cannot, e.g. 128-bit bigints). */
-  encode?(r: R): unknown;
+  table?: TableSpec<R>;
+  grants?: Grants<R>;
+  writes?: Writes<R, D>;
+  reads?: Reads<R>;
 }
+
+/** The body field naming a write's site (Writes.siteField, `site_id` unless declared otherwise). */
+export const siteFieldOf = (model: AnyModel): 'site_id' | 'site' | null =>
+  model.writes?.siteField === undefined ? 'site_id' : model.writes.siteField;

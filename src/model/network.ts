@@ -10,23 +10,23 @@ import { Type } from '@sinclair/typebox';
 import { Errors, errorEnvelope } from '../errors.js';
 import { type Cidr, cidrKey, formatAddress, parseAddress, parseCidr } from '../ip/address.js';
 import type { Entry } from '../ip/prefix-tree.js';
+import type { FilterSpec } from '../query/filters.js';
 import type { QueryParams } from '../query/params.js';
 import { flag, integer } from '../routes/params.js';
 import type { Api, QueryParam, RouteResult } from '../routes/route.js';
 import { detailRoute, keyRoute, listRoute, view } from '../routes/standard.js';
 import { defineSchema, Field } from '../schema/fields.js';
-import { SchemaWriters } from '../schema/serialize.js';
 import { validateFields } from '../schema/validate.js';
 import type { RequestContext } from '../shard/context.js';
-import type { ShardState } from '../shard/state.js';
-import type { StoredObject } from '../shard/table.js';
+import type { DerivedIndex, ShardState } from '../shard/state.js';
+import type { StoredObject } from '../types/stored.js';
 import { nextRoute, poolRoute, pyInt } from './_allocation.js';
 import { type AssignmentHolder, assignmentModel, assignmentsOfNetwork } from './_assignments.js';
 import { attributesField, attributeValuesIndex, resolveAttributes, valueIdsFor } from './_attributes.js';
 import { availableRoute, utilizationFilters, utilizationRoute } from './_network-space.js';
 import { cidrOf, cidrText, insertNetwork, type NetworkRecord, type NetworkState, STATES, treeOf, widthOf } from './_networks.js';
 import { resourceList, resourceRoutes, siteIdField } from './_resource.js';
-import type { DeleteRule, DerivedIndex, ResourceModel } from './model.js';
+import type { DeleteRule, ResourceModel } from './model.js';
 
 export const networkSchema = defineSchema('Network', 'API endpoint that allows Networks to be viewed or edited.', {
   id: Field.id(),
@@ -102,7 +102,7 @@ function includeFilter(q: QueryParams): ((n: NetworkRecord) => boolean) | null {
   return (n) => (n.len === width(n) ? wantIps : wantNets);
 }
 
-const filters: ResourceModel<NetworkRecord>['filters'] = [
+const filters: FilterSpec<NetworkRecord>[] = [
   {
     param: 'cidr',
     type: 'custom',
@@ -334,76 +334,82 @@ function networkApi(): Api {
   };
 }
 
-export const networkModel: ResourceModel<NetworkRecord> = {
+export const networkModel: ResourceModel<NetworkRecord, Record<string, unknown>, typeof networkSchema> = {
   kind: 'network',
   name: 'Network',
   plural: 'Networks',
   collection: 'networks',
-  permissionType: 'network',
   schema: networkSchema,
-  writers: new SchemaWriters(networkSchema),
   api: networkApi(),
-  naturalKey: { field: 'cidr', of: (n) => cidrKey(cidrOf(n)), normalize: (key) => cidrKey(keyCidr(key)) },
-  derived: [attributeValuesIndex('network'), treeIndex],
-  onDelete: [
-    protectChildren,
-    // Interfaces holding it drop it from their addresses: a cache refresh, no Change (docs/api.md §9.9).
-    {
-      kind: 'interface',
-      via: 'network',
-      policy: 'set-null',
-      change: false,
-      unset: (i: AssignmentHolder, n) => ({ ...i, assignments: i.assignments.filter((a) => a.networkId !== n.id) }),
-    },
-  ],
-  filters,
-  ancestry: (shard, n) => values(treeOf(shard, n).ancestors(n.addr, n.len)).reverse(),
-  attributesOf: (n) => n.attributes,
   render,
-  expand: {
-    site_id: (n, shard) => ({ model: shard.model('site'), record: shard.table('site').get(n.siteId)! }),
-    parent_id: (n, shard) => {
-      const p = parentOf(shard, n);
-      return p ? { model: networkModel, record: p } : null;
-    },
-  },
-  encode: (n) => ({ ...n, addr: n.addr.toString(16) }),
-  decode: (v) => {
-    const r = v as NetworkRecord & { addr: string };
-    return { ...r, addr: BigInt(`0x${r.addr}`) };
-  },
-
   list: (ctx) => resourceList(ctx, networkModel),
 
-  parse(_ctx, body, method) {
-    return validateFields(networkSchema, body, method);
+  table: {
+    naturalKey: { field: 'cidr', of: (n) => cidrKey(cidrOf(n)), normalize: (key) => cidrKey(keyCidr(key)) },
+    derived: [attributeValuesIndex('network'), treeIndex],
+    encode: (n) => ({ ...n, addr: n.addr.toString(16) }),
+    decode: (v) => {
+      const r = v as NetworkRecord & { addr: string };
+      return { ...r, addr: BigInt(`0x${r.addr}`) };
+    },
   },
 
-  create(ctx, v, site) {
-    let text: string;
-    if (v.cidr !== undefined) text = v.cidr as string;
-    else if (v.network_address !== undefined && v.network_address !== null && v.prefix_length !== undefined && v.prefix_length !== null) {
-      text = `${v.network_address}/${v.prefix_length}`;
-    } else throw Errors.validation('Invalid CIDR: None. Must be IPv4/IPv6 notation.');
-    const c = parseCidr(text);
-    if (c === 'invalid') throw Errors.fieldPlain('cidr', notAppearNetwork(text));
-    if (c === 'host-bits') throw Errors.fieldPlain('cidr', `${text} has host bits set`);
-    return insertNetwork(ctx, site!, c, (v.state as NetworkState | undefined) ?? 'allocated', v.attributes);
+  grants: {
+    type: 'network',
+    ancestry: (shard, n) => values(treeOf(shard, n).ancestors(n.addr, n.len)).reverse(),
   },
 
-  update(ctx, current, v, method) {
-    const attributes =
-      'attributes' in v ? resolveAttributes(ctx, 'Network', current.siteId, v.attributes, current.attributes, method) : current.attributes;
-    const next: NetworkRecord = {
-      ...current,
-      state: (v.state as NetworkState | undefined) ?? current.state,
-      attributes,
-      valueIds: valueIdsFor(ctx.tx, current, attributes),
-    };
-    ctx.tx.replace(networkModel, current, next);
-    ctx.tx.change('Update', networkModel, next.siteId, next.id, render(current, ctx.shard), render(next, ctx.shard));
-    return next;
+  reads: {
+    filters,
+    attributes: (n) => n.attributes,
+    expand: {
+      site_id: (n, shard) => ({ model: shard.model('site'), record: shard.table('site').get(n.siteId)! }),
+      parent_id: (n, shard) => {
+        const p = parentOf(shard, n);
+        return p ? { model: networkModel, record: p } : null;
+      },
+    },
   },
 
-  remove: true,
+  writes: {
+    onDelete: [
+      protectChildren,
+      // Interfaces holding it drop it from their addresses: a cache refresh, no Change (docs/api.md §9.9).
+      {
+        kind: 'interface',
+        via: 'network',
+        policy: 'set-null',
+        change: false,
+        unset: (i: AssignmentHolder, n) => ({ ...i, assignments: i.assignments.filter((a) => a.networkId !== n.id) }),
+      },
+    ],
+    parse(_ctx, body, method) {
+      return validateFields(networkSchema, body, method);
+    },
+    create(ctx, v, site) {
+      let text: string;
+      if (v.cidr !== undefined) text = v.cidr as string;
+      else if (v.network_address !== undefined && v.network_address !== null && v.prefix_length !== undefined && v.prefix_length !== null) {
+        text = `${v.network_address}/${v.prefix_length}`;
+      } else throw Errors.validation('Invalid CIDR: None. Must be IPv4/IPv6 notation.');
+      const c = parseCidr(text);
+      if (c === 'invalid') throw Errors.fieldPlain('cidr', notAppearNetwork(text));
+      if (c === 'host-bits') throw Errors.fieldPlain('cidr', `${text} has host bits set`);
+      return insertNetwork(ctx, site!, c, (v.state as NetworkState | undefined) ?? 'allocated', v.attributes);
+    },
+    update(ctx, current, v, method) {
+      const attributes =
+        'attributes' in v
+          ? resolveAttributes(ctx, 'Network', current.siteId, v.attributes, current.attributes, method)
+          : current.attributes;
+      const next: NetworkRecord = {
+        ...current,
+        state: (v.state as NetworkState | undefined) ?? current.state,
+        attributes,
+        valueIds: valueIdsFor(ctx.tx, current, attributes),
+      };
+      ctx.tx.update(networkModel, current, next);
+      return next;
+    },
+  },
 };

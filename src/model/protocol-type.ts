@@ -10,12 +10,11 @@ import { Errors, pyType } from '../errors.js';
 import { standardRoutes } from '../routes/standard.js';
 import { defineSchema, Field, relatedKey } from '../schema/fields.js';
 import { asId } from '../schema/id.js';
-import { SchemaWriters } from '../schema/serialize.js';
 import { checkFields } from '../schema/validate.js';
 import type { RequestContext } from '../shard/context.js';
 import { grantsRoute } from '../shard/object-grants.js';
 import type { ShardState } from '../shard/state.js';
-import type { StoredObject } from '../shard/table.js';
+import type { StoredObject } from '../types/stored.js';
 import { type AttributeRecord, catalogKey, RESOURCE_NAMES } from './_attributes.js';
 import { collectFieldError, type FieldErrors, throwFieldErrors } from './_related.js';
 import { applyFilters } from './_resource.js';
@@ -117,15 +116,12 @@ function checkName(ctx: RequestContext, name: string, site: number, self: number
   if (other && other.id !== self) throw Errors.validation({ non_field_errors: ['The fields site, name must make a unique set.'] });
 }
 
-export const protocolTypeModel: ResourceModel<ProtocolTypeRecord, Draft> = {
+export const protocolTypeModel: ResourceModel<ProtocolTypeRecord, Draft, typeof protocolTypeSchema> = {
   kind: 'protocoltype',
   name: 'ProtocolType',
   plural: 'ProtocolTypes',
   collection: 'protocol_types',
-  permissionType: 'protocoltype',
   schema: protocolTypeSchema,
-  writers: new SchemaWriters(protocolTypeSchema),
-  siteField: 'site',
   api: {
     topLevel: true,
     nested: true,
@@ -140,73 +136,79 @@ export const protocolTypeModel: ResourceModel<ProtocolTypeRecord, Draft> = {
       grantsRoute('protocoltype'),
     ],
   },
-  naturalKey: { field: 'name', of: (t) => t.name },
-  // attribute id → the types requiring it; an attribute's delete takes itself out of them (attribute.ts).
-  relations: { attribute: (t) => t.requiredAttributeIds },
-  // Never protected; its Protocols go first, each with its own Delete Change (docs/api.md §9.9, §10).
-  onDelete: [{ kind: 'protocol', via: 'type', policy: 'cascade' }],
-  filters: [
-    { param: 'name', type: 'string', value: (t) => t.name },
-    { param: 'description', type: 'string', value: (t) => t.description },
-  ],
   render,
-
   list: (ctx, site) => {
     const table = ctx.shard.table<ProtocolTypeRecord>('protocoltype');
     return { records: applyFilters(ctx, protocolTypeModel, site === null ? table.all() : table.inSite(site)) };
   },
 
-  parse(ctx, body, method, site) {
-    const { values, errors } = checkFields(protocolTypeSchema, body, method) as { values: Record<string, unknown>; errors: FieldErrors };
-    // The site is fixed at creation, but PUT still names it (docs/api.md §17); a nested route supplies it.
-    if (method === 'PUT' && ctx.urlSite === null && (body.site === undefined || body.site === null)) {
-      errors.site = [body.site === null ? 'This field may not be null.' : 'This field is required.'];
-    }
-    const draft: Draft = {
-      name: values.name as string | undefined,
-      description: values.description as string | undefined,
-      site: values.site as number | undefined,
-    };
-    if (values.required_attributes !== undefined && !('required_attributes' in errors)) {
-      const where = draft.site ?? site;
-      // Without an existing site there is nothing to look names up in: that is reported once stage 1 passes.
-      if (where !== null && ctx.site(where)) {
-        collectFieldError(errors, 'required_attributes', () => {
-          draft.required = lookupRequired(ctx, values.required_attributes, where);
-        });
-      } else if (Object.keys(errors).length === 0) {
-        throw Errors.siteMissing(where ?? body.site);
+  table: {
+    naturalKey: { field: 'name', of: (t) => t.name },
+    // attribute id → the types requiring it; an attribute's delete takes itself out of them (attribute.ts).
+    relations: { attribute: (t) => t.requiredAttributeIds },
+  },
+
+  grants: {
+    type: 'protocoltype',
+  },
+
+  reads: {
+    filters: [
+      { param: 'name', type: 'string', value: (t) => t.name },
+      { param: 'description', type: 'string', value: (t) => t.description },
+    ],
+  },
+
+  writes: {
+    siteField: 'site',
+    // Never protected; its Protocols go first, each with its own Delete Change (docs/api.md §9.9, §10).
+    onDelete: [{ kind: 'protocol', via: 'type', policy: 'cascade' }],
+    parse(ctx, body, method, site) {
+      const { values, errors } = checkFields(protocolTypeSchema, body, method) as { values: Record<string, unknown>; errors: FieldErrors };
+      // The site is fixed at creation, but PUT still names it (docs/api.md §17); a nested route supplies it.
+      if (method === 'PUT' && ctx.urlSite === null && (body.site === undefined || body.site === null)) {
+        errors.site = [body.site === null ? 'This field may not be null.' : 'This field is required.'];
       }
-    }
-    throwFieldErrors(protocolTypeSchema, errors);
-    return draft;
+      const draft: Draft = {
+        name: values.name as string | undefined,
+        description: values.description as string | undefined,
+        site: values.site as number | undefined,
+      };
+      if (values.required_attributes !== undefined && !('required_attributes' in errors)) {
+        const where = draft.site ?? site;
+        // Without an existing site there is nothing to look names up in: that is reported once stage 1 passes.
+        if (where !== null && ctx.site(where)) {
+          collectFieldError(errors, 'required_attributes', () => {
+            draft.required = lookupRequired(ctx, values.required_attributes, where);
+          });
+        } else if (Object.keys(errors).length === 0) {
+          throw Errors.siteMissing(where ?? body.site);
+        }
+      }
+      throwFieldErrors(protocolTypeSchema, errors);
+      return draft;
+    },
+    create(ctx, v, site) {
+      const name = v.name!;
+      checkName(ctx, name, site!.id, null);
+      const requiredAttributeIds = v.required ? checkRequired(v.required, site!.id) : [];
+      const t: ProtocolTypeRecord = {
+        id: ctx.tx.newId('protocoltype'),
+        siteId: site!.id,
+        name,
+        description: v.description ?? '',
+        requiredAttributeIds,
+      };
+      ctx.tx.create(protocolTypeModel, t);
+      return t;
+    },
+    update(ctx, current, v) {
+      const name = v.name ?? current.name;
+      if (name !== current.name) checkName(ctx, name, current.siteId, current.id);
+      const requiredAttributeIds = v.required ? checkRequired(v.required, current.siteId) : current.requiredAttributeIds;
+      const next: ProtocolTypeRecord = { ...current, name, description: v.description ?? current.description, requiredAttributeIds };
+      ctx.tx.update(protocolTypeModel, current, next);
+      return next;
+    },
   },
-
-  create(ctx, v, site) {
-    const name = v.name!;
-    checkName(ctx, name, site!.id, null);
-    const requiredAttributeIds = v.required ? checkRequired(v.required, site!.id) : [];
-    const t: ProtocolTypeRecord = {
-      id: ctx.tx.newId('protocoltype'),
-      siteId: site!.id,
-      name,
-      description: v.description ?? '',
-      requiredAttributeIds,
-    };
-    ctx.tx.insert(protocolTypeModel, t);
-    ctx.tx.change('Create', protocolTypeModel, t.siteId, t.id, null, render(t, ctx.shard));
-    return t;
-  },
-
-  update(ctx, current, v) {
-    const name = v.name ?? current.name;
-    if (name !== current.name) checkName(ctx, name, current.siteId, current.id);
-    const requiredAttributeIds = v.required ? checkRequired(v.required, current.siteId) : current.requiredAttributeIds;
-    const next: ProtocolTypeRecord = { ...current, name, description: v.description ?? current.description, requiredAttributeIds };
-    ctx.tx.replace(protocolTypeModel, current, next);
-    ctx.tx.change('Update', protocolTypeModel, next.siteId, next.id, render(current, ctx.shard), render(next, ctx.shard));
-    return next;
-  },
-
-  remove: true,
 };

@@ -11,12 +11,11 @@ import { Errors } from '../errors.js';
 import type { FilterSpec } from '../query/filters.js';
 import { defineSchema, Field, relatedKey } from '../schema/fields.js';
 import { asId, parseId } from '../schema/id.js';
-import { SchemaWriters } from '../schema/serialize.js';
 import { checkFields, type Method } from '../schema/validate.js';
 import type { RequestContext } from '../shard/context.js';
 import type { ShardState } from '../shard/state.js';
-import type { StoredObject } from '../shard/table.js';
 import type { Kind } from '../store/kinds.js';
+import type { StoredObject } from '../types/stored.js';
 import {
   type AttributeCarrier,
   type AttributeRecord,
@@ -256,78 +255,81 @@ function relatedFilter(param: string, kind: Kind, idOf: (p: ProtocolRecord) => n
   };
 }
 
-export const protocolModel: ResourceModel<ProtocolRecord, Draft> = {
+export const protocolModel: ResourceModel<ProtocolRecord, Draft, typeof protocolSchema> = {
   kind: 'protocol',
   name: 'Protocol',
   plural: 'Protocols',
   collection: 'protocols',
-  permissionType: 'protocol',
   schema: protocolSchema,
-  writers: new SchemaWriters(protocolSchema),
-  siteField: 'site',
-  siteVia: { field: 'device', kind: 'device' },
   api: {
     topLevel: true,
     nested: true,
     key: { help: 'The protocol id.' },
     routes: [...resourceRoutes(() => protocolModel, 'Protocol')],
   },
-  derived: [attributeValuesIndex('protocol')],
-  // What a Protocol is bound to; deleting any of them deletes it (their onDelete cascades).
-  relations: { device: (p) => p.deviceId, interface: (p) => p.interfaceId, circuit: (p) => p.circuitId, type: (p) => p.typeId },
-  filters: [
-    relatedFilter('device', 'device', (p) => p.deviceId),
-    relatedFilter('type', 'protocoltype', (p) => p.typeId),
-    relatedFilter('interface', 'interface', (p) => p.interfaceId),
-    relatedFilter('circuit', 'circuit', (p) => p.circuitId),
-    { param: 'description', type: 'string', value: (p) => p.description },
-  ],
-  attributesOf: (p) => p.attributes,
   render,
-
   list: (ctx) => resourceList(ctx, protocolModel),
 
-  parse,
-
-  create(ctx, v, site) {
-    const s = site!.id;
-    const b = bindings(ctx, s, v, null);
-    const attributes = attributesFor(ctx, s, v, b.type, null, 'POST');
-    const p: ProtocolRecord = {
-      id: ctx.tx.newId('protocol'),
-      siteId: s,
-      typeId: b.type.id,
-      deviceId: b.deviceId,
-      interfaceId: b.interfaceId,
-      circuitId: b.circuitId,
-      description: v.description ?? '',
-      authString: v.authString ?? '',
-      attributes,
-      valueIds: valueIdsFor(ctx.tx, null, attributes),
-    };
-    ctx.tx.insert(protocolModel, p);
-    ctx.tx.change('Create', protocolModel, p.siteId, p.id, null, render(p, ctx.shard));
-    return p;
+  table: {
+    derived: [attributeValuesIndex('protocol')],
+    // What a Protocol is bound to; deleting any of them deletes it (their onDelete cascades).
+    relations: { device: (p) => p.deviceId, interface: (p) => p.interfaceId, circuit: (p) => p.circuitId, type: (p) => p.typeId },
   },
 
-  update(ctx, current, v, method) {
-    const b = bindings(ctx, current.siteId, v, current);
-    const attributes = attributesFor(ctx, current.siteId, v, b.type, current, method);
-    const next: ProtocolRecord = {
-      ...current,
-      typeId: b.type.id,
-      deviceId: b.deviceId,
-      interfaceId: b.interfaceId,
-      circuitId: b.circuitId,
-      description: v.description ?? current.description,
-      authString: v.authString ?? current.authString,
-      attributes,
-      valueIds: valueIdsFor(ctx.tx, current, attributes),
-    };
-    ctx.tx.replace(protocolModel, current, next);
-    ctx.tx.change('Update', protocolModel, next.siteId, next.id, render(current, ctx.shard), render(next, ctx.shard));
-    return next;
+  grants: {
+    type: 'protocol',
   },
 
-  remove: true,
+  reads: {
+    filters: [
+      relatedFilter('device', 'device', (p) => p.deviceId),
+      relatedFilter('type', 'protocoltype', (p) => p.typeId),
+      relatedFilter('interface', 'interface', (p) => p.interfaceId),
+      relatedFilter('circuit', 'circuit', (p) => p.circuitId),
+      { param: 'description', type: 'string', value: (p) => p.description },
+    ],
+    attributes: (p) => p.attributes,
+  },
+
+  writes: {
+    siteField: 'site',
+    siteVia: { field: 'device', kind: 'device' },
+    parse,
+    create(ctx, v, site) {
+      const s = site!.id;
+      const b = bindings(ctx, s, v, null);
+      const attributes = attributesFor(ctx, s, v, b.type, null, 'POST');
+      const p: ProtocolRecord = {
+        id: ctx.tx.newId('protocol'),
+        siteId: s,
+        typeId: b.type.id,
+        deviceId: b.deviceId,
+        interfaceId: b.interfaceId,
+        circuitId: b.circuitId,
+        description: v.description ?? '',
+        authString: v.authString ?? '',
+        attributes,
+        valueIds: valueIdsFor(ctx.tx, null, attributes),
+      };
+      ctx.tx.create(protocolModel, p);
+      return p;
+    },
+    update(ctx, current, v, method) {
+      const b = bindings(ctx, current.siteId, v, current);
+      const attributes = attributesFor(ctx, current.siteId, v, b.type, current, method);
+      const next: ProtocolRecord = {
+        ...current,
+        typeId: b.type.id,
+        deviceId: b.deviceId,
+        interfaceId: b.interfaceId,
+        circuitId: b.circuitId,
+        description: v.description ?? current.description,
+        authString: v.authString ?? current.authString,
+        attributes,
+        valueIds: valueIdsFor(ctx.tx, current, attributes),
+      };
+      ctx.tx.update(protocolModel, current, next);
+      return next;
+    },
+  },
 };

@@ -34,8 +34,10 @@ export const MODELS: ResourceModel<any, any>[] = [
 
 /**
  * Where `models` disagree with the kind tables kept as data below the
- * registry (they are needed before it exists): the kind ↔ name table, the
- * kinds that carry attributes, record Changes and take permissions. Empty
+ * registry (they are needed before it exists), in both directions: the
+ * kind ↔ name table (MODEL_NAMES), the kinds that carry attributes
+ * (ATTRIBUTE_KINDS: `reads.attributes`), record Changes (CHANGE_KINDS:
+ * `writes`) and take permissions (PERMISSION_TYPES: `grants.type`). Empty
  * when all agree.
  */
 export function kindTableDisagreements(models: readonly ResourceModel<any, any>[]): string[] {
@@ -49,14 +51,18 @@ export function kindTableDisagreements(models: readonly ResourceModel<any, any>[
     kinds.add(m.kind);
     collections.add(m.collection);
     if (names[m.kind] !== m.name) out.push(`model ${m.kind} is named '${m.name}' but MODEL_NAMES says '${names[m.kind]}'`);
-    const carries = (ATTRIBUTE_KINDS as readonly Kind[]).includes(m.kind);
-    if ((m.attributesOf !== undefined) !== carries) {
-      out.push(`model ${m.kind} ${carries ? 'has no attributesOf but is in' : 'has attributesOf but is not in'} ATTRIBUTE_KINDS`);
+    // Every write records a Change (shard/transaction.ts), whose resource_name CHANGE_KINDS must list.
+    for (const [table, listed, has, member] of [
+      ['ATTRIBUTE_KINDS', ATTRIBUTE_KINDS, m.reads?.attributes !== undefined, 'reads.attributes'],
+      ['CHANGE_KINDS', CHANGE_KINDS, m.writes !== undefined, 'writes'],
+    ] as const) {
+      if ((listed as readonly Kind[]).includes(m.kind) !== has)
+        out.push(`model ${m.kind} ${has ? `has ${member} but is not in` : `has no ${member} but is in`} ${table}`);
     }
   }
   for (const k of Object.keys(MODEL_NAMES) as Kind[]) if (!kinds.has(k)) out.push(`MODEL_NAMES has kind ${k}, which no model has`);
   for (const k of CHANGE_KINDS) if (!kinds.has(k)) out.push(`CHANGE_KINDS has kind ${k}, which no model has`);
-  const permissionTypes = new Set(models.map((m) => m.permissionType).filter((t) => t !== undefined));
+  const permissionTypes = new Set(models.map((m) => m.grants?.type).filter((t) => t !== undefined));
   for (const t of PERMISSION_TYPES) if (!permissionTypes.has(t)) out.push(`PERMISSION_TYPES has ${t}, which no model uses`);
   for (const t of permissionTypes) {
     if (!(PERMISSION_TYPES as readonly string[]).includes(t)) out.push(`model permission type ${t} is not in PERMISSION_TYPES`);

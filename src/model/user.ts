@@ -9,7 +9,7 @@ import { isValidEmail } from '../auth/email.js';
 import { demandSuperuser, VALID_GRANTS } from '../auth/permissions.js';
 import { newSecretKey } from '../auth/secrets.js';
 import { Errors, pyType } from '../errors.js';
-import { type LinkBase, memoryList, readPage } from '../query/pagination.js';
+import { memoryList, readPage } from '../query/pagination.js';
 import type { QueryParams } from '../query/params.js';
 import { flag, LIMIT, LIST_FORMAT, OFFSET } from '../routes/params.js';
 import type { Api } from '../routes/route.js';
@@ -17,19 +17,11 @@ import { CsvColumns } from '../schema/csv.js';
 import { defineSchema, Field } from '../schema/fields.js';
 import { parseId } from '../schema/id.js';
 import { coerceBoolean } from '../schema/validate.js';
-import type { Principal } from '../shard/protocol.js';
 import { highWaterOp, type Store } from '../store/store.js';
+import type { LinkBase } from '../types/api.js';
+import type { Principal } from '../types/auth.js';
+import type { UserRecord } from '../types/stored.js';
 import type { SiteDirectory } from './site-directory.js';
-
-export interface UserRecord {
-  id: number;
-  email: string;
-  secretKey: string;
-  /** Bumped by every key rotation; tokens carry it, so rotation revokes them. */
-  keyGeneration: number;
-  superuser: boolean;
-  grants: Record<string, string[]>;
-}
 
 export const userSchema = defineSchema('User', 'API endpoint that allows Users to be viewed or edited.', {
   id: Field.id(),

@@ -7,10 +7,9 @@
 import { Type } from '@sinclair/typebox';
 import { standardRoutes } from '../routes/standard.js';
 import { defineSchema, Field } from '../schema/fields.js';
-import { SchemaWriters } from '../schema/serialize.js';
 import type { RequestContext } from '../shard/context.js';
-import type { StoredObject } from '../shard/table.js';
 import { KINDS, MODEL_NAMES } from '../store/kinds.js';
+import type { StoredObject } from '../types/stored.js';
 import { ATTRIBUTE_KINDS, type AttributeCarrier, type AttributeKind, findAttribute, RESOURCE_NAMES, valuesOf } from './_attributes.js';
 import { applyFilters } from './_resource.js';
 import type { ResourceModel } from './model.js';
@@ -83,13 +82,12 @@ function valuesOfResource(ctx: RequestContext, site: number | null): ValueRecord
   return out.sort((a, b) => a.id - b.id);
 }
 
-export const valueModel: ResourceModel<ValueRecord> = {
+export const valueModel: ResourceModel<ValueRecord, Record<string, unknown>, typeof valueSchema> = {
   kind: 'value',
   name: 'Value',
   plural: 'Values',
   collection: 'values',
   schema: valueSchema,
-  writers: new SchemaWriters(valueSchema),
   // `values/query/` names a list route values do not have (docs/api.md §1.3).
   api: {
     topLevel: true,
@@ -97,12 +95,6 @@ export const valueModel: ResourceModel<ValueRecord> = {
     key: { help: 'The value id.' },
     routes: standardRoutes({ noun: 'value', nouns: 'values', list: ['GET'], detail: ['GET'] }),
   },
-  filters: [
-    { param: 'name', type: 'string', value: (v) => v.name },
-    { param: 'value', type: 'string', value: (v) => v.value },
-    { param: 'resource_name', type: 'choice', choices: RESOURCE_NAMES, value: (v) => v.resourceName },
-    { param: 'resource_id', type: 'integer', value: (v) => v.resourceId },
-  ],
   render: (v) => ({
     id: v.id,
     name: v.name,
@@ -111,9 +103,6 @@ export const valueModel: ResourceModel<ValueRecord> = {
     resource_name: v.resourceName,
     resource_id: v.resourceId,
   }),
-
-  find: (ctx, id) => valueById(ctx, id),
-
   list(ctx, site) {
     const direct = valuesOfResource(ctx, site);
     if (direct) return { records: applyFilters(ctx, valueModel, direct) };
@@ -124,5 +113,15 @@ export const valueModel: ResourceModel<ValueRecord> = {
       }
     })();
     return { records: applyFilters(ctx, valueModel, all) };
+  },
+
+  reads: {
+    filters: [
+      { param: 'name', type: 'string', value: (v) => v.name },
+      { param: 'value', type: 'string', value: (v) => v.value },
+      { param: 'resource_name', type: 'choice', choices: RESOURCE_NAMES, value: (v) => v.resourceName },
+      { param: 'resource_id', type: 'integer', value: (v) => v.resourceId },
+    ],
+    find: (ctx, id) => valueById(ctx, id),
   },
 };

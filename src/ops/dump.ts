@@ -14,7 +14,7 @@
  *
  * A Change's index row (store/lmdb.ts `changeIndex`) is derived from it on import.
  */
-import type { StoredChange } from '../store/store.js';
+import type { StoredChange } from '../types/stored.js';
 
 export const DUMP_VERSION = 1;
 

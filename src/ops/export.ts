@@ -6,7 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Writable } from 'node:stream';
 import type { LmdbStore as Store } from '../store/lmdb.js';
-import type { StoredChange } from '../store/store.js';
+import type { StoredChange } from '../types/stored.js';
 import { DUMP_VERSION, type DumpLine } from './dump.js';
 
 /** Bytes gathered before each write to `out`. */

@@ -33,7 +33,7 @@ import { checkFields } from '../schema/validate.js';
 import { CHANGE_RESOURCES, EVENTS } from '../store/change-names.js';
 import { KINDS } from '../store/kinds.js';
 import type { LmdbStore as Store } from '../store/lmdb.js';
-import type { DbName, WriteOp } from '../store/store.js';
+import type { DbName, WriteOp } from '../types/stored.js';
 import { OpsError } from './backup.js';
 import { DUMP_VERSION, type DumpCounts, type DumpLine } from './dump.js';
 

@@ -16,11 +16,12 @@ import pg from 'pg';
 import { isValidEmail, MAX_EMAIL_LENGTH } from '../auth/email.js';
 import { Fence } from '../cluster/fence.js';
 import { SiteDirectory } from '../model/site-directory.js';
-import { UserDirectory, type UserRecord } from '../model/user.js';
+import { UserDirectory } from '../model/user.js';
 import { secureDataDir } from '../store/data-dir.js';
 import { DataDirLock } from '../store/data-dir-lock.js';
 import { openStore } from '../store/open.js';
 import type { Store } from '../store/store.js';
+import type { UserRecord } from '../types/stored.js';
 import { OpsError } from './backup.js';
 
 export interface UsersRequest {

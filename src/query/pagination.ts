@@ -3,6 +3,8 @@
  * with one, the envelope {count,next,previous,results} with absolute links
  * whose parameters are re-encoded sorted by name.
  */
+
+import type { LinkBase } from '../types/api.js';
 import { type QueryParams, quotePlus } from './params.js';
 
 export interface Page {
@@ -25,12 +27,6 @@ export function readPage(q: QueryParams): Page | null {
   const limit = nonNegative(q.get('limit'));
   if (limit === null || limit <= 0) return null;
   return { limit, offset: nonNegative(q.get('offset')) ?? 0 };
-}
-
-export interface LinkBase {
-  scheme: string;
-  host: string;
-  path: string;
 }
 
 function link(base: LinkBase, q: QueryParams, limit: number, offset: number | null): string {

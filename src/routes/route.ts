@@ -21,14 +21,16 @@
  * Types only: a declaration is data plus functions, so this module imports
  * nothing at run time and every layer may depend on it.
  */
-import type { Action } from '../auth/permissions.js';
+
+import type { Permission } from '../auth/permissions.js';
 import type { MainThread } from '../model/model.js';
 import type { FilterSpec } from '../query/filters.js';
 import type { QueryParams } from '../query/params.js';
 import type { ResourceSchema } from '../schema/fields.js';
 import type { RequestContext } from '../shard/context.js';
+import type { StandardOp } from '../shard/protocol.js';
 import type { MaybeSteps } from '../shard/steps.js';
-import type { StoredObject } from '../shard/table.js';
+import type { StoredObject } from '../types/stored.js';
 
 export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 export const HTTP_METHODS: readonly HttpMethod[] = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'];
@@ -45,24 +47,6 @@ export const HTTP_METHODS: readonly HttpMethod[] = ['GET', 'POST', 'PUT', 'PATCH
  *   `/api/changes/stream/`), served on the main thread by http/system.ts.
  */
 export type Shape = 'list' | 'list-route' | 'detail' | 'detail-route' | 'key-route' | 'root' | 'system';
-
-/**
- * The operations every resource runs the same way (shard/writes.ts and the
- * dispatcher); a route either names one of these or brings its own handler.
- */
-export type StandardOp = 'list' | 'create' | 'bulk-update' | 'bulk-delete' | 'detail' | 'replace' | 'patch' | 'delete';
-
-/**
- * What the caller must hold (docs/api.md §5):
- * - `public`: nothing, not even credentials;
- * - `read`: any authenticated user;
- * - `add` | `change` | `delete`: that action on the collection's permission
- *   type in the object's site (`add` on the parent for next_*), checked in the
- *   shard by shard/authorize.ts once the object is known;
- * - `admin`: `admin` in the object's site, or a superuser (granting rights);
- * - `superuser`; `self`: the user named by the key, or a superuser.
- */
-export type Permission = 'public' | 'read' | Action | 'admin' | 'superuser' | 'self';
 
 /** A query parameter as clients see it (OpenAPI); the handler reads it through QueryParams. */
 export interface QueryParam {
@@ -125,11 +109,11 @@ export type ShardHandler = (ctx: RequestContext, target: any) => MaybeSteps<Rout
 
 /** What a main-thread handler (users, the root routes) is given; see http/app.ts. */
 export interface MainCall {
-  user: import('../model/user.js').UserRecord | null;
+  user: import('../types/stored.js').UserRecord | null;
   key?: string;
   query: QueryParams;
   body: unknown;
-  link: import('../query/pagination.js').LinkBase;
+  link: import('../types/api.js').LinkBase;
   host: string;
   /** The `version` of the Accept header ('1.0' answers bare, else enveloped). */
   version: string;

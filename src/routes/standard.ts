@@ -4,8 +4,11 @@
  * resources add. A resource module calls these in its `api`; what they build
  * is plain data (routes/route.ts).
  */
+
+import type { Permission } from '../auth/permissions.js';
+import type { StandardOp } from '../shard/protocol.js';
 import { ATTRIBUTES_FILTER, LISTING, SHAPING } from './params.js';
-import type { HttpMethod, Operation, Permission, QueryParam, ResponseShape, Route, ShardHandler, StandardOp } from './route.js';
+import type { HttpMethod, Operation, QueryParam, ResponseShape, Route, ShardHandler } from './route.js';
 
 /** The methods of a collection with bulk writes, and of a detail that can be written. */
 export const EVERY_METHOD: readonly HttpMethod[] = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'];

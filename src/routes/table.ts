@@ -160,7 +160,7 @@ export function methodsOf(route: Route): HttpMethod[] {
 /** Every resource of the registry, the users and webhooks (both served on the main thread), the root and the system routes. */
 export const ROUTES = new RouteTable(
   [
-    ...MODELS.map((m) => ({ collection: m.collection, name: m.name, schema: m.schema, api: m.api, filters: m.filters })),
+    ...MODELS.map((m) => ({ collection: m.collection, name: m.name, schema: m.schema, api: m.api, filters: m.reads?.filters })),
     { collection: 'users', name: 'User', schema: userSchema, api: userApi },
     { collection: 'webhooks', name: 'Webhook', schema: webhookSchema, api: webhookApi, unlisted: true },
   ],

@@ -13,8 +13,9 @@
  * Pure: the shards render rows with it (shard/render.ts), the main thread
  * the header of a merged list (http/forward.ts) and the users.
  */
-import type { ResourceModel } from '../model/model.js';
 import type { QueryParams } from '../query/params.js';
+import type { ResourceSchema } from './fields.js';
+import { SchemaWriters } from './serialize.js';
 
 export const CSV_TYPE = 'text/csv; charset=utf-8';
 
@@ -82,8 +83,8 @@ export class CsvColumns {
   }
 }
 
-/** A list's columns for `model`: its JSON fields as `fields`/`omit` choose them (a model rendering its own text shows all). */
-export function csvColumnsOf(model: Pick<ResourceModel<any, any>, 'schema' | 'writers' | 'serialize'>, query: QueryParams): CsvColumns {
-  const fields = model.serialize ? model.schema.order : model.writers.select(query.list('fields'), query.list('omit'));
+/** A list's columns of `schema`: its JSON fields as `fields`/`omit` choose them (all of them for a model rendering its own text). */
+export function csvColumnsOf(schema: ResourceSchema<any>, query: QueryParams, ownText = false): CsvColumns {
+  const fields = ownText ? schema.order : SchemaWriters.of(schema).select(query.list('fields'), query.list('omit'));
   return CsvColumns.of(fields, query);
 }

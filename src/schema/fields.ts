@@ -5,7 +5,7 @@
  * (schema/validate.ts), output serialisation (schema/serialize.ts), OPTIONS and
  * the OpenAPI document (schema/describe.ts).
  */
-import { type TSchema, Type } from '@sinclair/typebox';
+import { type Static, type TBoolean, type TInteger, type TNull, type TSchema, type TString, type TUnion, Type } from '@sinclair/typebox';
 
 /** How OPTIONS names a field's type (docs/api.md §22). */
 export type FieldType = 'string' | 'integer' | 'boolean' | 'choice' | 'field';
@@ -32,16 +32,23 @@ export interface FieldMeta {
   input?: TSchema;
 }
 
-export type FieldSchema = TSchema & { 'x-field': FieldMeta };
+/** A field: its TypeBox schema (what `render` must give it, see Rendered) and the API's facts about it. */
+export type FieldSchema<T extends TSchema = TSchema> = T & { 'x-field': FieldMeta };
 
-export interface ResourceSchema {
+export interface ResourceSchema<F extends Record<string, FieldSchema> = Record<string, FieldSchema>> {
   /** Type words for OPTIONS names: 'Protocol Type'. */
   typeWords: string;
   description: string;
-  fields: Record<string, FieldSchema>;
+  fields: F;
   /** Canonical output key order. */
   order: string[];
 }
+
+/**
+ * An object of `S` as a model renders it: every field, each of its schema's static type. A field left out
+ * or of the wrong type is a compile error in the model, not a 500 from the compiled writer at run time.
+ */
+export type Rendered<S extends ResourceSchema> = { [K in keyof S['fields']]: Static<S['fields'][K]> };
 
 interface Common {
   readOnly?: boolean;
@@ -63,11 +70,14 @@ function labelFor(name: string): string {
   return words.charAt(0).toUpperCase() + words.slice(1);
 }
 
-function withMeta(
-  base: TSchema,
+/** A field's schema: `T`, or `T` or null when declared `nullable`. */
+type Nullable<T extends TSchema, O> = O extends { nullable: true } ? TUnion<[T, TNull]> : T;
+
+function withMeta<T extends TSchema, O extends Common>(
+  base: T,
   fieldType: FieldType,
-  o: Common & { allowBlank?: boolean; choices?: readonly (string | number)[]; choiceNames?: Record<string, string> },
-): FieldSchema {
+  o: O & { allowBlank?: boolean; choices?: readonly (string | number)[]; choiceNames?: Record<string, string> },
+): FieldSchema<Nullable<T, O>> {
   const meta: FieldMeta = {
     fieldType,
     readOnly: o.readOnly ?? false,
@@ -84,26 +94,37 @@ function withMeta(
     input: o.input,
   };
   const schema = o.nullable ? Type.Union([base, Type.Null()]) : base;
-  return Object.assign(schema, { 'x-field': meta }) as FieldSchema;
+  return Object.assign(schema, { 'x-field': meta }) as FieldSchema<Nullable<T, O>>;
 }
+
+/** Choices of numbers are integers, others strings. */
+type ChoiceOf<C extends readonly (string | number)[]> = C extends readonly number[] ? TInteger : TString;
 
 export const Field = {
   id: () => withMeta(Type.Integer(), 'integer', { readOnly: true }),
-  integer: (o: Common & { minimum?: number; maximum?: number } = {}) =>
-    withMeta(Type.Integer({ minimum: o.minimum, maximum: o.maximum }), 'integer', o),
-  string: (o: Common & { maxLength?: number; allowBlank?: boolean } = {}) => withMeta(Type.String({ maxLength: o.maxLength }), 'string', o),
-  boolean: (o: Common = {}) => withMeta(Type.Boolean(), 'boolean', o),
-  choice: (choices: readonly (string | number)[], o: Common & { names?: Record<string, string> } = {}) =>
-    withMeta(typeof choices[0] === 'number' ? Type.Integer() : Type.String(), 'choice', { ...o, choices, choiceNames: o.names }),
-  /** JSON-valued or related field: validated by the resource's own rules. */
-  json: (output: TSchema, o: Common = {}) => withMeta(output, 'field', o),
+  integer: <const O extends Common & { minimum?: number; maximum?: number }>(o: O = {} as O) =>
+    withMeta<TInteger, O>(Type.Integer({ minimum: o.minimum, maximum: o.maximum }), 'integer', o),
+  string: <const O extends Common & { maxLength?: number; allowBlank?: boolean }>(o: O = {} as O) =>
+    withMeta<TString, O>(Type.String({ maxLength: o.maxLength }), 'string', o),
+  boolean: <const O extends Common>(o: O = {} as O) => withMeta<TBoolean, O>(Type.Boolean(), 'boolean', o),
+  choice: <const C extends readonly (string | number)[], const O extends Common & { names?: Record<string, string> }>(
+    choices: C,
+    o: O = {} as O,
+  ) =>
+    withMeta<ChoiceOf<C>, O>((typeof choices[0] === 'number' ? Type.Integer() : Type.String()) as ChoiceOf<C>, 'choice', {
+      ...o,
+      choices,
+      choiceNames: o.names,
+    }),
+  /** JSON-valued or related field: validated by the resource's own rules; rendered as `output` says. */
+  json: <T extends TSchema, const O extends Common>(output: T, o: O = {} as O) => withMeta<T, O>(output, 'field', o),
 };
 
 /** A related object as a body names it: its id (an integer, or a string of digits) or its natural key. */
 export const relatedKey = (): TSchema =>
   Type.Union([Type.Integer(), Type.String()], { description: 'An id, or the natural key of the object.' });
 
-export function defineSchema(typeWords: string, description: string, fields: Record<string, FieldSchema>): ResourceSchema {
+export function defineSchema<F extends Record<string, FieldSchema>>(typeWords: string, description: string, fields: F): ResourceSchema<F> {
   for (const [name, f] of Object.entries(fields)) if (!f['x-field'].label) f['x-field'].label = labelFor(name);
   return { typeWords, description, fields, order: Object.keys(fields) };
 }

@@ -14,9 +14,18 @@ function plain(schema: TSchema): object {
   return JSON.parse(JSON.stringify(schema, (k, v) => (k === 'x-field' || k === 'readOnly' ? undefined : v)));
 }
 
+const bySchema = new WeakMap<ResourceSchema<any>, SchemaWriters>();
+
 export class SchemaWriters {
   private readonly cache = new Map<string, Writer>();
-  constructor(private readonly schema: ResourceSchema) {}
+  private constructor(private readonly schema: ResourceSchema<any>) {}
+
+  /** The writers of `schema`, made once. */
+  static of(schema: ResourceSchema<any>): SchemaWriters {
+    let w = bySchema.get(schema);
+    if (!w) bySchema.set(schema, (w = new SchemaWriters(schema)));
+    return w;
+  }
 
   /** Canonical keys kept by fields/omit (fields first, then omit; unknown names ignored). */
   select(fields: string[] | null, omit: string[] | null): string[] {

@@ -22,11 +22,10 @@
 import { Packr } from 'msgpackr';
 import type { ResourceModel } from '../model/model.js';
 import { MODELS } from '../model/registry.js';
-import type { ChangeIndexRow } from '../store/store.js';
+import type { ChangeIndexRow, StoredObject } from '../types/stored.js';
 import { ChangeLog, type ChangeRow, changeRowOf } from './changelog.js';
 import { indexesOf } from './relations.js';
 import { decode, type ShardState } from './state.js';
-import type { StoredObject } from './table.js';
 
 /** What a shard is sent (as msgpack bytes on ShardRequest.bytes, op `apply`). */
 export interface CommitPayload {

@@ -9,12 +9,13 @@
  * nothing for a user who holds no object grant of that kind in this shard
  * (one lookup in the grantees relation).
  */
-import { ACTIONS, type Action, demand, isAllowed, isAllowedInSomeSite, isSiteAdmin, type ObjectGrantLookup } from '../auth/permissions.js';
+import { ACTIONS, demand, isAllowed, isAllowedInSomeSite, isSiteAdmin, type ObjectGrantLookup } from '../auth/permissions.js';
 import { Errors } from '../errors.js';
 import type { ResourceModel } from '../model/model.js';
+import type { Action } from '../types/auth.js';
+import type { StoredObject } from '../types/stored.js';
 import type { RequestContext } from './context.js';
 import { granteesOf } from './relations.js';
-import type { StoredObject } from './table.js';
 
 /**
  * 403 unless the caller may run the current operation on `record` (or, for a
@@ -22,15 +23,15 @@ import type { StoredObject } from './table.js';
  * grant, or `admin` in the site.
  */
 export function authorize(ctx: RequestContext, model: ResourceModel<any, any>, siteId: number, record?: StoredObject): void {
-  const op = ctx.operation;
+  const permission = ctx.permission;
   // An operation without its declaration is a programming error: refuse (a logged 500) rather than skip the check.
-  if (!op) throw new Error(`no declared operation for ${ctx.req.op} ${ctx.req.collection}`);
-  if (op.permission === 'admin') {
+  if (!permission) throw new Error(`no declared operation for ${ctx.req.op} ${ctx.req.collection}`);
+  if (permission === 'admin') {
     if (!isSiteAdmin(ctx.principal, siteId)) throw Errors.forbidden();
     return;
   }
-  if (!(ACTIONS as readonly string[]).includes(op.permission) || !model.permissionType) return;
-  demand(ctx.principal, op.permission as Action, model.permissionType, siteId, record && objectGrant(ctx, model, record));
+  if (!(ACTIONS as readonly string[]).includes(permission) || !model.grants) return;
+  demand(ctx.principal, permission as Action, model.grants.type, siteId, record && objectGrant(ctx, model, record));
 }
 
 /**
@@ -44,9 +45,9 @@ export function authorizeEmptyBulk(ctx: RequestContext, model: ResourceModel<any
     authorize(ctx, model, site);
     return;
   }
-  const permission = ctx.operation?.permission;
-  if (!model.permissionType || (permission !== 'admin' && !(ACTIONS as readonly string[]).includes(permission ?? ''))) return;
-  if (isAllowedInSomeSite(ctx.principal, permission as Action | 'admin', model.permissionType)) return;
+  const permission = ctx.permission;
+  if (!model.grants || (permission !== 'admin' && !(ACTIONS as readonly string[]).includes(permission ?? ''))) return;
+  if (isAllowedInSomeSite(ctx.principal, permission as Action | 'admin', model.grants.type)) return;
   if (permission !== 'admin' && ctx.shard.relation(granteesOf(model.kind)).count(ctx.principal.id) > 0) return;
   throw Errors.forbidden();
 }
@@ -58,14 +59,14 @@ export function authorizeEmptyBulk(ctx: RequestContext, model: ResourceModel<any
  * validated (docs/api.md §1.6), and each object chosen is then checked with `authorize`.
  */
 export function authorizeAny(ctx: RequestContext, model: ResourceModel<any, any>, siteId: number): void {
-  const held = model.permissionType !== undefined && ctx.shard.relation(granteesOf(model.kind)).count(ctx.principal.id) > 0;
+  const held = model.grants !== undefined && ctx.shard.relation(granteesOf(model.kind)).count(ctx.principal.id) > 0;
   if (!held) authorize(ctx, model, siteId);
 }
 
 /** Whether the caller may `action` this record (OPTIONS lists only what it may do). */
 export function allows(ctx: RequestContext, model: ResourceModel<any, any>, action: Action, record: StoredObject): boolean {
-  if (!model.permissionType) return false;
-  return isAllowed(ctx.principal, action, model.permissionType, record.siteId, objectGrant(ctx, model, record));
+  if (!model.grants) return false;
+  return isAllowed(ctx.principal, action, model.grants.type, record.siteId, objectGrant(ctx, model, record));
 }
 
 /** The grant of the nearest node of `record`'s ancestry the caller holds one on; undefined when none or none held. */
@@ -76,7 +77,7 @@ function objectGrant(ctx: RequestContext, model: ResourceModel<any, any>, record
   return () => {
     const own = record.grants?.[key];
     if (own) return new Set(own);
-    for (const node of model.ancestry?.(ctx.shard, record) ?? []) {
+    for (const node of model.grants?.ancestry?.(ctx.shard, record) ?? []) {
       const held = node.grants?.[key];
       if (held) return new Set(held);
     }

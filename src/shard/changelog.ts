@@ -21,8 +21,8 @@
  * | drop a site            | O(n) (site deletes are rare) |
  */
 
-import { CHANGE_RESOURCES, EVENTS } from '../store/change-names.js';
-import type { ChangeIndexRow } from '../store/store.js';
+import { eventCode, resourceCode } from '../store/change-names.js';
+import type { ChangeIndexRow } from '../types/stored.js';
 
 export interface ChangeRow {
   id: number;
@@ -35,7 +35,7 @@ export interface ChangeRow {
 
 /** The row of a stored Change from its index columns (a load, a standby applying the leader's commits). */
 export function changeRowOf(id: number, siteId: number, [at, event, resourceName, resourceId]: ChangeIndexRow): ChangeRow {
-  return { id, siteId, at, event: EVENTS.indexOf(event as never), resource: CHANGE_RESOURCES.indexOf(resourceName as never), resourceId };
+  return { id, siteId, at, event: eventCode(event), resource: resourceCode(resourceName), resourceId };
 }
 
 export class ChangeLog {

@@ -2,21 +2,18 @@
  * RequestContext: what a model operation sees of one request inside a shard —
  * the caller, the URL site, the query, and (lazily) its Transaction.
  */
+
+import type { Permission } from '../auth/permissions.js';
 import { Errors } from '../errors.js';
+import type { ModelShard } from '../model/model.js';
 import { QueryParams } from '../query/params.js';
 import { RegexBudget } from '../query/regex-budget.js';
-import type { Operation } from '../routes/route.js';
 import { NO_ID, parseId } from '../schema/id.js';
+import type { Principal } from '../types/auth.js';
+import type { SiteRecord } from '../types/stored.js';
 import type { ReplyStream } from './list-stream.js';
-import type { DirectoryUpdate, Principal, ShardRequest } from './protocol.js';
-import type { ShardState } from './state.js';
-import type { StoredObject } from './table.js';
+import type { DirectoryUpdate, ShardRequest } from './protocol.js';
 import { Transaction } from './transaction.js';
-
-export interface SiteRecord extends StoredObject {
-  name: string;
-  description: string;
-}
 
 export class RequestContext {
   readonly query: QueryParams;
@@ -27,15 +24,15 @@ export class RequestContext {
    * ShardReply.directory, and only when the write was committed.
    */
   readonly directory: DirectoryUpdate = {};
-  /** The declared operation being run (routes/route.ts); its permission is what shard/authorize.ts checks. */
-  operation?: Operation;
+  /** The permission the operation being run declares (routes/route.ts): what shard/authorize.ts checks. */
+  permission?: Permission;
   /** Set when this request's list is answered in chunks (list-stream.ts) instead of one body. */
   stream: ReplyStream | null = null;
   /** This request's matching of user regexes (query/user-regex.ts), current whenever the request runs. */
   readonly regex = new RegexBudget();
 
   constructor(
-    readonly shard: ShardState,
+    readonly shard: ModelShard,
     readonly req: ShardRequest,
   ) {
     this.query = new QueryParams(req.query);

@@ -11,13 +11,12 @@
  * then removes the record itself, each removal with its own Change.
  */
 import { Errors } from '../errors.js';
-import type { DeleteRule, ResourceModel } from '../model/model.js';
-import { modelByKind } from '../model/registry.js';
+import type { DeleteRule, ModelShard, ResourceModel } from '../model/model.js';
 import type { Kind } from '../store/kinds.js';
+import type { StoredObject } from '../types/stored.js';
 import type { RequestContext } from './context.js';
 import { relationName } from './relations.js';
 import type { ShardState } from './state.js';
-import type { StoredObject } from './table.js';
 
 type Model = ResourceModel<any, any>;
 
@@ -61,13 +60,13 @@ function referrers(shard: ShardState, rule: DeleteRule<any>, r: StoredObject): S
 }
 
 /** Marks `records` and, through the cascades, everything that goes with them. */
-function collect(shard: ShardState, model: Model, records: StoredObject[], doomed: Doomed): void {
+function collect(shard: ModelShard, model: Model, records: StoredObject[], doomed: Doomed): void {
   const fresh = records.filter((r) => doomed.add(model.kind, r.id));
-  for (const rule of model.onDelete ?? []) {
+  for (const rule of model.writes?.onDelete ?? []) {
     if (rule.policy !== 'cascade') continue;
     collect(
       shard,
-      modelByKind(rule.kind),
+      shard.model(rule.kind),
       fresh.flatMap((r) => referrers(shard, rule, r)),
       doomed,
     );
@@ -76,7 +75,7 @@ function collect(shard: ShardState, model: Model, records: StoredObject[], doome
 
 /** The protections of `records` and of everything they cascade to; the first that holds throws its 409. */
 function check(ctx: RequestContext, model: Model, records: StoredObject[], doomed: Doomed, batch: ReadonlySet<number> | undefined): void {
-  const rules = model.onDelete ?? [];
+  const rules = model.writes?.onDelete ?? [];
   for (const rule of rules) {
     if (rule.policy !== 'protect') continue;
     for (const r of records) {
@@ -92,14 +91,14 @@ function check(ctx: RequestContext, model: Model, records: StoredObject[], doome
             break;
           }
       }
-      if (held) throw Errors.protectedReference(model.name, `${modelByKind(rule.kind).name}.${rule.field ?? rule.via}`);
+      if (held) throw Errors.protectedReference(model.name, `${ctx.shard.model(rule.kind).name}.${rule.field ?? rule.via}`);
     }
   }
   for (const rule of rules) {
     if (rule.policy !== 'cascade') continue;
     check(
       ctx,
-      modelByKind(rule.kind),
+      ctx.shard.model(rule.kind),
       records.flatMap((r) => referrers(ctx.shard, rule, r)),
       doomed,
       batch,
@@ -109,9 +108,9 @@ function check(ctx: RequestContext, model: Model, records: StoredObject[], doome
 
 /** Runs the cascades and unsets of `r`, then removes it. */
 function run(ctx: RequestContext, model: Model, r: StoredObject): void {
-  for (const rule of model.onDelete ?? []) {
+  for (const rule of model.writes?.onDelete ?? []) {
     if (rule.policy === 'protect') continue;
-    const target = modelByKind(rule.kind);
+    const target = ctx.shard.model(rule.kind);
     const table = ctx.shard.table(rule.kind);
     const found = referrers(ctx.shard, rule, r);
     if (rule.policy === 'cascade') {
@@ -122,19 +121,13 @@ function run(ctx: RequestContext, model: Model, r: StoredObject): void {
     } else {
       for (const current of found) {
         const next = rule.unset(current, r);
-        const before = rule.change ? target.render(current, ctx.shard) : null;
-        ctx.tx.replace(target, current, next);
-        if (rule.change) ctx.tx.change('Update', target, next.siteId, next.id, before, target.render(next, ctx.shard));
+        if (rule.change) ctx.tx.update(target, current, next);
+        else ctx.tx.replace(target, current, next);
       }
     }
   }
-  if (typeof model.remove === 'function') {
-    model.remove(ctx, r);
-    return;
-  }
-  const before = model.render(r, ctx.shard);
-  ctx.tx.remove(model, r);
-  ctx.tx.change('Delete', model, r.siteId, r.id, before, null);
+  if (model.writes?.remove) model.writes.remove(ctx, r);
+  else ctx.tx.delete(model, r);
 }
 
 /**

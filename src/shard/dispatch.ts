@@ -9,12 +9,13 @@
 import { asApiError, Errors, errorEnvelope, NotLeaderError } from '../errors.js';
 import { type BodyLimits, readRequestBody } from '../http/body.js';
 import { Logger } from '../log.js';
-import type { ResourceModel } from '../model/model.js';
+import type { ModelShard, ResourceModel } from '../model/model.js';
 import { MODELS, modelByCollection } from '../model/registry.js';
 import { useRegexBudget } from '../query/regex-budget.js';
 import type { RouteResult, Shape } from '../routes/route.js';
 import { ROUTES } from '../routes/table.js';
 import type { Method } from '../schema/validate.js';
+import type { StoredObject } from '../types/stored.js';
 import { applyCommit } from './apply-commit.js';
 import { allows, authorize } from './authorize.js';
 import { RequestContext } from './context.js';
@@ -23,16 +24,27 @@ import type { ReplyStream } from './list-stream.js';
 import { lookup } from './lookup.js';
 import { naturalKeyMatches } from './natural-key.js';
 import { grantsHeldBy } from './object-grants.js';
-import type { DirectoryUpdate, ListChunk, Op, ShardReply, ShardRequest, StreamControl } from './protocol.js';
+import type {
+  Answer,
+  ApplyRequest,
+  DecideRequest,
+  DirectoryUpdate,
+  ListChunk,
+  Matches,
+  Op,
+  ShardReply,
+  ShardRequest,
+  StreamControl,
+} from './protocol.js';
 import { itemListBody, listBody, objectBody } from './render.js';
 import { type Holds, SLICE_MS, type Sliced, Slices } from './slices.js';
 import type { ShardState } from './state.js';
 import { finish, type Steps, stepsOf } from './steps.js';
-import type { StoredObject } from './table.js';
 import { CommitGroup } from './transaction.js';
 import { createMany, createOne, deleteMany, deleteOne, PartError, updateMany, updateOne, writeSites } from './writes.js';
 
-type Reply = Omit<ShardReply, 'seq'> & { items?: { items: string[]; ids: number[] } };
+/** What running a request gives, before it is numbered and sent: an answer (`items`: a bulk part's) or a resolve's matches. */
+type Reply = (Omit<Answer, 'seq'> | Omit<Matches, 'seq'>) & { items?: { items: string[]; ids: number[] } };
 
 function fromResult(ctx: RequestContext, result: RouteResult): Reply {
   switch (result.kind) {
@@ -73,7 +85,7 @@ const SHAPE_OF: Record<Exclude<Op, 'resolve' | 'permits' | 'user-grants' | 'deci
 function* run(ctx: RequestContext, model: ResourceModel<any>): Steps<Reply> {
   const req = ctx.req;
   if (req.op === 'resolve') {
-    return { status: 200, body: '', matches: naturalKeyMatches(ctx.shard, model, req.key!, null).map((r) => r.id) };
+    return { status: 200, body: '', matches: naturalKeyMatches(ctx.shard, model, req.key, null).map((r) => r.id) };
   }
   if (req.op === 'decide' || req.op === 'apply') throw Errors.endpointNotFound(); // ShardServer answers them, outside run
   if (req.op === 'permits') {
@@ -85,7 +97,7 @@ function* run(ctx: RequestContext, model: ResourceModel<any>): Steps<Reply> {
   if (req.op === 'user-grants') return { status: 200, body: JSON.stringify(grantsHeldBy(ctx.shard, Number(req.key), MODELS)) };
   const operation = ROUTES.operation(req.collection, SHAPE_OF[req.op], req.route, req.method);
   if (!operation) throw Errors.endpointNotFound();
-  ctx.operation = operation;
+  ctx.permission = operation.permission;
   const own = operation.run;
   if (own === undefined) throw Errors.endpointNotFound(); // a main-thread route
   if (typeof own === 'function') {
@@ -100,8 +112,8 @@ function* run(ctx: RequestContext, model: ResourceModel<any>): Steps<Reply> {
   }
   switch (own) {
     case 'list': {
-      const { records, newestFirst, count } = model.list(ctx, ctx.urlSite);
-      const l = listBody(ctx, model, records, newestFirst, undefined, count);
+      const { records, newestFirst, count, order } = model.list(ctx, ctx.urlSite);
+      const l = listBody(ctx, model, records, newestFirst, undefined, count, order);
       return { status: 200, body: l.body, part: l.part };
     }
     case 'detail': {
@@ -112,7 +124,7 @@ function* run(ctx: RequestContext, model: ResourceModel<any>): Steps<Reply> {
         : { status: 200, body };
     }
     case 'create': {
-      if (!model.create) throw Errors.methodNotAllowed('POST', 'GET');
+      if (!model.writes) throw Errors.methodNotAllowed('POST', 'GET');
       if (Array.isArray(req.body) && operation.body === 'object-or-list')
         return yield* listReply(ctx, model, 201, yield* createMany(ctx, model, req.body));
       const r = yield* createOne(ctx, model, req.body);
@@ -221,7 +233,7 @@ export class ShardServer {
 
   /** `log`: the worker's Logger (stdout, at the configured level); a new one at that level when not given. */
   constructor(
-    private readonly shard: ShardState,
+    private readonly shard: ModelShard,
     post: Send,
     private readonly log = new Logger(shard.config.logLevel, {
       format: shard.config.logFormat,
@@ -299,7 +311,7 @@ export class ShardServer {
       if (ctx.hasTx) ctx.tx.rollback();
       const failure = err instanceof PartError ? { stage: err.stage, index: err.index, collected: err.collected } : undefined;
       const error = this.errorReply(err instanceof PartError ? err.error : err);
-      this.send([{ seq: req.seq, ...error, ...(failure ? { failure } : {}) }]);
+      this.send([failure ? { seq: req.seq, ...error, failure } : { seq: req.seq, ...error }]);
       this.endPart(part, true);
       return;
     }
@@ -312,9 +324,9 @@ export class ShardServer {
   }
 
   /** The main thread's outcome for the prepared part: committed (by the main thread) or to be undone. */
-  private decide(req: ShardRequest): void {
+  private decide(req: DecideRequest): void {
     const part = this.part;
-    const decision = req.decision!;
+    const decision = req.decision;
     if (!part?.group || part.txn !== decision.txn) {
       this.log.error(`shard ${this.shard.shardIndex}: decision for bulk ${decision.txn}, which this shard does not hold`);
       this.send([{ seq: req.seq, ...this.errorReply(Errors.internal()) }]);
@@ -436,10 +448,10 @@ export class ShardServer {
    * A standby's share of the leader's commits (shard/apply-commit.ts), applied at once, between two requests.
    * What cannot be applied reloads the shard instead, the way a failed commit does; either way the reply follows.
    */
-  private applyCommit(req: ShardRequest): void {
+  private applyCommit(req: ApplyRequest): void {
     let refused: string | null;
     try {
-      refused = applyCommit(this.shard, req.bytes!);
+      refused = applyCommit(this.shard, req.bytes);
     } catch (err) {
       refused = `applying failed: ${(err as Error).message ?? err}`;
     }
@@ -686,7 +698,7 @@ export class ShardServer {
     recover(this.shard).then(resume, failed);
   }
 
-  private errorReply(err: unknown): Reply {
+  private errorReply(err: unknown): Pick<Answer, 'status' | 'body' | 'headers'> {
     const e = asApiError(err, this.log, `in shard ${this.shard.shardIndex}`);
     return { status: e.status, body: errorEnvelope(e), headers: e.headers };
   }
@@ -709,24 +721,24 @@ function holdsOf(ctx: RequestContext, model: ResourceModel<any>): Holds {
 
 /** The reply message: only the fields this reply has (every field present is copied to the main thread). */
 function finished(seq: number, reply: Reply, directory: DirectoryUpdate): ShardReply {
-  const out: ShardReply = { seq, status: reply.status, body: reply.body };
+  if (reply.matches) return { seq, status: reply.status, body: reply.body, matches: reply.matches };
+  const out: Answer = { seq, status: reply.status, body: reply.body };
   if (reply.headers) out.headers = reply.headers;
   if (reply.part) out.part = reply.part;
-  if (reply.matches) out.matches = reply.matches;
   if (reply.cache) out.cache = reply.cache;
   if (directory.upsertSites || directory.deleteSites) out.directory = directory;
   return out;
 }
 
 /** One request on its own (tests, in-process benches): a turn with one request. */
-export function handle(shard: ShardState, req: ShardRequest, log?: Logger): Promise<ShardReply> {
+export function handle(shard: ModelShard, req: ShardRequest, log?: Logger): Promise<ShardReply> {
   return new Promise((resolve) => new ShardServer(shard, (r) => resolve(r[0]), log).submit([req]));
 }
 
 /** How long a shard waits before trying again to reload from a store that could not be reached. */
 const RELOAD_RETRY_MS = 1000;
 
-const recoveries = new WeakMap<ShardState, Promise<void>>();
+const recoveries = new WeakMap<ShardState<any>, Promise<void>>();
 
 /**
  * Memory may disagree with disk: wait for in-flight commits, then rebuild

@@ -6,8 +6,9 @@
  */
 
 import { replyOps } from '../store/stored-reply.js';
+import type { IdempotencyStamp } from '../types/stored.js';
 import type { RequestContext } from './context.js';
-import type { IdempotencyStamp, ShardReply } from './protocol.js';
+import type { ShardReply } from './protocol.js';
 
 /** Queues the stored reply (store/stored-reply.ts) on the request's Transaction. */
 export function rememberReply(ctx: RequestContext, stamp: IdempotencyStamp, reply: Pick<ShardReply, 'status' | 'body' | 'headers'>): void {

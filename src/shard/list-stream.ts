@@ -27,9 +27,10 @@
  * resuming where the last one ended.
  */
 import type { ResourceModel } from '../model/model.js';
+import type { StoredObject } from '../types/stored.js';
 import type { RequestContext } from './context.js';
 import type { ListChecks, ListChunk, ListPart } from './protocol.js';
-import type { ObjectTable, StoredObject } from './table.js';
+import type { ObjectTable } from './table.js';
 
 /**
  * About this much JSON per chunk: large enough that a chunk's hop costs little next to its rendering, small

@@ -6,9 +6,9 @@
 import { Errors } from '../errors.js';
 import type { ResourceModel } from '../model/model.js';
 import { parseId } from '../schema/id.js';
+import type { StoredObject } from '../types/stored.js';
 import type { RequestContext } from './context.js';
 import { byNaturalKey } from './natural-key.js';
-import type { StoredObject } from './table.js';
 
 /** The object a detail URL names: by id, else by natural key (in the URL's site, or ambiguous across sites). */
 export function lookup(ctx: RequestContext, model: ResourceModel<any>, key: string): StoredObject {
@@ -16,11 +16,11 @@ export function lookup(ctx: RequestContext, model: ResourceModel<any>, key: stri
   const notFound = () => Errors.noSuch(model.name, ctx.req.siteText ?? site, key);
   const id = parseId(key);
   if (id !== undefined) {
-    const r = model.find ? model.find(ctx, id) : ctx.shard.table(model.kind).get(id);
+    const r = model.reads?.find ? model.reads.find(ctx, id) : ctx.shard.table(model.kind).get(id);
     if (!r || (site !== null && r.siteId !== site)) throw notFound();
     return r;
   }
-  const r = byNaturalKey(ctx.shard, model, key, site, () => Errors.multipleMatched(model.plural, model.naturalKey!.field, key));
+  const r = byNaturalKey(ctx.shard, model, key, site, () => Errors.multipleMatched(model.plural, model.table!.naturalKey!.field, key));
   if (!r) throw notFound();
   return r;
 }

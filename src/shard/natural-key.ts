@@ -6,9 +6,8 @@
  * the errors they report.
  */
 import type { ApiError } from '../errors.js';
-import type { ResourceModel } from '../model/model.js';
-import type { ShardState } from './state.js';
-import type { StoredObject } from './table.js';
+import type { StoredObject } from '../types/stored.js';
+import type { ShardState, StoredKind } from './state.js';
 
 /**
  * Keys as written, normalized (a CIDR parsed and printed again): clients
@@ -16,10 +15,10 @@ import type { StoredObject } from './table.js';
  * the last answers are kept. `normalize` is pure; a key it rejects is not
  * kept and throws again.
  */
-const normalizedKeys = new WeakMap<ResourceModel<any, any>, Map<string, string>>();
+const normalizedKeys = new WeakMap<StoredKind<any>, Map<string, string>>();
 
-export function normalizedKey(model: ResourceModel<any, any>, key: string): string {
-  const normalize = model.naturalKey?.normalize;
+export function normalizedKey(model: StoredKind<any>, key: string): string {
+  const normalize = model.table?.naturalKey?.normalize;
   if (!normalize) return key;
   let known = normalizedKeys.get(model);
   if (!known) normalizedKeys.set(model, (known = new Map()));
@@ -38,13 +37,8 @@ export function normalizedKey(model: ResourceModel<any, any>, key: string): stri
  * when `site` is null. None for a model without a natural key. A key the
  * model cannot normalize throws the model's 400.
  */
-export function naturalKeyMatches<R extends StoredObject>(
-  shard: ShardState,
-  model: ResourceModel<R, any>,
-  key: string,
-  site: number | null,
-): R[] {
-  if (!model.naturalKey) return [];
+export function naturalKeyMatches<R extends StoredObject>(shard: ShardState, model: StoredKind<R>, key: string, site: number | null): R[] {
+  if (!model.table?.naturalKey) return [];
   const index = shard.table<R>(model.kind).key('natural')!;
   const normalized = normalizedKey(model, key);
   if (site === null) return index.everywhere(normalized);
@@ -55,7 +49,7 @@ export function naturalKeyMatches<R extends StoredObject>(
 /** The one object with natural key `key`, or undefined; several (only across sites) throw `ambiguous()`. */
 export function byNaturalKey<R extends StoredObject>(
   shard: ShardState,
-  model: ResourceModel<R, any>,
+  model: StoredKind<R>,
   key: string,
   site: number | null,
   ambiguous: () => ApiError,

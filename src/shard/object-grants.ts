@@ -7,17 +7,18 @@
  * goes. A user's grants across the shards: `grantsHeldBy`, for
  * GET /api/users/{id}/object_permissions/.
  */
-import { ACTIONS, type Action, type ObjectGrants } from '../auth/permissions.js';
+import { ACTIONS } from '../auth/permissions.js';
 import { Errors, pyType } from '../errors.js';
 import type { MainThread, ResourceModel } from '../model/model.js';
 import type { Route, RouteResult } from '../routes/route.js';
 import { detailRoute, view } from '../routes/standard.js';
 import { asId, NO_ID } from '../schema/id.js';
 import type { Kind } from '../store/kinds.js';
+import type { Action, ObjectGrants } from '../types/auth.js';
+import type { StoredObject } from '../types/stored.js';
 import type { RequestContext } from './context.js';
 import { granteesOf } from './relations.js';
 import type { ShardState } from './state.js';
-import type { StoredObject } from './table.js';
 
 /** One holder of grants on an object, as GET answers it. */
 const holders = (grants: ObjectGrants | undefined) =>
@@ -97,7 +98,7 @@ export interface HeldGrant {
 export function grantsHeldBy(shard: ShardState, userId: number, models: readonly ResourceModel<any, any>[]): HeldGrant[] {
   const out: HeldGrant[] = [];
   for (const model of models) {
-    if (!model.permissionType) continue;
+    if (!model.grants) continue;
     const table = shard.table(model.kind);
     for (const id of shard.relation(granteesOf(model.kind)).ids(userId)) {
       const r = table.get(id);

@@ -7,7 +7,8 @@ import type { Fence } from '../cluster/fence.js';
 import type { Config } from '../config.js';
 import { IdShardIndex, type SharedIdState } from '../store/ids.js';
 import type { Kind } from '../store/kinds.js';
-import type { ListPart, ShardControl, ShardReply, ShardRequest } from './protocol.js';
+import { internalRequest } from './internal-request.js';
+import type { ListPart, ShardControl, ShardReply, Unsent } from './protocol.js';
 import { type ShardLaunch, SupervisedShard } from './supervisor.js';
 
 /** What the main thread hears from its shards: supervision news, and each batch's feed items and site versions (see ShardLaunch). */
@@ -60,7 +61,7 @@ export class ShardPool {
     return this.index.get(kind, id);
   }
 
-  send(shard: number, req: Omit<ShardRequest, 'seq'>): Promise<ShardReply> {
+  send(shard: number, req: Unsent): Promise<ShardReply> {
     return this.shards[shard].send(req);
   }
 
@@ -69,7 +70,7 @@ export class ShardPool {
    * the reply arrives, before anything else runs on this thread, so a worker
    * replaced since is noticed by comparing with `generation` later.
    */
-  sendTracked(shard: number, req: Omit<ShardRequest, 'seq'>): Promise<{ reply: ShardReply; generation: number }> {
+  sendTracked(shard: number, req: Unsent): Promise<{ reply: ShardReply; generation: number }> {
     return this.shards[shard].send(req).then((reply) => ({ reply, generation: this.shards[shard].generation }));
   }
 
@@ -79,7 +80,7 @@ export class ShardPool {
   }
 
   /** One copy per shard: `send` stamps its sequence number on the object it queues. */
-  all(req: Omit<ShardRequest, 'seq'>): Promise<ShardReply[]> {
+  all(req: Unsent): Promise<ShardReply[]> {
     return Promise.all(this.shards.map((s) => s.send({ ...req })));
   }
 
@@ -106,7 +107,7 @@ export class ShardPool {
    * commits: the shard's requests wait meanwhile). Resolves once it has; a shard being replaced loads afresh anyway.
    */
   async reload(shard: number): Promise<void> {
-    const reply = await this.shards[shard].send(internalRequest('reload'));
+    const reply = await this.shards[shard].send(internalRequest('reload', {}));
     if (reply.status !== 200 && this.shards[shard].ready) throw new Error(`shard ${shard} could not reload: ${reply.body}`);
   }
 
@@ -115,7 +116,7 @@ export class ShardPool {
    * handed over) between two of its requests. False when it could not: the shard was being replaced.
    */
   async apply(shard: number, payload: ArrayBuffer): Promise<boolean> {
-    const reply = await this.shards[shard].send({ ...internalRequest('apply'), bytes: payload });
+    const reply = await this.shards[shard].send(internalRequest('apply', { bytes: payload }));
     return reply.status === 200;
   }
 
@@ -127,19 +128,6 @@ export class ShardPool {
   async stop(): Promise<void> {
     await Promise.all(this.shards.map((s) => s.stop()));
   }
-}
-
-/** A request of the main thread's own (a standby following the leader), not a client's. */
-function internalRequest(op: 'reload' | 'apply'): Omit<ShardRequest, 'seq'> {
-  return {
-    op,
-    method: 'GET',
-    collection: 'sites',
-    site: null,
-    query: '',
-    principal: { id: 0, email: '', superuser: true, grants: {} },
-    link: { scheme: 'http', host: '', path: '' },
-  };
 }
 
 /** Where a k-way merge stands in one shard's items: the piece being read and the next position in it. */

@@ -1,59 +1,41 @@
 /**
  * Messages between the main thread and a shard worker, over a raw MessagePort.
  * One request in, one reply out, matched by `seq`: the main thread sends the
- * parsed route and body, the shard answers with a finished body.
+ * parsed route and body (or one of its own questions), the shard answers with
+ * a finished body.
  */
-import type { ErrorMessage } from '../errors.js';
-import type { LinkBase } from '../query/pagination.js';
-import type { StandardOp } from '../routes/route.js';
-import type { WriteSet } from '../store/store.js';
+
+import type { ErrorMessage, LinkBase } from '../types/api.js';
+import type { Principal } from '../types/auth.js';
+import type { IdempotencyStamp, WriteSet } from '../types/stored.js';
 import type { ChunkStream } from './chunk-stream.js';
 import type { VersionNotice } from './site-versions.js';
 
-export interface Principal {
-  id: number;
-  email: string;
-  superuser: boolean;
-  /** Site grants keyed by site id. */
-  grants: Record<string, string[]>;
-}
-
 /**
- * What a shard is asked to run: a declared route's standard op or its own
- * handler (found by shape, `collection` and `route`), or one of the main
- * thread's own questions: which objects have this natural key (`resolve`),
- * may the caller change this object (`permits`, for OPTIONS), which object
- * grants does the user `key` hold (`user-grants`), the outcome of a bulk
- * request split over shards (`decide`, see BulkPart), and "load your sites
- * again from the store" (`reload`: a standby following the leader's commits,
- * cluster/replica.ts; answered once memory is rebuilt), and "apply these records of
- * the leader's commits" (`apply`: a standby following them, its payload in `bytes`; shard/apply-commit.ts).
+ * The operations every resource runs the same way (shard/writes.ts and the
+ * dispatcher); a route either names one of these or brings its own handler.
  */
-export type Op =
-  | StandardOp
-  | 'list-route'
-  | 'detail-route'
-  | 'key-route'
-  | 'resolve'
-  | 'permits'
-  | 'user-grants'
-  | 'decide'
-  | 'reload'
-  | 'apply';
+export type StandardOp = 'list' | 'create' | 'bulk-update' | 'bulk-delete' | 'detail' | 'replace' | 'patch' | 'delete';
 
-export interface ShardRequest {
+/** What every request to a shard carries: enough for a RequestContext (context.ts). */
+interface RequestEnvelope {
   seq: number;
-  op: Op;
   method: string;
   collection: string;
   /** Site from the URL, or null on top-level routes. */
   site: number | null;
+  query: string;
+  principal: Principal;
+  link: LinkBase;
+}
+
+/** What a client's request through a declared route carries besides the envelope. */
+interface RouteFields {
   /** The site segment as written in the URL, for 404 messages. */
   siteText?: string;
   key?: string;
   /** The segment of a list-, detail- or key-route. */
   route?: string;
-  query: string;
   body?: unknown;
   /**
    * A large JSON body the main thread did not read (http/app.ts offloads): the shard reads it into `body` before
@@ -61,8 +43,6 @@ export interface ShardRequest {
    * beside the batch's JSON text, transferred rather than copied (supervisor.ts).
    */
   bytes?: ArrayBuffer;
-  principal: Principal;
-  link: LinkBase;
   /** Top-level list: answer with a ListPart for the main thread to merge. */
   scatter?: boolean;
   /** Site creates and renames: the main thread's verdict on the name (see SiteClaim). */
@@ -77,9 +57,47 @@ export interface ShardRequest {
   part?: BulkPart;
   /** A single-object GET the main thread's read cache may keep: the reply says where and when it was rendered (`cache`). */
   cacheable?: boolean;
-  /** op 'decide': the main thread's outcome for the part of `txn` this shard prepared. */
-  decision?: { txn: number; commit: boolean };
 }
+
+/**
+ * A client's request: a declared route's standard op or its own handler
+ * (found by shape, `collection` and `route`), or, for OPTIONS, whether the
+ * caller may change the object at the key (`permits`).
+ */
+export interface RouteRequest extends RequestEnvelope, RouteFields {
+  op: StandardOp | 'list-route' | 'detail-route' | 'key-route' | 'permits';
+  decision?: undefined;
+}
+
+/**
+ * One of the main thread's own questions (built by internalRequest, shard/internal-request.ts): its op, its
+ * own fields, and none of a route request's, so any request's fields may be read without narrowing it first.
+ */
+type Internal<O extends string, Own> = RequestEnvelope &
+  Own & { op: O } & { [K in Exclude<keyof RouteFields | 'decision', keyof Own>]?: undefined };
+
+/** Which objects of `collection` have this natural key, in any site (ShardReply.matches). */
+export type ResolveRequest = Internal<'resolve', { key: string }>;
+/** Which object grants the user `key` holds (http/app.ts grantsHeld). */
+export type UserGrantsRequest = Internal<'user-grants', { key: string }>;
+/** The main thread's outcome for the part of `txn` this shard prepared (see BulkPart). */
+export type DecideRequest = Internal<'decide', { decision: { txn: number; commit: boolean } }>;
+/**
+ * Load your sites again from the store: a standby following the leader's commits (cluster/replica.ts), answered
+ * once memory is rebuilt; `rebuilt` marks the one the shard queues for itself to answer once it has.
+ */
+export type ReloadRequest = Internal<'reload', { key?: 'rebuilt' }>;
+/** Apply these records of the leader's commits (a standby following them; shard/apply-commit.ts). */
+export type ApplyRequest = Internal<'apply', { bytes: ArrayBuffer }>;
+
+export type InternalRequest = ResolveRequest | UserGrantsRequest | DecideRequest | ReloadRequest | ApplyRequest;
+
+/** What a shard is asked to run, told apart by `op`. */
+export type ShardRequest = RouteRequest | InternalRequest;
+export type Op = ShardRequest['op'];
+
+/** A request as the main thread hands it to the pool, which numbers it (`seq`). */
+export type Unsent<R extends ShardRequest = ShardRequest> = R extends unknown ? Omit<R, 'seq'> : never;
 
 /**
  * Requests to a shard, as one message per event-loop turn: their JSON text alone, or this when some carry
@@ -88,16 +106,6 @@ export interface ShardRequest {
 export interface RequestBatch {
   batch: string;
   bodies: ArrayBuffer[];
-}
-
-/** Where and how long a write's reply is kept for replays of its Idempotency-Key (http/idempotency.ts). */
-export interface IdempotencyStamp {
-  userId: number;
-  key: string;
-  /** sha256 of method, path with query, and body. */
-  hash: string;
-  /** Epoch milliseconds. */
-  expiresAt: number;
 }
 
 /**
@@ -241,34 +249,55 @@ export interface DirectoryUpdate {
   deleteSites?: number[];
 }
 
-export interface ShardReply {
+/** What every reply carries, whatever it answers. */
+interface ReplyEnvelope {
   seq: number;
   status: number;
   body: string;
   headers?: Record<string, string>;
+  /**
+   * On the first reply of a batch only: the Changes the batch's commit made durable, in id order, for the
+   * main thread's live feed (feed/hub.ts). They travel with the replies, so they arrive no later than them.
+   */
+  feed?: FeedItem[];
+  /** On the first reply of a batch only: the site versions given since the last batch (shard/site-versions.ts). */
+  versions?: VersionNotice;
+}
+
+/** The fields of one kind of reply or another (see ShardReply). */
+interface ReplyFields {
+  /** A top-level list's share (a scatter request). */
   part?: ListPart;
-  /** resolve: ids matching a natural key across this shard's sites. */
-  matches?: number[];
   /** Present when the request created, renamed or deleted a site. */
   directory?: DirectoryUpdate;
   /** A streamed list's body, a chunk at a time (see ListChunk). */
   chunk?: ListChunk;
   /** Main thread only, set by the supervisor on the first chunk's reply: where the later chunks arrive. Never posted. */
   stream?: ChunkStream;
-  /**
-   * On the first reply of a batch only: the Changes the batch's commit made durable, in id order, for the
-   * main thread's live feed (feed/hub.ts). They travel with the replies, so they arrive no later than them.
-   */
-  feed?: FeedItem[];
+  /** A cacheable read's body (RouteRequest.cacheable): the site it was rendered from, at which version. */
+  cache?: { site: number; version: number };
+  /** resolve: ids matching a natural key across this shard's sites. */
+  matches?: number[];
   /** A bulk part that applied in memory and awaits the decision (see BulkPart). */
   prepared?: PreparedPart;
-  /** A cacheable read's body (ShardRequest.cacheable): the site it was rendered from, at which version. */
-  cache?: { site: number; version: number };
-  /** On the first reply of a batch only: the site versions given since the last batch (shard/site-versions.ts). */
-  versions?: VersionNotice;
   /** A bulk part that failed: where, for ranking (see BulkPart). */
   failure?: PartFailure;
 }
+
+/** A kind of reply: its own fields, and none of the other kinds' (so any reply's may be read without narrowing it). */
+type ReplyKind<Own extends Partial<ReplyFields>> = ReplyEnvelope & Own & { [K in Exclude<keyof ReplyFields, keyof Own>]?: undefined };
+
+/** A request's answer: a whole body, a top-level list's part, or a streamed list's chunk (the first rides here). */
+export type Answer = ReplyKind<Pick<ReplyFields, 'part' | 'directory' | 'chunk' | 'stream' | 'cache'>>;
+/** The answer to `resolve`. */
+export type Matches = ReplyKind<{ matches: number[] }>;
+/** A bulk part that applied in memory and awaits the decision. */
+export type Prepared = ReplyKind<{ prepared: PreparedPart }>;
+/** A bulk part that failed, with where for ranking (its body the error). */
+export type PartFailed = ReplyKind<{ failure: PartFailure }>;
+
+/** What a shard answers, told apart by the fields present: `matches`, `prepared`, `failure`, or none of them. */
+export type ShardReply = Answer | Matches | Prepared | PartFailed;
 
 /**
  * A committed Change for the live feed: what the hub orders and filters by

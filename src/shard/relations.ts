@@ -2,7 +2,7 @@
  * Relation: a one-to-many index from an owner id to the ids of the records
  * that point at it (a device's interfaces, an interface's children, the
  * protocols bound to a circuit…). Models declare theirs as data
- * (ResourceModel.relations); `indexesOf` turns each into a DerivedIndex, so
+ * (TableSpec.relations); `indexesOf` turns each into a DerivedIndex, so
  * the Transaction maintains and undoes it with the records and the loader
  * rebuilds it.
  *
@@ -12,9 +12,9 @@
  * | has any              | O(1) |
  * | ids of an owner      | O(k log k), k its referrers, ascending |
  */
-import type { DerivedIndex, ResourceModel } from '../model/model.js';
 import type { Kind } from '../store/kinds.js';
-import type { StoredObject } from './table.js';
+import type { StoredObject } from '../types/stored.js';
+import type { DerivedIndex, RelationOwners, StoredKind } from './state.js';
 
 export class Relation {
   private readonly byOwner = new Map<number, Set<number>>();
@@ -47,10 +47,7 @@ export class Relation {
  * A DerivedIndex that files each record under the owner(s) `ownersOf` names
  * (null and undefined are skipped) in the shard's relation `name`.
  */
-export function relationIndex<R extends StoredObject>(
-  name: string,
-  ownersOf: (r: R) => number | null | undefined | readonly number[],
-): DerivedIndex<R> {
+export function relationIndex<R extends StoredObject>(name: string, ownersOf: RelationOwners<R>): DerivedIndex<R> {
   const each = (r: R, fn: (owner: number) => void) => {
     const o = ownersOf(r);
     if (o === null || o === undefined) return;
@@ -75,16 +72,17 @@ export const granteesOf = (kind: Kind): string => `${kind}.grantees`;
 /** The shard's name of the relation `name` declared by `kind`: `interface.device`. */
 export const relationName = (kind: Kind, name: string): string => `${kind}.${name}`;
 
-const indexes = new WeakMap<ResourceModel<any, any>, DerivedIndex<any>[]>();
+const indexes = new WeakMap<StoredKind<any>, DerivedIndex<any>[]>();
 
-/** Everything derived from a model's records: its `derived` indexes, one per declared relation, and its grantees. */
-export function indexesOf<R extends StoredObject>(model: ResourceModel<R, any>): DerivedIndex<R>[] {
+/** Everything derived from a kind's records: its `derived` indexes, one per declared relation, and its grantees. */
+export function indexesOf<R extends StoredObject>(model: StoredKind<R>): DerivedIndex<R>[] {
   let out = indexes.get(model);
   if (!out) {
-    out = [...(model.derived ?? [])];
-    for (const [name, owners] of Object.entries(model.relations ?? {})) out.push(relationIndex(relationName(model.kind, name), owners));
+    out = [...(model.table?.derived ?? [])];
+    for (const [name, owners] of Object.entries(model.table?.relations ?? {}))
+      out.push(relationIndex(relationName(model.kind, name), owners));
     // Who holds object grants on which records: a user's grants are listed, and a user without any skips the ancestry walk.
-    if (model.permissionType) out.push(relationIndex(granteesOf(model.kind), (r) => (r.grants ? Object.keys(r.grants).map(Number) : null)));
+    if (model.grants) out.push(relationIndex(granteesOf(model.kind), (r) => (r.grants ? Object.keys(r.grants).map(Number) : null)));
     indexes.set(model, out);
   }
   return out;

@@ -8,10 +8,11 @@ import { Errors } from '../errors.js';
 import type { ResourceModel } from '../model/model.js';
 import { csvFrame, listFrame, readPage } from '../query/pagination.js';
 import { type CsvColumns, csvColumnsOf } from '../schema/csv.js';
+import { SchemaWriters } from '../schema/serialize.js';
+import type { StoredObject } from '../types/stored.js';
 import type { RequestContext } from './context.js';
 import { type ItemSource, ItemStream, ListStream, type MergeFrame, SKIP_BY_KEYS_FROM, type TextFrame } from './list-stream.js';
 import type { ListChecks, ListPart } from './protocol.js';
-import type { StoredObject } from './table.js';
 
 interface Selection {
   keys: string[] | null;
@@ -26,8 +27,9 @@ function selection(ctx: RequestContext, model: ResourceModel<any>): Selection {
   const fields = ctx.query.list('fields');
   const omit = ctx.query.list('omit');
   const expand = ctx.query.list('expand');
-  const keys = fields || omit ? model.writers.select(fields, omit) : null;
-  const usable = expand?.filter((e) => model.expand && owns(model.expand, e.split('.')[0])) ?? [];
+  const keys = fields || omit ? SchemaWriters.of(model.schema).select(fields, omit) : null;
+  const expandable = model.reads?.expand;
+  const usable = expand?.filter((e) => expandable && owns(expandable, e.split('.')[0])) ?? [];
   return { keys, expand: usable.length > 0 ? usable : null };
 }
 
@@ -43,8 +45,9 @@ function expanded(
   for (const k of keys) out[k] = obj[k];
   for (const path of expand) {
     const [head, ...rest] = path.split('.');
-    if (!owns(out, head) || !model.expand || !owns(model.expand, head)) continue;
-    const target = model.expand[head](r, ctx.shard);
+    const expandable = model.reads?.expand;
+    if (!owns(out, head) || !expandable || !owns(expandable, head)) continue;
+    const target = expandable[head](r, ctx.shard);
     if (!target) {
       out[head] = null;
       continue;
@@ -57,7 +60,7 @@ function expanded(
 
 /** One object of a list as values, with the fields its JSON would show: what a CSV row is made of. */
 function objectValue(ctx: RequestContext, model: ResourceModel<any>, r: StoredObject): Record<string, unknown> {
-  if (model.serialize) return JSON.parse(model.serialize(ctx, r, false));
+  if (model.reads?.serialize) return JSON.parse(model.reads.serialize(ctx, r, false));
   const sel = selection(ctx, model);
   const keys = sel.keys ?? model.schema.order;
   if (sel.expand) return expanded(ctx, model, r, keys, sel.expand);
@@ -70,16 +73,16 @@ function objectValue(ctx: RequestContext, model: ResourceModel<any>, r: StoredOb
 /** How a list's items are written: JSON objects between commas, or CSV rows under a header (schema/csv.ts). */
 function itemWriter(ctx: RequestContext, model: ResourceModel<any, any>): { one: (r: StoredObject) => string; csv: CsvColumns | null } {
   if (ctx.req.csv !== true) return { one: (r) => objectBody(ctx, model, r, false), csv: null };
-  const csv = csvColumnsOf(model, ctx.query);
+  const csv = csvColumnsOf(model.schema, ctx.query, model.reads?.serialize !== undefined);
   return { one: (r) => csv.row(objectValue(ctx, model, r)), csv };
 }
 
 export function objectBody(ctx: RequestContext, model: ResourceModel<any>, r: StoredObject, detail = true): string {
-  if (model.serialize) return model.serialize(ctx, r, detail);
+  if (model.reads?.serialize) return model.reads.serialize(ctx, r, detail);
   const sel = selection(ctx, model);
   const keys = sel.keys ?? model.schema.order;
   if (sel.expand) return JSON.stringify(expanded(ctx, model, r, keys, sel.expand));
-  return model.writers.writer(keys)(model.render(r, ctx.shard));
+  return SchemaWriters.of(model.schema).writer(keys)(model.render(r, ctx.shard));
 }
 
 /**
@@ -148,8 +151,7 @@ export function listBody(
   let shape: TextFrame | MergeFrame;
   if (scatter) {
     // A top-level list's sort keys, for the main thread's merge (ListPart).
-    const keyOf = (r: StoredObject): [number, number] =>
-      order ? order(r) : [newestFirst ? (model.render(r, ctx.shard).change_at as number) : r.id, r.id];
+    const keyOf = (r: StoredObject): [number, number] => (order ? order(r) : [r.id, r.id]);
     const keysUntil = streams && frame.skip >= SKIP_BY_KEYS_FROM ? Math.min(taken.length, frame.skip) : 0;
     shape = { keyOf, newestFirst, checks, keysUntil, take: frame.take };
   } else shape = { head: frame.head(count), tail: frame.tail, separator: frame.separator };

@@ -1,22 +1,81 @@
 /**
  * ShardState: everything one shard worker holds in memory for the sites it
  * owns, rebuilt from the store at start-up (and after a failed commit).
+ *
+ * It knows the kinds it holds as StoredKinds, the part of a model that says
+ * how records are kept (model/model.ts ResourceModel has it all); the models
+ * are handed to it, so memory depends on no resource module.
  */
+import type { PermissionType } from '../auth/permissions.js';
 import type { Config } from '../config.js';
 import { RadixTree } from '../ip/radix-tree.js';
-import type { ResourceModel } from '../model/model.js';
-import { MODELS, modelByKind } from '../model/registry.js';
 import { AttributeIndex } from '../query/attribute-index.js';
 import { IdCounters, IdShardIndex, type SharedIdState } from '../store/ids.js';
 import type { Kind } from '../store/kinds.js';
-import type { Store, StoredChange } from '../store/store.js';
+import type { Store } from '../store/store.js';
+import type { StoredChange, StoredObject } from '../types/stored.js';
 import { ChangeLog, type ChangeRow, changeRowOf } from './changelog.js';
 import { indexesOf, Relation } from './relations.js';
 import { SiteVersions } from './site-versions.js';
-import { ObjectTable, type StoredObject } from './table.js';
+import { ObjectTable } from './table.js';
 import { ValueOwners } from './value-owners.js';
 
-export class ShardState {
+/**
+ * An index derived from records (attribute values, prefix trees…), kept in
+ * step by the Transaction on every insert/replace/remove (and undone with
+ * it), and rebuilt by the loader.
+ */
+export interface DerivedIndex<R> {
+  add(shard: ShardState, r: R): void;
+  remove(shard: ShardState, r: R): void;
+}
+
+/**
+ * A one-to-many relation a kind declares (TableSpec.relations): the owner id(s) a
+ * record points at, or none. The shard files each record under its owners in
+ * the relation `<kind>.<name>` (`interface.device`: a device's interfaces) and
+ * keeps it in step with the records (relations.ts).
+ */
+export type RelationOwners<R> = (r: R) => number | null | undefined | readonly number[];
+
+/** The key a record is named by in its site besides its id (a device's hostname), indexed as `natural`. */
+export interface NaturalKey<R> {
+  /** The field it is, in messages ("Multiple Devices matched hostname …"). */
+  field: string;
+  of(r: R): string;
+  /** A key as written in a URL → as `of` makes it (a CIDR's canonical text); throws the caller's 400 for a malformed one. */
+  normalize?(key: string): string;
+}
+
+/** How a shard keeps a kind's records: its ObjectTable's keys, the indexes derived from the records, how they are stored. */
+export interface TableSpec<R extends StoredObject> {
+  naturalKey?: NaturalKey<R>;
+  /** Further per-site unique keys, each an index on the table under its name. */
+  uniqueKeys?: Record<string, (r: R) => string>;
+  derived?: DerivedIndex<R>[];
+  /** One-to-many relations to the records this kind points at, by name (see RelationOwners). */
+  relations?: Record<string, RelationOwners<R>>;
+  /** Where the object lives on disk; default `objects` under [siteId, kind, id]. */
+  db?: 'sites' | 'objects';
+  /** In-memory record → stored value (when the record holds what msgpack cannot, e.g. 128-bit bigints). */
+  encode?(r: R): unknown;
+  /** Stored value → in-memory record. */
+  decode?(value: unknown): R;
+}
+
+/** What the shard's memory needs of a kind of record; every ResourceModel is one. */
+export interface StoredKind<R extends StoredObject = StoredObject> {
+  kind: Kind;
+  /** The API's name (a Change's `resource_name`). */
+  name: string;
+  table?: TableSpec<R>;
+  /** Records that take object grants: the grants they hold are indexed by user (relations.ts granteesOf). */
+  grants?: { type: PermissionType };
+  /** The API shape, what a Change records. */
+  render(r: R, shard: ShardState): Record<string, unknown>;
+}
+
+export class ShardState<M extends StoredKind<any> = StoredKind<any>> {
   readonly ids: IdCounters;
   readonly index: IdShardIndex;
   readonly tables = new Map<Kind, ObjectTable<StoredObject>>();
@@ -63,11 +122,16 @@ export class ShardState {
     readonly config: Config,
     readonly store: Store,
     shared: SharedIdState,
+    /** The kinds this shard holds, in load order: a kind's derived indexes may consult kinds listed before it. */
+    readonly kinds: readonly M[],
   ) {
+    this.byKind = new Map(kinds.map((k) => [k.kind, k]));
     this.ids = new IdCounters(shared);
     this.index = new IdShardIndex(shared);
     this.reset();
   }
+
+  private readonly byKind: Map<Kind, M>;
 
   get writerName(): string {
     return `shard${this.shardIndex}`;
@@ -85,11 +149,11 @@ export class ShardState {
 
   private reset(): void {
     this.tables.clear();
-    for (const model of MODELS) {
+    for (const { kind, table: spec } of this.kinds) {
       const t = new ObjectTable<StoredObject>();
-      if (model.naturalKey) t.addKey('natural', model.naturalKey.of);
-      for (const [name, keyOf] of Object.entries(model.uniqueKeys ?? {})) t.addKey(name, keyOf);
-      this.tables.set(model.kind, t);
+      if (spec?.naturalKey) t.addKey('natural', spec.naturalKey.of);
+      for (const [name, keyOf] of Object.entries(spec?.uniqueKeys ?? {})) t.addKey(name, keyOf);
+      this.tables.set(kind, t);
     }
     this.changes = new ChangeLog();
     this.pendingChanges = new Map();
@@ -103,8 +167,10 @@ export class ShardState {
    * The model of a kind. Models reach each other through this at run time
    * rather than by importing each other's modules.
    */
-  model(kind: Kind): ResourceModel<any, any> {
-    return modelByKind(kind);
+  model(kind: Kind): M {
+    const m = this.byKind.get(kind);
+    if (!m) throw new Error(`no model registered for kind ${kind}`);
+    return m;
   }
 
   /** The relation index `name` (see relations.ts), created on first use. */
@@ -131,14 +197,14 @@ export class ShardState {
     for (const siteId of await this.store.siteIds()) {
       if (!this.ownsSite(siteId)) continue;
       const site = (await this.store.site<StoredObject>(siteId))!;
-      push(byKind, 'site', decode(modelByKind('site'), site));
-      await this.store.scanSite(siteId, (kind, _id, value) => push(byKind, kind, decode(modelByKind(kind), value)));
+      push(byKind, 'site', decode(this.model('site'), site));
+      await this.store.scanSite(siteId, (kind, _id, value) => push(byKind, kind, decode(this.model(kind), value)));
       await this.store.scanChangeIndex(siteId, (id, row) => rows.push(changeRowOf(id, siteId, row)));
     }
 
     let loaded = 0;
     // Kinds load in registry order, so a derived index may look up kinds registered before its own.
-    for (const model of MODELS) {
+    for (const model of this.kinds) {
       const records = byKind.get(model.kind);
       if (!records) continue;
       records.sort((a, b) => a.id - b.id);
@@ -156,13 +222,12 @@ export class ShardState {
       this.changes.append(c);
       this.index.set('change', c.id, this.shardIndex);
     }
-    for (const model of MODELS) model.afterLoad?.(this);
   }
 }
 
 /** A record as the store holds it, as memory holds it (a load, a standby's apply). */
-export function decode(model: ResourceModel<any>, value: unknown): StoredObject {
-  return model.decode ? model.decode(value) : (value as StoredObject);
+export function decode(model: StoredKind<any>, value: unknown): StoredObject {
+  return model.table?.decode ? model.table.decode(value) : (value as StoredObject);
 }
 
 function push<K, V>(m: Map<K, V[]>, k: K, v: V): void {

@@ -31,7 +31,7 @@ import { Errors, errorEnvelope } from '../errors.js';
 import { forwardWorkerOutput } from '../log-sink.js';
 import { ownModule, startWorker } from '../own-modules.js';
 import { ChunkStream } from './chunk-stream.js';
-import type { FeedItem, RequestBatch, ShardControl, ShardReply, ShardRequest } from './protocol.js';
+import type { FeedItem, RequestBatch, ShardControl, ShardReply, ShardRequest, Unsent } from './protocol.js';
 import type { VersionNotice } from './site-versions.js';
 
 type Pending = (reply: ShardReply) => void;
@@ -135,7 +135,7 @@ export class SupervisedShard {
   }
 
   /** Queues `req` (stamping its seq on it) for this turn's batch; answered 503 at once while the shard restarts. */
-  send(req: Omit<ShardRequest, 'seq'>): Promise<ShardReply> {
+  send(req: Unsent): Promise<ShardReply> {
     const seq = ++this.seq;
     if (!this.running) return Promise.resolve(this.unavailable(seq));
     return new Promise((resolve) => {

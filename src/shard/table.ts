@@ -12,13 +12,7 @@
  * | insert / replace / del | O(1) |
  * | iterate site / all     | O(n) in id order |
  */
-import type { ObjectGrants } from '../auth/permissions.js';
-export interface StoredObject {
-  id: number;
-  siteId: number;
-  /** Object-level grants on it (docs/api.md §5), stored with the object so they go where it goes. */
-  grants?: ObjectGrants;
-}
+import type { StoredObject } from '../types/stored.js';
 
 /**
  * A per-site unique key (a natural key) and, across sites, everything with a

@@ -8,15 +8,15 @@
  */
 
 import { changeTail } from '../model/_change-text.js';
-import type { ResourceModel } from '../model/model.js';
-import { CHANGE_RESOURCES, type ChangeEvent, EVENTS } from '../store/change-names.js';
+import { type ChangeEvent, eventCode, resourceCode } from '../store/change-names.js';
 import type { Kind } from '../store/kinds.js';
-import { highWaterOp, type StoredChange, type WriteOp, type WriteSet } from '../store/store.js';
+import { highWaterOp } from '../store/store.js';
+import type { Principal } from '../types/auth.js';
+import type { StoredChange, StoredObject, WriteOp, WriteSet } from '../types/stored.js';
 import { resourceDiff } from './diff.js';
-import type { FeedItem, Principal } from './protocol.js';
+import type { FeedItem } from './protocol.js';
 import { indexesOf } from './relations.js';
-import type { ShardState } from './state.js';
-import type { StoredObject } from './table.js';
+import type { ShardState, StoredKind } from './state.js';
 
 /**
  * Whether a Create's or Delete's diff can be rebuilt from the resource's JSON
@@ -30,6 +30,9 @@ function impliesDiff(shape: Record<string, unknown>): boolean {
   }
   return true;
 }
+
+/** A record's API shape, as a Change records it. */
+type Shape = Record<string, unknown>;
 
 export class Transaction {
   private readonly writes: WriteSet = { ops: [], removeRanges: [] };
@@ -72,16 +75,38 @@ export class Transaction {
    * Queues the store write of a record whose memory just changed (insert, replace, remove), and gives its site a
    * new version for the read cache (site-versions.ts); `rollback` gives every such site another.
    */
-  private put(model: ResourceModel<any>, r: StoredObject | undefined, key: StoredObject): void {
+  private put(model: StoredKind<any>, r: StoredObject | undefined, key: StoredObject): void {
     this.shard.versions.touch(key.siteId);
     this.sites.push(key.siteId);
-    const value = r !== undefined && model.encode ? model.encode(r) : r;
+    const spec = model.table;
+    const value = r !== undefined && spec?.encode ? spec.encode(r) : r;
     const op: WriteOp =
-      model.storeDb === 'sites' ? { db: 'sites', key: key.id, value } : { db: 'objects', key: [key.siteId, model.kind, key.id], value };
+      spec?.db === 'sites' ? { db: 'sites', key: key.id, value } : { db: 'objects', key: [key.siteId, model.kind, key.id], value };
     this.writes.ops.push(op);
   }
 
-  insert<R extends StoredObject>(model: ResourceModel<R>, r: R): void {
+  /**
+   * A new record, with its Create Change: what a create through the API does. `insert`, `replace` and `remove`
+   * below change memory and the store alone, for what writes no Change (a cache refresh, a site's removal).
+   */
+  create<R extends StoredObject>(model: StoredKind<R>, r: R): void {
+    this.insert(model, r);
+    this.change('Create', model, r, null, model.render(r, this.shard));
+  }
+
+  /** `before` becomes `after`, with its Update Change; `shown`: `before` as rendered earlier, when the write changed what it shows. */
+  update<R extends StoredObject>(model: StoredKind<R>, before: R, after: R, shown: Shape = model.render(before, this.shard)): void {
+    this.replace(model, before, after);
+    this.change('Update', model, after, shown, model.render(after, this.shard));
+  }
+
+  /** Removes `r`, with its Delete Change (`shown`: as in `update`). */
+  delete<R extends StoredObject>(model: StoredKind<R>, r: R, shown: Shape = model.render(r, this.shard)): void {
+    this.remove(model, r);
+    this.change('Delete', model, r, shown, null);
+  }
+
+  insert<R extends StoredObject>(model: StoredKind<R>, r: R): void {
     const table = this.shard.table<R>(model.kind);
     table.insert(r);
     for (const d of indexesOf(model)) d.add(this.shard, r);
@@ -95,7 +120,7 @@ export class Transaction {
     this.put(model, r, r);
   }
 
-  replace<R extends StoredObject>(model: ResourceModel<R>, before: R, after: R): void {
+  replace<R extends StoredObject>(model: StoredKind<R>, before: R, after: R): void {
     const table = this.shard.table<R>(model.kind);
     for (const d of indexesOf(model)) d.remove(this.shard, before);
     table.replace(before, after);
@@ -108,7 +133,7 @@ export class Transaction {
     this.put(model, after, after);
   }
 
-  remove<R extends StoredObject>(model: ResourceModel<R>, r: R): void {
+  remove<R extends StoredObject>(model: StoredKind<R>, r: R): void {
     const table = this.shard.table<R>(model.kind);
     for (const d of indexesOf(model)) d.remove(this.shard, r);
     table.remove(r);
@@ -127,26 +152,27 @@ export class Transaction {
   }
 
   /**
-   * Records one Change; `before`/`after` are API shapes (null on create/delete). Its id, change_at and place in
-   * the shard's Change log come when the transaction is sealed (`publishChanges`): a request that runs in slices
-   * (dispatch.ts) lets other requests append Changes meanwhile, and the log must stay in id order.
+   * Records the Change of `r`; `before`/`after` are API shapes (null on create/delete). Its id, change_at and
+   * place in the shard's Change log come when the transaction is sealed (`publishChanges`): a request that runs in
+   * slices (dispatch.ts) lets other requests append Changes meanwhile, and the log must stay in id order.
    */
-  change(
+  private change(
     event: ChangeEvent,
-    model: ResourceModel<any>,
-    siteId: number,
-    resourceId: number,
+    model: StoredKind<any>,
+    r: StoredObject,
     before: Record<string, unknown> | null,
     after: Record<string, unknown> | null,
   ): void {
-    // Everything but the id and the time is made now, in the request's own steps, so sealing stays short.
+    // Everything but the id and the time is made now, in the request's own steps, so sealing stays short
+    // (and cannot fail on a kind that records no Changes).
+    resourceCode(model.name);
     const record: StoredChange = {
       id: 0,
-      siteId,
+      siteId: r.siteId,
       at: 0,
       event,
       resourceName: model.name,
-      resourceId,
+      resourceId: r.id,
       userId: this.principal.id,
       email: this.principal.email,
       resource: JSON.stringify(after ?? before),
@@ -175,8 +201,8 @@ export class Transaction {
         id,
         siteId: record.siteId,
         at,
-        event: EVENTS.indexOf(record.event),
-        resource: CHANGE_RESOURCES.indexOf(record.resourceName as never),
+        event: eventCode(record.event),
+        resource: resourceCode(record.resourceName),
         resourceId: record.resourceId,
       });
       index.set('change', id, shardIndex);

@@ -12,6 +12,7 @@ import { FeedWatch } from '../feed/watch.js';
 import { Logger } from '../log.js';
 import { configureLogSink } from '../log-sink.js';
 import { slotOf, ThreadStats } from '../metrics/thread-stats.js';
+import { MODELS } from '../model/registry.js';
 import type { SharedIdState } from '../store/ids.js';
 import { openStore } from '../store/open.js';
 import { ShardServer } from './dispatch.js';
@@ -47,7 +48,7 @@ interface ShardWorkerData {
 const data = workerData as ShardWorkerData;
 configureLogSink(data.config.logBufferBytes);
 const store = await openStore(data.config, 'shard', data.fence ? new Fence(data.fence) : null);
-const shard = new ShardState(data.shardIndex, data.shardCount, data.config, store, data.shared);
+const shard = new ShardState(data.shardIndex, data.shardCount, data.config, store, data.shared, MODELS);
 const started = performance.now();
 await shard.load();
 collectGarbage();

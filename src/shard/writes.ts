@@ -8,29 +8,28 @@
  * shard runs its part here and ranks its errors (PartError) for the main
  * thread to answer as one request would.
  */
-import { type ApiError, type ErrorMessage, Errors, isApiError, pyType } from '../errors.js';
+import { type ApiError, Errors, isApiError, pyType } from '../errors.js';
 import { resolveRelated } from '../model/_related.js';
-import type { ResourceModel } from '../model/model.js';
-import { modelByKind } from '../model/registry.js';
+import { type ResourceModel, siteFieldOf } from '../model/model.js';
 import { asId, NO_ID } from '../schema/id.js';
 import { type Method, requireObject, siteIdIn } from '../schema/validate.js';
+import type { ErrorMessage } from '../types/api.js';
+import type { SiteRecord, StoredObject } from '../types/stored.js';
 import { authorize, authorizeEmptyBulk } from './authorize.js';
-import type { RequestContext, SiteRecord } from './context.js';
+import type { RequestContext } from './context.js';
 import { deleteRecord } from './delete-policies.js';
 import { lookup } from './lookup.js';
 import { type MaybeSteps, type Steps, stepsOf } from './steps.js';
-import type { StoredObject } from './table.js';
 
 type Model = ResourceModel<any, any>;
 type Body = Record<string, unknown>;
 
-const siteFieldOf = (model: Model): 'site_id' | 'site' | null => (model.siteField === undefined ? 'site_id' : model.siteField);
-
 /** The site of the related object a body names (Model.siteVia), or null: its lookup errors are stage 1's to report. */
 function siteViaRelated(ctx: RequestContext, model: Model, body: Body): number | null {
-  if (!model.siteVia) return null;
+  const via = model.writes?.siteVia;
+  if (!via) return null;
   try {
-    return resolveRelated(ctx, modelByKind(model.siteVia.kind), model.siteVia.field, body[model.siteVia.field], null).siteId;
+    return resolveRelated(ctx, ctx.shard.model(via.kind), via.field, body[via.field], null).siteId;
   } catch (err) {
     if (isApiError(err)) return null;
     throw err;
@@ -76,18 +75,18 @@ function siteOfDraft(ctx: RequestContext, model: Model, draft: Body, bound: numb
 /** Stage 1 of a create: site binding, permission, schema checks. */
 function parseCreate(ctx: RequestContext, model: Model, raw: unknown): { draft: Body; site: number | null } {
   const { body, site } = bindSite(ctx, model, requireObject(raw));
-  return { draft: model.parse!(ctx, body, 'POST', site), site };
+  return { draft: model.writes!.parse(ctx, body, 'POST', site), site };
 }
 
 export function* createOne(ctx: RequestContext, model: Model, raw: unknown): Steps<StoredObject> {
   const { draft, site } = parseCreate(ctx, model, raw);
-  return yield* stepsOf(model.create!(ctx, draft, siteOfDraft(ctx, model, draft, site)));
+  return yield* stepsOf(model.writes!.create(ctx, draft, siteOfDraft(ctx, model, draft, site)));
 }
 
 export function* updateOne(ctx: RequestContext, model: Model, current: StoredObject, raw: unknown, method: Method): Steps<StoredObject> {
   authorize(ctx, model, current.siteId, current);
-  const draft = model.parse!(ctx, requireObject(raw), method, current.siteId);
-  return yield* stepsOf(model.update!(ctx, current, draft, method));
+  const draft = model.writes!.parse(ctx, requireObject(raw), method, current.siteId);
+  return yield* stepsOf(model.writes!.update(ctx, current, draft, method));
 }
 
 export function deleteOne(ctx: RequestContext, model: Model, r: StoredObject): void {
@@ -187,7 +186,7 @@ export function* createMany(ctx: RequestContext, model: Model, raw: unknown[]): 
   if (raw.length === 0) checkEmptyList(ctx, model);
   const list = new BulkList(ctx);
   const parsed = yield* list.each(1, raw, (item) => parseCreate(ctx, model, item), true);
-  return yield* list.each(2, parsed, ({ draft, site }) => model.create!(ctx, draft, siteOfDraft(ctx, model, draft, site)), false);
+  return yield* list.each(2, parsed, ({ draft, site }) => model.writes!.create(ctx, draft, siteOfDraft(ctx, model, draft, site)), false);
 }
 
 /** PUT or PATCH a list (§9.6): every item names an existing object by id (of the URL site when nested). */
@@ -211,11 +210,11 @@ export function* updateMany(ctx: RequestContext, model: Model, raw: unknown, met
     yield;
   }
   for (let i = 0; i < targets.length; i++) list.at(1, i, () => authorize(ctx, model, targets[i].siteId, targets[i]));
-  const drafts = yield* list.each(2, items, (item, i) => model.parse!(ctx, requireObject(item), method, targets[i].siteId), true);
+  const drafts = yield* list.each(2, items, (item, i) => model.writes!.parse(ctx, requireObject(item), method, targets[i].siteId), true);
   const updated = yield* list.each(
     3,
     drafts,
-    (draft, i) => model.update!(ctx, ctx.shard.table(model.kind).get(targets[i].id)!, draft, method),
+    (draft, i) => model.writes!.update(ctx, ctx.shard.table(model.kind).get(targets[i].id)!, draft, method),
     false,
   );
   return updated.sort((a, b) => a.id - b.id);

@@ -11,8 +11,8 @@
  * agree on the layout.
  */
 import { Packr } from 'msgpackr';
+import type { WriteSet } from '../types/stored.js';
 import { KINDS, type Kind, kindSlot } from './kinds.js';
-import type { WriteSet } from './store.js';
 
 /** In `commit_log.sites`, what stands for the main thread's own records (users), which belong to no site. */
 export const USERS_SITE = -1;

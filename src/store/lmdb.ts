@@ -33,20 +33,20 @@ import { chmodSync, existsSync, statfsSync } from 'node:fs';
 import { join } from 'node:path';
 import { type Database, open, type RootDatabase } from 'lmdb';
 import { loadServerKey } from '../auth/secrets.js';
+import type {
+  ChangeIndexRow,
+  ChangeLogQuery,
+  ChangeRecord,
+  DbName,
+  StoredChange,
+  StoredReply,
+  WebhookRow,
+  WriteSet,
+} from '../types/stored.js';
 import { ensurePrivateDir, STORE_FILE_MODE } from './data-dir.js';
 import type { Kind } from './kinds.js';
-import {
-  type ChangeIndexRow,
-  type ChangeLogQuery,
-  type ChangeRecord,
-  type DbName,
-  fullChange,
-  type Store,
-  type StoredChange,
-  type WebhookRow,
-  type WriteSet,
-} from './store.js';
-import { replyKey, type StoredReply } from './stored-reply.js';
+import { fullChange, type Store } from './store.js';
+import { replyKey } from './stored-reply.js';
 
 /** The store's file in DATA_DIR, as the constructor opens it (LMDB adds `netsot.mdb-lock` beside it). */
 export const STORE_FILE = 'netsot.mdb';

@@ -4,9 +4,9 @@
  * answer is posted, then the flag is raised and the waiter woken.
  */
 import { type MessagePort, workerData } from 'node:worker_threads';
+import type { StoredChange } from '../types/stored.js';
 import { type PoolLimits, primaryPool } from './pg-connect.js';
 import { CHANGE_COLUMNS, type ChangeRow, changeOfRow, unreachable } from './postgres.js';
-import type { StoredChange } from './store.js';
 
 const { url, timeouts, port, signal } = workerData as {
   url: string;

@@ -65,12 +65,22 @@ import type pg from 'pg';
 import type { Fence } from '../cluster/fence.js';
 import { ApiError, Errors, NotLeaderError } from '../errors.js';
 import { ownModule, startWorker } from '../own-modules.js';
+import type {
+  ChangeIndexRow,
+  ChangeLogQuery,
+  ChangeRecord,
+  Key,
+  StoredChange,
+  StoredReply,
+  WebhookRow,
+  WriteOp,
+  WriteSet,
+} from '../types/stored.js';
 import { commitLogEntry } from './commit-log.js';
 import type { Kind } from './kinds.js';
 import { type PoolLimits, patiently, primaryPool, requestTimeouts } from './pg-connect.js';
-import type { ChangeIndexRow, ChangeLogQuery, ChangeRecord, Key, Store, StoredChange, WebhookRow, WriteOp, WriteSet } from './store.js';
+import type { Store } from './store.js';
 import { fullChange } from './store.js';
-import type { StoredReply } from './stored-reply.js';
 
 const packr = new Packr({ useRecords: false });
 

@@ -14,74 +14,18 @@
  * sites' objects and Changes). Commits from one store are applied in the order
  * they were made, and `commit` resolves only once the write is durable.
  */
+
+import type {
+  ChangeIndexRow,
+  ChangeLogQuery,
+  ChangeRecord,
+  StoredChange,
+  StoredReply,
+  WebhookRow,
+  WriteOp,
+  WriteSet,
+} from '../types/stored.js';
 import type { Kind } from './kinds.js';
-import type { StoredReply } from './stored-reply.js';
-
-export type Key = number | string | (number | string)[];
-
-export interface ChangeRecord {
-  id: number;
-  siteId: number;
-  at: number;
-  event: 'Create' | 'Update' | 'Delete';
-  resourceName: string;
-  resourceId: number;
-  userId: number;
-  email: string;
-  /** The resource's API shape as JSON text, rendered at write time. */
-  resource: string;
-  /** resource_diff as JSON text. */
-  diff: string;
-}
-
-/**
- * A Change as stored. A Create's or Delete's diff is implied by its resource
- * (every field from or to null) and is left out when the resource text
- * yields it exactly; `Store.change` puts it back. That is most Changes, and
- * the diff is over half of a Change's bytes.
- */
-export type StoredChange = Omit<ChangeRecord, 'diff'> & { diff?: string };
-
-/** What the feed reads of the Change log (Store.changeLog); null filters match everything. */
-export interface ChangeLogQuery {
-  site: number | null;
-  after: number;
-  upTo: number;
-  event: string | null;
-  resourceName: string | null;
-  limit: number;
-}
-
-/** The logical databases a write addresses; each store maps them onto its own layout. */
-export type DbName = 'sites' | 'objects' | 'changes' | 'changeIndex' | 'users' | 'meta' | 'idempotency' | 'webhooks';
-
-/** One row of a webhook's records (webhook/rows.ts): which hook, which part of it, and the record. */
-export interface WebhookRow {
-  hook: number;
-  part: string;
-  value: unknown;
-}
-
-/** What a shard keeps of a Change in memory; stored apart so loading never reads the payloads. */
-export type ChangeIndexRow = [at: number, event: string, resourceName: string, resourceId: number];
-
-/**
- * One write. Keys by database: sites `siteId`; objects `[siteId, kind, id]`;
- * changes and changeIndex `[siteId, changeId]`; users `userId`; meta
- * `['hw', kind, writer]` (see highWaterOp); webhooks `[hookId, part]`
- * (webhook/rows.ts). No value removes the key.
- */
-export interface WriteOp {
-  db: DbName;
-  key: Key;
-  value?: unknown;
-}
-
-export interface WriteSet {
-  ops: WriteOp[];
-  /** Key prefixes whose whole range is removed, e.g. a deleted site's Changes. Applied before `ops`. */
-  removeRanges?: { db: DbName; prefix: number }[];
-}
 
 export interface Store {
   /** Which engine this is, for logs and start-up messages. */

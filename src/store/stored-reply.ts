@@ -5,19 +5,7 @@
  * and the main thread's cross-shard bulk commit (http/cross-shard.ts) — so the
  * response is durable in exactly the commit that makes its writes durable.
  */
-import type { IdempotencyStamp } from '../shard/protocol.js';
-import type { WriteOp } from './store.js';
-
-/** A reply as the store keeps it for replays; short field names, since every keyed write stores one. */
-export interface StoredReply {
-  /** The request's fingerprint (IdempotencyStamp.hash). */
-  h: string;
-  s: number;
-  b: string;
-  hd?: Record<string, string>;
-  /** Expiry, epoch milliseconds. */
-  x: number;
-}
+import type { IdempotencyStamp, StoredReply, WriteOp } from '../types/stored.js';
 
 export const replyKey = (userId: number, key: string): [string, number, string] => ['k', userId, key];
 export const expiryKey = (expiresAt: number, userId: number, key: string): [string, number, number, string] => [

@@ -48,7 +48,7 @@ import type { FeedFilter, FeedHub, FeedSink } from '../feed/hub.js';
 import type { FeedChange, Payload } from '../feed/wire.js';
 import type { Logger } from '../log.js';
 import type { DeliveryAttempt, WebhookCursor, WebhookProgress, WebhookRecord } from '../model/webhook.js';
-import type { WriteOp } from '../store/store.js';
+import type { WriteOp } from '../types/stored.js';
 import type { AllowedNetworks } from './networks.js';
 import { post, signature } from './post.js';
 import { ATTEMPTS_KEPT, attemptOps, cursorOp, FAILURES_KEPT, type StoredAttempt, type StoredHook } from './rows.js';

@@ -15,13 +15,15 @@
 import { isSiteAdmin } from '../auth/permissions.js';
 import { ApiError, Errors } from '../errors.js';
 import type { SiteDirectory } from '../model/site-directory.js';
-import type { Reply, UserDirectory, UserRecord } from '../model/user.js';
+import type { Reply, UserDirectory } from '../model/user.js';
 import { renderAttempt, renderWebhook, type WebhookFields, type WebhookRecord, webhookFields } from '../model/webhook.js';
-import { type LinkBase, memoryList } from '../query/pagination.js';
+import { memoryList } from '../query/pagination.js';
 import type { QueryParams } from '../query/params.js';
 import { parseId } from '../schema/id.js';
-import type { Principal } from '../shard/protocol.js';
 import { highWaterOp, type Store } from '../store/store.js';
+import type { LinkBase } from '../types/api.js';
+import type { Principal } from '../types/auth.js';
+import type { UserRecord } from '../types/stored.js';
 import type { HookDelivery } from './delivery.js';
 import type { WebhookDispatcher } from './dispatcher.js';
 import { cursorOp, hookOp, removalOps } from './rows.js';

@@ -15,7 +15,7 @@
  * 2 + ATTEMPTS_KEPT + FAILURES_KEPT rows whatever it has sent.
  */
 import type { DeliveryAttempt, WebhookCursor, WebhookRecord } from '../model/webhook.js';
-import type { WebhookRow, WriteOp } from '../store/store.js';
+import type { WebhookRow, WriteOp } from '../types/stored.js';
 
 export const ATTEMPTS_KEPT = 50;
 export const FAILURES_KEPT = 50;

@@ -7,7 +7,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadConfig } from '../../src/config.js';
-import type { ShardRequest } from '../../src/shard/protocol.js';
+import type { ModelShard } from '../../src/model/model.js';
+import { MODELS } from '../../src/model/registry.js';
+import type { RouteRequest } from '../../src/shard/protocol.js';
 import { ShardState } from '../../src/shard/state.js';
 import { createSharedIdState } from '../../src/store/ids.js';
 import { LmdbStore } from '../../src/store/lmdb.js';
@@ -16,7 +18,7 @@ import type { Store } from '../../src/store/store.js';
 export interface TempShard<S extends Store = LmdbStore> {
   dir: string;
   store: S;
-  shard: ShardState;
+  shard: ModelShard;
   /** Closes the store and removes the temp dir. */
   close(): Promise<void>;
 }
@@ -27,7 +29,7 @@ export async function openTempShard<S extends Store = LmdbStore>(
 ): Promise<TempShard<S>> {
   const dir = mkdtempSync(join(tmpdir(), `netsot-${name}-`));
   const store = await makeStore(dir);
-  const shard = new ShardState(0, 1, loadConfig({ DATA_DIR: dir }), store, createSharedIdState({}));
+  const shard = new ShardState(0, 1, loadConfig({ DATA_DIR: dir }), store, createSharedIdState({}), MODELS);
   await shard.load();
   return {
     dir,
@@ -43,7 +45,7 @@ export async function openTempShard<S extends Store = LmdbStore>(
 let seq = 0;
 
 /** Requests with `defaults` (and a superuser, a GET list of sites otherwise), overridden per call. */
-export function requestsLike(defaults: Partial<ShardRequest>): (over?: Partial<ShardRequest>) => ShardRequest {
+export function requestsLike(defaults: Partial<RouteRequest>): (over?: Partial<RouteRequest>) => RouteRequest {
   return (over = {}) => ({
     seq: ++seq,
     op: 'list',

@@ -6,9 +6,10 @@
  * same place again, so what it reads back is what was made durable.
  */
 import { afterEach, describe, expect, test } from 'vitest';
-import type { ChangeIndexRow, Store, StoredChange, WriteOp } from '../../src/store/store.js';
+import type { Store } from '../../src/store/store.js';
 import { highWaterOp } from '../../src/store/store.js';
 import { replyOps } from '../../src/store/stored-reply.js';
+import type { ChangeIndexRow, StoredChange, WriteOp } from '../../src/types/stored.js';
 import { prng } from '../helpers/prng.js';
 
 export interface StorePlace {

@@ -8,11 +8,12 @@
 import { Packr } from 'msgpackr';
 import { afterEach, expect, test } from 'vitest';
 import { loadConfig } from '../../src/config.js';
+import { MODELS } from '../../src/model/registry.js';
 import { applyCommit, type CommitPayload, packCommitPayload } from '../../src/shard/apply-commit.js';
 import type { ChangeRow } from '../../src/shard/changelog.js';
 import { ShardState } from '../../src/shard/state.js';
 import { createSharedIdState } from '../../src/store/ids.js';
-import type { WriteOp } from '../../src/store/store.js';
+import type { WriteOp } from '../../src/types/stored.js';
 import { openTempShard, type TempShard } from '../helpers/shard.js';
 
 const packr = new Packr({ useRecords: false });
@@ -29,7 +30,7 @@ afterEach(async () => {
 /** The same rows as a leader's commit would have stored them, and a shard freshly loaded from them. */
 async function freshLoad(ops: WriteOp[]): Promise<ShardState> {
   await t.store.commit({ ops });
-  const fresh = new ShardState(0, 1, loadConfig({ DATA_DIR: t.dir }), t.store, createSharedIdState({}));
+  const fresh = new ShardState(0, 1, loadConfig({ DATA_DIR: t.dir }), t.store, createSharedIdState({}), MODELS);
   await fresh.load();
   return fresh;
 }

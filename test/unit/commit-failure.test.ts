@@ -1,12 +1,13 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { Logger } from '../../src/log.js';
+import { MODELS } from '../../src/model/registry.js';
 import { handle, ShardServer } from '../../src/shard/dispatch.js';
 import type { ShardReply, ShardRequest } from '../../src/shard/protocol.js';
 import { ShardState } from '../../src/shard/state.js';
 import { createSharedIdState } from '../../src/store/ids.js';
 import { LmdbStore } from '../../src/store/lmdb.js';
-import type { WriteSet } from '../../src/store/store.js';
+import type { WriteSet } from '../../src/types/stored.js';
 import { openTempShard, requestsLike, type TempShard } from '../helpers/shard.js';
 
 /**
@@ -140,7 +141,7 @@ describe('a failed commit', () => {
     expect(loggedText()).toMatch(/^shard 0: commit failed \(store full\); nothing of its group was saved: /);
     expect(JSON.parse(failed.body)).toEqual({ error: { code: 507, message: 'Insufficient storage: the write was not saved.' } });
     const inMemory = (await handle(t.shard, req({}))).body;
-    const reloaded = new ShardState(0, 1, loadConfig({ DATA_DIR: t.dir }), t.store, createSharedIdState({}));
+    const reloaded = new ShardState(0, 1, loadConfig({ DATA_DIR: t.dir }), t.store, createSharedIdState({}), MODELS);
     await reloaded.load();
     expect((await handle(reloaded, req({}))).body).toBe(inMemory);
   });
@@ -208,7 +209,7 @@ describe('pipelined commits', () => {
     expect(names(replies[1])).toEqual([...before, 'piped-a']);
     // One commit at a time: group 2 started only once group 1 had settled.
     expect(t.store.mostInFlight).toBe(1);
-    const reloaded = new ShardState(0, 1, loadConfig({ DATA_DIR: t.dir }), t.store, createSharedIdState({}));
+    const reloaded = new ShardState(0, 1, loadConfig({ DATA_DIR: t.dir }), t.store, createSharedIdState({}), MODELS);
     await reloaded.load();
     expect(names(await handle(reloaded, req({})))).toEqual([...before, 'piped-a', 'piped-b']);
   });
@@ -236,7 +237,7 @@ describe('pipelined commits', () => {
     expect(bySeq.get(next.seq)!.status).toBe(201);
     const inMemory = names(await handle(t.shard, req({})));
     expect(inMemory).toEqual([...before, 'kept-d']);
-    const reloaded = new ShardState(0, 1, loadConfig({ DATA_DIR: t.dir }), t.store, createSharedIdState({}));
+    const reloaded = new ShardState(0, 1, loadConfig({ DATA_DIR: t.dir }), t.store, createSharedIdState({}), MODELS);
     await reloaded.load();
     expect(names(await handle(reloaded, req({})))).toEqual(inMemory);
   });

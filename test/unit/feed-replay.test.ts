@@ -6,7 +6,7 @@
 import { describe, expect, test } from 'vitest';
 import type { FeedFilter } from '../../src/feed/hub.js';
 import { Replay, type Replayer, type ReplayHost } from '../../src/feed/replay.js';
-import type { StoredChange } from '../../src/store/store.js';
+import type { StoredChange } from '../../src/types/stored.js';
 
 const EVERY: FeedFilter = { site: null, event: null, resourceName: null };
 

@@ -1,11 +1,10 @@
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import type { ResourceModel } from '../../src/model/model.js';
 import { defineSchema, Field } from '../../src/schema/fields.js';
-import { SchemaWriters } from '../../src/schema/serialize.js';
 import { RequestContext } from '../../src/shard/context.js';
 import { lookup } from '../../src/shard/lookup.js';
 import { objectBody } from '../../src/shard/render.js';
-import type { StoredObject } from '../../src/shard/table.js';
+import type { StoredObject } from '../../src/types/stored.js';
 import { openTempShard, requestsLike, type TempShard } from '../helpers/shard.js';
 
 interface Dev extends StoredObject {
@@ -18,11 +17,10 @@ const devices: ResourceModel<Dev> = {
   plural: 'Devices',
   collection: 'devices',
   schema,
-  writers: new SchemaWriters(schema),
   api: { topLevel: true, nested: true, key: { help: 'id or hostname' }, routes: [] },
-  naturalKey: { field: 'hostname', of: (d) => d.hostname },
+  table: { naturalKey: { field: 'hostname', of: (d) => d.hostname } },
   render: (d) => ({ id: d.id, site_id: d.siteId, hostname: d.hostname }),
-  expand: { site_id: (d, shard) => ({ model: siteLike, record: shard.table('site').get(d.siteId)! }) },
+  reads: { expand: { site_id: (d, shard) => ({ model: siteLike, record: shard.table('site').get(d.siteId)! }) } },
   list: () => ({ records: [] }),
 };
 const siteSchema = defineSchema('Site', 'sites', { id: Field.id(), name: Field.string() });
@@ -32,7 +30,6 @@ const siteLike: ResourceModel<StoredObject & { name: string }> = {
   plural: 'Sites',
   collection: 'sites',
   schema: siteSchema,
-  writers: new SchemaWriters(siteSchema),
   api: devices.api,
   render: (s) => ({ id: s.id, name: s.name }),
   list: () => ({ records: [] }),

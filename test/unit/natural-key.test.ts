@@ -3,6 +3,7 @@ import { Errors } from '../../src/errors.js';
 import { networkModel } from '../../src/model/network.js';
 import { siteModel } from '../../src/model/site.js';
 import { handle } from '../../src/shard/dispatch.js';
+import { internalRequest } from '../../src/shard/internal-request.js';
 import { byNaturalKey, naturalKeyMatches } from '../../src/shard/natural-key.js';
 import { openTempShard, requestsLike, type TempShard } from '../helpers/shard.js';
 
@@ -50,7 +51,7 @@ describe('natural-key resolver', () => {
   });
 
   test('the resolve operation reports the ids the resolver finds', async () => {
-    const reply = await handle(t.shard, req({ op: 'resolve', method: 'GET', collection: 'networks', key: '2001:DB8::/32' }));
+    const reply = await handle(t.shard, { ...internalRequest('resolve', { collection: 'networks', key: '2001:DB8::/32' }), seq: 1 });
     const ids = naturalKeyMatches(t.shard, networkModel, '2001:db8::/32', null).map((n) => n.id);
     expect(ids).toHaveLength(2);
     expect(reply.matches).toEqual(ids);

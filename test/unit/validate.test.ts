@@ -58,7 +58,7 @@ describe('validateFields', () => {
 });
 
 describe('SchemaWriters', () => {
-  const w = new SchemaWriters(schema);
+  const w = SchemaWriters.of(schema);
   test('SchemaWriters writes canonical key order whatever the object order', () => {
     expect(w.writer()({ kind: 'a', on: true, mtu: null, note: '', name: 'n', id: 1 })).toBe(
       '{"id":1,"name":"n","note":"","mtu":null,"on":true,"kind":"a"}',

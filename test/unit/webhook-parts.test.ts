@@ -9,7 +9,7 @@ import { describe, expect, test } from 'vitest';
 import { ConfigError, loadConfig, webhookSettings } from '../../src/config.js';
 import { parseCidr } from '../../src/ip/address.js';
 import type { DeliveryAttempt } from '../../src/model/webhook.js';
-import type { WebhookRow } from '../../src/store/store.js';
+import type { WebhookRow } from '../../src/types/stored.js';
 import { AllowedNetworks, NetworkNotAllowed } from '../../src/webhook/networks.js';
 import { signature } from '../../src/webhook/post.js';
 import { ATTEMPTS_KEPT, attemptOps, FAILURES_KEPT, readHooks, removalOps } from '../../src/webhook/rows.js';
