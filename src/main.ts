@@ -92,9 +92,11 @@ async function main(argv: string[]): Promise<void> {
     let stopping = false;
     const stop = (signal: string) => {
       if (stopping) {
+        // Without waiting for requests, but with the log's second at most: the lines go through the log writer
+        // thread, and a process.exit() here would drop this one with whatever else it holds.
         log.error(`netsot: ${signal} again; exiting without waiting`, { event: 'shutdown-forced', signal });
-        log.flush();
-        process.exit(1);
+        exit(1);
+        return;
       }
       stopping = true;
       log.warn(`netsot: ${signal}; answering requests in flight, then stopping`, { event: 'shutdown', signal });

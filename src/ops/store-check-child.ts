@@ -50,12 +50,14 @@ function hasMagic(file: string): boolean {
 }
 
 async function check(file: string, mode: CheckMode): Promise<CheckResult> {
-  const bytes = statSync(file).size;
   if (!hasMagic(file)) return { ok: false, reason: 'it is not an LMDB store (its first page has no LMDB header)' };
   const root = open({ path: file, noSubdir: true, readOnly: true, maxDbs: 16 });
   try {
     const { lastPageNumber, pageSize } = root.getStats() as { lastPageNumber: number; pageSize: number };
     const needed = (lastPageNumber + 1) * pageSize;
+    // The size is read after the last page: a server writing meanwhile (a backup of a live store) writes a commit's
+    // pages before the meta page naming them, and the file only grows, so a size read now covers what the meta says.
+    const bytes = statSync(file).size;
     if (needed > bytes) return { ok: false, reason: `it is truncated: ${bytes} bytes where its pages need ${needed}` };
     if (mode === 'users') {
       root.readerCheck();
