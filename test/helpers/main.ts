@@ -2,8 +2,9 @@
  * How the tests run netsot's own processes (`serve`, the operator commands): from the TypeScript source
  * by default (`node --import tsx src/main.ts`), so an edit is tested at once with no build; from the
  * compiled dist/main.js with NETSOT_TEST_FROM=dist, which `npm test` (and so CI) sets after its build:
- * what ships is what the real-process tests run there. In-process tests (inject) and their shard workers
- * run the source either way (src/own-modules.ts).
+ * what ships is what the real-process tests run there. In-process tests (inject) run the source either way;
+ * their shard workers run dist/ too under NETSOT_TEST_FROM=dist (src/own-modules.ts), where tsx compiling
+ * every module again in every worker made the suite 2–3× slower.
  */
 import { nodeArgs } from '../../src/own-modules.js';
 
