@@ -99,7 +99,18 @@ export class TestServer {
       body = JSON.stringify(opts.body);
       headers['Content-Type'] ??= 'application/json';
     }
-    return fetchResponse(this.base + path, { method, headers, body, signal: opts.signal });
+    return fetchResponse(this.base + path, { method, headers, body, signal: opts.signal }).catch((err: Error) => {
+      if (err.name === 'AbortError') throw err;
+      // A request the server dropped: say whether the process was still there and what it logged last.
+      const state =
+        this.proc.exitCode !== null || this.proc.signalCode !== null ? `exited (${this.proc.exitCode ?? this.proc.signalCode})` : 'running';
+      throw new Error(
+        `${method} ${path}: ${err.message} (${String(err.cause)}); the server is ${state}, its output ends:\n${this.output.join('').slice(-3000)}`,
+        {
+          cause: err,
+        },
+      );
+    });
   }
 
   get = (path: string, opts?: Parameters<TestServer['request']>[2]) => this.request('GET', path, opts);
