@@ -260,9 +260,11 @@ describe('headers', () => {
     }
   });
 
-  // 60 KB still fits one loopback segment (MTU 64 KB), so it arrives in one read.
-  test('headers of 4 KB, 16 KB and 60 KB arriving in one read are answered', async () => {
-    for (const n of [4_200, 16_500, 60_000]) {
+  // Heads a little over 4 KB and 16 KB arrive in one read on loopback. 60 KB usually did too, but not always on a
+  // busy machine (a fresh socket's send buffer starts at 16 KB; native-notes.md: how much arrives in one read depends
+  // on the network), and a head in pieces over 4 KB is closed by design (the test after the next).
+  test('headers of 4 KB and 16 KB arriving in one read are answered', async () => {
+    for (const n of [4_200, 16_500]) {
       const o = await exchange([`GET /api/ HTTP/1.1\r\n${HOST}${CLOSE}X-Big: ${'a'.repeat(n)}\r\n\r\n`], PROMPT_MS);
       expect(statuses(o), `${n}`).toEqual([200]);
     }

@@ -279,6 +279,10 @@ describe.skipIf(!available)('browsable view forms and pages', { timeout: 90_000 
       await own.goto(`${s.base}${path}`);
       await own.locator('h1', { hasText: `200 GET ${path}` }).waitFor();
     }
+    // The access log is written asynchronously: the last read's line may follow the page that showed it.
+    const deadline = Date.now() + 5_000;
+    while (served(from).filter((r) => r.path === '/api/devices/d1/').length < 2 && Date.now() < deadline)
+      await new Promise((ok) => setTimeout(ok, 20));
     const log = served(from);
     expect(log.filter((r) => r.path === '/docs/openapi.json')).toHaveLength(0);
     // Each page: the page itself (not run without credentials, so no 401) and one read of its data, signed in.
