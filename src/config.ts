@@ -71,6 +71,8 @@ export interface Config {
   shardStallMs: number;
   /** Milliseconds SIGTERM waits for requests in flight before the process exits anyway. */
   shutdownMs: number;
+  /** Milliseconds SIGTERM keeps serving, not ready, before it stops taking connections (a load balancer's checks notice first). */
+  shutdownDelayMs: number;
   /** Milliseconds an Idempotency-Key's stored response is kept (IDEMPOTENCY_TTL, seconds; http/idempotency.ts). */
   idempotencyTtlMs: number;
   /** Bytes a live-feed subscriber may leave unread before it is disconnected with its resume id (feed/hub.ts). */
@@ -377,6 +379,13 @@ const SETTINGS: { [K in keyof Config]: Setting<K> } = {
     fallback: '10',
     parse: integer(1, 3600, 1000),
     help: 'Seconds SIGTERM waits for requests in flight before exiting anyway.',
+  },
+  // Behind a load balancer that checks /readyz, at least its checks' interval times their fall count (deploy/).
+  shutdownDelayMs: {
+    env: 'SHUTDOWN_DELAY',
+    fallback: '0',
+    parse: integer(0, 3600, 1000),
+    help: 'Seconds SIGTERM keeps serving, /readyz answering 503, before it stops taking connections.',
   },
   // A day covers any client's retry loop; a year bounds how long a key's response lingers on disk.
   idempotencyTtlMs: {

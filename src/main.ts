@@ -89,7 +89,8 @@ async function main(argv: string[]): Promise<void> {
     const { startServer } = await import('./http/server.js');
     const server = await startServer(config, log);
     // Handlers first: a client that saw the listening line may stop the server at once.
-    // The first SIGTERM (or SIGINT) drains: no new connections, requests in flight answered, then exit 0.
+    // The first SIGTERM (or SIGINT) drains: SHUTDOWN_DELAY seconds not ready but serving, then no new connections,
+    // requests in flight answered, then exit 0.
     // A second signal, or SHUTDOWN_TIMEOUT passing with requests still unanswered, exits 1 at once.
     let stopping = false;
     const stop = (signal: string) => {
@@ -101,11 +102,13 @@ async function main(argv: string[]): Promise<void> {
         return;
       }
       stopping = true;
-      log.warn(`netsot: ${signal}; answering requests in flight, then stopping`, { event: 'shutdown', signal });
+      const delay = config.shutdownDelayMs;
+      const first = delay > 0 ? `serving ${delay / 1000} s more with /readyz at 503, then ` : '';
+      log.warn(`netsot: ${signal}; ${first}answering requests in flight, then stopping`, { event: 'shutdown', signal });
       log.flush();
       // Whatever hangs past the drain (a store that does not close), the process still ends.
-      setTimeout(() => process.exit(1), config.shutdownMs + 2 * LOG_FLUSH_MS).unref();
-      server.close().then(
+      setTimeout(() => process.exit(1), delay + config.shutdownMs + 2 * LOG_FLUSH_MS).unref();
+      server.close(config.shutdownMs, delay).then(
         (answered) => {
           if (answered) log.warn('netsot: stopped', { event: 'stopped', code: 0 });
           else log.error(`netsot: requests still in flight after ${config.shutdownMs} ms; exiting anyway`, { event: 'stopped', code: 1 });

@@ -100,7 +100,7 @@ export class App {
     private readonly webhooks: WebhookDirectory,
   ) {
     this.observer = new RequestObserver(log, metrics);
-    const node = { restarting: () => pool.restarting(), shards: config.shards, lease };
+    const node = { stopping: () => this.stopping, restarting: () => pool.restarting(), shards: config.shards, lease };
     this.system = new SystemEndpoints({ config, store, node, metrics, feed, sites, users, lease });
     this.userHeader = new UserHeaderPolicy(config);
   }
@@ -240,6 +240,8 @@ export class App {
 
   /** Requests whose lifecycle has not finished; SIGTERM waits for them (drain). */
   private inFlight = 0;
+  /** SIGTERM came: /readyz answers 503 while the node still serves (SHUTDOWN_DELAY), then drains. */
+  private stopping = false;
   private draining = false;
   private readonly isDraining = () => this.draining;
   private drained: (() => void) | null = null;
@@ -266,6 +268,7 @@ export class App {
    * 503 and their connection closed, so keep-alive clients reconnect elsewhere.
    */
   drain(timeoutMs: number): Promise<boolean> {
+    this.stopping = true;
     this.draining = true;
     if (this.inFlight === 0) return Promise.resolve(true);
     return new Promise((resolve) => {
@@ -275,6 +278,14 @@ export class App {
         resolve(true);
       };
     });
+  }
+
+  /**
+   * The first step of a stop: serve on, but answer /readyz (either role) 503 so that a load balancer's checks
+   * take this node out before it stops listening; a connection it opens after that would be refused, not reset.
+   */
+  stopSoon(): void {
+    this.stopping = true;
   }
 
   /** Runs one request through the whole stack in process (inject.ts). */

@@ -3,7 +3,7 @@
  * routes/system.ts):
  *
  * - `/healthz`: 200 while the process runs.
- * - `/readyz`: 200 while every shard serves (not while one is replaced): this node can answer reads.
+ * - `/readyz`: 200 while every shard serves (not while one is replaced, nor once SIGTERM came): this node can answer reads.
  * - `/readyz?role=leader`: as `/readyz`, and only on the node that holds the write lease and renewed it lately
  *   (cluster/lease.ts); 503 on a standby, a node taking over, one cut off from the database. On
  *   LMDB the one node is the leader. A load balancer sends writes to the node that answers 200 here.
@@ -12,6 +12,8 @@ import type { LeaseKeeper } from '../cluster/lease.js';
 import { type ApiError, Errors } from '../errors.js';
 
 export interface Readiness {
+  /** SIGTERM came: the node still serves (SHUTDOWN_DELAY) but wants its load balancer to send nothing new. */
+  stopping(): boolean;
   /** The shards being replaced now. */
   restarting(): number[];
   shards: number;
@@ -32,6 +34,7 @@ export function readiness(node: Readiness, query: string): string {
 /** Why the probe answers an error, or null for 200. */
 function refusalOf(node: Readiness, role: string | null): ApiError | null {
   if (role !== null && role !== 'leader') return Errors.validation({ role: `Unknown role '${role}'; the role probed is leader.` });
+  if (node.stopping()) return Errors.notReady('this node is stopping');
   const restarting = node.restarting();
   if (restarting.length > 0) return Errors.notReady(`shard ${restarting.join(', ')} restarting`);
   const lease = node.lease;

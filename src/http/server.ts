@@ -17,8 +17,11 @@ import { type HttpRequest, type HttpResponse, listenExclusive, loadUws, type us_
 
 export interface RunningServer {
   port: number;
-  /** Stops listening, answers what is in flight (at most `timeoutMs`), then stops the shards; true when all was answered. */
-  close(timeoutMs?: number): Promise<boolean>;
+  /**
+   * Serves `delayMs` more not ready (SHUTDOWN_DELAY), stops listening, answers what is in flight (at most `timeoutMs`),
+   * then stops the shards; true when all was answered.
+   */
+  close(timeoutMs?: number, delayMs?: number): Promise<boolean>;
 }
 
 export async function startServer(config: Config, log: Logger): Promise<RunningServer> {
@@ -51,7 +54,14 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
   if (app.lease && !config.advertiseUrl) app.lease.address = `http://${config.host}:${port}`;
   return {
     port,
-    async close(timeoutMs = config.shutdownMs) {
+    async close(timeoutMs = config.shutdownMs, delayMs = 0) {
+      // A connection the kernel had queued when the listening socket closes is reset with the request a proxy sent
+      // on it, which HAProxy passes on as a client connection closed without an answer: first let its checks see
+      // the node not ready (README, Operating netsot).
+      if (delayMs > 0) {
+        app.stopSoon();
+        await new Promise((resolve) => setTimeout(resolve, delayMs));
+      }
       uws.us_listen_socket_close(listenSocket);
       const answered = await app.drain(timeoutMs);
       await app.close();

@@ -149,6 +149,32 @@ describe('shutdown', () => {
     expect(await exited(s)).toBe(0);
   });
 
+  test('with SHUTDOWN_DELAY, SIGTERM first serves on with both probes at 503, then stops listening and exits 0', async () => {
+    const s = await start({ SHUTDOWN_DELAY: '2' });
+    const site = (await s.post('/api/sites/', { name: 'lame-duck' })).json.id;
+    expect((await s.get('/readyz?role=leader', { as: null })).status).toBe(200);
+    const signalled = Date.now();
+    s.proc.kill('SIGTERM');
+    await new Promise((ok) => setTimeout(ok, 300));
+    for (const probe of ['/readyz', '/readyz?role=leader']) {
+      const r = await s.get(probe, { as: null });
+      expect(r.status, probe).toBe(503);
+      expect(r.json.error.message).toBe('Not ready: this node is stopping.');
+    }
+    // Still listening and serving: a new connection's write is saved, and its answer keeps the connection.
+    const late = await fetch(`http://127.0.0.1:${s.port}/api/sites/${site}/devices/`, {
+      method: 'POST',
+      headers: { 'X-Service-Email': 'admin@localhost', 'Content-Type': 'application/json', Connection: 'close' },
+      body: JSON.stringify({ hostname: 'late' }),
+    });
+    expect(late.status).toBe(201);
+    expect(await exited(s)).toBe(0);
+    expect(Date.now() - signalled).toBeGreaterThanOrEqual(2000);
+    expect(s.output.join('')).toMatch(/SIGTERM; serving 2 s more with \/readyz at 503, then answering requests in flight/);
+    const again = await start({}, s.dataDir);
+    expect((await again.get(`/api/sites/${site}/devices/?hostname=late`)).json).toHaveLength(1);
+  });
+
   test('SIGTERM gives up after SHUTDOWN_TIMEOUT when a request cannot finish, and exits 1', async () => {
     // The stall timeout is longer than the shutdown bound, so the supervisor does not rescue the request first.
     const s = await start({ NETSOT_TEST_HOOKS: '1', SHARD_STALL_TIMEOUT: '60', SHUTDOWN_TIMEOUT: '1' });

@@ -73,6 +73,8 @@ export async function caughtUp(node: Server, url: string, withinMs = 15_000): Pr
 /** Where the load sends requests: a node, or a proxy in front of nodes (proxies.test.ts). */
 export interface Endpoint {
   request: Server['request'];
+  /** A proxy's name, for the log of requests that got no answer. */
+  name?: string;
   /** A node's process: while it has exited or is stopped, its clients back off a little instead of spinning. */
   proc?: Server['proc'];
 }
@@ -84,14 +86,25 @@ export async function tryRequest(
   path: string,
   body?: unknown,
   timeoutMs = 20_000,
+  unanswered?: (why: string) => void,
 ): Promise<Response | null> {
+  let timer: NodeJS.Timeout | undefined;
   try {
     return await Promise.race([
       node.request(method, path, body === undefined ? { headers: { 'Content-Type': 'application/json' } } : { body }),
-      new Promise<null>((ok) => setTimeout(() => ok(null), timeoutMs)),
+      new Promise<null>((ok) => {
+        timer = setTimeout(() => {
+          unanswered?.(`no answer within ${timeoutMs} ms`);
+          ok(null);
+        }, timeoutMs);
+      }),
     ]);
-  } catch {
+  } catch (err) {
+    const cause = (err as { cause?: { code?: string; message?: string } }).cause;
+    unanswered?.(`${(err as Error).message}${cause ? `: ${cause.code ?? ''} ${cause.message ?? ''}` : ''}`);
     return null;
+  } finally {
+    clearTimeout(timer);
   }
 }
 
@@ -141,6 +154,9 @@ export class Load {
   readonly refusals = new Map<string, number>();
   /** performance.now() of each acknowledged write, with the node that acknowledged it. */
   readonly acks: { at: number; node: Endpoint }[] = [];
+  /** Each request that got no answer: when (ms since the load started), where, and the client's error. */
+  readonly unanswered: string[] = [];
+  readonly startedAt = performance.now();
   private stopped = false;
   private running: Promise<void>[] = [];
   private bulks = 0;
@@ -171,6 +187,8 @@ export class Load {
     let turn = i;
     while (!this.stopped) {
       const node = this.nodes[turn++ % this.nodes.length];
+      const unanswered = (why: string) =>
+        this.unanswered.push(`${Math.round(performance.now() - this.startedAt)} ms ${node.name ?? 'node'} client ${i}: ${why}`);
       if (turn % 4 === 0) {
         const names = Array.from({ length: 3 }, () => `d${i}-${++this.bulks}`);
         const r = await tryRequest(
@@ -178,13 +196,22 @@ export class Load {
           'POST',
           `/api/sites/${this.site.id}/devices/`,
           names.map((hostname) => ({ hostname })),
+          undefined,
+          unanswered,
         );
         if (r?.status === 201) {
           this.devices.push(...names);
           this.acks.push({ at: performance.now(), node });
         } else this.refused(r);
       } else {
-        const r = await tryRequest(node, 'POST', `/api/sites/${this.site.id}/networks/${this.site.parent}/next_address/?reserve=true`);
+        const r = await tryRequest(
+          node,
+          'POST',
+          `/api/sites/${this.site.id}/networks/${this.site.parent}/next_address/?reserve=true`,
+          undefined,
+          undefined,
+          unanswered,
+        );
         if (r?.status === 200) {
           this.addresses.push((r.json as string[])[0]);
           this.acks.push({ at: performance.now(), node });

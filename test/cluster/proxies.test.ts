@@ -32,7 +32,8 @@ describe.runIf(proxiesAvailable())('deploy/: the real nginx and HAProxy in front
   let haproxy: ProxyServer;
   let nginx: ProxyServer;
   const restart = async (i: number) => {
-    nodes[i] = await startNode(url, ids[i], 1, {}, ports[i]);
+    // As deploy/haproxy.cfg says: a stopping node serves on, not ready, until HAProxy's checks take it out.
+    nodes[i] = await startNode(url, ids[i], 1, { SHUTDOWN_DELAY: '2' }, ports[i]);
   };
   const leaderIndex = async () => ((await roleOf(nodes[0])) === 'leader' ? 0 : 1);
 
@@ -105,7 +106,8 @@ describe.runIf(proxiesAvailable())('deploy/: the real nginx and HAProxy in front
     console.log(
       `kill -9 of the leader behind the proxies (lease ${LEASE_MS} ms): writes back through HAProxy after ${backAfter(haproxy)} ms, ` +
         `through nginx after ${backAfter(nginx)} ms; ${load.acknowledged} acknowledged, 0 lost; refusals ` +
-        JSON.stringify(Object.fromEntries(load.refusals)),
+        `${JSON.stringify(Object.fromEntries(load.refusals))}; killed at ${Math.round(killedAt - load.startedAt)} ms; ` +
+        `unanswered: ${load.unanswered.join('; ') || 'none'}`,
     );
   }, 90_000);
 
@@ -133,11 +135,17 @@ describe.runIf(proxiesAvailable())('deploy/: the real nginx and HAProxy in front
     await eventually(async () => load.acknowledged >= 20, 20_000);
 
     const leader = await leaderIndex();
+    const t0 = load.startedAt;
+    const events: string[] = [];
+    const event = (what: string) => events.push(`${Math.round(performance.now() - t0)} ms ${what}`);
     // The standby first, then the leader (its lease is handed over as it stops), each back before the next goes.
     for (const i of [1 - leader, leader]) {
       const before = load.acknowledged;
+      event(`stopping ${ids[i]}`);
       await nodes[i].stop();
+      event(`stopped ${ids[i]}`);
       await restart(i);
+      event(`started ${ids[i]}`);
       await eventually(async () => (await nodes[i].get('/readyz', { as: null })).status === 200, 20_000);
       await eventually(async () => load.acknowledged >= before + 20, 20_000);
     }
@@ -146,8 +154,15 @@ describe.runIf(proxiesAvailable())('deploy/: the real nginx and HAProxy in front
 
     const writer = (await leaderIndex()) === 0 ? nodes[0] : nodes[1];
     await checkStored(writer, site, load);
-    expect([...load.refusals.keys()].filter((k) => !REFUSAL.test(k))).toEqual([]);
-    expect([...reads.keys()].filter((k) => !/^\w+ (200|503)$/.test(k))).toEqual([]);
+    const seen = `unanswered writes: ${load.unanswered.join('; ') || 'none'}; restarts: ${events.join('; ')}`;
+    expect(
+      [...load.refusals.keys()].filter((k) => !REFUSAL.test(k)),
+      seen,
+    ).toEqual([]);
+    expect(
+      [...reads.keys()].filter((k) => !/^\w+ (200|503)$/.test(k)),
+      seen,
+    ).toEqual([]);
     console.log(
       `rolling restart behind the proxies: ${load.acknowledged} writes acknowledged, 0 lost; write refusals ` +
         `${JSON.stringify(Object.fromEntries(load.refusals))}; reads ${JSON.stringify(Object.fromEntries(reads))}`,
