@@ -126,6 +126,15 @@ function waitForListening(proc: ChildProcess, name: string, pattern: RegExp, out
   });
 }
 
+/**
+ * BENCH_SERVER_NODE_ARGS: Node options for the servers a bench starts (not its own process), e.g.
+ * `--cpu-prof --cpu-prof-dir=/tmp/prof` to see where a server's time goes; Node refuses them in NODE_OPTIONS.
+ */
+function serverNodeArgs(args: string[]): string[] {
+  const extra = process.env.BENCH_SERVER_NODE_ARGS?.trim();
+  return extra && args[0] === MAIN ? extra.split(/\s+/) : [];
+}
+
 async function spawnServer(
   name: string,
   args: string[],
@@ -135,7 +144,7 @@ async function spawnServer(
   timeoutMs = 30_000,
 ): Promise<ChildServer> {
   const spawnedAt = performance.now();
-  const proc = spawn(process.execPath, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const proc = spawn(process.execPath, [...serverNodeArgs(args), ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
   const output: string[] = [];
   const kill = () => {
     if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGKILL');
