@@ -9,8 +9,10 @@
  * beside them. Two cases:
  *
  * - `full`: the 999 /24s are filled with hosts first (253,746 host records,
- *   added as the loader adds them), so every allocation scans 999 full members
- *   before the /16 has room: the worst the pool's size allows;
+ *   added as the loader adds them), so the /16 is the first member with room.
+ *   The first call (a warm-up call) passes 999 full members; the calls after
+ *   it start where the last one allocated (model/_pool-order.ts), as an
+ *   allocator's calls do until something in the site is removed;
  * - `fresh`: nothing filled: the first member has room.
  *
  * Timed: `POST /api/sites/1/networks/next_address/?query=pool=prod&reserve=true`

@@ -21,6 +21,7 @@ import type { RequestContext } from '../shard/context.js';
 import type { Steps } from '../shard/steps.js';
 import { type Attrs, resolveAttributes } from './_attributes.js';
 import { cidrText, duplicateNetwork, insertNetwork, type NetworkRecord, type NetworkState, treeOf, widthOf } from './_networks.js';
+import { poolWalk } from './_pool-order.js';
 import { setQueryMembers } from './_resource.js';
 import type { ResourceModel } from './model.js';
 
@@ -139,31 +140,6 @@ function* nextInParent(ctx: RequestContext, model: NetworkModel, p: NetworkRecor
   return ok(yield* allocate(ctx, p, blocks, L, tags));
 }
 
-/** IPv4 members a pool sorts by one packed number each: address, length and position take 32 + 6 + 14 bits. */
-const PACKED_MEMBERS = 2 ** 14;
-
-/**
- * The pool's members in address order (IPv4 first; a shorter prefix before a longer one at the same address).
- * Up to PACKED_MEMBERS IPv4 members sort as one typed array of numbers (address, length, position), with no
- * comparator call per step; more of them, and IPv6, with a comparator.
- */
-function inAddressOrder(members: Iterable<NetworkRecord>): NetworkRecord[] {
-  const v4: NetworkRecord[] = [];
-  const v6: NetworkRecord[] = [];
-  for (const n of members) (n.version === 4 ? v4 : v6).push(n);
-  v6.sort(byAddress);
-  if (v4.length > PACKED_MEMBERS) return v4.sort(byAddress).concat(v6);
-  const packed = new Float64Array(v4.length);
-  for (let i = 0; i < v4.length; i++) packed[i] = (Number(v4[i].addr) * 64 + v4[i].len) * PACKED_MEMBERS + i;
-  packed.sort();
-  const out = new Array<NetworkRecord>(v4.length + v6.length);
-  for (let i = 0; i < v4.length; i++) out[i] = v4[packed[i] % PACKED_MEMBERS];
-  for (let i = 0; i < v6.length; i++) out[v4.length + i] = v6[i];
-  return out;
-}
-
-const byAddress = (a: NetworkRecord, b: NetworkRecord) => (a.addr < b.addr ? -1 : a.addr > b.addr ? 1 : a.len - b.len);
-
 /**
  * next_* over a pool, POST: from each member in address order, as many of what is still wanted as it offers
  * (a member too small for the length, or reserved, offers none), created at once so that a member nested in
@@ -179,8 +155,11 @@ function* nextInPool(ctx: RequestContext, model: NetworkModel, addresses: boolea
   const tags = labels(ctx, model, site.id, params.reserve);
   const out: string[] = [];
   const trees = { 4: treeOf(ctx.shard, { siteId: site.id, version: 4 }), 6: treeOf(ctx.shard, { siteId: site.id, version: 6 }) };
-  const members = yield* setQueryMembers<NetworkRecord>(ctx, model, 'Network');
-  for (const p of inAddressOrder(members)) {
+  const { answer, records } = yield* setQueryMembers<NetworkRecord>(ctx, model, 'Network');
+  const table = ctx.shard.table<NetworkRecord>(model.kind);
+  const pool = `${site.id}\n${ctx.query.get('query')}`;
+  const walk = poolWalk(table, [trees[4], trees[6]], pool, `${params.len}/${params.strict}`, answer, records);
+  for (const p of walk.members) {
     const W = widthOf(p);
     const L = params.len ?? W;
     if (L <= p.len || L > W || p.state === 'reserved') continue;
@@ -188,11 +167,13 @@ function* nextInPool(ctx: RequestContext, model: NetworkModel, addresses: boolea
     const q = blockQuery(ctx, p, params);
     const tree = trees[p.version];
     if (!tree.hasFreeBlock(p.addr, p.len, q)) continue;
+    walk.allocating();
     const blocks = tree.freeBlocks(p.addr, p.len, { ...q, num: params.num - out.length });
     authorize(ctx, model, p.siteId, p);
     out.push(...(yield* allocate(ctx, p, blocks, L, tags)));
     if (out.length >= params.num) break;
   }
+  walk.done();
   return ok(out);
 }
 

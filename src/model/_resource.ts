@@ -174,14 +174,14 @@ function setQueryListRoute(model: () => Model, resourceName: ResourceName, nouns
 }
 
 /**
- * The records of the URL's site a set query (`?query=`) selects, in id order (a pool, issue 25): the query
- * must name something, and only attributes that exist (the `query` 400s of query/).
+ * What a set query (`?query=`) selects in the URL's site (a pool, issue 25): the query must name something,
+ * and only attributes that exist (the `query` 400s of query/). `records` reads the records it names, in id order.
  */
 export function* setQueryMembers<R extends StoredObject>(
   ctx: RequestContext,
   model: Model,
   resourceName: ResourceName,
-): Steps<Iterable<R>> {
+): Steps<{ answer: SiteAnswer; records: () => Iterable<R> }> {
   const site = ctx.urlSite!;
   const terms = parseSetQuery(ctx.query.get('query') ?? '');
   if (terms.length === 0) throw emptyQueryError(model.name);
@@ -189,7 +189,7 @@ export function* setQueryMembers<R extends StoredObject>(
   const unknown = terms.find((t) => !attributeExists(ctx.shard, site, resourceName, t.name));
   if (unknown) throw unknownAttributeError(unknown.name);
   const answer = (yield* evaluateSetQueryInSlices(ctx.shard, { kind: model.kind, sites: [site] }, terms)).get(site)!;
-  return siteRecords(ctx.shard.table<R>(model.kind), site, answer);
+  return { answer, records: () => siteRecords(ctx.shard.table<R>(model.kind), site, answer) };
 }
 
 function* setQuery(ctx: RequestContext, model: Model, resourceName: ResourceName): Steps<RouteResult> {

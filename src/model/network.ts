@@ -25,6 +25,7 @@ import { type AssignmentHolder, assignmentModel, assignmentsOfNetwork } from './
 import { attributesField, attributeValuesIndex, resolveAttributes, valueIdsFor } from './_attributes.js';
 import { availableRoute, utilizationFilters, utilizationRoute } from './_network-space.js';
 import { cidrOf, cidrText, insertNetwork, type NetworkRecord, type NetworkState, STATES, treeOf, widthOf } from './_networks.js';
+import { noteRemoval } from './_pool-order.js';
 import { resourceList, resourceRoutes, siteIdField } from './_resource.js';
 import type { DeleteRule, ResourceModel } from './model.js';
 
@@ -73,7 +74,9 @@ const treeIndex: DerivedIndex<NetworkRecord> = {
     treeOf(shard, n).insert(n.addr, n.len, n);
   },
   remove(shard, n) {
-    treeOf(shard, n).delete(n.addr, n.len);
+    const tree = treeOf(shard, n);
+    tree.delete(n.addr, n.len);
+    noteRemoval(tree);
   },
 };
 

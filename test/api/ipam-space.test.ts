@@ -285,6 +285,31 @@ describe('pools', () => {
     expect(ok(await pool(site, 'next_address', 'query=pool=prod'))).toEqual(['192.168.1.3/32']);
   });
 
+  test('a pool follows its members between allocations: one added before the others, one retagged, one reserved', async () => {
+    const site = await poolSite([prod('10.8.1.0/30'), prod('10.8.2.0/30'), prod('10.8.3.0/30')]);
+    const next = async () => ok(await pool(site, 'next_address', 'query=pool=prod&reserve=true'));
+    const idOf = async (cidr: string) => (await netsOf(site)).find((n) => n.cidr === cidr)!.id;
+    expect(await next()).toEqual(['10.8.1.1/32']);
+    await mkNets(site, [prod('10.8.0.0/30')]);
+    expect(await next()).toEqual(['10.8.0.1/32']);
+    expect((await s.patch(`/api/networks/${await idOf('10.8.0.0/30')}/`, { attributes: { pool: 'dev' } })).status).toBe(200);
+    expect(await next()).toEqual(['10.8.1.2/32']);
+    expect((await s.patch(`/api/networks/${await idOf('10.8.1.0/30')}/`, { state: 'reserved' })).status).toBe(200);
+    expect(await next()).toEqual(['10.8.2.1/32']);
+    expect((await s.delete(`/api/sites/${site}/networks/10.8.2.1/32/`)).status).toBe(204);
+    expect((await s.delete(`/api/sites/${site}/networks/10.8.2.0/30/`)).status).toBe(204);
+    expect(await next()).toEqual(['10.8.3.1/32']);
+  });
+
+  test('a pool allocates again from an earlier member once a delete made room in it', async () => {
+    const site = await poolSite([prod('10.9.0.0/30'), prod('10.9.1.0/30')]);
+    const next = async () => ok(await pool(site, 'next_address', 'query=pool=prod&reserve=true'));
+    expect([await next(), await next(), await next()]).toEqual([['10.9.0.1/32'], ['10.9.0.2/32'], ['10.9.1.1/32']]);
+    expect((await s.delete(`/api/sites/${site}/networks/10.9.0.2/32/`)).status).toBe(204);
+    expect(await next()).toEqual(['10.9.0.2/32']);
+    expect([await next(), await next()]).toEqual([['10.9.1.2/32'], []]);
+  });
+
   test('next_network over a pool skips members too small or reserved, and a full pool answers [] writing nothing', async () => {
     const site = await poolSite([
       prod('10.5.0.0/26'),
