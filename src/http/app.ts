@@ -31,10 +31,11 @@ import { UserDirectory } from '../model/user.js';
 import { QueryParams } from '../query/params.js';
 import type { HttpMethod, Operation, Shape } from '../routes/route.js';
 import { ROUTES } from '../routes/table.js';
-import { internalRequest } from '../shard/internal-request.js';
+import { isJsonBody, OFFLOAD_BODY_BYTES, readRequestBody } from '../schema/request-body.js';
 import type { HeldGrant } from '../shard/object-grants.js';
-import { ShardPool } from '../shard/pool.js';
 import type { TestHook } from '../shard/protocol.js';
+import { internalRequest } from '../shards/internal-request.js';
+import { ShardPool } from '../shards/pool.js';
 import { secureDataDir } from '../store/data-dir.js';
 import { DataDirLock } from '../store/data-dir-lock.js';
 import { createSharedIdState, IdCounters } from '../store/ids.js';
@@ -44,11 +45,11 @@ import { replyOps } from '../store/stored-reply.js';
 import type { IdempotencyStamp, UserRecord } from '../types/stored.js';
 import { WebhookDirectory } from '../webhook/directory.js';
 import { WebhookDispatcher } from '../webhook/dispatcher.js';
-import { isJsonBody, negotiate, OFFLOAD_BODY_BYTES, type Representation, readRequestBody } from './body.js';
 import { BROWSE_HEADERS, browsePage, browseQuery } from './browse.js';
 import { type Forwarded, Forwarder } from './forward.js';
 import { appliesTo, IdempotencyKeys } from './idempotency.js';
 import { type InjectRequest, type InjectResponse, inject } from './inject.js';
+import { negotiate, type Representation } from './negotiate.js';
 import { RequestObserver } from './observe.js';
 import { optionsFor, systemOptions } from './options.js';
 import { isCacheableRead, ReadCache } from './read-cache.js';
@@ -573,7 +574,7 @@ export class App {
       principal: this.users.principal(user),
       link: { scheme: 'http', host: x.host, path: x.path },
       // P7: a list read as JSON (a page too, and a sub-route's list) may come back in chunks, written as the
-      // client takes them (stream.ts); a top-level one merged from every shard's chunks (shard/merged-stream.ts).
+      // client takes them (stream.ts); a top-level one merged from every shard's chunks (shards/merged-stream.ts).
       // HEAD too: it stops after the first chunk (streamReply).
       stream: isRead(x.method) && x.representation !== 'html' && STREAMABLE_SHAPES.has(match.route.shape),
       csv: x.representation === 'csv',

@@ -11,8 +11,8 @@ import { asApiError, errorEnvelope } from '../errors.js';
 import type { FeedSink } from '../feed/hub.js';
 import type { Logger } from '../log.js';
 import { CSV_TYPE } from '../schema/csv.js';
-import type { Representation } from './body.js';
 import { BROWSE_HEADERS, browsePage } from './browse.js';
+import type { Representation } from './negotiate.js';
 import type { RouteMatch } from './router.js';
 
 const STATUS_TEXT: Record<number, string> = {

@@ -7,13 +7,13 @@
  */
 
 import { asApiError, Errors, errorEnvelope, NotLeaderError } from '../errors.js';
-import { type BodyLimits, readRequestBody } from '../http/body.js';
 import { Logger } from '../log.js';
 import type { ModelShard, ResourceModel } from '../model/model.js';
 import { MODELS, modelByCollection } from '../model/registry.js';
 import { useRegexBudget } from '../query/regex-budget.js';
 import type { RouteResult, Shape } from '../routes/route.js';
 import { ROUTES } from '../routes/table.js';
+import { type BodyLimits, readRequestBody } from '../schema/request-body.js';
 import type { Method } from '../schema/validate.js';
 import type { StoredObject } from '../types/stored.js';
 import { applyCommit } from './apply-commit.js';
@@ -285,7 +285,7 @@ export class ShardServer {
    */
   private prepare(req: ShardRequest): void {
     this.closeTurn();
-    // Waiting for the other shards is progress, not a stall (supervisor.ts).
+    // Waiting for the other shards is progress, not a stall (shards/supervisor.ts).
     const part: HeldPart = { txn: req.part!.txn, group: null, beat: setInterval(() => this.shard.heartbeat(), this.beatMs()) };
     this.part = part;
     void this.shard.tail.then(() => this.runPart(req, part));
@@ -575,7 +575,7 @@ export class ShardServer {
     const turn = this.closed.shift();
     if (!turn) return;
     this.committing = turn;
-    // A commit waiting on a slow disk is progress, not a stall (supervisor.ts); a thread stuck in a request stops the beat.
+    // A commit waiting on a slow disk is progress, not a stall (shards/supervisor.ts); a thread stuck in a request stops the beat.
     const beat = setInterval(() => this.shard.heartbeat(), this.beatMs());
     turn.group.commit().then(
       () => {

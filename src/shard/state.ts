@@ -101,7 +101,7 @@ export class ShardState<M extends StoredKind<any> = StoredKind<any>> {
   /** Transactions applied to memory and handed to a CommitGroup so far (a failed group checks it is still the newest). */
   applied = 0;
   /**
-   * Tells the supervisor this shard is making progress (supervisor.ts). Long but bounded work — rendering
+   * Tells the supervisor this shard is making progress (shards/supervisor.ts). Long but bounded work — rendering
    * a list of a million items — calls it as it goes, so only a shard stuck for good reads as stalled.
    */
   heartbeat: () => void = () => undefined;

@@ -8,8 +8,8 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { Errors, errorEnvelope } from '../../src/errors.js';
-import { OFFLOAD_BODY_BYTES } from '../../src/http/body.js';
 import { CHUNKED_REPLY_CHARS } from '../../src/http/stream.js';
+import { OFFLOAD_BODY_BYTES } from '../../src/schema/request-body.js';
 import { TestServer } from '../helpers/server.js';
 
 let server: TestServer;
