@@ -22,7 +22,7 @@
 import { Packr } from 'msgpackr';
 import type { ResourceModel } from '../model/model.js';
 import { MODELS } from '../model/registry.js';
-import type { ChangeIndexRow, StoredObject } from '../types/stored.js';
+import type { StoredObject } from '../types/stored.js';
 import { ChangeLog, type ChangeRow, changeRowOf } from './changelog.js';
 import { type CommitPayload, unpackCommitPayload } from './protocol.js';
 import { indexesOf } from './relations.js';
