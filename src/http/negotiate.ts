@@ -7,6 +7,12 @@ import { formDecode } from '../query/params.js';
 /** JSON, the browsable HTML view, or CSV (lists only, schema/csv.ts). */
 export type Representation = 'json' | 'html' | 'csv';
 
+/** The representation chosen, and the API version asked for. */
+export interface Negotiated {
+  representation: Representation;
+  version: string;
+}
+
 interface AcceptItem {
   type: string;
   q: number;
@@ -61,7 +67,7 @@ function representationOf(type: string, csv: boolean): Representation | null {
  * list, which alone comes as CSV; elsewhere `text/csv` is no acceptable type
  * (and `format=csv` a 406).
  */
-export function negotiate(accept: string, query = '', csv = false): { representation: Representation; version: string } | null {
+export function negotiate(accept: string, query = '', csv = false): Negotiated | null {
   const forced = formatOverride(query);
   const items = parseAccept(accept ?? '');
   const ranked = items.filter((i) => i.q > 0).sort((a, b) => b.q - a.q || b.specificity - a.specificity || a.index - b.index);

@@ -161,6 +161,8 @@ export abstract class Exchange {
   }
   /** X-Netsot-After-Commit, '' when absent: the commit a standby's answer must show (README, Read your own writes). */
   get afterCommit(): string {
+    // Also asked on a cluster node before an answer from the read cache, while the request is still readable.
+    if (this.later === null && this.head !== null) return this.head.getHeader('x-netsot-after-commit');
     return this.laterHeaders().afterCommit;
   }
 
