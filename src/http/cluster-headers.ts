@@ -16,7 +16,7 @@ export function clusterHeaders(lease: LeaseKeeper): Record<string, string> {
   return out;
 }
 
-/** A standby answers once its copy shows the commit `header` names, waiting up to AFTER_COMMIT_WAIT_MS for it; a leader shows every commit. */
+/** A standby answers once its copy shows the commit `header` names, waiting up to AFTER_COMMIT_WAIT_MS; a leader shows every commit. */
 export async function showCommit(lease: LeaseKeeper, header: string): Promise<void> {
   if (!/^\d{1,15}$/.test(header)) throw Errors.afterCommitInvalid();
   const seq = Number(header);
