@@ -3,7 +3,7 @@
  * (README, Past one machine). The main thread reads, in one snapshot of the
  * database, every row the commits since its last poll wrote or removed
  * (cluster/commit-reader.ts) and sends each shard the rows of its sites
- * (cluster/replica.ts); ShardServer runs this between two requests, so a
+ * (cluster/replica.ts); the shard runs this between two requests (standby-apply.ts), so a
  * read sees all of it or none of it.
  *
  * Memory ends exactly as a fresh load of the same rows would have it: every

@@ -60,7 +60,10 @@ export class ShardServer {
       giveUpSliced: () => this.runner.giveUp(),
       cutStream: (seq) => this.streams.cut(seq),
       runAgain: (requests, restored) => {
-        if (restored) return this.submit(requests);
+        if (restored) {
+          this.submit(requests);
+          return;
+        }
         shard.failed = true;
         this.recovery.hold(requests);
       },
@@ -109,7 +112,10 @@ export class ShardServer {
 
   private apply(req: ApplyRequest): void {
     const reload = applyOrReload(this.shard, req, this.log);
-    if (reload === null) return this.pipeline.record(req, { seq: req.seq, status: 200, body: '' }, false);
+    if (reload === null) {
+      this.pipeline.record(req, { seq: req.seq, status: 200, body: '' }, false);
+      return;
+    }
     this.shard.failed = true;
     this.recovery.hold([reload]);
   }

@@ -41,7 +41,7 @@ export const KEYS_PER_CHUNK = 8192;
  */
 export const SKIP_BY_KEYS_FROM = 256;
 
-/** What the shard's pump (dispatch.ts) drives: a streamed reply, one chunk per credit. */
+/** What the shard's pump (stream-flow.ts) drives: a streamed reply, one chunk per credit. */
 export interface ReplyStream {
   readonly ctx: RequestContext;
   readonly seq: number;

@@ -4,7 +4,7 @@
  * parsed route and body (or one of its own questions), the shard answers with
  * a finished body.
  *
- * Both threads import this file (README, "Layout: which thread runs a file"): the shard worker's code in
+ * Both threads import this file (README, "Which thread runs a file"): the shard worker's code in
  * shard/, the main thread's in shards/ and http/. Besides the messages' types it holds the few values both
  * sides must agree on: the stream window and the encoding of an `apply` request's bytes.
  */
@@ -52,7 +52,7 @@ interface RouteFields {
   route?: string;
   body?: unknown;
   /**
-   * A large JSON body the main thread did not read (http/app.ts offloads): the shard reads it into `body` before
+   * A large JSON body the main thread did not read (http/shard-routes.ts offloads): the shard reads it into `body` before
    * running the request, with the main thread's answers (413 over MAX_BULK_ITEMS, 400 for bad JSON). It travels
    * beside the batch's JSON text, transferred rather than copied (shards/supervisor.ts).
    */
@@ -92,7 +92,7 @@ type Internal<O extends string, Own> = RequestEnvelope &
 
 /** Which objects of `collection` have this natural key, in any site (ShardReply.matches). */
 export type ResolveRequest = Internal<'resolve', { key: string }>;
-/** Which object grants the user `key` holds (http/app.ts grantsHeld). */
+/** Which object grants the user `key` holds (http/main-routes.ts grantsHeld). */
 export type UserGrantsRequest = Internal<'user-grants', { key: string }>;
 /** The main thread's outcome for the part of `txn` this shard prepared (see BulkPart). */
 export type DecideRequest = Internal<'decide', { decision: { txn: number; commit: boolean } }>;

@@ -92,7 +92,7 @@ export class ShardState<M extends StoredKind<any> = StoredKind<any>> {
   trees = new Map<string, RadixTree<StoredObject>>();
   /** One-to-many indexes between kinds (a device's interfaces…), kept by the models' derived indexes. */
   relations = new Map<string, Relation>();
-  /** Settles when every commit group this shard has closed so far has settled (set by ShardServer). */
+  /** Settles when every commit group this shard has closed so far has settled (set by the commit pipeline, commit-pipeline.ts). */
   tail: Promise<void> = Promise.resolve();
   /** Which sites' memory changed, for the main thread's read cache; outlives a rebuild, which resets it. */
   readonly versions = new SiteVersions();

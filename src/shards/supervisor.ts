@@ -18,7 +18,7 @@
  *   (ShardState.heartbeat). Time spent inside a store commit's synchronous
  *   part (encoding a large write set) does not count: a second shared slot
  *   says when the worker is there; while the commit then syncs off the
- *   thread, the worker beats the counter (dispatch.ts).
+ *   thread, the worker beats the counter (shard/commit-pipeline.ts, bulk-parts.ts, request-runner.ts).
  *
  * Either way every request the worker had not answered gets 503 with
  * Retry-After (none was acknowledged, so no acknowledged write is lost; one it

@@ -1,5 +1,5 @@
 /**
- * Which thread runs a file shows in its folder (README, "Layout: which thread runs a file";
+ * Which thread runs a file shows in its folder (README, "Which thread runs a file";
  * docs/architecture.md): src/shard/ is the inside of a shard worker, src/shards/ the main
  * thread's view of the shards, and http/, feed/, webhook/, cluster/ and metrics/ run on the
  * main thread alone. Checked on the runtime import graph from each thread's entry, the way
