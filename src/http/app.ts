@@ -62,10 +62,12 @@ export class App {
   private readonly cachedReads: CachedReads;
 
   private constructor(
-    private readonly s: Services,
+    /** The node's parts (services.ts); tests reach the store and the idempotency keys through them. */
+    readonly services: Services,
     /** Requests whose lifecycle has not finished; SIGTERM waits for them (drain). */
     private readonly requests: InFlight,
   ) {
+    const s = services;
     ({ config: this.config, log: this.log, metrics: this.metrics, feed: this.feed, lease: this.lease } = s);
     this.observer = new RequestObserver(s.log, s.metrics);
     const node = { restarting: () => s.pool.restarting(), shards: s.config.shards, lease: s.lease };
@@ -92,7 +94,7 @@ export class App {
     this.requests.track(
       this.lifecycle(x, admitted)
         // Whatever could not reach the database (a lookup as much as a commit) is a 503 to retry, never a 500.
-        .catch((err) => x.fail(!isApiError(err) && this.s.store.isUnavailable(err) ? Errors.storeUnavailable() : err)),
+        .catch((err) => x.fail(!isApiError(err) && this.services.store.isUnavailable(err) ? Errors.storeUnavailable() : err)),
     );
   }
 
@@ -118,11 +120,11 @@ export class App {
    */
   runTestHook(header: string): void {
     const m = /^(exit|stall|kill-after-commit|exit-after-commit) (\d+)$/.exec(header);
-    if (m && Number(m[2]) < this.s.pool.count) this.s.pool.control(Number(m[2]), { testHook: m[1] as TestHook });
+    if (m && Number(m[2]) < this.services.pool.count) this.services.pool.control(Number(m[2]), { testHook: m[1] as TestHook });
   }
 
   close(): Promise<void> {
-    return closeServices(this.s);
+    return closeServices(this.services);
   }
 
   /** `admitted`: what the first steps found; null while draining, when they are not run. */
@@ -134,7 +136,7 @@ export class App {
       return x.fail(Errors.shuttingDown(), true);
     }
     const { match, method, operation, system, isPublic, strict, accepted } = admitted;
-    const { lease } = this.s;
+    const { lease } = this.services;
     // A page the browser opens carries no credentials (the view keeps its token in the tab, not in a cookie): it gets
     // the view without running the request, and the view asks once, with its token (browse.ts, deferred pages).
     if (!isPublic && method === 'GET' && x.representation === 'html' && !offersCredentials(admitted.credentials)) {
@@ -159,24 +161,34 @@ export class App {
     const offload = !keyed && !strict && method !== 'OPTIONS' && offloads(match, operation!, raw, x.contentType);
     const bytes = offload ? x.bodyBytes(raw) : undefined;
     const unread = bytes !== undefined || (system && operation?.body === undefined);
-    const parsed = unread ? undefined : readRequestBody(raw, x.contentType, this.s.config);
+    const parsed = unread ? undefined : readRequestBody(raw, x.contentType, this.services.config);
     if (x.aborted) return;
     if (strict && method !== 'OPTIONS') {
       const problems = strictProblems(match, operation!, x.query, parsed);
       if (problems) throw Errors.validation(problems);
     }
     if (method === 'OPTIONS') {
-      return x.send(200, system ? systemOptions(match.route) : await routeOptions(match, this.s.users.principal(user!), this.s.forwarder));
+      return x.send(
+        200,
+        system ? systemOptions(match.route) : await routeOptions(match, this.services.users.principal(user!), this.services.forwarder),
+      );
     }
     if (system) return this.system.serve(x, { match, operation: operation!, user, body: parsed });
 
     const run = (stamp?: IdempotencyStamp): Promise<Forwarded> =>
       operation!.main
-        ? runMainRoute(this.s, x, { match, operation: operation!, user, parsed, version: accepted.version, stamp })
-        : runShardRoute(this.s, x, { match, operation: operation!, user: user!, body: parsed === undefined ? {} : parsed, stamp, bytes });
+        ? runMainRoute(this.services, x, { match, operation: operation!, user, parsed, version: accepted.version, stamp })
+        : runShardRoute(this.services, x, {
+            match,
+            operation: operation!,
+            user: user!,
+            body: parsed === undefined ? {} : parsed,
+            stamp,
+            bytes,
+          });
     // Taken before the request reaches a shard, so a standby's X-Netsot-Applied is a floor of what its answer shows.
     const cluster = lease ? clusterHeaders(lease) : null;
-    const reply = keyed ? await this.s.idempotency.run(user!.id, method, x.fullPath, x.idempotencyKey, raw, run) : await run();
+    const reply = keyed ? await this.services.idempotency.run(user!.id, method, x.fullPath, x.idempotencyKey, raw, run) : await run();
     this.cachedReads.keep(x.fullPath, reply);
     if (cluster && lease!.isLeader && !isRead(method) && reply.status < 300) cluster['X-Netsot-Commit'] = String(lease!.position);
     const headers = cluster ? { ...reply.headers, ...cluster } : reply.headers;
@@ -199,7 +211,7 @@ export class App {
     head: { query: string; authorization: string; email: string | undefined; lastEventId: string },
   ): Promise<FeedSubscription> {
     if (this.requests.draining) throw Errors.shuttingDown();
-    const user = await this.s.auth.authenticate({ authorization: head.authorization, email: head.email }, false);
+    const user = await this.services.auth.authenticate({ authorization: head.authorization, email: head.email }, false);
     return this.system.subscription(user, siteSegment, head.query, head.lastEventId);
   }
 }
