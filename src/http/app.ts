@@ -67,15 +67,18 @@ export class App {
     /** Requests whose lifecycle has not finished; SIGTERM waits for them (drain). */
     private readonly requests: InFlight,
   ) {
-    const s = services;
-    ({ config: this.config, log: this.log, metrics: this.metrics, feed: this.feed, lease: this.lease } = s);
-    this.observer = new RequestObserver(s.log, s.metrics);
-    const node = { restarting: () => s.pool.restarting(), shards: s.config.shards, lease: s.lease };
-    const { config, store, metrics, feed, sites, users, lease } = s;
+    const { config, log, store, metrics, feed, sites, users, lease, pool } = services;
+    this.config = config;
+    this.log = log;
+    this.metrics = metrics;
+    this.feed = feed;
+    this.lease = lease;
+    this.observer = new RequestObserver(log, metrics);
+    const node = { restarting: () => pool.restarting(), shards: config.shards, lease };
     this.system = new SystemEndpoints({ config, store, node, metrics, feed, sites, users, lease });
     this.userHeader = new UserHeaderPolicy(config);
-    this.admission = new Admission(s.router, s.auth, config, () => this.system.document.url);
-    this.cachedReads = new CachedReads(s.readCache, lease);
+    this.admission = new Admission(services.router, services.auth, config, () => this.system.document.url);
+    this.cachedReads = new CachedReads(services.readCache, lease);
   }
 
   /** Opens the store (config.store, else LMDB in config.dataDir) and starts the shard workers; resolves when every shard has loaded. */
