@@ -43,7 +43,11 @@ export class Authenticator {
    * it can read, and its writes are refused as any write there is.
    */
   async authenticate(h: AuthHeaders, verifyRoute = false): Promise<UserRecord> {
-    const who = this.identify(h, verifyRoute);
+    return this.userOf(this.identify(h, verifyRoute));
+  }
+
+  /** The user `identify` named: a known one, or one it named by email for the first time, created as `authenticate` says. */
+  async userOf(who: UserRecord | string): Promise<UserRecord> {
     if (typeof who !== 'string') return who;
     const superuser = this.config.newUsersAsSuperuser;
     return this.mayCreate() ? this.users.create(who, superuser) : this.users.unsaved(who, superuser);

@@ -89,7 +89,7 @@ export class LeaseKeeper {
   private ousted = false;
   /** Requests waiting for this standby to apply a commit (X-Netsot-After-Commit). */
   private readonly waiters = new Set<{ seq: number; done: (reached: boolean) => void }>();
-  /** Told when this node starts leading (caught up, taking writes) and when it stops (http/app.ts). */
+  /** Told when this node starts leading (caught up, taking writes) and when it stops (http/services.ts). */
   onLeading: ((leading: boolean) => void) | null = null;
 
   private constructor(

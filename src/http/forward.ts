@@ -16,16 +16,16 @@ import type { HttpMethod } from '../routes/route.js';
 import { csvColumnsOf } from '../schema/csv.js';
 import { asId, NO_ID, parseId } from '../schema/id.js';
 import { siteIdIn } from '../schema/validate.js';
-import type { ChunkSource } from '../shard/chunk-stream.js';
-import { internalRequest } from '../shard/internal-request.js';
-import { MergedStream } from '../shard/merged-stream.js';
-import { mergeParts, type ShardPool } from '../shard/pool.js';
 import type { DirectoryUpdate, ListChunk, ListPart, RouteRequest, ShardReply, SiteClaim, Unsent } from '../shard/protocol.js';
+import type { ChunkSource } from '../shards/chunk-stream.js';
+import { type CommitFeed, CrossShardBulk, splitByShard } from '../shards/cross-shard.js';
+import { internalRequest } from '../shards/internal-request.js';
+import { MergedStream } from '../shards/merged-stream.js';
+import { mergeParts, type ShardPool } from '../shards/pool.js';
 import type { Store } from '../store/store.js';
 import type { LinkBase } from '../types/api.js';
 import type { Principal } from '../types/auth.js';
 import type { IdempotencyStamp } from '../types/stored.js';
-import { type CommitFeed, CrossShardBulk, splitByShard } from './cross-shard.js';
 import type { RouteMatch } from './router.js';
 
 export interface Forwarded {

@@ -11,6 +11,7 @@ import type { Route } from '../routes/route.js';
 import { methodsOf, ROUTES } from '../routes/table.js';
 import { optionsBody, PARSES, RENDERS } from '../schema/describe.js';
 import type { Principal } from '../types/auth.js';
+import type { Forwarder } from './forward.js';
 import type { RouteMatch } from './router.js';
 
 const ROOT_NAMES: Record<string, string> = { '': 'Api Root', authenticate: 'Authenticate', verify_token: 'Verify Token' };
@@ -51,4 +52,25 @@ export async function optionsFor(match: RouteMatch, p: Principal, permits: () =>
   }
   if (match.route.shape === 'detail' && model?.grants && methods.PUT) actions.PUT = await permits();
   return optionsBody(collection.schema, list, actions);
+}
+
+/** A resource route's OPTIONS body for `principal`; a detail's PUT asks the object's shard. */
+export function routeOptions(match: RouteMatch, principal: Principal, forwarder: Forwarder): Promise<string> {
+  const permits = () =>
+    forwarder
+      .forward({
+        match,
+        model: modelByCollection(match.collection!)!,
+        method: 'GET',
+        query: '',
+        body: undefined,
+        principal,
+        link: { scheme: 'http', host: '', path: '' },
+        op: 'permits',
+      })
+      .then(
+        (r) => r.status === 200 && r.body === 'true',
+        () => false,
+      );
+  return optionsFor(match, principal, permits);
 }

@@ -11,8 +11,8 @@ import { asApiError, errorEnvelope } from '../errors.js';
 import type { FeedSink } from '../feed/hub.js';
 import type { Logger } from '../log.js';
 import { CSV_TYPE } from '../schema/csv.js';
-import type { Representation } from './body.js';
 import { BROWSE_HEADERS, browsePage } from './browse.js';
+import type { Representation } from './negotiate.js';
 import type { RouteMatch } from './router.js';
 
 const STATUS_TEXT: Record<number, string> = {
@@ -161,6 +161,8 @@ export abstract class Exchange {
   }
   /** X-Netsot-After-Commit, '' when absent: the commit a standby's answer must show (README, Read your own writes). */
   get afterCommit(): string {
+    // Also asked on a cluster node before an answer from the read cache, while the request is still readable.
+    if (this.later === null && this.head !== null) return this.head.getHeader('x-netsot-after-commit');
     return this.laterHeaders().afterCommit;
   }
 

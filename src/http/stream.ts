@@ -10,8 +10,9 @@
  * finish (it was replaced) cuts the connection off, so the client sees an
  * incomplete response rather than a wrong one. A HEAD gets the head alone.
  */
-import type { ChunkSource } from '../shard/chunk-stream.js';
+
 import type { ListChunk } from '../shard/protocol.js';
+import type { ChunkSource } from '../shards/chunk-stream.js';
 import type { Exchange } from './respond.js';
 
 /** Replies at least this long (UTF-16 units) are written in chunks, so one large answer does not hold up the others. */
@@ -74,7 +75,7 @@ export function textChunks(text: string): { chunk: ListChunk; stream: ChunkSourc
 
 /**
  * Resolves when the response is complete, cut off, or the client has gone. `stream`: one shard's chunks, a
- * top-level list's merged from every shard's (shard/merged-stream.ts), or a long text's (TextChunks), which it
+ * top-level list's merged from every shard's (shards/merged-stream.ts), or a long text's (TextChunks), which it
  * credits and cancels alike.
  */
 export function streamReply(

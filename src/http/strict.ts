@@ -55,7 +55,7 @@ function namesOf(key: Operation | readonly QueryParam[], params: () => readonly 
 /** The query parameters an operation of `match` takes: its own and, for lists, its collection's filters. */
 function knownParams(match: RouteMatch, op: Operation): ReadonlySet<string> {
   return namesOf(op, () => [
-    // Any request may carry `format` (docs/api.md §1.3; http/body.ts), not only the GETs that declare it; a system
+    // Any request may carry `format` (docs/api.md §1.3; http/negotiate.ts), not only the GETs that declare it; a system
     // route (the change stream) answers as it writes, whatever the format asked.
     ...(match.route.shape === 'system' ? [] : [FORMAT]),
     ...op.query,

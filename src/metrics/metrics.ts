@@ -12,7 +12,7 @@
 import { readFileSync, statSync } from 'node:fs';
 import { Counter, collectDefaultMetrics, Gauge, type Metric, Registry } from 'prom-client';
 import { droppedLogLines } from '../log-sink.js';
-import { streamFigures } from '../shard/chunk-stream.js';
+import { streamFigures } from '../shards/chunk-stream.js';
 import { COMMIT_SECONDS_BUCKETS, createStatsBuffer, GROUP_SIZE_BUCKETS, LAYOUT, slotOf, ThreadStats } from './thread-stats.js';
 
 export const REQUEST_SECONDS_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];

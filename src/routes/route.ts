@@ -10,10 +10,11 @@
  * |-------------------------|----------------------------------------------------|
  * | http/router.ts          | the Api's mount and key rules, each route's shape, |
  * |                         | a system route's path                              |
- * | http/app.ts             | methods (405, Allow), `public`, main-thread `main` |
+ * | http/admission.ts       | methods (405, Allow), `public`                     |
+ * | http/main-routes.ts     | a main-thread route's `main` handler               |
  * | http/system.ts          | a system route's `system` handler, `superuser`     |
  * | http/forward.ts         | shape and standard op: which shard(s) to ask       |
- * | shard/dispatch.ts       | `run`: the standard op or the route's own handler  |
+ * | shard/request-steps.ts  | `run`: the standard op or the route's own handler  |
  * | shard/authorize.ts      | `permission`, checked against the object's site    |
  * | OPTIONS (http/options.ts) | methods and `permission`                         |
  * | OpenAPI (http/openapi.ts) | all of it: query, body, response, summary        |
@@ -107,7 +108,7 @@ export type SystemOp = 'healthz' | 'readyz' | 'metrics' | 'docs' | 'openapi' | '
  */
 export type ShardHandler = (ctx: RequestContext, target: any) => MaybeSteps<RouteResult>;
 
-/** What a main-thread handler (users, the root routes) is given; see http/app.ts. */
+/** What a main-thread handler (users, the root routes) is given; see http/main-routes.ts. */
 export interface MainCall {
   user: import('../types/stored.js').UserRecord | null;
   key?: string;

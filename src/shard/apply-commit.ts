@@ -3,7 +3,7 @@
  * (README, Past one machine). The main thread reads, in one snapshot of the
  * database, every row the commits since its last poll wrote or removed
  * (cluster/commit-reader.ts) and sends each shard the rows of its sites
- * (cluster/replica.ts); ShardServer runs this between two requests, so a
+ * (cluster/replica.ts); the shard runs this between two requests (standby-apply.ts), so a
  * read sees all of it or none of it.
  *
  * Memory ends exactly as a fresh load of the same rows would have it: every
@@ -22,29 +22,14 @@
 import { Packr } from 'msgpackr';
 import type { ResourceModel } from '../model/model.js';
 import { MODELS } from '../model/registry.js';
-import type { ChangeIndexRow, StoredObject } from '../types/stored.js';
+import type { StoredObject } from '../types/stored.js';
 import { ChangeLog, type ChangeRow, changeRowOf } from './changelog.js';
+import { type CommitPayload, unpackCommitPayload } from './protocol.js';
 import { indexesOf } from './relations.js';
 import { decode, type ShardState } from './state.js';
 
-/** What a shard is sent (as msgpack bytes on ShardRequest.bytes, op `apply`). */
-export interface CommitPayload {
-  /** Object keys written or removed, with the stored value, or null where the row is gone. Site records are kind `site`. */
-  objects: [site: number, kind: string, id: number, value: Uint8Array | null][];
-  /** Changes written, with their index columns. (A Change is only ever removed with its whole site, below.) */
-  changes: [site: number, id: number, row: ChangeIndexRow][];
-  /** Sites whose every Change, or every object, was removed; applied before the rows above. */
-  droppedChanges: number[];
-  droppedObjects: number[];
-}
-
-// As the store packs records (store/postgres.ts).
-const packr = new Packr({ useRecords: false });
-
-export function packCommitPayload(payload: CommitPayload): ArrayBuffer {
-  const bytes = packr.pack(payload);
-  return bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength) as ArrayBuffer;
-}
+// A record's value, packed as the store packs records (store/postgres.ts).
+const records = new Packr({ useRecords: false });
 
 /** The models whose records a load keeps, by kind, with their load order. */
 const ORDER = new Map<string, { model: ResourceModel<any, any>; rank: number }>(MODELS.map((model, rank) => [model.kind, { model, rank }]));
@@ -61,7 +46,7 @@ interface Step {
  * the caller then reloads the shard. The refusal is found before anything changes.
  */
 export function applyCommit(shard: ShardState, bytes: ArrayBuffer): string | null {
-  const payload = packr.unpack(new Uint8Array(bytes)) as CommitPayload;
+  const payload = unpackCommitPayload(bytes);
   const steps: Step[] = [];
   for (const [site, kind, id, value] of payload.objects) {
     const known = ORDER.get(kind);
@@ -70,7 +55,7 @@ export function applyCommit(shard: ShardState, bytes: ArrayBuffer): string | nul
     const { model, rank } = known;
     const before = shard.table(model.kind).get(id);
     if (before && before.siteId !== site) return `${kind} ${id} is held in site ${before.siteId}, but a commit wrote it in site ${site}`;
-    const after = value === null ? undefined : decode(model, packr.unpack(value));
+    const after = value === null ? undefined : decode(model, records.unpack(value));
     if (before || after) steps.push({ model, rank, before, after });
   }
 

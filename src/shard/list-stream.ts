@@ -15,7 +15,7 @@
  * when it is a page (its count and links are known before the items). A
  * top-level list (scattered to every shard) streams the same way, but its
  * chunks carry the rendered items with their sort keys instead of JSON text,
- * for the main thread to merge with the other shards' (merged-stream.ts).
+ * for the main thread to merge with the other shards' (shards/merged-stream.ts).
  * A top-level page with a large offset starts with the keys alone of the
  * items the offset may skip: the merge counts the offset off across the
  * shards by their keys, then tells each shard where its part of the page
@@ -29,16 +29,9 @@
 import type { ResourceModel } from '../model/model.js';
 import type { StoredObject } from '../types/stored.js';
 import type { RequestContext } from './context.js';
-import type { ListChecks, ListChunk, ListPart } from './protocol.js';
+import { CHUNK_BYTES, type ListChecks, type ListChunk, type ListPart, STREAM_WINDOW } from './protocol.js';
 import type { ObjectTable } from './table.js';
 
-/**
- * About this much JSON per chunk: large enough that a chunk's hop costs little next to its rendering, small
- * enough that a request on the same shard waits at most one chunk's rendering (~300 networks, a few ms).
- */
-export const CHUNK_BYTES = 64 * 1024;
-/** Chunks a shard may have sent ahead of the client's socket, the first one included: 512 KiB in flight. */
-export const STREAM_WINDOW = 8;
 /** Sort keys per keys-only chunk: two numbers each, 128 KiB, no rendering. */
 export const KEYS_PER_CHUNK = 8192;
 /**
@@ -48,7 +41,7 @@ export const KEYS_PER_CHUNK = 8192;
  */
 export const SKIP_BY_KEYS_FROM = 256;
 
-/** What the shard's pump (dispatch.ts) drives: a streamed reply, one chunk per credit. */
+/** What the shard's pump (stream-flow.ts) drives: a streamed reply, one chunk per credit. */
 export interface ReplyStream {
   readonly ctx: RequestContext;
   readonly seq: number;

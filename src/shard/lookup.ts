@@ -1,7 +1,7 @@
 /**
  * Finds the object a URL key names (an id, or the model's natural key) in the
  * request's site, or among this shard's sites on a top-level route. Kept apart
- * from dispatch.ts so that writes.ts can use it without importing the dispatcher.
+ * from request-steps.ts so that writes.ts can use it without importing the request's steps.
  */
 import { Errors } from '../errors.js';
 import type { ResourceModel } from '../model/model.js';

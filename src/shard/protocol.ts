@@ -3,13 +3,27 @@
  * One request in, one reply out, matched by `seq`: the main thread sends the
  * parsed route and body (or one of its own questions), the shard answers with
  * a finished body.
+ *
+ * Both threads import this file (README, "Which thread runs a file"): the shard worker's code in
+ * shard/, the main thread's in shards/ and http/. Besides the messages' types it holds the few values both
+ * sides must agree on: the stream window and the encoding of an `apply` request's bytes.
  */
 
+import { Packr } from 'msgpackr';
+import type { ChunkStream } from '../shards/chunk-stream.js';
 import type { ErrorMessage, LinkBase } from '../types/api.js';
 import type { Principal } from '../types/auth.js';
-import type { IdempotencyStamp, WriteSet } from '../types/stored.js';
-import type { ChunkStream } from './chunk-stream.js';
+import type { ChangeIndexRow, IdempotencyStamp, WriteSet } from '../types/stored.js';
 import type { VersionNotice } from './site-versions.js';
+
+/**
+ * A streamed list's chunks (ListChunk) hold about this much JSON: large enough that a chunk's hop costs little next
+ * to its rendering, small enough that a request on the same shard waits at most one chunk's rendering (~300
+ * networks, a few ms).
+ */
+export const CHUNK_BYTES = 64 * 1024;
+/** Chunks a shard may have sent ahead of the client's socket, the first one included: 512 KiB in flight. */
+export const STREAM_WINDOW = 8;
 
 /**
  * The operations every resource runs the same way (shard/writes.ts and the
@@ -38,9 +52,9 @@ interface RouteFields {
   route?: string;
   body?: unknown;
   /**
-   * A large JSON body the main thread did not read (http/app.ts offloads): the shard reads it into `body` before
+   * A large JSON body the main thread did not read (http/shard-routes.ts offloads): the shard reads it into `body` before
    * running the request, with the main thread's answers (413 over MAX_BULK_ITEMS, 400 for bad JSON). It travels
-   * beside the batch's JSON text, transferred rather than copied (supervisor.ts).
+   * beside the batch's JSON text, transferred rather than copied (shards/supervisor.ts).
    */
   bytes?: ArrayBuffer;
   /** Top-level list: answer with a ListPart for the main thread to merge. */
@@ -70,7 +84,7 @@ export interface RouteRequest extends RequestEnvelope, RouteFields {
 }
 
 /**
- * One of the main thread's own questions (built by internalRequest, shard/internal-request.ts): its op, its
+ * One of the main thread's own questions (built by internalRequest, shards/internal-request.ts): its op, its
  * own fields, and none of a route request's, so any request's fields may be read without narrowing it first.
  */
 type Internal<O extends string, Own> = RequestEnvelope &
@@ -78,7 +92,7 @@ type Internal<O extends string, Own> = RequestEnvelope &
 
 /** Which objects of `collection` have this natural key, in any site (ShardReply.matches). */
 export type ResolveRequest = Internal<'resolve', { key: string }>;
-/** Which object grants the user `key` holds (http/app.ts grantsHeld). */
+/** Which object grants the user `key` holds (http/main-routes.ts grantsHeld). */
 export type UserGrantsRequest = Internal<'user-grants', { key: string }>;
 /** The main thread's outcome for the part of `txn` this shard prepared (see BulkPart). */
 export type DecideRequest = Internal<'decide', { decision: { txn: number; commit: boolean } }>;
@@ -89,6 +103,29 @@ export type DecideRequest = Internal<'decide', { decision: { txn: number; commit
 export type ReloadRequest = Internal<'reload', { key?: 'rebuilt' }>;
 /** Apply these records of the leader's commits (a standby following them; shard/apply-commit.ts). */
 export type ApplyRequest = Internal<'apply', { bytes: ArrayBuffer }>;
+
+/** What an `apply` request's bytes hold: a standby's share of the leader's commits for one shard (shard/apply-commit.ts). */
+export interface CommitPayload {
+  /** Object keys written or removed, with the stored value, or null where the row is gone. Site records are kind `site`. */
+  objects: [site: number, kind: string, id: number, value: Uint8Array | null][];
+  /** Changes written, with their index columns. (A Change is only ever removed with its whole site, below.) */
+  changes: [site: number, id: number, row: ChangeIndexRow][];
+  /** Sites whose every Change, or every object, was removed; applied before the rows above. */
+  droppedChanges: number[];
+  droppedObjects: number[];
+}
+
+// As the store packs records (store/postgres.ts).
+const packr = new Packr({ useRecords: false });
+
+export function packCommitPayload(payload: CommitPayload): ArrayBuffer {
+  const bytes = packr.pack(payload);
+  return bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength) as ArrayBuffer;
+}
+
+export function unpackCommitPayload(bytes: ArrayBuffer): CommitPayload {
+  return packr.unpack(new Uint8Array(bytes)) as CommitPayload;
+}
 
 export type InternalRequest = ResolveRequest | UserGrantsRequest | DecideRequest | ReloadRequest | ApplyRequest;
 
@@ -194,7 +231,7 @@ export interface StreamControl {
  *
  * A top-level list's chunk (a scatter request) carries `part` instead of
  * text: its items with their sort keys (count: the items in this chunk), for
- * the main thread to merge with the other shards' (merged-stream.ts).
+ * the main thread to merge with the other shards' (shards/merged-stream.ts).
  */
 export interface ListChunk {
   text: string;

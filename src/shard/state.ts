@@ -92,7 +92,7 @@ export class ShardState<M extends StoredKind<any> = StoredKind<any>> {
   trees = new Map<string, RadixTree<StoredObject>>();
   /** One-to-many indexes between kinds (a device's interfaces…), kept by the models' derived indexes. */
   relations = new Map<string, Relation>();
-  /** Settles when every commit group this shard has closed so far has settled (set by ShardServer). */
+  /** Settles when every commit group this shard has closed so far has settled (set by the commit pipeline, commit-pipeline.ts). */
   tail: Promise<void> = Promise.resolve();
   /** Which sites' memory changed, for the main thread's read cache; outlives a rebuild, which resets it. */
   readonly versions = new SiteVersions();
@@ -101,7 +101,7 @@ export class ShardState<M extends StoredKind<any> = StoredKind<any>> {
   /** Transactions applied to memory and handed to a CommitGroup so far (a failed group checks it is still the newest). */
   applied = 0;
   /**
-   * Tells the supervisor this shard is making progress (supervisor.ts). Long but bounded work — rendering
+   * Tells the supervisor this shard is making progress (shards/supervisor.ts). Long but bounded work — rendering
    * a list of a million items — calls it as it goes, so only a shard stuck for good reads as stalled.
    */
   heartbeat: () => void = () => undefined;

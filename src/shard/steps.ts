@@ -5,7 +5,7 @@
  * is tested against. It never yields in the middle of a change to memory, so
  * whatever runs between two slices finds memory consistent.
  *
- * The shard (dispatch.ts) runs a request's steps until it is done or its slice
+ * The shard (request-runner.ts) runs a request's steps until it is done or its slice
  * of time is spent; a request that is done within one slice runs exactly as a
  * plain function would. Work that cannot be paused is written as a plain
  * function: callers take either through `stepsOf`.

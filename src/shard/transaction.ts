@@ -154,7 +154,7 @@ export class Transaction {
   /**
    * Records the Change of `r`; `before`/`after` are API shapes (null on create/delete). Its id, change_at and
    * place in the shard's Change log come when the transaction is sealed (`publishChanges`): a request that runs in
-   * slices (dispatch.ts) lets other requests append Changes meanwhile, and the log must stay in id order.
+   * slices (request-runner.ts) lets other requests append Changes meanwhile, and the log must stay in id order.
    */
   private change(
     event: ChangeEvent,
@@ -310,7 +310,7 @@ export class CommitGroup {
    * Durable commit of every write taken (ends the group). The store commits
    * off this thread (LMDB on lmdb-js's writer, PostgreSQL on its connection),
    * so the caller keeps serving meanwhile; it commits the next group only
-   * once this one has settled (ShardServer in dispatch.ts). An empty group
+   * once this one has settled (commit-pipeline.ts). An empty group
    * has nothing to wait for.
    */
   commit(): Promise<void> {
@@ -318,7 +318,7 @@ export class CommitGroup {
     if (this.isEmpty) return Promise.resolve();
     for (const [kind, id] of this.highWater) this.ops.push(highWaterOp(kind, this.shard.writerName, id));
     const started = performance.now();
-    // The wait for the sync is covered by the shard's heartbeat (dispatch.ts); the call itself runs on this thread.
+    // The wait for the sync is covered by the shard's heartbeat (commit-pipeline.ts); the call itself runs on this thread.
     this.shard.inStore(true);
     let p: Promise<void>;
     try {

@@ -66,7 +66,7 @@ if (data.stats) {
   shard.commitFailed = () => stats.commitFailed();
   stats.watchLoop();
 }
-// Replies leave in batches, one postMessage per commit group (see SupervisedShard in supervisor.ts).
+// Replies leave in batches, one postMessage per commit group (see SupervisedShard in shards/supervisor.ts).
 const server = new ShardServer(
   shard,
   (replies: ShardReply[]) => {

@@ -127,7 +127,7 @@ export class LmdbStore implements Store {
    * puts are encoded on the calling thread, applied, committed and synced
    * (no overlapping sync) on the writer thread, and the promise resolves
    * after the sync. The calling thread is free meanwhile: a shard runs its
-   * next requests while this commit syncs (ShardServer in shard/dispatch.ts
+   * next requests while this commit syncs (shard/commit-pipeline.ts
    * keeps one commit in flight and answers a group once it is durable).
    *
    * Unlike a synchronous transaction, a batch whose callback throws commits

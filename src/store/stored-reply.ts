@@ -2,7 +2,7 @@
  * An Idempotency-Key response as the store keeps it, and the write ops that
  * keep one: one piece for every commit that can carry a keyed write — a
  * shard's own commit (shard/idempotency.ts), the main thread's users routes
- * and the main thread's cross-shard bulk commit (http/cross-shard.ts) — so the
+ * and the main thread's cross-shard bulk commit (shards/cross-shard.ts) — so the
  * response is durable in exactly the commit that makes its writes durable.
  */
 import type { IdempotencyStamp, StoredReply, WriteOp } from '../types/stored.js';

@@ -8,7 +8,7 @@
  * shard replaced while the others hold their prepared parts aborts the bulk
  * with 503, and kill -9 during a stream of such bulks never leaves half of one.
  *
- * Sites live on shard `site id % SHARDS` (shard/pool.ts shardOfSite).
+ * Sites live on shard `site id % SHARDS` (shards/pool.ts shardOfSite).
  */
 import { rmSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';

@@ -8,7 +8,6 @@
 import { rmSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import type { Store } from '../../src/store/store.js';
 import { InjectServer } from '../helpers/inject.js';
 import { TestServer } from '../helpers/server.js';
 
@@ -143,8 +142,7 @@ describe('in process', () => {
     const later = await s.post(path, undefined, { headers: J(key) });
     expect(later.headers.get('idempotent-replayed')).toBeNull();
     expect(later.json).not.toEqual(first.json);
-    const store = (s.app as unknown as { store: Store }).store;
-    const purged = (s.app as unknown as { idempotency: { purge(now?: number): Promise<number> } }).idempotency;
+    const { store, idempotency: purged } = s.app.services;
     const users = (await s.get('/api/users/')).json as { id: number; email: string }[];
     const me = users.find((u) => u.email === 'admin@localhost')!.id;
     expect(await store.idempotentReply(me, key)).toBeDefined();

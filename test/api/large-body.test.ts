@@ -1,6 +1,6 @@
 /**
- * Large request bodies are read by the shard that serves them (http/app.ts
- * offloads, shard/dispatch.ts readBytes), and long replies are written in
+ * Large request bodies are read by the shard that serves them (http/shard-routes.ts
+ * offloads, shard/request-steps.ts readBytes), and long replies are written in
  * chunks (http/stream.ts textChunks): over real HTTP, the answers are the ones
  * the main thread gives small bodies — 413 over MAX_BULK_ITEMS counted on the
  * bytes, the same 400 envelopes for bad JSON — and nothing is written by a
@@ -8,8 +8,8 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { Errors, errorEnvelope } from '../../src/errors.js';
-import { OFFLOAD_BODY_BYTES } from '../../src/http/body.js';
 import { CHUNKED_REPLY_CHARS } from '../../src/http/stream.js';
+import { OFFLOAD_BODY_BYTES } from '../../src/schema/request-body.js';
 import { TestServer } from '../helpers/server.js';
 
 let server: TestServer;

@@ -5,7 +5,7 @@
  * each one whole body (a Content-Length, no stream), put together.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { CHUNK_BYTES, STREAM_WINDOW } from '../../src/shard/list-stream.js';
+import { CHUNK_BYTES, STREAM_WINDOW } from '../../src/shard/protocol.js';
 import { TestServer } from '../helpers/server.js';
 import {
   abandonedGet,

@@ -8,7 +8,8 @@
  * site's nested list (one shard, no merge) merged here in list order.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { KEYS_PER_CHUNK, SKIP_BY_KEYS_FROM, STREAM_WINDOW } from '../../src/shard/list-stream.js';
+import { KEYS_PER_CHUNK, SKIP_BY_KEYS_FROM } from '../../src/shard/list-stream.js';
+import { STREAM_WINDOW } from '../../src/shard/protocol.js';
 import { TestServer } from '../helpers/server.js';
 import {
   abandonedGet,

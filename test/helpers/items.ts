@@ -1,6 +1,6 @@
 /**
  * Every item a request body holds, as MAX_REQUEST_ITEMS counts them (README, Hostile input: "Bulk lists are
- * bounded"; src/http/list-items.ts counts them on the bytes): the top-level list's items, or 1 for any other
+ * bounded"; src/schema/list-items.ts counts them on the bytes): the top-level list's items, or 1 for any other
  * body, and every element of every list inside, at any depth.
  */
 export function itemsOf(value: unknown): number {

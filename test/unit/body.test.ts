@@ -5,7 +5,8 @@
 import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
 import { ApiError } from '../../src/errors.js';
-import { bodyProblem, MAX_BODY_DEPTH, negotiate, nestedDeeperThan, parseBody } from '../../src/http/body.js';
+import { negotiate } from '../../src/http/negotiate.js';
+import { bodyProblem, MAX_BODY_DEPTH, nestedDeeperThan, parseBody } from '../../src/schema/request-body.js';
 
 const buf = (s: string | Buffer) => (typeof s === 'string' ? Buffer.from(s, 'utf8') : s);
 const parse = (s: string | Buffer, type: string) => parseBody(buf(s), type);

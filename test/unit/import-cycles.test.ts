@@ -17,38 +17,12 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { dependencyTree, importGraph, ROOT } from '../helpers/import-graph.js';
 
-const ROOT = path.resolve(import.meta.dirname, '../..');
-
-/**
- * The runtime import cycles among the files `pattern` matches under `cwd`
- * (resolved as its tsconfig.json says: `./x.js` is `x.ts`), each as its files
- * in import order. A relative import that does not resolve would hide its
- * edge, so it fails the check.
- */
+/** The runtime import cycles among the files `pattern` matches under `cwd`, each as its files in import order. */
 async function runtimeCycles(cwd: string, pattern: string): Promise<string[][]> {
-  // dpdm is a dev dependency: without it this check cannot run, and must not pass.
   const { parseCircular } = await import('dpdm');
   return parseCircular(await dependencyTree(cwd, pattern, true));
-}
-
-/** dpdm's tree from `entries`, type imports dropped (`runtime`) or kept; every relative import must resolve. */
-async function dependencyTree(cwd: string, entries: string | string[], runtime: boolean) {
-  const { parseDependencyTree } = await import('dpdm');
-  const tree = await parseDependencyTree(entries, { cwd, context: cwd, transform: runtime, tsconfig: path.join(cwd, 'tsconfig.json') });
-  const unresolved = Object.values(tree)
-    .flatMap((deps) => deps ?? [])
-    .filter((d) => d.request.startsWith('.') && d.id === null);
-  expect(unresolved.map((d) => `${d.issuer}: ${d.request}`)).toEqual([]);
-  return tree;
-}
-
-/** The import graph from `entries`, type imports counted: file → the files it imports. */
-async function importGraph(cwd: string, entries: string[]): Promise<Record<string, string[]>> {
-  const tree = await dependencyTree(cwd, entries, false);
-  const graph: Record<string, string[]> = {};
-  for (const [file, deps] of Object.entries(tree)) graph[file] = (deps ?? []).flatMap((d) => (d.id !== null && d.id in tree ? [d.id] : []));
-  return graph;
 }
 
 /**

@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'vitest';
-import { internalRequest, SYSTEM } from '../../src/shard/internal-request.js';
+import { internalRequest, SYSTEM } from '../../src/shards/internal-request.js';
 
 describe('internal requests', () => {
   test('internal requests run as the system principal, with their own fields and none of a route request', () => {

@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'vitest';
-import { countItems, mayExceed } from '../../src/http/list-items.js';
+import { countItems, mayExceed } from '../../src/schema/list-items.js';
 import { itemsOf } from '../helpers/items.js';
 import { prng } from '../helpers/prng.js';
 

@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'vitest';
-import { mergeParts } from '../../src/shard/pool.js';
 import type { ListPart } from '../../src/shard/protocol.js';
+import { mergeParts } from '../../src/shards/pool.js';
 
 const part = (ids: number[], at?: number[]): ListPart => ({
   count: ids.length,

@@ -1,10 +1,10 @@
 import { describe, expect, test } from 'vitest';
 import { listFrame, readPage } from '../../src/query/pagination.js';
 import { QueryParams } from '../../src/query/params.js';
-import { ChunkStream } from '../../src/shard/chunk-stream.js';
-import { CHUNK_BYTES, STREAM_WINDOW } from '../../src/shard/list-stream.js';
-import { MergedStream } from '../../src/shard/merged-stream.js';
 import type { ListChunk, ListPart, ShardReply, StreamControl } from '../../src/shard/protocol.js';
+import { CHUNK_BYTES, STREAM_WINDOW } from '../../src/shard/protocol.js';
+import { ChunkStream } from '../../src/shards/chunk-stream.js';
+import { MergedStream } from '../../src/shards/merged-stream.js';
 
 /** A piece of one shard's list: items are their ids as text unless given; `count`: the shard's whole list. */
 const piece = (ids: number[], items = ids.map(String), count = ids.length): ListPart => ({

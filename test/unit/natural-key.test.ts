@@ -3,8 +3,8 @@ import { Errors } from '../../src/errors.js';
 import { networkModel } from '../../src/model/network.js';
 import { siteModel } from '../../src/model/site.js';
 import { handle } from '../../src/shard/dispatch.js';
-import { internalRequest } from '../../src/shard/internal-request.js';
 import { byNaturalKey, naturalKeyMatches } from '../../src/shard/natural-key.js';
+import { internalRequest } from '../../src/shards/internal-request.js';
 import { openTempShard, requestsLike, type TempShard } from '../helpers/shard.js';
 
 let t: TempShard;

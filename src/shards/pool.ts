@@ -5,10 +5,10 @@
  */
 import type { Fence } from '../cluster/fence.js';
 import type { Config } from '../config.js';
+import type { ListPart, ShardControl, ShardReply, Unsent } from '../shard/protocol.js';
 import { IdShardIndex, type SharedIdState } from '../store/ids.js';
 import type { Kind } from '../store/kinds.js';
 import { internalRequest } from './internal-request.js';
-import type { ListPart, ShardControl, ShardReply, Unsent } from './protocol.js';
 import { type ShardLaunch, SupervisedShard } from './supervisor.js';
 
 /** What the main thread hears from its shards: supervision news, and each batch's feed items and site versions (see ShardLaunch). */

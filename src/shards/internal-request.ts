@@ -3,9 +3,10 @@
  * object grants, a bulk part's decision, reload, apply), built in one place.
  * They run as SYSTEM, not as a client: nothing is refused to them.
  */
+
+import type { InternalRequest, Unsent } from '../shard/protocol.js';
 import type { LinkBase } from '../types/api.js';
 import type { Principal } from '../types/auth.js';
-import type { InternalRequest, Unsent } from './protocol.js';
 
 /** Who the main thread's own questions run as. */
 export const SYSTEM: Principal = Object.freeze({ id: 0, email: '', superuser: true, grants: Object.freeze({}) });

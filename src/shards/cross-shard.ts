@@ -23,12 +23,12 @@
 import { ApiError, asApiError, Errors } from '../errors.js';
 import type { FeedHub } from '../feed/hub.js';
 import type { Logger } from '../log.js';
-import { internalRequest } from '../shard/internal-request.js';
-import type { ShardPool } from '../shard/pool.js';
 import type { FeedItem, PreparedPart, RouteRequest, ShardReply, Unsent } from '../shard/protocol.js';
 import type { Store } from '../store/store.js';
 import { replyOps } from '../store/stored-reply.js';
 import type { WriteSet } from '../types/stored.js';
+import { internalRequest } from './internal-request.js';
+import type { ShardPool } from './pool.js';
 
 /** The live feed as a cross-shard commit publishes to it. */
 export type CommitFeed = Pick<FeedHub, 'beginCommit' | 'committed'>;

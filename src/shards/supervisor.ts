@@ -18,7 +18,7 @@
  *   (ShardState.heartbeat). Time spent inside a store commit's synchronous
  *   part (encoding a large write set) does not count: a second shared slot
  *   says when the worker is there; while the commit then syncs off the
- *   thread, the worker beats the counter (dispatch.ts).
+ *   thread, the worker beats the counter (shard/commit-pipeline.ts, bulk-parts.ts, request-runner.ts).
  *
  * Either way every request the worker had not answered gets 503 with
  * Retry-After (none was acknowledged, so no acknowledged write is lost; one it
@@ -30,9 +30,9 @@ import { MessageChannel, type MessagePort, type Worker } from 'node:worker_threa
 import { Errors, errorEnvelope } from '../errors.js';
 import { forwardWorkerOutput } from '../log-sink.js';
 import { ownModule, startWorker } from '../own-modules.js';
+import type { FeedItem, RequestBatch, ShardControl, ShardReply, ShardRequest, Unsent } from '../shard/protocol.js';
+import type { VersionNotice } from '../shard/site-versions.js';
 import { ChunkStream } from './chunk-stream.js';
-import type { FeedItem, RequestBatch, ShardControl, ShardReply, ShardRequest, Unsent } from './protocol.js';
-import type { VersionNotice } from './site-versions.js';
 
 type Pending = (reply: ShardReply) => void;
 
@@ -55,7 +55,7 @@ export interface ShardLaunch {
 }
 
 /** The worker's module, compiled or from source as this one runs (own-modules.ts). */
-const WORKER_URL = ownModule(import.meta.url, './worker');
+const WORKER_URL = ownModule(import.meta.url, '../shard/worker');
 /** Longest wait between attempts when a replacement worker keeps failing to start. */
 const MAX_BACKOFF_MS = 30_000;
 

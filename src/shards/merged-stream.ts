@@ -33,10 +33,9 @@
  * | memory            | ≤ STREAM_WINDOW pieces per shard + one chunk          |
  */
 import { BARE_ARRAY, type ListFrame } from '../query/pagination.js';
+import { CHUNK_BYTES, type ListChunk, type ListPart, type ShardReply, STREAM_WINDOW } from '../shard/protocol.js';
 import type { ChunkSource, ChunkStream } from './chunk-stream.js';
-import { CHUNK_BYTES, STREAM_WINDOW } from './list-stream.js';
 import { firstInOrder, type MergeCursor } from './pool.js';
-import type { ListChunk, ListPart, ShardReply } from './protocol.js';
 
 /** Keys skipped at most in one go: the rest of a large offset is counted off in later event-loop turns. */
 const SKIP_STEPS = 32_768;

@@ -5,7 +5,7 @@
  * client's socket has taken, so a client that stops reading stops the shard
  * after a few chunks instead of piling the list up in memory.
  */
-import type { ListChunk, StreamControl } from './protocol.js';
+import type { ListChunk, StreamControl } from '../shard/protocol.js';
 
 /** Figures for /metrics: streams open now, and chunks received from shards so far. */
 export const streamFigures = { open: 0, chunks: 0 };

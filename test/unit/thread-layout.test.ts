@@ -1,0 +1,56 @@
+/**
+ * Which thread runs a file shows in its folder (README, "Which thread runs a file";
+ * docs/architecture.md): src/shard/ is the inside of a shard worker, src/shards/ the main
+ * thread's view of the shards, and http/, feed/, webhook/, cluster/ and metrics/ run on the
+ * main thread alone. Checked on the runtime import graph from each thread's entry, the way
+ * the threads load their code (a type import loads nothing).
+ */
+import { readdirSync } from 'node:fs';
+import path from 'node:path';
+import { beforeAll, describe, expect, test } from 'vitest';
+import { importGraph, ROOT } from '../helpers/import-graph.js';
+
+const MAIN_ENTRY = 'src/main.ts';
+const WORKER_ENTRY = 'src/shard/worker.ts';
+/** Folders whose files the main thread alone runs. */
+const MAIN_ONLY = ['src/http/', 'src/shards/', 'src/feed/', 'src/webhook/', 'src/cluster/', 'src/metrics/'];
+/** The files of those folders a worker loads too: each is one side of memory the threads share (a SharedArrayBuffer). */
+const SHARED_MEMORY = ['src/cluster/fence.ts', 'src/feed/watch.ts', 'src/metrics/thread-stats.ts'];
+/** The file of src/shard/ the main thread's own code may load: the messages, and the values both sides agree on. */
+const PROTOCOL = 'src/shard/protocol.ts';
+
+const mainOnly = (file: string) => MAIN_ONLY.some((folder) => file.startsWith(folder));
+
+describe('thread layout', () => {
+  let main: Record<string, string[]>;
+  let worker: Record<string, string[]>;
+  beforeAll(async () => {
+    [main, worker] = await Promise.all([importGraph(ROOT, [MAIN_ENTRY], true), importGraph(ROOT, [WORKER_ENTRY], true)]);
+  });
+
+  test('a shard worker loads no main-thread file but the sides of shared memory', () => {
+    expect(Object.keys(worker).filter(mainOnly).sort()).toEqual(SHARED_MEMORY);
+  });
+
+  test('every file in src/shard/ runs in a shard worker', () => {
+    const files = readdirSync(path.join(ROOT, 'src/shard')).map((name) => `src/shard/${name}`);
+    expect(files.filter((file) => !(file in worker))).toEqual([]);
+  });
+
+  test("the main thread's own code loads nothing of src/shard/ but the protocol", () => {
+    const reaches = Object.entries(main)
+      .filter(([file]) => mainOnly(file))
+      .flatMap(([file, imports]) => imports.filter((to) => to.startsWith('src/shard/') && to !== PROTOCOL).map((to) => `${file} -> ${to}`));
+    expect(reaches).toEqual([]);
+  });
+
+  test('the main thread reaches every main-thread folder from its entry', () => {
+    // Guards the checks above: a graph that lost its edges would pass them.
+    for (const folder of MAIN_ONLY)
+      expect(
+        Object.keys(main).some((file) => file.startsWith(folder)),
+        folder,
+      ).toBe(true);
+    expect(WORKER_ENTRY in worker && PROTOCOL in worker && PROTOCOL in main).toBe(true);
+  });
+});
