@@ -37,6 +37,8 @@ const SAME_ON_EVERY_STORE = [
   'test/api/out-of-range.test.ts',
   'test/api/protocol.test.ts',
   'test/api/smoke.test.ts',
+  // The test client against uWS's idle timer.
+  'test/api/idle-connections.test.ts',
   // The command line's help and refusals, before any store is opened.
   'test/api/cli.test.ts',
   // Strict requests are refused or let through before a shard or the store sees them.

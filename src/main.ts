@@ -64,9 +64,9 @@ async function main(argv: string[]): Promise<void> {
     }
     throw err;
   }
-  // The log writer thread (log-thread.ts) stays off for now: with it on, the full suite twice saw a spawned server
-  // drop a keep-alive connection without an answer (test/api/webhooks.test.ts, kill -9), never seen without it.
-  configureLogSink(config.logBufferBytes, false);
+  // The main thread's lines go through the log writer thread (log-thread.ts): the thread answering requests only
+  // copies each line's facts into shared memory (README, "Logs").
+  configureLogSink(config.logBufferBytes, true);
   const log = new Logger(config.logLevel, { format: config.logFormat, bindings: { thread: 'main' } });
   // From here on, stderr carries nothing the log does not: a stderr that fails (a closed pipe) costs nothing.
   process.stderr.on('error', () => undefined);

@@ -25,7 +25,23 @@ export interface StartOptions {
   args?: string[];
 }
 
+/**
+ * Resolves once the event loop has polled for I/O since the call. A test that held the event loop (a long
+ * synchronous check) past the server's idle timer (uWS closes a keep-alive connection idle ~10 s: README, "Idle
+ * connections") would otherwise send its next request on a connection the server has closed: fetch's own 4 s
+ * keep-alive timer cannot run while the loop is held, and the server's FIN is not read until the loop polls. After
+ * a poll, fetch knows the connection is gone and opens another. Two turns, because from a callback of the poll
+ * phase the first setImmediate runs before the next poll.
+ */
+async function afterPoll(): Promise<void> {
+  await new Promise((ok) => setImmediate(ok));
+  await new Promise((ok) => setImmediate(ok));
+}
+
 export class TestServer {
+  /** When this client last had an answer (performance.now()), to say how long a dropped connection had been idle at most. */
+  private lastAnswer = 0;
+
   private constructor(
     readonly proc: ChildProcess,
     readonly port: number,
@@ -99,18 +115,25 @@ export class TestServer {
       body = JSON.stringify(opts.body);
       headers['Content-Type'] ??= 'application/json';
     }
-    return fetchResponse(this.base + path, { method, headers, body, signal: opts.signal }).catch((err: Error) => {
+    await afterPoll();
+    const sent = performance.now();
+    try {
+      const res = await fetchResponse(this.base + path, { method, headers, body, signal: opts.signal });
+      this.lastAnswer = performance.now();
+      return res;
+    } catch (e) {
+      const err = e as Error;
       if (err.name === 'AbortError') throw err;
-      // A request the server dropped: say whether the process was still there and what it logged last.
+      // A request the server dropped: say whether the process was still there, how long this client had been
+      // without an answer (a connection idle past the server's idle timer is closed), and what the server logged last.
       const state =
         this.proc.exitCode !== null || this.proc.signalCode !== null ? `exited (${this.proc.exitCode ?? this.proc.signalCode})` : 'running';
+      const idle = this.lastAnswer === 0 ? 'before any answer' : `${Math.round(sent - this.lastAnswer)} ms after the previous answer`;
       throw new Error(
-        `${method} ${path}: ${err.message} (${String(err.cause)}); the server is ${state}, its output ends:\n${this.output.join('').slice(-3000)}`,
-        {
-          cause: err,
-        },
+        `${method} ${path}: ${err.message} (${String(err.cause)}), sent ${idle}; the server is ${state}, its output ends:\n${this.output.join('').slice(-3000)}`,
+        { cause: err },
       );
-    });
+    }
   }
 
   get = (path: string, opts?: Parameters<TestServer['request']>[2]) => this.request('GET', path, opts);
