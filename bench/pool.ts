@@ -13,6 +13,12 @@
  *   The first call (a warm-up call) passes 999 full members; the calls after
  *   it start where the last one allocated (model/_pool-order.ts), as an
  *   allocator's calls do until something in the site is removed;
+ * - `cold`: as `full`, but before each pool call (untimed) a prefix outside
+ *   the pool is added to the site's tree and removed again 65 times, more
+ *   than the tree's removal log holds (ip/removal-log.ts), so every pool call
+ *   walks from the first member and passes the 999 full ones: the worst a
+ *   call costs (after fewer removals a walk starts at the first member that
+ *   may contain one);
  * - `fresh`: nothing filled: the first member has room.
  *
  * Timed: `POST /api/sites/1/networks/next_address/?query=pool=prod&reserve=true`
@@ -29,11 +35,11 @@
  * from the member itself.
  *
  * Settings (env): BENCH_REPS (per side and case, default 2000), BENCH_WARMUP_REPS (default 200), BENCH_CASES
- * (default "fresh,full").
+ * (default "fresh,full,cold").
  */
 import type { ShardRequest } from '../src/shard/protocol.js';
 import { envNumber, fmt, log, machine, type Stats, stats, table } from './_harness.js';
-import { type BenchShard, benchServer, benchShard } from './_shard.js';
+import { type BenchShard, benchServer, benchShard, SITE } from './_shard.js';
 
 const BUDGET_MS = 1;
 const MEMBERS_24 = 999;
@@ -72,12 +78,12 @@ export async function run(): Promise<number> {
     `${reps} timed calls per side and case after ${warmup} warm-up; ${machine().cores} cores, Node ${process.version}; the machine is shared`,
   );
   const rows: { case: string; side: string; stats: Stats; cpu: Stats }[] = [];
-  const cases = (process.env.BENCH_CASES || 'fresh,full').split(',');
-  for (const fill of (['fresh', 'full'] as const).filter((c) => cases.includes(c))) {
+  const cases = (process.env.BENCH_CASES || 'fresh,full,cold').split(',');
+  for (const fill of (['fresh', 'full', 'cold'] as const).filter((c) => cases.includes(c))) {
     const b = await benchShard('netsot-bench-pool-');
     try {
       await setUp(b);
-      if (fill === 'full') {
+      if (fill !== 'fresh') {
         const t0 = performance.now();
         for (let i = 0; i < MEMBERS_24; i++) for (let h = 1; h < 255; h++) b.addNetwork(4, 0x0a000000n + BigInt(i * 256 + h), 32);
         log(`  full: ${fmt.int(MEMBERS_24 * 254)} hosts added in ${fmt.int(performance.now() - t0)} ms`);
@@ -96,7 +102,13 @@ export async function run(): Promise<number> {
       ];
       const times = sides.map(() => [] as number[]);
       const cpu = sides.map(() => [] as number[]);
+      const tree = b.shard.tree(SITE, 4);
       const one = async (k: number, record: boolean) => {
+        if (fill === 'cold' && k === 0)
+          for (let i = 0; i < 65; i++) {
+            tree.insert(0xc0a80000n, 24, b.site);
+            tree.delete(0xc0a80000n, 24);
+          }
         const req = sides[k].request();
         const c = process.cpuUsage();
         const t = performance.now();
@@ -136,7 +148,7 @@ export async function run(): Promise<number> {
   log(
     `pool p99, worst case: CPU ${us(worstCpu)} µs, wall ${us(worst)} µs (target < ${BUDGET_MS * 1000} µs): ` +
       `${worstCpu < BUDGET_MS ? 'CPU meets target' : 'CPU OVER TARGET'}, ${worst < BUDGET_MS ? 'wall meets target' : 'wall over target'}; ` +
-      `pool ÷ baseline (CPU p50): fresh ${ratio('fresh').toFixed(2)}×, full ${ratio('full').toFixed(2)}×`,
+      `pool ÷ baseline (CPU p50): fresh ${ratio('fresh').toFixed(2)}×, full ${ratio('full').toFixed(2)}×, cold ${ratio('cold').toFixed(2)}×`,
   );
   log(
     JSON.stringify({
@@ -153,7 +165,11 @@ export async function run(): Promise<number> {
         cpu_p99_us: Number(us(r.cpu.p99)),
         n: r.stats.n,
       })),
-      cpu_ratio_p50: { fresh: Number(ratio('fresh').toFixed(3)), full: Number(ratio('full').toFixed(3)) },
+      cpu_ratio_p50: {
+        fresh: Number(ratio('fresh').toFixed(3)),
+        full: Number(ratio('full').toFixed(3)),
+        cold: Number(ratio('cold').toFixed(3)),
+      },
       worst_pool_cpu_p99_ms: Number(worstCpu.toFixed(4)),
       worst_pool_wall_p99_ms: Number(worst.toFixed(4)),
       target_ms: BUDGET_MS,

@@ -46,9 +46,11 @@
 
 import { comparePrefix, copyEntry, greedyBlocks, lastAddress, mergeRanges } from './_naive.js';
 import { type Block, contains, type Entry, type FreeBlockQuery, type FreeSpaceQuery, type PrefixTree, type Usage } from './prefix-tree.js';
+import { RemovalLog, type RemovedPrefix } from './removal-log.js';
 
 export class NaiveTree<V> implements PrefixTree<V> {
   readonly #stored = new Map<string, Entry<V>>();
+  readonly #removed = new RemovalLog();
 
   constructor(readonly width: 32 | 128) {}
 
@@ -62,7 +64,20 @@ export class NaiveTree<V> implements PrefixTree<V> {
   }
 
   delete(addr: bigint, len: number): boolean {
-    return this.#stored.delete(key(addr, len));
+    const k = key(addr, len);
+    const entry = this.#stored.get(k);
+    if (!entry) return false;
+    this.#stored.delete(k);
+    this.#removed.note(entry.addr, entry.len);
+    return true;
+  }
+
+  get removals(): number {
+    return this.#removed.count;
+  }
+
+  removedSince(count: number): RemovedPrefix[] | null {
+    return this.#removed.since(count);
   }
 
   get(addr: bigint, len: number): V | undefined {

@@ -9,6 +9,7 @@
  * networks; the tree answers questions about containment between them.
  */
 import { shiftBy } from './_bits.js';
+import type { RemovedPrefix } from './removal-log.js';
 
 export interface Entry<V> {
   addr: bigint;
@@ -80,6 +81,13 @@ export interface FreeSpaceQuery {
 export interface PrefixTree<V> {
   readonly width: number;
   readonly size: number;
+  /**
+   * How many stored prefixes `delete` has removed so far. Inserting only takes space, so what a reader learnt about
+   * free space (a pool's full members: model/_pool-order.ts) holds but where a prefix removed since was.
+   */
+  readonly removals: number;
+  /** The prefixes removed after the `count`-th (removal-log.ts); null when too many were to say. */
+  removedSince(count: number): RemovedPrefix[] | null;
   /** Stores (or replaces the value of) a prefix. */
   insert(addr: bigint, len: number, value: V): void;
   /** Removes a stored prefix; false when it was not stored. */

@@ -37,6 +37,7 @@
  */
 import { bitAt, bitLength, commonLength, spanOf } from './_bits.js';
 import { type Block, type Entry, type FreeBlockQuery, type FreeSpaceQuery, maskTo, type PrefixTree, type Usage } from './prefix-tree.js';
+import { RemovalLog, type RemovedPrefix } from './removal-log.js';
 
 /** Bits of `Node.flags`. GAP_*: free space in the node's half of its parent, before / after the node's own range. */
 const STORED = 1;
@@ -116,6 +117,7 @@ class Node<V> {
 export class RadixTree<V> implements PrefixTree<V> {
   private readonly root: Node<V>;
   private count = 0;
+  private readonly removed = new RemovalLog();
 
   constructor(readonly width: 32 | 128) {
     this.root = new Node<V>(0n, 0, null, width);
@@ -240,12 +242,21 @@ export class RadixTree<V> implements PrefixTree<V> {
     }
   }
 
+  get removals(): number {
+    return this.removed.count;
+  }
+
+  removedSince(count: number): RemovedPrefix[] | null {
+    return this.removed.since(count);
+  }
+
   delete(addr: bigint, len: number): boolean {
     const n = this.find(maskTo(addr, len, this.width), len);
     if (!n?.stored) return false;
     n.stored = false;
     n.value = undefined;
     this.count--;
+    this.removed.note(n.addr, len);
     this.prune(n);
     return true;
   }

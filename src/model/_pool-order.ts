@@ -4,25 +4,26 @@
  * memory-bound read of every member's record (a cache miss or two each) and a sort; an allocation
  * from the first member with room then looks at one of them.
  *
- * What is kept, per network table (so a shard's rebuild, which makes new tables, starts afresh) and
- * per site and query text: the member ids the set query answered, in id order, and the same ids in
- * address order. It serves a call whose fresh answer has the same ids, as long as no network of
- * the site's trees was removed since (a delete, or an update, which moves a record out of its tree
- * and in again). Allocations only add networks, so a busy pool keeps its order. Records are read by
- * id as the walk reaches them, so a member's state is always current. A negative query (`all` but
- * some) is not kept: allocations join it.
+ * What is kept, per network table (a shard's rebuild makes new tables and trees, and starts afresh)
+ * and per site and query text: the member ids the set query answered, in id order, and the same ids
+ * in address order. A network's prefix never changes (an update ignores it: docs/api.md §9.4), so the order
+ * serves every call whose fresh answer has the same ids. Records are read by id as the walk reaches
+ * them, so a member's state is always current. A negative query (`all` but some) is not kept:
+ * allocations join it.
  *
  * Also kept, per kind of request (prefix length, strictness): how many members in order the last walk
- * passed as full or unfit before it allocated. Adding networks never frees space, so while nothing
- * was removed the next walk starts there: a pool whose first 999 members are full costs what one
- * with room in its first does.
+ * passed as full or unfit before it allocated. Adding networks never frees space, so the next walk
+ * starts there: a pool whose first 999 members are full costs what one with room in its first does.
+ * A prefix removed from the site's trees since (a delete, an update, a rolled-back write: the trees'
+ * removal logs, ip/removal-log.ts) moves that start back to the first member that may contain it;
+ * more removals than the log holds, to the first member.
  *
- * | operation                     | cost                                                       |
- * |-------------------------------|------------------------------------------------------------|
- * | `poolWalk`, kept              | O(m) id comparison, then O(1) per member visited           |
- * | `poolWalk`, not kept          | O(m log m): each member's record read, then sorted         |
- * | `noteRemoval`                 | O(1)                                                       |
+ * | operation                     | cost                                                            |
+ * |-------------------------------|-----------------------------------------------------------------|
+ * | `poolWalk`, kept              | O(m) id comparison, O(k log m) for k removals, O(1) per member  |
+ * | `poolWalk`, not kept          | O(m log m): each member's record read, then sorted              |
  */
+import type { PrefixTree } from '../ip/prefix-tree.js';
 import type { SiteAnswer } from '../query/setquery.js';
 import type { ObjectTable } from '../shard/table.js';
 import type { NetworkRecord } from './_networks.js';
@@ -31,18 +32,15 @@ import type { NetworkRecord } from './_networks.js';
 const MAX_POOLS = 64;
 const MAX_IDS = 1 << 20;
 
-/** Networks removed from a prefix tree so far, by tree. */
-const removals = new WeakMap<object, number>();
-
-/** Called as a network leaves a prefix tree (the network model's tree index). */
-export function noteRemoval(tree: object): void {
-  removals.set(tree, (removals.get(tree) ?? 0) + 1);
-}
+type Tree = PrefixTree<NetworkRecord>;
 
 interface KeptOrder {
   ids: Int32Array;
   order: Int32Array;
-  trees: readonly object[];
+  /** The IPv4 members' highest last address so far, by position: where a removed IPv4 prefix may be inside one. */
+  reach: Float64Array;
+  trees: readonly Tree[];
+  /** The trees' removal counts the passed positions account for. */
   removed: number[];
   /** Members passed (full or unfit) before the last walk of each kind of request allocated. */
   passed: Map<string, number>;
@@ -50,7 +48,7 @@ interface KeptOrder {
 
 const kept = new WeakMap<object, Map<string, KeptOrder>>();
 
-/** A walk over a pool's members; `reached` marks where it allocated first (or that it went past every member). */
+/** A walk over a pool's members. */
 export interface PoolWalk {
   members: Iterable<NetworkRecord>;
   /** The member the walk yielded last is the first it allocates from: those before it are full or unfit. */
@@ -62,11 +60,11 @@ export interface PoolWalk {
 /**
  * The members `answer` names, in address order (IPv4 first; a shorter prefix before a longer one at the same
  * address), read from `table` lazily, from the first one that may have room for a request of kind `fit`.
- * `trees` are the site's prefix trees (both versions), `pool` names the pool (its site and query text).
+ * `trees` are the site's prefix trees (IPv4, IPv6), `pool` names the pool (its site and query text).
  */
 export function poolWalk(
   table: ObjectTable<NetworkRecord>,
-  trees: readonly object[],
+  trees: readonly [Tree, Tree],
   pool: string,
   fit: string,
   answer: SiteAnswer,
@@ -75,24 +73,36 @@ export function poolWalk(
   if (answer.all) return { members: inAddressOrder(records()), allocating: () => undefined, done: () => undefined };
   let pools = kept.get(table);
   let entry = pools?.get(pool);
-  const current = trees.map((t) => removals.get(t) ?? 0);
-  if (entry && sameIds(entry.ids, answer.ids) && trees.every((t, i) => t === entry!.trees[i] && current[i] === entry!.removed[i])) {
+  /** The records just read in order, when the order was made now: the walk need not look them up again. */
+  let read: NetworkRecord[] | null = null;
+  if (entry && sameIds(entry.ids, answer.ids) && trees.every((t, i) => t === entry!.trees[i])) {
+    account(entry);
     // Most recently used last: the first entry is the one to drop.
     pools!.delete(pool);
     pools!.set(pool, entry);
   } else {
-    const order = Int32Array.from(inAddressOrder(records()), (n) => n.id);
-    entry = { ids: answer.ids.slice(), order, trees, removed: current, passed: new Map() };
+    read = inAddressOrder(records());
+    entry = {
+      ids: answer.ids.slice(),
+      order: Int32Array.from(read, (n) => n.id),
+      reach: reachOf(read),
+      trees,
+      removed: trees.map((t) => t.removals),
+      passed: new Map(),
+    };
     if (!pools) kept.set(table, (pools = new Map()));
     keep(pools, pool, entry);
   }
   const walked = entry;
+  const unchanged = () => trees.every((t, i) => t.removals === walked.removed[i]);
   let at = walked.passed.get(fit) ?? 0;
   let first = -1;
   return {
     members: (function* () {
       for (; at < walked.order.length; at++) {
-        const n = table.get(walked.order[at]);
+        // An update between slices moves its record out of its tree and in again: read afresh from then on.
+        if (read && !unchanged()) read = null;
+        const n = read ? read[at] : table.get(walked.order[at]);
         if (n) yield n;
       }
     })(),
@@ -100,11 +110,50 @@ export function poolWalk(
       if (first < 0) first = at;
     },
     done() {
-      // A walk runs in slices: were networks removed meanwhile, what it passed as full may have room now.
-      if (trees.every((t, i) => (removals.get(t) ?? 0) === walked.removed[i])) walked.passed.set(fit, first < 0 ? at : first);
-      else if (pools!.get(pool) === walked) pools!.delete(pool);
+      // A walk runs in slices: a prefix removed meanwhile is for the next walk to account for.
+      if (unchanged()) walked.passed.set(fit, first < 0 ? at : first);
     },
   };
+}
+
+/** Moves each kind's start back to the first member that may contain a prefix removed since the entry last looked. */
+function account(entry: KeptOrder): void {
+  entry.trees.forEach((tree, i) => {
+    if (tree.removals === entry.removed[i]) return;
+    const gone = tree.removedSince(entry.removed[i]);
+    entry.removed[i] = tree.removals;
+    let start = Number.POSITIVE_INFINITY;
+    if (gone === null) start = 0;
+    // IPv6 members follow the IPv4 ones, unsearched: any of them may hold it.
+    else if (i === 1) start = entry.reach.length;
+    else for (const p of gone) start = Math.min(start, firstReaching(entry.reach, Number(p.addr)));
+    for (const [fit, passed] of entry.passed) if (passed > start) entry.passed.set(fit, start);
+  });
+}
+
+/** The first position whose member (or an earlier one) reaches `addr`: no member before it contains it. */
+function firstReaching(reach: Float64Array, addr: number): number {
+  let lo = 0;
+  let hi = reach.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (reach[mid] >= addr) hi = mid;
+    else lo = mid + 1;
+  }
+  return lo;
+}
+
+function reachOf(ordered: NetworkRecord[]): Float64Array {
+  let v4 = 0;
+  while (v4 < ordered.length && ordered[v4].version === 4) v4++;
+  const reach = new Float64Array(v4);
+  let most = -1;
+  for (let i = 0; i < v4; i++) {
+    const n = ordered[i];
+    most = Math.max(most, Number(n.addr) + 2 ** (32 - n.len) - 1);
+    reach[i] = most;
+  }
+  return reach;
 }
 
 /** Keeps `entry`, dropping the least recently used pools while more than MAX_POOLS or MAX_IDS would be kept. */

@@ -25,7 +25,6 @@ import { type AssignmentHolder, assignmentModel, assignmentsOfNetwork } from './
 import { attributesField, attributeValuesIndex, resolveAttributes, valueIdsFor } from './_attributes.js';
 import { availableRoute, utilizationFilters, utilizationRoute } from './_network-space.js';
 import { cidrOf, cidrText, insertNetwork, type NetworkRecord, type NetworkState, STATES, treeOf, widthOf } from './_networks.js';
-import { noteRemoval } from './_pool-order.js';
 import { resourceList, resourceRoutes, siteIdField } from './_resource.js';
 import type { DeleteRule, ResourceModel } from './model.js';
 
@@ -74,9 +73,7 @@ const treeIndex: DerivedIndex<NetworkRecord> = {
     treeOf(shard, n).insert(n.addr, n.len, n);
   },
   remove(shard, n) {
-    const tree = treeOf(shard, n);
-    tree.delete(n.addr, n.len);
-    noteRemoval(tree);
+    treeOf(shard, n).delete(n.addr, n.len);
   },
 };
 

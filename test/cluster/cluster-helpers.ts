@@ -65,7 +65,8 @@ export async function query<R extends pg.QueryResultRow>(url: string, sql: strin
 export async function caughtUp(node: Server, url: string, withinMs = 15_000): Promise<void> {
   const [{ seq }] = await query<{ seq: string }>(url, 'SELECT seq FROM lease WHERE id = 1');
   await eventually(
-    async () => Number((await tryRequest(node, 'GET', '/api/', undefined, 2000))?.headers.get('x-netsot-applied')) >= Number(seq),
+    async () =>
+      Number((await tryRequest(node, 'GET', '/api/', undefined, { timeoutMs: 2000 }))?.headers.get('x-netsot-applied')) >= Number(seq),
     withinMs,
   );
 }
@@ -85,8 +86,7 @@ export async function tryRequest(
   method: string,
   path: string,
   body?: unknown,
-  timeoutMs = 20_000,
-  unanswered?: (why: string) => void,
+  { timeoutMs = 20_000, unanswered }: { timeoutMs?: number; unanswered?: (why: string) => void } = {},
 ): Promise<Response | null> {
   let timer: NodeJS.Timeout | undefined;
   try {
@@ -109,7 +109,7 @@ export async function tryRequest(
 }
 
 export async function roleOf(node: Server): Promise<string | null> {
-  const r = await tryRequest(node, 'GET', '/api/', undefined, 2000);
+  const r = await tryRequest(node, 'GET', '/api/', undefined, { timeoutMs: 2000 });
   return r?.headers.get('x-netsot-role') ?? null;
 }
 
@@ -196,8 +196,7 @@ export class Load {
           'POST',
           `/api/sites/${this.site.id}/devices/`,
           names.map((hostname) => ({ hostname })),
-          undefined,
-          unanswered,
+          { unanswered },
         );
         if (r?.status === 201) {
           this.devices.push(...names);
@@ -209,8 +208,7 @@ export class Load {
           'POST',
           `/api/sites/${this.site.id}/networks/${this.site.parent}/next_address/?reserve=true`,
           undefined,
-          undefined,
-          unanswered,
+          { unanswered },
         );
         if (r?.status === 200) {
           this.addresses.push((r.json as string[])[0]);

@@ -20,7 +20,7 @@ afterEach(async () => {
 const withHosts = (url: string, hosts: string) => url.replace(/@[^/]+\//, `@${hosts}/`);
 const portOf = (url: string) => Number(/:(\d+)\//.exec(url)![1]);
 
-const probe = async (n: TestServer, path: string) => (await tryRequest(n, 'GET', path, undefined, 5000))?.status ?? null;
+const probe = async (n: TestServer, path: string) => (await tryRequest(n, 'GET', path, undefined, { timeoutMs: 5000 }))?.status ?? null;
 
 test('readyz?role=leader is 200 on the leader only; a user new to a standby reads there and is sent to the leader to write', async () => {
   const url = await database();
@@ -96,7 +96,7 @@ test('a leader whose link to the database freezes stops leading within the lease
   }, 15_000);
   // Its writes are refused at once (it makes no user records and commits nothing), naming no leader it cannot know.
   const t0 = performance.now();
-  const refused = await tryRequest(a, 'POST', `/api/sites/${site.id}/devices/`, { hostname: 'nope' }, 15_000);
+  const refused = await tryRequest(a, 'POST', `/api/sites/${site.id}/devices/`, { hostname: 'nope' }, { timeoutMs: 15_000 });
   const refusedMs = Math.round(performance.now() - t0);
   expect(refused?.status).toBe(503);
   expect(refused?.json.error.message).toMatch(

@@ -1,7 +1,7 @@
 import { describe, expect, test } from 'vitest';
 import { RadixTree } from '../../src/ip/radix-tree.js';
 import type { NetworkRecord } from '../../src/model/_networks.js';
-import { inAddressOrder, noteRemoval, poolWalk } from '../../src/model/_pool-order.js';
+import { inAddressOrder, poolWalk } from '../../src/model/_pool-order.js';
 import type { SiteAnswer } from '../../src/query/setquery.js';
 import { ObjectTable } from '../../src/shard/table.js';
 
@@ -12,7 +12,7 @@ const net = (id: number, a: number, len: number, version: 4 | 6 = 4): NetworkRec
 function pool(nets: NetworkRecord[]) {
   let table = new ObjectTable<NetworkRecord>();
   for (const n of nets) table.insert(n);
-  const trees = [new RadixTree<NetworkRecord>(32), new RadixTree<NetworkRecord>(128)];
+  const trees: [RadixTree<NetworkRecord>, RadixTree<NetworkRecord>] = [new RadixTree(32), new RadixTree(128)];
   let reads = 0;
   const walk = (ids: number[], allocateFrom: number[] = [], fit = '32/false') => {
     const answer: SiteAnswer = { all: false, ids: Int32Array.from(ids) };
@@ -32,7 +32,13 @@ function pool(nets: NetworkRecord[]) {
     w.done();
     return seen;
   };
+  /** A network added to a tree and deleted again: the tree's removals move. */
+  const removeOne = (tree: RadixTree<NetworkRecord>) => {
+    tree.insert(4000n, 32, net(99, 4000, 32));
+    tree.delete(4000n, 32);
+  };
   return {
+    removeOne,
     get table() {
       return table;
     },
@@ -80,28 +86,53 @@ describe('poolWalk', () => {
     expect([...w.members][0].state).toBe('reserved');
   });
 
-  test('poolWalk orders afresh and from the first member when the members differ, a tree lost a network, or the table is new', () => {
+  test('poolWalk orders afresh when the members differ or the table is new, and keeps the order across removals', () => {
     const p = pool([net(1, 300, 30), net(2, 100, 30), net(3, 50, 30)]);
     expect(p.walk([1, 2], [1])).toEqual([2, 1]);
     expect(p.walk([1, 2, 3], [1])).toEqual([3, 2, 1]);
     expect(p.reads()).toBe(2);
-    noteRemoval(p.trees[0]);
-    expect(p.walk([1, 2, 3])).toEqual([3, 2, 1]);
-    expect(p.reads()).toBe(3);
+    p.removeOne(p.trees[0]);
+    expect(p.walk([1, 2, 3], [1])).toEqual([1]);
+    expect(p.reads()).toBe(2);
     p.rebuild();
     expect(p.walk([1, 2, 3])).toEqual([1, 2, 3]);
-    expect(p.reads()).toBe(4);
+    expect(p.reads()).toBe(3);
   });
 
-  test('poolWalk forgets what a walk passed when a network was removed while it ran', () => {
+  test('poolWalk starts again at the first member that may contain a removed prefix', () => {
+    const p = pool([net(1, 300, 30), net(2, 100, 30), net(3, 200, 30), net(4, 0, 25)]);
+    expect(p.walk([1, 2, 3, 4], [1])).toEqual([4, 2, 3, 1]);
+    // Inside 200/30 (third in order): the walk starts there, not at the first.
+    p.trees[0].insert(201n, 32, net(9, 201, 32));
+    p.trees[0].delete(201n, 32);
+    expect(p.walk([1, 2, 3, 4], [1])).toEqual([3, 1]);
+    // Inside 0/25, which reaches past 100/30: from the first.
+    p.trees[0].insert(120n, 32, net(9, 120, 32));
+    p.trees[0].delete(120n, 32);
+    expect(p.walk([1, 2, 3, 4], [1])).toEqual([4, 2, 3, 1]);
+    // Past every member, or in the IPv6 tree with no IPv6 member: nothing to walk again.
+    p.removeOne(p.trees[1]);
+    expect(p.walk([1, 2, 3, 4], [1])).toEqual([1]);
+    expect(p.reads()).toBe(1);
+  });
+
+  test('poolWalk starts from the first member after more removals than the trees log', () => {
+    const p = pool([net(1, 300, 30), net(2, 100, 30)]);
+    expect(p.walk([1, 2], [1])).toEqual([2, 1]);
+    for (let i = 0; i < 65; i++) p.removeOne(p.trees[0]);
+    expect(p.walk([1, 2], [1])).toEqual([2, 1]);
+    expect(p.reads()).toBe(1);
+  });
+
+  test('poolWalk leaves a removal made while a walk ran to the next walk', () => {
     const p = pool([net(1, 300, 30), net(2, 100, 30)]);
     const answer: SiteAnswer = { all: false, ids: Int32Array.from([1, 2]) };
     const w = poolWalk(p.table, p.trees, '1\npool=prod', '32/false', answer, () => [p.table.get(1)!, p.table.get(2)!]);
     expect([...w.members].map((n) => n.id)).toEqual([2, 1]);
-    noteRemoval(p.trees[1]);
+    p.trees[0].insert(101n, 32, net(9, 101, 32));
+    p.trees[0].delete(101n, 32);
     w.done();
-    expect(p.walk([1, 2])).toEqual([2, 1]);
-    expect(p.reads()).toBe(1);
+    expect(p.walk([1, 2], [2])).toEqual([2]);
   });
 
   test('poolWalk keeps nothing for a negative query, which allocations join', () => {

@@ -203,6 +203,34 @@ export function prefixTreeCases(name: string, make: Make): void {
         expect(t.size).toBe(1);
       });
 
+      test('removals counts the prefixes delete removed, not inserts nor deletes of what is not stored', () => {
+        const t = build('10.0.0.0/8', '10.1.0.0/16');
+        expect(t.removals).toBe(0);
+        ins(t, '10.2.0.0/16', 2);
+        del(t, '10.3.0.0/16');
+        expect(t.removals).toBe(0);
+        del(t, '10.1.0.0/16');
+        del(t, '10.1.0.0/16');
+        expect(t.removals).toBe(1);
+        expect(t.removedSince(0)).toEqual([{ addr: parsePrefix('10.1.0.0/16').addr, len: 16 }]);
+        expect(t.removedSince(1)).toEqual([]);
+      });
+
+      test('removedSince names the prefixes removed lately, and answers null past the last 64', () => {
+        const t = make(32);
+        for (let i = 0; i < 70; i++) {
+          t.insert(BigInt(i) << 8n, 24, i);
+          t.delete(BigInt(i) << 8n, 24);
+        }
+        expect(t.removals).toBe(70);
+        expect(t.removedSince(68)).toEqual([
+          { addr: 68n << 8n, len: 24 },
+          { addr: 69n << 8n, len: 24 },
+        ]);
+        expect(t.removedSince(6)).toHaveLength(64);
+        expect(t.removedSince(5)).toBeNull();
+      });
+
       test('delete of a prefix that is not stored returns false and changes nothing', () => {
         const t = build('10.0.0.0/8', '10.0.0.0/10', '10.0.1.0/24', '10.0.0.0/24');
         const before = entries(t);
