@@ -130,9 +130,9 @@ function waitForListening(proc: ChildProcess, name: string, pattern: RegExp, out
  * BENCH_SERVER_NODE_ARGS: Node options for the servers a bench starts (not its own process), e.g.
  * `--cpu-prof --cpu-prof-dir=/tmp/prof` to see where a server's time goes; Node refuses them in NODE_OPTIONS.
  */
-function serverNodeArgs(args: string[]): string[] {
+function serverNodeArgs(): string[] {
   const extra = process.env.BENCH_SERVER_NODE_ARGS?.trim();
-  return extra && args[0] === MAIN ? extra.split(/\s+/) : [];
+  return extra ? extra.split(/\s+/) : [];
 }
 
 async function spawnServer(
@@ -144,7 +144,7 @@ async function spawnServer(
   timeoutMs = 30_000,
 ): Promise<ChildServer> {
   const spawnedAt = performance.now();
-  const proc = spawn(process.execPath, [...serverNodeArgs(args), ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const proc = spawn(process.execPath, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
   const output: string[] = [];
   const kill = () => {
     if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGKILL');
@@ -215,15 +215,12 @@ export interface NetsotOptions {
 }
 
 /**
- * The real server on 127.0.0.1, a random port and a fresh temp data dir; LOG_LEVEL=warn.
- * BENCH_SERVER_NODE_ARGS, when set, are node flags for the server (split on spaces),
- * e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof` for one profile per thread, written
- * when the server stops (NODE_OPTIONS does not accept --cpu-prof).
+ * The real server on 127.0.0.1, a random port and a fresh temp data dir; LOG_LEVEL=warn; node flags from
+ * BENCH_SERVER_NODE_ARGS (one profile per thread with --cpu-prof, written when the server stops).
  */
 export function startNetsot(opts: NetsotOptions = {}): Promise<ChildServer> {
   const dataDir = opts.dataDir ?? mkdtempSync(join(tmpdir(), 'netsot-bench-'));
-  const nodeArgs = (process.env.BENCH_SERVER_NODE_ARGS ?? '').split(' ').filter(Boolean);
-  const args = [...nodeArgs, opts.main ?? MAIN, 'serve', '--host', '127.0.0.1', '--port', '0', '--data-dir', dataDir];
+  const args = [...serverNodeArgs(), opts.main ?? MAIN, 'serve', '--host', '127.0.0.1', '--port', '0', '--data-dir', dataDir];
   if (opts.shards !== undefined) args.push('--shards', String(opts.shards));
   return spawnServer(
     'netsot',
@@ -243,7 +240,7 @@ export async function startNetsotLoggingToFile(env: Record<string, string>): Pro
   const dir = tempDir('netsot-bench-log-');
   const logFile = join(dir.path, 'stdout.log');
   const out = openSync(logFile, 'w');
-  const args = [MAIN, 'serve', '--host', '127.0.0.1', '--port', '0', '--data-dir', join(dir.path, 'data')];
+  const args = [...serverNodeArgs(), MAIN, 'serve', '--host', '127.0.0.1', '--port', '0', '--data-dir', join(dir.path, 'data')];
   const proc = spawn(process.execPath, args, { env: { ...process.env, ...env }, stdio: ['ignore', out, 'inherit'] });
   const spawnedAt = performance.now();
   let port = 0;

@@ -20,21 +20,45 @@ export type Transport = 'sse' | 'ws';
 
 /** The bytes of `changes` for one transport. */
 export function encode(kind: Transport, changes: readonly FeedChange[]): Buffer {
-  if (kind === 'ws') {
-    let out = '[';
-    for (let i = 0; i < changes.length; i++) out += i === 0 ? changes[i].text : `,${changes[i].text}`;
-    return Buffer.from(`${out}]`);
-  }
+  if (kind === 'ws') return wsSpans(changes).bytes;
   let out = '';
   for (const c of changes) out += `id: ${c.id}\nevent: change\ndata: ${c.text}\n\n`;
   return Buffer.from(out);
 }
 
+const OPEN = 0x5b;
+const COMMA = 0x2c;
+const CLOSE = 0x5d;
+
+/**
+ * The WebSocket encoding with its spans, each text written once straight into the Buffer: no joined string is
+ * built, flattened and dropped per delivery (a busy feed's main cost for the collector, issue 26).
+ */
+function wsSpans(changes: readonly FeedChange[]): Spans {
+  const n = changes.length;
+  const edges = new Uint32Array(n + 1);
+  const ids = new Float64Array(n);
+  let at = 1;
+  for (let i = 0; i < n; i++) {
+    edges[i] = at;
+    ids[i] = changes[i].id;
+    at += Buffer.byteLength(changes[i].text) + 1;
+  }
+  edges[n] = at;
+  const bytes = Buffer.allocUnsafe(Math.max(2, at));
+  bytes[0] = OPEN;
+  for (let i = 0; i < n; i++) {
+    bytes.write(changes[i].text, edges[i], 'utf8');
+    bytes[edges[i + 1] - 1] = COMMA;
+  }
+  bytes[bytes.length - 1] = CLOSE;
+  return { bytes, edges, ids };
+}
+
 /** One group's Changes in one delivery, encoded on first use per transport and shared after. */
 export class Payload {
   private sse: Buffer | null = null;
-  private ws: Buffer | null = null;
-  private edges: number[] | null = null;
+  private spanned: Spans | null = null;
 
   constructor(readonly changes: readonly FeedChange[]) {}
 
@@ -47,30 +71,29 @@ export class Payload {
   }
 
   bytes(kind: Transport): Buffer {
-    if (kind === 'ws') return (this.ws ??= encode('ws', this.changes));
+    if (kind === 'ws') return this.spans().bytes;
     return (this.sse ??= encode('sse', this.changes));
   }
 
   /**
-   * The WebSocket encoding (a JSON array of the texts) and where each Change lies in it: text i is
+   * The WebSocket encoding (a JSON array of the texts), where each Change lies in it and its id: text i is
    * `bytes[edges[i], edges[i + 1] - 1)`, so texts i to j - 1 with their commas are `bytes[edges[i], edges[j] - 1)`.
    * Webhooks cut their batches from these (webhook/delivery.ts): a Change is encoded once however many hooks and
-   * WebSocket subscribers get it, and a hook copies runs of it, not Change by Change.
+   * WebSocket subscribers get it, and a hook sends runs of it, not Change by Change. Typed arrays, so that what a
+   * hook holds for a while (its queue) is a few objects for the collector, not every Change and its text.
    */
-  spans(): { bytes: Buffer; edges: readonly number[] } {
-    const bytes = this.bytes('ws');
-    if (!this.edges) {
-      const edges = new Array<number>(this.changes.length + 1);
-      let at = 1;
-      for (let i = 0; i < this.changes.length; i++) {
-        edges[i] = at;
-        at += Buffer.byteLength(this.changes[i].text) + 1;
-      }
-      edges[this.changes.length] = at;
-      this.edges = edges;
-    }
-    return { bytes, edges: this.edges };
+  spans(): Spans {
+    return (this.spanned ??= wsSpans(this.changes));
   }
+}
+
+/** A delivery's WebSocket encoding cut into Changes (Payload.spans). */
+export interface Spans {
+  bytes: Buffer;
+  /** n + 1 offsets: Change i is bytes[edges[i], edges[i + 1] - 1). */
+  edges: Uint32Array;
+  /** The n Changes' ids, in order. */
+  ids: Float64Array;
 }
 
 /** An SSE comment: keeps an idle stream (and any proxy on the way) from timing out. */

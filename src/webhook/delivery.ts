@@ -45,7 +45,7 @@
 import { randomUUID } from 'node:crypto';
 import type { WebhookSettings } from '../config.js';
 import type { FeedFilter, FeedHub, FeedSink } from '../feed/hub.js';
-import type { FeedChange, Payload } from '../feed/wire.js';
+import type { Payload, Spans } from '../feed/wire.js';
 import type { Logger } from '../log.js';
 import type { DeliveryAttempt, WebhookCursor, WebhookProgress, WebhookRecord } from '../model/webhook.js';
 import type { WriteOp } from '../types/stored.js';
@@ -76,16 +76,15 @@ export interface DeliveryContext {
   counted(outcome: string): void;
 }
 
-/** Changes handed over by the feed in one delivery (their encoding: Payload.spans), from `start` on not yet cut into a batch. */
-interface Segment {
-  changes: readonly FeedChange[];
-  bytes: Buffer;
-  edges: readonly number[];
+/** Changes handed over by the feed in one delivery (Payload.spans), from `start` on not yet cut into a batch. */
+interface Segment extends Spans {
   start: number;
 }
 
 interface Batch {
-  body: Buffer;
+  /** The body, `[`, runs of Changes with commas between, `]`: sent and signed as it is, never copied into one Buffer. */
+  parts: Buffer[];
+  bytes: number;
   first: number;
   last: number;
   count: number;
@@ -225,12 +224,12 @@ export class HookDelivery {
 
   take(sink: HookSink, payload: Payload): number {
     if (sink !== this.sink) return 0;
-    const changes = payload.changes;
-    const { bytes, edges } = payload.spans();
-    this.segments.push({ changes, bytes, edges, start: 0 });
-    this.queuedCount += changes.length;
-    this.queuedBytes += edges[changes.length] - edges[0];
-    this.handed = changes[changes.length - 1].id;
+    const spans = payload.spans();
+    const n = spans.ids.length;
+    this.segments.push({ ...spans, start: 0 });
+    this.queuedCount += n;
+    this.queuedBytes += spans.edges[n] - spans.edges[0];
+    this.handed = spans.ids[n - 1];
     this.schedule();
     return this.queuedBytes;
   }
@@ -308,7 +307,7 @@ export class HookDelivery {
 
   /**
    * The next batch from the front of the queue: as many Changes as the bounds allow, at least one. Each segment's
-   * run of Changes is one slice of its encoding, so the body is copied once, not built Change by Change.
+   * run of Changes is one slice of its encoding, so the body is not copied at all.
    */
   private cut(): Batch {
     const { batchChanges, batchBytes } = this.ctx.settings;
@@ -319,9 +318,9 @@ export class HookDelivery {
     let last = 0;
     while (this.segments.length > 0 && count < batchChanges) {
       const seg = this.segments[0];
-      const { edges } = seg;
+      const { edges, ids } = seg;
       let end = seg.start;
-      while (end < seg.changes.length && count < batchChanges) {
+      while (end < ids.length && count < batchChanges) {
         const add = edges[end + 1] - 1 - edges[end] + (count > 0 ? 1 : 0);
         if (count > 0 && bytes + add > batchBytes) break;
         bytes += add;
@@ -331,19 +330,19 @@ export class HookDelivery {
       if (end > seg.start) {
         if (parts.length > 1) parts.push(COMMA);
         parts.push(seg.bytes.subarray(edges[seg.start], edges[end] - 1));
-        if (first === 0) first = seg.changes[seg.start].id;
-        last = seg.changes[end - 1].id;
+        if (first === 0) first = ids[seg.start];
+        last = ids[end - 1];
         this.queuedCount -= end - seg.start;
         this.queuedBytes -= edges[end] - edges[seg.start];
         seg.start = end;
       }
-      if (seg.start < seg.changes.length) break;
+      if (seg.start < ids.length) break;
       this.segments.shift();
     }
     parts.push(CLOSE);
     // All it was handed is in batches now: while catching up, the hub may send the next chunk (feed/replay.ts).
     if (this.queuedBytes === 0) this.sink?.onDrained?.();
-    return { body: Buffer.concat(parts, bytes), first, last, count };
+    return { parts, bytes, first, last, count };
   }
 
   private async send(): Promise<void> {
@@ -370,14 +369,14 @@ export class HookDelivery {
       'User-Agent': 'netsot-webhook',
       'X-Netsot-Webhook': String(hook.id),
       'X-Netsot-Delivery': delivery,
-      'X-Netsot-Signature': signature(hook.secret, batch.body),
+      'X-Netsot-Signature': signature(hook.secret, batch.parts),
     };
     const at = Date.now();
     this.lastStart = performance.now();
     const controller = new AbortController();
     this.controller = controller;
     const { timeoutMs } = this.ctx.settings;
-    const r = await post(new URL(hook.url), batch.body, headers, { timeoutMs, networks: this.ctx.networks, signal: controller.signal });
+    const r = await post(new URL(hook.url), batch.parts, headers, { timeoutMs, networks: this.ctx.networks, signal: controller.signal });
     // Redirected or deleted meanwhile: the answer counts for nothing (the receiver may get those Changes again).
     if (generation !== this.generation) return;
     this.controller = null;
@@ -390,7 +389,7 @@ export class HookDelivery {
       first: batch.first,
       last: batch.last,
       changes: batch.count,
-      bytes: batch.body.length,
+      bytes: batch.bytes,
       status: r.status,
       error: r.error,
       ms: r.ms,

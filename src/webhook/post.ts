@@ -24,9 +24,11 @@ export interface AttemptResult {
   ms: number;
 }
 
-/** What `X-Netsot-Signature` carries: `sha256=` and the hex HMAC-SHA256 of the body, keyed with the hook's secret. */
-export function signature(secret: string, body: Buffer): string {
-  return `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`;
+/** What `X-Netsot-Signature` carries: `sha256=` and the hex HMAC-SHA256 of the body (its parts in order), keyed with the hook's secret. */
+export function signature(secret: string, body: Buffer | readonly Buffer[]): string {
+  const hmac = createHmac('sha256', secret);
+  for (const part of Buffer.isBuffer(body) ? [body] : body) hmac.update(part);
+  return `sha256=${hmac.digest('hex')}`;
 }
 
 /** Bytes of a receiver's answer read (and dropped) before the connection is closed instead of kept. */
@@ -44,8 +46,10 @@ export interface PostOptions {
   signal: AbortSignal;
 }
 
-/** POSTs `body` to `url` with `headers`; never rejects. */
-export function post(url: URL, body: Buffer, headers: Record<string, string>, o: PostOptions): Promise<AttemptResult> {
+/** POSTs `body` (its parts in order) to `url` with `headers`; never rejects. */
+export function post(url: URL, body: readonly Buffer[], headers: Record<string, string>, o: PostOptions): Promise<AttemptResult> {
+  let length = 0;
+  for (const part of body) length += part.length;
   const started = performance.now();
   return new Promise((resolve) => {
     let timer: NodeJS.Timeout | undefined;
@@ -67,7 +71,7 @@ export function post(url: URL, body: Buffer, headers: Record<string, string>, o:
       const sent = (url.protocol === 'https:' ? https : http).request(url, {
         method: 'POST',
         agent: AGENTS[url.protocol as keyof typeof AGENTS],
-        headers: { ...headers, 'Content-Length': String(body.length) },
+        headers: { ...headers, 'Content-Length': String(length) },
         lookup: o.networks.lookup,
       });
       req = sent;
@@ -90,7 +94,11 @@ export function post(url: URL, body: Buffer, headers: Record<string, string>, o:
         res.on('end', () => finish(status, null));
         res.on('error', () => finish(status, null));
       });
-      sent.end(body);
+      // Corked, so the head and the parts leave in one writev.
+      sent.cork();
+      for (const part of body) sent.write(part);
+      sent.end();
+      sent.uncork();
     };
     timer = setTimeout(() => finish(null, 'timeout'), o.timeoutMs);
     timer.unref();

@@ -117,6 +117,12 @@ describe('webhook signature and rows', () => {
     expect(signature('k', body)).toMatch(/^sha256=[0-9a-f]{64}$/);
   });
 
+  test('the signature of a body sent in parts is that of the parts joined', () => {
+    const parts = [Buffer.from('['), Buffer.from('{"id":1},{"id":2}'), Buffer.from(','), Buffer.from('{"id":3}'), Buffer.from(']')];
+    expect(signature('k', parts)).toBe(signature('k', Buffer.concat(parts)));
+    expect(signature('k', parts)).not.toBe(signature('k2', Buffer.concat(parts)));
+  });
+
   test('attempt rows fill two rings that overwrite their slots in turn, and read back newest kept', () => {
     const attempt = (n: number, failure?: number): DeliveryAttempt & { failure?: number } => ({
       n,
