@@ -113,7 +113,8 @@ export async function run(): Promise<number> {
   let netsot: ChildServer | undefined;
   let subscribers: ChildProcess | undefined;
   try {
-    netsot = await startNetsot({ dataDir: data.path });
+    // Every subscriber is the bench's one user: FEED_MAX_STREAMS_PER_USER (default 100) would refuse the rest with 429.
+    netsot = await startNetsot({ dataDir: data.path, env: { FEED_MAX_STREAMS_PER_USER: String(idle + readers + 16) } });
     const server = netsot;
     const busy = await siteWithNetworks(server.base, 'bench-busy', ['10.0.0.0/8', PROBE_PARENT]);
     const quiet = await siteWithNetworks(server.base, 'bench-idle');
