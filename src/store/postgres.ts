@@ -78,6 +78,7 @@ import type {
 } from '../types/stored.js';
 import { commitLogEntry } from './commit-log.js';
 import type { Kind } from './kinds.js';
+import { byteas, int8s, texts } from './pg-arrays.js';
 import { type PoolLimits, patiently, primaryPool, requestTimeouts } from './pg-connect.js';
 import type { Store } from './store.js';
 import { fullChange } from './store.js';
@@ -758,7 +759,7 @@ function fenceStatements(epoch: number, entry: { sites: number[]; writes: Buffer
     {
       table: 'commit_log',
       sql: 'INSERT INTO commit_log (seq, epoch, sites, writes) SELECT seq, epoch, $1::int8[], $2::bytea FROM w0',
-      values: [entry.sites, entry.writes],
+      values: [int8s(entry.sites), entry.writes],
     },
   ];
 }
@@ -769,15 +770,15 @@ function deleteRows(db: WriteOp['db'], ops: WriteOp[]): Statement {
   const keys = ops.map((op) => op.key);
   switch (db) {
     case 'sites':
-      return { table: 'sites', sql: 'DELETE FROM sites WHERE site_id = ANY($1::int8[])', values: [keys] };
+      return { table: 'sites', sql: 'DELETE FROM sites WHERE site_id = ANY($1::int8[])', values: [int8s(keys as number[])] };
     case 'users':
-      return { table: 'users', sql: 'DELETE FROM users WHERE id = ANY($1::int8[])', values: [keys] };
+      return { table: 'users', sql: 'DELETE FROM users WHERE id = ANY($1::int8[])', values: [int8s(keys as number[])] };
     case 'objects': {
       const k = keys as [number, string, number][];
       return {
         table: 'objects',
         sql: 'DELETE FROM objects WHERE (site_id, kind, id) IN (SELECT * FROM unnest($1::int8[], $2::text[], $3::int8[]))',
-        values: [k.map((x) => x[0]), k.map((x) => x[1]), k.map((x) => x[2])],
+        values: [int8s(k.map((x) => x[0])), texts(k.map((x) => x[1])), int8s(k.map((x) => x[2]))],
       };
     }
     case 'changes': {
@@ -785,7 +786,7 @@ function deleteRows(db: WriteOp['db'], ops: WriteOp[]): Statement {
       return {
         table: 'changes',
         sql: 'DELETE FROM changes WHERE (site_id, id) IN (SELECT * FROM unnest($1::int8[], $2::int8[]))',
-        values: [k.map((x) => x[0]), k.map((x) => x[1])],
+        values: [int8s(k.map((x) => x[0])), int8s(k.map((x) => x[1]))],
       };
     }
     case 'idempotency': {
@@ -793,7 +794,7 @@ function deleteRows(db: WriteOp['db'], ops: WriteOp[]): Statement {
       return {
         table: 'idempotency',
         sql: 'DELETE FROM idempotency WHERE (user_id, key) IN (SELECT * FROM unnest($1::int8[], $2::text[]))',
-        values: [k.map((x) => x[1]), k.map((x) => x[2])],
+        values: [int8s(k.map((x) => x[1])), texts(k.map((x) => x[2]))],
       };
     }
     case 'webhooks': {
@@ -801,7 +802,7 @@ function deleteRows(db: WriteOp['db'], ops: WriteOp[]): Statement {
       return {
         table: 'webhooks',
         sql: 'DELETE FROM webhooks WHERE (hook_id, part) IN (SELECT * FROM unnest($1::int8[], $2::text[]))',
-        values: [k.map((x) => x[0]), k.map((x) => x[1])],
+        values: [int8s(k.map((x) => x[0])), texts(k.map((x) => x[1]))],
       };
     }
     default: {
@@ -809,7 +810,7 @@ function deleteRows(db: WriteOp['db'], ops: WriteOp[]): Statement {
       return {
         table: 'high_water',
         sql: 'DELETE FROM high_water WHERE (kind, writer) IN (SELECT * FROM unnest($1::text[], $2::text[]))',
-        values: [k.map((x) => x[1]), k.map((x) => x[2])],
+        values: [texts(k.map((x) => x[1])), texts(k.map((x) => x[2]))],
       };
     }
   }
@@ -822,14 +823,14 @@ function upsertRows(db: WriteOp['db'], ops: WriteOp[]): Statement {
         table: 'sites',
         sql: `INSERT INTO sites (site_id, value) SELECT * FROM unnest($1::int8[], $2::bytea[])
          ON CONFLICT (site_id) DO UPDATE SET value = EXCLUDED.value`,
-        values: [ops.map((op) => op.key), ops.map((op) => packr.pack(op.value))],
+        values: [int8s(ops.map((op) => op.key as number)), byteas(ops.map((op) => packr.pack(op.value)))],
       };
     case 'users':
       return {
         table: 'users',
         sql: `INSERT INTO users (id, value) SELECT * FROM unnest($1::int8[], $2::bytea[])
          ON CONFLICT (id) DO UPDATE SET value = EXCLUDED.value`,
-        values: [ops.map((op) => op.key), ops.map((op) => packr.pack(op.value))],
+        values: [int8s(ops.map((op) => op.key as number)), byteas(ops.map((op) => packr.pack(op.value)))],
       };
     case 'objects': {
       const k = ops.map((op) => op.key as [number, string, number]);
@@ -837,7 +838,12 @@ function upsertRows(db: WriteOp['db'], ops: WriteOp[]): Statement {
         table: 'objects',
         sql: `INSERT INTO objects (site_id, kind, id, value) SELECT * FROM unnest($1::int8[], $2::text[], $3::int8[], $4::bytea[])
          ON CONFLICT (site_id, kind, id) DO UPDATE SET value = EXCLUDED.value`,
-        values: [k.map((x) => x[0]), k.map((x) => x[1]), k.map((x) => x[2]), ops.map((op) => packr.pack(op.value))],
+        values: [
+          int8s(k.map((x) => x[0])),
+          texts(k.map((x) => x[1])),
+          int8s(k.map((x) => x[2])),
+          byteas(ops.map((op) => packr.pack(op.value))),
+        ],
       };
     }
     case 'changes': {
@@ -851,16 +857,16 @@ function upsertRows(db: WriteOp['db'], ops: WriteOp[]): Statement {
            resource_id = EXCLUDED.resource_id, user_id = EXCLUDED.user_id, email = EXCLUDED.email, resource = EXCLUDED.resource,
            diff = EXCLUDED.diff`,
         values: [
-          ops.map((op) => (op.key as [number, number])[0]),
-          ops.map((op) => (op.key as [number, number])[1]),
-          c.map((x) => x.at),
-          c.map((x) => x.event),
-          c.map((x) => x.resourceName),
-          c.map((x) => x.resourceId),
-          c.map((x) => x.userId),
-          c.map((x) => x.email),
-          c.map((x) => x.resource),
-          c.map((x) => x.diff ?? null),
+          int8s(ops.map((op) => (op.key as [number, number])[0])),
+          int8s(ops.map((op) => (op.key as [number, number])[1])),
+          int8s(c.map((x) => x.at)),
+          texts(c.map((x) => x.event)),
+          texts(c.map((x) => x.resourceName)),
+          int8s(c.map((x) => x.resourceId)),
+          int8s(c.map((x) => x.userId)),
+          texts(c.map((x) => x.email)),
+          texts(c.map((x) => x.resource)),
+          texts(c.map((x) => x.diff ?? null)),
         ],
       };
     }
@@ -872,10 +878,10 @@ function upsertRows(db: WriteOp['db'], ops: WriteOp[]): Statement {
          SELECT * FROM unnest($1::int8[], $2::text[], $3::int8[], $4::bytea[])
          ON CONFLICT (user_id, key) DO UPDATE SET expires_at = EXCLUDED.expires_at, reply = EXCLUDED.reply`,
         values: [
-          k.map((x) => x[1]),
-          k.map((x) => x[2]),
-          ops.map((op) => (op.value as StoredReply).x),
-          ops.map((op) => packr.pack(op.value)),
+          int8s(k.map((x) => x[1])),
+          texts(k.map((x) => x[2])),
+          int8s(ops.map((op) => (op.value as StoredReply).x)),
+          byteas(ops.map((op) => packr.pack(op.value))),
         ],
       };
     }
@@ -885,7 +891,7 @@ function upsertRows(db: WriteOp['db'], ops: WriteOp[]): Statement {
         table: 'webhooks',
         sql: `INSERT INTO webhooks (hook_id, part, value) SELECT * FROM unnest($1::int8[], $2::text[], $3::bytea[])
          ON CONFLICT (hook_id, part) DO UPDATE SET value = EXCLUDED.value`,
-        values: [k.map((x) => x[0]), k.map((x) => x[1]), ops.map((op) => packr.pack(op.value))],
+        values: [int8s(k.map((x) => x[0])), texts(k.map((x) => x[1])), byteas(ops.map((op) => packr.pack(op.value)))],
       };
     }
     default: {
@@ -894,7 +900,7 @@ function upsertRows(db: WriteOp['db'], ops: WriteOp[]): Statement {
         table: 'high_water',
         sql: `INSERT INTO high_water (kind, writer, id) SELECT * FROM unnest($1::text[], $2::text[], $3::int8[])
          ON CONFLICT (kind, writer) DO UPDATE SET id = EXCLUDED.id`,
-        values: [k.map((x) => x[1]), k.map((x) => x[2]), ops.map((op) => op.value as number)],
+        values: [texts(k.map((x) => x[1])), texts(k.map((x) => x[2])), int8s(ops.map((op) => op.value as number))],
       };
     }
   }

@@ -1,5 +1,6 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { byteas, int8s, texts } from '../../src/store/pg-arrays.js';
 import { MIGRATIONS, PostgresStore } from '../../src/store/postgres.js';
 import { startPostgres, type TestPostgres } from '../helpers/postgres.js';
 import { storeSuite } from './store-suite.js';
@@ -85,5 +86,34 @@ describe('PostgreSQL schema and commits', () => {
     } finally {
       await store.close();
     }
+  });
+});
+
+describe('binary array parameters', () => {
+  test('binary arrays read back in the server as the values they were built from, NULLs and empty arrays included', async () => {
+    const url = await server.freshDatabase();
+    const ints = [0, 1, -1, 2 ** 32, -(2 ** 32) - 5, Number.MAX_SAFE_INTEGER, Number.MIN_SAFE_INTEGER, null];
+    const strings = ['', 'a', '{"name":"Zürich ☃","q":"\\"x\\""}', null, 'NULL', '{,}'];
+    const blobs = [Buffer.from([0, 1, 2, 255]), Buffer.alloc(0), null, Buffer.from('\\x00')];
+    const [row] = await sql<{ i: string[]; t: (string | null)[]; b: (Buffer | null)[]; e: string[]; n: string }>(
+      url,
+      'SELECT $1::int8[]::text[] AS i, $2::text[] AS t, $3::bytea[] AS b, $4::int8[]::text[] AS e, ' +
+        '(SELECT count(*) FROM unnest($1::int8[], $2::text[])) AS n',
+      [int8s(ints), texts(strings), byteas(blobs), int8s([])],
+    );
+    expect(row.i).toEqual(ints.map((v) => (v === null ? null : String(v))));
+    expect(row.t).toEqual(strings);
+    expect(row.b).toEqual(blobs);
+    expect(row.e).toEqual([]);
+    expect(row.n).toBe('8');
+  });
+
+  test('an array of one type is refused where another is cast, and a number that is not a safe integer never leaves', async () => {
+    const url = await server.freshDatabase();
+    await expect(sql(url, 'SELECT $1::text[]', [int8s([1])])).rejects.toThrow(
+      'binary data has array element type 20 (bigint) instead of expected 25 (text)',
+    );
+    expect(() => int8s([1.5])).toThrow('not a safe integer for a bigint column: 1.5');
+    expect(() => int8s([2 ** 53])).toThrow(RangeError);
   });
 });
