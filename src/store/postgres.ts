@@ -51,7 +51,8 @@
  * of one table in one statement (cockroach PR 71595), so `combined` puts each
  * table in a statement at most once. YugabyteDB runs PostgreSQL's own query
  * layer (its documentation shows string_agg with ORDER BY, which loading
- * uses). Not checked: multi-argument `unnest` on CockroachDB, string_agg over
+ * uses). Not checked: multi-argument `unnest` on CockroachDB, array
+ * parameters in the binary format (pg-arrays.ts) there, string_agg over
  * bytea with ORDER BY inside the aggregate there, and DDL inside a
  * transaction there (it runs schema changes asynchronously); migration 1 is
  * plain CREATE TABLEs, and concurrent migrators are told apart by the
