@@ -18,9 +18,8 @@ export interface FeedChange extends FeedItem {
 
 export type Transport = 'sse' | 'ws';
 
-/** The bytes of `changes` for one transport. */
-export function encode(kind: Transport, changes: readonly FeedChange[]): Buffer {
-  if (kind === 'ws') return wsSpans(changes).bytes;
+/** The SSE encoding: one frame per Change. */
+function sseBytes(changes: readonly FeedChange[]): Buffer {
   let out = '';
   for (const c of changes) out += `id: ${c.id}\nevent: change\ndata: ${c.text}\n\n`;
   return Buffer.from(out);
@@ -72,7 +71,7 @@ export class Payload {
 
   bytes(kind: Transport): Buffer {
     if (kind === 'ws') return this.spans().bytes;
-    return (this.sse ??= encode('sse', this.changes));
+    return (this.sse ??= sseBytes(this.changes));
   }
 
   /**

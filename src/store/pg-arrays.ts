@@ -17,8 +17,8 @@
  * length (-1 for NULL) and its bytes: int8 as a big-endian 64-bit integer,
  * text as UTF-8, bytea as is.
  *
- * | function | cost                                   |
- * |----------|----------------------------------------|
+ * | function | cost                                    |
+ * |----------|-----------------------------------------|
  * | int8s    | O(n), one Buffer of 20 + 12n bytes      |
  * | texts    | O(total UTF-8 bytes), one Buffer        |
  * | byteas   | O(total bytes), one Buffer (one copy)   |
@@ -29,84 +29,80 @@ const TEXT_OID = 25;
 const BYTEA_OID = 17;
 const TWO_TO_32 = 2 ** 32;
 
-/** The header of a one-dimensional array of `n` elements; returns where the elements start. */
-function header(out: Buffer, n: number, hasNull: boolean, oid: number): number {
+const isNull = (v: unknown): v is null | undefined => v === null || v === undefined;
+
+/**
+ * A one-dimensional array of `values` with element type `oid`: `size` gives a present element's byte length,
+ * `put` writes it at `at` (exactly that many bytes).
+ */
+function binaryArray<T>(
+  oid: number,
+  values: readonly (T | null | undefined)[],
+  size: (v: T) => number,
+  put: (out: Buffer, at: number, v: T) => void,
+): Buffer {
+  const n = values.length;
+  const sizes = new Int32Array(n);
+  let bytes = n === 0 ? 12 : 20 + 4 * n;
+  let hasNull = false;
+  for (let i = 0; i < n; i++) {
+    const v = values[i];
+    if (isNull(v)) {
+      hasNull = true;
+      sizes[i] = -1;
+    } else bytes += sizes[i] = size(v);
+  }
+  const out = Buffer.allocUnsafe(bytes);
   out.writeInt32BE(n === 0 ? 0 : 1, 0);
   out.writeInt32BE(hasNull ? 1 : 0, 4);
   out.writeInt32BE(oid, 8);
-  if (n === 0) return 12;
+  if (n === 0) return out;
   out.writeInt32BE(n, 12);
   out.writeInt32BE(1, 16);
-  return 20;
+  let at = 20;
+  for (let i = 0; i < n; i++) {
+    out.writeInt32BE(sizes[i], at);
+    at += 4;
+    if (sizes[i] < 0) continue;
+    put(out, at, values[i] as T);
+    at += sizes[i];
+  }
+  return out;
 }
-
-const headerBytes = (n: number) => (n === 0 ? 12 : 20);
 
 /** A `bigint[]` of safe integers (or NULLs). */
 export function int8s(values: readonly (number | null | undefined)[]): Buffer {
-  const n = values.length;
-  let hasNull = false;
-  for (const v of values) {
-    if (v === null || v === undefined) hasNull = true;
-    else if (!Number.isSafeInteger(v)) throw new RangeError(`not a safe integer for a bigint column: ${v}`);
-  }
-  const out = Buffer.allocUnsafe(headerBytes(n) + 12 * n);
-  let at = header(out, n, hasNull, INT8_OID);
-  for (const v of values) {
-    if (v === null || v === undefined) {
-      out.writeInt32BE(-1, at);
-      at += 4;
-      continue;
-    }
-    out.writeInt32BE(8, at);
-    // High and low 32 bits; for a negative value both come out in two's complement.
-    out.writeInt32BE(Math.floor(v / TWO_TO_32), at + 4);
-    out.writeUInt32BE(v >>> 0, at + 8);
-    at += 12;
-  }
-  return out.subarray(0, at);
+  return binaryArray(
+    INT8_OID,
+    values,
+    (v) => {
+      if (!Number.isSafeInteger(v)) throw new RangeError(`not a safe integer for a bigint column: ${v}`);
+      return 8;
+    },
+    (out, at, v) => {
+      // High and low 32 bits; for a negative value both come out in two's complement.
+      out.writeInt32BE(Math.floor(v / TWO_TO_32), at);
+      out.writeUInt32BE(v >>> 0, at + 4);
+    },
+  );
 }
 
 /** A `text[]` (or NULLs). */
 export function texts(values: readonly (string | null | undefined)[]): Buffer {
-  let bytes = 0;
-  let hasNull = false;
-  const lengths = new Int32Array(values.length);
-  values.forEach((v, i) => {
-    if (v === null || v === undefined) {
-      hasNull = true;
-      lengths[i] = -1;
-    } else bytes += lengths[i] = Buffer.byteLength(v);
-  });
-  const out = Buffer.allocUnsafe(headerBytes(values.length) + 4 * values.length + bytes);
-  let at = header(out, values.length, hasNull, TEXT_OID);
-  values.forEach((v, i) => {
-    out.writeInt32BE(lengths[i], at);
-    at += 4;
-    if (lengths[i] > 0) at += out.write(v as string, at, 'utf8');
-  });
-  return out;
+  return binaryArray(
+    TEXT_OID,
+    values,
+    (v) => Buffer.byteLength(v),
+    (out, at, v) => void out.write(v, at, 'utf8'),
+  );
 }
 
 /** A `bytea[]` (or NULLs). */
 export function byteas(values: readonly (Uint8Array | null | undefined)[]): Buffer {
-  let bytes = 0;
-  let hasNull = false;
-  for (const v of values) {
-    if (v === null || v === undefined) hasNull = true;
-    else bytes += v.length;
-  }
-  const out = Buffer.allocUnsafe(headerBytes(values.length) + 4 * values.length + bytes);
-  let at = header(out, values.length, hasNull, BYTEA_OID);
-  for (const v of values) {
-    if (v === null || v === undefined) {
-      out.writeInt32BE(-1, at);
-      at += 4;
-      continue;
-    }
-    out.writeInt32BE(v.length, at);
-    out.set(v, at + 4);
-    at += 4 + v.length;
-  }
-  return out;
+  return binaryArray(
+    BYTEA_OID,
+    values,
+    (v) => v.length,
+    (out, at, v) => out.set(v, at),
+  );
 }

@@ -50,7 +50,7 @@ import type { Logger } from '../log.js';
 import type { DeliveryAttempt, WebhookCursor, WebhookProgress, WebhookRecord } from '../model/webhook.js';
 import type { WriteOp } from '../types/stored.js';
 import type { AllowedNetworks } from './networks.js';
-import { post, signature } from './post.js';
+import { type Body, post, signature } from './post.js';
 import { ATTEMPTS_KEPT, attemptOps, cursorOp, FAILURES_KEPT, type StoredAttempt, type StoredHook } from './rows.js';
 import type { Slots } from './slots.js';
 
@@ -81,10 +81,8 @@ interface Segment extends Spans {
   start: number;
 }
 
-interface Batch {
-  /** The body, `[`, runs of Changes with commas between, `]`: sent and signed as it is, never copied into one Buffer. */
-  parts: Buffer[];
-  bytes: number;
+/** Its body's parts: `[`, runs of Changes with commas between, `]`, sent and signed as they are. */
+interface Batch extends Body {
   first: number;
   last: number;
   count: number;
@@ -376,7 +374,7 @@ export class HookDelivery {
     const controller = new AbortController();
     this.controller = controller;
     const { timeoutMs } = this.ctx.settings;
-    const r = await post(new URL(hook.url), batch.parts, headers, { timeoutMs, networks: this.ctx.networks, signal: controller.signal });
+    const r = await post(new URL(hook.url), batch, headers, { timeoutMs, networks: this.ctx.networks, signal: controller.signal });
     // Redirected or deleted meanwhile: the answer counts for nothing (the receiver may get those Changes again).
     if (generation !== this.generation) return;
     this.controller = null;

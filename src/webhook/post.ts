@@ -24,10 +24,16 @@ export interface AttemptResult {
   ms: number;
 }
 
-/** What `X-Netsot-Signature` carries: `sha256=` and the hex HMAC-SHA256 of the body (its parts in order), keyed with the hook's secret. */
-export function signature(secret: string, body: Buffer | readonly Buffer[]): string {
+/** A request body as its parts in order (a webhook batch: slices of the feed's encoding, never joined) and their total bytes. */
+export interface Body {
+  parts: readonly Buffer[];
+  bytes: number;
+}
+
+/** What `X-Netsot-Signature` carries: `sha256=` and the hex HMAC-SHA256 of the body's parts in order, keyed with the hook's secret. */
+export function signature(secret: string, parts: readonly Buffer[]): string {
   const hmac = createHmac('sha256', secret);
-  for (const part of Buffer.isBuffer(body) ? [body] : body) hmac.update(part);
+  for (const part of parts) hmac.update(part);
   return `sha256=${hmac.digest('hex')}`;
 }
 
@@ -46,10 +52,8 @@ export interface PostOptions {
   signal: AbortSignal;
 }
 
-/** POSTs `body` (its parts in order) to `url` with `headers`; never rejects. */
-export function post(url: URL, body: readonly Buffer[], headers: Record<string, string>, o: PostOptions): Promise<AttemptResult> {
-  let length = 0;
-  for (const part of body) length += part.length;
+/** POSTs `body` to `url` with `headers`; never rejects. */
+export function post(url: URL, body: Body, headers: Record<string, string>, o: PostOptions): Promise<AttemptResult> {
   const started = performance.now();
   return new Promise((resolve) => {
     let timer: NodeJS.Timeout | undefined;
@@ -71,7 +75,7 @@ export function post(url: URL, body: readonly Buffer[], headers: Record<string, 
       const sent = (url.protocol === 'https:' ? https : http).request(url, {
         method: 'POST',
         agent: AGENTS[url.protocol as keyof typeof AGENTS],
-        headers: { ...headers, 'Content-Length': String(length) },
+        headers: { ...headers, 'Content-Length': String(body.bytes) },
         lookup: o.networks.lookup,
       });
       req = sent;
@@ -94,9 +98,9 @@ export function post(url: URL, body: readonly Buffer[], headers: Record<string, 
         res.on('end', () => finish(status, null));
         res.on('error', () => finish(status, null));
       });
-      // Corked, so the head and the parts leave in one writev.
+      // Corked: the head and the parts are handed to the socket together rather than one write each.
       sent.cork();
-      for (const part of body) sent.write(part);
+      for (const part of body.parts) sent.write(part);
       sent.end();
       sent.uncork();
     };
