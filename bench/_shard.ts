@@ -2,8 +2,13 @@
  * In-process benches: one real ShardState over a temp LMDB store, holding site
  * 1, and the ways they fill and ask it without HTTP or the thread hop —
  * records added as the loader adds them (table, natural-key index, derived
- * indexes), and requests through the shard's own request path (`handle`, or
- * one ShardServer whose turns share commits, as in a worker).
+ * indexes), and requests through the shard's own request path: one
+ * ShardServer taking every request, as a worker has one.
+ *
+ * Not `handle()` of shard/dispatch.ts, which builds a ShardServer and its
+ * Logger for each request. That suits a test but adds work the server never
+ * does: ~19 KB of garbage on every call (a 7.6 KB call became 26 KB), so a
+ * timed call was hit by a collection more than three times as often.
  */
 import { loadConfig } from '../src/config.js';
 import type { IpVersion } from '../src/ip/address.js';
@@ -11,7 +16,7 @@ import type { NetworkRecord } from '../src/model/_networks.js';
 import type { ModelShard } from '../src/model/model.js';
 import { networkModel } from '../src/model/network.js';
 import { MODELS } from '../src/model/registry.js';
-import { handle, ShardServer } from '../src/shard/dispatch.js';
+import { ShardServer } from '../src/shard/dispatch.js';
 import type { RouteRequest, ShardReply, ShardRequest } from '../src/shard/protocol.js';
 import { ShardState } from '../src/shard/state.js';
 import { createSharedIdState } from '../src/store/ids.js';
@@ -37,7 +42,7 @@ export interface BenchShard {
     query?: string;
     body?: unknown;
   }): RouteRequest;
-  /** One request on its own, answered once its commit is durable. */
+  /** One request through the shard's ShardServer, answered once its commit is durable. */
   ask(req: ShardRequest): Promise<ShardReply>;
   close(): Promise<void>;
 }
@@ -52,6 +57,7 @@ export async function benchShard(prefix: string): Promise<BenchShard> {
   shard.index.set('site', site.id, 0);
   await store.commit({ ops: [{ db: 'sites', key: site.id, value: site }] });
   const networks = shard.table<NetworkRecord>('network');
+  const server = benchServer(shard);
   let seq = 0;
   return {
     shard,
@@ -91,7 +97,7 @@ export async function benchShard(prefix: string): Promise<BenchShard> {
         path: `/api/sites/${SITE}/networks/${key === undefined ? '' : `${key}/`}${route ? `${route}/` : ''}`,
       },
     }),
-    ask: (req) => handle(shard, req),
+    ask: server.submit,
     async close() {
       await store.close();
       dir.remove();
@@ -99,7 +105,7 @@ export async function benchShard(prefix: string): Promise<BenchShard> {
   };
 }
 
-/** One ShardServer taking every request, as a worker does; `submit` returns once the handler has run (before the commit). */
+/** One ShardServer taking every request, as a worker does; `submit` resolves with a request's reply, which a write gets once its commit is durable. */
 export function benchServer(shard: ModelShard): { submit(req: ShardRequest): Promise<ShardReply> } {
   const waiting = new Map<number, (r: ShardReply) => void>();
   const server = new ShardServer(shard, (replies) => {

@@ -9,7 +9,7 @@
  * ShardState (bench/_shard.ts) holding the parent 10.0.0.0/9 and N host
  * children (/32) at distinct random addresses of it (seeded), added as the
  * loader adds records. Each request runs through the shard's request path
- * `handle()` of shard/dispatch.ts (lookup by CIDR, handler, rendering, reply):
+ * one ShardServer, as in a worker (lookup by CIDR, handler, rendering, reply):
  *
  * - the baseline, same process, same data: `GET …/networks/10.0.0.0/9/`;
  * - `…/utilization/`;
@@ -112,7 +112,7 @@ export async function run(): Promise<number> {
   const sizes = (process.env.BENCH_CHILDREN || '1000,200000,1000000').split(',').map(Number);
   log(`ipam-space (issue 25): utilization/ and available/ against a detail GET of ${PARENT.text} holding N host children, in process`);
   log(
-    `shard handle() per request (lookup, handler, rendering, reply), ${reps} timed calls per row after ${warmup} warm-up (the costly row: 1/40 of them); ` +
+    `the shard's ShardServer per request (lookup, handler, rendering, reply), ${reps} timed calls per row after ${warmup} warm-up (the costly row: 1/40 of them); ` +
       `each N in a process of its own; ${machine().cores} cores, Node ${process.version}; the machine is shared, so read the ratios`,
   );
   const rows: Row[] = [];

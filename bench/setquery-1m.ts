@@ -9,8 +9,8 @@
  * (role 10 values, vendor 5, rack 1000, env 3; drawn from a seeded PRNG, so
  * independent of each other and identical in every run).
  *
- * Each query is timed through the shard's real request path, `handle()` of
- * shard/dispatch.ts on `GET /api/sites/{id}/devices/query/?query=…&limit=100`,
+ * Each query is timed through the shard's real request path, one ShardServer
+ * taking every request as in a worker (bench/_shard.ts), on `GET /api/sites/{id}/devices/query/?query=…&limit=100`,
  * so parsing, index evaluation, id ordering, counting and rendering the first
  * page are all included. The baseline, same process, same run, interleaved
  * with it: a plain linear scan over the site's 1M device records applying the
@@ -37,7 +37,6 @@ import { MODELS } from '../src/model/registry.js';
 import { pageEnvelope, pageLinks, readPage } from '../src/query/pagination.js';
 import { parseSetQuery, type SetTerm } from '../src/query/setquery-parse.js';
 import { RequestContext } from '../src/shard/context.js';
-import { handle } from '../src/shard/dispatch.js';
 import type { ShardRequest } from '../src/shard/protocol.js';
 import { objectBody } from '../src/shard/render.js';
 import { ShardState } from '../src/shard/state.js';
@@ -46,6 +45,7 @@ import { LmdbStore } from '../src/store/lmdb.js';
 import type { SiteRecord } from '../src/types/stored.js';
 import { prng } from '../test/helpers/prng.js';
 import { envNumber, fmt, log, machine, type Stats, stats, table, tempDir } from './_harness.js';
+import { benchServer } from './_shard.js';
 
 const BUDGET_MS = 50;
 const SITE = 1;
@@ -241,8 +241,9 @@ export async function run(args: string[]): Promise<number> {
       link,
     });
 
+    const server = benchServer(shard);
     const viaHandler = async (query: string): Promise<string> => {
-      const reply = await handle(shard, requestFor(query));
+      const reply = await server.submit(requestFor(query));
       if (reply.status !== 200) throw new Error(`query '${query}' answered ${reply.status}: ${reply.body}`);
       return reply.body;
     };
@@ -308,7 +309,7 @@ export async function run(args: string[]): Promise<number> {
     const worst = Math.max(...results.map((r) => r.handler.p99));
     log(`handler p99, worst query: ${fmt.ms(worst)} ms (budget < ${BUDGET_MS} ms): ${worst < BUDGET_MS ? 'meets budget' : 'OVER BUDGET'}`);
     log(
-      'handler = shard/dispatch.ts handle() on the nested query route with limit=100 (parse, evaluate, order, count, render page 1); ' +
+      'handler = one ShardServer, as in a worker, on the nested query route with limit=100 (parse, evaluate, order, count, render page 1); ' +
         "scan = linear scan of the site's records with the same terms, same count and page; both bodies compared byte for byte.",
     );
     const round = (x: number) => Number(x.toFixed(3));
