@@ -48,7 +48,8 @@
  * Settings (env): BENCH_CHILDREN (default 1000000), BENCH_FILLS (default
  * "0.1,0.5,0.99"), BENCH_VERSIONS (default "4,6"), BENCH_REPS (timed calls
  * per query and level, default 2000), BENCH_WARMUP_REPS (default 200),
- * BENCH_NAIVE_REPS (default 2; 0 skips the baseline).
+ * BENCH_NAIVE_REPS (default 2; 0 skips the baseline), BENCH_SETTLE_MS (the
+ * wait before each query's warm-up, default 1000; see `settled`).
  */
 import { PerformanceObserver } from 'node:perf_hooks';
 import { formatCidr, type IpVersion, WIDTH } from '../src/ip/address.js';
@@ -163,7 +164,7 @@ async function summarise(starts: number[], durations: number[]): Promise<Timed> 
  * measured the sweep, not the query. A server sweeps after its load the same
  * way and then serves in steady state, which the budget speaks of.
  */
-const SETTLE_MS = Number(process.env.BENCH_SETTLE_MS ?? 1000);
+const SETTLE_MS = envNumber('BENCH_SETTLE_MS', 1000, 0);
 function settled(): Promise<void> {
   return new Promise((ok) => setTimeout(ok, SETTLE_MS));
 }
