@@ -39,7 +39,7 @@
  */
 import type { ShardRequest } from '../src/shard/protocol.js';
 import { envNumber, fmt, log, machine, type Stats, stats, table } from './_harness.js';
-import { type BenchShard, benchServer, benchShard, SITE } from './_shard.js';
+import { type BenchShard, benchShard, SITE } from './_shard.js';
 
 const BUDGET_MS = 1;
 const MEMBERS_24 = 999;
@@ -88,7 +88,6 @@ export async function run(): Promise<number> {
         for (let i = 0; i < MEMBERS_24; i++) for (let h = 1; h < 255; h++) b.addNetwork(4, 0x0a000000n + BigInt(i * 256 + h), 32);
         log(`  full: ${fmt.int(MEMBERS_24 * 254)} hosts added in ${fmt.int(performance.now() - t0)} ms`);
       }
-      const server = benchServer(b.shard);
       const sides: Side[] = [
         {
           label: 'pool (set query)',
@@ -112,7 +111,7 @@ export async function run(): Promise<number> {
         const req = sides[k].request();
         const c = process.cpuUsage();
         const t = performance.now();
-        const reply = server.submit(req);
+        const reply = b.ask(req);
         const ms = performance.now() - t;
         const used = process.cpuUsage(c);
         const r = await reply;
