@@ -15,8 +15,9 @@
  *
  * The receivers' process runs on both sides, idle on "none". Target: hooks
  * ÷ none ≥ 0.95 in allocations/s. Also printed per side: the server's CPU
- * per allocation (all its threads, /proc), the receivers' CPU per
- * allocation, and per hooks round the requests and bytes the receivers got
+ * per allocation (all its threads, /proc), the receivers' and the load
+ * client's CPU per allocation (on these two cores the three together set the
+ * rate), and per hooks round the requests and bytes the receivers got
  * and how far the hooks had delivered when the load stopped (cursor ÷ newest
  * Change id, from the round's start).
  *
@@ -66,6 +67,8 @@ interface Round {
   failures: number;
   serverCpu: number;
   receiversCpu: number;
+  /** The load client's CPU (this process, or wrk), seconds. */
+  clientCpu: number;
   requests: number;
   bytes: number;
   /** Over the hooks, the least and the most of the round's Changes acknowledged when the load stopped. */
@@ -159,6 +162,7 @@ export async function run(): Promise<number> {
           failures: r.failures,
           serverCpu,
           receiversCpu,
+          clientCpu: r.clientCpu,
           requests: after.requests - before.requests,
           bytes: after.bytes - before.bytes,
           delivered,
@@ -185,6 +189,7 @@ export async function run(): Promise<number> {
         p99: Math.max(...rs.map((r) => r.p99)),
         serverUs: per(rs.reduce((a, r) => a + r.serverCpu, 0)),
         receiversUs: per(rs.reduce((a, r) => a + r.receiversCpu, 0)),
+        clientUs: per(rs.reduce((a, r) => a + r.clientCpu, 0)),
         bytesPerAllocation: allocations > 0 ? rs.reduce((a, r) => a + r.bytes, 0) / allocations : 0,
       };
     };
@@ -196,12 +201,13 @@ export async function run(): Promise<number> {
       x.p99,
       x.serverUs.toFixed(1),
       x.receiversUs.toFixed(1),
+      x.clientUs.toFixed(1),
       fmt.int(x.bytesPerAllocation),
     ];
     log('');
     log(
       table(
-        ['side', 'allocations/s', 'p99 ms', 'server CPU µs/allocation', 'receivers µs/allocation', 'bytes delivered/allocation'],
+        ['side', 'allocations/s', 'p99 ms', 'server CPU µs/allocation', 'receivers µs/allocation', 'load client µs/allocation', 'bytes delivered/allocation'],
         [row('none', none), row(`hooks (${hookCount})`, hooked)],
       ),
     );
@@ -222,6 +228,7 @@ export async function run(): Promise<number> {
         ratio,
         serverUsPerAllocation: { none: none.serverUs, hooks: hooked.serverUs },
         receiversUsPerAllocation: hooked.receiversUs,
+        clientUsPerAllocation: { none: none.clientUs, hooks: hooked.clientUs },
         loadavg: loadavg(),
         rounds: results,
       }),

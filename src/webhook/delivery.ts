@@ -305,7 +305,7 @@ export class HookDelivery {
 
   /**
    * The next batch from the front of the queue: as many Changes as the bounds allow, at least one. Each segment's
-   * run of Changes is one slice of its encoding, so the body is not copied at all.
+   * run of Changes is one slice of its encoding, so the body is never joined into one Buffer.
    */
   private cut(): Batch {
     const { batchChanges, batchBytes } = this.ctx.settings;
