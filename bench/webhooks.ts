@@ -207,7 +207,15 @@ export async function run(): Promise<number> {
     log('');
     log(
       table(
-        ['side', 'allocations/s', 'p99 ms', 'server CPU µs/allocation', 'receivers µs/allocation', 'load client µs/allocation', 'bytes delivered/allocation'],
+        [
+          'side',
+          'allocations/s',
+          'p99 ms',
+          'server CPU µs/allocation',
+          'receivers µs/allocation',
+          'load client µs/allocation',
+          'bytes delivered/allocation',
+        ],
         [row('none', none), row(`hooks (${hookCount})`, hooked)],
       ),
     );
