@@ -546,7 +546,7 @@ export function loadConfig(env: Source = process.env, flags: Source = {}): Confi
   return c;
 }
 
-/** The webhook settings as the dispatcher takes them (webhook/dispatcher.ts). */
+/** The webhook settings as the dispatcher takes them (webhooks/dispatcher.ts). */
 export function webhookSettings(c: Config): WebhookSettings {
   return {
     allowedNetworks: c.webhookAllowedNetworks,

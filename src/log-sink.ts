@@ -337,7 +337,10 @@ export function logSink(): LogSink {
 /** Lines this thread dropped (0 before it logged anything). */
 export const droppedLogLines = (): number => sink?.dropped ?? 0;
 
-/** Takes a worker's stdout (a Worker made with `stdout: true`) into the main thread's sink. */
-export function forwardWorkerOutput(stdout: NodeJS.ReadableStream): void {
-  stdout.on('data', (chunk: Buffer | string) => logSink().write(typeof chunk === 'string' ? chunk : chunk.toString('utf8')));
+/**
+ * Takes a worker's stdout (a Worker made with `stdout: true`) into the main thread's sink, or into `write` (a
+ * Logger's `passOn`, so its lines go wherever that logger's go).
+ */
+export function forwardWorkerOutput(stdout: NodeJS.ReadableStream, write: (text: string) => void = (text) => logSink().write(text)): void {
+  stdout.on('data', (chunk: Buffer | string) => write(typeof chunk === 'string' ? chunk : chunk.toString('utf8')));
 }

@@ -108,6 +108,14 @@ export class Logger {
     else this.write(accessLine(this.bindingsJson, time, a));
   }
 
+  /**
+   * Whole lines another thread's logger made (a worker's stdout), passed on as they are to where this logger's
+   * lines go: the sink, or a test's collector.
+   */
+  passOn(lines: string): void {
+    this.write(lines);
+  }
+
   /** Has the sink start writing what it holds now (before exiting, or when a test reads the output). */
   flush(): void {
     if (this.toSink) logSink().flush();

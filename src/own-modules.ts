@@ -1,5 +1,5 @@
 /**
- * Starting one of netsot's own modules in a worker thread (the shard workers, the PostgreSQL reader) or a
+ * Starting one of netsot's own modules in a worker thread (the shard workers, the webhook worker, the PostgreSQL reader) or a
  * child process (the store check), in the form the caller runs in: compiled JavaScript from dist/ in
  * production, or the TypeScript source when the tests run it (vitest in process, or a server spawned as
  * `node --import tsx src/main.ts`), so an edit is tested without a build.

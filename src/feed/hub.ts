@@ -1,6 +1,8 @@
 /**
  * The live change feed on the main thread: committed Changes in, subscribers
- * (SSE or WebSocket, http/feed-transport.ts; webhooks, webhook/delivery.ts) out.
+ * (SSE or WebSocket, http/feed-transport.ts) out, and the released watermark
+ * published for the webhook worker, which reads its hooks' Changes back from
+ * the store up to it (watermark.ts, webhook/store-feed.ts).
  *
  * Input. Every commit publishes the Changes it made durable, as FeedItems
  * (ids, site, event, resource: what ordering and filtering need, no text):
@@ -86,14 +88,16 @@
 
 import { Errors } from '../errors.js';
 import type { Logger } from '../log.js';
-import { changeHead, changeTail, siteText } from '../model/_change-text.js';
+import { changeTail } from '../model/_change-text.js';
 import type { SiteDirectory } from '../model/site-directory.js';
 import type { FeedItem } from '../shard/protocol.js';
 import type { ShardPool } from '../shards/pool.js';
 import type { Store } from '../store/store.js';
-import type { SiteRecord, StoredChange } from '../types/stored.js';
+import type { StoredChange } from '../types/stored.js';
 import { REPLAY_CHUNK_BYTES, Replay, type Replayer } from './replay.js';
+import { feedChange, renderStored, siteTexts } from './texts.js';
 import type { FeedWatch } from './watch.js';
+import type { SharedWatermark } from './watermark.js';
 import { type FeedChange, Payload } from './wire.js';
 
 export interface FeedFilter {
@@ -103,8 +107,8 @@ export interface FeedFilter {
 }
 
 /**
- * One subscriber, whatever carries it: a connection (SSE or WebSocket, http/feed-transport.ts) or a webhook's
- * delivery queue (webhook/delivery.ts).
+ * One subscriber, whatever carries it: a connection (SSE or WebSocket, http/feed-transport.ts) here, or a webhook's
+ * delivery queue (webhook/delivery.ts) in the webhook worker's feed (webhook/store-feed.ts).
  */
 export interface FeedSink {
   /**
@@ -178,16 +182,6 @@ const matches = (f: FeedFilter, item: FeedItem): boolean =>
 
 const filterKey = (f: FeedFilter): string => `${f.site}|${f.resourceName}|${f.event}`;
 
-/** An item with its text: the site (as `sites` renders it now) and the part after it. */
-const feedChange = (item: FeedItem, sites: Map<number, string>, tail: string): FeedChange => ({
-  id: item.id,
-  site: item.site,
-  event: item.event,
-  resource: item.resource,
-  text: changeHead(item.id, sites.get(item.site)!) + tail,
-});
-
-/** Adds `item` to the list of each group in `groups` whose filter wants it; true if any did. */
 /**
  * `waiting` (in id order) with `arrived` (in id order) merged in, each id once, leaving out ids at or below
  * `released`. A Change can arrive twice: the store read that recovers a replaced shard's unsent Changes
@@ -211,6 +205,7 @@ export function mergeArrivals(waiting: FeedItem[], arrived: FeedItem[], released
   return merged;
 }
 
+/** Adds `item` to the list of each group in `groups` whose filter wants it; true if any did. */
 function collect(groups: Set<Group> | undefined, item: FeedItem, wanted: Map<Group, FeedItem[]>): boolean {
   if (!groups) return false;
   let taken = false;
@@ -260,12 +255,15 @@ export class FeedHub {
     private readonly sites: SiteDirectory,
     /** Told which sites live groups follow, so shards send those sites' texts with their items. */
     private readonly watch: FeedWatch,
+    /** Where the released watermark is published to the webhook worker (watermark.ts). */
+    private readonly shared: SharedWatermark,
     private readonly limits: FeedLimits,
     private readonly log: Logger,
     /** The store's highest Change id at start: nothing is in flight yet, so all of it is on disk or never will be. */
     startWatermark: number,
   ) {
     this.watermark = startWatermark;
+    shared.publish(startWatermark);
     this.lastFrom = Array.from({ length: pool.count }, () => startWatermark);
     this.mainWriter = pool.count;
     this.heartbeat = setInterval(() => {
@@ -316,6 +314,7 @@ export class FeedHub {
    */
   raiseWatermark(committed: number): void {
     this.watermark = Math.max(this.watermark, committed);
+    this.shared.publish(this.watermark);
     for (let shard = 0; shard < this.lastFrom.length; shard++) this.lastFrom[shard] = Math.max(this.lastFrom[shard], committed);
   }
 
@@ -419,10 +418,10 @@ export class FeedHub {
   }
 
   /**
-   * Adds a subscriber holding the stream slot `release` gives back (admit; a webhook holds none): it catches up
+   * Adds a subscriber holding the stream slot `release` gives back (admit): it catches up
    * from `after` through the store, then follows live releases.
    */
-  subscribe(filter: FeedFilter, sink: FeedSink, after: number, release: () => void = () => undefined): void {
+  subscribe(filter: FeedFilter, sink: FeedSink, after: number, release: () => void): void {
     const sub: Subscriber = {
       filter,
       filterKey: filterKey(filter),
@@ -485,7 +484,10 @@ export class FeedHub {
     while (n < this.waiting.length && this.waiting[n].id <= upTo) n++;
     const items = n === this.waiting.length ? this.waiting : this.waiting.slice(0, n);
     this.waiting = n === this.waiting.length ? [] : this.waiting.slice(n);
-    this.watermark = Math.max(this.watermark, upTo);
+    if (upTo > this.watermark) {
+      this.watermark = upTo;
+      this.shared.publish(upTo);
+    }
     if (items.length === 0 || this.groups.size === 0) return;
     for (const item of items) this.outbox.push(item);
     if (!this.delivering) {
@@ -574,24 +576,19 @@ export class FeedHub {
     // Released means durable: a Change the store does not have is a fault, and the subscribers resume from the store.
     if (missing >= 0) throw new Error(`feed: Change ${untold[missing].id} was released but the store does not have it`);
     const readTails = new Map((stored as StoredChange[]).map((c) => [c.id, changeTail(c)]));
-    const sites = await this.siteTexts(items.map((i) => i.site));
+    const sites = await siteTexts(
+      this.store,
+      items.map((i) => i.site),
+    );
     this.textsFromShards += items.length - untold.length;
     this.textsFromStore += untold.length;
     return new Map(items.map((i) => [i.id, feedChange(i, sites, i.tail ?? readTails.get(i.id)!)]));
   }
 
   /** Changes read from the store, rendered in their order. */
-  private async render(changes: StoredChange[]): Promise<FeedChange[]> {
-    const sites = await this.siteTexts(changes.map((c) => c.siteId));
+  private render(changes: StoredChange[]): Promise<FeedChange[]> {
     this.textsFromStore += changes.length;
-    return changes.map((c) => feedChange({ id: c.id, site: c.siteId, event: c.event, resource: c.resourceName }, sites, changeTail(c)));
-  }
-
-  /** Each distinct site of `ids` as Changes show it, read once. */
-  private async siteTexts(ids: number[]): Promise<Map<number, string>> {
-    const out = new Map<number, string>();
-    for (const site of ids) if (!out.has(site)) out.set(site, siteText(await this.store.site<SiteRecord>(site)));
-    return out;
+    return renderStored(this.store, changes);
   }
 
   /**

@@ -19,10 +19,14 @@
  * Shared. Subscribers replaying the same filter from the same point (many
  * consumers started together, or a fleet resuming from 0) are sent the same
  * chunk, read and rendered once (ChunkCache): a chunk is keyed by filter and
- * starting id, and a chunk that ended at a bound it did not reach (fewer
- * Changes than asked for) serves only reads with that same bound. Chunks
- * live CHUNK_TTL_MS at most, so a site's text in them is at most that old,
- * and CACHE_BYTES bounds them together.
+ * starting id, and serves any later read from that point. One that ended at
+ * a bound it did not reach (fewer Changes than asked for) holds everything
+ * up to that bound; a reader whose bound has moved on since takes it and
+ * reads the rest as its next chunk, shared in turn, rather than reading the
+ * same Changes again (a slice ends after SLICE_MS, so readers of one point
+ * are often served in two slices with the watermark moved between them).
+ * Chunks live CHUNK_TTL_MS at most, so a site's text in them is at most that
+ * old, and CACHE_BYTES bounds them together.
  *
  * Done. A read that returns everything up to the released watermark, while
  * the watermark has not moved, ends the replay: the hub joins the subscriber
@@ -239,7 +243,10 @@ class ChunkCache {
   private readonly chunks = new Map<string, Chunk | Promise<Chunk>>();
   private bytes = 0;
 
-  /** The chunk for `key` that answers a read up to `upTo`: one that stopped short, or one read up to that same bound. */
+  /**
+   * The chunk for `key` that answers a read up to `upTo`: any, since the watermark only grows (a chunk read up to an
+   * earlier bound is that read's first part, and the reader reads on from the chunk's bound).
+   */
   get(key: string, upTo: number): Chunk | Promise<Chunk> | undefined {
     const c = this.chunks.get(key);
     if (c === undefined || c instanceof Promise) return c;
@@ -247,7 +254,7 @@ class ChunkCache {
       this.drop(key, c);
       return undefined;
     }
-    return c.more || c.upTo === upTo ? c : undefined;
+    return c.more || c.upTo <= upTo ? c : undefined;
   }
 
   put(key: string, made: Promise<Chunk>): void {

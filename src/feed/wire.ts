@@ -77,8 +77,8 @@ export class Payload {
   /**
    * The WebSocket encoding (a JSON array of the texts), where each Change lies in it and its id: text i is
    * `bytes[edges[i], edges[i + 1] - 1)`, so texts i to j - 1 with their commas are `bytes[edges[i], edges[j] - 1)`.
-   * Webhooks cut their batches from these (webhook/delivery.ts): a Change is encoded once however many hooks and
-   * WebSocket subscribers get it, and a hook sends runs of it, not Change by Change. Typed arrays, so that what a
+   * Webhooks cut their batches from these (webhook/delivery.ts): a chunk is encoded once however many hooks with its
+   * filter get it, and a hook sends runs of it, not Change by Change. Typed arrays, so that what a
    * hook holds for a while (its queue) is a few objects for the collector, not every Change and its text.
    */
   spans(): Spans {

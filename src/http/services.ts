@@ -12,9 +12,10 @@ import { isLoopbackHost } from '../auth/trusted-proxies.js';
 import { Fence } from '../cluster/fence.js';
 import { LeaseKeeper } from '../cluster/lease.js';
 import { Replica } from '../cluster/replica.js';
-import { type Config, webhookSettings } from '../config.js';
+import type { Config } from '../config.js';
 import { FeedHub } from '../feed/hub.js';
 import { FeedWatch } from '../feed/watch.js';
+import { SharedWatermark } from '../feed/watermark.js';
 import type { Logger } from '../log.js';
 import { Metrics } from '../metrics/metrics.js';
 import { SiteDirectory } from '../model/site-directory.js';
@@ -27,8 +28,8 @@ import { createSharedIdState, IdCounters } from '../store/ids.js';
 import { openStore } from '../store/open.js';
 import type { Store } from '../store/store.js';
 import type { UserRecord } from '../types/stored.js';
-import { WebhookDirectory } from '../webhook/directory.js';
-import { WebhookDispatcher } from '../webhook/dispatcher.js';
+import { WebhookDirectory } from '../webhooks/directory.js';
+import { WebhookDispatcher } from '../webhooks/dispatcher.js';
 import { Forwarder } from './forward.js';
 import { IdempotencyKeys } from './idempotency.js';
 import { ReadCache } from './read-cache.js';
@@ -54,7 +55,7 @@ export interface Services {
   readCache: ReadCache;
   /** Held while this node runs on an LMDB data dir (store/data-dir-lock.ts); null on PostgreSQL. */
   dirLock: DataDirLock | null;
-  /** Webhook deliveries (webhook/dispatcher.ts) and the API over them. */
+  /** Webhook deliveries (webhooks/dispatcher.ts) and the API over them. */
   dispatcher: WebhookDispatcher;
   webhooks: WebhookDirectory;
 }
@@ -148,8 +149,9 @@ export async function startServices(config: Config, log: Logger, inFlight: () =>
       totalBufferBytes: config.feedTotalBufferBytes,
       streamsPerUser: config.feedMaxStreamsPerUser,
     };
-    feed = new FeedHub(store, pool, sites, feedWatch, feedLimits, log, marks.change ?? 0);
-    dispatcher = new WebhookDispatcher(webhookSettings(config), store, feed, log);
+    const watermark = new SharedWatermark();
+    feed = new FeedHub(store, pool, sites, feedWatch, watermark, feedLimits, log, marks.change ?? 0);
+    dispatcher = new WebhookDispatcher(config, store, watermark, log);
     const webhooks = new WebhookDirectory(
       dispatcher,
       store,
@@ -211,6 +213,7 @@ function leadingChanged(s: Services, leading: boolean): void {
 export async function closeServices(s: Services): Promise<void> {
   // Before the lease goes: a leader saves its delivery state while its commits still count.
   await s.dispatcher.stop(true);
+  await s.dispatcher.close();
   await s.lease?.stop();
   s.metrics?.close();
   s.idempotency.close();

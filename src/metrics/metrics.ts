@@ -35,8 +35,8 @@ export interface MetricsSources {
   readCache(): { hits: number; misses: number; size: number };
   /** The live feed (feed/hub.ts): subscribers now, and Change texts rendered for it by where their text came from. */
   feed(): { subscribers: number; textsFromShards: number; textsFromStore: number; buffered: number; slowConsumers: number };
-  /** Webhook deliveries (webhook/dispatcher.ts): null on a node that does not deliver (a standby). */
-  webhooks(): { lag: number; byStatus: Record<string, number>; outcomes: ReadonlyMap<string, number> } | null;
+  /** Webhook deliveries (webhooks/dispatcher.ts): null on a node that does not deliver (a standby). */
+  webhooks(): Promise<{ lag: number; byStatus: Record<string, number>; outcomes: ReadonlyMap<string, number> }> | null;
 }
 
 class RequestSeries {
@@ -295,9 +295,10 @@ export class Metrics {
         'refused (a network WEBHOOK_ALLOWED_NETWORKS leaves out), error, aborted.',
       labelNames: ['status'],
       registers: [registry],
-      collect() {
+      async collect() {
+        const figures = await sources.webhooks();
         this.reset();
-        for (const [status, n] of sources.webhooks()?.outcomes ?? []) this.inc({ status }, n);
+        for (const [status, n] of figures?.outcomes ?? []) this.inc({ status }, n);
       },
     });
     new Gauge({
@@ -306,8 +307,8 @@ export class Metrics {
         'Change ids committed past the cursor of the webhook furthest behind, among those with deliveries due ' +
         '(0: every hook caught up).',
       registers: [registry],
-      collect() {
-        this.set(sources.webhooks()?.lag ?? 0);
+      async collect() {
+        this.set((await sources.webhooks())?.lag ?? 0);
       },
     });
     new Gauge({
@@ -315,9 +316,10 @@ export class Metrics {
       help: 'Webhooks this node delivers for, by status (active, failing, inactive).',
       labelNames: ['status'],
       registers: [registry],
-      collect() {
+      async collect() {
+        const figures = await sources.webhooks();
         this.reset();
-        for (const [status, n] of Object.entries(sources.webhooks()?.byStatus ?? {})) this.set({ status }, n);
+        for (const [status, n] of Object.entries(figures?.byStatus ?? {})) this.set({ status }, n);
       },
     });
     const self = this;

@@ -1,9 +1,9 @@
 /**
  * Webhook (README, Webhooks): a subscription to the Change log, delivered by
  * HTTP POST. Like users, webhooks live on the main thread, which runs their
- * deliveries (webhook/dispatcher.ts); this module is the resource: its
+ * deliveries (webhooks/dispatcher.ts); this module is the resource: its
  * records, its schema, its routes and how a body becomes a record. The
- * directory behind the routes is webhook/directory.ts.
+ * directory behind the routes is webhooks/directory.ts.
  *
  * The secret is write-only: taken on POST, PUT and PATCH, never rendered,
  * never logged.

@@ -121,7 +121,7 @@ export interface MainCall {
   /** A list is answered as CSV (schema/csv.ts). */
   csv: boolean;
   users: import('../model/user.js').UserDirectory;
-  webhooks: import('../webhook/directory.js').WebhookDirectory;
+  webhooks: import('../webhooks/directory.js').WebhookDirectory;
   auth: import('../auth/authenticate.js').Authenticator;
   /** Collection name → absolute URL, in index order. */
   index(): Record<string, string>;

@@ -72,7 +72,7 @@ export function commitLogEntry(sets: WriteSet[]): { sites: number[]; writes: Buf
           keys.u.push(op.key as number);
           break;
         // The Change index is the `changes` row itself; id marks and stored replies are not held in memory, and
-        // webhooks are read by whichever node takes the lease (webhook/dispatcher.ts), not followed.
+        // webhooks are read by whichever node takes the lease (webhooks/dispatcher.ts), not followed.
       }
     }
   }

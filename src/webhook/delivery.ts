@@ -1,15 +1,12 @@
 /**
- * One webhook's deliveries, on the main thread (README, Webhooks).
+ * One webhook's deliveries, in the webhook worker (README, Webhooks).
  *
- * Input. The hook is a subscriber of the live feed (feed/hub.ts) with its
- * filter, from its cursor: the hub reads the Changes after the cursor from
- * the store, then hands over live releases, each Change once, in id order,
- * only once it is durable, rendered as `/api/changes/` renders it. While
- * following live, a hook costs the writers what any feed subscriber does
- * (the shards send the Changes' texts; the hub renders each Change once for
- * every hook and stream with the same filter). The hook queues what it is
- * handed, up to twice a batch's bytes; past that the hub lets it go with the
- * id to resume after, and it subscribes again once it has sent its queue.
+ * Input. The hook reads its Changes from the store, after its cursor, up to
+ * the feed's released watermark (store-feed.ts): each Change once, in id
+ * order, only once it is durable, rendered as `/api/changes/` renders it.
+ * The hook queues what it is handed; it is read for while its queue holds
+ * less than a batch's bytes, so a full batch is at hand when the receiver
+ * answers, and never more than two.
  *
  * Order and acknowledgement. One attempt at a time per hook: a batch (at most
  * WEBHOOK_BATCH_CHANGES Changes and WEBHOOK_BATCH_BYTES of body, at least one
@@ -44,7 +41,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { WebhookSettings } from '../config.js';
-import type { FeedFilter, FeedHub, FeedSink } from '../feed/hub.js';
+import type { FeedFilter, FeedSink } from '../feed/hub.js';
 import type { Payload, Spans } from '../feed/wire.js';
 import type { Logger } from '../log.js';
 import type { DeliveryAttempt, WebhookCursor, WebhookProgress, WebhookRecord } from '../model/webhook.js';
@@ -53,6 +50,7 @@ import type { AllowedNetworks } from './networks.js';
 import { type Body, post, signature } from './post.js';
 import { ATTEMPTS_KEPT, attemptOps, cursorOp, FAILURES_KEPT, type StoredAttempt, type StoredHook } from './rows.js';
 import type { Slots } from './slots.js';
+import type { ChangeSource } from './store-feed.js';
 
 /** Failed attempts in a row after which a hook shows as failing. */
 export const FAILING_AFTER = 5;
@@ -63,11 +61,11 @@ const OPEN = Buffer.from('[');
 const COMMA = Buffer.from(',');
 const CLOSE = Buffer.from(']');
 
-/** What every hook's deliveries share (webhook/dispatcher.ts). */
+/** What every hook's deliveries share (deliveries.ts). */
 export interface DeliveryContext {
   settings: WebhookSettings;
   networks: AllowedNetworks;
-  feed: FeedHub;
+  feed: ChangeSource;
   slots: Slots;
   log: Logger;
   /** Keeps rows for the next durable write of webhook state. */
@@ -88,7 +86,7 @@ interface Batch extends Body {
   count: number;
 }
 
-/** The hub's view of a hook: one per subscription, so a late call from an old one is told apart. */
+/** The feed's view of a hook: one per subscription, so a late call from an old one is told apart. */
 class HookSink implements FeedSink {
   onClosed?: () => void;
   onDrained?: () => void;
@@ -236,7 +234,7 @@ export class HookDelivery {
     if (sink === this.sink) this.live = true;
   }
 
-  /** The hub let the subscription go: with `resumeAfter` the hook has everything up to it (its queue was full). */
+  /** The feed let the subscription go: with `resumeAfter` the hook has everything up to it (its queue was full). */
   left(sink: HookSink, resumeAfter: number | null): void {
     if (sink !== this.sink) return;
     this.sink = null;
@@ -250,7 +248,7 @@ export class HookDelivery {
     if (this.closed || !this.hook.active || this.sink || this.batch) return;
     const { siteId: site, resourceName, event } = this.hook;
     const filter: FeedFilter = { site, resourceName, event };
-    this.sink = new HookSink(this, 2 * this.ctx.settings.batchBytes);
+    this.sink = new HookSink(this, this.ctx.settings.batchBytes);
     this.live = false;
     this.ctx.feed.subscribe(filter, this.sink, this.handed);
   }
@@ -338,8 +336,8 @@ export class HookDelivery {
       this.segments.shift();
     }
     parts.push(CLOSE);
-    // All it was handed is in batches now: while catching up, the hub may send the next chunk (feed/replay.ts).
-    if (this.queuedBytes === 0) this.sink?.onDrained?.();
+    // Room for more: the feed may read the next chunk (store-feed.ts).
+    if (this.sink && this.queuedBytes < this.sink.limit) this.sink.onDrained?.();
     return { parts, bytes, first, last, count };
   }
 

@@ -102,6 +102,21 @@ describe('webhook deliveries', () => {
     }
   });
 
+  test('webhooks cost the request path nothing: the live feed holds no subscriber for them and renders no text', async () => {
+    const s = await inject();
+    const rx = await receiver();
+    for (let k = 0; k < 3; k++) expect((await s.post('/api/webhooks/', { url: rx.url, secret: SECRET })).status).toBe(201);
+    const a = await site(s, 'quiet');
+    for (let i = 0; i < 5; i++) expect((await s.post(`/api/sites/${a}/devices/`, { hostname: `q${i}` })).status).toBe(201);
+    const ids = await changeIds(s);
+    const gotBy = (hook: string) => new Set(rx.requests.filter((r) => r.headers['x-netsot-webhook'] === hook).flatMap((r) => r.ids));
+    await rx.until(() => ['1', '2', '3'].every((hook) => gotBy(hook).size === ids.length));
+    // The webhook worker read them from the store: the main thread's feed and the shards did nothing for them.
+    expect(await metric(s, 'netsot_feed_subscribers')).toBe(0);
+    expect(await metric(s, 'netsot_feed_texts_total{source="shard"}')).toBe(0);
+    expect(await metric(s, 'netsot_feed_texts_total{source="store"}')).toBe(0);
+  });
+
   test('a receiver that fails its first three attempts gets them again; deliveries/, the metrics and the log show the 500s', async () => {
     const s = await inject();
     const rx = await receiver((n) => (n <= 3 ? 500 : 200));

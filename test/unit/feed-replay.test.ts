@@ -85,6 +85,25 @@ describe('feed replay', () => {
     expect(h.reads.length).toBeLessThanOrEqual(9);
   });
 
+  test('a chunk read up to an earlier watermark serves a later subscriber at that point, which reads on from its end', async () => {
+    const h = harness(300);
+    const first = sub('first', 0);
+    // Still replaying (its transport holds its first chunk, 1–256), so the replay keeps its chunks.
+    const held = sub('held', 0);
+    h.stalled.add(held);
+    h.replay.add(first);
+    h.replay.add(held);
+    await h.settle(() => first.live && held.got.length > 0);
+    h.log.push(...range(301, 350));
+    h.host.release(350);
+    const later = sub('later', 0);
+    h.replay.add(later);
+    await h.settle(() => later.live);
+    expect(later.got).toEqual(range(1, 350));
+    // 1–300 were read once, for both (257–300 up to the watermark as it stood); only what was released since is read again.
+    expect(h.reads).toEqual([0, 256, 300]);
+  });
+
   test('a subscriber whose transport holds bytes unsent is sent nothing more until it drains', async () => {
     const h = harness(2000);
     const slow = sub('slow', 0);

@@ -1,7 +1,8 @@
 /**
  * Which thread runs a file shows in its folder (README, "Which thread runs a file";
  * docs/architecture.md): src/shard/ is the inside of a shard worker, src/shards/ the main
- * thread's view of the shards, and http/, feed/, webhook/, cluster/ and metrics/ run on the
+ * thread's view of the shards; likewise src/webhook/ is the inside of the webhook worker and
+ * src/webhooks/ the main thread's view of it; http/, feed/, cluster/ and metrics/ run on the
  * main thread alone. Checked on the runtime import graph from each thread's entry, the way
  * the threads load their code (a type import loads nothing).
  */
@@ -12,24 +13,56 @@ import { importGraph, ROOT } from '../helpers/import-graph.js';
 
 const MAIN_ENTRY = 'src/main.ts';
 const WORKER_ENTRY = 'src/shard/worker.ts';
+const HOOKS_ENTRY = 'src/webhook/worker.ts';
 /** Folders whose files the main thread alone runs. */
-const MAIN_ONLY = ['src/http/', 'src/shards/', 'src/feed/', 'src/webhook/', 'src/cluster/', 'src/metrics/'];
+const MAIN_ONLY = ['src/http/', 'src/shards/', 'src/feed/', 'src/webhooks/', 'src/cluster/', 'src/metrics/'];
 /** The files of those folders a worker loads too: each is one side of memory the threads share (a SharedArrayBuffer). */
 const SHARED_MEMORY = ['src/cluster/fence.ts', 'src/feed/watch.ts', 'src/metrics/thread-stats.ts'];
+/**
+ * What the webhook worker loads of them: the watermark it shares with the feed, and the feed's catch-up from the
+ * store with its texts and encoding, which the worker runs on its own store for its hooks.
+ */
+const HOOKS_SHARED = ['src/feed/replay.ts', 'src/feed/texts.ts', 'src/feed/watermark.ts', 'src/feed/wire.ts'];
 /** The file of src/shard/ the main thread's own code may load: the messages, and the values both sides agree on. */
 const PROTOCOL = 'src/shard/protocol.ts';
+/** The files of src/webhook/ the main thread's own code may load: the messages, the rows both sides write, the networks check. */
+const HOOKS_PROTOCOL = ['src/webhook/networks.ts', 'src/webhook/protocol.ts', 'src/webhook/rows.ts'];
 
 const mainOnly = (file: string) => MAIN_ONLY.some((folder) => file.startsWith(folder));
 
 describe('thread layout', () => {
   let main: Record<string, string[]>;
   let worker: Record<string, string[]>;
+  let hooks: Record<string, string[]>;
   beforeAll(async () => {
-    [main, worker] = await Promise.all([importGraph(ROOT, [MAIN_ENTRY], true), importGraph(ROOT, [WORKER_ENTRY], true)]);
+    [main, worker, hooks] = await Promise.all([
+      importGraph(ROOT, [MAIN_ENTRY], true),
+      importGraph(ROOT, [WORKER_ENTRY], true),
+      importGraph(ROOT, [HOOKS_ENTRY], true),
+    ]);
   });
 
   test('a shard worker loads no main-thread file but the sides of shared memory', () => {
     expect(Object.keys(worker).filter(mainOnly).sort()).toEqual(SHARED_MEMORY);
+  });
+
+  test('the webhook worker loads no main-thread file but its shared memory and the feed’s catch-up, and nothing of a shard', () => {
+    expect(Object.keys(hooks).filter(mainOnly).sort()).toEqual(HOOKS_SHARED);
+    expect(Object.keys(hooks).filter((file) => file.startsWith('src/shard/') && file !== PROTOCOL)).toEqual([]);
+  });
+
+  test('every file in src/webhook/ runs in the webhook worker', () => {
+    const files = readdirSync(path.join(ROOT, 'src/webhook')).map((name) => `src/webhook/${name}`);
+    expect(files.filter((file) => !(file in hooks))).toEqual([]);
+  });
+
+  test("the main thread's own code loads nothing of src/webhook/ but its messages, rows and networks check", () => {
+    const reaches = Object.entries(main)
+      .filter(([file]) => mainOnly(file))
+      .flatMap(([file, imports]) =>
+        imports.filter((to) => to.startsWith('src/webhook/') && !HOOKS_PROTOCOL.includes(to)).map((to) => `${file} -> ${to}`),
+      );
+    expect(reaches).toEqual([]);
   });
 
   test('every file in src/shard/ runs in a shard worker', () => {
@@ -52,5 +85,6 @@ describe('thread layout', () => {
         folder,
       ).toBe(true);
     expect(WORKER_ENTRY in worker && PROTOCOL in worker && PROTOCOL in main).toBe(true);
+    expect(HOOKS_ENTRY in hooks && HOOKS_PROTOCOL.every((file) => file in hooks && file in main)).toBe(true);
   });
 });

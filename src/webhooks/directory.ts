@@ -16,7 +16,14 @@ import { isSiteAdmin } from '../auth/permissions.js';
 import { ApiError, Errors } from '../errors.js';
 import type { SiteDirectory } from '../model/site-directory.js';
 import type { Reply, UserDirectory } from '../model/user.js';
-import { renderAttempt, renderWebhook, type WebhookFields, type WebhookRecord, webhookFields } from '../model/webhook.js';
+import {
+  renderAttempt,
+  renderWebhook,
+  type WebhookFields,
+  type WebhookProgress,
+  type WebhookRecord,
+  webhookFields,
+} from '../model/webhook.js';
 import { memoryList } from '../query/pagination.js';
 import type { QueryParams } from '../query/params.js';
 import { parseId } from '../schema/id.js';
@@ -24,9 +31,8 @@ import { highWaterOp, type Store } from '../store/store.js';
 import type { LinkBase } from '../types/api.js';
 import type { Principal } from '../types/auth.js';
 import type { UserRecord } from '../types/stored.js';
-import type { HookDelivery } from './delivery.js';
+import { cursorOp, hookOp, removalOps } from '../webhook/rows.js';
 import type { WebhookDispatcher } from './dispatcher.js';
-import { cursorOp, hookOp, removalOps } from './rows.js';
 
 const json = (status: number, value: unknown): Reply => ({ status, body: JSON.stringify(value) });
 
@@ -45,17 +51,18 @@ export class WebhookDirectory {
 
   async list(caller: UserRecord, q: QueryParams, link: LinkBase): Promise<Reply> {
     const p = await this.admitted(caller);
-    const hooks = this.dispatcher.all().filter((d) => this.visible(p, d.record));
-    return { status: 200, body: memoryList(hooks, q, link, (d) => JSON.stringify(this.render(d))) };
+    const hooks = this.dispatcher.all().filter((h) => this.visible(p, h));
+    const progress = await this.dispatcher.progress(hooks.map((h) => h.id));
+    return { status: 200, body: memoryList(hooks, q, link, (h) => JSON.stringify(this.shown(h, progress))) };
   }
 
   async detail(caller: UserRecord, key: string): Promise<Reply> {
-    return json(200, this.render(await this.find(caller, key)));
+    return json(200, await this.render(await this.find(caller, key)));
   }
 
   async deliveries(caller: UserRecord, key: string): Promise<Reply> {
-    const d = await this.find(caller, key);
-    return json(200, d.attempts().map(renderAttempt));
+    const hook = await this.find(caller, key);
+    return json(200, (await this.dispatcher.attempts(hook.id)).map(renderAttempt));
   }
 
   create(caller: UserRecord, body: unknown): Promise<Reply> {
@@ -76,18 +83,17 @@ export class WebhookDirectory {
       // From the next Change on: everything up to the feed's released id is committed already.
       const cursor = this.dispatcher.released;
       const rows = [hookOp(hook), cursorOp(hook.id, { cursor, failures: 0 }), highWaterOp('webhook', 'main', hook.id)];
-      const d = await this.durably(() => this.dispatcher.add(hook, cursor, rows));
-      return json(201, this.render(d));
+      await this.durably(() => this.dispatcher.add(hook, cursor, rows));
+      return json(201, await this.render(hook));
     });
   }
 
   /** PUT replaces every field but the secret, which stays unless given; PATCH sets the fields given. */
   update(caller: UserRecord, key: string, body: unknown, method: 'PUT' | 'PATCH'): Promise<Reply> {
     return this.exclusive(async () => {
-      const d = await this.find(caller, key);
+      const current = await this.find(caller, key);
       const p = this.users.principal(caller);
       const f: WebhookFields = webhookFields(body, method);
-      const current = d.record;
       const next: WebhookRecord =
         method === 'PUT'
           ? {
@@ -102,15 +108,15 @@ export class WebhookDirectory {
           : { ...current, ...f };
       await this.check(p, next, current);
       await this.durably(() => this.dispatcher.save([hookOp(next)]));
-      d.update(next);
-      return json(200, this.render(d));
+      await this.dispatcher.update(next);
+      return json(200, await this.render(next));
     });
   }
 
   remove(caller: UserRecord, key: string): Promise<Reply> {
     return this.exclusive(async () => {
-      const d = await this.find(caller, key);
-      await this.durably(() => this.dispatcher.remove(d, removalOps(d.record.id)));
+      const hook = await this.find(caller, key);
+      await this.durably(() => this.dispatcher.remove(hook.id, removalOps(hook.id)));
       return { status: 204, body: '' };
     });
   }
@@ -118,19 +124,23 @@ export class WebhookDirectory {
   /** Moves the cursor to `after` (back to deliver again, or on to skip a backlog), at most to the newest Change. */
   redeliver(caller: UserRecord, key: string, after: number | undefined): Promise<Reply> {
     return this.exclusive(async () => {
-      const d = await this.find(caller, key);
+      const hook = await this.find(caller, key);
       if (after === undefined) throw Errors.field('after', 'This field is required.');
       if (after < 0) throw Errors.field('after', 'Ensure this value is greater than or equal to 0.');
       const newest = this.dispatcher.released;
       if (after > newest) throw Errors.field('after', `Ensure this value is less than or equal to ${newest} (the newest Change id).`);
-      const row = d.moveCursor(after);
-      await this.durably(() => this.dispatcher.save([row]));
-      return json(200, this.render(d));
+      await this.durably(() => this.dispatcher.moveCursor(hook.id, after));
+      return json(200, await this.render(hook));
     });
   }
 
-  private render(d: HookDelivery): Record<string, unknown> {
-    return renderWebhook(d.record, d.progress(this.dispatcher.released));
+  private async render(hook: WebhookRecord): Promise<Record<string, unknown>> {
+    return this.shown(hook, await this.dispatcher.progress([hook.id]));
+  }
+
+  /** A hook as the API shows it; one the worker does not hold (this node stopped delivering meanwhile) shows no progress. */
+  private shown(hook: WebhookRecord, progress: Map<number, WebhookProgress>): Record<string, unknown> {
+    return renderWebhook(hook, progress.get(hook.id) ?? { status: hook.active ? 'active' : 'inactive', cursor: 0, failures: 0, lag: 0 });
   }
 
   /** The caller, if this node serves webhooks and the caller may use them at all (a superuser, or a site's admin). */
@@ -146,13 +156,13 @@ export class WebhookDirectory {
   }
 
   /** The hook a key names: 404 when there is none, 403 when the caller may not see it. */
-  private async find(caller: UserRecord, key: string): Promise<HookDelivery> {
+  private async find(caller: UserRecord, key: string): Promise<WebhookRecord> {
     const p = await this.admitted(caller);
     const id = parseId(key);
-    const d = id === undefined ? undefined : this.dispatcher.get(id);
-    if (!d) throw Errors.noSuch('Webhook', null, key);
-    if (!this.visible(p, d.record)) throw Errors.forbidden();
-    return d;
+    const hook = id === undefined ? undefined : this.dispatcher.get(id);
+    if (!hook) throw Errors.noSuch('Webhook', null, key);
+    if (!this.visible(p, hook)) throw Errors.forbidden();
+    return hook;
   }
 
   /** What the body alone could not check: the right to the hook's site, the site's existence, the URL's network. */
