@@ -18,6 +18,7 @@ import { FeedWatch } from '../feed/watch.js';
 import { SharedWatermark } from '../feed/watermark.js';
 import type { Logger } from '../log.js';
 import { Metrics } from '../metrics/metrics.js';
+import { webhooksSlot } from '../metrics/thread-stats.js';
 import { SiteDirectory } from '../model/site-directory.js';
 import { UserDirectory } from '../model/user.js';
 import { ROUTES } from '../routes/table.js';
@@ -151,7 +152,8 @@ export async function startServices(config: Config, log: Logger, inFlight: () =>
     };
     const watermark = new SharedWatermark();
     feed = new FeedHub(store, pool, sites, feedWatch, watermark, feedLimits, log, marks.change ?? 0);
-    dispatcher = new WebhookDispatcher(config, store, watermark, log);
+    const hookStats = metrics ? { buffer: metrics.statsBuffer, slot: webhooksSlot(config.shards) } : null;
+    dispatcher = new WebhookDispatcher(config, store, watermark, hookStats, log);
     const webhooks = new WebhookDirectory(
       dispatcher,
       store,

@@ -13,7 +13,15 @@ import { readFileSync, statSync } from 'node:fs';
 import { Counter, collectDefaultMetrics, Gauge, type Metric, Registry } from 'prom-client';
 import { droppedLogLines } from '../log-sink.js';
 import { streamFigures } from '../shards/chunk-stream.js';
-import { COMMIT_SECONDS_BUCKETS, createStatsBuffer, GROUP_SIZE_BUCKETS, LAYOUT, slotOf, ThreadStats } from './thread-stats.js';
+import {
+  COMMIT_SECONDS_BUCKETS,
+  createStatsBuffer,
+  GROUP_SIZE_BUCKETS,
+  LAYOUT,
+  slotOf,
+  ThreadStats,
+  webhooksSlot,
+} from './thread-stats.js';
 
 export const REQUEST_SECONDS_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 
@@ -74,11 +82,12 @@ function histogramValues(name: string, bounds: readonly number[], f: Float64Arra
   return out;
 }
 
-const threadName = (slot: number) => (slot === 0 ? 'main' : `shard${slot - 1}`);
+const threadName = (slot: number, shards: number) =>
+  slot === 0 ? 'main' : slot === webhooksSlot(shards) ? 'webhooks' : `shard${slot - 1}`;
 
 export class Metrics {
   readonly registry = new Registry();
-  /** Shared with the shard workers: each records into its own slot. */
+  /** Shared with the shard workers and the webhook worker: each records into its own slot. */
   readonly statsBuffer: SharedArrayBuffer;
   private readonly byRoute = new Map<string, Map<string, Map<number, RequestSeries>>>();
   private readonly allocations: Counter<'kind' | 'state'>;
@@ -87,7 +96,7 @@ export class Metrics {
 
   constructor(sources: MetricsSources) {
     const registry = this.registry;
-    this.statsBuffer = createStatsBuffer(sources.shards + 1);
+    this.statsBuffer = createStatsBuffer(sources.shards + 2);
     const stats = new Float64Array(this.statsBuffer);
     this.stopLoopWatch = new ThreadStats(this.statsBuffer, slotOf(null)).watchLoop();
     collectDefaultMetrics({ register: registry });
@@ -146,11 +155,12 @@ export class Metrics {
         shardSlots.map((slot) => ({ labels: { shard: slot - 1 }, value: stats[base(slot) + LAYOUT.commitFailures] })),
       ),
     );
-    const allSlots = [0, ...shardSlots];
+    // The webhook worker's slot reads 0 while it does not run (a node without hooks).
+    const allSlots = [0, ...shardSlots, webhooksSlot(sources.shards)];
     const perThread = (name: string, help: string, offset: number) =>
       reg(
         new ArrayMetric(name, help, 'gauge', () =>
-          allSlots.map((slot) => ({ labels: { thread: threadName(slot) }, value: stats[base(slot) + offset] })),
+          allSlots.map((slot) => ({ labels: { thread: threadName(slot, sources.shards) }, value: stats[base(slot) + offset] })),
         ),
       );
     perThread('netsot_event_loop_lag_mean_seconds', 'Mean event-loop delay of each thread over the last second.', LAYOUT.lagMean);
@@ -164,7 +174,7 @@ export class Metrics {
         'counter',
         () =>
           allSlots.map((slot) => ({
-            labels: { thread: threadName(slot) },
+            labels: { thread: threadName(slot, sources.shards) },
             value: slot === 0 ? droppedLogLines() : stats[base(slot) + LAYOUT.logDropped],
           })),
       ),

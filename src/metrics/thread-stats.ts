@@ -51,6 +51,9 @@ export function createStatsBuffer(threads: number): SharedArrayBuffer {
 /** The slot of a thread: 0 for the main thread, 1 + i for shard i. */
 export const slotOf = (shardIndex: number | null): number => (shardIndex === null ? 0 : shardIndex + 1);
 
+/** The webhook worker's slot, after the shards'. */
+export const webhooksSlot = (shards: number): number => shards + 1;
+
 function bucketOf(bounds: readonly number[], v: number): number {
   let i = 0;
   while (i < bounds.length && v > bounds[i]) i++;

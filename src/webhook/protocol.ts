@@ -54,6 +54,8 @@ export interface HooksWorkerData {
   config: Config;
   /** The feed's released watermark (feed/watermark.ts). */
   watermark: SharedArrayBuffer;
+  /** The metrics' shared figures and this thread's slot there (metrics/thread-stats.ts); null with METRICS off. */
+  stats: { buffer: SharedArrayBuffer; slot: number } | null;
 }
 
 /** The wake-up the main thread sends when the watermark moves after the worker asked (SharedWatermark.onWanted). */

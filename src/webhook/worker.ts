@@ -11,6 +11,7 @@ import { webhookSettings } from '../config.js';
 import { SharedWatermark } from '../feed/watermark.js';
 import { Logger } from '../log.js';
 import { configureLogSink } from '../log-sink.js';
+import { ThreadStats } from '../metrics/thread-stats.js';
 import { openStore } from '../store/open.js';
 import { Deliveries } from './deliveries.js';
 import { type HooksMessage, type HooksRequest, type HooksWorkerData, WAKE } from './protocol.js';
@@ -20,6 +21,7 @@ const data = workerData as HooksWorkerData;
 lowerPriority();
 const port = parentPort!;
 configureLogSink(data.config.logBufferBytes);
+if (data.stats) new ThreadStats(data.stats.buffer, data.stats.slot).watchLoop();
 const log = new Logger(data.config.logLevel, { format: data.config.logFormat, bindings: { thread: 'webhooks' } });
 // Reads only: it commits nothing, so it needs no fence, and on PostgreSQL the main thread has migrated already.
 const store = await openStore(data.config, 'shard');

@@ -32,7 +32,7 @@ import type { DeliveryAttempt, WebhookProgress, WebhookRecord, WebhookStatus } f
 import type { Store } from '../store/store.js';
 import type { WriteOp } from '../types/stored.js';
 import { AllowedNetworks } from '../webhook/networks.js';
-import type { HooksCommand, Report } from '../webhook/protocol.js';
+import type { HooksCommand, HooksWorkerData, Report } from '../webhook/protocol.js';
 import { cursorOp, readHooks, type StoredHook } from '../webhook/rows.js';
 import { HooksWorker } from './hooks-worker.js';
 import { StateWriter } from './state-writer.js';
@@ -59,6 +59,8 @@ export class WebhookDispatcher {
     private readonly config: Config,
     private readonly store: Store,
     private readonly watermark: SharedWatermark,
+    /** The metrics' shared figures and the worker's slot there; null with METRICS off. */
+    private readonly stats: HooksWorkerData['stats'],
     private readonly log: Logger,
   ) {
     this.writer = new StateWriter(store, log);
@@ -226,7 +228,9 @@ export class WebhookDispatcher {
   }
 
   private spawn(): Promise<HooksWorker> {
-    const started = HooksWorker.start(this.config, this.watermark.buffer, this.log, (ops) => this.writer.keep(ops));
+    const started = HooksWorker.start({ config: this.config, watermark: this.watermark.buffer, stats: this.stats }, this.log, (ops) =>
+      this.writer.keep(ops),
+    );
     started.then(
       (w) => {
         w.onExit = (why) => this.died(started, why);

@@ -54,9 +54,13 @@ export class HooksWorker {
   }
 
   /** Starts a worker; resolves once it has opened the store. */
-  static start(config: Config, watermark: SharedArrayBuffer, log: Logger, onSave: (ops: WriteOp[]) => void): Promise<HooksWorker> {
+  static start(
+    data: Omit<HooksWorkerData, 'config'> & { config: Config },
+    log: Logger,
+    onSave: (ops: WriteOp[]) => void,
+  ): Promise<HooksWorker> {
     const worker = startWorker(WORKER_URL, {
-      workerData: { config, watermark } satisfies HooksWorkerData,
+      workerData: data satisfies HooksWorkerData,
       // Its log lines go where the main thread's go: through the bounded sink (log-sink.ts), as a shard's do.
       stdout: true,
     });

@@ -104,9 +104,13 @@ describe('metrics', () => {
   });
 
   test('every thread reports its event-loop lag and heap within a second or so', async () => {
+    const before = (await s.get('/metrics')).text;
+    // The webhook worker starts with the first hook; until then its figures read 0.
+    expect(sample(before, 'netsot_thread_heap_used_bytes', { thread: 'webhooks' })).toBe(0);
+    expect((await s.post('/api/webhooks/', { url: 'http://127.0.0.1:9/', secret: 'observability-secret' })).status).toBe(201);
     await new Promise((r) => setTimeout(r, 1200));
     const text = (await s.get('/metrics')).text;
-    for (const thread of ['main', 'shard0', 'shard1']) {
+    for (const thread of ['main', 'shard0', 'shard1', 'webhooks']) {
       expect(sample(text, 'netsot_event_loop_lag_p99_seconds', { thread })).toBeGreaterThanOrEqual(0);
       expect(sample(text, 'netsot_thread_heap_used_bytes', { thread })).toBeGreaterThan(1e6);
     }

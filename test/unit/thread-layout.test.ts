@@ -19,10 +19,10 @@ const MAIN_ONLY = ['src/http/', 'src/shards/', 'src/feed/', 'src/webhooks/', 'sr
 /** The files of those folders a worker loads too: each is one side of memory the threads share (a SharedArrayBuffer). */
 const SHARED_MEMORY = ['src/cluster/fence.ts', 'src/feed/watch.ts', 'src/metrics/thread-stats.ts'];
 /**
- * What the webhook worker loads of them: the watermark it shares with the feed, and the feed's catch-up from the
- * store with its texts and encoding, which the worker runs on its own store for its hooks.
+ * What the webhook worker loads of them: the shared memory (the watermark it shares with the feed, its figures' slot),
+ * and the feed's catch-up from the store with its texts and encoding, which the worker runs on its own store.
  */
-const HOOKS_SHARED = ['src/feed/replay.ts', 'src/feed/texts.ts', 'src/feed/watermark.ts', 'src/feed/wire.ts'];
+const HOOKS_SHARED = ['src/feed/replay.ts', 'src/feed/texts.ts', 'src/feed/watermark.ts', 'src/feed/wire.ts', 'src/metrics/thread-stats.ts'];
 /** The file of src/shard/ the main thread's own code may load: the messages, and the values both sides agree on. */
 const PROTOCOL = 'src/shard/protocol.ts';
 /** The files of src/webhook/ the main thread's own code may load: the messages, the rows both sides write, the networks check. */
