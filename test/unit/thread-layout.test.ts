@@ -22,7 +22,13 @@ const SHARED_MEMORY = ['src/cluster/fence.ts', 'src/feed/watch.ts', 'src/metrics
  * What the webhook worker loads of them: the shared memory (the watermark it shares with the feed, its figures' slot),
  * and the feed's catch-up from the store with its texts and encoding, which the worker runs on its own store.
  */
-const HOOKS_SHARED = ['src/feed/replay.ts', 'src/feed/texts.ts', 'src/feed/watermark.ts', 'src/feed/wire.ts', 'src/metrics/thread-stats.ts'];
+const HOOKS_SHARED = [
+  'src/feed/replay.ts',
+  'src/feed/texts.ts',
+  'src/feed/watermark.ts',
+  'src/feed/wire.ts',
+  'src/metrics/thread-stats.ts',
+];
 /** The file of src/shard/ the main thread's own code may load: the messages, and the values both sides agree on. */
 const PROTOCOL = 'src/shard/protocol.ts';
 /** The files of src/webhook/ the main thread's own code may load: the messages, the rows both sides write, the networks check. */
