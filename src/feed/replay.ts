@@ -166,7 +166,7 @@ export class Replay<S extends Replayer> {
       const sub = this.queue.values().next().value as S;
       const upTo = this.host.released();
       const key = `${sub.filterKey}|${sub.cursor}`;
-      const cached = this.cache.get(key, upTo);
+      const cached = this.cache.get(key, sub.cursor, upTo);
       if (cached === undefined && this.reading >= READS_IN_FLIGHT) break;
       this.queue.delete(sub);
       this.steps.set(sub, 'busy');
@@ -244,17 +244,19 @@ class ChunkCache {
   private bytes = 0;
 
   /**
-   * The chunk for `key` that answers a read up to `upTo`: any, since the watermark only grows (a chunk read up to an
-   * earlier bound is that read's first part, and the reader reads on from the chunk's bound).
+   * The chunk for `key` (a read from `from`) that answers a read up to `upTo`: one that stopped short, one read up to
+   * that same bound, or one read up to an earlier bound that moves the reader on (the watermark only grows, so such
+   * a chunk is that read's first part, and the reader reads on from the chunk's bound). Not an empty one that ended
+   * where it began: it would hand the reader nothing, again and again.
    */
-  get(key: string, upTo: number): Chunk | Promise<Chunk> | undefined {
+  get(key: string, from: number, upTo: number): Chunk | Promise<Chunk> | undefined {
     const c = this.chunks.get(key);
     if (c === undefined || c instanceof Promise) return c;
     if (performance.now() - c.madeAt > CHUNK_TTL_MS) {
       this.drop(key, c);
       return undefined;
     }
-    return c.more || c.upTo <= upTo ? c : undefined;
+    return c.more || c.upTo === upTo || (c.upTo < upTo && c.upTo > from) ? c : undefined;
   }
 
   put(key: string, made: Promise<Chunk>): void {

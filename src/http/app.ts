@@ -127,9 +127,10 @@ export class App {
   /**
    * `X-Netsot-Test-Hook: exit|stall|kill-after-commit|exit-after-commit <shard>` (config.testHooks only): the
    * supervisor's tests crash or stall a real shard; the idempotency and feed tests kill the process, or the shard
-   * alone, between a commit and its replies.
+   * alone, between a commit and its replies. `exit webhooks`: the webhook worker exits as a crash would.
    */
   runTestHook(header: string): void {
+    if (header === 'exit webhooks') this.services.dispatcher.crashWorker();
     const m = /^(exit|stall|kill-after-commit|exit-after-commit) (\d+)$/.exec(header);
     if (m && Number(m[2]) < this.services.pool.count) this.services.pool.control(Number(m[2]), { testHook: m[1] as TestHook });
   }

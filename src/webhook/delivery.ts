@@ -48,12 +48,19 @@ import type { DeliveryAttempt, WebhookCursor, WebhookProgress, WebhookRecord } f
 import type { WriteOp } from '../types/stored.js';
 import type { AllowedNetworks } from './networks.js';
 import { type Body, post, signature } from './post.js';
-import { ATTEMPTS_KEPT, attemptOps, cursorOp, FAILURES_KEPT, type StoredAttempt, type StoredHook } from './rows.js';
+import {
+  ATTEMPTS_KEPT,
+  attemptOps,
+  cursorOp,
+  FAILURES_KEPT,
+  type StoredAttempt,
+  type StoredHook,
+  shownAttempts,
+  statusOf,
+} from './rows.js';
 import type { Slots } from './slots.js';
 import type { ChangeSource } from './store-feed.js';
 
-/** Failed attempts in a row after which a hook shows as failing. */
-export const FAILING_AFTER = 5;
 /** The shortest time between the starts of two attempts of a hook whose next batch is not full. */
 const SPACING_MS = 250;
 
@@ -170,7 +177,7 @@ export class HookDelivery {
   progress(released: number): WebhookProgress {
     const idle = this.live && this.queuedCount === 0 && this.batch === null && !this.busy;
     return {
-      status: !this.hook.active ? 'inactive' : this.failures >= FAILING_AFTER ? 'failing' : 'active',
+      status: statusOf(this.hook, this.failures),
       cursor: this.acked,
       failures: this.failures,
       lag: !this.hook.active || idle ? 0 : Math.max(0, released - this.acked),
@@ -186,9 +193,7 @@ export class HookDelivery {
 
   /** Recent attempts, newest first: the last ones and the last failed ones, each once. */
   attempts(): DeliveryAttempt[] {
-    return this.saved()
-      .attempts.map(({ failure: _, ...shown }) => shown)
-      .reverse();
+    return shownAttempts(this.saved().attempts);
   }
 
   /** A new record from the API: a new filter, or pausing and resuming, starts the feed again from the cursor. */

@@ -24,7 +24,9 @@ export type HooksCommand =
   /** The hook is being deleted; answered with what it had saved, to restore it if the delete fails. */
   | { op: 'close'; hookId: number }
   /** Where the hooks stand (`hookIds` null: every hook), with their recent attempts if asked. */
-  | { op: 'report'; hookIds: number[] | null; attempts: boolean };
+  | { op: 'report'; hookIds: number[] | null; attempts: boolean }
+  /** Test hook only (config.testHooks): the worker exits as a crash would. */
+  | { op: 'exit' };
 
 export interface HookReport {
   id: number;

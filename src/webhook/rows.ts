@@ -14,11 +14,13 @@
  * Rings overwrite their slots in turn, so a hook has at most
  * 2 + ATTEMPTS_KEPT + FAILURES_KEPT rows whatever it has sent.
  */
-import type { DeliveryAttempt, WebhookCursor, WebhookRecord } from '../model/webhook.js';
+import type { DeliveryAttempt, WebhookCursor, WebhookProgress, WebhookRecord, WebhookStatus } from '../model/webhook.js';
 import type { WebhookRow, WriteOp } from '../types/stored.js';
 
 export const ATTEMPTS_KEPT = 50;
 export const FAILURES_KEPT = 50;
+/** Failed attempts in a row after which a hook shows as failing. */
+export const FAILING_AFTER = 5;
 
 /** An attempt as stored: a failed one also carries its number among the hook's failures, which picks its `f` slot. */
 export type StoredAttempt = DeliveryAttempt & { failure?: number };
@@ -69,4 +71,18 @@ export function readHooks(rows: WebhookRow[]): StoredHook[] {
     if (h.hook) out.push({ hook: h.hook, cursor: h.cursor, attempts: [...h.attempts.values()].sort((x, y) => x.n - y.n) });
   }
   return out.sort((x, y) => x.hook.id - y.hook.id);
+}
+
+/** A hook's status: paused, failing (FAILING_AFTER failures in a row or more), or active. */
+export const statusOf = (hook: WebhookRecord, failures: number): WebhookStatus =>
+  !hook.active ? 'inactive' : failures >= FAILING_AFTER ? 'failing' : 'active';
+
+/** Attempts as `deliveries/` shows them: newest first, without the failures' ring numbers. */
+export const shownAttempts = (attempts: StoredAttempt[]): DeliveryAttempt[] => attempts.map(({ failure: _, ...shown }) => shown).reverse();
+
+/** Where a hook stands by its saved rows alone (no worker holds it just now): everything after its cursor is due. */
+export function savedProgress(h: StoredHook, released: number): WebhookProgress {
+  const cursor = h.cursor?.cursor ?? 0;
+  const failures = h.cursor?.failures ?? 0;
+  return { status: statusOf(h.hook, failures), cursor, failures, lag: h.hook.active ? Math.max(0, released - cursor) : 0 };
 }

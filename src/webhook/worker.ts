@@ -41,6 +41,7 @@ port.on('message', (m: HooksRequest | typeof WAKE) => {
     feed.wake();
     return;
   }
+  if (m.command.op === 'exit' && data.config.testHooks) process.exit(70);
   try {
     send({ kind: 'answer', seq: m.seq, value: deliveries.run(m.command) });
   } catch (err) {

@@ -19,8 +19,10 @@
  * again from the new leader, which resumes from the saved cursor (at least
  * once, never out of order: webhook/delivery.ts).
  *
- * A worker that dies is started again after RESTART_MS with every hook as
- * saved: its receivers may get the batches since the last state write again.
+ * A worker that dies, or fails a command, is replaced after RESTART_MS by a
+ * new one given every hook as saved (its receivers may get the batches since
+ * the last state write again); the API goes on answering meanwhile, the
+ * hooks showing no progress until the new worker holds them.
  *
  * The API's rows (`save`) go at once, after what the worker kept, and answer
  * once durable.
@@ -33,7 +35,7 @@ import type { Store } from '../store/store.js';
 import type { WriteOp } from '../types/stored.js';
 import { AllowedNetworks } from '../webhook/networks.js';
 import type { HooksCommand, HooksWorkerData, Report } from '../webhook/protocol.js';
-import { cursorOp, readHooks, type StoredHook } from '../webhook/rows.js';
+import { cursorOp, readHooks, type StoredHook, savedProgress, shownAttempts } from '../webhook/rows.js';
 import { HooksWorker } from './hooks-worker.js';
 import { StateWriter } from './state-writer.js';
 
@@ -54,6 +56,7 @@ export class WebhookDispatcher {
   private starting: Promise<void> | null = null;
   private running = false;
   private figuring: Promise<Figures> | null = null;
+  private restarting: NodeJS.Timeout | null = null;
 
   constructor(
     private readonly config: Config,
@@ -132,18 +135,18 @@ export class WebhookDispatcher {
     // Stopped meanwhile (the lease lost after the write): the hook is saved, and whichever node leads delivers it.
     if (!this.running) return;
     this.records.set(hook.id, hook);
-    await this.command({ op: 'add', hook: { hook, cursor: { cursor, failures: 0 }, attempts: [] } });
+    await this.tell({ op: 'add', hook: { hook, cursor: { cursor, failures: 0 }, attempts: [] } });
   }
 
   /** A new record from the API, already durable: a new filter, or pausing and resuming, starts again from the cursor. */
   async update(next: WebhookRecord): Promise<void> {
     this.records.set(next.id, next);
-    await this.command({ op: 'update', hook: next });
+    await this.tell({ op: 'update', hook: next });
   }
 
   /** Delivers again every Change after `after` (redeliver/): the cursor's row is durable when this resolves. */
   async moveCursor(id: number, after: number): Promise<void> {
-    await this.command({ op: 'move', hookId: id, after });
+    await this.tell({ op: 'move', hookId: id, after });
     await this.save([cursorOp(id, { cursor: after, failures: 0 })]);
   }
 
@@ -163,14 +166,18 @@ export class WebhookDispatcher {
    * from its cursor.
    */
   async remove(id: number, rows: WriteOp[]): Promise<void> {
-    const saved = await this.command<StoredHook>({ op: 'close', hookId: id });
+    const saved = await this.command<StoredHook>({ op: 'close', hookId: id }).catch((err: Error) => {
+      this.restart(`failed to stop webhook ${id}: ${err.message}`);
+      return null;
+    });
+    const record = this.records.get(id);
     this.records.delete(id);
     try {
       await this.save(rows);
     } catch (err) {
-      if (this.running && !this.records.has(id)) {
-        this.records.set(id, saved.hook);
-        await this.command({ op: 'add', hook: saved }).catch(() => undefined);
+      if (this.running && record && !this.records.has(id)) {
+        this.records.set(id, record);
+        if (saved) await this.tell({ op: 'add', hook: saved });
       }
       throw err;
     }
@@ -217,14 +224,34 @@ export class WebhookDispatcher {
     return { lag, byStatus, outcomes: new Map(report.outcomes) };
   }
 
-  private report(ids: number[] | null, attempts: boolean): Promise<Report> {
-    if (!this.worker) return Promise.resolve({ hooks: [], outcomes: [] });
-    return this.command<Report>({ op: 'report', hookIds: ids, attempts });
+  /** Asked of the worker; while it is being replaced, read from the saved rows instead (`outcomes` then empty). */
+  private async report(ids: number[] | null, attempts: boolean): Promise<Report> {
+    if (this.worker && !this.restarting) {
+      const answered = await this.command<Report>({ op: 'report', hookIds: ids, attempts }).catch(() => null);
+      if (answered) return answered;
+    }
+    if (this.records.size === 0) return { hooks: [], outcomes: [] };
+    const wanted = ids === null ? null : new Set(ids);
+    const released = this.released;
+    const hooks = readHooks(await this.store.webhookRows())
+      .filter((h) => this.records.has(h.hook.id) && (wanted === null || wanted.has(h.hook.id)))
+      .map((h) => ({ id: h.hook.id, progress: savedProgress(h, released), attempts: attempts ? shownAttempts(h.attempts) : undefined }));
+    return { hooks, outcomes: [] };
   }
 
   private async command<T>(command: HooksCommand): Promise<T> {
     this.worker ??= this.spawn();
     return (await this.worker).call<T>(command);
+  }
+
+  /** Test hook only (config.testHooks; the worker ignores it otherwise): the worker exits as a crash would. */
+  crashWorker(): void {
+    void this.worker?.then((w) => w.call({ op: 'exit' })).catch(() => undefined);
+  }
+
+  /** A command whose failure the caller need not see (what it carries out is saved already): the worker is replaced. */
+  private async tell(command: HooksCommand): Promise<void> {
+    await this.command(command).catch((err: Error) => this.restart(`failed to ${command.op}: ${err.message}`));
   }
 
   private spawn(): Promise<HooksWorker> {
@@ -233,31 +260,42 @@ export class WebhookDispatcher {
     );
     started.then(
       (w) => {
-        w.onExit = (why) => this.died(started, why);
+        w.onExit = (why) => {
+          if (this.worker === started) this.restart(why);
+        };
       },
-      () => {
-        if (this.worker === started) this.worker = null;
+      (err: Error) => {
+        if (this.worker === started) this.restart(`could not start: ${err.message}`);
       },
     );
     return started;
   }
 
-  /** The worker died: delivery starts again from what was saved. */
-  private died(worker: Promise<HooksWorker>, why: string): void {
-    if (this.worker !== worker) return;
+  /** Replaces the worker: after RESTART_MS a new one is given every hook as saved (see above). */
+  private restart(why: string): void {
+    const old = this.worker;
     this.worker = null;
-    this.log.error(`webhooks: the delivery worker ${why}; starting again in ${RESTART_MS} ms`, { event: 'webhook-worker' });
+    void old?.then(
+      (w) => w.close(),
+      () => undefined,
+    );
+    if (this.restarting) return;
+    this.log.error(`webhooks: the delivery worker ${why}; a new one starts in ${RESTART_MS} ms`, { event: 'webhook-worker' });
+    this.restarting = setTimeout(() => {
+      this.restarting = null;
+      if (!this.running) return;
+      this.resume().catch((err: Error) => this.restart(`could not start again: ${err.message}`));
+    }, RESTART_MS);
+    this.restarting.unref();
+  }
+
+  /** Hands a new worker every hook as saved, once what the old one kept is written. */
+  private async resume(): Promise<void> {
+    await this.writer.flush();
+    const stored = readHooks(await this.store.webhookRows());
     if (!this.running) return;
-    this.running = false;
+    await this.command({ op: 'start', hooks: stored });
     this.records.clear();
-    const again = () =>
-      this.writer
-        .flush()
-        .then(() => this.start())
-        .catch((err) => {
-          this.log.error('webhooks: starting delivery again failed; retrying', { event: 'webhooks-start', err });
-          setTimeout(again, RESTART_MS).unref();
-        });
-    setTimeout(again, RESTART_MS).unref();
+    for (const h of stored) this.records.set(h.hook.id, h.hook);
   }
 }

@@ -155,6 +155,27 @@ describe('webhook deliveries', () => {
     expect(log).not.toContain(SECRET);
   });
 
+  test('a webhook worker that dies is replaced, and delivery goes on from the saved cursor', async () => {
+    const s = await inject({ NETSOT_TEST_HOOKS: '1' });
+    const rx = await receiver();
+    const hook = (await s.post('/api/webhooks/', { url: rx.url, secret: SECRET })).json;
+    const a = await site(s, 'crash');
+    for (let i = 0; i < 3; i++) expect((await s.post(`/api/sites/${a}/devices/`, { hostname: `c${i}` })).status).toBe(201);
+    const before = await changeIds(s);
+    await acknowledgedThrough(s, hook.id, before[before.length - 1]);
+    expect((await s.get('/healthz', { headers: { 'X-Netsot-Test-Hook': 'exit webhooks' } })).status).toBe(200);
+    // While it is down and being replaced, writes go on and the API answers.
+    for (let i = 3; i < 6; i++) expect((await s.post(`/api/sites/${a}/devices/`, { hostname: `c${i}` })).status).toBe(201);
+    expect((await s.get(`/api/webhooks/${hook.id}/`)).status).toBe(200);
+    const ids = await changeIds(s);
+    await rx.until(() => rx.delivered().size === ids.length);
+    expect([...rx.delivered()]).toEqual(ids);
+    expect(rx.outOfOrder()).toEqual([]);
+    expect(rx.requests.every((r) => r.signed)).toBe(true);
+    await acknowledgedThrough(s, hook.id, ids[ids.length - 1]);
+    expect(s.output.join('')).toMatch(/"event":"webhook-worker".*exited with code 70/);
+  });
+
   test('a receiver that hangs holds up no write, and gets everything once it answers', async () => {
     // A timeout far beyond the test: the attempt is still waiting for its answer while the writes go on.
     const s = await inject({ WEBHOOK_TIMEOUT_MS: '120000' });
