@@ -488,7 +488,7 @@ const SETTINGS: { [K in keyof Config]: Setting<K> } = {
     envOnly: true,
     fallback: 'false',
     parse: bool,
-    help: 'Tests only: lets a request header stop or stall a shard. Never in production.',
+    help: 'Tests only: lets a request header stop or stall a shard, or stop the webhook worker. Never in production.',
   },
 };
 
