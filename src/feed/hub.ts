@@ -94,7 +94,7 @@ import type { FeedItem } from '../shard/protocol.js';
 import type { ShardPool } from '../shards/pool.js';
 import type { Store } from '../store/store.js';
 import type { StoredChange } from '../types/stored.js';
-import { REPLAY_CHUNK_BYTES, Replay, type Replayer } from './replay.js';
+import { filterKey, REPLAY_CHUNK_BYTES, Replay, type Replayer } from './replay.js';
 import { feedChange, renderStored, siteTexts } from './texts.js';
 import type { FeedWatch } from './watch.js';
 import type { SharedWatermark } from './watermark.js';
@@ -179,8 +179,6 @@ const HEARTBEAT_MS = 5000;
 
 const matches = (f: FeedFilter, item: FeedItem): boolean =>
   (f.resourceName === null || item.resource === f.resourceName) && (f.event === null || item.event === f.event);
-
-const filterKey = (f: FeedFilter): string => `${f.site}|${f.resourceName}|${f.event}`;
 
 /**
  * `waiting` (in id order) with `arrived` (in id order) merged in, each id once, leaving out ids at or below

@@ -66,6 +66,9 @@ const READS_IN_FLIGHT = 4;
 const CHUNK_TTL_MS = 1000;
 const CACHE_BYTES = 16 * 1024 * 1024;
 
+/** A filter as a key: subscribers with one filter share their chunks here and their live group in the hub. */
+export const filterKey = (f: FeedFilter): string => `${f.site}|${f.resourceName}|${f.event}`;
+
 /** What the replay needs of a subscriber (hub.ts's Subscriber). */
 export interface Replayer {
   readonly filter: FeedFilter;

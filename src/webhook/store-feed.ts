@@ -26,7 +26,7 @@
  * RETRY_MS; the hook keeps its position.
  */
 import type { FeedFilter, FeedSink } from '../feed/hub.js';
-import { REPLAY_CHUNK_BYTES, Replay, type Replayer } from '../feed/replay.js';
+import { filterKey, REPLAY_CHUNK_BYTES, Replay, type Replayer } from '../feed/replay.js';
 import { renderStored } from '../feed/texts.js';
 import type { SharedWatermark } from '../feed/watermark.js';
 import type { Logger } from '../log.js';
@@ -48,8 +48,6 @@ export interface ChangeSource {
 interface Reader extends Replayer {
   sink: FeedSink;
 }
-
-const filterKey = (f: FeedFilter): string => `${f.site}|${f.resourceName}|${f.event}`;
 
 export class StoreFeed implements ChangeSource {
   private readonly replay: Replay<Reader>;
@@ -85,11 +83,6 @@ export class StoreFeed implements ChangeSource {
       },
       REPLAY_CHUNK_BYTES,
     );
-  }
-
-  /** Readers being read for or parked (tests, figures). */
-  get size(): number {
-    return this.replay.size + this.parked.size;
   }
 
   subscribe(filter: FeedFilter, sink: FeedSink, after: number): void {
