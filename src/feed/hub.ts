@@ -106,10 +106,7 @@ export interface FeedFilter {
   event: string | null;
 }
 
-/**
- * One subscriber, whatever carries it: a connection (SSE or WebSocket, http/feed-transport.ts) here, or a webhook's
- * delivery queue (webhook/delivery.ts) in the webhook worker's feed (webhook/store-feed.ts).
- */
+/** One subscriber, whatever carries it: a connection (SSE or WebSocket, http/feed-transport.ts). */
 export interface FeedSink {
   /**
    * Takes a delivery's Changes, encoded as its transport needs them (`payload.bytes(kind)`, made once per
@@ -120,15 +117,13 @@ export interface FeedSink {
   heartbeat?(): number;
   /** The subscriber has caught up from the store and now follows live releases. */
   joined?(): void;
-  /** The most bytes it may hold unsent before it is ended with an overflow (default: FEED_BUFFER_BYTES). */
-  readonly limit?: number;
   /** Ends the stream after an overflow event naming the id to resume after: it has taken everything up to that id. */
   overflow(resumeAfter: number): void;
   /** Ends the stream (the server is stopping). */
   close(): void;
   /** Set by the hub: called once when the connection goes away (or the subscriber leaves). */
   onClosed?: () => void;
-  /** Set by the hub: called when the sink has handed on everything it held (to the kernel, or into a batch). */
+  /** Set by the hub: called when the sink has handed on everything it held to the kernel. */
   onDrained?: () => void;
 }
 
@@ -600,7 +595,7 @@ export class FeedHub {
   /** Takes note that `sub` holds `held` bytes unsent; ends it when that is past the bounds (see push). */
   private check(sub: Subscriber, held: number): boolean {
     this.account(sub, held);
-    const limit = sub.sink.limit ?? this.limits.bufferBytes;
+    const limit = this.limits.bufferBytes;
     if (held <= limit && (held === 0 || this.unsent <= this.limits.totalBufferBytes)) return true;
     this.slowConsumers++;
     this.end(sub);

@@ -41,7 +41,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { WebhookSettings } from '../config.js';
-import type { FeedFilter, FeedSink } from '../feed/hub.js';
+import type { FeedFilter } from '../feed/hub.js';
 import type { Payload, Spans } from '../feed/wire.js';
 import type { Logger } from '../log.js';
 import type { DeliveryAttempt, WebhookCursor, WebhookProgress, WebhookRecord } from '../model/webhook.js';
@@ -59,7 +59,7 @@ import {
   statusOf,
 } from './rows.js';
 import type { Slots } from './slots.js';
-import type { ChangeSource } from './store-feed.js';
+import type { ChangeSource, HookSink as FeedSide } from './store-feed.js';
 
 /** The shortest time between the starts of two attempts of a hook whose next batch is not full. */
 const SPACING_MS = 250;
@@ -94,24 +94,18 @@ interface Batch extends Body {
 }
 
 /** The feed's view of a hook: one per subscription, so a late call from an old one is told apart. */
-class HookSink implements FeedSink {
+class HookSink implements FeedSide {
   onClosed?: () => void;
   onDrained?: () => void;
   constructor(
     private readonly owner: HookDelivery,
-    readonly limit: number,
+    readonly room: number,
   ) {}
   write(payload: Payload): number {
     return this.owner.take(this, payload);
   }
   joined(): void {
     this.owner.joined(this);
-  }
-  overflow(resumeAfter: number): void {
-    this.owner.left(this, resumeAfter);
-  }
-  close(): void {
-    this.owner.left(this, null);
   }
 }
 
@@ -239,14 +233,6 @@ export class HookDelivery {
     if (sink === this.sink) this.live = true;
   }
 
-  /** The feed let the subscription go: with `resumeAfter` the hook has everything up to it (its queue was full). */
-  left(sink: HookSink, resumeAfter: number | null): void {
-    if (sink !== this.sink) return;
-    this.sink = null;
-    this.live = false;
-    if (resumeAfter !== null) this.handed = Math.max(this.handed, resumeAfter);
-  }
-
   // ---- sending ----
 
   private follow(): void {
@@ -342,7 +328,7 @@ export class HookDelivery {
     }
     parts.push(CLOSE);
     // Room for more: the feed may read the next chunk (store-feed.ts).
-    if (this.sink && this.queuedBytes < this.sink.limit) this.sink.onDrained?.();
+    if (this.sink && this.queuedBytes < this.sink.room) this.sink.onDrained?.();
     return { parts, bytes, first, last, count };
   }
 

@@ -25,10 +25,11 @@
  * A read that fails (a PostgreSQL connection lost) is tried again after
  * RETRY_MS; the hook keeps its position.
  */
-import type { FeedFilter, FeedSink } from '../feed/hub.js';
+import type { FeedFilter } from '../feed/hub.js';
 import { filterKey, REPLAY_CHUNK_BYTES, Replay, type Replayer } from '../feed/replay.js';
 import { renderStored } from '../feed/texts.js';
 import type { SharedWatermark } from '../feed/watermark.js';
+import type { Payload } from '../feed/wire.js';
 import type { Logger } from '../log.js';
 import type { Store } from '../store/store.js';
 
@@ -39,14 +40,28 @@ const QUIET_MS = 100;
 /** After a failed read, the next try waits this long. */
 const RETRY_MS = 1000;
 
+/** A hook as this feed sees it (delivery.ts): it is never ended by the feed, only read for or not. */
+export interface HookSink {
+  /** Takes Changes (`payload.spans()`); returns the bytes it now holds not yet cut into a batch. */
+  write(payload: Payload): number;
+  /** It has everything up to the watermark. */
+  joined(): void;
+  /** Below this many bytes held it is read for. */
+  readonly room: number;
+  /** Set by the feed: the hook left (closed or redirected). */
+  onClosed?: () => void;
+  /** Set by the feed: the hook holds less than its room again. */
+  onDrained?: () => void;
+}
+
 /** Where a webhook's Changes come from (webhook/delivery.ts). */
 export interface ChangeSource {
   /** Hands `sink` the Changes `filter` wants after `after`, in id order, each once, as they are released. */
-  subscribe(filter: FeedFilter, sink: FeedSink, after: number): void;
+  subscribe(filter: FeedFilter, sink: HookSink, after: number): void;
 }
 
 interface Reader extends Replayer {
-  sink: FeedSink;
+  sink: HookSink;
 }
 
 export class StoreFeed implements ChangeSource {
@@ -70,7 +85,7 @@ export class StoreFeed implements ChangeSource {
         render: (changes) => renderStored(this.store, changes),
         push: (r, payload) => {
           const unsent = r.sink.write(payload);
-          r.held = unsent < (r.sink.limit ?? 0) ? 0 : unsent;
+          r.held = unsent < r.sink.room ? 0 : unsent;
           return true;
         },
         caughtUp: (r) => this.park(r),
@@ -85,7 +100,7 @@ export class StoreFeed implements ChangeSource {
     );
   }
 
-  subscribe(filter: FeedFilter, sink: FeedSink, after: number): void {
+  subscribe(filter: FeedFilter, sink: HookSink, after: number): void {
     const r: Reader = { filter, filterKey: filterKey(filter), sink, cursor: after, closed: false, held: 0 };
     sink.onClosed = () => {
       r.closed = true;
@@ -106,7 +121,7 @@ export class StoreFeed implements ChangeSource {
 
   private park(r: Reader): void {
     this.parked.add(r);
-    r.sink.joined?.();
+    r.sink.joined();
     this.poll();
   }
 

@@ -7,13 +7,12 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, test } from 'vitest';
-import type { FeedSink } from '../../src/feed/hub.js';
 import { SharedWatermark } from '../../src/feed/watermark.js';
 import type { Payload } from '../../src/feed/wire.js';
 import { Logger } from '../../src/log.js';
 import { LmdbStore } from '../../src/store/lmdb.js';
 import type { StoredChange, WriteOp } from '../../src/types/stored.js';
-import { StoreFeed } from '../../src/webhook/store-feed.js';
+import { type HookSink, StoreFeed } from '../../src/webhook/store-feed.js';
 
 const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {
@@ -39,11 +38,11 @@ function changeOps(id: number, resourceName = 'Device'): WriteOp[] {
 }
 
 /** A hook's side of the feed: the ids it was handed, in order, and whether it has caught up. */
-function sink(): FeedSink & { ids: number[]; caughtUp: number } {
+function sink(): HookSink & { ids: number[]; caughtUp: number } {
   const s = {
     ids: [] as number[],
     caughtUp: 0,
-    limit: 1 << 20,
+    room: 1 << 20,
     write(payload: Payload): number {
       s.ids.push(...Array.from(payload.spans().ids));
       return 0;
@@ -51,10 +50,6 @@ function sink(): FeedSink & { ids: number[]; caughtUp: number } {
     joined() {
       s.caughtUp++;
     },
-    overflow() {
-      throw new Error('the store feed never ends a subscriber');
-    },
-    close() {},
   };
   return s;
 }
