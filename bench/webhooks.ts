@@ -27,7 +27,9 @@
  * together set the rate), the bytes delivered per allocation, and per hooks
  * round the requests and bytes the receivers got and how far the hooks had
  * delivered when the load stopped (cursor ÷ newest Change id, from the
- * round's start).
+ * round's start). Last, each round's hooks and floor against that round's
+ * "none" (median and range): on a shared machine one slice's rate moves by
+ * more than the 0.05 at stake, and this spread shows by how much.
  *
  * The warm-up runs the load with hooks, then without: the webhook worker
  * starts with a node's first hook and compiles its code then, once in a
@@ -56,6 +58,7 @@ import {
   loadClient,
   log,
   machine,
+  median,
   processCpuSplit,
   request,
   siteWithNetworks,
@@ -75,6 +78,8 @@ const cpuOf = (pid: number) => {
 };
 
 interface Round {
+  /** Which round (from 0): its sides ran back to back. */
+  round: number;
   side: Side;
   allocations: number;
   seconds: number;
@@ -179,6 +184,20 @@ export async function run(): Promise<number> {
     }
 
     const results: Round[] = [];
+    /** Each round's rate of a side against that round's "none": the spread says how much one run's ratio can be trusted. */
+    const perRound = (side: Side): number[] => {
+      const out: number[] = [];
+      for (let i = 0; i < rounds; i++) {
+        const rate = (s: Side) => {
+          const r = results.find((x) => x.round === i && x.side === s);
+          return r && r.seconds > 0 ? r.allocations / r.seconds : 0;
+        };
+        if (rate(side) > 0 && rate('none') > 0) out.push(rate(side) / rate('none'));
+      }
+      return out;
+    };
+    const spread = (xs: number[]) =>
+      xs.length === 0 ? 'none' : `median ${median(xs).toFixed(3)} (${Math.min(...xs).toFixed(3)}–${Math.max(...xs).toFixed(3)})`;
     for (let i = 0; i < rounds; i++) {
       for (const side of SIDES.map((_, k) => SIDES[(i + k) % SIDES.length])) {
         // No pace yet (no warm-up, or hooks that delivered nothing): the floor round is left out.
@@ -209,6 +228,7 @@ export async function run(): Promise<number> {
           delivered = [Math.min(...shares), Math.max(...shares)];
         }
         const round: Round = {
+          round: i,
           side,
           allocations: r.allocations,
           seconds: r.seconds,
@@ -291,6 +311,7 @@ export async function run(): Promise<number> {
           `hooks/floor: ${(hooked.rps / floored.rps).toFixed(3)} (netsot's own share)`,
       );
     }
+    log(`per round, against that round's "none": hooks ${spread(perRound('hooks'))}; floor ${spread(perRound('floor'))}`);
     log(`after: ${loadAverage()}`);
     log(
       JSON.stringify({
