@@ -1,26 +1,29 @@
 /**
  * The webhook bench's floor (bench/webhooks.ts, side "floor"), as a child
  * process: what signing and POSTing the hooks' bytes costs this machine when
- * netsot does none of the work. It reads nothing from netsot; it sends each
- * receiver (bench/_webhook-receivers.ts) a body of the size the hooks'
- * deliveries had, at the byte rate they reached, one request at a time per
- * receiver, each signed with HMAC-SHA256 under that receiver's own key and
- * carrying the headers a delivery carries, over kept-alive node:http
- * connections, at nice 19 as the webhook worker runs.
+ * nothing is read from netsot. It sends each receiver
+ * (bench/_webhook-receivers.ts) a body of the size the hooks' deliveries had,
+ * at the byte rate they reached, one request at a time per receiver, with
+ * netsot's own delivery code (src/webhook/post.ts: the same headers, an
+ * HMAC-SHA256 signature under that receiver's own key, the same kept-alive
+ * node:http POST), at nice 19 as the webhook worker runs.
  *
- * What is left of the hooks' cost above it is netsot's own: reading the
- * Changes, rendering and encoding them, cutting batches, keeping cursors.
+ * What is left of the hooks' cost above it is the rest of the worker:
+ * reading the Changes, rendering and encoding them, cutting batches,
+ * keeping cursors.
  *
  * Messages from the parent: {go: {bytesPerSecond, bodyBytes}} starts (or
  * re-paces) the sending, {stop: true} stops it after the requests in flight;
  * {ready} is sent once.
  */
-import { createHmac, randomUUID } from 'node:crypto';
-import http from 'node:http';
+import { randomUUID } from 'node:crypto';
 import { setPriority } from 'node:os';
+import { AllowedNetworks } from '../src/webhook/networks.js';
+import { type Body, deliveryHeaders, post } from '../src/webhook/post.js';
 
 const ports: number[] = JSON.parse(process.env.BENCH_WEBHOOK_PORTS ?? '[]');
-const agent = new http.Agent({ keepAlive: true });
+const networks = new AllowedNetworks(null);
+const never = new AbortController().signal;
 
 interface Pace {
   bytesPerSecond: number;
@@ -28,7 +31,7 @@ interface Pace {
 }
 
 let pace: Pace | null = null;
-let body: Buffer = Buffer.alloc(0);
+let body: Body = { parts: [], bytes: 0 };
 const sending = new Set<number>();
 
 try {
@@ -38,40 +41,16 @@ try {
 }
 
 /** A JSON array of `bytes` bytes, as a delivery's body is; its content does not matter to the receivers. */
-function bodyOf(bytes: number): Buffer {
+function bodyOf(bytes: number): Body {
   const b = Buffer.alloc(Math.max(2, bytes), 'x');
   b[0] = 0x5b;
   b[b.length - 1] = 0x5d;
-  return b;
+  return { parts: [b], bytes: b.length };
 }
 
-function postOnce(port: number): Promise<void> {
-  const signature = createHmac('sha256', `bench-${port}`).update(body).digest('hex');
-  return new Promise((resolve) => {
-    const req = http.request(
-      {
-        host: '127.0.0.1',
-        port,
-        method: 'POST',
-        path: '/',
-        agent,
-        headers: {
-          'Content-Type': 'application/json',
-          'Content-Length': String(body.length),
-          'X-Netsot-Webhook': String(port),
-          'X-Netsot-Delivery': randomUUID(),
-          'X-Netsot-Signature': `sha256=${signature}`,
-        },
-      },
-      (res) => {
-        res.resume();
-        res.on('end', resolve);
-        res.on('error', () => resolve());
-      },
-    );
-    req.on('error', () => resolve());
-    req.end(body);
-  });
+async function postOnce(port: number): Promise<void> {
+  const headers = deliveryHeaders(port, randomUUID(), `bench-${port}`, body);
+  await post(new URL(`http://127.0.0.1:${port}/`), body, headers, { timeoutMs: 10_000, networks, signal: never });
 }
 
 /** One receiver's stream: a request at a time, spaced so that all receivers together carry the pace's byte rate. */
@@ -94,7 +73,7 @@ async function stream(port: number): Promise<void> {
 process.on('message', (m: { go?: Pace; stop?: boolean }) => {
   if (m.go) {
     pace = m.go;
-    if (body.length !== m.go.bodyBytes) body = bodyOf(m.go.bodyBytes);
+    if (body.bytes !== m.go.bodyBytes) body = bodyOf(m.go.bodyBytes);
     for (const port of ports) if (!sending.has(port)) void stream(port);
   } else if (m.stop) {
     pace = null;

@@ -14,11 +14,12 @@
  *   starts (their cursors at the newest Change) and deleted after it.
  * - floor: no webhook; instead a second child process
  *   (bench/_webhook-floor.ts) signs and POSTs bodies of the size the hooks'
- *   deliveries had, at the byte rate they reached, to the same receivers. It
- *   reads nothing from netsot: it is what delivering those bytes costs this
- *   machine (signatures, HTTP, the kernel's loopback copies, the receivers)
- *   whoever delivers them. hooks ÷ floor is then netsot's own share: reading
- *   the Changes, rendering, batching, cursors.
+ *   deliveries had, at the byte rate they reached, to the same receivers,
+ *   with netsot's own delivery code (src/webhook/post.ts) but reading
+ *   nothing: what delivering those bytes costs this machine (signatures,
+ *   HTTP, the kernel's loopback copies, the receivers). hooks ÷ floor is then
+ *   the rest of the worker's share: reading the Changes, rendering,
+ *   batching, cursors.
  *
  * The receivers' process runs on every side, idle on "none". Target: hooks
  * ÷ none ≥ 0.95 in allocations/s. Also printed per side: the server's CPU
@@ -170,7 +171,9 @@ export async function run(): Promise<number> {
         `${machine().cores} cores, Node ${process.version}`,
     );
     log(`"hooks" rounds: ${hookCount} webhooks on every Change, each to its own receiver (child process, answers 200)`);
-    log('"floor" rounds: no webhook; a child process signs and POSTs the hooks\' bytes to the same receivers, reading nothing');
+    log(
+      '"floor" rounds: no webhook; a child process signs and POSTs the hooks\' bytes to the same receivers with netsot\'s delivery code, reading nothing',
+    );
     const busyBefore = await foreignBusyCores();
     log(`other CPU use before the load: ${busyBefore === null ? 'unknown' : `${busyBefore.toFixed(2)} cores`}; ${loadAverage()}`);
     if (warmup > 0) {
@@ -307,8 +310,8 @@ export async function run(): Promise<number> {
     );
     if (floored) {
       log(
-        `ratio floor/none: ${(floored.rps / none.rps).toFixed(3)} (signing and POSTing the same bytes, no netsot work); ` +
-          `hooks/floor: ${(hooked.rps / floored.rps).toFixed(3)} (netsot's own share)`,
+        `ratio floor/none: ${(floored.rps / none.rps).toFixed(3)} (signing and POSTing the same bytes, nothing read); ` +
+          `hooks/floor: ${(hooked.rps / floored.rps).toFixed(3)} (reading, encoding, batching: the rest of the worker's share)`,
       );
     }
     log(`per round, against that round's "none": hooks ${spread(perRound('hooks'))}; floor ${spread(perRound('floor'))}`);

@@ -13,7 +13,7 @@ import type { Logger } from '../log.js';
 import type { WriteOp } from '../types/stored.js';
 import { type DeliveryContext, HookDelivery } from './delivery.js';
 import { AllowedNetworks } from './networks.js';
-import type { HookReport, HooksCommand, Report } from './protocol.js';
+import type { DeliveryCommand, HookReport, Report } from './protocol.js';
 import type { StoredHook } from './rows.js';
 import { Slots } from './slots.js';
 import type { ChangeSource } from './store-feed.js';
@@ -44,7 +44,7 @@ export class Deliveries {
   }
 
   /** Carries out a command of the main thread; what it answers goes back with the command's sequence number. */
-  run(c: HooksCommand): unknown {
+  run(c: DeliveryCommand): unknown {
     switch (c.op) {
       case 'start':
         this.stop();
@@ -70,9 +70,6 @@ export class Deliveries {
       }
       case 'report':
         return this.report(c.hookIds, c.attempts);
-      case 'exit':
-        // worker.ts ends the thread first where test hooks are on; otherwise this does nothing.
-        return undefined;
     }
   }
 

@@ -47,7 +47,7 @@ import type { Logger } from '../log.js';
 import type { DeliveryAttempt, WebhookCursor, WebhookProgress, WebhookRecord } from '../model/webhook.js';
 import type { WriteOp } from '../types/stored.js';
 import type { AllowedNetworks } from './networks.js';
-import { type Body, post, signature } from './post.js';
+import { type Body, deliveryHeaders, post } from './post.js';
 import {
   ATTEMPTS_KEPT,
   attemptOps,
@@ -351,13 +351,7 @@ export class HookDelivery {
   private async attempt(batch: Batch, generation: number): Promise<void> {
     const hook = this.hook;
     const delivery = randomUUID();
-    const headers = {
-      'Content-Type': 'application/json',
-      'User-Agent': 'netsot-webhook',
-      'X-Netsot-Webhook': String(hook.id),
-      'X-Netsot-Delivery': delivery,
-      'X-Netsot-Signature': signature(hook.secret, batch.parts),
-    };
+    const headers = deliveryHeaders(hook.id, delivery, hook.secret, batch);
     const at = Date.now();
     this.lastStart = performance.now();
     const controller = new AbortController();

@@ -37,6 +37,17 @@ export function signature(secret: string, parts: readonly Buffer[]): string {
   return `sha256=${hmac.digest('hex')}`;
 }
 
+/** The headers of one delivery attempt of hook `hookId` (README, Webhooks): its id, the attempt's id, the signature. */
+export function deliveryHeaders(hookId: number, delivery: string, secret: string, body: Body): Record<string, string> {
+  return {
+    'Content-Type': 'application/json',
+    'User-Agent': 'netsot-webhook',
+    'X-Netsot-Webhook': String(hookId),
+    'X-Netsot-Delivery': delivery,
+    'X-Netsot-Signature': signature(secret, body.parts),
+  };
+}
+
 /** Bytes of a receiver's answer read (and dropped) before the connection is closed instead of kept. */
 const RESPONSE_BYTES = 64 * 1024;
 

@@ -12,7 +12,7 @@ import type { DeliveryAttempt, WebhookProgress, WebhookRecord } from '../model/w
 import type { WriteOp } from '../types/stored.js';
 import type { StoredHook } from './rows.js';
 
-export type HooksCommand =
+export type DeliveryCommand =
   /** Deliver for these hooks from their saved state (this node delivers now). */
   | { op: 'start'; hooks: StoredHook[] }
   /** Stop every hook: nothing more is sent or saved. */
@@ -24,8 +24,12 @@ export type HooksCommand =
   /** The hook is being deleted; answered with what it had saved, to restore it if the delete fails. */
   | { op: 'close'; hookId: number }
   /** Where the hooks stand (`hookIds` null: every hook), with their recent attempts if asked. */
-  | { op: 'report'; hookIds: number[] | null; attempts: boolean }
-  /** Test hook only (config.testHooks): the worker exits as a crash would. */
+  | { op: 'report'; hookIds: number[] | null; attempts: boolean };
+
+/** What the worker is told: the hooks' commands, and one for tests (worker.ts). */
+export type HooksCommand =
+  | DeliveryCommand
+  /** Test hook only (config.testHooks): the worker exits as a crash would; refused otherwise. */
   | { op: 'exit' };
 
 export interface HookReport {

@@ -41,7 +41,11 @@ port.on('message', (m: HooksRequest | typeof WAKE) => {
     feed.wake();
     return;
   }
-  if (m.command.op === 'exit' && data.config.testHooks) process.exit(70);
+  if (m.command.op === 'exit') {
+    if (data.config.testHooks) process.exit(70);
+    send({ kind: 'answer', seq: m.seq, error: 'test hooks are off' });
+    return;
+  }
   try {
     send({ kind: 'answer', seq: m.seq, value: deliveries.run(m.command) });
   } catch (err) {
